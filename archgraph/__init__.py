@@ -1,0 +1,17 @@
+"""archgraph: declare a neural network as a graph of typed ops; infer every shape and
+count every parameter without a deep-learning framework.
+
+>>> import archgraph
+>>> archgraph.load("bert-base-uncased").params().total
+109482240
+"""
+from .builder import ModelBuilder
+from .errors import ArchgraphError, ShapeError, SpecError
+from .graph import Model
+from .load import builtin_specs, load
+from .passes.params import count_params
+from .passes.shapes import infer_shapes
+
+__all__ = ["ArchgraphError", "Model", "ModelBuilder", "ShapeError", "SpecError", "builtin_specs",
+           "count_params", "infer_shapes", "load"]
+__version__ = "0.1.0"

@@ -1,0 +1,72 @@
+"""The exception hierarchy of archgraph.
+
+Every error a user can cause derives from `ArchgraphError` and carries where it
+happened (file, line, node path) and, when we know one, the fix.  The CLI prints
+`str(error)` and exits with status 2; nothing else is shown.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Iterable
+
+
+@dataclass(frozen=True)
+class Loc:
+    """A place in a spec: file and 1-based line (0 when unknown)."""
+
+    file: str = "<spec>"
+    line: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+
+class ArchgraphError(Exception):
+    """Base of every error caused by user input."""
+
+    def __init__(self, message: str, *, loc: Loc | None = None, node: str | None = None,
+                 hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+        self.node = node
+        self.hint = hint
+
+    def with_context(self, *, loc: Loc | None = None, node: str | None = None) -> "ArchgraphError":
+        """Fill in location and node if they are not known yet (wrap once, never twice)."""
+        if self.loc is None or (self.loc.line == 0 and loc is not None and loc.line):
+            self.loc = loc
+        if self.node is None:
+            self.node = node
+        return self
+
+    def __str__(self) -> str:
+        where = f"{self.loc}: " if self.loc else ""
+        node = f"node '{self.node}': " if self.node else ""
+        text = f"{where}{node}{self.message}"
+        if self.hint:
+            text += f"\n  fix: {self.hint}"
+        return text
+
+
+class SpecError(ArchgraphError):
+    """The spec is malformed: YAML, unknown keys, unknown ops, bad wiring."""
+
+
+class ExprError(SpecError):
+    """An arithmetic expression cannot be evaluated (unknown name, inexact division, ...)."""
+
+
+class ShapeError(ArchgraphError):
+    """Shapes do not fit an op's rule."""
+
+
+class InconclusiveDimError(ShapeError):
+    """Symbolic dimensions whose equality cannot be decided without concrete values."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
+    """`"did you mean 'x'?"` for the closest choice, or None."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean '{close[0]}'?" if close else None

@@ -1,0 +1,145 @@
+"""Safe integer arithmetic for spec values: `4 * H`, `H / A`, `max(1, L // 2)`.
+
+Expressions are parsed with `ast` and evaluated by walking a whitelist of node
+types; nothing is ever passed to `eval`.  `/` is exact division: it fails when
+the division leaves a remainder (use `//` to floor).  Values may be ints,
+floats, bools or sympy expressions (for closed-form formulas).
+
+>>> evaluate("4 * H", {"H": 768})
+3072
+>>> evaluate("H / A", {"H": 768, "A": 12})
+64
+"""
+from __future__ import annotations
+
+import ast
+import math
+import operator
+from functools import lru_cache
+from typing import Any, Mapping
+
+from .errors import ExprError, did_you_mean
+
+MAX_LEN = 1000
+MAX_POW = 64  # exponent bound: keeps 10 ** 10 ** 10 from eating the machine
+
+
+def _exact_div(a: Any, b: Any) -> Any:
+    if b == 0:
+        raise ExprError("division by zero")
+    if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool):
+        if a % b:
+            raise ExprError(f"{a} / {b} is not exact ({a / b:g})",
+                            hint="choose values that divide exactly, or write // to round down")
+        return a // b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a / b
+    return a / b  # symbolic (sympy) values
+
+
+def _pow(a: Any, b: Any) -> Any:
+    if isinstance(b, (int, float)) and abs(b) > MAX_POW:
+        raise ExprError(f"exponent {b} is too large (at most {MAX_POW})")
+    if isinstance(a, (int, float)) and abs(a) > 2 ** 64:
+        raise ExprError("base of ** is too large")
+    return a ** b
+
+
+def _floordiv(a: Any, b: Any) -> Any:
+    if b == 0:
+        raise ExprError("division by zero")
+    return a // b
+
+
+_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.Div: _exact_div, ast.FloorDiv: _floordiv, ast.Mod: operator.mod, ast.Pow: _pow,
+}
+_UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
+_COMPARE = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
+    ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+}
+
+
+def _ceil_div(a: Any, b: Any) -> Any:
+    return -((-a) // b)
+
+
+FUNCTIONS = {"min": min, "max": max, "abs": abs, "ceil_div": _ceil_div,
+             "ceil": math.ceil, "floor": math.floor}
+
+
+@lru_cache(maxsize=4096)
+def parse(text: str) -> ast.Expression:
+    """Parse and whitelist-check an expression; raise ExprError on anything else."""
+    if len(text) > MAX_LEN:
+        raise ExprError(f"expression is longer than {MAX_LEN} characters")
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as exc:
+        raise ExprError(f"cannot parse expression '{text}': {exc.msg}",
+                        hint="use numbers, variable names, + - * / // % ** and parentheses") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise ExprError(f"'{ast.unparse(node) if hasattr(ast, 'unparse') else text}' is not allowed "
+                            f"in an expression ({type(node).__name__})",
+                            hint="expressions take numbers, variable names, arithmetic, comparisons, "
+                                 "'x if c else y' and the functions " + ", ".join(sorted(FUNCTIONS)))
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
+                                                and node.func.id in FUNCTIONS and not node.keywords):
+            raise ExprError(f"only the functions {', '.join(sorted(FUNCTIONS))} may be called")
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool)):
+            raise ExprError(f"constant {node.value!r} is not a number")
+    return tree
+
+
+_ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
+            ast.Name, ast.Load, ast.Constant, ast.Call, ast.And, ast.Or,
+            *_BINOPS, *_UNARY, *_COMPARE)
+
+
+def names(text: str) -> set[str]:
+    """Free variable names of an expression (function names excluded)."""
+    tree = parse(text)
+    calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in calls}
+
+
+def evaluate(text: str, env: Mapping[str, Any]) -> Any:
+    """Evaluate `text` with the variables in `env`."""
+    return _eval(parse(text).body, env)
+
+
+def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        if node.id in env:
+            return env[node.id]
+        if node.id in ("true", "false", "True", "False"):
+            return node.id in ("true", "True")
+        hint = did_you_mean(node.id, env)
+        raise ExprError(f"unknown variable '{node.id}'",
+                        hint=hint or "define it under 'variables:' or pass --set "
+                                     f"{node.id}=VALUE")
+    if isinstance(node, ast.BinOp):
+        return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+    if isinstance(node, ast.UnaryOp):
+        return _UNARY[type(node.op)](_eval(node.operand, env))
+    if isinstance(node, ast.BoolOp):
+        values = (_eval(v, env) for v in node.values)
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Compare):
+        left = _eval(node.left, env)
+        for op, right_node in zip(node.ops, node.comparators):
+            right = _eval(right_node, env)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.IfExp):
+        return _eval(node.body if _eval(node.test, env) else node.orelse, env)
+    if isinstance(node, ast.Call):
+        return FUNCTIONS[node.func.id](*(_eval(a, env) for a in node.args))
+    raise ExprError(f"unsupported expression element {type(node).__name__}")  # pragma: no cover

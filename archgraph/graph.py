@@ -1,0 +1,117 @@
+"""The model as data: a hierarchy of graphs whose nodes are ops or calls of blocks.
+
+A `Graph` holds its nodes in topological order and a networkx DiGraph of their
+wiring.  A `BlockNode` calls a body graph, possibly `repeat` times; bodies with
+the same arguments are one object, so analysing a repeated block costs one body.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Union
+
+import networkx as nx
+
+from .errors import Loc
+from .ops.base import Op
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An edge's source: output `index` of node (or graph input) `node`."""
+
+    node: str
+    index: int = 0
+
+    def __str__(self) -> str:
+        return self.node if self.index == 0 else f"{self.node}:{self.index}"
+
+
+@dataclass(eq=False)
+class OpNode:
+    name: str
+    op: Op
+    inputs: tuple[Ref, ...]
+    category: str
+    trainable: bool = True
+    ties: dict[str, str] = field(default_factory=dict)  # local tensor -> absolute tensor path
+    loc: Loc = Loc()
+
+
+@dataclass(eq=False)
+class BlockNode:
+    name: str
+    block: str
+    body: "Graph"
+    inputs: tuple[Ref, ...]
+    repeat: int = 1
+    start: int = 0
+    indexed: bool = False  # paths carry the repetition index (`layer.3.x`)
+    shared: bool = False   # every repetition reuses the weights of the first
+    loc: Loc = Loc()
+
+    def rep_path(self, prefix: str, i: int) -> str:
+        base = join(prefix, self.name)
+        return f"{base}.{self.start + i}" if self.indexed else base
+
+
+Node = Union[OpNode, BlockNode]
+
+
+@dataclass(eq=False)
+class Graph:
+    name: str
+    inputs: tuple[str, ...]
+    nodes: dict[str, Node]  # topological order
+    outputs: tuple[Ref, ...]
+    dag: nx.DiGraph
+    loc: Loc = Loc()
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    name: str
+    shape: tuple[Any, ...]  # ints or expression texts (symbolic names allowed)
+    dtype: str
+    loc: Loc = Loc()
+
+
+@dataclass(eq=False)
+class Model:
+    name: str
+    graph: Graph
+    inputs: dict[str, InputSpec]
+    variables: dict[str, Any]
+    output_names: tuple[str, ...]
+    description: str = ""
+    source: str = "<spec>"
+
+    def params(self):
+        """Parameter report (see `archgraph.passes.params`)."""
+        from .passes.params import count_params
+        return count_params(self)
+
+    def shapes(self, **bindings: int):
+        """Shape report with symbolic dims bound to the given values."""
+        from .passes.shapes import infer_shapes
+        return infer_shapes(self, bindings)
+
+
+def join(prefix: str, name: str) -> str:
+    return f"{prefix}.{name}" if prefix else name
+
+
+def iter_op_nodes(graph: Graph, prefix: str = "") -> Iterator[tuple[str, OpNode, int, bool]]:
+    """Every op node with its full path, expanding repetitions: (path, node, rep, is_copy).
+
+    `is_copy` is true for repetitions of a shared block after the first.
+    """
+    yield from _iter(graph, prefix, False)
+
+
+def _iter(graph: Graph, prefix: str, copy: bool):
+    for name, node in graph.nodes.items():
+        if isinstance(node, OpNode):
+            yield join(prefix, name), node, 0, copy
+        else:
+            for i in range(node.repeat):
+                yield from _iter(node.body, node.rep_path(prefix, i), copy or (node.shared and i > 0))

@@ -1,0 +1,57 @@
+"""Find and load a model: a spec path, or the name of a built-in spec.
+
+>>> load("gpt2").params().total
+124439808
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import Loc, SpecError, did_you_mean
+from .graph import Model
+from .spec.build import build_model
+from .spec.yamlload import load_file
+
+_HERE = Path(__file__).resolve().parent
+SPEC_DIRS = (_HERE / "_specs", _HERE.parent / "specs")  # installed wheel, then source checkout
+
+
+def builtin_specs() -> dict[str, Path]:
+    """Name -> path of every built-in spec."""
+    for folder in SPEC_DIRS:
+        if folder.is_dir():
+            return {p.stem: p for p in sorted(folder.glob("*.yaml"))}
+    return {}
+
+
+def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None = None) -> Path:
+    """A spec path for `source`: an existing file, or a built-in name."""
+    text = str(source)
+    candidates = [Path(text)]
+    if relative_to is not None:
+        candidates.insert(0, relative_to / text)
+    for path in candidates:
+        if path.is_file():
+            return path
+    builtins = builtin_specs()
+    if text in builtins:
+        return builtins[text]
+    if text.endswith((".yaml", ".yml")) or "/" in text:
+        raise SpecError(f"no spec file '{text}'", loc=loc)
+    hint = did_you_mean(text, builtins)
+    raise SpecError(f"'{text}' is neither a spec file nor a built-in model", loc=loc,
+                    hint=hint or ("built-in models: " + ", ".join(builtins) +
+                                  " (run 'archgraph zoo')"))
+
+
+def load(source: str | Path, settings: Mapping[str, Any] | None = None) -> Model:
+    """Load a spec file or built-in model; `settings` override variables or bind dims (like --set)."""
+    path = resolve(source)
+    spec = load_file(path)
+
+    def parent(name: str, at: Loc):
+        return load_file(resolve(name, path.parent, at))
+
+    model = build_model(spec, settings, parent)
+    return model

@@ -1,0 +1,84 @@
+"""Shape-preserving pointwise ops: activations, `dropout`, `softmax`, `identity`."""
+from __future__ import annotations
+
+from typing import Literal
+
+from ..dims import prod
+from .base import Op, axis, invalid, op
+
+
+class Pointwise(Op):
+    """Output has the input's shape; `cost` FLOPs per element."""
+
+    cost = 1
+
+    def infer_shape(self, x):
+        return x
+
+    def flops(self, inputs, outputs):
+        return self.cost * prod(inputs[0])
+
+
+@op("relu")
+class ReLU(Pointwise):
+    """max(x, 0)."""
+
+
+@op("gelu")
+class GELU(Pointwise):
+    """Gaussian error linear unit (approximate: none or tanh, the 'gelu_new' of GPT-2)."""
+
+    approximate: Literal["none", "tanh"] = "none"
+    cost = 8
+
+
+@op("silu")
+class SiLU(Pointwise):
+    """x·sigmoid(x), also called swish."""
+
+    cost = 4
+
+
+@op("tanh")
+class Tanh(Pointwise):
+    """Hyperbolic tangent."""
+
+    cost = 4
+
+
+@op("sigmoid")
+class Sigmoid(Pointwise):
+    """1 / (1 + e^-x)."""
+
+    cost = 4
+
+
+@op("identity")
+class Identity(Pointwise):
+    """Passes its input through."""
+
+    cost = 0
+
+
+@op("dropout")
+class Dropout(Pointwise):
+    """Zeroes a fraction p of elements while training; identity at inference."""
+
+    p: float = 0.1
+    cost = 0
+
+    def __post_init__(self):
+        if not 0.0 <= self.p <= 1.0:
+            raise invalid(self, f"p must lie between 0 and 1; received p={self.p}")
+
+
+@op("softmax")
+class Softmax(Pointwise):
+    """Normalised exponentials along `dim`."""
+
+    dim: int = -1
+    cost = 5
+
+    def infer_shape(self, x):
+        axis(self.dim, len(x))
+        return x

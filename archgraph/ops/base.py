@@ -1,0 +1,216 @@
+"""What an operator is: a frozen dataclass of typed hyperparameters plus rules.
+
+An op declares `infer_shape(*inputs)` (its positional arguments are its inputs;
+it returns one shape, or a list of shapes for several outputs), `params()` and
+`buffers()` (the tensors it owns, by local name) and `flops(inputs, outputs)`.
+`@op("name")` registers it; adding an op touches one file.
+"""
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import typing
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterable, Literal, Union, get_args, get_origin
+
+from ..dims import Dim, Shape, equal, fmt, fmt_shape
+from ..errors import ShapeError, SpecError, did_you_mean
+
+REGISTRY: dict[str, type["Op"]] = {}
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A learnable tensor (or buffer) of an op, named as PyTorch would (`weight`, `q_proj.bias`)."""
+
+    name: str
+    shape: tuple[int, ...]
+
+    @property
+    def count(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+class Op:
+    """Base of all ops.  Subclasses are frozen dataclasses made by `@op`."""
+
+    op_name: ClassVar[str] = ""
+    category: ClassVar[str] = "other"
+    doc: ClassVar[str] = ""
+
+    def infer_shape(self, *inputs: Shape) -> Shape | list[Shape]:  # pragma: no cover
+        raise NotImplementedError
+
+    def params(self) -> Iterable[Tensor]:
+        return ()
+
+    def buffers(self) -> Iterable[Tensor]:
+        return ()
+
+    def flops(self, inputs: list[Shape], outputs: list[Shape]) -> Dim:
+        return 0
+
+    # -- construction from spec values ------------------------------------------------
+    @classmethod
+    def hyperparameters(cls) -> dict[str, dataclasses.Field]:
+        return {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+
+    @classmethod
+    def required(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+
+    @classmethod
+    def arity(cls) -> tuple[int, int | None]:
+        """(fewest, most) inputs, read off `infer_shape`'s signature."""
+        sig = inspect.signature(cls.infer_shape)
+        params = list(sig.parameters.values())[1:]
+        if any(p.kind is p.VAR_POSITIONAL for p in params):
+            least = sum(1 for p in params if p.kind is p.POSITIONAL_OR_KEYWORD)
+            return max(least, 1), None
+        least = sum(1 for p in params if p.default is p.empty)
+        return least, len(params)
+
+    @classmethod
+    def build(cls, values: dict[str, Any]) -> "Op":
+        """Make the op from already-evaluated values, coercing each to its declared type."""
+        hints = typing.get_type_hints(cls)
+        fields = cls.hyperparameters()
+        for key in values:
+            if key not in fields:
+                hint = did_you_mean(key, fields)
+                raise SpecError(f"op '{cls.op_name}' has no hyperparameter '{key}'",
+                                hint=hint or f"its hyperparameters are: {', '.join(fields) or 'none'}")
+        missing = [k for k in cls.required() if k not in values]
+        if missing:
+            raise SpecError(f"op '{cls.op_name}' needs {', '.join(repr(m) for m in missing)}",
+                            hint=f"add {', '.join(m + ': ...' for m in missing)} to the node")
+        kwargs = {k: coerce(v, hints[k], f"{cls.op_name}.{k}") for k, v in values.items()}
+        return cls(**kwargs)
+
+    def describe(self) -> str:
+        """`linear(in_features=768, out_features=3072)`: the non-default hyperparameters."""
+        parts = []
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.default is dataclasses.MISSING or value != f.default:
+                parts.append(f"{f.name}={value}")
+        return f"{self.op_name}({', '.join(parts)})"
+
+    def hparams(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore
+
+
+def op(name: str, category: str = "other"):
+    """Register a class as the op `name` (and make it a frozen dataclass)."""
+
+    def wrap(cls):
+        cls = dataclass(frozen=True)(cls)
+        cls.op_name = name
+        cls.category = category
+        cls.doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        if name in REGISTRY:
+            raise RuntimeError(f"op {name} registered twice")
+        REGISTRY[name] = cls
+        return cls
+
+    return wrap
+
+
+# -- hyperparameter coercion -------------------------------------------------------------
+def coerce(value: Any, typ: Any, what: str) -> Any:
+    origin = get_origin(typ)
+    if origin is Union or (origin is not None and str(origin) == "<class 'types.UnionType'>") \
+            or type(typ).__name__ == "UnionType":
+        options = get_args(typ)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return coerce(value, option, what)
+            except SpecError as exc:
+                errors.append(exc.message)
+        raise SpecError(errors[0] if errors else f"{what}: invalid value {value!r}")
+    if origin is Literal:
+        choices = get_args(typ)
+        if value not in choices:
+            hint = did_you_mean(str(value), [str(c) for c in choices])
+            raise SpecError(f"{what} must be one of {', '.join(map(str, choices))}; received {value!r}",
+                            hint=hint)
+        return value
+    if origin is tuple:
+        args = get_args(typ)
+        if not isinstance(value, (list, tuple)):
+            raise SpecError(f"{what} must be a list; received {value!r}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(coerce(v, args[0], what) for v in value)
+        if len(args) != len(value):
+            raise SpecError(f"{what} must be a list of {len(args)} values; received {list(value)}")
+        return tuple(coerce(v, a, what) for v, a in zip(value, args))
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+        raise SpecError(f"{what} must be true or false; received {value!r}")
+    if typ is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, float) and value.is_integer():
+                return int(value)
+            raise SpecError(f"{what} must be a whole number; received {value!r}")
+        return value
+    if typ is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SpecError(f"{what} must be a number; received {value!r}")
+        return float(value)
+    if typ is str:
+        if not isinstance(value, str):
+            raise SpecError(f"{what} must be text; received {value!r}")
+        return value
+    raise TypeError(f"unsupported hyperparameter type {typ} for {what}")  # pragma: no cover
+
+
+# -- helpers for validation and shape rules --------------------------------------------
+def positive(owner: Op, *names: str) -> None:
+    """Keras-style check: each named hyperparameter is a positive integer."""
+    for name in names:
+        value = getattr(owner, name)
+        if value is not None and value <= 0:
+            raise SpecError(f"received an invalid value for `{name}` of op '{owner.op_name}', "
+                            f"expected a positive integer. Received: {name}={value}")
+
+
+def invalid(owner: Op, message: str) -> SpecError:
+    return SpecError(f"op '{owner.op_name}': {message}")
+
+
+def check(cond: bool, message: str) -> None:
+    if not cond:
+        raise ShapeError(message)
+
+
+def expect_rank(x: Shape, ranks: int | tuple[int, ...], what: str = "input") -> None:
+    allowed = (ranks,) if isinstance(ranks, int) else ranks
+    if len(x) not in allowed:
+        want = " or ".join(str(r) for r in allowed)
+        raise ShapeError(f"{what} must have {want} dimensions; received {fmt_shape(x)}")
+
+
+def expect_dim(actual: Dim, expected: Dim, what: str) -> None:
+    if not equal(actual, expected):
+        raise ShapeError(f"{what} is {fmt(actual)}, expected {fmt(expected)}")
+
+
+def axis(dim: int, rank: int, what: str = "dim") -> int:
+    """Normalise a possibly negative axis."""
+    if not -rank <= dim < rank:
+        raise ShapeError(f"{what}={dim} is out of range for a {rank}-dimensional input")
+    return dim % rank
+
+
+def pair(v: int | tuple[int, ...]) -> tuple[int, int]:
+    return (v, v) if isinstance(v, int) else (v[0], v[1])

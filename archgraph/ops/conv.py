@@ -1,0 +1,96 @@
+"""Convolutions over [B, C, L] and [B, C, H, W]: `conv1d`, `conv2d`."""
+from __future__ import annotations
+
+from typing import Literal
+
+from ..dims import Dim, ceil_div, norm, prod
+from ..errors import ShapeError
+from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
+
+
+def window_out(size: Dim, kernel: int, stride: int, padding: int, dilation: int = 1,
+               ceil_mode: bool = False) -> Dim:
+    """Output length of a sliding window (PyTorch's rule); symbolic sizes stay exact (`ceil(S/2)`)."""
+    span = dilation * (kernel - 1) + 1
+    reach = size + 2 * padding - span  # (out - 1) * stride <= reach
+    if isinstance(reach, int) and reach < 0:
+        raise ShapeError(f"input size {size} (padding {padding}) is smaller than the window {span}")
+    out = ceil_div(reach + 1, stride) if not ceil_mode else ceil_div(reach, stride) + 1
+    return norm(out)
+
+
+def _tuple(v, n: int) -> tuple[int, ...]:
+    return (v,) * n if isinstance(v, int) else tuple(v)
+
+
+class _Conv(Op):
+    rank = 0  # spatial dims
+
+    def __post_init__(self):
+        positive(self, "in_channels", "out_channels", "groups")
+        for name in ("kernel_size", "stride", "dilation"):
+            values = _tuple(getattr(self, name), self.rank)
+            if len(values) != self.rank or any(v <= 0 for v in values):
+                raise invalid(self, f"{name} must be a positive integer or a list of {self.rank}; "
+                                    f"received {getattr(self, name)}")
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise invalid(self, f"in_channels={self.in_channels} and out_channels={self.out_channels} "
+                                f"must both be divisible by groups={self.groups}")
+        if self.padding == "same" and any(s != 1 for s in _tuple(self.stride, self.rank)):
+            raise invalid(self, "padding 'same' needs stride 1")
+
+    def _pads(self) -> tuple[int, ...]:
+        if self.padding == "valid":
+            return (0,) * self.rank
+        if self.padding == "same":
+            ks, ds = _tuple(self.kernel_size, self.rank), _tuple(self.dilation, self.rank)
+            return tuple(d * (k - 1) // 2 for k, d in zip(ks, ds))
+        return _tuple(self.padding, self.rank)
+
+    def infer_shape(self, x):
+        expect_rank(x, self.rank + 2)
+        expect_dim(x[1], self.in_channels, "channel dimension (dim 1) of the input (in_channels)")
+        spatial = tuple(window_out(n, k, s, p, d) for n, k, s, p, d in zip(
+            x[2:], _tuple(self.kernel_size, self.rank), _tuple(self.stride, self.rank),
+            self._pads(), _tuple(self.dilation, self.rank)))
+        return (x[0], self.out_channels, *spatial)
+
+    def params(self):
+        yield Tensor("weight", (self.out_channels, self.in_channels // self.groups,
+                                *_tuple(self.kernel_size, self.rank)))
+        if self.bias:
+            yield Tensor("bias", (self.out_channels,))
+
+    def flops(self, inputs, outputs):
+        per_output = (self.in_channels // self.groups) * prod(_tuple(self.kernel_size, self.rank))
+        return 2 * prod(outputs[0]) * per_output
+
+
+@op("conv1d", category="conv")
+class Conv1d(_Conv):
+    """1-D convolution: [B, in_channels, L] -> [B, out_channels, L']."""
+
+    in_channels: int
+    out_channels: int
+    kernel_size: int | tuple[int]
+    stride: int | tuple[int] = 1
+    padding: int | tuple[int] | Literal["same", "valid"] = 0
+    dilation: int | tuple[int] = 1
+    groups: int = 1
+    bias: bool = True
+    rank = 1
+
+
+@op("conv2d", category="conv")
+class Conv2d(_Conv):
+    """2-D convolution: [B, in_channels, H, W] -> [B, out_channels, H', W']."""
+
+    in_channels: int
+    out_channels: int
+    kernel_size: int | tuple[int, int]
+    stride: int | tuple[int, int] = 1
+    padding: int | tuple[int, int] | Literal["same", "valid"] = 0
+    dilation: int | tuple[int, int] = 1
+    groups: int = 1
+    bias: bool = True
+    rank = 2

@@ -1,0 +1,120 @@
+"""Lookup tables and position encodings: `embedding`, `position_embedding`,
+`sinusoidal_position`, `rotary_embedding`, `relative_position_bias`."""
+from __future__ import annotations
+
+from ..dims import Shape
+from .base import Op, Tensor, check, expect_rank, invalid, op, positive
+
+
+def _seq_len(x: Shape, what: str = "input") -> object:
+    expect_rank(x, tuple(range(2, 9)), what)
+    return x[1]
+
+
+def _fits(seq, limit: int, owner: str) -> None:
+    if isinstance(seq, int):
+        check(seq <= limit, f"sequence length {seq} exceeds the {limit} positions of {owner}")
+
+
+@op("embedding", category="embedding")
+class Embedding(Op):
+    """Table of num_embeddings vectors of size embedding_dim; ids [..] -> [.., embedding_dim]."""
+
+    num_embeddings: int
+    embedding_dim: int
+
+    def __post_init__(self):
+        positive(self, "num_embeddings", "embedding_dim")
+
+    def infer_shape(self, ids):
+        return (*ids, self.embedding_dim)
+
+    def params(self):
+        yield Tensor("weight", (self.num_embeddings, self.embedding_dim))
+
+
+@op("position_embedding", category="embedding")
+class PositionEmbedding(Op):
+    """Learned absolute positions; [B, S, ..] -> [1, S, embedding_dim] (offset: rows reserved before position 0, OPT/BART use 2)."""
+
+    num_positions: int
+    embedding_dim: int
+    offset: int = 0
+
+    def __post_init__(self):
+        positive(self, "num_positions", "embedding_dim")
+
+    def infer_shape(self, x):
+        seq = _seq_len(x)
+        _fits(seq, self.num_positions - self.offset, "the position table")
+        return (1, seq, self.embedding_dim)
+
+    def params(self):
+        yield Tensor("weight", (self.num_positions, self.embedding_dim))
+
+
+@op("sinusoidal_position", category="embedding")
+class SinusoidalPosition(Op):
+    """Fixed sin/cos positions (no parameters); a buffer of num_positions rows when given."""
+
+    embedding_dim: int
+    num_positions: int | None = None
+
+    def __post_init__(self):
+        positive(self, "embedding_dim", "num_positions")
+
+    def infer_shape(self, x):
+        seq = _seq_len(x)
+        if self.num_positions is not None:
+            _fits(seq, self.num_positions, "the sinusoidal table")
+        return (1, seq, self.embedding_dim)
+
+    def buffers(self):
+        if self.num_positions is not None:
+            yield Tensor("weight", (self.num_positions, self.embedding_dim))
+
+
+@op("rotary_embedding", category="embedding")
+class RotaryEmbedding(Op):
+    """Rotary position tables (RoPE): [B, S, ..] -> cos, sin each [1, S, rotary_dim]; buffer inv_freq."""
+
+    head_dim: int
+    rotary_dim: int | None = None
+    base: float = 10000.0
+
+    def __post_init__(self):
+        positive(self, "head_dim", "rotary_dim")
+        dim = self.dim
+        if dim % 2 or dim > self.head_dim:
+            raise invalid(self, f"rotary_dim must be even and at most head_dim={self.head_dim}; "
+                                f"received rotary_dim={dim}")
+
+    @property
+    def dim(self) -> int:
+        return self.rotary_dim if self.rotary_dim is not None else self.head_dim
+
+    def infer_shape(self, x):
+        seq = _seq_len(x)
+        return [(1, seq, self.dim), (1, seq, self.dim)]
+
+    def buffers(self):
+        yield Tensor("inv_freq", (self.dim // 2,))
+
+
+@op("relative_position_bias", category="attention")
+class RelativePositionBias(Op):
+    """T5 bucketed relative positions: query [B, S, ..] (, key [B, T, ..]) -> bias [1, heads, S, T]."""
+
+    num_buckets: int
+    heads: int
+
+    def __post_init__(self):
+        positive(self, "num_buckets", "heads")
+
+    def infer_shape(self, query, key=None):
+        s = _seq_len(query, "query")
+        t = _seq_len(key, "key") if key is not None else s
+        return (1, self.heads, s, t)
+
+    def params(self):
+        yield Tensor("weight", (self.num_buckets, self.heads))

@@ -1,0 +1,35 @@
+"""Dense layers: `linear`."""
+from __future__ import annotations
+
+from typing import Literal
+
+from ..dims import prod
+from .base import Op, Tensor, expect_dim, expect_rank, op, positive
+
+
+@op("linear", category="linear")
+class Linear(Op):
+    """y = x·Wᵀ + b over the last dimension (weight_layout in_out: GPT-2's Conv1D, W stored [in, out])."""
+
+    in_features: int
+    out_features: int
+    bias: bool = True
+    weight_layout: Literal["out_in", "in_out"] = "out_in"
+
+    def __post_init__(self):
+        positive(self, "in_features", "out_features")
+
+    def infer_shape(self, x):
+        expect_rank(x, tuple(range(1, 9)))
+        *lead, k = x
+        expect_dim(k, self.in_features, "last dimension of the input (in_features)")
+        return (*lead, self.out_features)
+
+    def params(self):
+        o, i = self.out_features, self.in_features
+        yield Tensor("weight", (o, i) if self.weight_layout == "out_in" else (i, o))
+        if self.bias:
+            yield Tensor("bias", (o,))
+
+    def flops(self, inputs, outputs):
+        return 2 * prod(inputs[0][:-1]) * self.in_features * self.out_features

@@ -1,0 +1,131 @@
+"""Feed-forward blocks with their projections: `mlp`, `gated_mlp` (SwiGLU, GeGLU), `moe`."""
+from __future__ import annotations
+
+from typing import Literal
+
+from ..dims import prod
+from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
+
+Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh"]
+
+
+def _linear(name: str, out: int, inp: int, bias: bool):
+    yield Tensor(f"{name}.weight", (out, inp))
+    if bias:
+        yield Tensor(f"{name}.bias", (out,))
+
+
+class _FeedForward(Op):
+    def infer_shape(self, x):
+        expect_rank(x, tuple(range(1, 9)))
+        expect_dim(x[-1], self.hidden, "last dimension of the input (hidden)")
+        return x
+
+    def _check_names(self, n: int, default: tuple[str, ...]):
+        if self.names is not None and len(self.names) != n:
+            raise invalid(self, f"names needs {n} entries ({', '.join(default)}); received {list(self.names)}")
+
+
+@op("mlp", category="mlp")
+class MLP(_FeedForward):
+    """up (hidden -> intermediate), activation, down (intermediate -> hidden); names: up, down."""
+
+    hidden: int
+    intermediate: int
+    bias: bool = True
+    activation: Activation = "gelu"
+    names: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        positive(self, "hidden", "intermediate")
+        self._check_names(2, ("fc1", "fc2"))
+
+    def params(self):
+        up, down = self.names or ("fc1", "fc2")
+        yield from _linear(up, self.intermediate, self.hidden, self.bias)
+        yield from _linear(down, self.hidden, self.intermediate, self.bias)
+
+    def flops(self, inputs, outputs):
+        return 2 * 2 * prod(inputs[0][:-1]) * self.hidden * self.intermediate
+
+
+@op("gated_mlp", category="mlp")
+class GatedMLP(_FeedForward):
+    """down(act(gate(x)) · up(x)): SwiGLU with silu, GeGLU with gelu; `fused` stores gate and up as one."""
+
+    hidden: int
+    intermediate: int
+    bias: bool = False
+    activation: Activation = "silu"
+    fused: bool = False
+    names: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        positive(self, "hidden", "intermediate")
+        self._check_names(*self._default())
+
+    def _default(self):
+        names = ("gate_up_proj", "down_proj") if self.fused else ("gate_proj", "up_proj", "down_proj")
+        return len(names), names
+
+    def params(self):
+        names = self.names or self._default()[1]
+        h, i = self.hidden, self.intermediate
+        if self.fused:
+            yield from _linear(names[0], 2 * i, h, self.bias)
+        else:
+            yield from _linear(names[0], i, h, self.bias)
+            yield from _linear(names[1], i, h, self.bias)
+        yield from _linear(names[-1], h, i, self.bias)
+
+    def flops(self, inputs, outputs):
+        return 3 * 2 * prod(inputs[0][:-1]) * self.hidden * self.intermediate
+
+
+@op("moe", category="mlp")
+class MixtureOfExperts(_FeedForward):
+    """Router picks top_k of `experts` gated MLPs per token.
+
+    Tensors (Hugging Face transformers 5 layout): router `gate.weight` [experts, hidden],
+    `experts.gate_up_proj` [experts, 2·intermediate, hidden], `experts.down_proj`
+    [experts, hidden, intermediate]; `expert_layout: separate` stores
+    `experts.N.{w1,w3,w2}.weight` per expert instead.
+    """
+
+    hidden: int
+    intermediate: int
+    experts: int
+    top_k: int = 2
+    router_bias: bool = False
+    activation: Activation = "silu"
+    expert_layout: Literal["fused", "separate"] = "fused"
+    names: tuple[str, ...] | None = None
+
+    def __post_init__(self):
+        positive(self, "hidden", "intermediate", "experts", "top_k")
+        if self.top_k > self.experts:
+            raise invalid(self, f"top_k={self.top_k} exceeds experts={self.experts}")
+        self._check_names(*self._default())
+
+    def _default(self):
+        names = ("gate", "experts") if self.expert_layout == "fused" else ("gate", "experts", "w1", "w3", "w2")
+        return len(names), names
+
+    def params(self):
+        names = self.names or self._default()[1]
+        e, h, i = self.experts, self.hidden, self.intermediate
+        yield from _linear(names[0], e, h, self.router_bias)
+        if self.expert_layout == "fused":
+            yield Tensor(f"{names[1]}.gate_up_proj", (e, 2 * i, h))
+            yield Tensor(f"{names[1]}.down_proj", (e, h, i))
+        else:
+            for n in range(e):
+                yield Tensor(f"{names[1]}.{n}.{names[2]}.weight", (i, h))
+                yield Tensor(f"{names[1]}.{n}.{names[3]}.weight", (i, h))
+                yield Tensor(f"{names[1]}.{n}.{names[4]}.weight", (h, i))
+
+    def flops(self, inputs, outputs):
+        tokens = prod(inputs[0][:-1])
+        return 2 * tokens * self.hidden * self.experts + self.top_k * 3 * 2 * tokens * self.hidden * self.intermediate
+
+

@@ -1,0 +1,126 @@
+"""Normalisation: `layer_norm`, `rms_norm`, `batch_norm`, `group_norm`."""
+from __future__ import annotations
+
+from ..dims import prod
+from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
+
+
+@op("layer_norm", category="norm")
+class LayerNorm(Op):
+    """Normalise over the trailing dims `normalized_shape`; weight and bias of that shape."""
+
+    normalized_shape: int | tuple[int, ...]
+    eps: float = 1e-5
+    elementwise_affine: bool = True
+    bias: bool = True
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        s = self.normalized_shape
+        return (s,) if isinstance(s, int) else s
+
+    def __post_init__(self):
+        if any(d <= 0 for d in self.dims):
+            raise invalid(self, f"normalized_shape must be positive; received {self.normalized_shape}")
+
+    def infer_shape(self, x):
+        n = len(self.dims)
+        expect_rank(x, tuple(range(n, 9)))
+        for got, want in zip(x[len(x) - n:], self.dims):
+            expect_dim(got, want, "trailing dimension of the input (normalized_shape)")
+        return x
+
+    def params(self):
+        if self.elementwise_affine:
+            yield Tensor("weight", self.dims)
+            if self.bias:
+                yield Tensor("bias", self.dims)
+
+    def flops(self, inputs, outputs):
+        return 5 * prod(inputs[0])
+
+
+@op("rms_norm", category="norm")
+class RMSNorm(Op):
+    """Root-mean-square norm over the last dim; a weight (scale) of size `dim`, no bias."""
+
+    dim: int
+    eps: float = 1e-6
+    elementwise_affine: bool = True
+
+    def __post_init__(self):
+        positive(self, "dim")
+
+    def infer_shape(self, x):
+        expect_rank(x, tuple(range(1, 9)))
+        expect_dim(x[-1], self.dim, "last dimension of the input (dim)")
+        return x
+
+    def params(self):
+        if self.elementwise_affine:
+            yield Tensor("weight", (self.dim,))
+
+    def flops(self, inputs, outputs):
+        return 4 * prod(inputs[0])
+
+
+@op("batch_norm", category="norm")
+class BatchNorm(Op):
+    """Per-channel norm of [B, C, ...]; weight, bias; buffers running_mean, running_var, num_batches_tracked."""
+
+    num_features: int
+    eps: float = 1e-5
+    momentum: float = 0.1
+    affine: bool = True
+    track_running_stats: bool = True
+
+    def __post_init__(self):
+        positive(self, "num_features")
+
+    def infer_shape(self, x):
+        expect_rank(x, (2, 3, 4, 5))
+        expect_dim(x[1], self.num_features, "channel dimension (dim 1) of the input (num_features)")
+        return x
+
+    def params(self):
+        if self.affine:
+            yield Tensor("weight", (self.num_features,))
+            yield Tensor("bias", (self.num_features,))
+
+    def buffers(self):
+        if self.track_running_stats:
+            yield Tensor("running_mean", (self.num_features,))
+            yield Tensor("running_var", (self.num_features,))
+            yield Tensor("num_batches_tracked", ())
+
+    def flops(self, inputs, outputs):
+        return 2 * prod(inputs[0])
+
+
+@op("group_norm", category="norm")
+class GroupNorm(Op):
+    """Norm over channel groups of [B, C, ...]; weight and bias of size num_channels."""
+
+    num_groups: int
+    num_channels: int
+    eps: float = 1e-5
+    affine: bool = True
+
+    def __post_init__(self):
+        positive(self, "num_groups", "num_channels")
+        if self.num_channels % self.num_groups:
+            raise invalid(self, f"num_channels={self.num_channels} is not divisible by "
+                                f"num_groups={self.num_groups}")
+
+    def infer_shape(self, x):
+        expect_rank(x, (2, 3, 4, 5))
+        expect_dim(x[1], self.num_channels, "channel dimension (dim 1) of the input (num_channels)")
+        return x
+
+    def params(self):
+        if self.affine:
+            yield Tensor("weight", (self.num_channels,))
+            yield Tensor("bias", (self.num_channels,))
+
+    def flops(self, inputs, outputs):
+        return 5 * prod(inputs[0])

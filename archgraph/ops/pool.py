@@ -1,0 +1,120 @@
+"""Pooling: `max_pool1d/2d`, `avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `global_avg_pool`, `global_max_pool`."""
+from __future__ import annotations
+
+from ..dims import prod
+from .base import Op, expect_rank, invalid, op
+from .conv import _tuple, window_out
+
+
+class _Pool(Op):
+    rank = 0
+
+    def __post_init__(self):
+        for name in ("kernel_size", "stride"):
+            value = getattr(self, name)
+            if value is not None and any(v <= 0 for v in _tuple(value, self.rank)):
+                raise invalid(self, f"{name} must be positive; received {value}")
+
+    def infer_shape(self, x):
+        expect_rank(x, self.rank + 2)
+        ks = _tuple(self.kernel_size, self.rank)
+        ss = _tuple(self.stride if self.stride is not None else self.kernel_size, self.rank)
+        ps = _tuple(self.padding, self.rank)
+        ds = _tuple(getattr(self, "dilation", 1), self.rank)
+        return (x[0], x[1], *(window_out(n, k, s, p, d, self.ceil_mode)
+                               for n, k, s, p, d in zip(x[2:], ks, ss, ps, ds)))
+
+    def flops(self, inputs, outputs):
+        return prod(outputs[0]) * prod(_tuple(self.kernel_size, self.rank))
+
+
+@op("max_pool1d")
+class MaxPool1d(_Pool):
+    """Sliding maximum over [B, C, L]."""
+
+    kernel_size: int
+    stride: int | None = None
+    padding: int = 0
+    dilation: int = 1
+    ceil_mode: bool = False
+    rank = 1
+
+
+@op("max_pool2d")
+class MaxPool2d(_Pool):
+    """Sliding maximum over [B, C, H, W]."""
+
+    kernel_size: int | tuple[int, int]
+    stride: int | tuple[int, int] | None = None
+    padding: int | tuple[int, int] = 0
+    dilation: int | tuple[int, int] = 1
+    ceil_mode: bool = False
+    rank = 2
+
+
+@op("avg_pool1d")
+class AvgPool1d(_Pool):
+    """Sliding mean over [B, C, L]."""
+
+    kernel_size: int
+    stride: int | None = None
+    padding: int = 0
+    ceil_mode: bool = False
+    rank = 1
+
+
+@op("avg_pool2d")
+class AvgPool2d(_Pool):
+    """Sliding mean over [B, C, H, W]."""
+
+    kernel_size: int | tuple[int, int]
+    stride: int | tuple[int, int] | None = None
+    padding: int | tuple[int, int] = 0
+    ceil_mode: bool = False
+    rank = 2
+
+
+class _Adaptive(Op):
+    rank = 0
+
+    def infer_shape(self, x):
+        expect_rank(x, self.rank + 2)
+        return (x[0], x[1], *_tuple(self.output_size, self.rank))
+
+    def flops(self, inputs, outputs):
+        return prod(inputs[0])
+
+
+@op("adaptive_avg_pool1d")
+class AdaptiveAvgPool1d(_Adaptive):
+    """Mean down to a fixed length: [B, C, L] -> [B, C, output_size]."""
+
+    output_size: int
+    rank = 1
+
+
+@op("adaptive_avg_pool2d")
+class AdaptiveAvgPool2d(_Adaptive):
+    """Mean down to a fixed size: [B, C, H, W] -> [B, C, oh, ow]."""
+
+    output_size: int | tuple[int, int]
+    rank = 2
+
+
+class _Global(Op):
+    def infer_shape(self, x):
+        expect_rank(x, (3, 4, 5))
+        return (x[0], x[1])
+
+    def flops(self, inputs, outputs):
+        return prod(inputs[0])
+
+
+@op("global_avg_pool")
+class GlobalAvgPool(_Global):
+    """Mean over all spatial dims: [B, C, ...] -> [B, C]."""
+
+
+@op("global_max_pool")
+class GlobalMaxPool(_Global):
+    """Maximum over all spatial dims: [B, C, ...] -> [B, C]."""

@@ -1,0 +1,146 @@
+"""Tensor plumbing without parameters: `matmul`, `reshape`, `transpose`, `permute`,
+`concat`, `split`, `flatten`, `select`."""
+from __future__ import annotations
+
+from ..dims import equal, exact_div, fmt, fmt_shape, norm, prod
+from ..errors import ShapeError
+from .base import Op, axis, check, expect_dim, expect_rank, invalid, op
+from .elementwise import broadcast
+
+
+@op("matmul")
+class MatMul(Op):
+    """[..., n, k] @ [..., k, m] -> [..., n, m], batch dims broadcast."""
+
+    def infer_shape(self, a, b):
+        expect_rank(a, tuple(range(2, 9)), "first input")
+        expect_rank(b, tuple(range(2, 9)), "second input")
+        expect_dim(b[-2], a[-1], f"inner dimension of {fmt_shape(a)} @ {fmt_shape(b)}")
+        return (*broadcast(a[:-2], b[:-2]), a[-2], b[-1])
+
+    def flops(self, inputs, outputs):
+        return 2 * prod(outputs[0]) * inputs[0][-1]
+
+
+@op("reshape")
+class Reshape(Op):
+    """New shape with the same number of elements; 0 copies the input dim, -1 is inferred."""
+
+    shape: tuple[int, ...]
+
+    def __post_init__(self):
+        if sum(1 for d in self.shape if d == -1) > 1:
+            raise invalid(self, f"at most one -1 in shape; received {list(self.shape)}")
+        if any(d < -1 for d in self.shape):
+            raise invalid(self, f"dims must be positive, 0 (copy) or -1 (infer); received {list(self.shape)}")
+
+    def infer_shape(self, x):
+        out = []
+        for i, d in enumerate(self.shape):
+            if d == 0:
+                check(i < len(x), f"0 at position {i} copies a dim the input {fmt_shape(x)} lacks")
+                out.append(x[i])
+            else:
+                out.append(d)
+        total = prod(x)
+        if -1 in self.shape:
+            known = prod(d for d in out if not (isinstance(d, int) and d == -1))
+            missing = exact_div(total, known, f"reshape {fmt_shape(x)} to {list(self.shape)}")
+            out = [missing if (isinstance(d, int) and d == -1) else d for d in out]
+        elif not equal(prod(out), total):
+            raise ShapeError(f"cannot reshape {fmt_shape(x)} ({fmt(total)} elements) "
+                             f"to {fmt_shape(tuple(out))} ({fmt(prod(out))} elements)")
+        return tuple(norm(d) for d in out)
+
+
+@op("transpose")
+class Transpose(Op):
+    """Swap two dimensions."""
+
+    dim0: int
+    dim1: int
+
+    def infer_shape(self, x):
+        a, b = axis(self.dim0, len(x), "dim0"), axis(self.dim1, len(x), "dim1")
+        out = list(x)
+        out[a], out[b] = out[b], out[a]
+        return tuple(out)
+
+
+@op("permute")
+class Permute(Op):
+    """Reorder all dimensions."""
+
+    dims: tuple[int, ...]
+
+    def infer_shape(self, x):
+        check(len(self.dims) == len(x) and sorted(d % len(x) for d in self.dims) == list(range(len(x))),
+              f"dims {list(self.dims)} is not a permutation of the {len(x)} dims of {fmt_shape(x)}")
+        return tuple(x[d] for d in self.dims)
+
+
+@op("concat")
+class Concat(Op):
+    """Join inputs along `dim`; the other dims must agree."""
+
+    dim: int = -1
+
+    def infer_shape(self, first, *rest):
+        d = axis(self.dim, len(first))
+        total = first[d]
+        for other in rest:
+            check(len(other) == len(first), f"cannot concatenate {fmt_shape(first)} and {fmt_shape(other)}")
+            for i, (p, q) in enumerate(zip(first, other)):
+                if i != d:
+                    expect_dim(q, p, f"dimension {i} of a concatenated input")
+            total = total + other[d]
+        return tuple(norm(v) for v in (*first[:d], total, *first[d + 1:]))
+
+
+@op("split")
+class Split(Op):
+    """Cut along `dim` into `sizes` (a list) or into `sections` equal parts: several outputs."""
+
+    dim: int = -1
+    sizes: tuple[int, ...] | None = None
+    sections: int | None = None
+
+    def __post_init__(self):
+        if (self.sizes is None) == (self.sections is None):
+            raise invalid(self, "give exactly one of sizes (a list) or sections (a count)")
+
+    def infer_shape(self, x):
+        d = axis(self.dim, len(x))
+        if self.sizes is not None:
+            expect_dim(x[d], sum(self.sizes), f"dimension {d} (the sum of sizes {list(self.sizes)})")
+            parts = list(self.sizes)
+        else:
+            parts = [exact_div(x[d], self.sections, f"split of dimension {d}")] * self.sections
+        return [(*x[:d], p, *x[d + 1:]) for p in parts]
+
+
+@op("flatten")
+class Flatten(Op):
+    """Merge dims start_dim..end_dim into one (their product)."""
+
+    start_dim: int = 1
+    end_dim: int = -1
+
+    def infer_shape(self, x):
+        a, b = axis(self.start_dim, len(x), "start_dim"), axis(self.end_dim, len(x), "end_dim")
+        check(a <= b, f"start_dim {self.start_dim} comes after end_dim {self.end_dim}")
+        return (*x[:a], prod(x[a:b + 1]), *x[b + 1:])
+
+
+@op("select")
+class Select(Op):
+    """Take one index along `dim`, dropping it (BERT's pooler reads token 0)."""
+
+    dim: int = 1
+    index: int = 0
+
+    def infer_shape(self, x):
+        d = axis(self.dim, len(x))
+        if isinstance(x[d], int):
+            check(-x[d] <= self.index < x[d], f"index {self.index} is out of range for size {x[d]}")
+        return (*x[:d], *x[d + 1:])

@@ -1,0 +1,1 @@
+"""Passes: plain functions over a model's graphs that return data."""

@@ -1,0 +1,199 @@
+"""The parameter pass: every learnable tensor once, tied and shared tensors marked.
+
+Totals are computed per body graph and multiplied by repetitions (a shared
+repetition adds nothing), so a 1,000-layer stack costs what one layer does.
+
+>>> from archgraph import load
+>>> load("bert-base-uncased").params().total
+109482240
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from typing import Iterator
+
+from ..graph import BlockNode, Graph, Model, OpNode, join
+from ..spec.ties import find_tensor
+
+
+@dataclass
+class Totals:
+    """Counts of one graph (or one repetition of a block)."""
+
+    total: int = 0          # learnable elements, each tensor once
+    trainable: int = 0
+    buffers: int = 0        # non-learnable tensors (running statistics, fixed tables)
+    tied: int = 0           # elements of tensors that reuse another tensor (not in total)
+    by_category: Counter = field(default_factory=Counter)
+
+    @property
+    def non_trainable(self) -> int:
+        return self.total - self.trainable
+
+    def add(self, other: "Totals", times: int = 1) -> None:
+        self.total += other.total * times
+        self.trainable += other.trainable * times
+        self.buffers += other.buffers * times
+        self.tied += other.tied * times
+        for k, v in other.by_category.items():
+            self.by_category[k] += v * times
+
+    def as_shared_copy(self) -> "Totals":
+        """What a repetition of a shared block adds: nothing new, all of it reused."""
+        return Totals(tied=self.total + self.tied, by_category=Counter({k: 0 for k in self.by_category}))
+
+
+@dataclass(frozen=True)
+class TensorRow:
+    name: str                 # local name: weight, q_proj.bias
+    shape: tuple[int, ...]
+    count: int
+    buffer: bool = False
+    tied_to: str | None = None  # absolute path of the tensor this one reuses
+
+
+def node_tensors(node: OpNode, model: Model | None = None) -> list[TensorRow]:
+    rows = []
+    for t in node.op.params():
+        target = node.ties.get(t.name)
+        if target is not None and model is not None:
+            target = canonical(model, target)
+        rows.append(TensorRow(t.name, t.shape, t.count, False, target))
+    rows += [TensorRow(t.name, t.shape, t.count, True) for t in node.op.buffers()]
+    return rows
+
+
+def canonical(model: Model, path: str) -> str:
+    """Follow ties to the tensor that really holds the values."""
+    seen = set()
+    while path not in seen:
+        seen.add(path)
+        owner_path, owner, tensor = find_tensor(model.graph, path)
+        nxt = owner.ties.get(tensor.name)
+        if nxt is None:
+            return path
+        path = nxt
+    return path
+
+
+def op_totals(node: OpNode) -> Totals:
+    t = Totals()
+    for tensor in node.op.params():
+        if tensor.name in node.ties:
+            t.tied += tensor.count
+            t.by_category[node.category] += 0
+            continue
+        t.total += tensor.count
+        t.trainable += tensor.count if node.trainable else 0
+        t.by_category[node.category] += tensor.count
+    t.buffers = sum(b.count for b in node.op.buffers())
+    return t
+
+
+def graph_totals(graph: Graph, cache: dict | None = None) -> Totals:
+    cache = {} if cache is None else cache
+    if id(graph) in cache:
+        return cache[id(graph)]
+    out = Totals()
+    for node in graph.nodes.values():
+        if isinstance(node, OpNode):
+            out.add(op_totals(node))
+        else:
+            body = graph_totals(node.body, cache)
+            out.add(body)
+            copies = node.repeat - 1
+            out.add(body.as_shared_copy() if node.shared else body, copies)
+    cache[id(graph)] = out
+    return out
+
+
+@dataclass
+class BlockRow:
+    """A block call: its path, repetitions and counts, with nested calls."""
+
+    path: str
+    block: str
+    repeat: int
+    shared: bool
+    per_repetition: Totals
+    total: Totals
+    children: list["BlockRow"]
+
+
+@dataclass
+class ParamReport:
+    model: Model
+    totals: Totals
+    blocks: list[BlockRow]
+    _cache: dict
+
+    @property
+    def total(self) -> int:
+        return self.totals.total
+
+    def nodes(self) -> Iterator[tuple[str, OpNode, int, list[TensorRow]]]:
+        """(path, node, new params, tensors) for every op node, repetitions expanded.
+
+        Repetitions of a shared block after the first report 0 new params and
+        their tensors as tied to the first repetition's.
+        """
+        yield from _expand(self.model, self.model.graph, "", None)
+
+    def tensors(self) -> Iterator[tuple[str, TensorRow]]:
+        """Every parameter by full name, as `named_parameters(remove_duplicate=False)` lists them:
+        tied tensors under each name that uses them, a shared block's tensors once under its path."""
+        yield from _named(self.model, self.model.graph, "")
+
+
+def _expand(model: Model, graph: Graph, prefix: str, copy_of: str | None):
+    """`copy_of`: the path this subtree repeats when it is a later repetition of a shared block."""
+    for name, node in graph.nodes.items():
+        if isinstance(node, OpNode):
+            rows = node_tensors(node, model)
+            if copy_of is not None:
+                first = join(copy_of, name)
+                rows = [r if r.buffer or r.tied_to else replace(r, tied_to=join(first, r.name)) for r in rows]
+            new = sum(r.count for r in rows if not r.buffer and r.tied_to is None)
+            yield join(prefix, name), node, new, rows
+            continue
+        for i in range(node.repeat):
+            if copy_of is not None:
+                inner = node.rep_path(copy_of, 0 if node.shared else i)
+            else:
+                inner = node.rep_path(prefix, 0) if node.shared and i > 0 else None
+            yield from _expand(model, node.body, node.rep_path(prefix, i), inner)
+
+
+def _named(model: Model, graph: Graph, prefix: str):
+    for name, node in graph.nodes.items():
+        if isinstance(node, OpNode):
+            for row in node_tensors(node, model):
+                if not row.buffer:
+                    yield join(join(prefix, name), row.name), row
+        elif node.shared:
+            yield from _named(model, node.body, join(prefix, node.name))
+        else:
+            for i in range(node.repeat):
+                yield from _named(model, node.body, node.rep_path(prefix, i))
+
+
+def count_params(model: Model) -> ParamReport:
+    cache: dict = {}
+    totals = graph_totals(model.graph, cache)
+    return ParamReport(model, totals, _block_rows(model.graph, "", cache), cache)
+
+
+def _block_rows(graph: Graph, prefix: str, cache: dict) -> list[BlockRow]:
+    rows = []
+    for name, node in graph.nodes.items():
+        if not isinstance(node, BlockNode):
+            continue
+        per = graph_totals(node.body, cache)
+        total = Totals()
+        total.add(per)
+        total.add(per.as_shared_copy() if node.shared else per, node.repeat - 1)
+        path = join(prefix, name)
+        rows.append(BlockRow(path, node.block, node.repeat, node.shared, per, total,
+                             _block_rows(node.body, path + (".*" if node.indexed else ""), cache)))
+    return rows

@@ -1,0 +1,113 @@
+"""Shape propagation: every node's output shapes, symbolic or concrete.
+
+>>> from archgraph import load
+>>> report = load("gpt2").shapes(B=2, S=16)
+>>> report.shape_of("transformer.h.0.attn.c_attn")
+[(2, 16, 2304)]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+from .. import expr
+from ..dims import Shape, fmt_shape, norm, symbol
+from ..errors import ArchgraphError, ShapeError, SpecError, did_you_mean
+from ..graph import Model, OpNode, join
+from .walk import Run, call_op, walk
+
+
+@dataclass
+class ShapeReport:
+    model: Model
+    inputs: dict[str, Shape]
+    run: Run
+    bindings: dict[str, int]
+
+    def nodes(self) -> Iterator[tuple[str, OpNode, list[Shape]]]:
+        """(path, node, output shapes) for every op node, repetitions expanded."""
+        yield from _expand(self.run, "")
+
+    def shape_of(self, path: str) -> list[Shape]:
+        for p, _, outs in self.nodes():
+            if p == path:
+                return outs
+        raise KeyError(path)
+
+    @property
+    def outputs(self) -> dict[str, Shape]:
+        return dict(zip(self.model.output_names, self.run.outputs))
+
+
+def _expand(run: Run, prefix: str):
+    for name, node in run.graph.nodes.items():
+        value = run.nodes[name]
+        if isinstance(node, OpNode):
+            yield join(prefix, name), node, list(value)
+        else:
+            for i, rep in enumerate(value):
+                yield from _expand(rep, node.rep_path(prefix, i))
+
+
+def input_shapes(model: Model, bindings: Mapping[str, int]) -> dict[str, Shape]:
+    """Evaluate the declared input shapes; unbound names become symbols."""
+    out = {}
+    for name, spec in model.inputs.items():
+        dims = []
+        for dim in spec.shape:
+            if isinstance(dim, int):
+                dims.append(dim)
+                continue
+            env = {n: symbol(n) for n in expr.names(dim)}
+            env.update(model.variables)
+            env.update(bindings)
+            try:
+                value = norm(expr.evaluate(dim, env))
+            except ArchgraphError as exc:
+                raise exc.with_context(loc=spec.loc)
+            if isinstance(value, int) and value <= 0:
+                raise SpecError(f"input '{name}': dimension '{dim}' is {value}; sizes must be positive",
+                                loc=spec.loc)
+            dims.append(value)
+        out[name] = tuple(dims)
+    return out
+
+
+def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> ShapeReport:
+    """Propagate shapes through the model with `bindings` for symbolic dims (B, S, ...)."""
+    bindings = {**getattr(model, "bindings", {}), **(bindings or {})}
+    _check_bindings(model, bindings)
+    inputs = input_shapes(model, bindings)
+    run = walk(model.graph, tuple(inputs[n] for n in model.graph.inputs), _visit)
+    return ShapeReport(model, inputs, run, dict(bindings))
+
+
+def _visit(node: OpNode, args: list[Shape], path: str) -> tuple[Shape, ...]:
+    out = call_op(node, args, path, lambda *xs: _rule(node, xs))
+    return tuple(tuple(norm(d) for d in s) for s in (out if isinstance(out, list) else [out]))
+
+
+def _rule(node: OpNode, shapes) -> Any:
+    try:
+        return node.op.infer_shape(*shapes)
+    except ShapeError as exc:
+        received = ", ".join(f"{ref} {fmt_shape(s)}" for ref, s in zip(node.inputs, shapes))
+        exc.message = f"{exc.message} (received {received})"
+        exc.hint = exc.hint or (f"make the hyperparameters of '{node.name}' agree with its inputs, "
+                                f"or change the node(s) that feed it")
+        raise
+
+
+def _check_bindings(model: Model, bindings: Mapping[str, int]) -> None:
+    used = set(model.variables)
+    for spec in model.inputs.values():
+        for dim in spec.shape:
+            if isinstance(dim, str):
+                used |= expr.names(dim)
+    for name, value in bindings.items():
+        if name not in used:
+            hint = did_you_mean(name, used)
+            raise SpecError(f"--set {name}: the model has no variable or dimension named '{name}'",
+                            hint=hint or f"names: {', '.join(sorted(used))}")
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise SpecError(f"--set {name}={value}: a dimension must be a positive whole number")

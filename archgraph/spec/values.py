@@ -1,0 +1,103 @@
+"""Turning spec values into Python values: variables in dependency order, and
+hyperparameters by their declared type (strings stay strings where the type is
+text or a choice; everything else is an arithmetic expression)."""
+from __future__ import annotations
+
+import typing
+from typing import Any, Literal, Mapping, Union, get_args, get_origin
+
+from .. import expr
+from ..errors import ExprError, Loc, SpecError, did_you_mean
+
+Scalar = (int, float, bool)
+
+
+def evaluate(value: Any, env: Mapping[str, Any], loc: Loc, what: str) -> Any:
+    """Evaluate a spec value: numbers and bools as they are, strings as expressions, lists element-wise."""
+    if value is None or isinstance(value, Scalar):
+        return value
+    if isinstance(value, str):
+        try:
+            return expr.evaluate(value, env)
+        except ExprError as exc:
+            exc.message = f"{what}: {exc.message} (in '{value}')"
+            raise exc.with_context(loc=loc)
+    if isinstance(value, list):
+        return [evaluate(v, env, loc, what) for v in value]
+    raise SpecError(f"{what}: expected a number, an expression or a list; received a {type(value).__name__}",
+                    loc=loc)
+
+
+def _admits_text(typ: Any, value: str) -> bool:
+    origin = get_origin(typ)
+    if typ is str:
+        return True
+    if origin is Literal:
+        return value in get_args(typ)
+    if origin is Union or type(typ).__name__ == "UnionType":
+        return any(_admits_text(t, value) for t in get_args(typ))
+    return False
+
+
+def _element_type(typ: Any) -> Any:
+    origin = get_origin(typ)
+    if origin is tuple:
+        return get_args(typ)[0]
+    if origin is Union or type(typ).__name__ == "UnionType":
+        for t in get_args(typ):
+            if get_origin(t) is tuple:
+                return get_args(t)[0]
+    return Any
+
+
+def typed(value: Any, typ: Any, env: Mapping[str, Any], loc: Loc, what: str) -> Any:
+    """Resolve `value` for a hyperparameter of type `typ`."""
+    if isinstance(value, str) and _admits_text(typ, value):
+        return value
+    if isinstance(value, list):
+        inner = _element_type(typ)
+        return [typed(v, inner, env, loc, what) for v in value]
+    return evaluate(value, env, loc, what)
+
+
+def hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def evaluate_variables(raw: Mapping[str, Any], locs: Mapping[str, Loc], base: Mapping[str, Any],
+                       overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Evaluate `raw` variables in dependency order, on top of `base`; `overrides` win."""
+    env = dict(base)
+    pending = {k: v for k, v in raw.items() if k not in overrides}
+    env.update(overrides)
+    deps = {k: (expr.names(v) if isinstance(v, str) else set()) & set(pending) for k, v in pending.items()}
+    visiting: list[str] = []
+
+    def visit(name: str) -> None:
+        if name in env:
+            return
+        if name in visiting:
+            cycle = " -> ".join(visiting[visiting.index(name):] + [name])
+            raise SpecError(f"variables depend on each other in a cycle: {cycle}", loc=locs.get(name),
+                            hint="define one of them as a number")
+        visiting.append(name)
+        for dep in sorted(deps[name]):
+            visit(dep)
+        visiting.pop()
+        env[name] = evaluate(pending[name], env, locs.get(name, Loc()), f"variable '{name}'")
+
+    for name in pending:
+        try:
+            visit(name)
+        except ExprError as exc:
+            raise exc.with_context(loc=locs.get(name))
+    return env
+
+
+def check_keys(mapping: Mapping[str, Any], allowed: set[str] | list[str], what: str, key_loc) -> None:
+    """Unknown keys are errors with a did-you-mean."""
+    for key in mapping:
+        if key not in allowed:
+            hint = did_you_mean(key, allowed)
+            raise SpecError(f"unknown key '{key}' in {what}", loc=key_loc(key),
+                            hint=hint or f"allowed keys: {', '.join(sorted(allowed))}")

@@ -1,0 +1,134 @@
+"""Read a spec file safely: plain YAML data only, with the line of every key.
+
+Refused with a SpecError (file and line): files that are not UTF-8 text or are
+too large, empty documents, YAML tags that would build objects, aliases (so an
+alias bomb costs nothing), duplicate keys and syntax errors.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import Loc, SpecError
+
+MAX_BYTES = 4 * 1024 * 1024
+
+
+class LocDict(dict):
+    """A mapping that remembers the line of each key (`lines`) and its own (`loc`)."""
+
+    loc: Loc = Loc()
+    lines: dict
+
+    def key_loc(self, key: str) -> Loc:
+        line = getattr(self, "lines", {}).get(key)
+        return Loc(self.loc.file, line) if line else self.loc
+
+
+class LocList(list):
+    loc: Loc = Loc()
+
+
+def _mark_loc(file: str, mark) -> Loc:
+    return Loc(file, mark.line + 1 if mark is not None else 0)
+
+
+class _Loader(yaml.SafeLoader):
+    file = "<spec>"
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise SpecError("YAML aliases (*name) are not allowed in a spec",
+                            loc=_mark_loc(self.file, event.start_mark),
+                            hint="repeat the value, or use variables and blocks for reuse")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):
+        if not isinstance(node, yaml.MappingNode):  # pragma: no cover - PyYAML guards this
+            raise SpecError("expected a mapping", loc=_mark_loc(self.file, node.start_mark))
+        out = LocDict()
+        out.loc = _mark_loc(self.file, node.start_mark)
+        out.lines = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                raise SpecError("YAML merge keys (<<) are not allowed in a spec",
+                                loc=_mark_loc(self.file, key_node.start_mark))
+            key = self.construct_object(key_node, deep=True)
+            if not isinstance(key, (str, int)) or isinstance(key, bool):
+                raise SpecError(f"keys must be names; received {key!r}",
+                                loc=_mark_loc(self.file, key_node.start_mark))
+            key = str(key)
+            if key in out:
+                raise SpecError(f"key '{key}' appears twice in the same mapping",
+                                loc=_mark_loc(self.file, key_node.start_mark),
+                                hint="remove one of the two")
+            out[key] = self.construct_object(value_node, deep=True)
+            out.lines[key] = key_node.start_mark.line + 1
+        return out
+
+    def construct_sequence(self, node, deep=False):
+        out = LocList(self.construct_object(child, deep=True) for child in node.value)
+        out.loc = _mark_loc(self.file, node.start_mark)
+        return out
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node))
+_Loader.add_constructor("tag:yaml.org,2002:seq", lambda loader, node: loader.construct_sequence(node))
+
+
+def load_text(text: str, file: str = "<spec>") -> LocDict:
+    """Parse spec text; the top level must be a mapping."""
+    if not text.strip():
+        raise SpecError("the spec is empty", loc=Loc(file, 1),
+                        hint="a spec needs at least 'inputs:' and 'nodes:'; see the README")
+    loader = _Loader(text)
+    loader.file = file
+    try:
+        data = loader.get_single_data()
+    except SpecError:
+        raise
+    except yaml.constructor.ConstructorError as exc:
+        found = re.search(r"tag '([^']*)'", exc.problem or "")
+        tag = found.group(1).replace("tag:yaml.org,2002:", "!!") if found else "of this value"
+        raise SpecError(f"YAML tag {tag} is not allowed: a spec holds plain data only",
+                        loc=_mark_loc(file, exc.problem_mark),
+                        hint="remove the '!!...' tag") from None
+    except yaml.MarkedYAMLError as exc:
+        context = f" ({exc.context})" if exc.context else ""
+        raise SpecError(f"YAML syntax error: {exc.problem}{context}", loc=_mark_loc(file, exc.problem_mark),
+                        hint="check the indentation, the ':' after each key and the closing brackets") from None
+    except yaml.YAMLError as exc:
+        raise SpecError(f"YAML error: {exc}", loc=Loc(file)) from None
+    finally:
+        loader.dispose()
+    if data is None:
+        raise SpecError("the spec is empty", loc=Loc(file, 1))
+    if not isinstance(data, LocDict):
+        raise SpecError(f"the top level of a spec must be a mapping; received a {type(data).__name__}",
+                        loc=Loc(file, 1))
+    return data
+
+
+def load_file(path: str | Path) -> LocDict:
+    """Read and parse a spec file (UTF-8 text, at most 4 MiB)."""
+    path = Path(path)
+    name = str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise SpecError(f"the file is {size:,} bytes; a spec may be at most {MAX_BYTES:,}", loc=Loc(name))
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"cannot read the spec: {exc.strerror}", loc=Loc(name)) from None
+    if b"\x00" in raw:
+        raise SpecError("this is a binary file, not a YAML spec", loc=Loc(name))
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[:exc.start].count(b"\n") + 1
+        raise SpecError("the file is not UTF-8 text", loc=Loc(name, line)) from None
+    return load_text(text, name)
