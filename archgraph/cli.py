@@ -1,0 +1,129 @@
+"""The `archgraph` command: params, shapes, zoo, ops.
+
+Errors in user input print one message on stderr and exit with status 2.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Sequence
+
+from .errors import ArchgraphError, SpecError
+
+
+def _set_value(text: str) -> tuple[str, Any]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, received '{text}'")
+    value = value.strip()
+    if value.lower() in ("true", "false"):
+        return name.strip(), value.lower() == "true"
+    try:
+        return name.strip(), int(value.replace("_", ""))
+    except ValueError:
+        pass
+    try:
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--set {name}: '{value}' is not a number or true/false") from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="archgraph", description="Describe a neural network as a graph; "
+                                "see every shape and count every parameter.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def model_command(name: str, help: str) -> argparse.ArgumentParser:
+        c = sub.add_parser(name, help=help, description=help)
+        c.add_argument("model", metavar="MODEL", help="a spec file (.yaml) or a built-in model name")
+        c.add_argument("--set", dest="settings", action="append", type=_set_value, default=[],
+                       metavar="NAME=VALUE", help="override a variable (L=6) or bind a dimension (B=2, S=128)")
+        c.add_argument("--json", action="store_true", help="print one JSON object")
+        return c
+
+    model_command("params", "count parameters: by node, by block and by category")
+    model_command("shapes", "infer every node's output shapes")
+    sub.add_parser("zoo", help="list the built-in models with their parameter counts")
+    sub.add_parser("ops", help="list the operators a spec can use")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except ArchgraphError as exc:
+        print(f"archgraph: error: {exc}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print("archgraph: error: the spec nests too deeply", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    probe = Console()
+    console = Console(width=probe.width if probe.is_terminal else 240)
+    if args.command == "zoo":
+        console.print(_zoo_table())
+        return 0
+    if args.command == "ops":
+        console.print(_ops_table())
+        return 0
+    from .load import load
+    settings = dict(args.settings)
+    model = load(args.model, settings)
+    if args.command == "params":
+        from .render.data import params_json
+        from .render.text import params_table
+        report = model.params()
+        return _emit(console, args.json, lambda: params_json(report), lambda: params_table(report))
+    from .render.data import shapes_json
+    from .render.text import shapes_table
+    report = model.shapes()
+    return _emit(console, args.json, lambda: shapes_json(report), lambda: shapes_table(report))
+
+
+def _emit(console, as_json: bool, data, table) -> int:
+    if as_json:
+        sys.stdout.write(json.dumps(data(), indent=1) + "\n")
+    else:
+        console.print(table())
+    return 0
+
+
+def _zoo_table():
+    from .load import builtin_specs, load
+    from .render.text import zoo_table
+    rows = []
+    for name in builtin_specs():
+        try:
+            model = load(name)
+            rows.append((name, model.description, model.params().total, ""))
+        except ArchgraphError as exc:
+            rows.append((name, "", None, str(exc)))
+    return zoo_table(rows)
+
+
+def _ops_table():
+    from rich.table import Table
+
+    from .ops import REGISTRY
+    table = Table(title="operators", title_justify="left")
+    for col in ("Op", "Hyperparameters (required first)", "Description"):
+        table.add_column(col)
+    for name, cls in sorted(REGISTRY.items()):
+        fields = cls.hyperparameters()
+        req = cls.required()
+        hp = ", ".join(req + [f"{f}={fields[f].default!r}" for f in fields if f not in req])
+        table.add_row(name, hp, cls.doc)
+    return table
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Pass results as JSON-ready dicts (the `--json` output of the CLI)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..dims import to_json
+from ..passes.params import BlockRow, ParamReport, Totals
+from ..passes.shapes import ShapeReport
+
+
+def totals_json(t: Totals) -> dict[str, Any]:
+    return {"total": t.total, "trainable": t.trainable, "non_trainable": t.non_trainable,
+            "buffers": t.buffers, "tied": t.tied,
+            "by_category": dict(sorted(t.by_category.items(), key=lambda kv: -kv[1]))}
+
+
+def _block_json(row: BlockRow) -> dict[str, Any]:
+    return {"path": row.path, "block": row.block, "repeat": row.repeat, "shared": row.shared,
+            "per_repetition": row.per_repetition.total, "params": row.total.total,
+            "children": [_block_json(c) for c in row.children]}
+
+
+def params_json(report: ParamReport) -> dict[str, Any]:
+    nodes = []
+    for path, node, new, rows in report.nodes():
+        tensors = []
+        for r in rows:
+            entry: dict[str, Any] = {"name": r.name, "shape": list(r.shape), "params": r.count}
+            if r.buffer:
+                entry["buffer"] = True
+            if r.tied_to:
+                entry["tied_to"] = r.tied_to
+            tensors.append(entry)
+        nodes.append({"path": path, "op": node.op.op_name, "params": new, "category": node.category,
+                      "trainable": node.trainable, "tensors": tensors})
+    return {"model": report.model.name, **totals_json(report.totals),
+            "blocks": [_block_json(b) for b in report.blocks], "nodes": nodes}
+
+
+def shape_json(shape) -> list[int | str]:
+    return [to_json(d) for d in shape]
+
+
+def shapes_json(report: ShapeReport) -> dict[str, Any]:
+    return {
+        "model": report.model.name,
+        "bindings": report.bindings,
+        "inputs": {k: shape_json(v) for k, v in report.inputs.items()},
+        "outputs": {k: shape_json(v) for k, v in report.outputs.items()},
+        "nodes": [{"path": path, "op": node.op.op_name, "outputs": [shape_json(s) for s in outs]}
+                  for path, node, outs in report.nodes()],
+    }
