@@ -35,6 +35,13 @@ class OpNode:
     trainable: bool = True
     ties: dict[str, str] = field(default_factory=dict)  # local tensor -> absolute tensor path
     loc: Loc = Loc()
+    keywords: tuple[str, ...] = ()  # when 'in' is a mapping: the rule's parameter for each input
+
+    def bind(self, values: list[Any]) -> tuple[list[Any], dict[str, Any]]:
+        """Split input values into the positional and keyword arguments of the op's rules."""
+        if not self.keywords:
+            return values, {}
+        return [], dict(zip(self.keywords, values))
 
 
 @dataclass(eq=False)

@@ -5,16 +5,20 @@ from __future__ import annotations
 from typing import Literal
 
 from ..dims import exact_div, prod
+from ..errors import ShapeError
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
 
 
 @op("attention", category="attention")
 class Attention(Op):
-    """Multi-head attention with its projections: x [B, S, hidden] (, kv [B, T, kv_hidden], bias) -> [B, S, hidden].
+    """Multi-head attention with its projections: x [B, S, hidden] (kv [B, T, kv_hidden], bias, rope) -> [B, S, hidden].
 
     kv_heads < heads is grouped-query attention (1: multi-query).  `qkv: fused`
     stores one [(heads + 2·kv_heads)·head_dim, hidden] projection.  `names` are
-    the tensor prefixes: q, k, v, o (separate) or qkv, o (fused).
+    the tensor prefixes: q, k, v, o (separate) or qkv, o (fused).  Optional
+    inputs, by keyword (`in: {x: .., kv: .., bias: .., rope: ..}`): `kv` for
+    cross-attention, `bias` [1|B, heads, S, T] (T5, ALiBi), `rope` the cos table
+    of a rotary_embedding.
     """
 
     hidden: int
@@ -54,7 +58,7 @@ class Attention(Op):
     def _default_names(self) -> tuple[str, ...]:
         return ("qkv_proj", "o_proj") if self.qkv == "fused" else ("q_proj", "k_proj", "v_proj", "o_proj")
 
-    def infer_shape(self, x, kv=None, bias=None):
+    def infer_shape(self, x, kv=None, bias=None, rope=None):
         expect_rank(x, 3, "query input")
         expect_dim(x[-1], self.hidden, "last dimension of the query input (hidden)")
         if kv is not None:
@@ -66,6 +70,11 @@ class Attention(Op):
             expect_rank(bias, 4, "attention bias")
             expect_dim(bias[1], self.heads, "head dimension of the attention bias")
             expect_dim(bias[-1], t, "key dimension of the attention bias")
+        if rope is not None:
+            expect_rank(rope, 3, "rotary table (rope)")
+            expect_dim(rope[1], x[1], "sequence length of the rotary table")
+            if rope[-1] > self.d:
+                raise ShapeError(f"rotary table width {rope[-1]} exceeds head_dim {self.d}")
         return (x[0], x[1], self.hidden)
 
     def _linear(self, name: str, out: int, inp: int, bias: bool):

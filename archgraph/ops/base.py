@@ -75,6 +75,13 @@ class Op:
         return least, len(params)
 
     @classmethod
+    def input_names(cls) -> tuple[list[str], list[str]]:
+        """(all input names, required input names) of `infer_shape`."""
+        params = list(inspect.signature(cls.infer_shape).parameters.values())[1:]
+        named = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
+        return [p.name for p in named], [p.name for p in named if p.default is p.empty]
+
+    @classmethod
     def build(cls, values: dict[str, Any]) -> "Op":
         """Make the op from already-evaluated values, coercing each to its declared type."""
         hints = typing.get_type_hints(cls)

@@ -83,13 +83,14 @@ def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> Sha
 
 
 def _visit(node: OpNode, args: list[Shape], path: str) -> tuple[Shape, ...]:
-    out = call_op(node, args, path, lambda *xs: _rule(node, xs))
+    out = call_op(node, args, path, lambda *xs: _rule(node, list(xs)))
     return tuple(tuple(norm(d) for d in s) for s in (out if isinstance(out, list) else [out]))
 
 
 def _rule(node: OpNode, shapes) -> Any:
     try:
-        return node.op.infer_shape(*shapes)
+        positional, keywords = node.bind(shapes)
+        return node.op.infer_shape(*positional, **keywords)
     except ShapeError as exc:
         received = ", ".join(f"{ref} {fmt_shape(s)}" for ref, s in zip(node.inputs, shapes))
         exc.message = f"{exc.message} (received {received})"

@@ -164,27 +164,33 @@ def _node(ctx: _Ctx, raw: Any, inputs, nodes, env, category, trainable, prev):
                         hint="give each node a unique name")
     if ("op" in raw) == ("block" in raw):
         raise SpecError("a node needs exactly one of 'op' or 'block'", loc=raw.loc, node=name)
-    refs = _refs(raw, prev)
+    refs, keywords = _refs(raw, prev)
     own_cat = raw.get("category")
     train = raw.get("trainable", trainable) and trainable
     if not isinstance(train, bool):
         raise SpecError("'trainable' must be true or false", loc=raw.key_loc("trainable"), node=name)
     try:
         if "op" in raw:
-            return _op_node(raw, name, refs, env, own_cat or category, own_cat is not None, train)
-        return _block_node(ctx, raw, name, refs, env, own_cat or category, train)
+            return _op_node(raw, name, refs, keywords, env, own_cat or category, own_cat is not None, train)
+        return _block_node(ctx, raw, name, refs, keywords, env, own_cat or category, train)
     except ArchgraphError as exc:
         raise exc.with_context(loc=raw.loc, node=name)
 
 
-def _refs(raw: LocDict, prev: Ref | None) -> tuple[Ref, ...]:
+def _refs(raw: LocDict, prev: Ref | None) -> tuple[tuple[Ref, ...], tuple[str, ...]]:
+    """The node's inputs, and their parameter names when 'in' is a mapping."""
     value = raw.get("in")
     if value is None:
         if prev is None:
             raise SpecError("this node has no 'in:' and there is no previous node to read from",
                             loc=raw.loc)
-        return (prev,)
-    items = value if isinstance(value, list) else [value]
+        return (prev,), ()
+    if isinstance(value, dict):
+        return _ref_list(raw, list(value.values())), tuple(value)
+    return _ref_list(raw, value if isinstance(value, list) else [value]), ()
+
+
+def _ref_list(raw: LocDict, items: list) -> tuple[Ref, ...]:
     refs = []
     for item in items:
         if not isinstance(item, str):
@@ -196,7 +202,7 @@ def _refs(raw: LocDict, prev: Ref | None) -> tuple[Ref, ...]:
     return tuple(refs)
 
 
-def _op_node(raw: LocDict, name: str, refs, env, category, explicit: bool, trainable: bool) -> OpNode:
+def _op_node(raw: LocDict, name: str, refs, keywords, env, category, explicit: bool, trainable: bool) -> OpNode:
     op_name = raw["op"]
     cls = REGISTRY.get(op_name) if isinstance(op_name, str) else None
     if cls is None:
@@ -214,14 +220,29 @@ def _op_node(raw: LocDict, name: str, refs, env, category, explicit: bool, train
     except ArchgraphError as exc:
         bad = next((k for k in values if k in exc.message), None)
         raise exc.with_context(loc=raw.key_loc(bad) if bad else raw.loc)
+    _check_arity(cls, refs, keywords, raw)
+    if not explicit and (category is None or op.category not in GENERIC_CATEGORIES):
+        category = op.category
+    return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords)
+
+
+def _check_arity(cls, refs, keywords, raw: LocDict) -> None:
+    where = raw.key_loc("in") if "in" in raw else raw.loc
+    if keywords:
+        names, required = cls.input_names()
+        for key in keywords:
+            if key not in names:
+                hint = did_you_mean(key, names)
+                raise SpecError(f"op '{cls.op_name}' has no input '{key}'", loc=where,
+                                hint=hint or f"its inputs: {', '.join(names)}")
+        missing = [n for n in required if n not in keywords]
+        if missing:
+            raise SpecError(f"op '{cls.op_name}' needs the input(s) {', '.join(missing)}", loc=where)
+        return
     least, most = cls.arity()
     if len(refs) < least or (most is not None and len(refs) > most):
         want = f"{least}" if least == most else f"{least} to {most}" if most else f"at least {least}"
-        raise SpecError(f"op '{op_name}' takes {want} input(s); 'in' gives {len(refs)}",
-                        loc=raw.key_loc("in") if "in" in raw else raw.loc)
-    if not explicit and (category is None or op.category not in GENERIC_CATEGORIES):
-        category = op.category
-    return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc)
+        raise SpecError(f"op '{cls.op_name}' takes {want} input(s); 'in' gives {len(refs)}", loc=where)
 
 
 def _ties(raw: LocDict) -> dict[str, str]:
@@ -246,7 +267,7 @@ def _positive_int(raw: LocDict, key: str, env, default: int, least: int = 1) -> 
     return value
 
 
-def _block_node(ctx: _Ctx, raw: LocDict, name: str, refs, env, category, trainable) -> BlockNode:
+def _block_node(ctx: _Ctx, raw: LocDict, name: str, refs, keywords, env, category, trainable) -> BlockNode:
     block = raw["block"]
     definition = ctx.blocks.get(block) if isinstance(block, str) else None
     if definition is None:
@@ -258,6 +279,8 @@ def _block_node(ctx: _Ctx, raw: LocDict, name: str, refs, env, category, trainab
     check_keys(raw, NODE_KEYS - {"op", "tie"} | set(params), f"node '{name}' (block {block})", raw.key_loc)
     args = {k: _arg(v, env, raw.key_loc(k), k) for k, v in raw.items() if k in params}
     body = _instantiate(ctx, block, definition, params, args, category, trainable, raw.loc)
+    if keywords:
+        refs = _block_keywords(block, body.inputs, refs, keywords, raw)
     if len(refs) != len(body.inputs):
         raise SpecError(f"block '{block}' takes {len(body.inputs)} input(s) ({', '.join(body.inputs)}); "
                         f"'in' gives {len(refs)}", loc=raw.key_loc("in") if "in" in raw else raw.loc)
@@ -270,6 +293,19 @@ def _block_node(ctx: _Ctx, raw: LocDict, name: str, refs, env, category, trainab
         raise SpecError("'shared' must be true or false", loc=raw.key_loc("shared"))
     return BlockNode(name, block, body, refs, repeat, _positive_int(raw, "start", env, 0, 0),
                      "repeat" in raw or "start" in raw, shared, raw.loc)
+
+
+def _block_keywords(block: str, inputs: tuple[str, ...], refs, keywords, raw: LocDict) -> tuple[Ref, ...]:
+    given = dict(zip(keywords, refs))
+    for key in keywords:
+        if key not in inputs:
+            hint = did_you_mean(key, inputs)
+            raise SpecError(f"block '{block}' has no input '{key}'", loc=raw.key_loc("in"),
+                            hint=hint or f"its inputs: {', '.join(inputs)}")
+    missing = [i for i in inputs if i not in given]
+    if missing:
+        raise SpecError(f"block '{block}' needs the input(s) {', '.join(missing)}", loc=raw.key_loc("in"))
+    return tuple(given[i] for i in inputs)
 
 
 def _arg(value: Any, env, loc: Loc, what: str) -> Any:
