@@ -15,7 +15,12 @@ def window_out(size: Dim, kernel: int, stride: int, padding: int, dilation: int 
     reach = size + 2 * padding - span  # (out - 1) * stride <= reach
     if isinstance(reach, int) and reach < 0:
         raise ShapeError(f"input size {size} (padding {padding}) is smaller than the window {span}")
-    out = ceil_div(reach + 1, stride) if not ceil_mode else ceil_div(reach, stride) + 1
+    if not ceil_mode:
+        return norm(ceil_div(reach + 1, stride))
+    out = ceil_div(reach, stride) + 1
+    # PyTorch drops a last window that would start inside the right padding
+    if isinstance(out, int) and isinstance(size, int) and (out - 1) * stride >= size + padding:
+        out -= 1
     return norm(out)
 
 

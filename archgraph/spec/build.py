@@ -211,7 +211,7 @@ def _op_node(raw: LocDict, name: str, refs, keywords, env, category, explicit: b
                         hint=hint or "run 'archgraph ops' to list the operators")
     fields = cls.hyperparameters()
     check_keys(raw, NODE_KEYS - {"block", "repeat", "start", "shared"} | set(fields),
-               f"node '{name}' (op {op_name})", raw.key_loc)
+               f"op '{op_name}'", raw.key_loc)
     types = hints(cls)
     values = {k: typed(v, types[k], env, raw.key_loc(k), f"{op_name}.{k}")
               for k, v in raw.items() if k in fields}
@@ -276,7 +276,7 @@ def _block_node(ctx: _Ctx, raw: LocDict, name: str, refs, keywords, env, categor
                         hint=hint or ("blocks defined: " + ", ".join(ctx.blocks) if ctx.blocks
                                       else "define it under 'blocks:'"))
     params = _block_params(definition, block)
-    check_keys(raw, NODE_KEYS - {"op", "tie"} | set(params), f"node '{name}' (block {block})", raw.key_loc)
+    check_keys(raw, NODE_KEYS - {"op", "tie"} | set(params), f"a call of block '{block}'", raw.key_loc)
     args = {k: _arg(v, env, raw.key_loc(k), k) for k, v in raw.items() if k in params}
     body = _instantiate(ctx, block, definition, params, args, category, trainable, raw.loc)
     if keywords:

@@ -1,0 +1,155 @@
+"""Bad specs: each gives one message naming file, line, node and fix, exit status 2,
+no traceback; hostile YAML is refused quickly and nothing in it runs."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+BASE = """\
+name: tiny
+variables:
+  H: 64
+  A: 4
+inputs:
+  x: [B, S, H]
+nodes:
+  - {name: fc1, op: linear, in_features: H, out_features: 4 * H}
+  - {name: act, op: gelu}
+  - {name: fc2, op: linear, in_features: 4 * H, out_features: H}
+"""
+
+# (case, (old, new) edit of BASE, expected line, fragments of the message, in order)
+CASES = [
+    ("unknown_op", ("op: gelu}", "op: gelux}"), 9, ["node 'act'", "unknown op 'gelux'", "fix: did you mean 'gelu'?"]),
+    ("unknown_key", ("op: gelu}", "op: gelu, aproximate: tanh}"), 9,
+     ["node 'act'", "unknown key 'aproximate'", "fix: did you mean 'approximate'?"]),
+    ("missing_hyperparameter", ("in_features: H, out_features: 4 * H", "in_features: H"), 8,
+     ["node 'fc1'", "op 'linear' needs 'out_features'", "fix: add out_features: ..."]),
+    ("cycle", ("out_features: 4 * H}", "out_features: 4 * H, in: fc2}"), 9,
+     ["the wiring has a cycle: fc1 -> act -> fc2 -> fc1", "fix:"]),
+    ("dangling", ("op: gelu}", "op: gelu, in: fc_1}"), 9,
+     ["node 'act'", "input 'fc_1' is not a node or an input here", "fix: did you mean 'fc1'?"]),
+    ("shape_mismatch", ("in_features: 4 * H,", "in_features: 3 * H,"), 10,
+     ["node 'fc2'", "linear(in_features=192, out_features=64)", "is 256, expected 192", "received act [B, S, 256]",
+      "fix:"]),
+    ("missing_variable", ("out_features: H}", "out_features: Hiden}"), 10,
+     ["node 'fc2'", "unknown variable 'Hiden'", "fix: define it under 'variables:' or pass --set Hiden=VALUE"]),
+    ("inexact_division", ("  A: 4\n", "  A: 5\n  D: H / A\n"), 5,
+     ["variable 'D'", "64 / 5 is not exact", "fix: choose values that divide exactly, or write // to round down"]),
+    ("yaml_syntax", ("{name: fc1, op", "{name: fc1 op"), 8, ["YAML syntax error", "fix:"]),
+    ("bad_indentation", ("  - {name: act, op: gelu}", " - {name: act, op: gelu}"), 9, ["YAML syntax error"]),
+    ("duplicate_name", ("name: act", "name: fc1"), 9, ["node 'fc1'", "the name 'fc1' is used twice", "fix:"]),
+    ("invalid_value", ("in_features: H, out_features: 4 * H", "in_features: H, out_features: 0"), 8,
+     ["node 'fc1'", "expected a positive integer. Received: out_features=0"]),
+    ("eval_attempt", ("out_features: H}", "out_features: \"__import__('os').system('true')\"}"), 10,
+     ["node 'fc2'", "only the functions", "may be called"]),
+]
+
+
+def _write(tmp_path, name: str, text: str):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize("case, edit, line, fragments", CASES, ids=[c[0] for c in CASES])
+def test_bad_spec_gives_one_located_message(tmp_path, cli, case, edit, line, fragments):
+    old, new = edit
+    assert old in BASE
+    path = _write(tmp_path, case, BASE.replace(old, new, 1))
+    code, out, err = cli("shapes", path)
+    assert code == 2 and out == ""
+    assert err.startswith(f"archgraph: error: {path}:{line}: "), err
+    position = 0
+    for fragment in fragments:
+        found = err.find(fragment, position)
+        assert found >= 0, f"{fragment!r} not in {err!r}"
+        position = found
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) <= 2  # the message and its fix
+
+
+def test_the_base_spec_itself_is_fine(tmp_path, cli):
+    code, out, err = cli("params", _write(tmp_path, "ok", BASE), "--json")
+    assert code == 0 and err == ""
+    assert '"total": 33088' in out  # 64*256+256 + 256*64+64
+
+
+HOSTILE = {
+    "python_tag": ('!!python/object/apply:os.system ["touch {marker}"]\n', 1,
+                   "YAML tag !!python/object/apply:os.system is not allowed"),
+    "python_name": ("name: !!python/name:os.system\n", 1, "YAML tag !!python/name:os.system is not allowed"),
+    "alias_bomb": ("\n".join(['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'] +
+                             [f"{chr(97 + i)}: &{chr(97 + i)} [" + ",".join(["*" + chr(96 + i)] * 9) + "]"
+                              for i in range(1, 10)]) + "\n", 2, "YAML aliases (*name) are not allowed"),
+    "empty": ("", 1, "the spec is empty"),
+    "comments_only": ("# nothing here\n", 1, "the spec is empty"),
+    "not_a_mapping": ("- 1\n- 2\n", 1, "the top level of a spec must be a mapping"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_or_empty_yaml_is_refused_quickly(tmp_path, cli, case):
+    text, line, message = HOSTILE[case]
+    marker = tmp_path / "pwned"
+    path = _write(tmp_path, case, text.replace("{marker}", str(marker)))
+    started = time.perf_counter()
+    code, out, err = cli("params", path)
+    assert time.perf_counter() - started < 2.0
+    assert code == 2 and out == ""
+    assert err.startswith(f"archgraph: error: {path}:{line}: {message}"), err
+    assert not marker.exists()
+
+
+def test_binary_file_is_refused(tmp_path, cli):
+    path = tmp_path / "model.safetensors.yaml"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
+    code, out, err = cli("params", str(path))
+    assert code == 2 and err == f"archgraph: error: {path}: this is a binary file, not a YAML spec\n"
+
+
+def test_non_utf8_text_is_refused_with_its_line(tmp_path, cli):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: x\ndescription: caf\xe9\n".encode("latin-1"))
+    code, _, err = cli("params", str(path))
+    assert code == 2 and err.startswith(f"archgraph: error: {path}:2: the file is not UTF-8 text")
+
+
+def test_unknown_model_name_suggests_builtins(cli):
+    code, _, err = cli("params", "bert-base-uncase")
+    assert code == 2
+    assert err == ("archgraph: error: 'bert-base-uncase' is neither a spec file nor a built-in model\n"
+                   "  fix: did you mean 'bert-base-uncased'?\n")
+
+
+def test_set_of_unknown_name_is_an_error(cli):
+    code, _, err = cli("shapes", "gpt2", "--set", "Seq=16")
+    assert code == 2 and "--set Seq: the model has no variable or dimension named 'Seq'" in err
+    assert "fix: names: A, B, H, I, L, P, S, V, eps" in err
+
+
+def test_set_beyond_position_table_is_a_shape_error(cli):
+    code, _, err = cli("shapes", "bert-base-uncased", "--set", "S=1024")
+    assert code == 2
+    assert "node 'embeddings.position_embeddings'" in err
+    assert "sequence length 1024 exceeds the 512 positions of the position table" in err
+
+
+def test_shape_error_inside_a_repeated_block_names_the_repetition(tmp_path, cli):
+    spec = BASE + """\
+blocks:
+  grow:
+    args: [W]
+    nodes:
+      - {name: fc, op: linear, in: x, in_features: W, out_features: W}
+"""
+    spec = spec.replace("  - {name: fc2", "  - {name: stack, block: grow, repeat: 3, W: 4 * H}\n  - {name: fc2")
+    spec = spec.replace("in_features: 4 * H, out_features: H}", "in_features: 4 * H, out_features: 2 * H}")
+    code, _, err = cli("shapes", _write(tmp_path, "rep", spec))
+    assert code == 0, err
+    spec_bad = spec.replace("{name: fc, op: linear, in: x, in_features: W, out_features: W}",
+                            "{name: fc, op: linear, in: x, in_features: W, out_features: W + 1}")
+    code, _, err = cli("shapes", _write(tmp_path, "rep_bad", spec_bad))
+    assert code == 2
+    assert ":16: node 'stack.1.fc': linear(in_features=256, out_features=257)" in err
