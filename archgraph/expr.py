@@ -9,6 +9,8 @@ floats, bools or sympy expressions (for closed-form formulas).
 3072
 >>> evaluate("H / A", {"H": 768, "A": 12})
 64
+>>> evaluate("act == 'gelu'", {"act": "gelu"})
+True
 """
 from __future__ import annotations
 
@@ -89,8 +91,8 @@ def parse(text: str) -> ast.Expression:
         if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
                                                 and node.func.id in FUNCTIONS and not node.keywords):
             raise ExprError(f"only the functions {', '.join(sorted(FUNCTIONS))} may be called")
-        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool)):
-            raise ExprError(f"constant {node.value!r} is not a number")
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool, str)):
+            raise ExprError(f"constant {node.value!r} is not a number or a word")
     return tree
 
 
@@ -124,7 +126,10 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
                         hint=hint or "define it under 'variables:' or pass --set "
                                      f"{node.id}=VALUE")
     if isinstance(node, ast.BinOp):
-        return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+        left, right = _eval(node.left, env), _eval(node.right, env)
+        if isinstance(left, str) or isinstance(right, str):
+            raise ExprError("words can be compared ('==', '!=') but not used in arithmetic")
+        return _BINOPS[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp):
         return _UNARY[type(node.op)](_eval(node.operand, env))
     if isinstance(node, ast.BoolOp):

@@ -49,7 +49,7 @@ def walk(graph: Graph, inputs: tuple[Any, ...], visit: Visit, prefix: str = "",
             reps.append(run)
             current = run.outputs + current[len(run.outputs):]
         results[name] = reps
-        env[name] = reps[-1].outputs
+        env[name] = current[:len(node.body.outputs)]  # repeat 0 passes its inputs through
     outputs = tuple(_pick(env, ref, None, prefix) for ref in graph.outputs)
     run = Run(graph, inputs, outputs, results)
     cache[key] = run

@@ -284,8 +284,8 @@ def _block_node(ctx: _Ctx, raw: LocDict, name: str, refs, keywords, env, categor
     if len(refs) != len(body.inputs):
         raise SpecError(f"block '{block}' takes {len(body.inputs)} input(s) ({', '.join(body.inputs)}); "
                         f"'in' gives {len(refs)}", loc=raw.key_loc("in") if "in" in raw else raw.loc)
-    repeat = _positive_int(raw, "repeat", env, 1)
-    if repeat > 1 and len(body.outputs) > len(body.inputs):
+    repeat = _positive_int(raw, "repeat", env, 1, least=0)
+    if repeat != 1 and len(body.outputs) > len(body.inputs):
         raise SpecError(f"block '{block}' is repeated, so its outputs feed its next repetition: it has "
                         f"{len(body.outputs)} outputs but only {len(body.inputs)} inputs", loc=raw.key_loc("repeat"))
     shared = raw.get("shared", False)

@@ -1,0 +1,466 @@
+"""Per-op conformance harness (in the spirit of Keras `run_layer_test` and ONNX shape tests).
+
+Every expected value below is derived by hand from PyTorch's documented semantics
+(nn.Linear, nn.Conv2d's output-size formula, MaxPool2d's ceil_mode rule, ...) and the
+Hugging Face tensor-naming conventions -- never read back from archgraph itself.
+
+A positive case is
+    (op name, hyperparameters, input shapes, expected output(s), tensors, buffers, flops)
+where the expected output is one shape tuple, or a *list* of shapes for multi-output
+ops; tensors and buffers are {name: shape}; flops is the exact count or None when
+the op's cost convention is not documented (FLOPs = 2 x multiply-accumulates).
+Cases contradicting PyTorch are marked xfail(strict=True): fixing the op turns them
+into XPASS failures, the cue to drop the mark.
+"""
+from __future__ import annotations
+
+import pytest
+import sympy
+
+from archgraph.dims import fmt, fmt_shape, symbol
+from archgraph.errors import ShapeError, SpecError
+from archgraph.ops import REGISTRY
+
+B, S, T, H, W, L = (symbol(n) for n in ("B", "S", "T", "H", "W", "L"))
+
+
+def case(op, hp, inputs, out, params=None, buffers=None, flops=None, *, id=None, bug=None):
+    """One row of the table; `bug` (a reason) marks a known PyTorch mismatch as xfail."""
+    marks = [pytest.mark.xfail(reason=bug, strict=True)] if bug else []
+    return pytest.param(op, hp, inputs, out, params or {}, buffers or {}, flops,
+                        id=id or op, marks=marks)
+
+
+# Linear/attention/MLP FLOPs below are written as 2 * (multiply-accumulates), term by term.
+CASES = [
+    # ---- linear (nn.Linear: y = x W^T + b, W [out, in]) ---------------------------------
+    case("linear", {"in_features": 768, "out_features": 3072}, [(2, 5, 768)], (2, 5, 3072),
+         {"weight": (3072, 768), "bias": (3072,)}, flops=2 * 10 * 768 * 3072),
+    case("linear", {"in_features": 768, "out_features": 3072}, [(B, S, 768)], (B, S, 3072),
+         {"weight": (3072, 768), "bias": (3072,)}, flops=2 * B * S * 768 * 3072, id="linear-symbolic"),
+    case("linear", {"in_features": 8, "out_features": 3, "bias": False}, [(8,)], (3,),
+         {"weight": (3, 8)}, flops=2 * 8 * 3, id="linear-1d-nobias"),
+    case("linear", {"in_features": 768, "out_features": 2304, "weight_layout": "in_out"},
+         [(B, S, 768)], (B, S, 2304), {"weight": (768, 2304), "bias": (2304,)},
+         flops=2 * B * S * 768 * 2304, id="linear-gpt2-conv1d-layout"),
+
+    # ---- embeddings ---------------------------------------------------------------------
+    case("embedding", {"num_embeddings": 50257, "embedding_dim": 768}, [(B, S)], (B, S, 768),
+         {"weight": (50257, 768)}),
+    case("embedding", {"num_embeddings": 10, "embedding_dim": 4}, [(3,)], (3, 4),
+         {"weight": (10, 4)}, id="embedding-1d-ids"),
+    case("position_embedding", {"num_positions": 1024, "embedding_dim": 768}, [(2, 1024, 768)],
+         (1, 1024, 768), {"weight": (1024, 768)}),
+    case("position_embedding", {"num_positions": 2050, "embedding_dim": 64, "offset": 2},
+         [(B, 2048)], (1, 2048, 64), {"weight": (2050, 64)}, id="position_embedding-opt-offset"),
+    case("sinusoidal_position", {"embedding_dim": 512}, [(B, S, 512)], (1, S, 512)),
+    case("sinusoidal_position", {"embedding_dim": 512, "num_positions": 1500}, [(2, 1500, 512)],
+         (1, 1500, 512), buffers={"weight": (1500, 512)}, id="sinusoidal_position-table"),
+    # RoPE: inv_freq has rotary_dim/2 entries; cos/sin = cat(freqs, freqs) -> rotary_dim wide.
+    case("rotary_embedding", {"head_dim": 128}, [(B, S, 4096)], [(1, S, 128), (1, S, 128)],
+         buffers={"inv_freq": (64,)}),
+    case("rotary_embedding", {"head_dim": 64, "rotary_dim": 16}, [(2, 7, 2560)],
+         [(1, 7, 16), (1, 7, 16)], buffers={"inv_freq": (8,)}, id="rotary_embedding-partial"),
+    # T5: relative_attention_bias = nn.Embedding(num_buckets, n_heads).
+    case("relative_position_bias", {"num_buckets": 32, "heads": 8}, [(B, S, 512)], (1, 8, S, S),
+         {"weight": (32, 8)}),
+    case("relative_position_bias", {"num_buckets": 32, "heads": 8}, [(B, S, 512), (B, T, 512)],
+         (1, 8, S, T), {"weight": (32, 8)}, id="relative_position_bias-cross"),
+
+    # ---- normalisation ------------------------------------------------------------------
+    case("layer_norm", {"normalized_shape": 768}, [(B, S, 768)], (B, S, 768),
+         {"weight": (768,), "bias": (768,)}),
+    case("layer_norm", {"normalized_shape": [4, 5]}, [(2, 3, 4, 5)], (2, 3, 4, 5),
+         {"weight": (4, 5), "bias": (4, 5)}, id="layer_norm-2d-shape"),
+    case("layer_norm", {"normalized_shape": 16, "bias": False}, [(2, 16)], (2, 16),
+         {"weight": (16,)}, id="layer_norm-nobias"),
+    case("layer_norm", {"normalized_shape": 16, "elementwise_affine": False}, [(2, 16)], (2, 16),
+         id="layer_norm-no-affine"),
+    case("rms_norm", {"dim": 4096}, [(B, S, 4096)], (B, S, 4096), {"weight": (4096,)}),
+    case("rms_norm", {"dim": 8, "elementwise_affine": False}, [(3, 8)], (3, 8), id="rms_norm-no-affine"),
+    case("batch_norm", {"num_features": 64}, [(B, 64, 56, 56)], (B, 64, 56, 56),
+         {"weight": (64,), "bias": (64,)},
+         {"running_mean": (64,), "running_var": (64,), "num_batches_tracked": ()}),
+    case("batch_norm", {"num_features": 10, "affine": False, "track_running_stats": False},
+         [(4, 10)], (4, 10), id="batch_norm-bare"),
+    case("group_norm", {"num_groups": 32, "num_channels": 256}, [(2, 256, 8, 8)], (2, 256, 8, 8),
+         {"weight": (256,), "bias": (256,)}),
+    case("group_norm", {"num_groups": 4, "num_channels": 8, "affine": False}, [(2, 8, 10)], (2, 8, 10),
+         id="group_norm-no-affine"),
+
+    # ---- convolution: out = floor((n + 2p - d(k-1) - 1) / s) + 1 ---------------------------
+    case("conv2d", {"in_channels": 3, "out_channels": 64, "kernel_size": 7, "stride": 2, "padding": 3,
+                    "bias": False},
+         [(1, 3, 224, 224)], (1, 64, 112, 112), {"weight": (64, 3, 7, 7)},
+         flops=2 * (64 * 112 * 112) * (3 * 7 * 7), id="conv2d-resnet-stem"),
+    case("conv2d", {"in_channels": 32, "out_channels": 32, "kernel_size": 3, "padding": 1, "groups": 32},
+         [(2, 32, 16, 16)], (2, 32, 16, 16), {"weight": (32, 1, 3, 3), "bias": (32,)},
+         flops=2 * (2 * 32 * 16 * 16) * (1 * 3 * 3), id="conv2d-depthwise"),
+    case("conv2d", {"in_channels": 4, "out_channels": 6, "kernel_size": [3, 2], "stride": [2, 1],
+                    "padding": [1, 0], "dilation": [1, 2], "groups": 2},
+         # H: floor((10 + 2 - 2 - 1)/2) + 1 = 5;  W: floor((12 - 2*1 - 1)/1) + 1 = 10
+         [(2, 4, 10, 12)], (2, 6, 5, 10), {"weight": (6, 2, 3, 2), "bias": (6,)},
+         flops=2 * (2 * 6 * 5 * 10) * (2 * 3 * 2), id="conv2d-asymmetric-dilated-grouped"),
+    case("conv2d", {"in_channels": 3, "out_channels": 8, "kernel_size": 3, "stride": 2, "padding": 1},
+         [(B, 3, H, W)], (B, 8, sympy.ceiling(H / 2), sympy.ceiling(W / 2)),
+         {"weight": (8, 3, 3, 3), "bias": (8,)}, id="conv2d-symbolic-stride2"),
+    case("conv2d", {"in_channels": 3, "out_channels": 8, "kernel_size": 5, "padding": "same"},
+         [(1, 3, 9, 9)], (1, 8, 9, 9), {"weight": (8, 3, 5, 5), "bias": (8,)}, id="conv2d-same"),
+    case("conv1d", {"in_channels": 80, "out_channels": 384, "kernel_size": 3, "padding": 1},
+         [(B, 80, 3000)], (B, 384, 3000), {"weight": (384, 80, 3), "bias": (384,)},
+         flops=2 * (B * 384 * 3000) * (80 * 3), id="conv1d-whisper-conv1"),
+    case("conv1d", {"in_channels": 384, "out_channels": 384, "kernel_size": 3, "stride": 2, "padding": 1},
+         [(B, 384, 3000)], (B, 384, 1500), {"weight": (384, 384, 3), "bias": (384,)},
+         id="conv1d-whisper-conv2"),
+    case("conv1d", {"in_channels": 4, "out_channels": 4, "kernel_size": 3, "stride": 2, "padding": 1},
+         [(B, 4, L)], (B, 4, sympy.ceiling(L / 2)), {"weight": (4, 4, 3), "bias": (4,)},
+         id="conv1d-symbolic-stride2"),
+    case("conv1d", {"in_channels": 2, "out_channels": 2, "kernel_size": 3, "padding": "valid",
+                    "dilation": 3, "bias": False},
+         [(1, 2, 20)], (1, 2, 14), {"weight": (2, 2, 3)}, id="conv1d-valid-dilated"),
+    # padding='same' pads d*(k-1) in total (left = total//2, the extra one on the right): L stays L.
+    case("conv1d", {"in_channels": 4, "out_channels": 4, "kernel_size": 4, "padding": "same"},
+         [(1, 4, 10)], (1, 4, 10), {"weight": (4, 4, 4), "bias": (4,)}, id="conv1d-same-even-kernel",
+         bug="padding='same' with an even effective kernel pads d*(k-1)//2 on both sides, losing one "
+             "position (PyTorch pads the odd remainder on the right and keeps the length)"),
+
+    # ---- pooling: same size rule; ceil_mode drops a last window starting in the right padding --
+    case("max_pool2d", {"kernel_size": 3, "stride": 2, "padding": 1}, [(1, 64, 112, 112)],
+         (1, 64, 56, 56), id="max_pool2d-resnet"),
+    case("max_pool2d", {"kernel_size": 2}, [(B, 8, 7, 7)], (B, 8, 3, 3), id="max_pool2d-default-stride"),
+    case("max_pool2d", {"kernel_size": 2, "ceil_mode": True}, [(B, 8, 7, 7)], (B, 8, 4, 4),
+         id="max_pool2d-ceil"),
+    case("max_pool2d", {"kernel_size": 3, "stride": 1, "dilation": 2}, [(1, 1, 10, 12)], (1, 1, 6, 8),
+         id="max_pool2d-dilated"),
+    # floor((5 + 2 - 1 - 1)/2) + 1 = 3 with ceil_mode rounding up to 4, but the 4th window would
+    # start at index 5 (= input + left padding), inside the right padding, so PyTorch drops it: 3.
+    case("max_pool1d", {"kernel_size": 2, "stride": 2, "padding": 1, "ceil_mode": True}, [(1, 4, 5)],
+         (1, 4, 3), id="max_pool1d-ceil-last-window-in-padding",
+         bug="ceil_mode keeps a last window that starts in the right padding; PyTorch drops it "
+             "(output 3, got 4)"),
+    # kernel 1 stride 2 on 4: windows at 0 and 2; a third would start at 4, past the input.
+    case("max_pool2d", {"kernel_size": 1, "stride": 2, "ceil_mode": True}, [(1, 4, 4, 4)], (1, 4, 2, 2),
+         id="max_pool2d-ceil-stride-gt-kernel",
+         bug="ceil_mode with stride > kernel keeps a window starting past the input (got 3x3, PyTorch 2x2)"),
+    case("max_pool1d", {"kernel_size": 3, "stride": 2}, [(2, 4, 11)], (2, 4, 5)),
+    case("avg_pool2d", {"kernel_size": 2}, [(B, 3, H, W)], (B, 3, sympy.floor(H / 2), sympy.floor(W / 2)),
+         id="avg_pool2d-symbolic"),
+    case("avg_pool2d", {"kernel_size": 3, "stride": 2, "ceil_mode": True}, [(1, 2, 8, 8)], (1, 2, 4, 4),
+         id="avg_pool2d-ceil"),
+    case("avg_pool1d", {"kernel_size": 3, "stride": 1, "padding": 1}, [(2, 4, 9)], (2, 4, 9)),
+    case("adaptive_avg_pool2d", {"output_size": 1}, [(B, 2048, 7, 7)], (B, 2048, 1, 1)),
+    case("adaptive_avg_pool2d", {"output_size": [5, 7]}, [(2, 3, 32, 33)], (2, 3, 5, 7),
+         id="adaptive_avg_pool2d-pair"),
+    case("adaptive_avg_pool1d", {"output_size": 4}, [(2, 3, L)], (2, 3, 4)),
+    case("global_avg_pool", {}, [(B, 512, 7, 7)], (B, 512)),
+    case("global_max_pool", {}, [(2, 16, 9)], (2, 16)),
+
+    # ---- pointwise ----------------------------------------------------------------------
+    case("relu", {}, [(B, 64, 56, 56)], (B, 64, 56, 56)),
+    case("gelu", {"approximate": "tanh"}, [(B, S, 3072)], (B, S, 3072)),
+    case("silu", {}, [(2, 11008)], (2, 11008)),
+    case("tanh", {}, [(2, 768)], (2, 768)),
+    case("sigmoid", {}, [(2, 3, 4)], (2, 3, 4)),
+    case("identity", {}, [(B, S, 768)], (B, S, 768), flops=0),
+    case("dropout", {"p": 0.1}, [(B, S, 768)], (B, S, 768), flops=0),
+    case("softmax", {"dim": -1}, [(B, 12, S, S)], (B, 12, S, S)),
+    case("add", {}, [(B, S, 768), (B, S, 768)], (B, S, 768)),
+    case("add", {}, [(2, 1, 5), (3, 1)], (2, 3, 5), id="add-broadcast"),
+    case("mul", {}, [(B, S, 1), (1, 768), (B, S, 768)], (B, S, 768), id="mul-three-inputs"),
+
+    # ---- tensor plumbing (torch.matmul / reshape / transpose / ...) ---------------------
+    case("matmul", {}, [(B, 12, S, 64), (B, 12, 64, S)], (B, 12, S, S), flops=2 * B * 12 * S * S * 64),
+    case("matmul", {}, [(2, 1, 3, 4), (5, 4, 6)], (2, 5, 3, 6), flops=2 * (2 * 5 * 3 * 6) * 4,
+         id="matmul-broadcast"),
+    case("matmul", {}, [(4,), (4, 3)], (3,), flops=2 * 4 * 3, id="matmul-1d-vector",
+         bug="torch.matmul accepts 1-D operands (vector-matrix: [k] @ [k, m] -> [m]); archgraph "
+             "rejects anything below 2-D"),
+    case("reshape", {"shape": [4, -1]}, [(2, 3, 4)], (4, 6)),
+    case("reshape", {"shape": [-1, 768]}, [(B, S, 768)], (B * S, 768), id="reshape-symbolic-infer"),
+    case("reshape", {"shape": [0, 0, 12, -1]}, [(B, S, 768)], (B, S, 12, 64), id="reshape-copy-dims"),
+    case("transpose", {"dim0": 1, "dim1": 2}, [(B, S, 12, 64)], (B, 12, S, 64)),
+    case("transpose", {"dim0": -1, "dim1": -2}, [(2, 3, 4)], (2, 4, 3), id="transpose-negative"),
+    case("permute", {"dims": [0, 2, 1, 3]}, [(B, S, 12, 64)], (B, 12, S, 64)),
+    case("permute", {"dims": [2, 0, -2]}, [(2, 3, 4)], (4, 2, 3), id="permute-negative"),
+    case("concat", {"dim": 1}, [(B, S, 64), (B, T, 64)], (B, S + T, 64)),
+    case("concat", {}, [(2, 3), (2, 4), (2, 5)], (2, 12), id="concat-three"),
+    case("split", {"sizes": [768, 768, 768]}, [(B, S, 2304)], [(B, S, 768)] * 3),
+    case("split", {"dim": 0, "sections": 2}, [(6, 5)], [(3, 5), (3, 5)], id="split-sections"),
+    case("split", {"dim": 1, "sizes": [1, 3]}, [(2, 4, 5)], [(2, 1, 5), (2, 3, 5)], id="split-uneven"),
+    case("flatten", {}, [(B, 512, 7, 7)], (B, 512 * 7 * 7)),
+    case("flatten", {"start_dim": 0, "end_dim": 1}, [(B, S, 768)], (B * S, 768), id="flatten-batch-seq"),
+    case("select", {}, [(B, S, 768)], (B, 768)),
+    case("select", {"dim": 0, "index": -1}, [(3, 4)], (4,), id="select-negative-index"),
+
+    # ---- attention (HF naming; GQA: k/v have kv_heads * head_dim outputs) ------------------
+    # self-attention on [B, S, 768], 12 heads of 64: four 768x768 projections (q, k, v, o)
+    # plus q.k^T and attn.v, each B*12*S*S*64 MACs.
+    case("attention", {"hidden": 768, "heads": 12, "qkv": "fused", "weight_layout": "in_out",
+                       "names": ["c_attn", "c_proj"]},
+         [(B, S, 768)], (B, S, 768),
+         {"c_attn.weight": (768, 2304), "c_attn.bias": (2304,),
+          "c_proj.weight": (768, 768), "c_proj.bias": (768,)},
+         flops=4 * (2 * B * S * 768 * 768) + 2 * (2 * B * 12 * S * S * 64), id="attention-gpt2"),
+    # Llama-style GQA: hidden 64, 8 heads of 8, 2 kv heads -> k/v project to 16.
+    case("attention", {"hidden": 64, "heads": 8, "kv_heads": 2, "qkv_bias": False, "out_bias": False},
+         [(2, 10, 64)], (2, 10, 64),
+         {"q_proj.weight": (64, 64), "k_proj.weight": (16, 64), "v_proj.weight": (16, 64),
+          "o_proj.weight": (64, 64)},
+         flops=(2 * 20 * 64 * 64) + 2 * (2 * 20 * 64 * 16) + (2 * 20 * 64 * 64)
+         + 2 * (2 * 2 * 8 * 10 * 10 * 8), id="attention-gqa"),
+    case("attention", {"hidden": 64, "heads": 4, "kv_heads": 1}, [(2, 3, 64)], (2, 3, 64),
+         {"q_proj.weight": (64, 64), "q_proj.bias": (64,), "k_proj.weight": (16, 64), "k_proj.bias": (16,),
+          "v_proj.weight": (16, 64), "v_proj.bias": (16,), "o_proj.weight": (64, 64), "o_proj.bias": (64,)},
+         id="attention-mqa"),
+    case("attention", {"hidden": 64, "heads": 8, "kv_heads": 2, "qkv": "fused", "qkv_bias": False},
+         [(B, S, 64)], (B, S, 64),
+         {"qkv_proj.weight": ((8 + 2 * 2) * 8, 64), "o_proj.weight": (64, 64), "o_proj.bias": (64,)},
+         id="attention-fused-gqa"),
+    # cross-attention: queries [2, 5, 64], keys/values from [2, 7, 32]; 4 heads of 16.
+    case("attention", {"hidden": 64, "heads": 4, "kv_hidden": 32}, [(2, 5, 64), (2, 7, 32)], (2, 5, 64),
+         {"q_proj.weight": (64, 64), "q_proj.bias": (64,), "k_proj.weight": (64, 32), "k_proj.bias": (64,),
+          "v_proj.weight": (64, 32), "v_proj.bias": (64,), "o_proj.weight": (64, 64), "o_proj.bias": (64,)},
+         flops=(2 * 10 * 64 * 64) + 2 * (2 * 14 * 32 * 64) + (2 * 10 * 64 * 64)
+         + 2 * (2 * 2 * 4 * 5 * 7 * 16), id="attention-cross"),
+    # explicit head_dim (Gemma-style): hidden need not equal heads * head_dim.
+    case("attention", {"hidden": 50, "heads": 4, "head_dim": 16, "qkv_bias": False, "out_bias": False},
+         [(1, 3, 50)], (1, 3, 50),
+         {"q_proj.weight": (64, 50), "k_proj.weight": (64, 50), "v_proj.weight": (64, 50),
+          "o_proj.weight": (50, 64)}, id="attention-head-dim"),
+    # Whisper: k_proj has no bias, q/v/out do.
+    case("attention", {"hidden": 32, "heads": 2, "k_bias": False, "names": ["q_proj", "k_proj", "v_proj",
+                                                                            "out_proj"]},
+         [(1, 3, 32)], (1, 3, 32),
+         {"q_proj.weight": (32, 32), "q_proj.bias": (32,), "k_proj.weight": (32, 32),
+          "v_proj.weight": (32, 32), "v_proj.bias": (32,), "out_proj.weight": (32, 32),
+          "out_proj.bias": (32,)}, id="attention-whisper-k-bias"),
+    case("attention", {"hidden": 32, "heads": 4, "qkv_bias": False, "out_bias": False},
+         [(2, 5, 32), None, (1, 4, 5, 5)], (2, 5, 32),
+         {"q_proj.weight": (32, 32), "k_proj.weight": (32, 32), "v_proj.weight": (32, 32),
+          "o_proj.weight": (32, 32)}, id="attention-t5-bias"),
+    # HF masks are [B, 1, S, T]: sdpa's attn_mask only has to broadcast to [B, heads, S, T].
+    case("attention", {"hidden": 32, "heads": 4, "qkv_bias": False, "out_bias": False},
+         [(2, 5, 32), None, (2, 1, 5, 5)], (2, 5, 32),
+         {"q_proj.weight": (32, 32), "k_proj.weight": (32, 32), "v_proj.weight": (32, 32),
+          "o_proj.weight": (32, 32)}, id="attention-broadcast-mask",
+         bug="an attention bias/mask with a broadcast head dim [B, 1, S, T] (HF's mask layout) is "
+             "rejected: 'head dimension of the attention bias is 1, expected 4'"),
+    # sdpa, flattened heads: q [B, S, 12*64], k/v [B, T, 12*64].
+    case("sdpa", {"heads": 12}, [(B, S, 768), (B, T, 768), (B, T, 768)], (B, S, 768),
+         flops=2 * (2 * B * 12 * S * T * 64)),
+    case("sdpa", {"heads": 8, "kv_heads": 2}, [(2, 5, 64), (2, 7, 16), (2, 7, 16)], (2, 5, 64),
+         flops=2 * (2 * 8 * 5 * 7 * 8), id="sdpa-gqa"),
+    case("sdpa", {"heads": 8, "kv_heads": 2}, [(2, 8, 5, 16), (2, 2, 7, 16), (2, 2, 7, 32)], (2, 8, 5, 32),
+         flops=(2 * 2 * 8 * 5 * 7 * 16) + (2 * 2 * 8 * 5 * 7 * 32), id="sdpa-4d-dv"),
+
+    # ---- feed-forward blocks ------------------------------------------------------------
+    case("mlp", {"hidden": 768, "intermediate": 3072}, [(B, S, 768)], (B, S, 768),
+         {"fc1.weight": (3072, 768), "fc1.bias": (3072,), "fc2.weight": (768, 3072), "fc2.bias": (768,)},
+         flops=2 * (2 * B * S * 768 * 3072)),
+    case("mlp", {"hidden": 8, "intermediate": 32, "bias": False, "activation": "relu",
+                 "names": ["intermediate.dense", "output.dense"]}, [(3, 8)], (3, 8),
+         {"intermediate.dense.weight": (32, 8), "output.dense.weight": (8, 32)},
+         flops=2 * (2 * 3 * 8 * 32), id="mlp-named"),
+    case("gated_mlp", {"hidden": 64, "intermediate": 172}, [(2, 10, 64)], (2, 10, 64),
+         {"gate_proj.weight": (172, 64), "up_proj.weight": (172, 64), "down_proj.weight": (64, 172)},
+         flops=3 * (2 * 20 * 64 * 172)),
+    case("gated_mlp", {"hidden": 64, "intermediate": 172, "fused": True}, [(B, S, 64)], (B, S, 64),
+         {"gate_up_proj.weight": (344, 64), "down_proj.weight": (64, 172)},
+         flops=3 * (2 * B * S * 64 * 172), id="gated_mlp-fused"),
+    # MoE: router 48 -> 8 per token, then top_k=2 experts each run 3 projections 48 <-> 20.
+    case("moe", {"hidden": 48, "intermediate": 20, "experts": 8}, [(2, 10, 48)], (2, 10, 48),
+         {"gate.weight": (8, 48), "experts.gate_up_proj": (8, 40, 48), "experts.down_proj": (8, 48, 20)},
+         flops=(2 * 20 * 48 * 8) + 2 * 3 * (2 * 20 * 48 * 20)),
+    case("moe", {"hidden": 48, "intermediate": 20, "experts": 2, "top_k": 1, "router_bias": True,
+                 "expert_layout": "separate"}, [(B, S, 48)], (B, S, 48),
+         {"gate.weight": (2, 48), "gate.bias": (2,),
+          "experts.0.w1.weight": (20, 48), "experts.0.w3.weight": (20, 48), "experts.0.w2.weight": (48, 20),
+          "experts.1.w1.weight": (20, 48), "experts.1.w3.weight": (20, 48), "experts.1.w2.weight": (48, 20)},
+         id="moe-separate-mixtral"),
+]
+
+
+ERRORS = [
+    reject("linear", {"in_features": 768, "out_features": 10}, [(2, 5, 512)], ShapeError, ["512", "768"]),
+    reject("linear", {"in_features": 0, "out_features": 10}, None, SpecError, ["in_features"]),
+    reject("linear", {"in_features": 8}, None, SpecError, ["out_features"]),
+    reject("linear", {"in_features": "8", "out_features": 10}, None, SpecError, ["in_features"]),
+    reject("linear", {"in_features": 8, "out_features": 10, "weight_layout": "io"}, None, SpecError, []),
+    reject("embedding", {"num_embeddings": 0, "embedding_dim": 4}, None, SpecError, ["num_embeddings"]),
+    reject("position_embedding", {"num_positions": 1024, "embedding_dim": 8}, [(1, 1025, 8)], ShapeError, ["1025"]),
+    reject("position_embedding", {"num_positions": 2050, "embedding_dim": 8, "offset": 2}, [(1, 2049)],
+     ShapeError, ["2049"]),
+    reject("rotary_embedding", {"head_dim": 64, "rotary_dim": 15}, None, SpecError, ["rotary_dim"]),
+    reject("rotary_embedding", {"head_dim": 64, "rotary_dim": 128}, None, SpecError, ["rotary_dim"]),
+    reject("layer_norm", {"normalized_shape": 768}, [(2, 5, 512)], ShapeError, ["512", "768"]),
+    reject("layer_norm", {"normalized_shape": 0}, None, SpecError, []),
+    reject("rms_norm", {"dim": 64}, [(2, 32)], ShapeError, ["32", "64"]),
+    reject("batch_norm", {"num_features": 64}, [(2, 32, 8, 8)], ShapeError, ["32", "64"]),
+    reject("group_norm", {"num_groups": 5, "num_channels": 64}, None, SpecError, ["64", "5"]),
+    reject("conv2d", {"in_channels": 3, "out_channels": 8, "kernel_size": 3}, [(1, 4, 8, 8)], ShapeError, ["4", "3"]),
+    reject("conv2d", {"in_channels": 3, "out_channels": 8, "kernel_size": 5}, [(1, 3, 4, 4)], ShapeError, []),
+    reject("conv2d", {"in_channels": 6, "out_channels": 8, "kernel_size": 3, "groups": 4}, None, SpecError, []),
+    reject("conv2d", {"in_channels": 3, "out_channels": 8, "kernel_size": 3, "stride": 2, "padding": "same"},
+     None, SpecError, []),
+    reject("conv2d", {"in_channels": 3, "out_channels": 8, "kernel_size": [3, 3, 3]}, None, SpecError, []),
+    reject("conv1d", {"in_channels": 3, "out_channels": 8, "kernel_size": 0}, None, SpecError, []),
+    reject("max_pool2d", {"kernel_size": 3}, [(1, 3, 2, 2)], ShapeError, []),
+    reject("max_pool2d", {"kernel_size": 2}, [(1, 3, 8)], ShapeError, []),
+    reject("softmax", {"dim": 4}, [(2, 3, 4, 5)], ShapeError, []),
+    reject("dropout", {"p": 1.5}, None, SpecError, ["1.5"]),
+    reject("add", {}, [(2, 3), (4,)], ShapeError, []),
+    reject("matmul", {}, [(2, 3, 4), (2, 5, 6)], ShapeError, []),
+    reject("matmul", {}, [(2, 3, 4), (5, 4, 6)], ShapeError, []),
+    reject("reshape", {"shape": [-1, -1]}, None, SpecError, []),
+    reject("reshape", {"shape": [5, -1]}, [(2, 3, 4)], ShapeError, []),
+    reject("reshape", {"shape": [5, 5]}, [(2, 3, 4)], ShapeError, ["24", "25"]),
+    reject("transpose", {"dim0": 0, "dim1": 3}, [(2, 3, 4)], ShapeError, []),
+    reject("permute", {"dims": [0, 0, 1]}, [(2, 3, 4)], ShapeError, []),
+    reject("concat", {"dim": 1}, [(2, 3), (4, 3)], ShapeError, []),
+    reject("split", {"sizes": [1, 2], "sections": 3}, None, SpecError, []),
+    reject("split", {}, None, SpecError, []),
+    reject("split", {"sizes": [1, 2]}, [(2, 4)], ShapeError, []),
+    reject("split", {"sections": 3}, [(2, 10)], ShapeError, []),
+    reject("flatten", {"start_dim": 2, "end_dim": 1}, [(2, 3, 4)], ShapeError, []),
+    reject("select", {"dim": 1, "index": 5}, [(2, 5)], ShapeError, []),
+    reject("attention", {"hidden": 768, "heads": 12, "kv_heads": 5}, None, SpecError, ["12", "5"]),
+    reject("attention", {"hidden": 100, "heads": 12}, None, SpecError, ["head_dim"]),
+    reject("attention", {"hidden": 64, "heads": 4, "qkv": "fused", "kv_hidden": 32}, None, SpecError, []),
+    reject("attention", {"hidden": 64, "heads": 4, "names": ["q", "k", "v"]}, None, SpecError, []),
+    reject("attention", {"hidden": 64, "heads": 4}, [(2, 5, 32)], ShapeError, ["32", "64"]),
+    reject("attention", {"hidden": 64, "heads": 4, "kv_hidden": 32}, [(2, 5, 64), (3, 7, 32)], ShapeError, []),
+    reject("sdpa", {"heads": 4, "kv_heads": 3}, None, SpecError, []),
+    reject("sdpa", {"heads": 4}, [(2, 5, 64), (2, 7, 32), (2, 7, 32)], ShapeError, []),
+    reject("mlp", {"hidden": 64, "intermediate": 128}, [(2, 32)], ShapeError, ["32", "64"]),
+    reject("gated_mlp", {"hidden": 64, "intermediate": 128, "names": ["a", "b"]}, None, SpecError, []),
+    reject("moe", {"hidden": 64, "intermediate": 32, "experts": 2, "top_k": 3}, None, SpecError, ["top_k"]),
+    pytest.param("max_pool2d", {"kernel_size": 2, "padding": 2}, [(1, 3, 8, 8)], (SpecError, ShapeError), [],
+                 id="max_pool2d-padding-over-half-kernel",
+                 marks=pytest.mark.xfail(strict=True, reason="PyTorch requires pooling padding <= "
+                                         "kernel_size/2; archgraph accepts padding=2 with kernel 2")),
+    pytest.param("conv1d", {"in_channels": 3, "out_channels": 3, "kernel_size": 3, "padding": -1},
+                 [(1, 3, 10)], (SpecError, ShapeError), [], id="conv1d-negative-padding",
+                 marks=pytest.mark.xfail(strict=True, reason="PyTorch rejects negative padding; "
+                                         "archgraph accepts it and shrinks the output")),
+]
+
+
+# -- helpers ------------------------------------------------------------------------------
+def same_dim(got, want) -> bool:
+    """Concrete dims must be plain ints; symbolic ones must agree for many integer values."""
+    if isinstance(want, int):
+        return type(got) is int and got == want
+    if isinstance(got, int) or sympy.sympify(got).free_symbols != sympy.sympify(want).free_symbols:
+        return False
+    if sympy.simplify(got - want) == 0:
+        return True
+    syms = sorted(sympy.sympify(want).free_symbols, key=str)  # e.g. ceil((H-1)/2) vs floor(H/2)
+    return all(got.subs(vals) == want.subs(vals)
+               for t in range(12) for vals in [{s: 16 + t + 7 * i for i, s in enumerate(syms)}])
+
+
+def assert_shape(got, want, what="shape"):
+    assert isinstance(got, tuple), f"{what}: expected a tuple, got {got!r}"
+    ok = len(got) == len(want) and all(same_dim(g, w) for g, w in zip(got, want))
+    assert ok, f"{what}: got {fmt_shape(got)}, expected {fmt_shape(want)}"
+
+
+def tensors(items) -> dict:
+    items = list(items)
+    table = {t.name: tuple(t.shape) for t in items}
+    assert len(table) == len(items), f"duplicate tensor names: {[t.name for t in items]}"
+    for name, shape in table.items():
+        assert all(type(d) is int for d in shape), f"{name} has a non-integer shape {shape}"
+    return table
+
+
+def build(name, hp):
+    return REGISTRY[name].build(hp)
+
+
+# -- tests --------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, hp, inputs, expected, params, buffers, flops", CASES)
+def test_op(name, hp, inputs, expected, params, buffers, flops):
+    op = build(name, hp)
+    lo, hi = op.arity()
+    n_given = len(inputs) - sum(1 for s in reversed(inputs) if s is None)  # trailing Nones are omitted
+    assert lo <= n_given and (hi is None or len(inputs) <= hi), f"arity {lo}..{hi} vs {len(inputs)} inputs"
+
+    out = op.infer_shape(*inputs)
+    if isinstance(expected, list):
+        assert isinstance(out, list) and len(out) == len(expected), f"expected {len(expected)} outputs: {out!r}"
+        outs = out
+        for i, (g, w) in enumerate(zip(out, expected)):
+            assert_shape(g, w, f"output {i}")
+    else:
+        assert_shape(out, expected)
+        outs = [out]
+
+    assert tensors(op.params()) == params
+    assert tensors(op.buffers()) == buffers
+    if flops is not None:
+        got = op.flops([s for s in inputs if s is not None], outs)
+        assert same_dim(got, flops), f"flops: got {got}, expected {flops}"
+
+
+def test_every_registered_op_has_a_case():
+    covered = {p.values[0] for p in CASES}
+    assert covered == set(REGISTRY), (f"ops without a case: {sorted(set(REGISTRY) - covered)}; "
+                                      f"cases for unknown ops: {sorted(covered - set(REGISTRY))}")
+
+
+@pytest.mark.parametrize("name, hp, inputs, error, words", ERRORS,
+                         ids=lambda v: v if isinstance(v, str) else None)
+def test_op_rejects(name, hp, inputs, error, words):
+    with pytest.raises(error) as info:
+        op = build(name, hp)
+        if inputs is not None:
+            op.infer_shape(*inputs)
+    if inputs is not None and error is ShapeError:
+        assert not isinstance(info.value, SpecError)
+    message = info.value.message
+    for word in words:
+        assert word in message, f"{word!r} missing from: {message}"
+
+
+def test_build_errors_happen_at_build_not_at_inference():
+    """Bad hyperparameters are SpecError at build; bad shapes are ShapeError at inference."""
+    for name, hp, inputs, error, _ in ERRORS:
+        if isinstance(name, str) and inputs is not None and error is ShapeError:
+            build(name, hp)  # must not raise
+
+
+def test_unknown_hyperparameter_suggests_the_closest():
+    with pytest.raises(SpecError) as info:
+        build("linear", {"in_feature": 768, "out_features": 10})
+    assert "in_feature" in info.value.message
+    assert info.value.hint == "did you mean 'in_features'?"
+
+
+def test_unknown_hyperparameter_without_close_match_lists_them():
+    with pytest.raises(SpecError) as info:
+        build("rms_norm", {"dim": 8, "zzz": 1})
+    assert info.value.hint is not None and "dim" in info.value.hint and "eps" in info.value.hint
+
+
+def test_bad_literal_suggests_the_closest_choice():
+    with pytest.raises(SpecError) as info:
+        build("gelu", {"approximate": "tanhh"})
+    assert info.value.hint == "did you mean 'tanh'?"
+
+
+def test_symbolic_dims_print_as_documented():
+    conv = build("conv2d", {"in_channels": 3, "out_channels": 8, "kernel_size": 3, "stride": 2, "padding": 1})
+    assert fmt_shape(conv.infer_shape((B, 3, H, W))) == "[B, 8, ceil(H/2), ceil(W/2)]"
+    flat = build("flatten", {"start_dim": 0, "end_dim": 1})
+    assert fmt(flat.infer_shape((B, S, 768))[0]) == "B*S"
+    lin = build("linear", {"in_features": 768, "out_features": 3072})
+    b, s, _ = lin.infer_shape((B, S, 768))
+    assert b is B and s is S  # the very same symbols, untouched
+
+
+def test_linear_shape_error_names_both_sizes():
+    lin = build("linear", {"in_features": 768, "out_features": 3072})
+    with pytest.raises(ShapeError) as info:
+        lin.infer_shape((B, S, 512))
+    assert "512" in str(info.value) and "768" in str(info.value)
