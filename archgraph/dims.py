@@ -85,6 +85,15 @@ def ceil_div(a: Dim, b: int) -> Dim:
     return norm(sp.ceiling(a / b))
 
 
+def floor_div(a: Dim, b: int) -> Dim:
+    """floor(a / b) for a positive int b."""
+    if isinstance(a, int):
+        return a // b
+    if b == 1:
+        return a
+    return norm(_sympy().floor(a / b))
+
+
 def fmt(d: Dim) -> str:
     """Human text of a dimension: `768`, `B*S`, `ceil(S/2)`."""
     if isinstance(d, int):

@@ -17,7 +17,7 @@ class Attention(Op):
     stores one [(heads + 2·kv_heads)·head_dim, hidden] projection.  `names` are
     the tensor prefixes: q, k, v, o (separate) or qkv, o (fused).  Optional
     inputs, by keyword (`in: {x: .., kv: .., bias: .., rope: ..}`): `kv` for
-    cross-attention, `bias` [1|B, heads, S, T] (T5, ALiBi), `rope` the cos table
+    cross-attention, `bias` [1|B, 1|heads, 1|S, 1|T] (T5, ALiBi, masks), `rope` the cos table
     of a rotary_embedding.
     """
 
@@ -68,8 +68,9 @@ class Attention(Op):
         if bias is not None:
             t = kv[1] if kv is not None else x[1]
             expect_rank(bias, 4, "attention bias")
-            expect_dim(bias[1], self.heads, "head dimension of the attention bias")
-            expect_dim(bias[-1], t, "key dimension of the attention bias")
+            for i, want, what in ((1, self.heads, "head"), (2, x[1], "query"), (3, t, "key")):
+                if not (isinstance(bias[i], int) and bias[i] == 1):  # broadcasts, as in HF masks
+                    expect_dim(bias[i], want, f"{what} dimension of the attention bias")
         if rope is not None:
             expect_rank(rope, 3, "rotary table (rope)")
             expect_dim(rope[1], x[1], "sequence length of the rotary table")

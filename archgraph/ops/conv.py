@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..dims import Dim, ceil_div, norm, prod
+from ..dims import Dim, ceil_div, floor_div, norm, prod
 from ..errors import ShapeError
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
 
@@ -16,12 +16,17 @@ def window_out(size: Dim, kernel: int, stride: int, padding: int, dilation: int 
     if isinstance(reach, int) and reach < 0:
         raise ShapeError(f"input size {size} (padding {padding}) is smaller than the window {span}")
     if not ceil_mode:
-        return norm(ceil_div(reach + 1, stride))
+        return norm(_readable(ceil_div(reach + 1, stride), floor_div(reach, stride) + 1))
     out = ceil_div(reach, stride) + 1
     # PyTorch drops a last window that would start inside the right padding
     if isinstance(out, int) and isinstance(size, int) and (out - 1) * stride >= size + padding:
         out -= 1
     return norm(out)
+
+
+def _readable(*forms: Dim) -> Dim:
+    """Equal forms of one size; for symbols, the shortest to read (`floor(H/2)` over `ceil(H/2 - 1/2)`)."""
+    return min(forms, key=lambda f: len(str(f))) if not isinstance(forms[0], int) else forms[0]
 
 
 def _tuple(v, n: int) -> tuple[int, ...]:
@@ -43,6 +48,8 @@ class _Conv(Op):
                                 f"must both be divisible by groups={self.groups}")
         if self.padding == "same" and any(s != 1 for s in _tuple(self.stride, self.rank)):
             raise invalid(self, "padding 'same' needs stride 1")
+        if self.padding not in ("same", "valid") and any(p < 0 for p in _tuple(self.padding, self.rank)):
+            raise invalid(self, f"padding must not be negative; received {self.padding}")
 
     def _pads(self) -> tuple[int, ...]:
         if self.padding == "valid":
@@ -55,6 +62,8 @@ class _Conv(Op):
     def infer_shape(self, x):
         expect_rank(x, self.rank + 2)
         expect_dim(x[1], self.in_channels, "channel dimension (dim 1) of the input (in_channels)")
+        if self.padding == "same":  # PyTorch pads d·(k-1) in total, the odd one on the right
+            return (x[0], self.out_channels, *x[2:])
         spatial = tuple(window_out(n, k, s, p, d) for n, k, s, p, d in zip(
             x[2:], _tuple(self.kernel_size, self.rank), _tuple(self.stride, self.rank),
             self._pads(), _tuple(self.dilation, self.rank)))

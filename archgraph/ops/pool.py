@@ -14,6 +14,11 @@ class _Pool(Op):
             value = getattr(self, name)
             if value is not None and any(v <= 0 for v in _tuple(value, self.rank)):
                 raise invalid(self, f"{name} must be positive; received {value}")
+        ks, ds = _tuple(self.kernel_size, self.rank), _tuple(getattr(self, "dilation", 1), self.rank)
+        for p, k, d in zip(_tuple(self.padding, self.rank), ks, ds):
+            if p < 0 or p > (d * (k - 1) + 1) // 2:
+                raise invalid(self, f"padding {self.padding} must lie between 0 and half the window "
+                                    f"({(d * (k - 1) + 1) // 2}), as PyTorch requires")
 
     def infer_shape(self, x):
         expect_rank(x, self.rank + 2)

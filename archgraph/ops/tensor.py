@@ -10,13 +10,20 @@ from .elementwise import broadcast
 
 @op("matmul")
 class MatMul(Op):
-    """[..., n, k] @ [..., k, m] -> [..., n, m], batch dims broadcast."""
+    """[..., n, k] @ [..., k, m] -> [..., n, m], batch dims broadcast; 1-D operands as torch.matmul."""
 
     def infer_shape(self, a, b):
-        expect_rank(a, tuple(range(2, 9)), "first input")
-        expect_rank(b, tuple(range(2, 9)), "second input")
-        expect_dim(b[-2], a[-1], f"inner dimension of {fmt_shape(a)} @ {fmt_shape(b)}")
-        return (*broadcast(a[:-2], b[:-2]), a[-2], b[-1])
+        expect_rank(a, tuple(range(1, 9)), "first input")
+        expect_rank(b, tuple(range(1, 9)), "second input")
+        a2 = (1, *a) if len(a) == 1 else a   # a vector is a row, dropped again after
+        b2 = (*b, 1) if len(b) == 1 else b   # a vector is a column, dropped again after
+        expect_dim(b2[-2], a2[-1], f"inner dimension of {fmt_shape(a)} @ {fmt_shape(b)}")
+        out = (*broadcast(a2[:-2], b2[:-2]), a2[-2], b2[-1])
+        if len(b) == 1:
+            out = out[:-1]
+        if len(a) == 1:
+            out = out[:-2] + out[-1:] if len(b) > 1 else out[:-1]
+        return out
 
     def flops(self, inputs, outputs):
         return 2 * prod(outputs[0]) * inputs[0][-1]

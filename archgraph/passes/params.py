@@ -26,6 +26,7 @@ class Totals:
     buffers: int = 0        # non-learnable tensors (running statistics, fixed tables)
     tied: int = 0           # elements of tensors that reuse another tensor (not in total)
     by_category: Counter = field(default_factory=Counter)
+    tied_by_category: Counter = field(default_factory=Counter)
 
     @property
     def non_trainable(self) -> int:
@@ -38,10 +39,15 @@ class Totals:
         self.tied += other.tied * times
         for k, v in other.by_category.items():
             self.by_category[k] += v * times
+        for k, v in other.tied_by_category.items():
+            self.tied_by_category[k] += v * times
 
     def as_shared_copy(self) -> "Totals":
         """What a repetition of a shared block adds: nothing new, all of it reused."""
-        return Totals(tied=self.total + self.tied, by_category=Counter({k: 0 for k in self.by_category}))
+        reused = Counter(self.by_category)
+        reused.update(self.tied_by_category)
+        return Totals(tied=self.total + self.tied, by_category=Counter({k: 0 for k in self.by_category}),
+                      tied_by_category=reused)
 
 
 @dataclass(frozen=True)
@@ -83,6 +89,7 @@ def op_totals(node: OpNode) -> Totals:
         if tensor.name in node.ties:
             t.tied += tensor.count
             t.by_category[node.category] += 0
+            t.tied_by_category[node.category] += tensor.count
             continue
         t.total += tensor.count
         t.trainable += tensor.count if node.trainable else 0

@@ -34,7 +34,7 @@ def _tensor_text(node: OpNode, model) -> str:
         if r.buffer:
             text += " (buffer)"
         parts.append(text)
-    return "\n".join(parts)
+    return ", ".join(parts) if len(parts) <= 2 else "\n".join(parts)
 
 
 def params_table(report: ParamReport) -> Group:
@@ -90,8 +90,12 @@ def category_table(report: ParamReport) -> Table:
     table.add_column("Category")
     table.add_column("Params", justify="right")
     table.add_column("Share", justify="right")
+    tied = report.totals.tied_by_category
+    if tied:
+        table.add_column("Tied or shared (not counted)", justify="right")
     for cat, n in sorted(report.totals.by_category.items(), key=lambda kv: -kv[1]):
-        table.add_row(cat, num(n), f"{100 * n / total:.1f}%")
+        table.add_row(cat, num(n), f"{100 * n / total:.1f}%", *([num(tied[cat]) if tied[cat] else ""]
+                                                                  if tied else []))
     return table
 
 
