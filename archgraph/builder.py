@@ -12,7 +12,7 @@ each piece, for error messages) and hands it to the same `build_model`.
 >>> b.node("fc2", "linear", in_features="4 * H", out_features=10)
 'fc2'
 >>> b.build().params().total
-17290
+19210
 """
 from __future__ import annotations
 
