@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any, Sequence
 
-from .errors import ArchgraphError, SpecError
+from .errors import ArchgraphError
 
 
 def _set_value(text: str) -> tuple[str, Any]:

@@ -7,7 +7,7 @@ the same arguments are one object, so analysing a repeated block costs one body.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Union
+from typing import Any, Union
 
 import networkx as nx
 
@@ -91,6 +91,7 @@ class Model:
     output_names: tuple[str, ...]
     description: str = ""
     source: str = "<spec>"
+    bindings: dict[str, Any] = field(default_factory=dict)  # --set values that are not variables
 
     def params(self):
         """Parameter report (see `archgraph.passes.params`)."""
@@ -105,20 +106,3 @@ class Model:
 
 def join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
-
-
-def iter_op_nodes(graph: Graph, prefix: str = "") -> Iterator[tuple[str, OpNode, int, bool]]:
-    """Every op node with its full path, expanding repetitions: (path, node, rep, is_copy).
-
-    `is_copy` is true for repetitions of a shared block after the first.
-    """
-    yield from _iter(graph, prefix, False)
-
-
-def _iter(graph: Graph, prefix: str, copy: bool):
-    for name, node in graph.nodes.items():
-        if isinstance(node, OpNode):
-            yield join(prefix, name), node, 0, copy
-        else:
-            for i in range(node.repeat):
-                yield from _iter(node.body, node.rep_path(prefix, i), copy or (node.shared and i > 0))

@@ -133,7 +133,7 @@ class ParamReport:
     model: Model
     totals: Totals
     blocks: list[BlockRow]
-    _cache: dict
+    cache: dict  # graph id -> Totals, for renderers that show per-block counts
 
     @property
     def total(self) -> int:

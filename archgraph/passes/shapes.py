@@ -75,7 +75,7 @@ def input_shapes(model: Model, bindings: Mapping[str, int]) -> dict[str, Shape]:
 
 def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> ShapeReport:
     """Propagate shapes through the model with `bindings` for symbolic dims (B, S, ...)."""
-    bindings = {**getattr(model, "bindings", {}), **(bindings or {})}
+    bindings = {**model.bindings, **(bindings or {})}
     _check_bindings(model, bindings)
     inputs = input_shapes(model, bindings)
     run = walk(model.graph, tuple(inputs[n] for n in model.graph.inputs), _visit)

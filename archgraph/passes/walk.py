@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import ArchgraphError, ShapeError, SpecError
-from ..graph import BlockNode, Graph, OpNode, Ref, join
+from ..graph import Graph, OpNode, Ref, join
 
 Visit = Callable[[OpNode, list[Any], str], tuple[Any, ...]]
 

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..dims import fmt_shape
-from ..graph import BlockNode, Graph, OpNode
+from ..graph import Graph, OpNode
 from ..passes.params import ParamReport, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport
 from ..passes.walk import Run
@@ -45,7 +45,7 @@ def params_table(report: ParamReport) -> Group:
     table.add_column("Tensors", no_wrap=True)
     table.add_column("Params", justify="right")
     table.add_column("Category")
-    _param_rows(table, model.graph, model, report._cache, 0)
+    _param_rows(table, model.graph, model, report.cache, 0)
     return Group(table, totals_table(report), category_table(report))
 
 
@@ -152,7 +152,3 @@ def zoo_table(rows: list[tuple[str, str, int | None, str]]) -> Table:
         else:
             table.add_row(name, num(total), human(total), desc)
     return table
-
-
-def blocks_of(graph: Graph) -> list[BlockNode]:
-    return [n for n in graph.nodes.values() if isinstance(n, BlockNode)]

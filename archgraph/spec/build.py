@@ -16,7 +16,7 @@ from ..errors import ArchgraphError, Loc, SpecError, did_you_mean
 from ..graph import BlockNode, Graph, InputSpec, Model, OpNode, Ref
 from ..ops import REGISTRY
 from .values import check_keys, evaluate, evaluate_variables, hints, typed
-from .yamlload import LocDict, LocList
+from .yamlload import LocDict
 
 TOP_KEYS = {"archgraph", "name", "description", "extends", "variables", "inputs", "outputs",
             "blocks", "nodes"}
@@ -55,8 +55,8 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
                    spec.get("outputs"), _loc(spec, "nodes"))
     model = Model(name=str(spec.get("name") or "model"), graph=graph, inputs=inputs,
                   variables=variables, output_names=_output_names(spec.get("outputs"), graph),
-                  description=str(spec.get("description") or ""), source=spec.loc.file)
-    model.bindings = {k: v for k, v in settings.items() if k not in raw_vars}
+                  description=str(spec.get("description") or ""), source=spec.loc.file,
+                  bindings={k: v for k, v in settings.items() if k not in raw_vars})
     from .ties import resolve_ties
     resolve_ties(model)
     return model
