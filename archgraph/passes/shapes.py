@@ -58,9 +58,8 @@ def input_shapes(model: Model, bindings: Mapping[str, int]) -> dict[str, Shape]:
             if isinstance(dim, int):
                 dims.append(dim)
                 continue
-            env = {n: symbol(n) for n in expr.names(dim)}
-            env.update(model.variables)
-            env.update(bindings)
+            env = {**model.variables, **bindings}
+            env.update({n: symbol(n) for n in expr.names(dim) if n not in env})  # only unbound names
             try:
                 value = norm(expr.evaluate(dim, env))
             except ArchgraphError as exc:
