@@ -24,6 +24,8 @@ from .errors import ExprError, did_you_mean
 
 MAX_LEN = 1000
 MAX_POW = 64  # exponent bound: keeps 10 ** 10 ** 10 from eating the machine
+MAX_DEPTH = 60  # nesting bound: keeps '------1' from exhausting the stack
+MAX_MAGNITUDE = 10 ** 30  # no size, count or setting of a model comes near this
 
 
 def _exact_div(a: Any, b: Any) -> Any:
@@ -82,6 +84,7 @@ def parse(text: str) -> ast.Expression:
     except SyntaxError as exc:
         raise ExprError(f"cannot parse expression '{text}': {exc.msg}",
                         hint="use numbers, variable names, + - * / // % ** and parentheses") from None
+    _check_depth(tree)
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED):
             raise ExprError(f"'{ast.unparse(node) if hasattr(ast, 'unparse') else text}' is not allowed "
@@ -94,6 +97,15 @@ def parse(text: str) -> ast.Expression:
         if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool, str)):
             raise ExprError(f"constant {node.value!r} is not a number or a word")
     return tree
+
+
+def _check_depth(tree: ast.AST) -> None:
+    stack = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ExprError(f"expression nests more than {MAX_DEPTH} levels deep")
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
 
 
 _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
@@ -110,12 +122,32 @@ def names(text: str) -> set[str]:
 
 def evaluate(text: str, env: Mapping[str, Any]) -> Any:
     """Evaluate `text` with the variables in `env`."""
-    return _eval(parse(text).body, env)
+    tree = parse(text)
+    try:
+        return _eval(tree.body, env)
+    except ExprError:
+        raise
+    except (TypeError, ValueError, ArithmeticError, RecursionError) as exc:
+        reason = str(exc) or type(exc).__name__
+        raise ExprError(f"cannot evaluate '{text}': {reason}",
+                        hint="use whole numbers and names of sizes; words can only be compared") from None
+
+
+def _checked(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and abs(value) > MAX_MAGNITUDE:
+        raise ExprError(f"a value of {len(str(abs(value)))} digits is too large (at most 10**30)")
+    if isinstance(value, complex):
+        raise ExprError(f"the value {value} is not a real number")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ExprError(f"the value {value} is not a finite number")
+    return value
 
 
 def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
-        return node.value
+        return _checked(node.value)
     if isinstance(node, ast.Name):
         if node.id in env:
             return env[node.id]
@@ -129,9 +161,12 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         left, right = _eval(node.left, env), _eval(node.right, env)
         if isinstance(left, str) or isinstance(right, str):
             raise ExprError("words can be compared ('==', '!=') but not used in arithmetic")
-        return _BINOPS[type(node.op)](left, right)
+        return _checked(_BINOPS[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp):
-        return _UNARY[type(node.op)](_eval(node.operand, env))
+        operand = _eval(node.operand, env)
+        if isinstance(operand, str) and not isinstance(node.op, ast.Not):
+            raise ExprError("words can be compared ('==', '!=') but not used in arithmetic")
+        return _checked(_UNARY[type(node.op)](operand))
     if isinstance(node, ast.BoolOp):
         values = (_eval(v, env) for v in node.values)
         return all(values) if isinstance(node.op, ast.And) else any(values)
@@ -146,5 +181,8 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.IfExp):
         return _eval(node.body if _eval(node.test, env) else node.orelse, env)
     if isinstance(node, ast.Call):
-        return FUNCTIONS[node.func.id](*(_eval(a, env) for a in node.args))
+        args = [_eval(a, env) for a in node.args]
+        if not args or any(isinstance(a, str) for a in args):
+            raise ExprError(f"{node.func.id}() takes numbers; received {len(args)} argument(s)")
+        return _checked(FUNCTIONS[node.func.id](*args))
     raise ExprError(f"unsupported expression element {type(node).__name__}")  # pragma: no cover

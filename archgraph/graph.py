@@ -106,3 +106,12 @@ class Model:
 
 def join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name
+
+
+def instance_count(graph: Graph, cache: dict | None = None) -> int:
+    """Op nodes once every repetition is expanded (what a node listing holds)."""
+    cache = {} if cache is None else cache
+    if id(graph) not in cache:
+        cache[id(graph)] = sum(1 if isinstance(n, OpNode) else n.repeat * instance_count(n.body, cache)
+                               for n in graph.nodes.values())
+    return cache[id(graph)]

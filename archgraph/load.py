@@ -32,8 +32,11 @@ def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None
     if relative_to is not None:
         candidates.insert(0, relative_to / text)
     for path in candidates:
-        if path.is_file():
-            return path
+        try:
+            if path.is_file():
+                return path
+        except OSError:  # a name too long for the file system, say
+            continue
     builtins = builtin_specs()
     if text in builtins:
         return builtins[text]

@@ -8,7 +8,6 @@ import runpy
 
 import pytest
 
-import archgraph
 from conftest import ROOT
 
 MODULES = ["archgraph", "archgraph.expr", "archgraph.builder", "archgraph.load",

@@ -17,7 +17,6 @@ import copy
 import io
 import random
 import signal
-import sys
 import time
 import traceback
 from contextlib import contextmanager

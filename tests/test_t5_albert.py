@@ -7,7 +7,7 @@ import pytest
 
 import archgraph
 from archgraph.dims import fmt
-from archgraph.graph import OpNode, join
+from archgraph.graph import join
 from conftest import measured_shapes, reference
 
 SPECS = ["t5-small", "albert-base-v2"]
@@ -60,30 +60,11 @@ def test_albert_shared_layer_counted_once():
 
 # --- shapes against the measured forward pass --------------------------------------------
 
-def _value(run, ref):
-    """The shape a Ref names inside one evaluated graph."""
-    if ref.node in run.graph.inputs:
-        return run.inputs[run.graph.inputs.index(ref.node)]
-    value = run.nodes[ref.node]
-    return (value[-1].outputs if isinstance(value, list) else value)[ref.index]
-
-
-def _op_io(run, prefix=""):
-    """(path, node, input shapes, output shapes) of every op node, repetitions expanded."""
-    for name, node in run.graph.nodes.items():
-        value = run.nodes[name]
-        if isinstance(node, OpNode):
-            yield join(prefix, name), node, [_value(run, r) for r in node.inputs], list(value)
-        else:
-            for i, rep in enumerate(value):
-                yield from _op_io(rep, node.rep_path(prefix, i))
-
-
 def _module_shapes(report) -> dict[str, tuple]:
     """Output shape of every node and, for the attention op, of its q/k/v/o projections
     (the op holds what Hugging Face splits into four nn.Linear modules)."""
     out = {}
-    for path, node, inputs, outputs in _op_io(report.run):
+    for path, node, inputs, outputs in report.io():
         out[path] = outputs[0]
         op = node.op
         if node.op.op_name == "attention" and op.names and op.qkv == "separate":

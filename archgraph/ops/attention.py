@@ -74,8 +74,9 @@ class Attention(Op):
         if rope is not None:
             expect_rank(rope, 3, "rotary table (rope)")
             expect_dim(rope[1], x[1], "sequence length of the rotary table")
-            if rope[-1] > self.d:
-                raise ShapeError(f"rotary table width {rope[-1]} exceeds head_dim {self.d}")
+            if not isinstance(rope[-1], int) or rope[-1] > self.d:
+                raise ShapeError(f"the rotary table's width {rope[-1]} must be a size of at most "
+                                 f"head_dim={self.d}")
         return (x[0], x[1], self.hidden)
 
     def _linear(self, name: str, out: int, inp: int, bias: bool):

@@ -6,6 +6,7 @@ from typing import Literal
 from ..dims import prod
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
 
+MAX_SEPARATE_EXPERTS = 4096
 Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh"]
 
 
@@ -105,6 +106,9 @@ class MixtureOfExperts(_FeedForward):
         positive(self, "hidden", "intermediate", "experts", "top_k")
         if self.top_k > self.experts:
             raise invalid(self, f"top_k={self.top_k} exceeds experts={self.experts}")
+        if self.expert_layout == "separate" and self.experts > MAX_SEPARATE_EXPERTS:
+            raise invalid(self, f"expert_layout 'separate' lists three tensors per expert; use 'fused' "
+                                f"for more than {MAX_SEPARATE_EXPERTS:,} experts (received {self.experts:,})")
         self._check_names(*self._default())
 
     def _default(self):

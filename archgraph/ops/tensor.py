@@ -81,9 +81,10 @@ class Permute(Op):
     dims: tuple[int, ...]
 
     def infer_shape(self, x):
-        check(len(self.dims) == len(x) and sorted(d % len(x) for d in self.dims) == list(range(len(x))),
+        ok = len(self.dims) == len(x) and all(-len(x) <= d < len(x) for d in self.dims)
+        check(ok and sorted(d % len(x) for d in self.dims) == list(range(len(x))),
               f"dims {list(self.dims)} is not a permutation of the {len(x)} dims of {fmt_shape(x)}")
-        return tuple(x[d] for d in self.dims)
+        return tuple(x[d % len(x)] for d in self.dims)
 
 
 @op("concat")

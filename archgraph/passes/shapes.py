@@ -26,6 +26,11 @@ class ShapeReport:
 
     def nodes(self) -> Iterator[tuple[str, OpNode, list[Shape]]]:
         """(path, node, output shapes) for every op node, repetitions expanded."""
+        for path, node, _, outputs in _expand(self.run, ""):
+            yield path, node, outputs
+
+    def io(self) -> Iterator[tuple[str, OpNode, list[Shape], list[Shape]]]:
+        """(path, node, input shapes, output shapes) for every op node, repetitions expanded."""
         yield from _expand(self.run, "")
 
     def shape_of(self, path: str) -> list[Shape]:
@@ -43,10 +48,13 @@ def _expand(run: Run, prefix: str):
     for name, node in run.graph.nodes.items():
         value = run.nodes[name]
         if isinstance(node, OpNode):
-            yield join(prefix, name), node, list(value)
-        else:
-            for i, rep in enumerate(value):
-                yield from _expand(rep, node.rep_path(prefix, i))
+            yield join(prefix, name), node, run.input_values(node), list(value)
+            continue
+        index = 0
+        for segment in value:
+            for _ in range(segment.count):
+                yield from _expand(segment.run, node.rep_path(prefix, index))
+                index += 1
 
 
 def input_shapes(model: Model, bindings: Mapping[str, int]) -> dict[str, Shape]:
@@ -64,12 +72,19 @@ def input_shapes(model: Model, bindings: Mapping[str, int]) -> dict[str, Shape]:
                 value = norm(expr.evaluate(dim, env))
             except ArchgraphError as exc:
                 raise exc.with_context(loc=spec.loc)
-            if isinstance(value, int) and value <= 0:
-                raise SpecError(f"input '{name}': dimension '{dim}' is {value}; sizes must be positive",
-                                loc=spec.loc)
-            dims.append(value)
+            dims.append(_size(value, name, dim, spec))
         out[name] = tuple(dims)
     return out
+
+
+def _size(value, name: str, dim: str, spec) -> object:
+    """A declared input size must be a positive whole number or a symbolic integer expression."""
+    symbolic = type(value).__module__.startswith("sympy") and value.is_integer is not False \
+        and not value.is_number
+    if symbolic or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+        return value
+    raise SpecError(f"input '{name}': dimension '{dim}' is {value!r}; a size must be a positive whole number "
+                    "or a name such as B or S", loc=spec.loc)
 
 
 def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> ShapeReport:

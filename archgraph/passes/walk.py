@@ -1,9 +1,10 @@
 """The one graph walker: visits nodes in topological order, feeding each op the
 values of its inputs and recursing into blocks.
 
-A body is evaluated once per distinct tuple of input values (a cache), so a
-block repeated 1,000 times whose output has its input's shape costs one body
-evaluation and 999 lookups.
+A body is evaluated once per distinct tuple of input values (a cache), and a
+repetition whose outputs equal its inputs is a fixed point: every later
+repetition is the same evaluation, so a block repeated N times costs one body
+evaluation, whatever N is.
 """
 from __future__ import annotations
 
@@ -11,9 +12,17 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import ArchgraphError, ShapeError, SpecError
-from ..graph import Graph, OpNode, Ref, join
+from ..graph import BlockNode, Graph, OpNode, Ref, join
 
 Visit = Callable[[OpNode, list[Any], str], tuple[Any, ...]]
+
+
+@dataclass
+class Segment:
+    """`count` consecutive repetitions of a block that are the same evaluation `run`."""
+
+    run: "Run"
+    count: int
 
 
 @dataclass(eq=False)
@@ -21,13 +30,18 @@ class Run:
     """The values one evaluation of a graph produced.
 
     `nodes[name]` is the tuple of an op's outputs, or for a block the list of
-    its repetitions' Runs (the same object where repetitions coincide).
+    Segments of its repetitions; `values[name]` is what any node or input
+    of the graph hands on (a block: its last repetition's outputs).
     """
 
     graph: Graph
     inputs: tuple[Any, ...]
     outputs: tuple[Any, ...]
     nodes: dict[str, Any]
+    values: dict[str, tuple[Any, ...]]
+
+    def input_values(self, node) -> list[Any]:
+        return [self.values[ref.node][ref.index] for ref in node.inputs]
 
 
 def walk(graph: Graph, inputs: tuple[Any, ...], visit: Visit, prefix: str = "",
@@ -43,25 +57,40 @@ def walk(graph: Graph, inputs: tuple[Any, ...], visit: Visit, prefix: str = "",
         if isinstance(node, OpNode):
             env[name] = results[name] = visit(node, args, join(prefix, name))
             continue
-        reps, current = [], tuple(args)
-        for i in range(node.repeat):
-            run = walk(node.body, current, visit, node.rep_path(prefix, i), cache)
-            reps.append(run)
-            current = run.outputs + current[len(run.outputs):]
-        results[name] = reps
+        results[name], current = _repeat(node, tuple(args), visit, prefix, cache)
         env[name] = current[:len(node.body.outputs)]  # repeat 0 passes its inputs through
-    outputs = tuple(_pick(env, ref, None, prefix) for ref in graph.outputs)
-    run = Run(graph, inputs, outputs, results)
+    outputs = tuple(_pick(env, ref, graph, prefix) for ref in graph.outputs)
+    run = Run(graph, inputs, outputs, results, env)
     cache[key] = run
     return run
 
 
-def _pick(env: dict, ref: Ref, node, prefix: str) -> Any:
+def _repeat(node: BlockNode, current: tuple, visit: Visit, prefix: str, cache: dict):
+    """Evaluate the repetitions of a block: (segments, inputs the next repetition would get)."""
+    segments: list[Segment] = []
+    done = 0
+    while done < node.repeat:
+        run = walk(node.body, current, visit, node.rep_path(prefix, done), cache)
+        if segments and segments[-1].run is run:
+            segments[-1].count += 1
+        else:
+            segments.append(Segment(run, 1))
+        done += 1
+        following = run.outputs + current[len(run.outputs):]
+        if following == current:  # a fixed point: every remaining repetition is this evaluation
+            segments[-1].count += node.repeat - done
+            break
+        current = following
+    return segments, current
+
+
+def _pick(env: dict, ref: Ref, reader, prefix: str) -> Any:
+    """Output `ref.index` of `ref.node`; `reader` is the node (or, for outputs, the graph) asking."""
     values = env[ref.node]
     if ref.index >= len(values):
+        node = join(prefix, reader.name) if isinstance(reader, (OpNode, BlockNode)) else None
         raise SpecError(f"'{ref}' asks for output {ref.index} of '{ref.node}', which has "
-                        f"{len(values)} output(s) (numbered from 0)",
-                        loc=getattr(node, "loc", None), node=join(prefix, node.name) if node else None)
+                        f"{len(values)} output(s) (numbered from 0)", loc=reader.loc, node=node)
     return values[ref.index]
 
 

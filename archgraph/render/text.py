@@ -1,8 +1,6 @@
 """Human-readable tables (rich): parameters grouped by block, shapes, the zoo."""
 from __future__ import annotations
 
-from typing import Iterable
-
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -119,25 +117,16 @@ def _shape_rows(table: Table, run: Run, depth: int) -> None:
             table.add_row(pad + name, node.op.op_name, ", ".join(map(str, node.inputs)),
                           "\n".join(fmt_shape(s) for s in value))
             continue
-        groups = _same_runs(value)
-        for first, count, rep in groups:
+        first = 0
+        for segment in value:
+            count, rep = segment.count, segment.run
             label = name if not node.indexed else f"{name}.{node.start + first}"
             if count > 1:
                 label = f"{name}.{node.start + first}..{node.start + first + count - 1}  × {count}"
             table.add_row(Text(pad + label, style="bold"), Text(node.block, style="bold"),
                           ", ".join(map(str, node.inputs)), "")
             _shape_rows(table, rep, depth + 1)
-
-
-def _same_runs(reps: list[Run]) -> Iterable[tuple[int, int, Run]]:
-    """Consecutive repetitions that are the same evaluation, as (first, count, run)."""
-    out: list[list] = []
-    for i, rep in enumerate(reps):
-        if out and out[-1][2] is rep:
-            out[-1][1] += 1
-        else:
-            out.append([i, 1, rep])
-    return [tuple(x) for x in out]
+            first += count
 
 
 def zoo_table(rows: list[tuple[str, str, int | None, str]]) -> Table:

@@ -6,6 +6,7 @@ instantiated once per distinct argument set and shared between calls.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
@@ -13,7 +14,7 @@ import networkx as nx
 
 from .. import expr
 from ..errors import ArchgraphError, Loc, SpecError, did_you_mean
-from ..graph import BlockNode, Graph, InputSpec, Model, OpNode, Ref
+from ..graph import BlockNode, Graph, InputSpec, Model, OpNode, Ref, instance_count
 from ..ops import REGISTRY
 from .values import check_keys, evaluate, evaluate_variables, hints, typed
 from .yamlload import LocDict
@@ -25,6 +26,10 @@ NODE_KEYS = {"name", "op", "block", "in", "category", "trainable", "tie", "repea
              "when", "description"}
 GENERIC_CATEGORIES = {"linear", "other"}  # a block's category replaces these, not 'norm' or 'embedding'
 MAX_EXTENDS = 8
+MAX_BLOCK_DEPTH = 64        # blocks calling blocks
+MAX_BLOCK_INSTANCES = 10_000  # distinct (block, arguments) bodies: stops exponential call trees
+MAX_NODE_INSTANCES = 10_000_000  # op nodes with repetitions expanded (what --json lists)
+_REF = re.compile(r"([^:]+?)\s*(?::\s*([0-9]+))?")
 
 
 @dataclass
@@ -57,6 +62,11 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
                   variables=variables, output_names=_output_names(spec.get("outputs"), graph),
                   description=str(spec.get("description") or ""), source=spec.loc.file,
                   bindings={k: v for k, v in settings.items() if k not in raw_vars})
+    count = instance_count(graph)
+    if count > MAX_NODE_INSTANCES:
+        raise SpecError(f"the model expands to {count:,} node instances once repetitions are counted; "
+                        f"archgraph handles at most {MAX_NODE_INSTANCES:,}", loc=_loc(spec, "nodes"),
+                        hint="check the 'repeat:' values (and the variables they use)")
     from .ties import resolve_ties
     resolve_ties(model)
     return model
@@ -95,6 +105,10 @@ def _merge_extends(spec: LocDict, load_parent) -> tuple[dict, dict[str, Loc]]:
 def _expect_mapping(value: Any, parent: Any, key: str) -> None:
     if not isinstance(value, dict):
         raise SpecError(f"'{key}' must be a mapping of names to values", loc=_loc(parent, key))
+    for name in value:
+        if not name.isidentifier():
+            raise SpecError(f"'{name}' under '{key}' is not a name (letters, digits and _)",
+                            loc=_loc(value, name))
 
 
 def _inputs(spec: Mapping, variables: Mapping) -> dict[str, InputSpec]:
@@ -114,8 +128,9 @@ def _inputs(spec: Mapping, variables: Mapping) -> dict[str, InputSpec]:
         if not isinstance(value, list) or not value:
             raise SpecError(f"input '{name}' needs a shape list such as [B, S]", loc=loc)
         for dim in value:
-            if isinstance(dim, bool) or not isinstance(dim, (int, str)):
-                raise SpecError(f"input '{name}': dimension {dim!r} is neither a number nor a name", loc=loc)
+            if isinstance(dim, bool) or not isinstance(dim, (int, str)) or (isinstance(dim, int) and dim <= 0):
+                raise SpecError(f"input '{name}': dimension {dim!r} is neither a positive number nor a name",
+                                loc=loc)
             if isinstance(dim, str):
                 try:
                     expr.parse(dim)
@@ -132,6 +147,9 @@ def _graph(ctx: _Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], env: M
     nodes: dict[str, Any] = {}
     prev = Ref(inputs[0]) if inputs else None
     for raw in raw_nodes:
+        if not isinstance(raw, LocDict):
+            raise SpecError(f"a node must be a mapping with 'name' and 'op' (or 'block'); received {raw!r}",
+                            loc=getattr(raw_nodes, "loc", loc), hint="write '- {name: x, op: linear, ...}'")
         node = _node(ctx, raw, inputs, nodes, env, category, trainable, prev)
         if node is not None:
             nodes[node.name] = node
@@ -139,7 +157,7 @@ def _graph(ctx: _Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], env: M
     if not nodes:
         raise SpecError(f"every node of {name} is switched off by 'when:'", loc=loc)
     outputs = _outputs(raw_outputs, nodes, inputs, prev, loc)
-    dag = _wire(nodes, inputs, outputs)
+    dag = _wire(nodes, inputs, outputs, loc)
     order = list(nx.lexicographical_topological_sort(dag, key=_order(inputs, nodes)))
     ordered = {n: nodes[n] for n in order if n in nodes}
     return Graph(name, inputs, ordered, outputs, dag, loc)
@@ -151,21 +169,23 @@ def _order(inputs, nodes):
 
 
 def _node(ctx: _Ctx, raw: Any, inputs, nodes, env, category, trainable, prev):
-    if not isinstance(raw, LocDict):
-        raise SpecError(f"a node must be a mapping with 'name' and 'op' (or 'block'); received {raw!r}",
-                        loc=getattr(raw, "loc", None))
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise SpecError("a node needs a 'name'", loc=raw.loc, hint="add 'name: my_node'")
-    if "when" in raw and not evaluate(raw["when"], env, raw.key_loc("when"), "when"):
-        return None
+    if "when" in raw:
+        keep = evaluate(raw["when"], env, raw.key_loc("when"), "when")
+        if not isinstance(keep, bool):
+            raise SpecError(f"'when' must be true or false; received {keep!r}", loc=raw.key_loc("when"),
+                            node=name, hint="compare, e.g. 'when: L > 6' or 'when: act == \'gelu\''")
+        if not keep:
+            return None
     if name in nodes or name in inputs:
         raise SpecError(f"the name '{name}' is used twice", loc=raw.key_loc("name"), node=name,
                         hint="give each node a unique name")
     if ("op" in raw) == ("block" in raw):
         raise SpecError("a node needs exactly one of 'op' or 'block'", loc=raw.loc, node=name)
     refs, keywords = _refs(raw, prev)
-    own_cat = raw.get("category")
+    own_cat = _category(raw)
     train = raw.get("trainable", trainable) and trainable
     if not isinstance(train, bool):
         raise SpecError("'trainable' must be true or false", loc=raw.key_loc("trainable"), node=name)
@@ -175,6 +195,14 @@ def _node(ctx: _Ctx, raw: Any, inputs, nodes, env, category, trainable, prev):
         return _block_node(ctx, raw, name, refs, keywords, env, own_cat or category, train)
     except ArchgraphError as exc:
         raise exc.with_context(loc=raw.loc, node=name)
+
+
+def _category(mapping: LocDict) -> str | None:
+    value = mapping.get("category")
+    if value is not None and not (isinstance(value, str) and value.strip()):
+        raise SpecError(f"'category' must be a name such as attention or mlp; received {value!r}",
+                        loc=mapping.key_loc("category"))
+    return value
 
 
 def _refs(raw: LocDict, prev: Ref | None) -> tuple[tuple[Ref, ...], tuple[str, ...]]:
@@ -193,13 +221,17 @@ def _refs(raw: LocDict, prev: Ref | None) -> tuple[tuple[Ref, ...], tuple[str, .
 def _ref_list(raw: LocDict, items: list) -> tuple[Ref, ...]:
     refs = []
     for item in items:
-        if not isinstance(item, str):
-            raise SpecError(f"'in' names nodes or inputs; received {item!r}", loc=raw.key_loc("in"))
-        node, _, index = item.partition(":")
-        if index and not index.isdigit():
-            raise SpecError(f"'{item}': the part after ':' must be an output number", loc=raw.key_loc("in"))
-        refs.append(Ref(node.strip(), int(index or 0)))
+        refs.append(_parse_ref(item, "'in'", raw.key_loc("in")))
     return tuple(refs)
+
+
+def _parse_ref(item: Any, what: str, loc: Loc) -> Ref:
+    """`node` or `node:N` (output N of node)."""
+    match = _REF.fullmatch(item.strip()) if isinstance(item, str) else None
+    if match is None:
+        raise SpecError(f"{what} names a node or input, with ':N' for its output N; received {item!r}",
+                        loc=loc)
+    return Ref(match.group(1), int(match.group(2) or 0))
 
 
 def _op_node(raw: LocDict, name: str, refs, keywords, env, category, explicit: bool, trainable: bool) -> OpNode:
@@ -321,8 +353,12 @@ def _block_params(definition: Any, block: str) -> dict[str, Any]:
     check_keys(definition, BLOCK_KEYS, f"block '{block}'", definition.key_loc)
     args = definition.get("args") or {}
     if isinstance(args, list):
-        return {a: None for a in args}
-    _expect_mapping(args, definition, "args")
+        args = {a: None for a in args if isinstance(a, str)} if all(isinstance(a, str) for a in args) else None
+    elif not isinstance(args, dict):
+        args = None
+    if args is None or not all(isinstance(a, str) and a.isidentifier() for a in args):
+        raise SpecError(f"'args' of block '{block}' must list names, or map names to defaults",
+                        loc=definition.key_loc("args"), hint="e.g. 'args: [H, A]' or 'args: {H: null, A: 12}'")
     return dict(args)
 
 
@@ -331,18 +367,26 @@ def _instantiate(ctx: _Ctx, block: str, definition: LocDict, params, args, categ
     if missing:
         raise SpecError(f"block '{block}' needs the argument(s) {', '.join(missing)}", loc=loc,
                         hint="add " + ", ".join(f"{m}: ..." for m in missing) + " to the node")
-    category = definition.get("category", category) if category is None else category
-    trainable = trainable and definition.get("trainable", True)
+    category = _category(definition) or category if category is None else category
+    own_trainable = definition.get("trainable", True)
+    if not isinstance(own_trainable, bool):
+        raise SpecError(f"'trainable' of block '{block}' must be true or false", loc=definition.key_loc("trainable"))
+    trainable = trainable and own_trainable
     key = (block, tuple(sorted((k, repr(v)) for k, v in args.items())), category, trainable)
     if key in ctx.cache:
         return ctx.cache[key]
     if block in ctx.stack:
         raise SpecError(f"block '{block}' calls itself: {' -> '.join(ctx.stack + [block])}", loc=loc)
+    if len(ctx.stack) >= MAX_BLOCK_DEPTH or len(ctx.cache) >= MAX_BLOCK_INSTANCES:
+        limit = (f"blocks nest more than {MAX_BLOCK_DEPTH} deep" if len(ctx.stack) >= MAX_BLOCK_DEPTH
+                 else f"the spec makes more than {MAX_BLOCK_INSTANCES:,} distinct block instances")
+        raise SpecError(limit, loc=loc, hint="call blocks with fewer distinct arguments, or nest them less")
     ctx.stack.append(block)
     env = dict(ctx.globals)
     for p, default in params.items():
         env[p] = args[p] if p in args else _arg(default, ctx.globals, definition.key_loc("args"), p)
     raw_vars = definition.get("variables") or {}
+    _expect_mapping(raw_vars, definition, "variables")
     env = evaluate_variables(raw_vars, {k: _loc(raw_vars, k) for k in raw_vars}, env, {})
     inputs = definition.get("inputs") or ["x"]
     if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
@@ -358,13 +402,7 @@ def _outputs(raw: Any, nodes, inputs, prev: Ref, loc: Loc) -> tuple[Ref, ...]:
     if raw is None:
         return (prev,)
     items = list(raw.values()) if isinstance(raw, dict) else raw if isinstance(raw, list) else [raw]
-    refs = []
-    for item in items:
-        if not isinstance(item, str):
-            raise SpecError(f"outputs name nodes; received {item!r}", loc=getattr(raw, "loc", loc))
-        node, _, index = item.partition(":")
-        refs.append(Ref(node, int(index) if index.isdigit() else 0))
-    return tuple(refs)
+    return tuple(_parse_ref(item, "'outputs'", getattr(raw, "loc", loc)) for item in items)
 
 
 def _output_names(raw: Any, graph: Graph) -> tuple[str, ...]:
@@ -373,7 +411,7 @@ def _output_names(raw: Any, graph: Graph) -> tuple[str, ...]:
     return tuple(str(r) for r in graph.outputs)
 
 
-def _wire(nodes: dict, inputs: tuple[str, ...], outputs: tuple[Ref, ...]) -> nx.DiGraph:
+def _wire(nodes: dict, inputs: tuple[str, ...], outputs: tuple[Ref, ...], loc: Loc) -> nx.DiGraph:
     dag = nx.DiGraph()
     dag.add_nodes_from(inputs)
     dag.add_nodes_from(nodes)
@@ -388,7 +426,8 @@ def _wire(nodes: dict, inputs: tuple[str, ...], outputs: tuple[Ref, ...]) -> nx.
     for ref in outputs:
         if ref.node not in known:
             hint = did_you_mean(ref.node, known)
-            raise SpecError(f"output '{ref.node}' is not a node or an input", hint=hint)
+            raise SpecError(f"output '{ref.node}' is not a node or an input", loc=loc,
+                            hint=hint or f"known names: {', '.join(sorted(known))}")
     try:
         cycle = nx.find_cycle(dag)
     except nx.NetworkXNoCycle:

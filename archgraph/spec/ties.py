@@ -26,7 +26,7 @@ def find_tensor(graph: Graph, path: str) -> tuple[str, OpNode, Tensor]:
             return prefix, node, tensors[rest]
         if node.indexed:
             index, _, rest = rest.partition(".")
-            if not index.isdigit() or not node.start <= int(index) < node.start + node.repeat:
+            if not (index.isascii() and index.isdigit()) or not node.start <= int(index) < node.start + node.repeat:
                 raise SpecError(f"'{path}': block '{prefix}' has repetitions "
                                 f"{node.start}..{node.start + node.repeat - 1}; received '{index}'")
             prefix = f"{prefix}.{index}"
@@ -34,11 +34,27 @@ def find_tensor(graph: Graph, path: str) -> tuple[str, OpNode, Tensor]:
 
 
 def _longest_prefix(graph: Graph, rest: str) -> str | None:
-    best = None
-    for name in graph.nodes:
-        if rest.startswith(name + ".") and (best is None or len(name) > len(best)):
-            best = name
-    return best
+    """The longest node name that `rest` continues with a dot (node names may hold dots)."""
+    parts = rest.split(".")
+    for k in range(len(parts) - 1, 0, -1):
+        name = ".".join(parts[:k])
+        if name in graph.nodes:
+            return name
+    return None
+
+
+def _follow(model: Model, target: str, start: str) -> None:
+    """Walk a chain of ties from `target`; a chain that comes back is an error."""
+    seen = []
+    while target not in seen:
+        seen.append(target)
+        _, owner, tensor = find_tensor(model.graph, target)
+        nxt = owner.ties.get(tensor.name)
+        if nxt is None:
+            return
+        target = nxt
+    raise SpecError(f"tie: the ties form a cycle ({' -> '.join(seen + [target])}), so no node holds the "
+                    "values", hint="one node of the cycle must own its tensor (drop its 'tie')")
 
 
 def resolve_ties(model: Model) -> None:
@@ -67,6 +83,7 @@ def _check(graph: Graph, model: Model, seen: set[int]) -> None:
                 _, owner, tensor = find_tensor(model.graph, target)
                 if owner is node:
                     raise SpecError(f"tie: '{target}' is this node's own tensor")
+                _follow(model, target, f"{node.name}.{local}")
                 if tensor.shape != own[local].shape:
                     raise SpecError(f"tie: '{local}' has shape {list(own[local].shape)} but '{target}' "
                                     f"has shape {list(tensor.shape)}",

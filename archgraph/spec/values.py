@@ -9,13 +9,18 @@ from typing import Any, Literal, Mapping, Union, get_args, get_origin
 from .. import expr
 from ..errors import ExprError, Loc, SpecError, did_you_mean
 
-Scalar = (int, float, bool)
 
 
 def evaluate(value: Any, env: Mapping[str, Any], loc: Loc, what: str) -> Any:
     """Evaluate a spec value: numbers and bools as they are, strings as expressions, lists element-wise."""
-    if value is None or isinstance(value, Scalar):
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, (int, float)):
+        try:
+            return expr._checked(value)
+        except ExprError as exc:
+            exc.message = f"{what}: {exc.message}"
+            raise exc.with_context(loc=loc)
     if isinstance(value, str):
         try:
             return expr.evaluate(value, env)
@@ -70,7 +75,13 @@ def evaluate_variables(raw: Mapping[str, Any], locs: Mapping[str, Loc], base: Ma
     env = dict(base)
     pending = {k: v for k, v in raw.items() if k not in overrides}
     env.update(overrides)
-    deps = {k: (expr.names(v) if isinstance(v, str) else set()) & set(pending) for k, v in pending.items()}
+    deps = {}
+    for k, v in pending.items():
+        try:
+            deps[k] = (expr.names(v) if isinstance(v, str) else set()) & set(pending)
+        except ExprError as exc:
+            exc.message = f"variable '{k}': {exc.message}"
+            raise exc.with_context(loc=locs.get(k))
     visiting: list[str] = []
 
     def visit(name: str) -> None:
@@ -91,6 +102,9 @@ def evaluate_variables(raw: Mapping[str, Any], locs: Mapping[str, Loc], base: Ma
             visit(name)
         except ExprError as exc:
             raise exc.with_context(loc=locs.get(name))
+        except RecursionError:
+            raise SpecError("variables depend on each other in a chain too long to follow",
+                            loc=locs.get(name), hint="define some of them as numbers") from None
     return env
 
 

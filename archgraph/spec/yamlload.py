@@ -102,6 +102,10 @@ def load_text(text: str, file: str = "<spec>") -> LocDict:
                         hint="check the indentation, the ':' after each key and the closing brackets") from None
     except yaml.YAMLError as exc:
         raise SpecError(f"YAML error: {exc}", loc=Loc(file)) from None
+    except RecursionError:
+        raise SpecError("the YAML nests too deeply", loc=Loc(file, 1)) from None
+    except ValueError as exc:  # e.g. an integer literal of thousands of digits
+        raise SpecError(f"a value cannot be read: {exc}", loc=Loc(file)) from None
     finally:
         loader.dispose()
     if data is None:
