@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+import archgraph
+
 BASE = """\
 name: tiny
 variables:
@@ -153,3 +155,31 @@ blocks:
     code, _, err = cli("shapes", _write(tmp_path, "rep_bad", spec_bad))
     assert code == 2
     assert ":16: node 'stack.1.fc': linear(in_features=256, out_features=257)" in err
+
+
+@pytest.fixture(params=["libyaml", "pure-python"])
+def yaml_loader(request, monkeypatch):
+    """Run a test with each YAML parser the loader can use."""
+    from archgraph.spec import yamlload
+    if request.param == "pure-python":
+        monkeypatch.setattr(yamlload, "_FAST", False)
+        monkeypatch.setattr(yamlload, "_Loader", yamlload._PyLoader)
+    elif not yamlload._FAST:
+        pytest.skip("PyYAML was built without libyaml here")
+    return request.param
+
+
+@pytest.mark.parametrize("case", ["python_tag", "alias_bomb", "not_a_mapping"])
+def test_both_yaml_parsers_refuse_the_same_way(tmp_path, cli, yaml_loader, case):
+    text, line, message = HOSTILE[case]
+    path = _write(tmp_path, case, text.replace("{marker}", str(tmp_path / "pwned")))
+    code, _, err = cli("params", path)
+    assert code == 2 and err.startswith(f"archgraph: error: {path}:{line}: {message}"), err
+
+
+def test_both_yaml_parsers_keep_lines_and_refuse_duplicates(tmp_path, yaml_loader):
+    from archgraph.spec.yamlload import load_text
+    data = load_text("a: 1\nb:\n  c: [1, 2]\n", "x.yaml")
+    assert data.lines == {"a": 1, "b": 2} and data["b"].lines == {"c": 3}
+    with pytest.raises(archgraph.SpecError, match="key 'a' appears twice"):
+        load_text("a: 1\na: 2\n", "x.yaml")

@@ -8,6 +8,7 @@ it returns one shape, or a list of shapes for several outputs), `params()` and
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import typing
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from ..dims import Dim, Shape, equal, fmt, fmt_shape
 from ..errors import ShapeError, SpecError, did_you_mean
 
 REGISTRY: dict[str, type["Op"]] = {}
+MAX_RANK = 64  # PyTorch's limit on tensor dimensions
 
 
 @dataclass(frozen=True)
@@ -56,15 +58,24 @@ class Op:
     # -- construction from spec values ------------------------------------------------
     @classmethod
     def hyperparameters(cls) -> dict[str, dataclasses.Field]:
-        return {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return _fields(cls)
+
+    @classmethod
+    def types(cls) -> dict[str, Any]:
+        """Declared type of each hyperparameter."""
+        return _types(cls)
 
     @classmethod
     def required(cls) -> list[str]:
-        return [f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        return [f.name for f in _fields(cls).values()
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
 
     @classmethod
     def arity(cls) -> tuple[int, int | None]:
+        return _arity(cls)
+
+    @classmethod
+    def _arity(cls) -> tuple[int, int | None]:
         """(fewest, most) inputs, read off `infer_shape`'s signature."""
         sig = inspect.signature(cls.infer_shape)
         params = list(sig.parameters.values())[1:]
@@ -77,6 +88,10 @@ class Op:
     @classmethod
     def input_names(cls) -> tuple[list[str], list[str]]:
         """(all input names, required input names) of `infer_shape`."""
+        return _input_names(cls)
+
+    @classmethod
+    def _input_names(cls) -> tuple[list[str], list[str]]:
         params = list(inspect.signature(cls.infer_shape).parameters.values())[1:]
         named = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
         return [p.name for p in named], [p.name for p in named if p.default is p.empty]
@@ -84,8 +99,8 @@ class Op:
     @classmethod
     def build(cls, values: dict[str, Any]) -> "Op":
         """Make the op from already-evaluated values, coercing each to its declared type."""
-        hints = typing.get_type_hints(cls)
-        fields = cls.hyperparameters()
+        hints = _types(cls)
+        fields = _fields(cls)
         for key in values:
             if key not in fields:
                 hint = did_you_mean(key, fields)
@@ -109,6 +124,27 @@ class Op:
 
     def hparams(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore
+
+
+# Per-class introspection, computed once: building a node must not re-read signatures.
+@functools.cache
+def _fields(cls) -> dict[str, dataclasses.Field]:
+    return {f.name: f for f in dataclasses.fields(cls)}
+
+
+@functools.cache
+def _types(cls) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+@functools.cache
+def _arity(cls) -> tuple[int, int | None]:
+    return cls._arity()
+
+
+@functools.cache
+def _input_names(cls) -> tuple[list[str], list[str]]:
+    return cls._input_names()
 
 
 def op(name: str, category: str = "other"):
@@ -155,6 +191,8 @@ def coerce(value: Any, typ: Any, what: str) -> Any:
         args = get_args(typ)
         if not isinstance(value, (list, tuple)):
             raise SpecError(f"{what} must be a list; received {value!r}")
+        if len(value) > MAX_RANK:
+            raise SpecError(f"{what} lists {len(value):,} values; tensors have at most {MAX_RANK} dimensions")
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(coerce(v, args[0], what) for v in value)
         if len(args) != len(value):

@@ -3,7 +3,6 @@ hyperparameters by their declared type (strings stay strings where the type is
 text or a choice; everything else is an arithmetic expression)."""
 from __future__ import annotations
 
-import typing
 from typing import Any, Literal, Mapping, Union, get_args, get_origin
 
 from .. import expr
@@ -66,7 +65,7 @@ def typed(value: Any, typ: Any, env: Mapping[str, Any], loc: Loc, what: str) -> 
 
 
 def hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    return cls.types()
 
 
 def evaluate_variables(raw: Mapping[str, Any], locs: Mapping[str, Loc], base: Mapping[str, Any],
