@@ -16,6 +16,7 @@ from .. import expr
 from ..errors import ArchgraphError, Loc, SpecError, did_you_mean
 from ..graph import BlockNode, Graph, InputSpec, Model, OpNode, Ref, instance_count
 from ..ops import REGISTRY
+from .ties import resolve_ties
 from .values import check_keys, evaluate, evaluate_variables, hints, typed
 from .yamlload import LocDict
 
@@ -54,7 +55,7 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
     raw_vars = spec.get("variables") or {}
     overrides = {k: v for k, v in settings.items() if k in raw_vars}
     variables = evaluate_variables(raw_vars, var_locs, {}, overrides)
-    inputs = _inputs(spec, variables)
+    inputs = _inputs(spec)
     ctx = _Ctx(blocks=spec.get("blocks") or {}, globals=variables)
     graph = _graph(ctx, "model", spec.get("nodes"), tuple(inputs), variables, None, True,
                    spec.get("outputs"), _loc(spec, "nodes"))
@@ -67,7 +68,6 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
         raise SpecError(f"the model expands to {count:,} node instances once repetitions are counted; "
                         f"archgraph handles at most {MAX_NODE_INSTANCES:,}", loc=_loc(spec, "nodes"),
                         hint="check the 'repeat:' values (and the variables they use)")
-    from .ties import resolve_ties
     resolve_ties(model)
     return model
 
@@ -111,7 +111,7 @@ def _expect_mapping(value: Any, parent: Any, key: str) -> None:
                             loc=_loc(value, name))
 
 
-def _inputs(spec: Mapping, variables: Mapping) -> dict[str, InputSpec]:
+def _inputs(spec: Mapping) -> dict[str, InputSpec]:
     raw = spec.get("inputs")
     if not raw:
         raise SpecError("the spec has no 'inputs:'", loc=_loc(spec),
@@ -156,7 +156,7 @@ def _graph(ctx: _Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], env: M
             prev = Ref(node.name)
     if not nodes:
         raise SpecError(f"every node of {name} is switched off by 'when:'", loc=loc)
-    outputs = _outputs(raw_outputs, nodes, inputs, prev, loc)
+    outputs = _outputs(raw_outputs, prev, loc)
     dag = _wire(nodes, inputs, outputs, loc)
     order = list(nx.lexicographical_topological_sort(dag, key=_order(inputs, nodes)))
     ordered = {n: nodes[n] for n in order if n in nodes}
@@ -398,7 +398,7 @@ def _instantiate(ctx: _Ctx, block: str, definition: LocDict, params, args, categ
     return body
 
 
-def _outputs(raw: Any, nodes, inputs, prev: Ref, loc: Loc) -> tuple[Ref, ...]:
+def _outputs(raw: Any, prev: Ref, loc: Loc) -> tuple[Ref, ...]:
     if raw is None:
         return (prev,)
     items = list(raw.values()) if isinstance(raw, dict) else raw if isinstance(raw, list) else [raw]
