@@ -262,3 +262,16 @@ def test_params_table_shows_repeated_blocks_once(cli):
     assert out.count("intermediate.dense") == 1
     assert "encoder.layer  × 12" in out and "(12 × 7,087,872)" in out
     assert "109,482,240" in out and "51.8%" in out
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_zero_repetitions_count_nothing(shared, cli, tmp_path):
+    text = TOY.replace("repeat: L,", f"repeat: 0, shared: {str(shared).lower()},")
+    report = build(text).params()
+    assert report.total == 800 and report.totals.tied == 800  # embedding; the head is tied to it
+    assert report.blocks[0].total.total == 0 and report.blocks[0].total.tied == 0
+    path = tmp_path / "zero.yaml"
+    path.write_text(text)
+    code, out, _ = cli("params", str(path))
+    assert code == 0 and "layers  × 0" in out
+    assert next(line for line in out.splitlines() if "layers  × 0" in line).split("│")[4].strip() == "0"

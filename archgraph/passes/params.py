@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from ..graph import BlockNode, Graph, Model, OpNode, join
-from ..spec.ties import find_tensor
+from ..spec.ties import tie_owner
 
 
 @dataclass
@@ -64,23 +64,10 @@ def node_tensors(node: OpNode, model: Model | None = None) -> list[TensorRow]:
     for t in node.op.params():
         target = node.ties.get(t.name)
         if target is not None and model is not None:
-            target = canonical(model, target)
+            target = tie_owner(model, target)
         rows.append(TensorRow(t.name, t.shape, t.count, False, target))
     rows += [TensorRow(t.name, t.shape, t.count, True) for t in node.op.buffers()]
     return rows
-
-
-def canonical(model: Model, path: str) -> str:
-    """Follow ties to the tensor that really holds the values."""
-    seen = set()
-    while path not in seen:
-        seen.add(path)
-        owner_path, owner, tensor = find_tensor(model.graph, path)
-        nxt = owner.ties.get(tensor.name)
-        if nxt is None:
-            return path
-        path = nxt
-    return path
 
 
 def op_totals(node: OpNode) -> Totals:
@@ -107,11 +94,17 @@ def graph_totals(graph: Graph, cache: dict | None = None) -> Totals:
         if isinstance(node, OpNode):
             out.add(op_totals(node))
         else:
-            body = graph_totals(node.body, cache)
-            out.add(body)
-            copies = node.repeat - 1
-            out.add(body.as_shared_copy() if node.shared else body, copies)
+            out.add(call_totals(node, graph_totals(node.body, cache)))
     cache[id(graph)] = out
+    return out
+
+
+def call_totals(node: BlockNode, body: Totals) -> Totals:
+    """A block call's counts from one repetition's: shared repetitions add nothing new."""
+    out = Totals()
+    if node.repeat:
+        out.add(body)
+        out.add(body.as_shared_copy() if node.shared else body, node.repeat - 1)
     return out
 
 
@@ -197,9 +190,7 @@ def _block_rows(graph: Graph, prefix: str, cache: dict) -> list[BlockRow]:
         if not isinstance(node, BlockNode):
             continue
         per = graph_totals(node.body, cache)
-        total = Totals()
-        total.add(per)
-        total.add(per.as_shared_copy() if node.shared else per, node.repeat - 1)
+        total = call_totals(node, per)
         path = join(prefix, name)
         rows.append(BlockRow(path, node.block, node.repeat, node.shared, per, total,
                              _block_rows(node.body, path + (".*" if node.indexed else ""), cache)))

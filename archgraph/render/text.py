@@ -7,7 +7,7 @@ from rich.text import Text
 
 from ..dims import fmt_shape
 from ..graph import Graph, OpNode
-from ..passes.params import ParamReport, graph_totals, node_tensors
+from ..passes.params import ParamReport, TensorRow, call_totals, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport
 from ..passes.walk import Run
 
@@ -23,9 +23,9 @@ def human(n: int) -> str:
     return str(n)
 
 
-def _tensor_text(node: OpNode, model) -> str:
+def _tensor_text(rows: list[TensorRow]) -> str:
     parts = []
-    for r in node_tensors(node, model):
+    for r in rows:
         text = f"{r.name} [{', '.join(map(str, r.shape))}]"
         if r.tied_to:
             text += f" = {r.tied_to}"
@@ -51,13 +51,14 @@ def _param_rows(table: Table, graph: Graph, model, cache: dict, depth: int) -> N
     pad = "  " * depth
     for name, node in graph.nodes.items():
         if isinstance(node, OpNode):
-            new = sum(r.count for r in node_tensors(node, model) if not r.buffer and not r.tied_to)
+            rows = node_tensors(node, model)
+            new = sum(r.count for r in rows if not r.buffer and not r.tied_to)
             params = num(new) if new else ("tied" if node.ties else "—")
             cat = (node.category + ("" if node.trainable else " (frozen)")) if node.op.params() else ""
-            table.add_row(pad + name, node.op.op_name, _tensor_text(node, model), params, cat)
+            table.add_row(pad + name, node.op.op_name, _tensor_text(rows), params, cat)
             continue
-        per = graph_totals(node.body, cache).total
-        total = per * (1 if node.shared else node.repeat)
+        body = graph_totals(node.body, cache)
+        per, total = body.total, call_totals(node, body).total
         times = f"  × {node.repeat}" if node.indexed or node.repeat > 1 else ""
         shared = " shared" if node.shared else ""
         count = num(total) if node.repeat == 1 or node.shared else f"{num(total)}\n({node.repeat} × {num(per)})"

@@ -43,15 +43,15 @@ def _longest_prefix(graph: Graph, rest: str) -> str | None:
     return None
 
 
-def _follow(model: Model, target: str, start: str) -> None:
-    """Walk a chain of ties from `target`; a chain that comes back is an error."""
+def tie_owner(model: Model, target: str) -> str:
+    """The tensor at the end of a chain of ties from `target`; a chain that comes back is an error."""
     seen = []
     while target not in seen:
         seen.append(target)
         _, owner, tensor = find_tensor(model.graph, target)
         nxt = owner.ties.get(tensor.name)
         if nxt is None:
-            return
+            return target
         target = nxt
     raise SpecError(f"tie: the ties form a cycle ({' -> '.join(seen + [target])}), so no node holds the "
                     "values", hint="one node of the cycle must own its tensor (drop its 'tie')")
@@ -83,7 +83,7 @@ def _check(graph: Graph, model: Model, seen: set[int]) -> None:
                 _, owner, tensor = find_tensor(model.graph, target)
                 if owner is node:
                     raise SpecError(f"tie: '{target}' is this node's own tensor")
-                _follow(model, target, f"{node.name}.{local}")
+                tie_owner(model, target)
                 if tensor.shape != own[local].shape:
                     raise SpecError(f"tie: '{local}' has shape {list(own[local].shape)} but '{target}' "
                                     f"has shape {list(tensor.shape)}",
