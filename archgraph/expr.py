@@ -133,7 +133,8 @@ def evaluate(text: str, env: Mapping[str, Any]) -> Any:
                         hint="use whole numbers and names of sizes; words can only be compared") from None
 
 
-def _checked(value: Any) -> Any:
+def check_value(value: Any) -> Any:
+    """Refuse values no model size comes near (|x| > 10**30), complex numbers and infinities."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and abs(value) > MAX_MAGNITUDE:
@@ -147,7 +148,7 @@ def _checked(value: Any) -> Any:
 
 def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
-        return _checked(node.value)
+        return check_value(node.value)
     if isinstance(node, ast.Name):
         if node.id in env:
             return env[node.id]
@@ -161,12 +162,12 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         left, right = _eval(node.left, env), _eval(node.right, env)
         if isinstance(left, str) or isinstance(right, str):
             raise ExprError("words can be compared ('==', '!=') but not used in arithmetic")
-        return _checked(_BINOPS[type(node.op)](left, right))
+        return check_value(_BINOPS[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp):
         operand = _eval(node.operand, env)
         if isinstance(operand, str) and not isinstance(node.op, ast.Not):
             raise ExprError("words can be compared ('==', '!=') but not used in arithmetic")
-        return _checked(_UNARY[type(node.op)](operand))
+        return check_value(_UNARY[type(node.op)](operand))
     if isinstance(node, ast.BoolOp):
         values = (_eval(v, env) for v in node.values)
         return all(values) if isinstance(node.op, ast.And) else any(values)
@@ -184,5 +185,5 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         args = [_eval(a, env) for a in node.args]
         if not args or any(isinstance(a, str) for a in args):
             raise ExprError(f"{node.func.id}() takes numbers; received {len(args)} argument(s)")
-        return _checked(FUNCTIONS[node.func.id](*args))
+        return check_value(FUNCTIONS[node.func.id](*args))
     raise ExprError(f"unsupported expression element {type(node).__name__}")  # pragma: no cover

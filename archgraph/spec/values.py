@@ -9,14 +9,13 @@ from .. import expr
 from ..errors import ExprError, Loc, SpecError, did_you_mean
 
 
-
 def evaluate(value: Any, env: Mapping[str, Any], loc: Loc, what: str) -> Any:
     """Evaluate a spec value: numbers and bools as they are, strings as expressions, lists element-wise."""
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, (int, float)):
         try:
-            return expr._checked(value)
+            return expr.check_value(value)
         except ExprError as exc:
             exc.message = f"{what}: {exc.message}"
             raise exc.with_context(loc=loc)
