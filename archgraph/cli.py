@@ -1,6 +1,13 @@
-"""The `archgraph` command: params, shapes, zoo, ops.
+"""The `archgraph` command: params, shapes, zoo, ops, and the commands in `archgraph/commands/`.
 
 Errors in user input print one message on stderr and exit with status 2.
+
+A command module in `archgraph/commands/` (listed in `COMMANDS`) defines
+`add_parser(sub, model_command)`, which adds its subparser and sets
+`handler=run` on it with `set_defaults`; `run(args, console) -> int` does the work.
+`model_command(sub, name, help)` gives a subparser with the shared MODEL,
+--set and --json arguments.  Keep module top levels light: import heavy
+libraries inside `run`.
 """
 from __future__ import annotations
 
@@ -29,23 +36,35 @@ def _set_value(text: str) -> tuple[str, Any]:
         raise argparse.ArgumentTypeError(f"--set {name}: '{value}' is not a number or true/false") from None
 
 
+# Modules of archgraph.commands, each adding one or more subcommands (see the module docstring).
+COMMANDS: list[str] = []
+
+
+def model_command(sub, name: str, help: str, json: bool = True, nargs: str | None = None
+                  ) -> argparse.ArgumentParser:
+    """A subparser taking MODEL (or several with nargs='+'), --set NAME=VALUE and --json."""
+    c = sub.add_parser(name, help=help, description=help)
+    c.add_argument("model", metavar="MODEL", nargs=nargs,
+                   help="a spec file (.yaml) or a built-in model name")
+    c.add_argument("--set", dest="settings", action="append", type=_set_value, default=[],
+                   metavar="NAME=VALUE", help="override a variable (L=6) or bind a dimension (B=2, S=128)")
+    if json:
+        c.add_argument("--json", action="store_true", help="print one JSON object")
+    return c
+
+
 def _parser() -> argparse.ArgumentParser:
+    import importlib
+
     p = argparse.ArgumentParser(prog="archgraph", description="Describe a neural network as a graph; "
                                 "see every shape and count every parameter.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    def model_command(name: str, help: str) -> argparse.ArgumentParser:
-        c = sub.add_parser(name, help=help, description=help)
-        c.add_argument("model", metavar="MODEL", help="a spec file (.yaml) or a built-in model name")
-        c.add_argument("--set", dest="settings", action="append", type=_set_value, default=[],
-                       metavar="NAME=VALUE", help="override a variable (L=6) or bind a dimension (B=2, S=128)")
-        c.add_argument("--json", action="store_true", help="print one JSON object")
-        return c
-
-    model_command("params", "count parameters: by node, by block and by category")
-    model_command("shapes", "infer every node's output shapes")
+    model_command(sub, "params", "count parameters: by node, by block and by category")
+    model_command(sub, "shapes", "infer every node's output shapes")
     sub.add_parser("zoo", help="list the built-in models with their parameter counts")
     sub.add_parser("ops", help="list the operators a spec can use")
+    for name in COMMANDS:
+        importlib.import_module(f"archgraph.commands.{name}").add_parser(sub, model_command)
     return p
 
 
@@ -68,6 +87,9 @@ def _run(args: argparse.Namespace) -> int:
 
     probe = Console()
     console = Console(width=probe.width if probe.is_terminal else 240)
+    handler = getattr(args, "handler", None)
+    if handler is not None:
+        return handler(args, console)
     if args.command == "zoo":
         console.print(_zoo_table())
         return 0
@@ -81,14 +103,14 @@ def _run(args: argparse.Namespace) -> int:
         from .render.data import params_json
         from .render.text import params_table
         report = model.params()
-        return _emit(console, args.json, lambda: params_json(report), lambda: params_table(report))
+        return emit(console, args.json, lambda: params_json(report), lambda: params_table(report))
     from .render.data import shapes_json
     from .render.text import shapes_table
     report = model.shapes()
-    return _emit(console, args.json, lambda: shapes_json(report), lambda: shapes_table(report))
+    return emit(console, args.json, lambda: shapes_json(report), lambda: shapes_table(report))
 
 
-def _emit(console, as_json: bool, data, table) -> int:
+def emit(console, as_json: bool, data, table) -> int:
     if as_json:
         sys.stdout.write(json.dumps(data(), indent=1) + "\n")
     else:
