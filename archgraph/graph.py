@@ -55,9 +55,15 @@ class BlockNode:
     indexed: bool = False  # paths carry the repetition index (`layer.3.x`)
     shared: bool = False   # every repetition reuses the weights of the first
     loc: Loc = Loc()
+    path: str | None = None  # the segment tensor paths use, when not the name ('' adds none)
+
+    @property
+    def segment(self) -> str:
+        """What this call adds to the paths of the tensors inside it."""
+        return self.name if self.path is None else self.path
 
     def rep_path(self, prefix: str, i: int) -> str:
-        base = join(prefix, self.name)
+        base = join(prefix, self.segment)
         return f"{base}.{self.start + i}" if self.indexed else base
 
 

@@ -49,7 +49,11 @@ def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None
 
 
 def load(source: str | Path, settings: Mapping[str, Any] | None = None) -> Model:
-    """Load a spec file or built-in model; `settings` override variables or bind dims (like --set)."""
+    """Load a spec file, built-in model or Hugging Face config.json; `settings` override variables
+    or bind dims (like --set)."""
+    from .hf import is_config, load_config
+    if is_config(source):
+        return load_config(source, settings)
     path = resolve(source)
     spec = load_file(path)
 

@@ -172,7 +172,7 @@ def _named(model: Model, graph: Graph, prefix: str):
                 if not row.buffer:
                     yield join(join(prefix, name), row.name), row
         elif node.shared:
-            yield from _named(model, node.body, join(prefix, node.name))
+            yield from _named(model, node.body, join(prefix, node.segment))
         else:
             for i in range(node.repeat):
                 yield from _named(model, node.body, node.rep_path(prefix, i))
@@ -191,7 +191,7 @@ def _block_rows(graph: Graph, prefix: str, cache: dict) -> list[BlockRow]:
             continue
         per = graph_totals(node.body, cache)
         total = call_totals(node, per)
-        path = join(prefix, name)
+        path = join(prefix, node.segment)
         rows.append(BlockRow(path, node.block, node.repeat, node.shared, per, total,
                              _block_rows(node.body, path + (".*" if node.indexed else ""), cache)))
     return rows

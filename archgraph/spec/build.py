@@ -24,7 +24,7 @@ TOP_KEYS = {"archgraph", "name", "description", "extends", "variables", "inputs"
             "blocks", "nodes"}
 BLOCK_KEYS = {"args", "variables", "inputs", "outputs", "nodes", "category", "trainable", "description"}
 NODE_KEYS = {"name", "op", "block", "in", "category", "trainable", "tie", "repeat", "start", "shared",
-             "when", "description"}
+             "when", "description", "path"}
 GENERIC_CATEGORIES = {"linear", "other"}  # a block's category replaces these, not 'norm' or 'embedding'
 MAX_EXTENDS = 8
 MAX_BLOCK_DEPTH = 64        # blocks calling blocks
@@ -242,7 +242,7 @@ def _op_node(raw: LocDict, name: str, refs, keywords, env, category, explicit: b
         raise SpecError(f"unknown op '{op_name}'", loc=raw.key_loc("op"),
                         hint=hint or "run 'archgraph ops' to list the operators")
     fields = cls.hyperparameters()
-    check_keys(raw, NODE_KEYS - {"block", "repeat", "start", "shared"} | set(fields),
+    check_keys(raw, NODE_KEYS - {"block", "repeat", "start", "shared", "path"} | set(fields),
                f"op '{op_name}'", raw.key_loc)
     types = hints(cls)
     values = {k: typed(v, types[k], env, raw.key_loc(k), f"{op_name}.{k}")
@@ -323,8 +323,28 @@ def _block_node(ctx: _Ctx, raw: LocDict, name: str, refs, keywords, env, categor
     shared = raw.get("shared", False)
     if not isinstance(shared, bool):
         raise SpecError("'shared' must be true or false", loc=raw.key_loc("shared"))
+    indexed = "repeat" in raw or "start" in raw
     return BlockNode(name, block, body, refs, repeat, _positive_int(raw, "start", env, 0, 0),
-                     "repeat" in raw or "start" in raw, shared, raw.loc)
+                     indexed, shared, raw.loc, _path(raw, env, indexed))
+
+
+_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
+
+
+def _path(raw: LocDict, env, indexed: bool) -> str | None:
+    """A block call's `path:` (an expression giving a word): the segment its tensors' paths use
+    instead of the call's name; '' adds none (how a bare `BertModel` names `embeddings.*`)."""
+    if "path" not in raw:
+        return None
+    value = evaluate(raw["path"], env, raw.key_loc("path"), "path")
+    if not isinstance(value, str) or (value and not _PATH.fullmatch(value)):
+        raise SpecError(f"'path' must give a dotted name or '' (no segment); received {value!r}",
+                        loc=raw.key_loc("path"),
+                        hint="quote a literal word inside the expression: path: \"'bert'\"")
+    if value == "" and indexed:
+        raise SpecError("a repeated block needs a path segment to number its repetitions",
+                        loc=raw.key_loc("path"), hint="drop 'path: ...' or give it a name")
+    return value
 
 
 def _block_keywords(block: str, inputs: tuple[str, ...], refs, keywords, raw: LocDict) -> tuple[Ref, ...]:

@@ -8,39 +8,56 @@ from ..ops.base import Tensor
 
 def find_tensor(graph: Graph, path: str) -> tuple[str, OpNode, Tensor]:
     """(owner node path, node, tensor) for an absolute tensor path such as `transformer.wte.weight`."""
-    prefix, rest = "", path
-    while True:
-        name = _longest_prefix(graph, rest)
-        if name is None:
-            hint = did_you_mean(rest.split(".")[0], graph.nodes)
-            raise SpecError(f"no node owns the tensor '{path}' (nothing matches '{rest}')", hint=hint)
-        node = graph.nodes[name]
-        prefix = f"{prefix}.{name}" if prefix else name
-        rest = rest[len(name) + 1:]
+    found = _find(graph, path, "")
+    if isinstance(found, SpecError):
+        raise found
+    return found
+
+
+def _find(graph: Graph, rest: str, prefix: str) -> tuple[str, OpNode, Tensor] | SpecError:
+    """Search `graph` for the tensor `rest`: the node whose path segment `rest` continues with a dot,
+    longest first (segments may hold dots); blocks adding no segment are searched through."""
+    full = f"{prefix}.{rest}" if prefix else rest
+    failure: SpecError | None = None
+    for segment, node in _candidates(graph, rest):
+        here = f"{prefix}.{segment}" if prefix and segment else (prefix or segment)
+        tail = rest[len(segment) + 1:] if segment else rest
         if isinstance(node, OpNode):
             tensors = {t.name: t for t in node.op.params()}
-            if rest not in tensors:
-                hint = did_you_mean(rest, tensors)
-                raise SpecError(f"node '{prefix}' ({node.op.op_name}) has no tensor '{rest}'",
-                                hint=hint or f"its tensors: {', '.join(tensors) or 'none'}")
-            return prefix, node, tensors[rest]
+            if tail in tensors:
+                return here, node, tensors[tail]
+            hint = did_you_mean(tail, tensors)
+            failure = failure or SpecError(f"node '{here}' ({node.op.op_name}) has no tensor '{tail}'",
+                                           hint=hint or f"its tensors: {', '.join(tensors) or 'none'}")
+            continue
         if node.indexed:
-            index, _, rest = rest.partition(".")
+            index, _, tail = tail.partition(".")
             if not (index.isascii() and index.isdigit()) or not node.start <= int(index) < node.start + node.repeat:
-                raise SpecError(f"'{path}': block '{prefix}' has repetitions "
-                                f"{node.start}..{node.start + node.repeat - 1}; received '{index}'")
-            prefix = f"{prefix}.{index}"
-        graph = node.body
+                failure = failure or SpecError(
+                    f"'{full}': block '{here}' has repetitions {node.start}..{node.start + node.repeat - 1}; "
+                    f"received '{index}'")
+                continue
+            here = f"{here}.{index}"
+        found = _find(node.body, tail, here)
+        if not isinstance(found, SpecError):
+            return found
+        failure = failure or found
+    if failure is None:
+        names = [n.segment if isinstance(n, BlockNode) else n.name for n in graph.nodes.values()]
+        failure = SpecError(f"no node owns the tensor '{full}' (nothing matches '{rest}')",
+                            hint=did_you_mean(rest.split(".")[0], names))
+    return failure
 
 
-def _longest_prefix(graph: Graph, rest: str) -> str | None:
-    """The longest node name that `rest` continues with a dot (node names may hold dots)."""
-    parts = rest.split(".")
-    for k in range(len(parts) - 1, 0, -1):
-        name = ".".join(parts[:k])
-        if name in graph.nodes:
-            return name
-    return None
+def _candidates(graph: Graph, rest: str):
+    """(segment, node) pairs `rest` could continue: longest segment first, then blocks adding none."""
+    matches = []
+    for name, node in graph.nodes.items():
+        segment = node.segment if isinstance(node, BlockNode) else name
+        if segment and rest.startswith(segment + "."):
+            matches.append((segment, node))
+    matches.sort(key=lambda m: -len(m[0]))
+    return matches + [("", n) for n in graph.nodes.values() if isinstance(n, BlockNode) and n.segment == ""]
 
 
 def tie_owner(model: Model, target: str) -> str:

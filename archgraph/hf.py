@@ -1,0 +1,296 @@
+"""Hugging Face `config.json` files as archgraph models.
+
+Each supported `model_type` has a template spec in `specs/hf/` (an ordinary
+spec whose variables carry a typical checkpoint's values) and an entry in
+`specs/hf/families.yaml`, the key table: which template, which model classes
+(heads) it builds, and which config key sets which template variable::
+
+    llama:
+      template: llama.yaml
+      heads: [base, causal_lm, seq_cls]
+      variables:
+        V: vocab_size                # required: an error names the key when it is missing
+        KV: num_key_value_heads?     # '?': optional; absent or null keeps the template's value
+        I: n_inner|intermediate_size # '|': the first key present
+        D1: depths[0]                # an element of a list; a.b reads a nested key
+        gated: {key: feed_forward_proj, map: {relu: false, gated-gelu: true}}
+        qkv_bias: {value: true}      # a constant for this model_type
+
+Two variables come from the config itself rather than a key: `head`, the word
+for `architectures[0]` (`LlamaForCausalLM` -> 'causal_lm', see HEADS), and
+`num_labels` (the config's `num_labels`, else the size of `id2label`, else 2).
+Templates switch parts with `when: head == 'causal_lm'` and name the bare
+model's tensors with a block call's `path:`.  Adding a family is a template and
+a key-table entry, no Python.
+
+>>> from archgraph.hf import head_of
+>>> head_of("GPT2LMHeadModel"), head_of("BertModel"), head_of("T5ForConditionalGeneration")
+('causal_lm', 'base', 'cond_gen')
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Mapping
+
+from .errors import ArchgraphError, Loc, SpecError, did_you_mean
+
+# architecture class suffix -> the head word templates test (longest suffix wins)
+HEADS = {
+    "Model": "base",
+    "ForCausalLM": "causal_lm",
+    "LMHeadModel": "causal_lm",
+    "ForMaskedLM": "masked_lm",
+    "ForSequenceClassification": "seq_cls",
+    "ForTokenClassification": "token_cls",
+    "ForQuestionAnswering": "qa",
+    "ForConditionalGeneration": "cond_gen",
+    "ForImageClassification": "image_cls",
+    "ForPreTraining": "pretraining",
+}
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[(\d+)\])?")
+
+
+def head_of(architecture: str) -> str | None:
+    """The head word for a model class name, or None when the suffix is not known."""
+    for suffix in sorted(HEADS, key=len, reverse=True):
+        if architecture.endswith(suffix):
+            return HEADS[suffix]
+    return None
+
+
+@dataclass(frozen=True)
+class Imported:
+    """What a config turns into: the template to build and the values of its variables."""
+
+    name: str
+    model_type: str
+    architecture: str
+    template: Path
+    variables: dict[str, Any]   # template variable -> value from the config
+    sources: dict[str, str]     # template variable -> the config key it came from
+
+
+def _spec_dir() -> Path:
+    from .load import SPEC_DIRS
+    for folder in SPEC_DIRS:
+        if (folder / "hf" / "families.yaml").is_file():
+            return folder / "hf"
+    raise ArchgraphError("the Hugging Face family templates (specs/hf/) are missing from this installation",
+                         hint="reinstall archgraph")
+
+
+@lru_cache(maxsize=1)
+def families() -> dict[str, Any]:
+    """The key tables of `specs/hf/families.yaml`, model_type -> entry."""
+    from .spec.yamlload import load_file
+    return load_file(_spec_dir() / "families.yaml")
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """A config.json as a dict, or a located error."""
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > MAX_CONFIG_BYTES:
+            raise ArchgraphError(f"{p}: {size:,} bytes is too large for a config.json",
+                                 hint="pass the model's config.json, not a weights file")
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ArchgraphError(f"cannot read {p}: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ArchgraphError(f"{p}:{exc.lineno}: not valid JSON: {exc.msg}",
+                             hint="a Hugging Face config.json is one JSON object") from None
+    if not isinstance(data, dict):
+        raise ArchgraphError(f"{p}: a config.json holds one JSON object; this holds a {type(data).__name__}")
+    return data
+
+
+def is_config(path: str | Path) -> bool:
+    """Whether `path` names a JSON file (which `load` then reads as a Hugging Face config)."""
+    p = Path(str(path))
+    return p.suffix.lower() == ".json" and not p.name.endswith(".safetensors.index.json")
+
+
+def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -> Imported:
+    """Map a config's keys to its family template's variables."""
+    loc = Loc(str(path), 0)
+    table = families()
+    model_type = config.get("model_type")
+    supported = ", ".join(sorted(table))
+    if not isinstance(model_type, str) or not model_type:
+        raise ArchgraphError("the config has no 'model_type', so its family is unknown", loc=loc,
+                             hint=f"add \"model_type\"; supported: {supported}")
+    entry = table.get(model_type)
+    if entry is None:
+        hint = did_you_mean(model_type, table)
+        raise ArchgraphError(f"model_type '{model_type}' is not supported", loc=loc,
+                             hint=(hint + "; " if hint else "") + f"supported model types: {supported}")
+    architecture = _architecture(config, model_type, entry, loc)
+    variables: dict[str, Any] = {"head": head_of(architecture), "num_labels": _num_labels(config, loc)}
+    sources: dict[str, str] = {"head": "architectures", "num_labels": "num_labels"}
+    for var, rule in (entry.get("variables") or {}).items():
+        found = _value(config, rule, var, model_type, loc)
+        if found is not None:
+            variables[var], sources[var] = found
+    template = _spec_dir() / str(entry["template"])
+    declared = _template_variables(template)
+    for var in [v for v in variables if v not in declared]:
+        if var in ("head", "num_labels"):
+            del variables[var], sources[var]
+        else:
+            raise SpecError(f"families.yaml: '{model_type}' sets variable '{var}', which template "
+                            f"{template.name} does not declare", loc=Loc(str(_spec_dir() / "families.yaml"), 0),
+                            hint="declare it under the template's 'variables:' with a typical value")
+    return Imported(_model_name(config, path), model_type, architecture, template, variables, sources)
+
+
+def _architecture(config: Mapping[str, Any], model_type: str, entry: Mapping[str, Any], loc: Loc) -> str:
+    archs = config.get("architectures") or []
+    heads = list(entry.get("heads") or ["base"])
+    if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
+        raise ArchgraphError("'architectures' must be a list of class names", loc=loc)
+    if not archs:
+        return f"{model_type} (no 'architectures': the bare model)"
+    arch = archs[0]
+    head = head_of(arch)
+    if head not in heads:
+        known = [s for s, h in HEADS.items() if h in heads]
+        raise ArchgraphError(f"model class '{arch}' is not supported for model_type '{model_type}'", loc=loc,
+                             hint=f"supported classes end in: {', '.join(known)}; or set "
+                                  f"\"architectures\" to one of them")
+    return arch
+
+
+@lru_cache(maxsize=64)
+def _template_variables(template: Path) -> frozenset[str]:
+    from .spec.yamlload import load_file
+    return frozenset(load_file(template).get("variables") or {})
+
+
+def _num_labels(config: Mapping[str, Any], loc: Loc) -> int:
+    value = config.get("num_labels")
+    if value is None and isinstance(config.get("id2label"), dict):
+        value = len(config["id2label"])
+    value = 2 if value is None else value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ArchgraphError(f"'num_labels' must be a positive whole number; received {value!r}", loc=loc)
+    return value
+
+
+def _lookup(config: Mapping[str, Any], key: str) -> Any:
+    """The value at `key` ('a.b' nested, 'a[2]' indexed), or None when any step is absent."""
+    value: Any = config
+    for part in key.split("."):
+        m = _KEY.fullmatch(part)
+        if m is None or not isinstance(value, Mapping):
+            return None
+        value = value.get(m.group(1))
+        if m.group(3) is not None:
+            if not isinstance(value, list) or int(m.group(3)) >= len(value):
+                return None
+            value = value[int(m.group(3))]
+    return value
+
+
+def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc: Loc):
+    """(value, source key) for one variable, or None to keep the template's value."""
+    mapping: Mapping[str, Any] | None = None
+    if isinstance(rule, Mapping):
+        if "value" in rule:
+            return rule["value"], "constant for " + model_type
+        keys, mapping = str(rule["key"]), rule.get("map")
+        optional = bool(rule.get("optional", False)) or keys.endswith("?")
+    else:
+        keys, optional = str(rule), str(rule).endswith("?")
+    keys = keys.rstrip("?")
+    for key in keys.split("|"):
+        value = _lookup(config, key)
+        if value is None:
+            continue
+        if mapping is not None:
+            if str(value) not in mapping and value not in mapping:
+                raise ArchgraphError(f"'{key}' is {value!r}, which archgraph does not know for "
+                                     f"model_type '{model_type}'", loc=loc,
+                                     hint="known values: " + ", ".join(map(str, mapping)))
+            value = mapping.get(value, mapping.get(str(value)))
+        if isinstance(value, (dict, list)):
+            raise ArchgraphError(f"'{key}' must be a number, true/false or a word; received "
+                                 f"{json.dumps(value)[:60]}", loc=loc)
+        if isinstance(value, float) and value.is_integer() and not var.startswith("eps"):
+            value = int(value)
+        return value, key
+    if optional:
+        return None
+    alternatives = " or ".join(f"'{k}'" for k in keys.split("|"))
+    raise ArchgraphError(f"the config lacks {alternatives}, which a '{model_type}' model needs", loc=loc,
+                         hint=f"add {alternatives.split(' or ')[0]} to the config (it sets '{var}')")
+
+
+def _model_name(config: Mapping[str, Any], path: str | Path) -> str:
+    p = Path(str(path))
+    if p.stem == "config" and p.parent.name not in ("", "."):
+        return p.parent.name
+    if p.stem not in ("config", ""):
+        return p.stem
+    name = config.get("_name_or_path")
+    if isinstance(name, str) and name:
+        return name.rstrip("/").split("/")[-1]
+    return str(config.get("model_type"))
+
+
+def load_config(path: str | Path, settings: Mapping[str, Any] | None = None):
+    """Build the model a config.json describes; `settings` (like --set) override its values."""
+    from .load import load
+    imported = import_config(read_config(path), path)
+    model = load(imported.template, {**imported.variables, **dict(settings or {})})
+    model.name = imported.name
+    model.description = f"{imported.architecture} from {Path(str(path)).name} ({imported.model_type})"
+    model.source = str(path)
+    return model
+
+
+def spec_text(path: str | Path) -> str:
+    """An ordinary spec: the family template with the config's values as its variables."""
+    imported = import_config(read_config(path), path)
+    from .spec.yamlload import load_file
+    text = imported.template.read_text(encoding="utf-8")
+    spec = load_file(imported.template)
+    if "extends" in spec:
+        raise SpecError("a family template must not use 'extends' (import-hf writes it as one file)",
+                        loc=spec.key_loc("extends"))
+    lines = text.splitlines()
+    variables = spec.get("variables") or {}
+    for var, value in imported.variables.items():
+        line = variables.key_loc(var).line - 1
+        lines[line] = _replace_value(lines[line], var, _yaml_value(value),
+                                     f"{imported.sources[var]}")
+    for key, value in (("name", imported.name),
+                       ("description", f"{imported.architecture}, imported from {Path(str(path)).name}")):
+        if key in spec:
+            line = spec.key_loc(key).line - 1
+            lines[line] = f"{key}: {json.dumps(value)}"
+    header = (f"# Written by `archgraph import-hf {Path(str(path)).name}`: the '{imported.model_type}' template\n"
+              f"# with this config's values; edit freely (archgraph params THIS_FILE).\n")
+    return header + "\n".join(lines) + "\n"
+
+
+def _yaml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return json.dumps("'" + str(value).replace("'", "") + "'")  # a word: a quoted expression
+
+
+def _replace_value(line: str, var: str, value: str, source: str) -> str:
+    m = re.match(rf"^(\s*{re.escape(var)}\s*:)(.*)$", line)
+    if m is None:  # pragma: no cover - templates keep one variable per line
+        raise SpecError(f"template line for '{var}' is not 'NAME: value': {line.strip()}")
+    comment = re.search(r"\s#\s?(.*)$", m.group(2))
+    note = f"{comment.group(1).strip()} (config: {source})" if comment else f"config: {source}"
+    return f"{m.group(1)} {value}    # {note}"

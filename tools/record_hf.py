@@ -1,0 +1,64 @@
+"""Record what Hugging Face transformers builds for configs, as test fixtures.
+
+Needs torch and transformers (not archgraph's dependencies): run it with a Python
+that has them, e.g. a separate virtual environment with `pip install torch==2.13.0
+transformers`.  For each config (a JSON file holding one config, or a list of
+{"name": ..., "config": {...}}), builds `getattr(transformers, architectures[0])`
+on PyTorch's meta device and writes tests/data/hf/NAME.json in the format of
+../shared/reference/hf: config, expected_params, params_if_tied_counted_twice,
+param_shapes.  tests/test_hf_configs.py then checks archgraph against every file.
+
+    /tmp/torchenv/bin/python tools/record_hf.py configs.json [--out tests/data/hf]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def record(name: str, config: dict) -> dict:
+    import torch
+    import transformers
+
+    cfg = transformers.AutoConfig.for_model(**config)
+    arch = (config.get("architectures") or [None])[0]
+    cls = getattr(transformers, arch) if arch else transformers.AutoModel._model_mapping[type(cfg)]
+    with torch.device("meta"):
+        model = cls(cfg)
+    named = list(model.named_parameters(remove_duplicate=False))
+    return {
+        "name": name,
+        "config": config,
+        "expected_params": sum(p.numel() for p in model.parameters()),
+        "params_if_tied_counted_twice": sum(p.numel() for _, p in named),
+        "param_shapes": {n: list(p.shape) for n, p in named},
+        "transformers_version": transformers.__version__,
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("configs", nargs="+", type=Path)
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "tests" / "data" / "hf")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for path in args.configs:
+        data = json.loads(path.read_text())
+        items = data if isinstance(data, list) else [{"name": path.stem, "config": data}]
+        for item in items:
+            try:
+                fixture = record(item["name"], item["config"])
+            except Exception as exc:  # report and go on: one bad config should not stop the rest
+                print(f"{item['name']}: transformers refused it: {type(exc).__name__}: {exc}", file=sys.stderr)
+                failed += 1
+                continue
+            (args.out / f"{item['name']}.json").write_text(json.dumps(fixture, indent=1) + "\n")
+            print(f"{item['name']}: {fixture['expected_params']:,}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
