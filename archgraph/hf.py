@@ -41,6 +41,7 @@ from .errors import ArchgraphError, Loc, SpecError, did_you_mean
 # architecture class suffix -> the head word templates test (longest suffix wins)
 HEADS = {
     "Model": "base",
+    "EncoderModel": "encoder",
     "ForCausalLM": "causal_lm",
     "LMHeadModel": "causal_lm",
     "ForMaskedLM": "masked_lm",
@@ -100,6 +101,9 @@ def read_config(path: str | Path) -> dict[str, Any]:
             raise ArchgraphError(f"{p}: {size:,} bytes is too large for a config.json",
                                  hint="pass the model's config.json, not a weights file")
         data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ArchgraphError(f"no config file '{p}'",
+                             hint="pass the path of a Hugging Face config.json (from the checkpoint's folder)") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ArchgraphError(f"cannot read {p}: {exc}") from None
     except json.JSONDecodeError as exc:
@@ -129,10 +133,12 @@ def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -
     if entry is None:
         hint = did_you_mean(model_type, table)
         raise ArchgraphError(f"model_type '{model_type}' is not supported", loc=loc,
-                             hint=(hint + "; " if hint else "") + f"supported model types: {supported}")
+                             hint=f"supported model types: {supported}")
     architecture = _architecture(config, model_type, entry, loc)
-    variables: dict[str, Any] = {"head": head_of(architecture), "num_labels": _num_labels(config, loc)}
-    sources: dict[str, str] = {"head": "architectures", "num_labels": "num_labels"}
+    variables: dict[str, Any] = {"head": head_of(architecture) or "base", "num_labels": _num_labels(config, loc)}
+    sources: dict[str, str] = {"head": f"architectures[0] {architecture.split(' ')[0]}",
+                               "num_labels": "num_labels" if "num_labels" in config else
+                               "id2label" if "id2label" in config else "default"}
     for var, rule in (entry.get("variables") or {}).items():
         found = _value(config, rule, var, model_type, loc)
         if found is not None:
@@ -247,11 +253,25 @@ def load_config(path: str | Path, settings: Mapping[str, Any] | None = None):
     """Build the model a config.json describes; `settings` (like --set) override its values."""
     from .load import load
     imported = import_config(read_config(path), path)
-    model = load(imported.template, {**imported.variables, **dict(settings or {})})
+    try:
+        model = load(imported.template, {**imported.variables, **dict(settings or {})})
+    except ArchgraphError as exc:
+        raise _config_error(exc, imported, path) from None
     model.name = imported.name
     model.description = f"{imported.architecture} from {Path(str(path)).name} ({imported.model_type})"
     model.source = str(path)
     return model
+
+
+def _config_error(exc: ArchgraphError, imported: Imported, path: str | Path) -> ArchgraphError:
+    """A template that cannot be built with a config's values: the error, told from the config's side."""
+    where = f" at {exc.loc}" if exc.loc else ""
+    node = f", node '{exc.node}'" if exc.node else ""
+    values = ", ".join(f"{imported.sources[v]}={imported.variables[v]!r}" for v in imported.variables
+                       if not imported.sources[v].startswith(("architectures", "constant", "default")))
+    return type(exc)(f"the '{imported.model_type}' template cannot be built with this config: "
+                     f"{exc.message} (template{where}{node})", loc=Loc(str(path), 0),
+                     hint=exc.hint or f"check the config's values: {values}")
 
 
 def spec_text(path: str | Path) -> str:
@@ -264,6 +284,8 @@ def spec_text(path: str | Path) -> str:
         raise SpecError("a family template must not use 'extends' (import-hf writes it as one file)",
                         loc=spec.key_loc("extends"))
     lines = text.splitlines()
+    skip = next(i for i, line in enumerate(lines) if not line.startswith("#"))
+    lines[:skip] = [""] * skip  # the template's own header comment describes the template, not this model
     variables = spec.get("variables") or {}
     for var, value in imported.variables.items():
         line = variables.key_loc(var).line - 1
@@ -274,9 +296,10 @@ def spec_text(path: str | Path) -> str:
         if key in spec:
             line = spec.key_loc(key).line - 1
             lines[line] = f"{key}: {json.dumps(value)}"
-    header = (f"# Written by `archgraph import-hf {Path(str(path)).name}`: the '{imported.model_type}' template\n"
-              f"# with this config's values; edit freely (archgraph params THIS_FILE).\n")
-    return header + "\n".join(lines) + "\n"
+    header = [f"# {imported.architecture} written by `archgraph import-hf {Path(str(path)).name}`:",
+              f"# the '{imported.model_type}' family template (specs/hf/{imported.template.name}) with the",
+              "# config's values as variables.  Edit freely; `archgraph params` this file."]
+    return "\n".join(header + lines[skip:]) + "\n"
 
 
 def _yaml_value(value: Any) -> str:
@@ -293,4 +316,4 @@ def _replace_value(line: str, var: str, value: str, source: str) -> str:
         raise SpecError(f"template line for '{var}' is not 'NAME: value': {line.strip()}")
     comment = re.search(r"\s#\s?(.*)$", m.group(2))
     note = f"{comment.group(1).strip()} (config: {source})" if comment else f"config: {source}"
-    return f"{m.group(1)} {value}    # {note}"
+    return f"{m.group(1)} {value}".ljust(22) + f"  # {note}"

@@ -1,0 +1,30 @@
+"""`archgraph import-hf CONFIG.json [-o SPEC.yaml]`: a Hugging Face config as an editable spec."""
+from __future__ import annotations
+
+import sys
+
+
+def add_parser(sub, model_command) -> None:
+    c = sub.add_parser("import-hf", help="write a spec from a Hugging Face config.json",
+                       description="Write an ordinary archgraph spec from a Hugging Face config.json: the "
+                                   "family's template with the config's values as its variables.")
+    c.add_argument("config", metavar="CONFIG.json", help="a Hugging Face config.json")
+    c.add_argument("-o", "--output", metavar="SPEC.yaml", help="write here (default: print the spec)")
+    c.set_defaults(handler=run)
+
+
+def run(args, console) -> int:
+    from ..hf import import_config, read_config, spec_text
+    from ..outfile import check_output, write_output
+
+    if args.output is not None:
+        check_output(args.output, inputs=[args.config])
+    text = spec_text(args.config)
+    if args.output is None:
+        sys.stdout.write(text)
+        return 0
+    write_output(args.output, text, inputs=[args.config])
+    imported = import_config(read_config(args.config), args.config)
+    print(f"wrote {args.output}: {imported.architecture} ({imported.model_type}); "
+          f"try: archgraph params {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,122 @@
+"""`archgraph import-hf` and config.json as MODEL: round trips, and the errors a user sees."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import archgraph
+from archgraph.hf import load_config
+from archgraph.render.data import params_json, shapes_json
+from conftest import REFERENCE
+from test_hf_configs import DATA, FILES as FIXTURES
+from test_hf_reference import FILES as REFERENCES
+
+
+def _write_config(tmp_path, config, name="config.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(config))
+    return path
+
+
+def _configs():
+    for name in REFERENCES:
+        yield name, json.loads((REFERENCE / "hf" / f"{name}.json").read_text())["config"]
+    for name in FIXTURES:
+        yield name, json.loads((DATA / f"{name}.json").read_text())["config"]
+
+
+CONFIGS = dict(_configs())
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_written_spec_gives_the_same_counts_and_shapes(tmp_path, cli, name):
+    config = _write_config(tmp_path, CONFIGS[name])
+    spec = tmp_path / f"{name}.yaml"
+    code, out, err = cli("import-hf", str(config), "-o", str(spec))
+    assert (code, out) == (0, "")
+    assert err.startswith(f"wrote {spec}: ")
+    direct, written = load_config(config), archgraph.load(spec)
+    assert written.name == direct.name == "tmp_path" or written.name == direct.name
+    p1, p2 = params_json(direct.params()), params_json(written.params())
+    assert p1 == p2
+    assert shapes_json(direct.shapes())["nodes"] == shapes_json(written.shapes())["nodes"]
+
+
+def test_written_spec_reads_like_a_spec(tmp_path, cli):
+    ref = json.loads((REFERENCE / "hf" / "mistral-7b.json").read_text())["config"]
+    folder = tmp_path / "mistral-7b"
+    folder.mkdir()
+    config = _write_config(folder, ref)
+    code, out, err = cli("import-hf", str(config))
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert lines[0] == "# MistralForCausalLM written by `archgraph import-hf config.json`:"
+    assert 'name: "mistral-7b"' in lines
+    assert "  KV: 8                 # key/value heads (grouped-query attention when fewer than A) " \
+           "(config: num_key_value_heads)" in lines
+    assert "  I: 14336              # feed-forward inner size (config: intermediate_size)" in lines
+    assert "  head: \"'causal_lm'\"   # base (LlamaModel), causal_lm (...ForCausalLM) or seq_cls " \
+           "(config: architectures[0] MistralForCausalLM)" in lines
+
+
+def test_set_overrides_a_config_value(tmp_path, cli):
+    """'The same with 8 KV heads': --set works on a config as on a spec."""
+    ref = json.loads((REFERENCE / "hf" / "llama-2-7b.json").read_text())["config"]
+    config = _write_config(tmp_path, ref)
+    code, out, _ = cli("params", str(config), "--set", "KV=8", "--json")
+    # k_proj and v_proj shrink from 4096x4096 to 1024x4096 in each of 32 layers
+    assert json.loads(out)["total"] == 6_738_415_616 - 32 * 2 * (4096 - 1024) * 4096
+
+
+def test_import_refuses_to_overwrite_the_config(tmp_path, cli):
+    config = _write_config(tmp_path, {"model_type": "llama"})
+    before = config.read_text()
+    code, out, err = cli("import-hf", str(config), "-o", str(config))
+    assert code == 2
+    assert "is an input of this command; refusing to overwrite it" in err
+    assert config.read_text() == before
+
+
+MINIMAL = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 100,
+           "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
+
+
+@pytest.mark.parametrize("config, message", [
+    ({**MINIMAL, "model_type": "mamba"},
+     "model_type 'mamba' is not supported\n  fix: supported model types: "),
+    ({k: v for k, v in MINIMAL.items() if k != "model_type"},
+     "the config has no 'model_type', so its family is unknown"),
+    ({k: v for k, v in MINIMAL.items() if k != "hidden_size"},
+     "the config lacks 'hidden_size', which a 'llama' model needs\n"
+     "  fix: add 'hidden_size' to the config (it sets 'H')"),
+    ({**MINIMAL, "architectures": ["LlamaForTokenClassification"]},
+     "model class 'LlamaForTokenClassification' is not supported for model_type 'llama'\n"
+     "  fix: supported classes end in: Model, ForCausalLM, LMHeadModel, ForSequenceClassification"),
+    ({**MINIMAL, "hidden_size": [32]}, "'hidden_size' must be a number, true/false or a word; received [32]"),
+    ({**MINIMAL, "num_key_value_heads": 3},
+     "the 'llama' template cannot be built with this config: op 'attention': heads=4 is not a multiple "
+     "of kv_heads=3 (template at "),
+])
+def test_config_errors(tmp_path, cli, config, message):
+    path = _write_config(tmp_path, config)
+    code, out, err = cli("params", str(path))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"archgraph: error: {path}")
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_not_json(tmp_path, cli):
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "llama",\n  oops}')
+    code, _, err = cli("params", str(path))
+    assert code == 2
+    assert err == (f"archgraph: error: {path}:2: not valid JSON: Expecting property name enclosed in double "
+                   "quotes\n  fix: a Hugging Face config.json is one JSON object\n")
+
+
+def test_missing_config_file(tmp_path, cli):
+    code, _, err = cli("params", str(tmp_path / "nope.json"))
+    assert code == 2
+    assert err.startswith(f"archgraph: error: no config file '{tmp_path / 'nope.json'}'")
