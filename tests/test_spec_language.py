@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -275,3 +276,61 @@ def test_zero_repetitions_count_nothing(shared, cli, tmp_path):
     code, out, _ = cli("params", str(path))
     assert code == 0 and "layers  × 0" in out
     assert next(line for line in out.splitlines() if "layers  × 0" in line).split("│")[4].strip() == "0"
+
+
+PATHS = """\
+name: paths
+variables:
+  head: "'lm'"
+  body: "'' if head == 'base' else 'model'"
+inputs:
+  ids: {shape: [B, S], dtype: int64}
+blocks:
+  core:
+    nodes:
+      - {name: embed, op: embedding, in: x, num_embeddings: 10, embedding_dim: 4}
+      - {name: layers, block: layer, repeat: 2}
+  layer:
+    nodes:
+      - {name: ln, op: layer_norm, in: x, normalized_shape: 4}
+nodes:
+  - {name: model, block: core, path: body, in: ids}
+  - {name: lm_head, op: linear, in_features: 4, out_features: 10, bias: false,
+     tie: model.embed.weight, when: "head == 'lm'"}
+"""
+
+
+def test_block_path_names_tensors_and_ties_follow_it():
+    lm = build(PATHS)
+    assert [n for n, _ in lm.params().tensors()] == [
+        "model.embed.weight", "model.layers.0.ln.weight", "model.layers.0.ln.bias",
+        "model.layers.1.ln.weight", "model.layers.1.ln.bias", "lm_head.weight"]
+    assert lm.params().total == 10 * 4 + 2 * 8
+    base = build(PATHS, {"head": "base"})
+    assert [n for n, _ in base.params().tensors()] == [
+        "embed.weight", "layers.0.ln.weight", "layers.0.ln.bias", "layers.1.ln.weight", "layers.1.ln.bias"]
+    assert [p for p, *_ in base.params().nodes()] == ["embed", "layers.0.ln", "layers.1.ln"]
+    assert [p for p, _, _ in base.shapes().nodes()] == ["embed", "layers.0.ln", "layers.1.ln"]
+
+
+def test_tie_into_a_block_without_a_path_segment():
+    text = PATHS.replace("tie: model.embed.weight", "tie: embed.weight").replace("head: \"'lm'\"", "head: \"'x'\"")
+    text = text.replace("body: \"'' if head == 'base' else 'model'\"", "body: \"''\"").replace(
+        "when: \"head == 'lm'\"", "when: true")
+    report = build(text).params()
+    assert report.total == 10 * 4 + 2 * 8
+    assert report.totals.tied == 40
+
+
+@pytest.mark.parametrize("path, message", [
+    ("3", "'path' must give a dotted name or '' (no segment); received 3"),
+    ("\"'a b'\"", "'path' must give a dotted name or '' (no segment); received 'a b'"),
+])
+def test_bad_block_path(path, message):
+    with pytest.raises(archgraph.SpecError, match=re.escape(message)):
+        build(PATHS.replace("path: body", f"path: {path}"))
+
+
+def test_repeated_block_needs_a_path_segment():
+    with pytest.raises(archgraph.SpecError, match="a repeated block needs a path segment"):
+        build(PATHS.replace("{name: layers, block: layer, repeat: 2}", "{name: layers, block: layer, repeat: 2, path: \"''\"}"))
