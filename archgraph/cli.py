@@ -37,7 +37,7 @@ def _set_value(text: str) -> tuple[str, Any]:
 
 
 # Modules of archgraph.commands, each adding one or more subcommands (see the module docstring).
-COMMANDS: list[str] = ["import_hf"]
+COMMANDS: list[str] = ["import_hf", "check"]
 
 
 def model_command(sub, name: str, help: str, json: bool = True, nargs: str | None = None
@@ -45,7 +45,7 @@ def model_command(sub, name: str, help: str, json: bool = True, nargs: str | Non
     """A subparser taking MODEL (or several with nargs='+'), --set NAME=VALUE and --json."""
     c = sub.add_parser(name, help=help, description=help)
     c.add_argument("model", metavar="MODEL", nargs=nargs,
-                   help="a spec file (.yaml) or a built-in model name")
+                   help="a spec file (.yaml), a built-in model name or a Hugging Face config.json")
     c.add_argument("--set", dest="settings", action="append", type=_set_value, default=[],
                    metavar="NAME=VALUE", help="override a variable (L=6) or bind a dimension (B=2, S=128)")
     if json:
@@ -59,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="archgraph", description="Describe a neural network as a graph; "
                                 "see every shape and count every parameter.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    model_command(sub, "params", "count parameters: by node, by block and by category")
+    model_command(sub, "params", "count parameters: by node, by block and by category "
+                  "(or a .safetensors checkpoint's tensors by dtype)")
     model_command(sub, "shapes", "infer every node's output shapes")
     sub.add_parser("zoo", help="list the built-in models with their parameter counts")
     sub.add_parser("ops", help="list the operators a spec can use")
@@ -96,6 +97,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "ops":
         console.print(_ops_table())
         return 0
+    from .checkpoint import is_checkpoint_path
+    if is_checkpoint_path(args.model):  # a .safetensors checkpoint: tensors by dtype, no graph
+        from .commands.check import checkpoint_command
+        return checkpoint_command(args, console)
     from .load import load
     settings = dict(args.settings)
     model = load(args.model, settings)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import Loc, SpecError, did_you_mean
+from .errors import ArchgraphError, Loc, SpecError, did_you_mean
 from .graph import Model
 from .spec.build import build_model
 from .spec.yamlload import load_file
@@ -51,7 +51,13 @@ def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None
 def load(source: str | Path, settings: Mapping[str, Any] | None = None) -> Model:
     """Load a spec file, built-in model or Hugging Face config.json; `settings` override variables
     or bind dims (like --set)."""
+    from .checkpoint import is_checkpoint_path
     from .hf import is_config, load_config
+    if is_checkpoint_path(source):
+        raise ArchgraphError(f"'{source}' is a checkpoint: it lists tensors but has no graph to analyse",
+                             hint="use 'archgraph params CHECKPOINT' to count its tensors, or pass the "
+                                  "model's config.json or spec (and 'archgraph check SPEC --against "
+                                  "CHECKPOINT' to compare them)")
     if is_config(source):
         return load_config(source, settings)
     path = resolve(source)
