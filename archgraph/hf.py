@@ -15,6 +15,7 @@ spec whose variables carry a typical checkpoint's values) and an entry in
         D1: depths[0]                # an element of a list; a.b reads a nested key
         gated: {key: feed_forward_proj, map: {relu: false, gated-gelu: true}}
         qkv_bias: {value: true}      # a constant for this model_type
+        stages: {key: depths[6], error: "the template builds at most 6 stages"}  # refuse a config
 
 Two variables come from the config itself rather than a key: `head`, the word
 for `architectures[0]` (`LlamaForCausalLM` -> 'causal_lm', see HEADS), and
@@ -209,6 +210,14 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
     if isinstance(rule, Mapping):
         if "value" in rule:
             return rule["value"], "constant for " + model_type
+        if "error" in rule:
+            for key in str(rule["key"]).rstrip("?").split("|"):
+                if _lookup(config, key) is not None:
+                    raise ArchgraphError(f"'{key}' is set, but archgraph's '{model_type}' template cannot "
+                                         f"build it: {rule['error']}", loc=loc,
+                                         hint="write a spec for it: start from 'archgraph import-hf' "
+                                              "of a config the template builds, and edit that")
+            return None
         keys, mapping = str(rule["key"]), rule.get("map")
         optional = bool(rule.get("optional", False)) or keys.endswith("?")
     else:
