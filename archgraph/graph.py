@@ -109,6 +109,11 @@ class Model:
         from .passes.shapes import infer_shapes
         return infer_shapes(self, bindings)
 
+    def _repr_svg_(self) -> str | None:
+        """The diagram, shown inline by Jupyter (None without Graphviz's dot: Jupyter shows the repr)."""
+        from .render.diagram import diagram_svg
+        return diagram_svg(self)
+
 
 def join(prefix: str, name: str) -> str:
     return f"{prefix}.{name}" if prefix else name

@@ -1,0 +1,34 @@
+"""`archgraph report MODEL [MODEL ...] -o report.html`: one self-contained page per set of models."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ArchgraphError
+from .render import add_diagram_options, diagram_options, model_inputs
+
+
+def add_parser(sub, model_command) -> None:
+    c = model_command(sub, "report", "write one self-contained HTML page: diagram, charts and a sortable "
+                      "parameter table for each model, side by side", json=False, nargs="+")
+    c.add_argument("-o", "--output", metavar="FILE", required=True, help="output file (.html)")
+    add_diagram_options(c)
+    c.set_defaults(handler=run)
+
+
+def run(args, console) -> int:
+    from ..load import load
+    from ..outfile import check_output, write_output
+    from ..render.image import dot_program
+    from ..render.report import report_data, report_html
+
+    if Path(args.output).suffix.lower() not in (".html", ".htm"):
+        raise ArchgraphError(f"the report is an HTML page; received '{args.output}'",
+                             hint="end the file name with .html")
+    inputs = model_inputs(*args.model)
+    check_output(args.output, inputs)
+    dot_program()  # the diagrams need Graphviz: fail before the work
+    models = [load(name, dict(args.settings)) for name in args.model]
+    html = report_html(report_data(models, diagram_options(args)))
+    write_output(args.output, html, inputs=inputs)
+    console.print(f"wrote {args.output}", markup=False, highlight=False)
+    return 0

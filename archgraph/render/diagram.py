@@ -1,0 +1,334 @@
+"""The model as a Graphviz diagram (DOT source; images through `archgraph.render.dot`).
+
+Nodes show the op, its key hyperparameters and its parameter count; edges carry
+the tensor shapes of a shape pass; a repeated block is one cluster labelled
+"× N" (every repetition with `expand=True`); blocks nested deeper than `depth`
+are one box.  The source is deterministic: the same model and options give the
+same bytes, so tests compare it with golden files.
+
+>>> from archgraph import load
+>>> "transformer.h × 12" in diagram_dot(load("gpt2"))
+True
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from html import escape
+from typing import Any, Literal
+
+import graphviz
+
+from ..dims import fmt_shape
+from ..graph import BlockNode, Graph, Model, OpNode, join
+from ..passes.params import ParamReport, call_totals, graph_totals, node_tensors
+from ..passes.shapes import ShapeReport
+from ..passes.walk import Run
+from ..spec.ties import find_tensor, tie_owner
+from .palette import SHARE_BINS, category_color, human, share_bin
+
+# Hyperparameters that are noise in a figure (naming and numerics, not architecture).
+HIDDEN_HPARAMS = frozenset({"eps", "weight_layout", "names", "momentum", "track_running_stats"})
+FONT = "Helvetica"
+End = tuple[str, Any]  # (DOT node id, shape of the tensor it hands on)
+
+
+@dataclass(frozen=True)
+class DiagramOptions:
+    expand: bool = False          # draw every repetition of a repeated block
+    depth: int | None = None      # blocks nested deeper than this are one box (0: every block)
+    color_by: Literal["share", "category"] = "share"
+    rankdir: Literal["TB", "LR"] = "TB"
+
+
+@dataclass
+class _Scope:
+    """One drawn graph: a model's top level, or one (drawn) repetition of a block's body."""
+
+    graph: Graph
+    run: Run
+    prefix: str                   # path of this repetition (`transformer.h.0`)
+    inputs: dict[str, End]        # graph input name -> what feeds it
+    level: int                    # block nesting: 0 at the top
+    times: int                    # how often these weights occur in the model (0: shared copy)
+    outs: dict[str, list[End]] = field(default_factory=dict)
+
+    def end(self, ref) -> End:
+        return self.inputs[ref.node] if ref.node in self.inputs else self.outs[ref.node][ref.index]
+
+
+def diagram(model: Model, options: DiagramOptions = DiagramOptions(),
+            params: ParamReport | None = None, shapes: ShapeReport | None = None) -> graphviz.Digraph:
+    """The diagram of `model` as a graphviz.Digraph (shapes from `model.shapes()` unless given)."""
+    return _Drawer(model, params or model.params(), shapes or model.shapes(), options).draw()
+
+
+def diagram_dot(model: Model, options: DiagramOptions = DiagramOptions(), **reports) -> str:
+    """DOT source of the diagram."""
+    return diagram(model, options, **reports).source
+
+
+class _Drawer:
+    def __init__(self, model: Model, params: ParamReport, shapes: ShapeReport, options: DiagramOptions):
+        self.model, self.params, self.shapes, self.options = model, params, shapes, options
+        self.total = params.total
+        self.ids: dict[str, str] = {}                     # node path -> DOT id
+        self.redirects: list[tuple[str, int | None, str | None]] = []  # see _find
+        self.edges: dict[tuple[str, str, str], None] = {}  # in drawing order, emitted last
+        self.used: set[str] = set()                       # legend entries in use
+        self.ties: list[tuple[str, str, str]] = []        # (node id, tensor, owner tensor path)
+        title = f"<<b>{escape(model.name)}</b> · {human(self.total)} parameters>"
+        self.dot = graphviz.Digraph(
+            name=model.name,
+            graph_attr={"rankdir": options.rankdir, "label": title, "labelloc": "t", "fontsize": "18",
+                        "fontname": FONT, "newrank": "true", "nodesep": "0.3", "ranksep": "0.35",
+                        "compound": "true", "bgcolor": "white"},
+            node_attr={"shape": "box", "style": "rounded,filled", "fontname": FONT, "fontsize": "11",
+                       "color": "#555555", "margin": "0.12,0.04"},
+            edge_attr={"fontname": FONT, "fontsize": "9", "fontcolor": "#444444", "color": "#555555",
+                       "arrowsize": "0.6"})
+
+    # -- the walk -------------------------------------------------------------------
+    def draw(self) -> graphviz.Digraph:
+        inputs = {}
+        for name, shape in self.shapes.inputs.items():
+            node_id = f"(input) {name}"
+            dtype = self.model.inputs[name].dtype
+            self.dot.node(node_id, label=_html(f"<b>{escape(name)}</b>", _small(f"{fmt_shape(shape)} {dtype}")),
+                          shape="oval", style="filled", fillcolor="#f0f0f0")
+            inputs[name] = (node_id, shape)
+        top = _Scope(self.model.graph, self.shapes.run, "", inputs, 0, 1)
+        self._graph(self.dot, top)
+        for name, ref in zip(self.model.output_names, self.model.graph.outputs):
+            node_id = f"(output) {name}"
+            source, shape = top.end(ref)
+            self.dot.node(node_id, label=_html(f"<b>{escape(name)}</b>", _small(fmt_shape(shape))),
+                          shape="oval", style="filled", fillcolor="#f0f0f0")
+            self._edge(source, node_id, shape)
+        for source, target, label in self.edges:  # at the top level: an edge inside a cluster pulls
+            self.dot.edge(source, target, label=f" {label} " if label else "")  # its ends into it
+        self._tie_edges()
+        self._legend()
+        return self.dot
+
+    def _graph(self, container, scope: _Scope) -> None:
+        for name, node in scope.graph.nodes.items():
+            path = join(scope.prefix, name)
+            if isinstance(node, OpNode):
+                self._op(container, scope, name, node, path)
+                scope.outs[name] = [(path, s) for s in scope.run.values[name]]
+            else:
+                scope.outs[name] = self._block(container, scope, name, node)
+
+    def _op(self, container, scope: _Scope, name: str, node: OpNode, path: str) -> None:
+        rows = node_tensors(node)
+        new = sum(r.count for r in rows if not r.buffer and r.name not in node.ties)
+        has_params = bool(node.op.params())
+        lines = [f"<b>{escape(name)}</b>", _small(escape(_op_text(node)))]
+        if new:
+            lines.append(_small(f"{human(new)} params"))
+        tied = [r.name for r in rows if r.name in node.ties]
+        if tied:
+            lines.append(_small(f"tied: {escape(', '.join(tied))}"))
+        if scope.times == 0 and has_params:
+            lines.append(_small("shared with the first repetition"))
+        buffers = sum(r.count for r in rows if r.buffer)
+        if buffers:
+            lines.append(_small(f"+ {human(buffers)} buffer values"))
+        fill, ink = self._fill(node.category, new * scope.times, has_params and new > 0)
+        container.node(path, label=_html(*lines, ink=ink), fillcolor=fill)
+        self.ids[path] = path
+        for ref in node.inputs:
+            source, shape = scope.end(ref)
+            self._edge(source, path, shape)
+        for tensor, target in sorted(node.ties.items()):
+            self.ties.append((path, tensor, target))
+
+    def _block(self, container, scope: _Scope, name: str, node: BlockNode) -> list[End]:
+        ins = [scope.end(ref) for ref in node.inputs]
+        final = scope.run.values[name]
+        if node.repeat == 0:  # an empty stack hands its inputs on
+            return ins[:len(node.body.outputs)]
+        level = scope.level + 1
+        base = join(scope.prefix, name)
+        if self.options.depth is not None and level > self.options.depth:
+            return self._box(container, scope, name, node, base, ins, final)
+        segments = scope.run.nodes[name]
+        if not self.options.expand:
+            first = node.rep_path(scope.prefix, 0)
+            if node.indexed:
+                self.redirects.append((base, node.start, None))
+            times = scope.times * (1 if node.shared else node.repeat)
+            outs = self._cluster(container, scope, node, segments[0].run, first, ins, level, times,
+                                 self._cluster_label(node, name, collapsed=True))
+            return [(end[0], shape) for end, shape in zip(outs, final)]
+        current, index = ins, 0
+        for segment in segments:
+            for _ in range(segment.count):
+                rep = node.rep_path(scope.prefix, index)
+                times = scope.times if index == 0 or not node.shared else 0
+                local = rep[len(scope.prefix) + 1:] if scope.prefix else rep
+                outs = self._cluster(container, scope, node, segment.run, rep, current, level, times,
+                                     self._cluster_label(node, local, collapsed=False))
+                current = outs + current[len(outs):]
+                index += 1
+        return current[:len(node.body.outputs)]
+
+    def _cluster(self, container, scope, node: BlockNode, run: Run, prefix: str, ins: list[End],
+                 level: int, times: int, label: str) -> list[End]:
+        with container.subgraph(name=f"cluster_{prefix}") as sub:
+            sub.attr(label=label, style="rounded,filled", fillcolor="#f7f7f7" if level % 2 else "#ececec",
+                     color="#999999", fontname=FONT, fontsize="11", labeljust="l", margin="10")
+            inner = _Scope(node.body, run, prefix, dict(zip(node.body.inputs, ins)), level, times)
+            self._graph(sub, inner)
+            return [inner.end(ref) for ref in node.body.outputs]
+
+    def _box(self, container, scope, name: str, node: BlockNode, base: str, ins: list[End], final) -> list[End]:
+        """A block drawn as one node (below the depth limit)."""
+        per = graph_totals(node.body, self.params.cache)
+        total = call_totals(node, per).total
+        lines = [f"<b>{escape(name)}{_times(node)}</b>",
+                 _small(f"<i>{escape(node.block)}</i>")]
+        lines += [_small(escape(t)) for t in _count_lines(node, per.total, total)]
+        fill, ink = self._fill(max(per.by_category, key=per.by_category.get, default="other"),
+                               total * scope.times, total > 0)
+        outline = "box3d" if node.repeat > 1 else "box"
+        container.node(base, label=_html(*lines, ink=ink), fillcolor=fill, shape=outline, style="filled")
+        self.ids[base] = base
+        self.redirects.append((base, None, base))
+        for end in ins:
+            self._edge(end[0], base, end[1])
+        return [(base, shape) for shape in final]
+
+    # -- labels, colours and edges -------------------------------------------------------
+    def _cluster_label(self, node: BlockNode, path: str, collapsed: bool) -> str:
+        """`transformer.h × 12  gpt2_block` and the counts; `path` is relative to the enclosing block."""
+        per = graph_totals(node.body, self.params.cache).total
+        total = call_totals(node, graph_totals(node.body, self.params.cache)).total
+        title = f"<b>{escape(path)}{_times(node) if collapsed else ''}</b>  <i>{escape(node.block)}</i>"
+        counts = _count_lines(node, per, total) if collapsed else [f"{human(per)} params"]
+        return _html(title, *[_small(escape(c)) for c in counts], align="left")
+
+    def _fill(self, category: str, weight: int, has_params: bool) -> tuple[str, str]:
+        if self.options.color_by == "category":
+            if not has_params:
+                self.used.add("none")
+                return "#ffffff", "#000000"
+            self.used.add(category)
+            return category_color(category), "#000000"
+        label, fill, ink = share_bin(weight / self.total if self.total else 0.0, has_params)
+        self.used.add(label)
+        return fill, ink
+
+    def _edge(self, source: str, target: str, shape) -> None:
+        label = fmt_shape(shape) if isinstance(shape, tuple) else ""
+        self.edges.setdefault((source, target, label), None)
+
+    def _tie_edges(self) -> None:
+        for node_id, tensor, target in self.ties:
+            owner_tensor = tie_owner(self.model, target)
+            owner_path = find_tensor(self.model.graph, owner_tensor)[0]
+            owner = self._find(owner_path)
+            if owner is None or owner == node_id:
+                continue
+            self.used.add("tie")
+            self.dot.edge(owner, node_id, label=f" tied {tensor} ", style="dashed", dir="none",
+                          constraint="false", color="#b2182b", fontcolor="#b2182b")
+
+    def _find(self, path: str) -> str | None:
+        """The DOT id drawing the node at `path` (a later repetition maps to the drawn one)."""
+        for _ in range(64):
+            if path in self.ids:
+                return self.ids[path]
+            for base, first, box in self.redirects:
+                if not path.startswith(base + "."):
+                    continue
+                if box is not None:
+                    return box
+                index, _, rest = path[len(base) + 1:].partition(".")
+                if index.isdigit() and int(index) != first:
+                    path = f"{base}.{first}.{rest}"
+                    break
+            else:
+                return None
+        return None
+
+    def _legend(self) -> None:
+        if self.options.color_by == "category":
+            title = "parameters by category"
+            entries = [(category_color(c), "#000000", c) for c in sorted(self.used - {"none", "tie"})]
+            if "none" in self.used:
+                entries.append(("#ffffff", "#000000", "no parameters"))
+        else:
+            title = "share of all parameters"
+            entries = [(fill, ink, label) for _, label, fill, ink in SHARE_BINS if label in self.used]
+            if "no parameters" in self.used:
+                entries.append(("#ffffff", "#000000", "no parameters"))
+        cells = "".join(f'<tr><td bgcolor="{fill}" border="1" width="14"> </td>'
+                        f'<td align="left"><font point-size="9">{escape(label)}</font></td></tr>'
+                        for fill, _, label in entries)
+        tie = ('<tr><td colspan="2" align="left"><font point-size="9" color="#b2182b">- - -  tied tensor'
+               '</font></td></tr>') if "tie" in self.used else ""
+        label = (f'<<table border="0" cellborder="0" cellspacing="2" cellpadding="2">'
+                 f'<tr><td colspan="2" align="left"><b>{escape(title)}</b></td></tr>{cells}{tie}</table>>')
+        self.dot.node("(legend)", label=label, shape="plaintext", style="", fontsize="10")
+
+
+def _times(node: BlockNode) -> str:
+    shared = " shared" if node.shared else ""
+    return f" × {node.repeat}{shared}" if node.repeat > 1 or node.indexed else shared
+
+
+def _count_lines(node: BlockNode, per: int, total: int) -> list[str]:
+    if node.repeat == 1:
+        return [f"{human(total)} params"]
+    if node.shared:
+        return [f"{human(per)} params, shared by all {node.repeat}"]
+    return [f"{human(per)} params each · {human(total)} total"]
+
+
+def _op_text(node: OpNode) -> str:
+    """`linear  in_features=768, out_features=2304`: the op and its non-default hyperparameters."""
+    op = node.op
+    parts = []
+    for f in dataclasses.fields(op):  # type: ignore[arg-type]
+        value = getattr(op, f.name)
+        if f.name in HIDDEN_HPARAMS or (f.default is not dataclasses.MISSING and value == f.default):
+            continue
+        if isinstance(value, tuple):
+            value = "(" + ", ".join(map(str, value)) + ")"
+        parts.append(f"{f.name}={value}")
+    return "\n".join([op.op_name] + _wrap(parts, 34))
+
+
+def _wrap(parts: list[str], width: int) -> list[str]:
+    lines: list[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + len(part) + 2 <= width:
+            lines[-1] += ", " + part
+        else:
+            lines.append(part)
+    return lines
+
+
+def _small(text: str) -> str:
+    return f'<font point-size="9">{text}</font>'
+
+
+def _html(*lines: str, ink: str = "#000000", align: str = "center") -> str:
+    """An HTML-like label: one table row per line (lines are already escaped)."""
+    rows = "".join(f'<tr><td align="{align}">{line.replace(chr(10), "<br/>")}</td></tr>' for line in lines)
+    return (f'<<table border="0" cellborder="0" cellspacing="0" cellpadding="1">'
+            f'{rows}</table>>') if ink == "#000000" else (
+        f'<<font color="{ink}"><table border="0" cellborder="0" cellspacing="0" cellpadding="1">'
+        f'{rows}</table></font>>')
+
+
+def diagram_svg(model: Model, options: DiagramOptions = DiagramOptions()) -> str | None:
+    """The diagram as SVG text, or None when Graphviz's dot is not installed (for Jupyter)."""
+    from ..errors import ArchgraphError
+    from .image import dot_image
+    try:
+        return dot_image(diagram_dot(model, options), "svg").decode("utf-8")
+    except ArchgraphError:
+        return None

@@ -1,0 +1,80 @@
+"""Parameter-distribution charts: the figures they draw, and the files."""
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from archgraph import ModelBuilder, load
+from archgraph.render.chart import Part, chart_image, param_distribution
+
+
+def test_gpt2_distribution():
+    d = param_distribution(load("gpt2").params())
+    assert d.total == 124_439_808
+    assert d.categories == [("mlp", 56_669_184), ("embedding", 39_383_808), ("attention", 28_348_416),
+                            ("norm", 38_400)]  # the tied head owns nothing
+    assert d.parts == [
+        Part("transformer.wte", "transformer.wte", 38_597_376, {"embedding": 38_597_376}),
+        Part("transformer.wpe", "transformer.wpe", 786_432, {"embedding": 786_432}),
+        Part("transformer.h × 12", "transformer.h", 85_054_464,
+             {"mlp": 56_669_184, "attention": 28_348_416, "norm": 36_864}),
+        Part("transformer.ln_f", "transformer.ln_f", 1_536, {"norm": 1_536}),
+    ]
+    assert sum(p.total for p in d.parts) == d.total
+
+
+def test_a_single_block_holding_everything_is_opened():
+    b = ModelBuilder("wrapped", H=16)
+    b.input("x", ["B", "H"])
+    with b.block("body", args=["H"]) as body:
+        body.node("fc1", "linear", in_features="H", out_features="2 * H")
+        body.node("act", "relu")
+        body.node("fc2", "linear", in_features="2 * H", out_features="H", category="head")
+    b.call("net", "body", H="H")
+    d = param_distribution(b.build().params())
+    assert [(p.label, p.path, p.total) for p in d.parts] == [("fc1", "net.fc1", 16 * 32 + 32),
+                                                            ("fc2", "net.fc2", 32 * 16 + 16)]
+
+
+def test_many_parts_keep_the_largest_and_sum_the_rest():
+    d = param_distribution(load("resnet-50").params(), max_parts=4)
+    assert [p.label for p in d.parts] == ["encoder.stages.2.layers × 5", "encoder.stages.3.layers.0",
+                                          "encoder.stages.3.layers × 2", "6 others"]
+    # bottlenecks: 1x1, 3x3, 1x1 convolutions (no bias) with batch norms, and a 1x1 shortcut in a stage's first
+    stage2 = 1024 * 256 + 256 * 256 * 9 + 256 * 1024 + 2 * (256 + 256 + 1024)
+    stage3_first = 1024 * 512 + 512 * 512 * 9 + 512 * 2048 + 1024 * 2048 + 2 * (512 + 512 + 2048 + 2048)
+    stage3 = 2048 * 512 + 512 * 512 * 9 + 512 * 2048 + 2 * (512 + 512 + 2048)
+    assert [p.total for p in d.parts[:3]] == [5 * stage2, stage3_first, 2 * stage3]
+    assert sum(p.total for p in d.parts) == d.total == 23_508_032
+
+
+def test_svg_is_deterministic_and_keeps_its_text():
+    d = param_distribution(load("bert-base-uncased").params())
+    first, second = chart_image(d, "svg"), chart_image(d, "svg")
+    assert first == second
+    text = first.decode()
+    for words in ("by category", "by block", "bert-base-uncased: 109,482,240 parameters (109.48 M)",
+                  "encoder.layer × 12", "56.67 M  51.8%"):
+        assert words in text
+    assert "<dc:date>" not in text
+
+
+def test_png_size():
+    png = chart_image(param_distribution(load("gpt2").params()), "png")
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert struct.unpack(">II", png[16:24]) == (1800, 624)
+
+
+def test_cli(cli, tmp_path):
+    out = tmp_path / "gpt2.svg"
+    code, stdout, err = cli("chart", "gpt2", "--set", "L=24", "-o", str(out))
+    assert (code, err) == (0, "") and stdout == f"wrote {out}\n"
+    assert "transformer.h × 24" in out.read_text()
+    code, _, err = cli("chart", "gpt2", "-o", str(tmp_path / "gpt2.gif"))
+    assert code == 2 and "cannot tell the format of" in err and "end the file name with .png, .svg or .pdf" in err
+
+
+@pytest.mark.parametrize("fmt, magic", [("png", b"\x89PNG"), ("pdf", b"%PDF")])
+def test_formats(fmt, magic):
+    assert chart_image(param_distribution(load("t5-small").params()), fmt).startswith(magic)

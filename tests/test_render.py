@@ -1,0 +1,214 @@
+"""Diagrams: golden DOT files, the layout options, ties, images through Graphviz, a missing `dot`.
+
+Regenerate the golden files after an intended change with
+    ARCHGRAPH_UPDATE_GOLDEN=1 python -m pytest tests/test_render.py
+and review the diff of tests/golden/*.dot before committing it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+from archgraph import load
+from archgraph.render.diagram import DiagramOptions, diagram_dot
+from archgraph.render.image import dot_image
+from conftest import ROOT
+
+GOLDEN = ROOT / "tests" / "golden"
+UPDATE = os.environ.get("ARCHGRAPH_UPDATE_GOLDEN") == "1"
+
+TIED_STACK = """\
+archgraph: 1
+name: tied-stack
+variables: {H: 8, V: 10}
+inputs:
+  ids: {shape: [B, S], dtype: int64}
+blocks:
+  layer:
+    args: [H]
+    nodes:
+      - {name: fc, op: linear, in: x, in_features: H, out_features: H}
+      - {name: act, op: relu}
+nodes:
+  - {name: embed, op: embedding, in: ids, num_embeddings: V, embedding_dim: H}
+  - {name: stack, block: layer, repeat: 4, H: H}
+  - {name: head, op: linear, in_features: H, out_features: H, bias: false, tie: stack.2.fc.weight}
+outputs:
+  out: head
+"""
+
+
+@pytest.fixture
+def tied_stack(tmp_path):
+    path = tmp_path / "tied-stack.yaml"
+    path.write_text(TIED_STACK)
+    return path
+
+
+def _edges(source: str) -> list[tuple[str, str, str]]:
+    """(tail, head, label) of every edge line of a DOT source."""
+    pattern = re.compile(r'^\t("[^"]+"|\S+) -> ("[^"]+"|\S+) \[label="([^"]*)"', re.M)
+    return [(a.strip('"'), b.strip('"'), label.strip()) for a, b, label in pattern.findall(source)]
+
+
+@pytest.mark.parametrize("name", ["bert-base-uncased", "gpt2", "t5-small"])
+def test_golden_dot(name):
+    source = diagram_dot(load(name))
+    golden = GOLDEN / f"{name}.dot"
+    if UPDATE:
+        golden.write_text(source)
+    assert golden.is_file(), f"missing {golden}: run with ARCHGRAPH_UPDATE_GOLDEN=1 to create it"
+    assert source == golden.read_text(), f"{name}: DOT differs from {golden} (ARCHGRAPH_UPDATE_GOLDEN=1 " \
+                                         "regenerates it; review the diff)"
+
+
+def test_gpt2_block_once_with_counts_and_symbolic_shapes():
+    source = diagram_dot(load("gpt2"))
+    assert source.count("subgraph cluster") + source.count('subgraph "cluster') == 1
+    assert "<b>transformer.h × 12</b>  <i>gpt2_block</i>" in source
+    assert "7.09 M params each · 85.05 M total" in source
+    edges = _edges(source)
+    assert ("transformer.h.0.attn.c_attn", "transformer.h.0.attn.qkv", "[B, S, 2304]") in edges
+    assert ("transformer.drop", "transformer.h.0.ln_1", "[B, S, 768]") in edges
+    assert ("transformer.h.0.residual_2", "transformer.ln_f", "[B, S, 768]") in edges
+    assert ("lm_head", "(output) logits", "[B, S, 50257]") in edges
+    # the residual branch enters the block at the right node
+    assert ("transformer.drop", "transformer.h.0.residual_1", "[B, S, 768]") in edges
+    # split's three outputs feeding one node are one edge
+    assert [e for e in edges if e[1] == "transformer.h.0.attn.core"] == [
+        ("transformer.h.0.attn.qkv", "transformer.h.0.attn.core", "[B, S, 768]")]
+
+
+def test_bound_dimensions_make_shapes_concrete():
+    source = diagram_dot(load("gpt2", {"B": 2, "S": 16}))
+    assert ("transformer.h.0.mlp.c_fc", "transformer.h.0.mlp.act", "[2, 16, 3072]") in _edges(source)
+    assert "[B, S" not in source
+
+
+def test_tied_tensor_is_a_dashed_edge():
+    source = diagram_dot(load("gpt2"))
+    assert ('\t"transformer.wte" -> lm_head [label=" tied weight " color="#b2182b" constraint=false '
+            'dir=none fontcolor="#b2182b" style=dashed]') in source
+    t5 = diagram_dot(load("t5-small"))
+    ties = re.findall(r'^\t(\S+) -> (\S+) \[label=" tied weight "', t5, re.M)
+    assert ties == [("shared", '"encoder.embed_tokens"'), ("shared", '"decoder.embed_tokens"'),
+                    ("shared", "lm_head")]
+
+
+def test_tie_into_a_later_repetition(tied_stack):
+    model = load(tied_stack)
+    collapsed = diagram_dot(model)
+    assert '\t"stack.0.fc" -> head [label=" tied weight "' in collapsed  # drawn once: rep 0 stands for all
+    expanded = diagram_dot(model, DiagramOptions(expand=True))
+    assert '\t"stack.2.fc" -> head [label=" tied weight "' in expanded
+    boxed = diagram_dot(model, DiagramOptions(depth=0))
+    assert "\tstack -> head [label=\" tied weight \"" in boxed
+
+
+def test_expand_draws_every_repetition_in_order():
+    source = diagram_dot(load("gpt2"), DiagramOptions(expand=True))
+    clusters = re.findall(r'subgraph "cluster_(transformer\.h\.\d+)"', source)
+    assert clusters == [f"transformer.h.{i}" for i in range(12)]
+    edges = _edges(source)
+    assert ("transformer.h.3.residual_2", "transformer.h.4.ln_1", "[B, S, 768]") in edges
+    assert ("transformer.h.3.residual_2", "transformer.h.4.residual_1", "[B, S, 768]") in edges
+    assert ("transformer.h.11.residual_2", "transformer.ln_f", "[B, S, 768]") in edges
+    assert "× 12" not in source
+
+
+def test_depth_collapses_blocks_into_boxes():
+    top = diagram_dot(load("bert-base-uncased"), DiagramOptions(depth=0))
+    assert "subgraph" not in top
+    assert re.search(r'\t"encoder.layer" \[label=<.*<b>encoder.layer × 12</b>.*85.05 M total.*shape=box3d', top)
+    assert ("embeddings.dropout", "encoder.layer", "[B, S, 768]") in _edges(top)
+    assert ("encoder.layer", "pooler.first_token", "[B, S, 768]") in _edges(top)
+    one = diagram_dot(load("bert-base-uncased"), DiagramOptions(depth=1))
+    assert re.findall(r'subgraph "cluster_([^"]+)"', one) == ["encoder.layer.0"]
+    assert '\t\t"encoder.layer.0.attention.self" [label=<' in one
+    assert ("encoder.layer.0.attention.self", "encoder.layer.0.attention.output.dense", "[B, S, 768]") \
+        in _edges(one)
+
+
+def test_t5_first_blocks_and_stacks():
+    source = diagram_dot(load("t5-small"))
+    assert "<b>encoder.block × 5</b>" in source and "<b>encoder.block.0</b>" in source
+    edges = _edges(source)
+    # block 0's position bias feeds the self-attention of blocks 1..5 (drawn once)
+    assert ("encoder.block.0.layer.0.SelfAttention.relative_attention_bias",
+            "encoder.block.1.layer.0.SelfAttention", "[1, 8, S, S]") in edges
+    assert ("encoder.final_layer_norm", "decoder.block.1.layer.1.EncDecAttention", "[B, S, 512]") in edges
+
+
+def test_color_by_category_and_legend():
+    share = diagram_dot(load("llama-2-70b"))
+    assert '"model.layers.0.mlp" [label=<<font color="#ffffff">' in share and 'fillcolor="#08519c"' in share
+    assert "share of all parameters" in share and "≥ 50%" in share
+    by_cat = diagram_dot(load("llama-2-70b"), DiagramOptions(color_by="category", rankdir="LR"))
+    assert "rankdir=LR" in by_cat and "parameters by category" in by_cat
+    mlp = re.search(r'\t\t"model.layers.0.mlp" \[.*fillcolor="([^"]+)"', by_cat).group(1)
+    assert mlp == "#80b1d3"
+    for category in ("attention", "embedding", "head", "mlp", "norm"):
+        assert f'<font point-size="9">{category}</font>' in by_cat
+
+
+def test_repr_svg_for_jupyter():
+    svg = load("gpt2")._repr_svg_()
+    assert svg.startswith("<?xml") and "<svg" in svg and "transformer.h × 12" in svg
+
+
+@pytest.mark.parametrize("suffix, magic", [(".svg", b"<?xml"), (".png", b"\x89PNG"), (".pdf", b"%PDF"),
+                                           (".dot", b"digraph gpt2 {")])
+def test_cli_writes_each_format(cli, tmp_path, suffix, magic):
+    out = tmp_path / f"gpt2{suffix}"
+    code, stdout, err = cli("render", "gpt2", "-o", str(out))
+    assert (code, err) == (0, "") and stdout == f"wrote {out}\n"
+    assert out.read_bytes().startswith(magic)
+
+
+def test_cli_prints_dot_without_output_and_refuses_unknown_suffix(cli, tmp_path):
+    code, out, _ = cli("render", "gpt2", "--depth", "0", "--rankdir", "LR")
+    assert code == 0 and out == diagram_dot(load("gpt2"), DiagramOptions(depth=0, rankdir="LR"))
+    code, _, err = cli("render", "gpt2", "-o", str(tmp_path / "g.jpeg"))
+    assert code == 2 and err == (f"archgraph: error: cannot tell the format of '{tmp_path / 'g.jpeg'}' from its "
+                                 "suffix\n  fix: end the file name with .svg, .png, .pdf or .dot\n")
+
+
+def test_without_dot_images_fail_clearly_and_dot_source_still_works(tmp_path):
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {**os.environ, "PATH": str(empty)}
+    run = [sys.executable, "-m", "archgraph.cli", "render", "gpt2", "-o"]
+    svg = subprocess.run(run + [str(tmp_path / "g.svg")], env=env, capture_output=True, text=True)
+    assert svg.returncode == 2 and not (tmp_path / "g.svg").exists()
+    assert svg.stderr.startswith("archgraph: error: Graphviz's 'dot' program is not installed")
+    assert "sudo apt-get install graphviz" in svg.stderr and "Traceback" not in svg.stderr
+    dot = subprocess.run(run + [str(tmp_path / "g.dot")], env=env, capture_output=True, text=True)
+    assert dot.returncode == 0, dot.stderr
+    assert (tmp_path / "g.dot").read_text() == diagram_dot(load("gpt2"))
+
+
+@pytest.mark.slow
+def test_llama_2_70b_svg_in_under_two_seconds():
+    diagram_dot(load("gpt2"))  # imports and first-use caches are not the diagram's cost
+    start = time.perf_counter()
+    model = load("llama-2-70b")
+    svg = dot_image(diagram_dot(model), "svg")
+    elapsed = time.perf_counter() - start
+    assert elapsed < 2.0, f"llama-2-70b took {elapsed:.2f} s"
+    text = svg.decode()
+    assert "model.layers × 80" in text and "855.65 M params each · 68.45 B total" in text
+    # 4 ops outside the stack, the stack's 6 ops once (not 80 times), input, output and legend
+    assert text.count('class="node"') == 13
+
+
+@pytest.mark.parametrize("module", ["archgraph.render.diagram", "archgraph.render.chart"])
+def test_module_examples(module):
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module(module))
+    assert result.attempted > 0 and result.failed == 0
