@@ -116,7 +116,8 @@ class Model:
 
 
 def join(prefix: str, name: str) -> str:
-    return f"{prefix}.{name}" if prefix else name
+    """`prefix.name`; either may be empty (a block call with `path: ''` adds no segment)."""
+    return f"{prefix}.{name}" if prefix and name else prefix or name
 
 
 def instance_count(graph: Graph, cache: dict | None = None) -> int:

@@ -16,10 +16,12 @@ spec whose variables carry a typical checkpoint's values) and an entry in
         gated: {key: feed_forward_proj, map: {relu: false, gated-gelu: true}}
         qkv_bias: {value: true}      # a constant for this model_type
         stages: {key: depths[6], error: "the template builds at most 6 stages"}  # refuse a config
+        bias: {key: bias?, if_null: false}  # an explicit null means false
 
 Two variables come from the config itself rather than a key: `head`, the word
 for `architectures[0]` (`LlamaForCausalLM` -> 'causal_lm', see HEADS), and
-`num_labels` (the config's `num_labels`, else the size of `id2label`, else 2).
+`num_labels` (the config's `num_labels`, else the size of `id2label`, else the
+template's value: transformers' default differs by family).
 Templates switch parts with `when: head == 'causal_lm'` and name the bare
 model's tensors with a block call's `path:`.  Adding a family is a template and
 a key-table entry, no Python.
@@ -43,6 +45,7 @@ from .errors import ArchgraphError, Loc, SpecError, did_you_mean
 HEADS = {
     "Model": "base",
     "EncoderModel": "encoder",
+    "DoubleHeadsModel": "double_heads",
     "ForCausalLM": "causal_lm",
     "LMHeadModel": "causal_lm",
     "ForMaskedLM": "masked_lm",
@@ -136,10 +139,12 @@ def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -
         raise ArchgraphError(f"model_type '{model_type}' is not supported", loc=loc,
                              hint=f"supported model types: {supported}")
     architecture = _architecture(config, model_type, entry, loc)
-    variables: dict[str, Any] = {"head": head_of(architecture) or "base", "num_labels": _num_labels(config, loc)}
-    sources: dict[str, str] = {"head": f"architectures[0] {architecture.split(' ')[0]}",
-                               "num_labels": "num_labels" if "num_labels" in config else
-                               "id2label" if "id2label" in config else "default"}
+    variables: dict[str, Any] = {"head": head_of(architecture) or "base"}
+    sources: dict[str, str] = {"head": f"architectures[0] {architecture.split(' ')[0]}"}
+    labels = _num_labels(config, loc)
+    if labels is not None:  # else the template's default (2 for most families, 3 for BART)
+        variables["num_labels"] = labels
+        sources["num_labels"] = "num_labels" if "num_labels" in config else "id2label"
     for var, rule in (entry.get("variables") or {}).items():
         found = _value(config, rule, var, model_type, loc)
         if found is not None:
@@ -179,11 +184,12 @@ def _template_variables(template: Path) -> frozenset[str]:
     return frozenset(load_file(template).get("variables") or {})
 
 
-def _num_labels(config: Mapping[str, Any], loc: Loc) -> int:
+def _num_labels(config: Mapping[str, Any], loc: Loc) -> int | None:
     value = config.get("num_labels")
     if value is None and isinstance(config.get("id2label"), dict):
         value = len(config["id2label"])
-    value = 2 if value is None else value
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ArchgraphError(f"'num_labels' must be a positive whole number; received {value!r}", loc=loc)
     return value
@@ -204,6 +210,13 @@ def _lookup(config: Mapping[str, Any], key: str) -> Any:
     return value
 
 
+def _present(config: Mapping[str, Any], key: str) -> bool:
+    """Whether `key` (a plain or dotted name) is in the config, even with a null value."""
+    parent, _, last = key.rpartition(".")
+    holder = _lookup(config, parent) if parent else config
+    return isinstance(holder, Mapping) and last in holder
+
+
 def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc: Loc):
     """(value, source key) for one variable, or None to keep the template's value."""
     mapping: Mapping[str, Any] | None = None
@@ -220,6 +233,10 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
             return None
         keys, mapping = str(rule["key"]), rule.get("map")
         optional = bool(rule.get("optional", False)) or keys.endswith("?")
+        if "if_null" in rule:  # an explicit null means this value (transformers reads None as false, say)
+            for key in keys.rstrip("?").split("|"):
+                if _lookup(config, key) is None and _present(config, key):
+                    return rule["if_null"], f"{key} (null)"
     else:
         keys, optional = str(rule), str(rule).endswith("?")
     keys = keys.rstrip("?")
@@ -277,7 +294,7 @@ def _config_error(exc: ArchgraphError, imported: Imported, path: str | Path) -> 
     where = f" at {exc.loc}" if exc.loc else ""
     node = f", node '{exc.node}'" if exc.node else ""
     values = ", ".join(f"{imported.sources[v]}={imported.variables[v]!r}" for v in imported.variables
-                       if not imported.sources[v].startswith(("architectures", "constant", "default")))
+                       if not imported.sources[v].startswith(("architectures", "constant")))
     return type(exc)(f"the '{imported.model_type}' template cannot be built with this config: "
                      f"{exc.message} (template{where}{node})", loc=Loc(str(path), 0),
                      hint=exc.hint or f"check the config's values: {values}")

@@ -120,3 +120,4 @@ def test_missing_config_file(tmp_path, cli):
     code, _, err = cli("params", str(tmp_path / "nope.json"))
     assert code == 2
     assert err.startswith(f"archgraph: error: no config file '{tmp_path / 'nope.json'}'")
+

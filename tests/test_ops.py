@@ -192,6 +192,15 @@ CASES = [
     case("select", {}, [(B, S, 768)], (B, 768)),
     case("select", {"dim": 0, "index": -1}, [(3, 4)], (4,), id="select-negative-index"),
 
+    # ---- encoders: free-standing learned tensors (nn.Parameter on a module) -----------------
+    # BERT's cls.predictions.bias: a [V] vector the decoder's bias ties to; no input
+    case("parameter", {"shape": [30522], "tensor": "bias"}, [], (30522,), {"bias": (30522,)}, flops=0),
+    case("parameter", {"shape": [2, 3]}, [], (2, 3), {"weight": (2, 3)}, flops=0, id="parameter-default-name"),
+    # ViT-B/16 at 224: 196 patches + the class token; cls_token [1, 1, 768], positions [1, 197, 768];
+    # FLOPs: the position add, one per output element
+    case("class_token", {"hidden": 768, "num_patches": 196}, [(B, 196, 768)], (B, 197, 768),
+         {"cls_token": (1, 1, 768), "position_embeddings": (1, 197, 768)}, flops=B * 197 * 768),
+
     # ---- attention (HF naming; GQA: k/v have kv_heads * head_dim outputs) ------------------
     # self-attention on [B, S, 768], 12 heads of 64: four 768x768 projections (q, k, v, o)
     # plus q.k^T and attn.v, each B*12*S*S*64 MACs.
@@ -327,6 +336,10 @@ ERRORS = [
     reject("split", {"sections": 3}, [(2, 10)], ShapeError, []),
     reject("flatten", {"start_dim": 2, "end_dim": 1}, [(2, 3, 4)], ShapeError, []),
     reject("select", {"dim": 1, "index": 5}, [(2, 5)], ShapeError, []),
+    reject("parameter", {"shape": [4, 0]}, None, SpecError, ["[4, 0]"]),
+    reject("parameter", {"shape": [4], "tensor": "my.bias"}, None, SpecError, ["my.bias"]),
+    reject("class_token", {"hidden": 768, "num_patches": 196}, [(2, 197, 768)], ShapeError, ["197", "196"]),
+    reject("class_token", {"hidden": 768, "num_patches": 196}, [(2, 196, 512)], ShapeError, ["512", "768"]),
     reject("attention", {"hidden": 768, "heads": 12, "kv_heads": 5}, None, SpecError, ["12", "5"]),
     reject("attention", {"hidden": 100, "heads": 12}, None, SpecError, ["head_dim"]),
     reject("attention", {"hidden": 64, "heads": 4, "qkv": "fused", "kv_hidden": 32}, None, SpecError, []),

@@ -341,7 +341,7 @@ def _path(raw: LocDict, env, indexed: bool) -> str | None:
         raise SpecError(f"'path' must give a dotted name or '' (no segment); received {value!r}",
                         loc=raw.key_loc("path"),
                         hint="quote a literal word inside the expression: path: \"'bert'\"")
-    if value == "" and indexed:
+    if value == "" and indexed and raw.get("shared") is not True:  # shared repetitions are not numbered
         raise SpecError("a repeated block needs a path segment to number its repetitions",
                         loc=raw.key_loc("path"), hint="drop 'path: ...' or give it a name")
     return value

@@ -1,0 +1,52 @@
+"""Learned tensors that encoders own outside any layer: `parameter` (a free-standing
+nn.Parameter such as BERT's `cls.predictions.bias`) and `class_token` (ViT's class
+token and learned position table)."""
+from __future__ import annotations
+
+from ..dims import prod
+from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
+
+
+@op("parameter")
+class Parameter(Op):
+    """A free-standing learned tensor of `shape`, named `tensor` (no input); its output is the tensor."""
+
+    shape: tuple[int, ...]
+    tensor: str = "weight"
+
+    def __post_init__(self):
+        if not self.shape or any(d <= 0 for d in self.shape):
+            raise invalid(self, f"shape must list positive sizes; received {list(self.shape)}")
+        if not self.tensor.isidentifier():
+            raise invalid(self, f"tensor must be a tensor name such as bias; received {self.tensor!r}")
+
+    def infer_shape(self):
+        return tuple(self.shape)
+
+    def params(self):
+        yield Tensor(self.tensor, tuple(self.shape))
+
+
+@op("class_token", category="embedding")
+class ClassToken(Op):
+    """Prepend a learned class token, add learned positions: [B, N, hidden] -> [B, N+1, hidden] (ViT)."""
+
+    hidden: int
+    num_patches: int
+
+    def __post_init__(self):
+        positive(self, "hidden", "num_patches")
+
+    def infer_shape(self, x):
+        expect_rank(x, 3, "patch embeddings")
+        b, n, h = x
+        expect_dim(h, self.hidden, "last dimension of the patch embeddings (hidden)")
+        expect_dim(n, self.num_patches, "number of patches (num_patches)")
+        return (b, self.num_patches + 1, self.hidden)
+
+    def params(self):
+        yield Tensor("cls_token", (1, 1, self.hidden))
+        yield Tensor("position_embeddings", (1, self.num_patches + 1, self.hidden))
+
+    def flops(self, inputs, outputs):
+        return prod(outputs[0])  # the position add
