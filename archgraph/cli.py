@@ -37,7 +37,8 @@ def _set_value(text: str) -> tuple[str, Any]:
 
 
 # Modules of archgraph.commands, each adding one or more subcommands (see the module docstring).
-COMMANDS: list[str] = ["import_hf", "check", "render", "chart", "report"]
+COMMANDS: list[str] = ["import_hf", "check", "memory", "flops", "formula", "explain", "compare", "sweep",
+                       "render", "chart", "report"]
 
 
 def model_command(sub, name: str, help: str, json: bool = True, nargs: str | None = None

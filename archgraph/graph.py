@@ -36,6 +36,7 @@ class OpNode:
     ties: dict[str, str] = field(default_factory=dict)  # local tensor -> absolute tensor path
     loc: Loc = Loc()
     keywords: tuple[str, ...] = ()  # when 'in' is a mapping: the rule's parameter for each input
+    dtype: str | None = None  # `dtype:` in the spec: this node's weights are stored so (memory pass)
 
     def bind(self, values: list[Any]) -> tuple[list[Any], dict[str, Any]]:
         """Split input values into the positional and keyword arguments of the op's rules."""

@@ -100,6 +100,18 @@ def archgraph_rows(repeats: int) -> list[tuple[str, float, int, str]]:
     return rows
 
 
+def sweep_rows(repeats: int) -> list[tuple[str, float, int, str]]:
+    """`archgraph sweep`: the closed-form formula, derived once and lambdified, over a 6,100-point grid."""
+    from archgraph.passes.sweep import sweep
+
+    grid = {"L": list(range(1, 51)), "H": list(range(256, 4097, 64)), "I": [8192, 11008]}
+    size = 50 * 61 * 2
+    sweep("llama-2-7b", grid)  # warm-up
+    seconds = median_time(lambda: sweep("llama-2-7b", grid), repeats)
+    return [(f"sweep llama-2-7b over {size:,} configurations (L x H x I), formula included", seconds, repeats,
+             f"{size / seconds:,.0f} configurations/s")]
+
+
 def cold_rows(repeats: int) -> list[tuple[str, float, int, str]]:
     cli = shutil.which("archgraph", path=str(Path(sys.executable).parent)) or shutil.which("archgraph")
     argv = [cli, "params", "llama-2-7b", "--json"] if cli else \
@@ -138,7 +150,7 @@ def main() -> int:
     p.add_argument("--framework-repeats", type=int, default=3, help="framework subprocess repeats (default 3)")
     args = p.parse_args()
 
-    rows = archgraph_rows(args.repeats) + cold_rows(args.cold_repeats)
+    rows = archgraph_rows(args.repeats) + sweep_rows(args.repeats) + cold_rows(args.cold_repeats)
     if args.framework:
         rows += framework_rows(args.framework, args.framework_repeats)
     print(f"\nmachine: {os.cpu_count()} CPUs, Python {platform.python_version()} ({platform.machine()}), "

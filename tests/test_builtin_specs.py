@@ -16,6 +16,7 @@ WITH_REFERENCE = {
     "bloom-1b4-zh": "bloom-1b4-zh",
     "gpt2": "gpt2",
     "llama-2-7b": "llama-2-7b",
+    "llama-3-8b": "llama-3-8b",
     "t5-small": "t5-small",
     "albert-base-v2": "albert-base-v2",
     "resnet-50": "resnet-50",

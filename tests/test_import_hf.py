@@ -121,3 +121,10 @@ def test_missing_config_file(tmp_path, cli):
     assert code == 2
     assert err.startswith(f"archgraph: error: no config file '{tmp_path / 'nope.json'}'")
 
+
+@pytest.mark.parametrize("name", REFERENCES)
+def test_formula_of_a_config_evaluates_to_the_reference(tmp_path, name):
+    from archgraph.passes.formula import param_formula
+    ref = json.loads((REFERENCE / "hf" / f"{name}.json").read_text())
+    report = param_formula(str(_write_config(tmp_path, ref["config"])))
+    assert report.evaluate() == ref["expected_params"]

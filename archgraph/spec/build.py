@@ -24,7 +24,7 @@ TOP_KEYS = {"archgraph", "name", "description", "extends", "variables", "inputs"
             "blocks", "nodes"}
 BLOCK_KEYS = {"args", "variables", "inputs", "outputs", "nodes", "category", "trainable", "description"}
 NODE_KEYS = {"name", "op", "block", "in", "category", "trainable", "tie", "repeat", "start", "shared",
-             "when", "description", "path"}
+             "when", "description", "dtype", "path"}
 GENERIC_CATEGORIES = {"linear", "other"}  # a block's category replaces these, not 'norm' or 'embedding'
 MAX_EXTENDS = 8
 MAX_BLOCK_DEPTH = 64        # blocks calling blocks
@@ -255,7 +255,18 @@ def _op_node(raw: LocDict, name: str, refs, keywords, env, category, explicit: b
     _check_arity(cls, refs, keywords, raw)
     if not explicit and (category is None or op.category not in GENERIC_CATEGORIES):
         category = op.category
-    return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords)
+    return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords, _dtype(raw))
+
+
+def _dtype(raw: LocDict) -> str | None:
+    """`dtype: int8`: how this node's weights are stored (the memory pass reads it)."""
+    if "dtype" not in raw:
+        return None
+    from ..passes.dtypes import canonical
+    try:
+        return canonical(raw["dtype"], "'dtype'")
+    except SpecError as exc:
+        raise exc.with_context(loc=raw.key_loc("dtype"))
 
 
 def _check_arity(cls, refs, keywords, raw: LocDict) -> None:
@@ -308,7 +319,7 @@ def _block_node(ctx: _Ctx, raw: LocDict, name: str, refs, keywords, env, categor
                         hint=hint or ("blocks defined: " + ", ".join(ctx.blocks) if ctx.blocks
                                       else "define it under 'blocks:'"))
     params = _block_params(definition, block)
-    check_keys(raw, NODE_KEYS - {"op", "tie"} | set(params), f"a call of block '{block}'", raw.key_loc)
+    check_keys(raw, NODE_KEYS - {"op", "tie", "dtype"} | set(params), f"a call of block '{block}'", raw.key_loc)
     args = {k: _arg(v, env, raw.key_loc(k), k) for k, v in raw.items() if k in params}
     body = _instantiate(ctx, block, definition, params, args, category, trainable, raw.loc)
     if keywords:

@@ -1,0 +1,37 @@
+"""`archgraph compare A B [C ...]`: models side by side, with an optional chart (-o chart.png)."""
+from __future__ import annotations
+
+
+def add_parser(sub, model_command) -> None:
+    c = model_command(sub, "compare", "compare models side by side: parameters by category, depth, width, "
+                      "memory, FLOPs per token and KV cache at --set S=.. (default B=1, S=512)", nargs="+")
+    c.add_argument("-o", "--output", metavar="FILE", help="also draw a chart (.png, .svg or .pdf)")
+    c.set_defaults(handler=run)
+
+
+def run(args, console) -> int:
+    from pathlib import Path
+
+    from ..cli import emit
+    from ..errors import ArchgraphError
+    from ..load import resolve
+    from ..outfile import check_output, write_output
+    from ..passes.compare import compare
+    from ..render.compare import compare_chart, compare_json, compare_table
+
+    if len(args.model) < 2:
+        raise ArchgraphError("compare needs at least two models", hint="e.g. archgraph compare gpt2 bert-base-uncased")
+    inputs = [resolve(m) for m in args.model]
+    fmt = None
+    if args.output:
+        fmt = Path(args.output).suffix.lower().lstrip(".")
+        if fmt not in ("png", "svg", "pdf"):
+            raise ArchgraphError(f"cannot draw a chart as '.{fmt}'", hint="use a .png, .svg or .pdf file name")
+        check_output(args.output, inputs)
+    rows = compare(args.model, dict(args.settings))
+    code = emit(console, args.json, lambda: compare_json(rows), lambda: compare_table(rows))
+    if args.output:
+        write_output(args.output, compare_chart(rows, fmt), inputs=inputs)
+        if not args.json:
+            console.print(f"chart written to {args.output}")
+    return code

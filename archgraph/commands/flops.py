@@ -1,0 +1,20 @@
+"""`archgraph flops MODEL --set B=.. --set S=..`: forward FLOPs per node, per token, and training."""
+from __future__ import annotations
+
+
+def add_parser(sub, model_command) -> None:
+    c = model_command(sub, "flops", "forward FLOPs per node and in total (per token, training ≈ 3× forward); "
+                      "unbound sizes stay symbolic")
+    c.set_defaults(handler=run)
+
+
+def run(args, console) -> int:
+    from ..cli import emit
+    from ..load import load
+    from ..passes.flops import count_flops
+    from ..render.flops import flops_json, flops_table
+
+    settings = dict(args.settings)
+    model = load(args.model, settings)
+    report = count_flops(model)
+    return emit(console, args.json, lambda: flops_json(report), lambda: flops_table(report))

@@ -1,0 +1,21 @@
+"""`archgraph formula MODEL`: parameters (and forward FLOPs) as closed-form expressions (sympy)."""
+from __future__ import annotations
+
+
+def add_parser(sub, model_command) -> None:
+    c = model_command(sub, "formula", "parameters as a closed-form formula in the spec's variables "
+                      "(and forward FLOPs in the symbolic sizes B, S)")
+    c.set_defaults(handler=run)
+
+
+def run(args, console) -> int:
+    from ..cli import emit
+    from ..load import load
+    from ..passes.flops import count_flops
+    from ..passes.formula import param_formula
+    from ..render.formula import formula_json, formula_table
+
+    settings = dict(args.settings)
+    report = param_formula(args.model, settings)
+    flops = count_flops(load(args.model, settings)).forward
+    return emit(console, args.json, lambda: formula_json(report, flops), lambda: formula_table(report, flops))

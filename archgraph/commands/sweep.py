@@ -1,0 +1,62 @@
+"""`archgraph sweep MODEL --vary L=6,12,24 --vary H=512,768 [--csv]`: metrics over a grid."""
+from __future__ import annotations
+
+import argparse
+
+
+def _vary(text: str) -> tuple[str, list[int]]:
+    name, sep, values = text.partition("=")
+    try:
+        items = [int(v.replace("_", "")) for v in values.split(",") if v.strip()]
+    except ValueError:
+        items = []
+    if not sep or not name.strip().isidentifier() or not items:
+        raise argparse.ArgumentTypeError(f"expected NAME=V1,V2,... with whole numbers, received '{text}'")
+    return name.strip(), items
+
+
+def add_parser(sub, model_command) -> None:
+    c = model_command(sub, "sweep", "parameters, memory and 6·N training FLOPs over a grid of variable values")
+    c.add_argument("--vary", action="append", type=_vary, default=[], metavar="NAME=V1,V2,...",
+                   help="values of a variable (repeat for a grid)")
+    c.add_argument("--csv", action="store_true", help="print CSV")
+    c.add_argument("--check", action="store_true", help="build every configuration (slow; the builder's checks)")
+    c.set_defaults(handler=run)
+
+
+def run(args, console) -> int:
+    import csv
+    import io
+    import json
+    import sys
+
+    from ..errors import ArchgraphError
+    from ..passes.sweep import sweep
+
+    vary = dict(args.vary)
+    if not vary:
+        raise ArchgraphError("nothing to sweep", hint="add --vary NAME=V1,V2,... (e.g. --vary L=6,12,24)")
+    size = 1
+    for values in vary.values():
+        size *= len(values)
+    if size > 1_000_000:
+        raise ArchgraphError(f"the grid has {size:,} configurations; at most 1,000,000",
+                             hint="give fewer values")
+    rows = sweep(args.model, vary, dict(args.settings), check=args.check)
+    if args.json:
+        sys.stdout.write(json.dumps({"model": args.model, "rows": rows}, indent=1) + "\n")
+    elif args.csv:
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        sys.stdout.write(buf.getvalue())
+    else:
+        from rich.table import Table
+        table = Table(title=f"{args.model}: sweep", title_justify="left")
+        for key in rows[0]:
+            table.add_column(key, justify="right")
+        for r in rows:
+            table.add_row(*[f"{v:,}" for v in r.values()])
+        console.print(table)
+    return 0

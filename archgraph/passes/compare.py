@@ -1,0 +1,111 @@
+"""Models side by side: parameters by category, depth and width, memory, FLOPs per token, KV cache.
+
+Every model is analysed at the same sizes (`B`, `S`; an encoder-decoder's `T` is
+`S` unless given), so the figures are comparable.
+
+>>> rows = compare(["gpt2", "bert-base-uncased"], {"S": 128})
+>>> [r.name for r in rows], rows[0].params
+(['gpt2', 'bert-base-uncased'], 124439808)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ..graph import BlockNode, Graph, Model, OpNode
+from ..load import load
+from .flops import count_flops
+from .memory import DEFAULT_SIZE, estimate_memory
+from .params import graph_totals
+
+ATTENTION_OPS = {"attention", "sdpa"}
+
+
+@dataclass
+class ModelSummary:
+    name: str
+    description: str
+    params: int
+    by_category: dict[str, int]
+    embedding_share: float        # embedding parameters / total
+    layers: int                   # repetitions of the blocks that hold attention (or top-level blocks)
+    per_layer: int                # parameters of one repetition of the most repeated block
+    width: int | None             # embedding size of the first token embedding
+    weights_bytes: dict[str, int]
+    training_bytes: int
+    flops_per_token: Any
+    forward_flops: Any
+    kv_cache_bytes: int | None
+    bindings: dict[str, Any]
+
+
+def compare(models: list[str], settings: Mapping[str, Any] | None = None, optimizer: str = "adam") -> list[ModelSummary]:
+    settings = dict(settings or {})
+    return [summarize(name, settings, optimizer) for name in models]
+
+
+def _bindings_for(model: Model, settings: dict) -> tuple[dict, dict]:
+    """(variable overrides, size bindings) for one model: sizes it does not use are dropped;
+    unbound sizes other than B take S (or 512)."""
+    from .. import expr
+    sizes = set()
+    for spec in model.inputs.values():
+        for dim in spec.shape:
+            if isinstance(dim, str):
+                sizes |= expr.names(dim) - set(model.variables)
+    overrides = {k: v for k, v in settings.items() if k in model.variables}
+    seq = settings.get("S", DEFAULT_SIZE)
+    sizes_bound = {n: settings.get(n, 1 if n == "B" else seq) for n in sorted(sizes)}
+    return overrides, sizes_bound
+
+
+def summarize(name: str, settings: dict, optimizer: str = "adam") -> ModelSummary:
+    probe = load(name)
+    overrides, sizes = _bindings_for(probe, settings)
+    model = load(name, overrides) if overrides else probe
+    report = model.params()
+    memory = estimate_memory(model, sizes, optimizer=optimizer)
+    flops = count_flops(model, sizes)
+    cats = dict(report.totals.by_category)
+    layers, per_layer = _depth(model.graph)
+    return ModelSummary(
+        name=model.name, description=model.description, params=report.total,
+        by_category={k: v for k, v in sorted(cats.items(), key=lambda kv: -kv[1]) if v},
+        embedding_share=cats.get("embedding", 0) / report.total if report.total else 0.0,
+        layers=layers, per_layer=per_layer, width=_width(model.graph),
+        weights_bytes=memory.weights_bytes, training_bytes=memory.training_bytes,
+        flops_per_token=flops.per_token, forward_flops=flops.forward,
+        kv_cache_bytes=memory.kv_cache_bytes, bindings=sizes)
+
+
+def _has_attention(graph: Graph) -> bool:
+    return any(n.op.op_name in ATTENTION_OPS if isinstance(n, OpNode) else _has_attention(n.body)
+               for n in graph.nodes.values())
+
+
+def _depth(graph: Graph) -> tuple[int, int]:
+    """(layers, params of one layer): the outermost block calls holding attention (else any
+    block calls), repetitions counted; the layer is the most repeated of them."""
+    calls = [n for n in graph.nodes.values() if isinstance(n, BlockNode)]
+    if not calls:
+        return 0, 0
+    with_attention = [n for n in calls if _has_attention(n.body)]
+    chosen = with_attention or calls
+    if len(chosen) == 1 and chosen[0].repeat == 1:  # a wrapper (a model inside one block call): look inside
+        inner = _depth(chosen[0].body)
+        if inner[0]:
+            return inner
+    cache: dict = {}
+    top = max(chosen, key=lambda n: n.repeat)
+    return sum(n.repeat for n in chosen), graph_totals(top.body, cache).total
+
+
+def _width(graph: Graph) -> int | None:
+    for node in graph.nodes.values():
+        if isinstance(node, OpNode) and node.op.op_name == "embedding":
+            return node.op.embedding_dim
+        if isinstance(node, BlockNode):
+            found = _width(node.body)
+            if found:
+                return found
+    return None

@@ -1,0 +1,239 @@
+"""Memory estimates: weights per dtype, training state per optimizer, activations, KV cache.
+
+Every figure is exact arithmetic on the exact parameter count and the inferred
+shapes; the conventions (what is stored, at what width) are in `ASSUMPTIONS`
+and in docs/sizing.md.  Bytes are exact integers; renderers choose units.
+
+>>> from archgraph import load
+>>> report = estimate_memory(load("gpt2"), {"B": 1, "S": 1024})
+>>> report.weights_bytes["fp32"] == 4 * 124439808
+True
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ..errors import ArchgraphError, SpecError
+from ..graph import Graph, Model, OpNode
+from .dtypes import canonical, nbytes
+from .flops import counted
+from .params import op_totals
+from .shapes import infer_shapes
+
+WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "int8", "int4")
+# bytes per trainable parameter: (gradients, fp32 master copy, optimizer states)
+OPTIMIZERS = {"adam": 8, "adamw": 8, "sgd": 4, "sgd-nomomentum": 0}
+OPTIMIZER_NOTE = {"adam": "Adam: two fp32 moments (m, v), 8 bytes/param",
+                  "adamw": "AdamW: two fp32 moments (m, v), 8 bytes/param",
+                  "sgd": "SGD with momentum: one fp32 momentum buffer, 4 bytes/param",
+                  "sgd-nomomentum": "plain SGD: no optimizer state"}
+VIEW_OPS = {"reshape", "transpose", "permute", "split", "select", "flatten", "identity", "dropout"}
+DEFAULT_BINDINGS = {"B": 1}
+DEFAULT_SIZE = 512  # any other unbound size (S, T, ...) when not given with --set
+
+ASSUMPTIONS = {
+    "weights": "weights = parameters x bytes per value (fp32 4, bf16/fp16 2, int8 1, int4 0.5); tied or "
+               "shared tensors stored once; quantisation scales and zero-points not included; buffers "
+               "(running statistics, rotary tables) reported apart, at fp32",
+    "training": "training states, mixed precision: weights in the compute dtype (2 bytes), gradients 2, "
+                "fp32 master weights 4, optimizer states (Adam/AdamW 8, SGD momentum 4) for each trainable "
+                "parameter: Adam = 16 bytes/param; frozen parameters hold weights only; with --precision fp32: "
+                "weights 4 + gradients 4, no master copy (Adam again 16). Activations, temporary buffers, "
+                "framework overhead and fragmentation not included",
+    "activations": "activations (training, stored for backward): the output of every op except views "
+                   "(reshape, split, dropout, ...) plus one heads x S x T probability matrix per attention, "
+                   "in the compute dtype, for the whole batch; no recomputation (checkpointing) and no "
+                   "FlashAttention (which does not store the probabilities)",
+    "kv_cache": "KV cache: 2 (keys and values) x layers x B x context x kv_heads x head_dim x bytes, for every "
+                "causal self-attention (grouped-query heads counted as kv_heads) and, in an encoder-decoder, "
+                "the cross-attention keys and values over the encoder length",
+}
+
+
+@dataclass
+class KVEntry:
+    path: str          # first layer's node path
+    op: str
+    layers: int        # repetitions
+    context: Any       # sequence length cached
+    width: int         # kv_heads x head_dim for keys, plus the same for values (elements per token)
+    kind: str          # "self" or "cross"
+    bytes: int
+
+
+@dataclass
+class MemoryReport:
+    model: str
+    dtype: str
+    params: int
+    trainable: int
+    weights_bytes: dict[str, int]            # every weight at one dtype
+    weights_params_by_dtype: dict[str, int]  # with per-node `dtype:` overrides, others at `dtype`
+    weights_with_overrides: int
+    optimizer: str
+    precision: str
+    training: dict[str, int]                 # component -> bytes
+    buffers_bytes: int                       # non-learnable tensors (BatchNorm statistics, rope tables), fp32
+    bindings: dict[str, Any]
+    activation_bytes: int | None = None
+    attention_probs_bytes: int | None = None
+    activation_note: str = ""
+    kv_cache: list[KVEntry] = field(default_factory=list)
+    assumptions: dict[str, str] = field(default_factory=lambda: dict(ASSUMPTIONS))
+
+    @property
+    def training_bytes(self) -> int:
+        return sum(self.training.values())
+
+    @property
+    def kv_cache_bytes(self) -> int | None:
+        return sum(e.bytes for e in self.kv_cache) if self.kv_cache else None
+
+    @property
+    def bytes_per_param(self) -> float:
+        return self.training_bytes / self.params if self.params else 0.0
+
+
+def params_by_dtype(graph: Graph, default: str | None = None, cache: dict | None = None) -> Counter:
+    """Parameters per storage dtype (None: no `dtype:` on the node), repetitions counted."""
+    cache = {} if cache is None else cache
+    key = (id(graph), default)
+    if key in cache:
+        return cache[key]
+    out: Counter = Counter()
+    for node in graph.nodes.values():
+        if isinstance(node, OpNode):
+            out[node.dtype or default] += op_totals(node).total
+        elif node.repeat:
+            times = 1 if node.shared else node.repeat
+            for k, v in params_by_dtype(node.body, default, cache).items():
+                out[k] += v * times
+    cache[key] = out
+    return out
+
+
+def training_state(params: int, trainable: int, optimizer: str, precision: str) -> dict[str, int]:
+    """Bytes of weights, gradients, master weights and optimizer states."""
+    if optimizer not in OPTIMIZERS:
+        raise SpecError(f"unknown optimizer '{optimizer}'", hint=f"choose one of {', '.join(OPTIMIZERS)}")
+    if precision not in ("mixed", "fp32"):
+        raise SpecError(f"unknown precision '{precision}'", hint="choose mixed or fp32")
+    width = 2 if precision == "mixed" else 4
+    return {"weights": params * width,
+            "gradients": trainable * width,
+            "master_weights": trainable * 4 if precision == "mixed" else 0,
+            "optimizer_states": trainable * OPTIMIZERS[optimizer]}
+
+
+def estimate_memory(model: Model, settings: Mapping[str, Any] | None = None, dtype: str = "bf16",
+                    optimizer: str = "adam", precision: str = "mixed") -> MemoryReport:
+    dtype = canonical(dtype, "--dtype")
+    report = model.params()
+    by_dtype = params_by_dtype(model.graph)
+    with_overrides = Counter()
+    for k, v in by_dtype.items():
+        with_overrides[k or dtype] += v
+    mem = MemoryReport(
+        model=model.name, dtype=dtype, params=report.total, trainable=report.totals.trainable,
+        weights_bytes={d: nbytes(report.total, d) for d in WEIGHT_DTYPES},
+        weights_params_by_dtype=dict(with_overrides),
+        weights_with_overrides=sum(nbytes(v, k) for k, v in with_overrides.items()),
+        optimizer=optimizer, precision=precision,
+        training=training_state(report.total, report.totals.trainable, optimizer, precision),
+        buffers_bytes=nbytes(report.totals.buffers, "fp32"), bindings={})
+    _runtime(model, dict(settings or {}), mem)
+    return mem
+
+
+def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
+    """Activations and KV cache at concrete sizes (defaults for sizes not given)."""
+    names = set()
+    from .. import expr
+    for spec in model.inputs.values():
+        for dim in spec.shape:
+            if isinstance(dim, str):
+                names |= expr.names(dim)
+    bound = {**model.bindings, **settings}
+    free = sorted(n for n in names if n not in model.variables and n not in bound)
+    defaults = {n: DEFAULT_BINDINGS.get(n, DEFAULT_SIZE) for n in free}
+    bindings = {**model.bindings, **{k: v for k, v in settings.items() if k not in model.variables},
+                **defaults}
+    mem.bindings = bindings
+    if defaults:
+        mem.activation_note = "defaults " + ", ".join(f"{k}={v}" for k, v in defaults.items()) + \
+            " (set with --set)"
+    try:
+        shapes = infer_shapes(model, bindings)
+    except ArchgraphError as exc:
+        mem.activation_note = f"not computed: {exc.message}"
+        return
+    act = probs = 0
+    causal_models = any(getattr(n.op, "causal", False) for _, n, _, _, _ in counted(shapes.run))
+    for path, node, ins, outs, times in counted(shapes.run):
+        name = node.op.op_name
+        if name not in VIEW_OPS:
+            act += sum(_numel(o) for o in outs) * times
+        if name in ("attention", "sdpa"):
+            probs += _probs(node, ins) * times
+            entry = _kv(path, node, ins, times, causal_models, mem.dtype)
+            if entry is not None:
+                mem.kv_cache.append(entry)
+    mem.activation_bytes = nbytes(act + probs, mem.dtype)
+    mem.attention_probs_bytes = nbytes(probs, mem.dtype)
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+def _kv_input(node: OpNode, ins) -> Any:
+    """The key/value input of an `attention` op when it differs from the query input, else None."""
+    if node.keywords:
+        if "kv" not in node.keywords:
+            return None
+        i = node.keywords.index("kv")
+    else:
+        i = 1
+    if i >= len(ins) or node.inputs[i] == node.inputs[0]:
+        return None
+    return ins[i]
+
+
+def _probs(node: OpNode, ins) -> int:
+    """Elements of the softmax output: B x heads x S x T."""
+    q = ins[0]
+    if node.op.op_name == "sdpa":
+        k = ins[1]
+        return q[0] * node.op.heads * q[-2] * k[-2] if len(q) == 4 else q[0] * node.op.heads * q[1] * k[1]
+    kv = _kv_input(node, ins)
+    return q[0] * node.op.heads * q[1] * (kv[1] if kv is not None else q[1])
+
+
+def _kv(path: str, node: OpNode, ins, times: int, causal_model: bool, dtype: str) -> KVEntry | None:
+    """The cached keys and values of one attention op (all its repetitions), or None."""
+    op = node.op
+    if op.op_name == "sdpa":
+        if not op.causal:
+            return None
+        k, v = ins[1], ins[2]
+        seq = k[-2] if len(k) == 4 else k[1]
+        per_token = (k[1] * k[3] + v[1] * v[3]) if len(k) == 4 else k[-1] + v[-1]
+        return _entry(path, op, times, k[0], seq, per_token, "self", dtype)
+    kv = _kv_input(node, ins)
+    if op.causal and kv is None:
+        kind = "self"
+    elif causal_model and kv is not None:
+        kind = "cross"  # decoder cross-attention over the encoder output: computed once, cached
+    else:
+        return None
+    src = kv if kv is not None else ins[0]
+    return _entry(path, op, times, src[0], src[1], 2 * op.n_kv * op.d, kind, dtype)
+
+
+def _entry(path, op, times, batch, seq, per_token, kind, dtype) -> KVEntry:
+    return KVEntry(path, op.op_name, times, seq, per_token, kind, nbytes(batch * seq * per_token * times, dtype))

@@ -1,0 +1,71 @@
+"""Metrics over a grid of variable values, from the closed-form formula (compiled once with
+sympy.lambdify), so a scaling study costs microseconds per configuration.
+
+The formula path does not re-run the builder's checks for each configuration (an
+`H` that `A` does not divide still gets a number); `check=True` builds every
+configuration instead (slow, exact, with the builder's errors).  Variables the
+formula had to keep as numbers (`frozen`, e.g. those in `when:` conditions) are
+always swept by building.
+
+>>> rows = sweep("gpt2", {"L": [6, 12]})
+>>> [(r["L"], r["params"]) for r in rows]
+[(6, 81912576), (12, 124439808)]
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Mapping
+
+from ..errors import ArchgraphError, SpecError
+from .formula import param_formula
+
+ADAM_BYTES = 16
+
+
+def grid(vary: Mapping[str, list[int]]) -> list[dict[str, int]]:
+    names = list(vary)
+    return [dict(zip(names, values)) for values in itertools.product(*(vary[n] for n in names))]
+
+
+def sweep(model: str, vary: Mapping[str, list[int]], settings: Mapping[str, Any] | None = None,
+          check: bool = False) -> list[dict[str, Any]]:
+    """One row per configuration: the varied values, params, non-embedding params, weights and
+    Adam training bytes, and the 6·N training FLOPs per token (N: non-embedding params)."""
+    if not vary:
+        raise SpecError("nothing to sweep", hint="give --vary NAME=V1,V2,...")
+    settings = dict(settings or {})
+    first = {k: v[0] for k, v in vary.items()}
+    formula = param_formula(model, {**settings, **first})
+    unknown = [n for n in vary if n not in formula.symbols and n not in formula.frozen]
+    if unknown:
+        raise SpecError(f"--vary {unknown[0]}: not a whole-number variable of '{formula.model}'",
+                        hint="variables: " + ", ".join(formula.symbols))
+    configs = grid(vary)
+    if check or any(n in formula.frozen for n in vary):
+        return [_built(model, settings, c) for c in configs]
+    names = list(vary)
+    total = formula.lambdify(names)
+    emb = formula.by_category.get("embedding", 0)
+    embedding = formula.lambdify(names, of=emb)
+    rows = []
+    for c in configs:
+        args = [c[n] for n in names]
+        rows.append(_row(c, int(total(*args)), int(embedding(*args))))
+    return rows
+
+
+def _row(config: dict, params: int, embedding: int) -> dict[str, Any]:
+    non_embedding = params - embedding
+    return {**config, "params": params, "non_embedding_params": non_embedding,
+            "weights_bf16_bytes": 2 * params, "weights_fp32_bytes": 4 * params,
+            "adam_training_bytes": ADAM_BYTES * params, "training_flops_per_token": 6 * non_embedding}
+
+
+def _built(model: str, settings: dict, config: dict) -> dict[str, Any]:
+    from ..load import load
+    try:
+        report = load(model, {**settings, **config}).params()
+    except ArchgraphError as exc:
+        exc.message = f"{', '.join(f'{k}={v}' for k, v in config.items())}: {exc.message}"
+        raise
+    return _row(config, report.total, report.totals.by_category.get("embedding", 0))

@@ -1,0 +1,83 @@
+"""FLOPs reports as tables and JSON; sizes still symbolic print as formulas (`36864*B*S**2 + ...`)."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..dims import fmt, to_json
+from ..passes.flops import TRAINING_FACTOR, FlopsReport
+
+ASSUMPTIONS = ("FLOPs = 2 per multiply-accumulate; attention counts q/k/v/o projections and both S x T "
+               "matmuls (scores and values) over the full matrix, causal or not; norms, activations and adds "
+               "count a few FLOPs per element; embedding lookups count 0; a tied weight's matmul counts "
+               f"(its parameters do not). Training ~ {TRAINING_FACTOR} x forward (backward ~ 2 x forward).")
+
+
+def flops_text(n: Any) -> str:
+    """12345678 -> '12.35 GFLOP'; a symbolic count stays a formula."""
+    if not isinstance(n, (int, float)):
+        return fmt(n)
+    for unit, size in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6), ("KFLOP", 1e3)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:g} FLOP"
+
+
+def _num(n: Any) -> Any:
+    if isinstance(n, float) and n.is_integer():
+        n = int(n)
+    return to_json(n) if not isinstance(n, float) else n
+
+
+def flops_json(r: FlopsReport) -> dict[str, Any]:
+    return {"model": r.model.name, "bindings": {k: to_json(v) for k, v in r.bindings.items()},
+            "forward_flops": _num(r.forward), "training_flops": _num(r.training),
+            "training_factor": TRAINING_FACTOR, "tokens": _num(r.tokens), "unit": r.unit,
+            "forward_flops_per_token": _num(r.per_token),
+            "by_category": {k: _num(v) for k, v in r.by_category.items()},
+            "by_op": {k: _num(v) for k, v in r.by_op.items()},
+            "nodes": [{"path": n.path, "op": n.op, "flops": _num(n.flops)} for n in r.nodes()],
+            "assumptions": ASSUMPTIONS}
+
+
+def flops_table(r: FlopsReport) -> Group:
+    sizes = ", ".join(f"{k}={v}" for k, v in r.bindings.items()) or "symbolic sizes"
+    nodes = Table(title=f"{r.model.name}: forward FLOPs at {sizes}", title_justify="left")
+    for col, just in (("Node", "left"), ("Op", "left"), ("FLOPs", "right"), ("", "right")):
+        nodes.add_column(col, justify=just)
+    _node_rows(nodes, r)
+    totals = Table(show_header=False, box=None, padding=(0, 2))
+    totals.add_column()
+    totals.add_column(justify="right")
+    totals.add_column()
+    totals.add_row("Forward", _exact(r.forward), flops_text(r.forward))
+    totals.add_row(f"Forward per {r.unit} ({fmt(r.tokens)} {r.unit}s)", _exact(r.per_token), flops_text(r.per_token))
+    totals.add_row(f"Training ≈ {TRAINING_FACTOR} × forward", _exact(r.training), flops_text(r.training))
+    cats = Table(title="by category", title_justify="left")
+    cats.add_column("Category")
+    cats.add_column("FLOPs", justify="right")
+    cats.add_column("Share", justify="right")
+    for k, v in sorted(r.by_category.items(), key=lambda kv: str(kv[0])):
+        share = f"{100 * v / r.forward:.1f}%" if isinstance(v, int) and r.forward else ""
+        cats.add_row(k, _exact(v), share)
+    return Group(nodes, totals, cats, Text(ASSUMPTIONS, style="dim"))
+
+
+def _exact(n: Any) -> str:
+    if isinstance(n, float) and not n.is_integer():
+        return f"{n:,.1f}"
+    return f"{int(n):,}" if isinstance(n, (int, float)) else fmt(n)
+
+
+def _node_rows(table: Table, r: FlopsReport) -> None:
+    """Every node that costs something; a repeated block's nodes once with × N."""
+    from ..passes.flops import counted, op_flops
+    for path, node, ins, outs, times in counted(r.shapes.run):
+        f = op_flops(node, ins, outs, path)
+        if f == 0:
+            continue
+        label = path + (f"  × {times}" if times > 1 else "")
+        table.add_row(label, node.op.op_name, _exact(f * times), flops_text(f * times))

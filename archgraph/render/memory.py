@@ -1,0 +1,95 @@
+"""Memory and FLOPs reports as tables and JSON (binary units for bytes: MiB = 2^20, GiB = 2^30)."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..dims import to_json
+from ..passes.memory import MemoryReport
+
+
+def binary(n: int | None) -> str:
+    """Bytes in binary units, as accelerate prints them: 433241088 -> '413.18 MiB'."""
+    if n is None:
+        return "—"
+    for unit, size in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"
+
+
+def decimal(n: int | None) -> str:
+    """Bytes in decimal gigabytes (seed 004's rule of thumb: 4 GB per billion fp32 parameters)."""
+    return "—" if n is None else f"{n / 1e9:,.2f} GB"
+
+
+def memory_json(m: MemoryReport) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "model": m.model, "params": m.params, "trainable": m.trainable,
+        "weights_bytes": m.weights_bytes, "buffers_bytes": m.buffers_bytes,
+        "dtype": m.dtype,
+        "weights_params_by_dtype": m.weights_params_by_dtype,
+        "weights_with_overrides_bytes": m.weights_with_overrides,
+        "optimizer": m.optimizer, "precision": m.precision,
+        "training_bytes": m.training_bytes, "training": m.training,
+        "training_bytes_per_param": m.bytes_per_param,
+        "bindings": {k: to_json(v) for k, v in m.bindings.items()},
+        "activation_bytes": m.activation_bytes,
+        "attention_probs_bytes": m.attention_probs_bytes,
+    }
+    if m.activation_bytes is not None:
+        out["training_with_activations_bytes"] = m.training_bytes + m.activation_bytes
+    if m.kv_cache:
+        out["kv_cache_bytes"] = m.kv_cache_bytes
+        out["kv_cache"] = [{"path": e.path, "op": e.op, "layers": e.layers, "context": to_json(e.context),
+                            "values_per_token": e.width, "kind": e.kind, "bytes": e.bytes} for e in m.kv_cache]
+    if m.activation_note:
+        out["note"] = m.activation_note
+    out["assumptions"] = m.assumptions
+    return out
+
+
+def _bytes_table(title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("")
+    table.add_column("Bytes", justify="right")
+    table.add_column("Binary (2^20, 2^30)", justify="right")
+    table.add_column("Decimal (10^9)", justify="right")
+    return table
+
+
+def _row(table: Table, label: str, n: int | None, bold: bool = False) -> None:
+    cells = [label, "—" if n is None else f"{n:,}", binary(n), decimal(n)]
+    table.add_row(*[Text(c, style="bold") if bold else c for c in cells])
+
+
+def memory_table(m: MemoryReport) -> Group:
+    weights = _bytes_table(f"{m.model}: weights ({m.params:,} parameters)")
+    for dtype, n in m.weights_bytes.items():
+        _row(weights, dtype, n)
+    if m.buffers_bytes:
+        _row(weights, "buffers (fp32, not parameters)", m.buffers_bytes)
+    overridden = {k: v for k, v in m.weights_params_by_dtype.items() if k != m.dtype}
+    if overridden:
+        parts = ", ".join(f"{v:,} at {k}" for k, v in m.weights_params_by_dtype.items())
+        _row(weights, f"{m.dtype} with the spec's per-node dtype ({parts})", m.weights_with_overrides, True)
+    train = _bytes_table(f"training state: {m.optimizer}, {m.precision} precision "
+                         f"({m.bytes_per_param:g} bytes/param)")
+    for part, n in m.training.items():
+        _row(train, part.replace("_", " "), n)
+    _row(train, "total (no activations)", m.training_bytes, True)
+    sizes = ", ".join(f"{k}={v}" for k, v in m.bindings.items())
+    run = _bytes_table(f"at {sizes} ({m.dtype})" + (f"; {m.activation_note}" if m.activation_note else ""))
+    _row(run, "activations stored for backward", m.activation_bytes)
+    _row(run, "  of which attention probabilities", m.attention_probs_bytes)
+    if m.activation_bytes is not None:
+        _row(run, "training state + activations", m.training_bytes + m.activation_bytes, True)
+    for e in m.kv_cache:
+        _row(run, f"KV cache {e.kind}: {e.path} × {e.layers} ({e.width} values/token, {e.context} tokens)", e.bytes)
+    if m.kv_cache:
+        _row(run, "KV cache total", m.kv_cache_bytes, True)
+    notes = Text("\n".join(f"* {v}" for v in m.assumptions.values()), style="dim")
+    return Group(weights, train, run, Text("assumptions", style="bold"), notes)

@@ -1,0 +1,44 @@
+"""compare: encoder, decoder and encoder-decoder side by side, and the chart."""
+from __future__ import annotations
+
+import json
+
+import archgraph
+
+
+def test_compare_json_encoder_decoder(cli):
+    code, out, err = cli("compare", "bert-base-uncased", "gpt2", "t5-small", "--set", "S=512", "--json")
+    assert code == 0, err
+    bert, gpt2, t5 = json.loads(out)["models"]
+    assert [bert["params"], gpt2["params"], t5["params"]] == [109_482_240, 124_439_808, 60_506_624]
+    assert bert["by_category"]["embedding"] == 23_835_648
+    assert gpt2["embedding_share"] == (50257 + 1024) * 768 / 124_439_808
+    assert [bert["layers"], gpt2["layers"], t5["layers"]] == [12, 12, 12]
+    assert [bert["per_layer"], gpt2["per_layer"]] == [7_087_872, 7_087_872]
+    assert [bert["width"], gpt2["width"], t5["width"]] == [768, 768, 512]
+    assert gpt2["weights_bytes"]["int4"] == 124_439_808 // 2
+    assert bert["kv_cache_bytes"] is None
+    assert gpt2["kv_cache_bytes"] == 2 * 12 * 512 * 768 * 2
+    assert t5["kv_cache_bytes"] == 2 * (6 + 6) * 512 * 8 * 64 * 2  # self + cross attention, T = S
+    assert t5["bindings"] == {"B": 1, "S": 512, "T": 512}
+    flops = archgraph.passes.flops.count_flops(archgraph.load("gpt2"), {"B": 1, "S": 512})
+    assert gpt2["flops_per_token"] == flops.forward // 512
+
+
+def test_compare_table_and_chart(cli, tmp_path):
+    chart = tmp_path / "chart.png"
+    code, out, err = cli("compare", "bert-base-uncased", "gpt2", "-o", str(chart))
+    assert code == 0, err
+    assert "embedding share" in out and "— (no decoder)" in out and "21.8%" in out
+    assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_compare_errors(cli, tmp_path):
+    code, _, err = cli("compare", "gpt2")
+    assert code == 2 and "compare needs at least two models" in err
+    code, _, err = cli("compare", "gpt2", "bert-base-uncased", "-o", str(tmp_path / "c.gif"))
+    assert code == 2 and "cannot draw a chart as '.gif'" in err
+    spec = tmp_path / "m.yaml"
+    spec.write_text((archgraph.builtin_specs()["gpt2"]).read_text())
+    code, _, err = cli("compare", str(spec), "gpt2", "-o", str(spec))
+    assert code == 2 and "cannot draw a chart as '.yaml'" in err  # never over the spec

@@ -1,0 +1,89 @@
+"""Forward FLOPs against independent hand formulas: 2 x (non-embedding matmul parameters) x tokens
+plus the attention score/value matmuls, plus the few FLOPs per element of norms, activations and adds."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import archgraph
+from archgraph.dims import symbol
+from archgraph.passes.flops import count_flops
+
+
+def _matmul_params(report) -> int:
+    """Non-embedding parameters that multiply activations: weights of linear layers, attention and MLPs
+    (no biases, no norm scales), with a tied head counted (its matmul runs)."""
+    total = 0
+    for path, node, _, rows in report.nodes():
+        if node.category in ("embedding", "norm"):
+            continue
+        total += sum(r.count for r in rows if not r.buffer and r.name.endswith("weight"))
+    return total
+
+
+def test_gpt2_forward_flops_by_hand():
+    b, s = 2, 128
+    model = archgraph.load("gpt2")
+    r = count_flops(model, {"B": b, "S": s})
+    V, H, L, t = 50257, 768, 12, b * s
+    n_matmul = L * 12 * H * H + V * H  # c_attn 3H², c_proj H², c_fc 4H², c_proj 4H²; tied lm_head V·H
+    assert _matmul_params(model.params()) == n_matmul
+    non_embedding = 124_439_808 - (V * H + 1024 * H)
+    assert n_matmul == non_embedding - L * (13 * H) - 2 * H + V * H  # minus biases and norms, plus the head
+    attention = L * 2 * (2 * b * s * s * H)  # q·kᵀ and probs·v per layer, all 12 heads
+    elementwise = (t * H  # embedding sum
+                   + L * (2 * 5 * t * H + 8 * 4 * H * t + 2 * t * H)  # two layer norms, tanh-gelu, two adds
+                   + 5 * t * H)  # ln_f
+    assert r.forward == 2 * n_matmul * t + attention + elementwise
+    assert r.forward == 64_561_348_608
+    assert r.per_token == r.forward // t
+    assert r.training == 3 * r.forward
+    assert r.by_category["head"] == 2 * t * H * V  # the tied head's FLOPs are kept
+
+
+def test_llama_2_7b_forward_flops_by_hand():
+    b, s = 1, 2048
+    model = archgraph.load("llama-2-7b")
+    r = count_flops(model, {"B": b, "S": s})
+    V, H, L, A, I, t = 32000, 4096, 32, 32, 11008, b * s
+    n_matmul = L * (4 * H * H + 3 * H * I) + V * H  # q, k, v, o; gate, up, down; lm_head
+    assert _matmul_params(model.params()) == n_matmul
+    assert n_matmul == 6_738_415_616 - V * H - (2 * L + 1) * H  # non-embedding minus RMSNorm scales
+    attention = L * 2 * (2 * b * A * s * s * (H // A))
+    elementwise = L * (2 * 4 * t * H + 2 * t * H) + 4 * t * H  # two RMSNorms and two adds per layer; final norm
+    assert r.forward == 2 * n_matmul * t + attention + elementwise
+
+
+def test_symbolic_sizes_give_a_formula_that_agrees():
+    r = count_flops(archgraph.load("gpt2"))
+    B, S = symbol("B"), symbol("S")
+    assert r.forward.xreplace({B: 2, S: 128}) == 64_561_348_608
+    assert r.forward.coeff(S, 2) == 12 * 2 * 2 * 768 * B  # the quadratic attention term
+
+
+def test_per_node_list_expands_repetitions_and_sums_to_the_total(cli):
+    code, out, err = cli("flops", "gpt2", "--set", "B=1", "--set", "S=64", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert sum(n["flops"] for n in data["nodes"]) == data["forward_flops"]
+    by_path = {n["path"]: n for n in data["nodes"]}
+    assert by_path["transformer.h.11.attn.core"] == {"path": "transformer.h.11.attn.core", "op": "sdpa",
+                                                     "flops": 2 * 2 * 64 * 64 * 768}
+    assert by_path["lm_head"]["flops"] == 2 * 64 * 768 * 50257
+    assert data["training_flops"] == 3 * data["forward_flops"]
+    assert data["forward_flops_per_token"] * 64 == data["forward_flops"]
+    assert len(data["nodes"]) == sum(1 for _ in archgraph.load("gpt2").params().nodes())
+
+
+def test_cli_table_and_symbolic(cli):
+    code, out, _ = cli("flops", "llama-2-7b", "--set", "B=1", "--set", "S=2048")
+    assert code == 0
+    assert "model.layers.0.self_attn  × 32" in out and "Training ≈ 3 × forward" in out
+    code, out, _ = cli("flops", "gpt2", "--json")
+    assert json.loads(out)["forward_flops"] == "36864*B*S**2 + 247474176*B*S"
+
+
+def test_bad_size_is_an_error(cli):
+    code, _, err = cli("flops", "gpt2", "--set", "S=2048")
+    assert code == 2 and "exceeds the 1024 positions" in err

@@ -1,0 +1,156 @@
+"""Memory: weights per dtype against seed 004's rule and accelerate's published figures, training
+state per optimizer, the KV cache (grouped-query aware), per-node dtype overrides."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import archgraph
+from archgraph.errors import SpecError
+from archgraph.passes.memory import estimate_memory
+from archgraph.render.memory import binary, decimal
+from conftest import reference
+
+
+@pytest.mark.parametrize("spec, params", [("bloom-1b4-zh", 1_303_111_680), ("gpt3-175b", 174_604_259_328)])
+def test_weights_follow_seed_004_rule_on_the_exact_count(spec, params):
+    # seed 004: fp32 4 GB, fp16 2 GB, int8 1 GB, int4 0.5 GB per billion parameters (GB = 10^9 bytes)
+    m = estimate_memory(archgraph.load(spec))
+    assert m.params == params
+    assert m.weights_bytes == {"fp32": 4 * params, "bf16": 2 * params, "fp16": 2 * params,
+                               "int8": params, "int4": params // 2}
+    for dtype, per_billion in (("fp32", 4), ("fp16", 2), ("int8", 1), ("int4", 0.5)):
+        assert m.weights_bytes[dtype] / 1e9 == pytest.approx(per_billion * params / 1e9, rel=1e-15)
+
+
+def test_seed_004_figures_print_in_decimal_gigabytes():
+    m = estimate_memory(archgraph.load("gpt3-175b"))
+    assert [decimal(m.weights_bytes[d]) for d in ("fp32", "fp16", "int8", "int4")] == \
+        ["698.42 GB", "349.21 GB", "174.60 GB", "87.30 GB"]
+
+
+def test_bert_base_cased_matches_accelerate():
+    # accelerate estimate-memory bert-base-cased: 413.18 MB at fp32, 1.61 GB with Adam (MB = 2^20 bytes)
+    model = archgraph.load("bert-base-uncased", {"V": 28996})
+    m = estimate_memory(model)
+    assert m.params == 108_310_272
+    assert m.weights_bytes["fp32"] == 433_241_088
+    assert binary(m.weights_bytes["fp32"]) == "413.17 MiB"  # parameters only
+    # accelerate sizes the module with its buffers: BertModel's int64 position_ids and token_type_ids
+    buffers = reference("bert-base-uncased")["buffers"]
+    buffer_bytes = sum(8 * shape[0] * shape[1] for shape in buffers.values())
+    assert buffer_bytes == 8192
+    assert binary(m.weights_bytes["fp32"] + buffer_bytes) == "413.18 MiB"
+    assert m.training_bytes == 16 * 108_310_272 == 1_732_964_352
+    assert m.training == {"weights": 2 * 108_310_272, "gradients": 2 * 108_310_272,
+                          "master_weights": 4 * 108_310_272, "optimizer_states": 8 * 108_310_272}
+    assert binary(m.training_bytes) == "1.61 GiB"
+
+
+def test_optimizers_and_precision():
+    model = archgraph.load("gpt2")
+    n = 124_439_808
+    assert estimate_memory(model, optimizer="sgd").training_bytes == 12 * n
+    assert estimate_memory(model, optimizer="sgd-nomomentum").training_bytes == 8 * n
+    assert estimate_memory(model, optimizer="adamw", precision="fp32").training == {
+        "weights": 4 * n, "gradients": 4 * n, "master_weights": 0, "optimizer_states": 8 * n}
+    with pytest.raises(SpecError, match="unknown optimizer 'lion'"):
+        estimate_memory(model, optimizer="lion")
+
+
+def test_frozen_parameters_hold_weights_only(tmp_path):
+    spec = tmp_path / "frozen.yaml"
+    spec.write_text("name: f\ninputs: {x: [B, 8]}\nnodes:\n"
+                    "  - {name: a, op: linear, in_features: 8, out_features: 8, bias: false, trainable: false}\n"
+                    "  - {name: b, op: linear, in_features: 8, out_features: 8, bias: false}\n")
+    m = estimate_memory(archgraph.load(spec))
+    assert m.training == {"weights": 2 * 128, "gradients": 2 * 64, "master_weights": 4 * 64,
+                          "optimizer_states": 8 * 64}
+
+
+def test_llama_3_8b_kv_cache_is_one_gib():
+    model = archgraph.load("llama-3-8b")
+    m = estimate_memory(model, {"B": 1, "S": 8192})
+    assert m.kv_cache_bytes == 2 * 32 * 8192 * 8 * 128 * 2 == 2 ** 30
+    (entry,) = m.kv_cache
+    assert (entry.path, entry.layers, entry.context, entry.width, entry.kind) == \
+        ("model.layers.0.self_attn", 32, 8192, 2 * 8 * 128, "self")
+    # without grouped-query attention the cache is 4 times larger
+    mha = estimate_memory(archgraph.load("llama-3-8b", {"KV": 32}), {"B": 1, "S": 8192})
+    assert mha.kv_cache_bytes == 4 * 2 ** 30
+    assert estimate_memory(model, {"B": 4, "S": 8192}, dtype="fp32").kv_cache_bytes == 8 * 2 ** 30
+
+
+def test_kv_cache_of_gpt2_sdpa_t5_cross_attention_and_none_for_bert():
+    gpt2 = estimate_memory(archgraph.load("gpt2"), {"B": 2, "S": 1024})
+    assert gpt2.kv_cache_bytes == 2 * 12 * 2 * 1024 * 768 * 2
+    t5 = estimate_memory(archgraph.load("t5-small"), {"B": 1, "S": 300, "T": 100})
+    by_kind = {}
+    for e in t5.kv_cache:
+        by_kind[e.kind] = by_kind.get(e.kind, 0) + e.bytes
+    assert by_kind == {"self": 2 * 6 * 100 * 8 * 64 * 2, "cross": 2 * 6 * 300 * 8 * 64 * 2}
+    assert estimate_memory(archgraph.load("bert-base-uncased")).kv_cache == []
+
+
+def test_activations_count_every_stored_output_and_the_attention_probabilities():
+    m = estimate_memory(archgraph.load("gpt2", {"L": 1}), {"B": 1, "S": 4})
+    h, s, v = 768, 4, 50257
+    outputs = (h * s + h * s + h * s  # wte, wpe (one row block [1, S, H]), embed_sum
+               # one layer: ln_1, c_attn, core, c_proj, residual_1, ln_2, c_fc, act, c_proj, residual_2
+               + h * s + 3 * h * s + h * s + h * s + h * s + h * s + 4 * h * s + 4 * h * s + h * s + h * s
+               + h * s + v * s)  # ln_f, lm_head (dropouts and the split are views, not counted)
+    probs = 12 * s * s
+    assert m.attention_probs_bytes == 2 * probs
+    assert m.activation_bytes == 2 * (outputs + probs)
+
+
+def test_per_node_dtype_overrides(tmp_path):
+    spec = tmp_path / "q.yaml"
+    spec.write_text("name: q\ninputs: {x: [B, 16]}\nnodes:\n"
+                    "  - {name: a, op: linear, in_features: 16, out_features: 16, bias: false, dtype: int4}\n"
+                    "  - {name: b, op: linear, in_features: 16, out_features: 16, bias: false, dtype: int8}\n"
+                    "  - {name: c, op: linear, in_features: 16, out_features: 16, bias: false}\n")
+    m = estimate_memory(archgraph.load(spec), dtype="bf16")
+    assert m.weights_params_by_dtype == {"int4": 256, "int8": 256, "bf16": 256}
+    assert m.weights_with_overrides == 128 + 256 + 512
+    assert estimate_memory(archgraph.load(spec), dtype="fp32").weights_with_overrides == 128 + 256 + 1024
+
+
+def test_dtype_override_errors(tmp_path, cli):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: q\ninputs: {x: [B, 16]}\nnodes:\n"
+                   "  - {name: a, op: linear, in_features: 16, out_features: 16, dtype: int3}\n")
+    code, out, err = cli("memory", str(bad))
+    assert code == 2
+    assert err.startswith(f"archgraph: error: {bad}:4: node 'a': 'dtype': unknown dtype 'int3'")
+    assert "fix: did you mean 'int8'?" in err
+    block = tmp_path / "block.yaml"
+    block.write_text("name: q\ninputs: {x: [B, 16]}\nblocks:\n  b:\n    nodes:\n"
+                     "      - {name: a, op: linear, in_features: 16, out_features: 16}\n"
+                     "nodes:\n  - {name: l, block: b, dtype: int8}\n")
+    code, _, err = cli("memory", str(block))
+    assert code == 2 and "unknown key 'dtype' in a call of block 'b'" in err
+
+
+def test_cli_json(cli):
+    code, out, err = cli("memory", "llama-3-8b", "--set", "S=8192", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["weights_bytes"] == {"fp32": 32_121_044_992, "bf16": 16_060_522_496, "fp16": 16_060_522_496,
+                                     "int8": 8_030_261_248, "int4": 4_015_130_624}
+    assert data["training_bytes"] == 16 * 8_030_261_248
+    assert data["kv_cache_bytes"] == 2 ** 30
+    assert data["bindings"] == {"B": 1, "S": 8192}
+    assert set(data["assumptions"]) == {"weights", "training", "activations", "kv_cache"}
+    code, out, _ = cli("memory", "bert-base-uncased", "--json", "--optimizer", "sgd")
+    data = json.loads(out)
+    assert "kv_cache_bytes" not in data and data["training_bytes"] == 12 * 109_482_240
+    assert data["note"] == "defaults B=1, S=512 (set with --set)"
+
+
+def test_cli_table_states_conventions(cli):
+    code, out, _ = cli("memory", "bert-base-uncased", "--set", "V=28996")
+    assert code == 0
+    assert "413.17 MiB" in out and "1.61 GiB" in out and "16 bytes/param" in out
+    assert "fp32 master weights 4" in out

@@ -1,0 +1,50 @@
+"""sweep: the grid from the lambdified formula agrees with building each configuration."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import archgraph
+from archgraph.passes.sweep import sweep
+
+
+def test_sweep_agrees_with_the_builder():
+    rows = sweep("llama-2-7b", {"L": [2, 32], "H": [2048, 4096], "KV": [8, 32]})
+    assert len(rows) == 8
+    for row in rows:
+        config = {k: row[k] for k in ("L", "H", "KV")}
+        report = archgraph.load("llama-2-7b", config).params()
+        assert row["params"] == report.total
+        assert row["non_embedding_params"] == report.total - report.totals.by_category["embedding"]
+        assert row["adam_training_bytes"] == 16 * report.total
+
+
+def test_frozen_variables_are_swept_by_building():
+    rows = sweep("bert-base-uncased", {"L": [1, 2]}, check=True)
+    assert [r["params"] for r in rows] == [archgraph.load("bert-base-uncased", {"L": n}).params().total
+                                           for n in (1, 2)]
+
+
+def test_thousands_of_configurations_per_second():
+    grid = {"L": list(range(1, 51)), "H": list(range(256, 4097, 64)), "I": [8192, 11008]}
+    start = time.perf_counter()
+    rows = sweep("llama-2-7b", grid)
+    elapsed = time.perf_counter() - start
+    assert len(rows) == 50 * 61 * 2
+    assert len(rows) / elapsed > 1000
+
+
+def test_cli_csv_and_errors(cli):
+    code, out, err = cli("sweep", "gpt2", "--vary", "L=6,12", "--vary", "H=512,768", "--csv")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == ("L,H,params,non_embedding_params,weights_bf16_bytes,weights_fp32_bytes,"
+                        "adam_training_bytes,training_flops_per_token")
+    assert lines[4].startswith("12,768,124439808,85056000,")
+    code, _, err = cli("sweep", "gpt2")
+    assert code == 2 and "nothing to sweep" in err
+    code, _, err = cli("sweep", "gpt2", "--vary", "Q=1,2")
+    assert code == 2 and "--vary Q: not a whole-number variable of 'gpt2'" in err
+    with pytest.raises(SystemExit):
+        cli("sweep", "gpt2", "--vary", "L=a,b")
