@@ -112,6 +112,37 @@ def sweep_rows(repeats: int) -> list[tuple[str, float, int, str]]:
              f"{size / seconds:,.0f} configurations/s")]
 
 
+def config_and_render_rows(repeats: int) -> list[tuple[str, float, int, str]]:
+    """A Hugging Face config.json read through its family template; the 80-layer diagram through dot."""
+    import json
+    import tempfile
+
+    from archgraph.hf import load_config
+    from archgraph.load import load
+    from archgraph.render.diagram import diagram_svg
+
+    rows = []
+    ref = HF_CONFIG.parent / "llama-2-70b.json"
+    if ref.is_file():
+        folder = Path(tempfile.mkdtemp())
+        config = folder / "config.json"
+        config.write_text(json.dumps(json.loads(ref.read_text())["config"]))
+        total = load_config(config).params().total
+        seconds = median_time(lambda: load_config(config).params().total, repeats)
+        rows.append(("llama-2-70b config.json: read + template + params", seconds, repeats, f"{total:,} params"))
+    if shutil.which("dot"):
+        seconds = median_time(lambda: diagram_svg(load("llama-2-70b")), repeats)
+        rows.append(("llama-2-70b: load + diagram to SVG (dot included, 80 layers collapsed)", seconds, repeats,
+                     "in a running Python"))
+        cli = shutil.which("archgraph", path=str(Path(sys.executable).parent)) or shutil.which("archgraph")
+        if cli:
+            out = Path(tempfile.mkdtemp()) / "llama.svg"
+            seconds = median_time(lambda: run_child([cli, "render", "llama-2-70b", "-o", str(out)]), 3)
+            rows.append(("CLI subprocess: `archgraph render llama-2-70b -o llama.svg`", seconds, 3,
+                         "Python start-up + imports + dot"))
+    return rows
+
+
 def cold_rows(repeats: int) -> list[tuple[str, float, int, str]]:
     cli = shutil.which("archgraph", path=str(Path(sys.executable).parent)) or shutil.which("archgraph")
     argv = [cli, "params", "llama-2-7b", "--json"] if cli else \
@@ -150,7 +181,8 @@ def main() -> int:
     p.add_argument("--framework-repeats", type=int, default=3, help="framework subprocess repeats (default 3)")
     args = p.parse_args()
 
-    rows = archgraph_rows(args.repeats) + sweep_rows(args.repeats) + cold_rows(args.cold_repeats)
+    rows = (archgraph_rows(args.repeats) + sweep_rows(args.repeats) + config_and_render_rows(args.repeats)
+            + cold_rows(args.cold_repeats))
     if args.framework:
         rows += framework_rows(args.framework, args.framework_repeats)
     print(f"\nmachine: {os.cpu_count()} CPUs, Python {platform.python_version()} ({platform.machine()}), "
