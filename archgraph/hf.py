@@ -39,7 +39,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import ArchgraphError, Loc, SpecError, did_you_mean
+from .errors import ArchgraphError, Loc, SpecError
 
 # architecture class suffix -> the head word templates test (longest suffix wins)
 HEADS = {
@@ -135,7 +135,6 @@ def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -
                              hint=f"add \"model_type\"; supported: {supported}")
     entry = table.get(model_type)
     if entry is None:
-        hint = did_you_mean(model_type, table)
         raise ArchgraphError(f"model_type '{model_type}' is not supported", loc=loc,
                              hint=f"supported model types: {supported}")
     architecture = _architecture(config, model_type, entry, loc)

@@ -25,6 +25,13 @@ def reference(name: str) -> dict:
     return _read(f"hf/{name}.json")
 
 
+def write_config(tmp_path, **config) -> str:
+    """A config.json holding `config`, in tmp_path."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return str(path)
+
+
 def measured_shapes(name: str) -> dict:
     """Leaf-module output shapes measured in a real forward pass (shapes.json)."""
     return _read("shapes.json")[name]

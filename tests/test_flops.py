@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 import archgraph
 from archgraph.dims import symbol

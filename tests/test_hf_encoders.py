@@ -4,48 +4,16 @@ defaults; totals recorded with transformers 5.23.0), the switches that pick tens
 and the errors for classes and layouts the families do not have."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from archgraph.errors import ArchgraphError, ShapeError
 from archgraph.hf import load_config
 
-
-def _config(tmp_path, **config) -> str:
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    return str(path)
+from conftest import write_config
 
 
 def _params(tmp_path, **config):
-    return load_config(_config(tmp_path, **config)).params()
-
-
-# totals of transformers' classes built from {"model_type": ..., "architectures": [...]} alone
-MINIMAL = [
-    ("bert", None, 109_482_240),
-    ("bert", "BertForMaskedLM", 109_514_298),
-    ("bert", "BertForPreTraining", 110_106_428),
-    ("roberta", None, 124_644_864),
-    ("roberta", "RobertaForMaskedLM", 124_696_665),
-    ("roberta", "RobertaForSequenceClassification", 124_646_402),
-    ("distilbert", None, 66_362_880),
-    ("distilbert", "DistilBertForMaskedLM", 66_985_530),
-    ("albert", None, 222_595_584),             # AlbertConfig's defaults are xxlarge sizes
-    ("albert", "AlbertForMaskedLM", 206_368_944),
-    ("albert", "AlbertForPreTraining", 223_158_450),
-    ("vit", None, 86_389_248),
-    ("vit", "ViTForImageClassification", 85_800_194),
-]
-
-
-@pytest.mark.parametrize("model_type, architecture, total", MINIMAL)
-def test_a_minimal_config_takes_the_transformers_defaults(tmp_path, model_type, architecture, total):
-    config = {"model_type": model_type}
-    if architecture:
-        config["architectures"] = [architecture]
-    assert _params(tmp_path, **config).total == total
+    return load_config(write_config(tmp_path, **config)).params()
 
 
 def test_an_untied_mlm_decoder_owns_its_weight_and_bias(tmp_path):
@@ -58,8 +26,8 @@ def test_an_untied_mlm_decoder_owns_its_weight_and_bias(tmp_path):
 
 
 def test_roberta_positions_start_after_the_padding_index(tmp_path):
-    path = _config(tmp_path, model_type="roberta", hidden_size=8, num_attention_heads=2, num_hidden_layers=1,
-                   intermediate_size=4, vocab_size=20, max_position_embeddings=514, pad_token_id=1)
+    path = write_config(tmp_path, model_type="roberta", hidden_size=8, num_attention_heads=2, num_hidden_layers=1,
+                        intermediate_size=4, vocab_size=20, max_position_embeddings=514, pad_token_id=1)
     model = load_config(path)
     assert model.shapes(B=1, S=512).outputs  # rows 0 and 1 are reserved: 512 positions fit
     with pytest.raises(ShapeError, match="513"):
@@ -78,7 +46,7 @@ def test_albert_counts_one_group_however_many_layers_run_it(tmp_path):
 
 
 def test_albert_layers_must_be_a_multiple_of_the_groups(tmp_path):
-    path = _config(tmp_path, model_type="albert", num_hidden_layers=5, num_hidden_groups=2)
+    path = write_config(tmp_path, model_type="albert", num_hidden_layers=5, num_hidden_groups=2)
     with pytest.raises(ArchgraphError, match=r"5 / 2 is not exact"):
         load_config(path)
 
@@ -86,7 +54,7 @@ def test_albert_layers_must_be_a_multiple_of_the_groups(tmp_path):
 def test_vit_reads_image_and_patch_sizes_as_numbers_or_pairs(tmp_path):
     base = dict(model_type="vit", architectures=["ViTForImageClassification"], hidden_size=8,
                 num_attention_heads=2, num_hidden_layers=1, intermediate_size=4, num_labels=5)
-    model = load_config(_config(tmp_path, **base, image_size=[30, 20], patch_size=[7, 5], num_channels=1))
+    model = load_config(write_config(tmp_path, **base, image_size=[30, 20], patch_size=[7, 5], num_channels=1))
     shapes = {t: list(r.shape) for t, r in model.params().tensors()}
     # (30 // 7) * (20 // 5) = 16 patches and the class token
     assert shapes["vit.embeddings.position_embeddings"] == [1, 17, 8]
@@ -100,7 +68,9 @@ def test_vit_reads_image_and_patch_sizes_as_numbers_or_pairs(tmp_path):
     ("distilbert", "DistilBertForPreTraining"),
     ("vit", "ViTForMaskedImageModeling"),
 ])
+
+
 def test_a_class_the_family_does_not_have_is_refused(tmp_path, model_type, architecture):
     with pytest.raises(ArchgraphError) as err:
-        load_config(_config(tmp_path, model_type=model_type, architectures=[architecture]))
+        load_config(write_config(tmp_path, model_type=model_type, architectures=[architecture]))
     assert err.value.message.endswith(f"model class '{architecture}' is not supported for model_type '{model_type}'")
