@@ -128,3 +128,12 @@ def instance_count(graph: Graph, cache: dict | None = None) -> int:
         cache[id(graph)] = sum(1 if isinstance(n, OpNode) else n.repeat * instance_count(n.body, cache)
                                for n in graph.nodes.values())
     return cache[id(graph)]
+
+
+def call_count(graph: Graph, cache: dict | None = None) -> int:
+    """Block calls in the tree of calls, a repeated call once (the rows of the block table)."""
+    cache = {} if cache is None else cache
+    if id(graph) not in cache:
+        cache[id(graph)] = sum(1 + call_count(n.body, cache) for n in graph.nodes.values()
+                               if isinstance(n, BlockNode))
+    return cache[id(graph)]

@@ -422,6 +422,18 @@ def test_exponential_block_instantiation_does_not_hang(tmp_path):
     assert_no_crash(tmp_path, text, seconds=5)
 
 
+
+def test_the_same_block_called_twice_at_every_level_is_refused_before_counting(tmp_path):
+    """18 levels of 'call b(i-1) twice' are 2^18 block calls: params() would list every one."""
+    blocks = "  b0:\n    nodes: [{name: l, op: linear, in_features: 4, out_features: 4}]\n"
+    blocks += "".join(f"  b{i}:\n    nodes:\n      - {{name: a, block: b{i - 1}}}\n"
+                      f"      - {{name: c, block: b{i - 1}}}\n" for i in range(1, 18))
+    text = f"inputs: {{x: [B, 4]}}\nblocks:\n{blocks}nodes:\n  - {{name: top, block: b17, in: x}}\n"
+    error = assert_rejected(tmp_path, text)
+    assert error.message == ("blocks call blocks 262,143 times once nested calls are multiplied out; "
+                             "archgraph handles at most 100,000")
+
+
 # -- seeded mini-fuzz ---------------------------------------------------------------------
 
 TOY = """\

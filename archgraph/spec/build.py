@@ -14,7 +14,7 @@ import networkx as nx
 
 from .. import expr
 from ..errors import ArchgraphError, Loc, SpecError, did_you_mean
-from ..graph import BlockNode, Graph, InputSpec, Model, OpNode, Ref, instance_count
+from ..graph import BlockNode, Graph, InputSpec, Model, OpNode, Ref, call_count, instance_count
 from ..ops import REGISTRY
 from .ties import resolve_ties
 from .values import check_keys, evaluate, evaluate_variables, hints, typed
@@ -30,6 +30,7 @@ MAX_EXTENDS = 8
 MAX_BLOCK_DEPTH = 64        # blocks calling blocks
 MAX_BLOCK_INSTANCES = 10_000  # distinct (block, arguments) bodies: stops exponential call trees
 MAX_NODE_INSTANCES = 10_000_000  # op nodes with repetitions expanded (what --json lists)
+MAX_BLOCK_CALLS = 100_000   # rows of the block table: calls nested in calls multiply
 _REF = re.compile(r"([^:]+?)\s*(?::\s*([0-9]+))?")
 
 
@@ -68,6 +69,12 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
         raise SpecError(f"the model expands to {count:,} node instances once repetitions are counted; "
                         f"archgraph handles at most {MAX_NODE_INSTANCES:,}", loc=_loc(spec, "nodes"),
                         hint="check the 'repeat:' values (and the variables they use)")
+    calls = call_count(graph)
+    if calls > MAX_BLOCK_CALLS:
+        raise SpecError(f"blocks call blocks {calls:,} times once nested calls are multiplied out; "
+                        f"archgraph handles at most {MAX_BLOCK_CALLS:,}", loc=_loc(spec, "nodes"),
+                        hint="a block that calls another several times, nested many levels deep, doubles "
+                             "at every level: use 'repeat:' for a stack of the same block")
     resolve_ties(model)
     return model
 
