@@ -243,15 +243,15 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
         value = _lookup(config, key)
         if value is None:
             continue
+        if isinstance(value, (dict, list)):
+            raise ArchgraphError(f"'{key}' must be a number, true/false or a word; received "
+                                 f"{json.dumps(value)[:60]}", loc=loc)
         if mapping is not None:
             if str(value) not in mapping and value not in mapping:
                 raise ArchgraphError(f"'{key}' is {value!r}, which archgraph does not know for "
                                      f"model_type '{model_type}'", loc=loc,
                                      hint="known values: " + ", ".join(map(str, mapping)))
             value = mapping.get(value, mapping.get(str(value)))
-        if isinstance(value, (dict, list)):
-            raise ArchgraphError(f"'{key}' must be a number, true/false or a word; received "
-                                 f"{json.dumps(value)[:60]}", loc=loc)
         if isinstance(value, float) and value.is_integer() and not var.startswith("eps"):
             value = int(value)
         return value, key

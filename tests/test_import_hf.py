@@ -94,6 +94,8 @@ MINIMAL = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_
      "model class 'LlamaForTokenClassification' is not supported for model_type 'llama'\n"
      "  fix: supported classes end in: Model, ForCausalLM, LMHeadModel, ForSequenceClassification"),
     ({**MINIMAL, "hidden_size": [32]}, "'hidden_size' must be a number, true/false or a word; received [32]"),
+    ({"model_type": "resnet", "layer_type": ["basic"]},
+     "'layer_type' must be a number, true/false or a word; received [\"basic\"]"),
     ({**MINIMAL, "num_key_value_heads": 3},
      "the 'llama' template cannot be built with this config: op 'attention': heads=4 is not a multiple "
      "of kv_heads=3 (template at "),
