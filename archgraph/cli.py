@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     model_command(sub, "params", "count parameters: by node, by block and by category "
                   "(or a .safetensors checkpoint's tensors by dtype)")
     model_command(sub, "shapes", "infer every node's output shapes")
-    sub.add_parser("zoo", help="list the built-in models with their parameter counts")
+    sub.add_parser("zoo", help="list the built-in models with their parameter counts, and the Hugging Face "
+                   "model types a config.json may have")
     sub.add_parser("ops", help="list the operators a spec can use")
     for name in COMMANDS:
         importlib.import_module(f"archgraph.commands.{name}").add_parser(sub, model_command)
@@ -94,6 +95,7 @@ def _run(args: argparse.Namespace) -> int:
         return handler(args, console)
     if args.command == "zoo":
         console.print(_zoo_table())
+        console.print(_families_table())
         return 0
     if args.command == "ops":
         console.print(_ops_table())
@@ -135,6 +137,20 @@ def _zoo_table():
         except ArchgraphError as exc:
             rows.append((name, "", None, str(exc)))
     return zoo_table(rows)
+
+
+def _families_table():
+    from rich.table import Table
+
+    from .hf import HEADS, families
+    table = Table(title="Hugging Face model types (give a config.json as MODEL)", title_justify="left")
+    for col in ("model_type", "Template", "Model classes (architectures[0] ends in)"):
+        table.add_column(col)
+    for model_type, entry in sorted(families().items()):
+        heads = list(entry.get("heads") or ["base"])
+        suffixes = [s for h in heads for s, word in HEADS.items() if word == h]
+        table.add_row(model_type, f"specs/hf/{entry['template']}", ", ".join(suffixes))
+    return table
 
 
 def _ops_table():

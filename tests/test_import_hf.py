@@ -130,3 +130,16 @@ def test_formula_of_a_config_evaluates_to_the_reference(tmp_path, name):
     ref = json.loads((REFERENCE / "hf" / f"{name}.json").read_text())
     report = param_formula(str(_write_config(tmp_path, ref["config"])))
     assert report.evaluate() == ref["expected_params"]
+
+
+def test_zoo_lists_the_hugging_face_model_types(cli):
+    code, out, _ = cli("zoo")
+    assert code == 0
+    assert "Hugging Face model types (give a config.json as MODEL)" in out
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ ")}
+    for model_type in ("bert", "roberta", "distilbert", "albert", "vit", "gpt2", "opt", "gpt_neox", "bloom",
+                       "llama", "mistral", "qwen2", "mixtral", "gemma", "falcon", "t5", "bart", "whisper",
+                       "resnet"):
+        assert model_type in rows
+    assert "specs/hf/llama.yaml" in rows["qwen2"]
+    assert "EncoderModel" in rows["t5"]
