@@ -13,7 +13,7 @@ spec whose variables carry a typical checkpoint's values) and an entry in
         KV: num_key_value_heads?     # '?': optional; absent or null keeps the template's value
         I: n_inner|intermediate_size # '|': the first key present
         D1: depths[0]                # an element of a list; a.b reads a nested key
-        gated: {key: feed_forward_proj, map: {relu: false, gated-gelu: true}}
+        gated: {key: feed_forward_proj, map: {relu: false, gated-gelu: true}}  # keys are words: "true"
         qkv_bias: {value: true}      # a constant for this model_type
         stages: {key: depths[6], error: "the template builds at most 6 stages"}  # refuse a config
         bias: {key: bias?, if_null: false}  # an explicit null means false
@@ -247,11 +247,12 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
             raise ArchgraphError(f"'{key}' must be a number, true/false or a word; received "
                                  f"{json.dumps(value)[:60]}", loc=loc)
         if mapping is not None:
-            if str(value) not in mapping and value not in mapping:
-                raise ArchgraphError(f"'{key}' is {value!r}, which archgraph does not know for "
+            word = ("true" if value else "false") if isinstance(value, bool) else str(value)
+            if word not in mapping:
+                raise ArchgraphError(f"'{key}' is {json.dumps(value)}, which archgraph does not know for "
                                      f"model_type '{model_type}'", loc=loc,
                                      hint="known values: " + ", ".join(map(str, mapping)))
-            value = mapping.get(value, mapping.get(str(value)))
+            value = mapping[word]
         if isinstance(value, float) and value.is_integer() and not var.startswith("eps"):
             value = int(value)
         return value, key

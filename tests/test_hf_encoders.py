@@ -46,7 +46,8 @@ def test_albert_counts_one_group_however_many_layers_run_it(tmp_path):
 
 
 def test_albert_layers_must_be_a_multiple_of_the_groups(tmp_path):
-    path = write_config(tmp_path, model_type="albert", num_hidden_layers=5, num_hidden_groups=2)
+    path = write_config(tmp_path, model_type="albert", vocab_size=30, hidden_size=8, num_attention_heads=2,
+                        num_hidden_layers=5, num_hidden_groups=2)
     with pytest.raises(ArchgraphError, match=r"5 / 2 is not exact"):
         load_config(path)
 

@@ -45,17 +45,27 @@ def test_resnet_seventh_stage_is_refused(tmp_path, cli):
 
 
 def test_resnet_unknown_layer_type_lists_the_known_ones(tmp_path, cli):
-    path = _write(tmp_path, {"model_type": "resnet", "layer_type": "preactivation"})
+    path = _write(tmp_path, {"model_type": "resnet", "layer_type": "preactivation", **RESNET50})
     code, _, err = cli("params", str(path))
     assert code == 2
-    assert "'layer_type' is 'preactivation'" in err and "known values: basic, bottleneck" in err
+    assert "'layer_type' is \"preactivation\"" in err and "known values: basic, bottleneck" in err
 
 
-def test_resnet_without_lists_is_resnet50(tmp_path):
-    # ResNetConfig's defaults: hidden_sizes [256, 512, 1024, 2048], depths [3, 4, 6, 3]
-    report = load_config(_write(tmp_path, {"model_type": "resnet"})).params()
+RESNET50 = {"hidden_sizes": [256, 512, 1024, 2048], "depths": [3, 4, 6, 3]}  # ResNetConfig's defaults
+
+
+def test_resnet_with_only_its_lists_is_resnet50(tmp_path):
+    report = load_config(_write(tmp_path, {"model_type": "resnet", **RESNET50})).params()
     assert report.total == 23_508_032
     assert report.totals.buffers == 53_173  # running_mean + running_var of 53 norms, and 53 counters
+
+
+def test_resnet_without_its_lists_is_an_error(tmp_path, cli):
+    path = _write(tmp_path, {"model_type": "resnet"})
+    code, _, err = cli("params", str(path))
+    assert code == 2
+    assert err == (f"archgraph: error: {path}: the config lacks 'hidden_sizes[0]', which a 'resnet' model needs\n"
+                   "  fix: add 'hidden_sizes[0]' to the config (it sets 'h0')\n")
 
 
 def test_resnet_depth_zero_still_builds_the_first_layer(tmp_path):

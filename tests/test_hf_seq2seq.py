@@ -9,10 +9,12 @@ import pytest
 from archgraph.errors import ArchgraphError
 from archgraph.hf import load_config
 from conftest import reference, write_config
+from test_hf_defaults import REQUIRED
 
 
 def test_bart_classification_without_labels_has_three_classes(tmp_path):
-    path = write_config(tmp_path, model_type="bart", architectures=["BartForSequenceClassification"])
+    path = write_config(tmp_path, model_type="bart", architectures=["BartForSequenceClassification"],
+                        **REQUIRED["bart"])
     assert load_config(path).params().total == 407_344_131
 
 
@@ -47,10 +49,11 @@ def test_t5_feed_forward_proj_picks_the_gated_layout(tmp_path):
 
 
 def test_t5_unknown_feed_forward_proj_lists_the_known_values(tmp_path):
-    path = write_config(tmp_path, model_type="t5", feed_forward_proj="gated-prelu")
+    path = write_config(tmp_path, model_type="t5", vocab_size=10, d_model=8, num_heads=2, num_layers=1,
+                        feed_forward_proj="gated-prelu")
     with pytest.raises(ArchgraphError) as err:
         load_config(path)
-    assert err.value.message == "'feed_forward_proj' is 'gated-prelu', which archgraph does not know for " \
+    assert err.value.message == "'feed_forward_proj' is \"gated-prelu\", which archgraph does not know for " \
                                 "model_type 't5'"
     assert err.value.hint.startswith("known values: relu, gelu, gelu_new, ")
 

@@ -56,8 +56,8 @@ def test_written_spec_reads_like_a_spec(tmp_path, cli):
     assert "  KV: 8                 # key/value heads (grouped-query attention when fewer than A) " \
            "(config: num_key_value_heads)" in lines
     assert "  I: 14336              # feed-forward inner size (config: intermediate_size)" in lines
-    assert "  head: \"'causal_lm'\"   # base (LlamaModel), causal_lm (...ForCausalLM) or seq_cls " \
-           "(config: architectures[0] MistralForCausalLM)" in lines
+    assert "  head: \"'causal_lm'\"   # base (LlamaModel), causal_lm (...ForCausalLM), seq_cls, token_cls " \
+           "or qa (config: architectures[0] MistralForCausalLM)" in lines
 
 
 def test_set_overrides_a_config_value(tmp_path, cli):
@@ -90,9 +90,10 @@ MINIMAL = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_
     ({k: v for k, v in MINIMAL.items() if k != "hidden_size"},
      "the config lacks 'hidden_size', which a 'llama' model needs\n"
      "  fix: add 'hidden_size' to the config (it sets 'H')"),
-    ({**MINIMAL, "architectures": ["LlamaForTokenClassification"]},
-     "model class 'LlamaForTokenClassification' is not supported for model_type 'llama'\n"
-     "  fix: supported classes end in: Model, ForCausalLM, LMHeadModel, ForSequenceClassification"),
+    ({**MINIMAL, "architectures": ["LlamaForMultipleChoice"]},
+     "model class 'LlamaForMultipleChoice' is not supported for model_type 'llama'\n"
+     "  fix: supported classes end in: Model, ForCausalLM, LMHeadModel, ForSequenceClassification, "
+     "ForTokenClassification, ForQuestionAnswering"),
     ({**MINIMAL, "hidden_size": [32]}, "'hidden_size' must be a number, true/false or a word; received [32]"),
     ({"model_type": "resnet", "layer_type": ["basic"]},
      "'layer_type' must be a number, true/false or a word; received [\"basic\"]"),

@@ -7,6 +7,7 @@ import time
 import pytest
 
 import archgraph
+from conftest import ROOT
 
 BASE = """\
 name: tiny
@@ -183,3 +184,18 @@ def test_both_yaml_parsers_keep_lines_and_refuse_duplicates(tmp_path, yaml_loade
     assert data.lines == {"a": 1, "b": 2} and data["b"].lines == {"c": 3}
     with pytest.raises(archgraph.SpecError, match="key 'a' appears twice"):
         load_text("a: 1\na: 2\n", "x.yaml")
+
+
+SHIPPED = sorted(p for pattern in ("specs/*.yaml", "specs/hf/*.yaml", "examples/*.yaml")
+                 for p in ROOT.glob(pattern))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_shipped_yaml_reads_the_same_with_the_pure_python_parser(path, monkeypatch):
+    """libyaml accepts a few things PyYAML's own parser does not ('{key: a?}'): a machine without
+    libyaml must read every spec and template the same."""
+    from archgraph.spec import yamlload
+    fast = yamlload.load_file(path)
+    monkeypatch.setattr(yamlload, "_FAST", False)
+    monkeypatch.setattr(yamlload, "_Loader", yamlload._PyLoader)
+    assert yamlload.load_file(path) == fast
