@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import archgraph
+from conftest import REFERENCE
 
 
 def test_compare_json_encoder_decoder(cli):
@@ -42,3 +43,19 @@ def test_compare_errors(cli, tmp_path):
     spec.write_text((archgraph.builtin_specs()["gpt2"]).read_text())
     code, _, err = cli("compare", str(spec), "gpt2", "-o", str(spec))
     assert code == 2 and "cannot draw a chart as '.yaml'" in err  # never over the spec
+
+
+def test_layers_look_inside_wrappers_and_skip_a_stem(cli, tmp_path):
+    """Whisper's layers sit inside model.encoder / model.decoder calls made once; ResNet's stem is a
+    block too, but not a residual layer."""
+    ref = json.loads((REFERENCE / "hf" / "whisper-tiny.json").read_text())
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(ref["config"]))
+    code, out, _ = cli("compare", str(config), "resnet-50", "t5-small", "--set", "S=128", "--json")
+    assert code == 0
+    whisper, resnet, t5 = json.loads(out)["models"]
+    # 4 encoder + 4 decoder layers; an encoder layer: q, k (no bias), v, out 4·384²+3·384, two norms
+    # 4·384, fc1/fc2 2·384·1536 + 1536 + 384
+    assert (whisper["layers"], whisper["per_layer"]) == (8, 4 * 384 ** 2 + 3 * 384 + 4 * 384 + 2 * 384 * 1536 + 1536 + 384)
+    assert (resnet["layers"], resnet["per_layer"]) == (3 + 4 + 6 + 3, 1_117_184)
+    assert t5["layers"] == 12

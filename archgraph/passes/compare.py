@@ -79,25 +79,36 @@ def summarize(name: str, settings: dict, optimizer: str = "adam") -> ModelSummar
 
 
 def _has_attention(graph: Graph) -> bool:
-    return any(n.op.op_name in ATTENTION_OPS if isinstance(n, OpNode) else _has_attention(n.body)
+    return _has_op(graph, ATTENTION_OPS)
+
+
+def _has_op(graph: Graph, names) -> bool:
+    return any(n.op.op_name in names if isinstance(n, OpNode) else _has_op(n.body, names)
                for n in graph.nodes.values())
 
 
 def _depth(graph: Graph) -> tuple[int, int]:
     """(layers, params of one layer): the outermost block calls holding attention (else any
-    block calls), repetitions counted; the layer is the most repeated of them."""
-    calls = [n for n in graph.nodes.values() if isinstance(n, BlockNode)]
-    if not calls:
+    block calls), repetitions counted; the layer is the most repeated of them.  A call made
+    once whose body holds repeated calls (a model, an encoder, a decoder) is a wrapper: its
+    layers are the calls inside."""
+    stacks = _stacks(graph)
+    if not stacks:
         return 0, 0
-    with_attention = [n for n in calls if _has_attention(n.body)]
-    chosen = with_attention or calls
-    if len(chosen) == 1 and chosen[0].repeat == 1:  # a wrapper (a model inside one block call): look inside
-        inner = _depth(chosen[0].body)
-        if inner[0]:
-            return inner
-    cache: dict = {}
-    top = max(chosen, key=lambda n: n.repeat)
-    return sum(n.repeat for n in chosen), graph_totals(top.body, cache).total
+    top = max(stacks, key=lambda n: n.repeat)
+    return sum(n.repeat for n in stacks), graph_totals(top.body, {}).total
+
+
+def _stacks(graph: Graph) -> list[BlockNode]:
+    calls = [n for n in graph.nodes.values() if isinstance(n, BlockNode)]
+    # layers hold attention; without attention (a CNN), a residual connection (an add)
+    chosen = ([n for n in calls if _has_attention(n.body)] or [n for n in calls if _has_op(n.body, {"add"})]
+              or calls)
+    found: list[BlockNode] = []
+    for call in chosen:
+        inner = _stacks(call.body) if call.repeat == 1 else []
+        found += inner if any(n.repeat > 1 for n in inner) else [call]
+    return found
 
 
 def _width(graph: Graph) -> int | None:
