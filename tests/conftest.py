@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(os.environ.get("ARCHGRAPH_REFERENCE", ROOT.parent / "shared" / "reference"))
+
+
+def needs(program: str, package: str):
+    """Skip a test when `program` is missing on a developer machine; under CI (whose .ci/run
+    installs it and sets CI) the test runs and fails instead."""
+    missing = shutil.which(program) is None and not os.environ.get("CI")
+    return pytest.mark.skipif(missing, reason=f"'{program}' is not installed (apt-get install {package}); "
+                                              "CI runs this test")
+
+
+NEEDS_DOT = needs("dot", "graphviz")
 
 
 def _read(relative: str) -> dict:

@@ -17,7 +17,7 @@ import pytest
 from archgraph import load
 from archgraph.render.diagram import DiagramOptions, diagram_dot
 from archgraph.render.image import dot_image
-from conftest import ROOT
+from conftest import NEEDS_DOT, ROOT
 
 GOLDEN = ROOT / "tests" / "golden"
 UPDATE = os.environ.get("ARCHGRAPH_UPDATE_GOLDEN") == "1"
@@ -156,12 +156,15 @@ def test_color_by_category_and_legend():
         assert f'<font point-size="9">{category}</font>' in by_cat
 
 
+@NEEDS_DOT
 def test_repr_svg_for_jupyter():
     svg = load("gpt2")._repr_svg_()
     assert svg.startswith("<?xml") and "<svg" in svg and "transformer.h × 12" in svg
 
 
-@pytest.mark.parametrize("suffix, magic", [(".svg", b"<?xml"), (".png", b"\x89PNG"), (".pdf", b"%PDF"),
+@pytest.mark.parametrize("suffix, magic", [pytest.param(".svg", b"<?xml", marks=NEEDS_DOT),
+                                           pytest.param(".png", b"\x89PNG", marks=NEEDS_DOT),
+                                           pytest.param(".pdf", b"%PDF", marks=NEEDS_DOT),
                                            (".dot", b"digraph gpt2 {")])
 def test_cli_writes_each_format(cli, tmp_path, suffix, magic):
     out = tmp_path / f"gpt2{suffix}"
@@ -192,6 +195,7 @@ def test_without_dot_images_fail_clearly_and_dot_source_still_works(tmp_path):
     assert (tmp_path / "g.dot").read_text() == diagram_dot(load("gpt2"))
 
 
+@NEEDS_DOT
 @pytest.mark.slow
 def test_llama_2_70b_svg_in_under_two_seconds():
     diagram_dot(load("gpt2"))  # imports and first-use caches are not the diagram's cost

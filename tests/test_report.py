@@ -15,6 +15,7 @@ import pytest
 
 from archgraph import load
 from archgraph.render.report import report_data, report_html, table_rows
+from conftest import NEEDS_DOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -32,6 +33,7 @@ def test_table_rows_nest_blocks_and_count_every_repetition():
     assert head.cells["params"] == 0 and "= transformer.wte.weight" in head.cells["tensors"]
 
 
+@NEEDS_DOT
 def test_report_data_compares_models():
     data = report_data([load("gpt2"), load("bert-base-uncased")])
     assert [s.name for s in data.sections] == ["gpt2", "bert-base-uncased"]
@@ -44,6 +46,7 @@ def test_report_data_compares_models():
     assert gpt2["cat:mlp"] == 56_669_184 and gpt2["tied"] == 38_597_376
 
 
+@NEEDS_DOT
 def test_html_is_self_contained():
     html = report_html(report_data([load("gpt2")]))
     assert html.startswith("<!DOCTYPE html>")
@@ -101,6 +104,7 @@ def _first_level(browser, table, column):
     return [r.find_elements("tag name", "td")[column].get_attribute("data-value") for r in rows]
 
 
+@NEEDS_DOT
 @pytest.mark.slow
 def test_report_in_chromium(browser, cli, tmp_path):
     page = tmp_path / "report.html"
