@@ -1,0 +1,144 @@
+"""Cross-check archgraph's Hugging Face import against transformers on random configs.
+
+Two steps, because archgraph must not need torch:
+
+    /tmp/torchenv/bin/python tools/crosscheck_hf.py record SEED COUNT out.json   # needs torch + transformers
+    .venv/bin/python tools/crosscheck_hf.py compare out.json                       # needs archgraph
+
+`record` mutates each config of ../shared/reference/hf to small random sizes and switches (odd head
+counts, grouped-query ratios, tied and untied heads, biases, gated feed-forwards, stage lists),
+picks a random class the family has in transformers, and records what transformers builds on the
+meta device (configs transformers refuses are dropped).  `compare` loads each config with
+archgraph and prints the mismatches (tensor names, shapes, totals) and errors, grouped by class.
+A case worth keeping becomes a fixture with tools/record_hf.py.
+"""
+from __future__ import annotations
+
+import collections
+import glob
+import json
+import os
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "hf"
+
+PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "albert": "Albert", "vit": "ViT",
+          "gpt2": "GPT2", "opt": "OPT", "gpt_neox": "GPTNeoX", "bloom": "Bloom", "llama": "Llama",
+          "mistral": "Mistral", "qwen2": "Qwen2", "mixtral": "Mixtral", "gemma": "Gemma", "falcon": "Falcon",
+          "t5": "T5", "bart": "Bart", "whisper": "Whisper", "resnet": "ResNet"}
+SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
+          "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
+          "EncoderModel", "ForPreTraining"]
+HIDDEN = ["hidden_size", "d_model", "n_embd", "dim", "n_embed"]
+HEADS = ["num_attention_heads", "n_head", "num_heads", "n_heads", "encoder_attention_heads", "decoder_attention_heads"]
+FFN = ["intermediate_size", "ffn_dim", "d_ff", "n_inner", "hidden_dim", "encoder_ffn_dim", "decoder_ffn_dim", "ffn_hidden_size"]
+LAYERS = ["num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers", "decoder_layers", "num_decoder_layers"]
+POS = ["max_position_embeddings", "n_positions", "max_target_positions"]
+BOOLS = ["tie_word_embeddings", "attention_bias", "mlp_bias", "bias", "parallel_attn", "multi_query",
+         "new_decoder_architecture", "qkv_bias", "enable_bias", "use_parallel_residual", "do_layer_norm_before"]
+
+
+def mutate(rng, cfg):
+    """A random small variant of a reference config, with a random class of its family."""
+    import transformers
+
+    cfg = {k: v for k, v in cfg.items() if k not in ("layer_types", "id2label", "label2id", "_name_or_path")}
+    mt = cfg["model_type"]
+    heads = rng.randint(1, 6)
+    hd = rng.choice([2, 4, 6, 8]) if mt not in ("gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma") else rng.choice([2, 4, 8])
+    for k in HIDDEN:
+        if k in cfg: cfg[k] = heads * hd
+    for k in HEADS:
+        if k in cfg: cfg[k] = heads
+    for k in FFN:
+        if k in cfg and cfg[k] is not None: cfg[k] = rng.randint(3, 40)
+    for k in LAYERS:
+        if k in cfg: cfg[k] = rng.randint(1, 3)
+    for k in POS:
+        if k in cfg: cfg[k] = rng.randint(20, 70)
+    if "vocab_size" in cfg: cfg["vocab_size"] = rng.randint(50, 300)
+    for kvk in ("num_key_value_heads", "num_kv_heads"):
+        if kvk in cfg:
+            cfg[kvk] = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
+    if "head_dim" in cfg: cfg["head_dim"] = rng.choice([hd, 2 * hd, 4])
+    if "d_kv" in cfg: cfg["d_kv"] = rng.randint(2, 9)
+    if "embedding_size" in cfg and mt == "albert": cfg["embedding_size"] = rng.randint(3, 20)
+    if "word_embed_proj_dim" in cfg: cfg["word_embed_proj_dim"] = rng.choice([heads * hd, rng.randint(3, 20)])
+    if "num_local_experts" in cfg: cfg["num_local_experts"] = rng.randint(1, 4); cfg["num_experts_per_tok"] = 1
+    if "rotary_pct" in cfg: cfg["rotary_pct"] = rng.choice([0.25, 0.5, 1.0])
+    if "feed_forward_proj" in cfg: cfg["feed_forward_proj"] = rng.choice(["relu", "gated-gelu", "gelu", "gated-silu"])
+    if mt == "vit":
+        cfg.update(image_size=rng.choice([16, 24, 32]), patch_size=rng.choice([4, 8]), num_channels=rng.choice([1, 3]))
+    if mt == "resnet":
+        n = rng.randint(1, 4)
+        cfg.update(embedding_size=rng.choice([4, 8]), hidden_sizes=[rng.choice([4, 8, 12, 16]) for _ in range(n)],
+                   depths=[rng.randint(1, 3) for _ in range(n)], layer_type=rng.choice(["basic", "bottleneck"]))
+    if mt == "whisper":
+        cfg.update(num_mel_bins=rng.randint(2, 10), max_source_positions=rng.randint(4, 20))
+    if "relative_attention_num_buckets" in cfg: cfg["relative_attention_num_buckets"] = rng.randint(2, 40)
+    for k in BOOLS:
+        if k in cfg and rng.random() < 0.5: cfg[k] = not cfg[k] if isinstance(cfg[k], bool) else cfg[k]
+    if "type_vocab_size" in cfg: cfg["type_vocab_size"] = rng.randint(1, 4)
+    cfg["num_labels"] = rng.randint(1, 5)
+    classes = [PREFIX[mt] + s for s in SUFFIX if hasattr(transformers, PREFIX[mt] + s)]
+    cfg["architectures"] = [rng.choice(classes)]
+    return cfg
+
+
+def record_main(seed: int, count: int, out: str) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from record_hf import record
+
+    rng = random.Random(seed)
+    refs = [json.load(open(p))["config"] for p in sorted(glob.glob(str(REFERENCE / "*.json")))]
+    recorded = []
+    for i in range(count):
+        cfg = mutate(rng, rng.choice(refs))
+        try:
+            rec = record(f"x{i}", cfg)
+        except Exception:  # noqa: BLE001 - transformers refuses some random configs; skip them
+            continue
+        recorded.append({"config": cfg, "expected_params": rec["expected_params"],
+                         "param_shapes": rec["param_shapes"]})
+    Path(out).write_text(json.dumps(recorded))
+    print(f"{len(recorded)} of {count} configs recorded in {out}")
+
+
+def compare_main(path: str) -> int:
+    from archgraph.errors import ArchgraphError
+    from archgraph.hf import load_config
+
+    recs = json.loads(Path(path).read_text())
+    config = os.path.join(tempfile.mkdtemp(), "config.json")
+    bad: collections.Counter = collections.Counter()
+    ok = 0
+    for r in recs:
+        Path(config).write_text(json.dumps(r["config"]))
+        arch = r["config"]["architectures"][0]
+        try:
+            report = load_config(config).params()
+            mine = {n: list(t.shape) for n, t in report.tensors()}
+            if mine == r["param_shapes"] and report.total == r["expected_params"]:
+                ok += 1
+                continue
+            missing = sorted(set(r["param_shapes"]) - set(mine))[:2]
+            extra = sorted(set(mine) - set(r["param_shapes"]))[:2]
+            bad[f"mismatch {arch}: missing {missing}, extra {extra}"] += 1
+        except ArchgraphError as exc:
+            bad[f"error {arch}: {str(exc).splitlines()[0][-120:]}"] += 1
+    print(f"{ok} of {len(recs)} match")
+    for key, n in bad.most_common():
+        print(n, key)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["record"] and len(sys.argv) == 5:
+        record_main(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    elif sys.argv[1:2] == ["compare"] and len(sys.argv) == 3:
+        sys.exit(compare_main(sys.argv[2]))
+    else:
+        sys.exit(__doc__)
