@@ -71,7 +71,7 @@ def compare_chart(rows: list[ModelSummary], fmt: str = "png") -> bytes:
     axes[0].set_title("parameters by category (millions)")
     axes[0].legend(fontsize=8)
     flops = [float(r.flops_per_token) / 1e9 if isinstance(r.flops_per_token, (int, float)) else 0 for r in rows]
-    axes[1].bar(names, flops, color="tab:purple")
+    axes[1].bar(names, flops, color="tab:gray")
     sizes = ", ".join(f"{k}={v}" for k, v in rows[0].bindings.items())
     axes[1].set_title(f"forward GFLOPs per token ({sizes})")
     width = 0.2
