@@ -275,10 +275,15 @@ def _model_name(config: Mapping[str, Any], path: str | Path) -> str:
     return str(config.get("model_type"))
 
 
+def import_file(path: str | Path) -> Imported:
+    """`import_config` of the config.json at `path`."""
+    return import_config(read_config(path), path)
+
+
 def load_config(path: str | Path, settings: Mapping[str, Any] | None = None):
     """Build the model a config.json describes; `settings` (like --set) override its values."""
     from .load import load
-    imported = import_config(read_config(path), path)
+    imported = import_file(path)
     try:
         model = load(imported.template, {**imported.variables, **dict(settings or {})})
     except ArchgraphError as exc:
@@ -302,7 +307,7 @@ def _config_error(exc: ArchgraphError, imported: Imported, path: str | Path) -> 
 
 def spec_text(path: str | Path) -> str:
     """An ordinary spec: the family template with the config's values as its variables."""
-    imported = import_config(read_config(path), path)
+    imported = import_file(path)
     from .spec.yamlload import load_file
     text = imported.template.read_text(encoding="utf-8")
     spec = load_file(imported.template)

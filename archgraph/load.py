@@ -6,12 +6,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from .errors import ArchgraphError, Loc, SpecError, did_you_mean
 from .graph import Model
 from .spec.build import build_model
-from .spec.yamlload import load_file
+from .spec.yamlload import LocDict, load_file
 
 _HERE = Path(__file__).resolve().parent
 SPEC_DIRS = (_HERE / "_specs", _HERE.parent / "specs")  # installed wheel, then source checkout
@@ -48,6 +48,16 @@ def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None
                                   " (run 'archgraph zoo')"))
 
 
+def read_spec(source: str | Path) -> tuple[LocDict, Callable[[str, Loc], LocDict]]:
+    """A spec file's YAML and the loader of the specs it `extends` (found beside it, or built in)."""
+    path = resolve(source)
+
+    def parent(name: str, at: Loc) -> LocDict:
+        return load_file(resolve(name, path.parent, at))
+
+    return load_file(path), parent
+
+
 def load(source: str | Path, settings: Mapping[str, Any] | None = None) -> Model:
     """Load a spec file, built-in model or Hugging Face config.json; `settings` override variables
     or bind dims (like --set)."""
@@ -60,11 +70,5 @@ def load(source: str | Path, settings: Mapping[str, Any] | None = None) -> Model
                                   "CHECKPOINT' to compare them)")
     if is_config(source):
         return load_config(source, settings)
-    path = resolve(source)
-    spec = load_file(path)
-
-    def parent(name: str, at: Loc):
-        return load_file(resolve(name, path.parent, at))
-
-    model = build_model(spec, settings, parent)
-    return model
+    spec, parent = read_spec(source)
+    return build_model(spec, settings, parent)

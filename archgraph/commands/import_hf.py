@@ -14,7 +14,7 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from ..hf import import_config, read_config, spec_text
+    from ..hf import import_file, spec_text
     from ..outfile import check_output, write_output
 
     if args.output is not None:
@@ -24,7 +24,7 @@ def run(args, console) -> int:
         sys.stdout.write(text)
         return 0
     write_output(args.output, text, inputs=[args.config])
-    imported = import_config(read_config(args.config), args.config)
+    imported = import_file(args.config)
     print(f"wrote {args.output}: {imported.architecture} ({imported.model_type}); "
           f"try: archgraph params {args.output}", file=sys.stderr)
     return 0

@@ -26,11 +26,10 @@ from typing import Any, Mapping
 from .. import expr
 from ..dims import symbol
 from ..errors import ArchgraphError, Loc
-from ..load import resolve
+from ..load import read_spec
 from ..ops import REGISTRY
 from ..spec import build
 from ..spec.values import evaluate, hints, typed
-from ..spec.yamlload import load_file
 
 
 def _sp():
@@ -128,13 +127,7 @@ class FormulaReport:
 
 # -- loading the raw spec --------------------------------------------------------------------
 def _raw_spec(source: str):
-    path = resolve(source)
-    spec = load_file(path)
-
-    def parent(name: str, at: Loc):
-        return load_file(resolve(name, path.parent, at))
-
-    return build._merge_extends(spec, parent)
+    return build._merge_extends(*read_spec(source))
 
 
 @dataclass
@@ -151,10 +144,10 @@ class _Ctx:
 
 def param_formula(source: str, settings: Mapping[str, Any] | None = None) -> FormulaReport:
     """The parameter count of the spec `source` as a closed-form sympy expression."""
-    from ..hf import is_config, import_config, read_config
+    from ..hf import import_file, is_config
     name = None
     if is_config(source):  # a Hugging Face config.json: its family template with the config's values
-        imported = import_config(read_config(source), source)
+        imported = import_file(source)
         source, settings, name = str(imported.template), {**imported.variables, **dict(settings or {})}, imported.name
     build_checked = _check_builds(source, settings)
     spec, var_locs = _raw_spec(source)
