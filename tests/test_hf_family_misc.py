@@ -4,18 +4,11 @@ configs the templates cannot build, the defaults of absent keys, switches that
 move a stride without changing a tensor, and import-hf round trips."""
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from archgraph.hf import load_config, spec_text
 from archgraph.load import load
-
-
-def _write(tmp_path, config: dict, name: str = "config.json"):
-    path = tmp_path / name
-    path.write_text(json.dumps(config))
-    return path
+from conftest import write_config
 
 
 def _tensors(model) -> dict[str, list[int]]:
@@ -27,7 +20,7 @@ def _shapes(model, **bindings) -> dict[str, list]:
 
 
 def test_resnet_class_without_a_template_head_is_refused(tmp_path, cli):
-    path = _write(tmp_path, {"model_type": "resnet", "architectures": ["ResNetForMaskedLM"]})
+    path = write_config(tmp_path, model_type="resnet", architectures=["ResNetForMaskedLM"])
     code, out, err = cli("params", str(path))
     assert (code, out) == (2, "")
     assert err == (f"archgraph: error: {path}: model class 'ResNetForMaskedLM' is not supported for "
@@ -36,7 +29,7 @@ def test_resnet_class_without_a_template_head_is_refused(tmp_path, cli):
 
 
 def test_resnet_seventh_stage_is_refused(tmp_path, cli):
-    path = _write(tmp_path, {"model_type": "resnet", "depths": [1] * 7, "hidden_sizes": [8] * 7})
+    path = write_config(tmp_path, model_type="resnet", depths=[1] * 7, hidden_sizes=[8] * 7)
     code, out, err = cli("params", str(path))
     assert (code, out) == (2, "")
     assert err == (f"archgraph: error: {path}: 'depths[6]' is set, but archgraph's 'resnet' template cannot "
@@ -45,7 +38,7 @@ def test_resnet_seventh_stage_is_refused(tmp_path, cli):
 
 
 def test_resnet_unknown_layer_type_lists_the_known_ones(tmp_path, cli):
-    path = _write(tmp_path, {"model_type": "resnet", "layer_type": "preactivation", **RESNET50})
+    path = write_config(tmp_path, model_type="resnet", layer_type="preactivation", **RESNET50)
     code, _, err = cli("params", str(path))
     assert code == 2
     assert "'layer_type' is \"preactivation\"" in err and "known values: basic, bottleneck" in err
@@ -55,13 +48,13 @@ RESNET50 = {"hidden_sizes": [256, 512, 1024, 2048], "depths": [3, 4, 6, 3]}  # R
 
 
 def test_resnet_with_only_its_lists_is_resnet50(tmp_path):
-    report = load_config(_write(tmp_path, {"model_type": "resnet", **RESNET50})).params()
+    report = load_config(write_config(tmp_path, model_type="resnet", **RESNET50)).params()
     assert report.total == 23_508_032
     assert report.totals.buffers == 53_173  # running_mean + running_var of 53 norms, and 53 counters
 
 
 def test_resnet_without_its_lists_is_an_error(tmp_path, cli):
-    path = _write(tmp_path, {"model_type": "resnet"})
+    path = write_config(tmp_path, model_type="resnet")
     code, _, err = cli("params", str(path))
     assert code == 2
     assert err == (f"archgraph: error: {path}: the config lacks 'hidden_sizes[0]', which a 'resnet' model needs\n"
@@ -69,8 +62,8 @@ def test_resnet_without_its_lists_is_an_error(tmp_path, cli):
 
 
 def test_resnet_depth_zero_still_builds_the_first_layer(tmp_path):
-    model = load_config(_write(tmp_path, {"model_type": "resnet", "layer_type": "basic", "embedding_size": 4,
-                                          "hidden_sizes": [4, 8], "depths": [0, 1]}))
+    model = load_config(write_config(tmp_path, model_type="resnet", layer_type="basic", embedding_size=4,
+                                     hidden_sizes=[4, 8], depths=[0, 1]))
     tensors = _tensors(model)
     assert tensors["encoder.stages.0.layers.0.layer.0.convolution.weight"] == [4, 4, 3, 3]
     assert "encoder.stages.0.layers.0.shortcut.convolution.weight" not in tensors  # 4 -> 4, stride 1
@@ -83,7 +76,7 @@ def test_resnet_depth_zero_still_builds_the_first_layer(tmp_path):
 def test_resnet_downsample_in_bottleneck_moves_the_stride(tmp_path, dib, first, second):
     config = {"model_type": "resnet", "embedding_size": 16, "hidden_sizes": [16], "depths": [1],
               "downsample_in_first_stage": True, "downsample_in_bottleneck": dib}
-    model = load_config(_write(tmp_path, config))
+    model = load_config(write_config(tmp_path, **config))
     shapes = _shapes(model, B=2)
     layer = "encoder.stages.0.layers.0"
     assert shapes[f"{layer}.layer.0.convolution"] == [first]
@@ -95,7 +88,7 @@ def test_resnet_downsample_in_bottleneck_moves_the_stride(tmp_path, dib, first, 
 def test_resnet_image_classification_reads_the_pooled_features(tmp_path):
     config = {"model_type": "resnet", "architectures": ["ResNetForImageClassification"],
               "hidden_sizes": [8, 12], "depths": [1, 1], "embedding_size": 8, "num_labels": 7}
-    model = load_config(_write(tmp_path, config))
+    model = load_config(write_config(tmp_path, **config))
     assert _tensors(model)["classifier.1.weight"] == [7, 12]
     assert model.shapes(B=3).outputs == {"classifier.1": (3, 7)}
 
@@ -104,7 +97,7 @@ def test_gemma_projections_follow_head_dim_not_hidden(tmp_path):
     config = {"model_type": "gemma", "architectures": ["GemmaForCausalLM"], "vocab_size": 50, "hidden_size": 32,
               "intermediate_size": 8, "num_hidden_layers": 1, "num_attention_heads": 3, "num_key_value_heads": 1,
               "head_dim": 20}
-    report = load_config(_write(tmp_path, config)).params()
+    report = load_config(write_config(tmp_path, **config)).params()
     tensors = {t: list(r.shape) for t, r in report.tensors()}
     assert tensors["model.layers.0.self_attn.q_proj.weight"] == [60, 32]
     assert tensors["model.layers.0.self_attn.o_proj.weight"] == [32, 60]
@@ -116,7 +109,7 @@ def test_gemma_absent_kv_heads_and_head_dim_take_gemma_defaults(tmp_path):
     # GemmaConfig: num_key_value_heads 16 (not the head count), head_dim 256
     config = {"model_type": "gemma", "architectures": ["GemmaModel"], "vocab_size": 10, "hidden_size": 8,
               "intermediate_size": 4, "num_hidden_layers": 1, "num_attention_heads": 16}
-    tensors = _tensors(load_config(_write(tmp_path, config)))
+    tensors = _tensors(load_config(write_config(tmp_path, **config)))
     assert tensors["layers.0.self_attn.q_proj.weight"] == [4096, 8]
     assert tensors["layers.0.self_attn.k_proj.weight"] == [4096, 8]
 
@@ -125,7 +118,7 @@ def test_mixtral_top_k_above_the_expert_count_builds_as_in_transformers(tmp_path
     config = {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "vocab_size": 10,
               "hidden_size": 8, "intermediate_size": 3, "num_hidden_layers": 1, "num_attention_heads": 2,
               "num_key_value_heads": 1, "num_local_experts": 1, "num_experts_per_tok": 2}
-    tensors = _tensors(load_config(_write(tmp_path, config)))
+    tensors = _tensors(load_config(write_config(tmp_path, **config)))
     assert tensors["model.layers.0.mlp.gate.weight"] == [1, 8]
     assert tensors["model.layers.0.mlp.experts.gate_up_proj"] == [1, 6, 8]
     assert tensors["model.layers.0.mlp.experts.down_proj"] == [1, 8, 3]
@@ -135,7 +128,7 @@ def test_mixtral_num_experts_alias_wins_as_in_transformers(tmp_path):
     config = {"model_type": "mixtral", "architectures": ["MixtralModel"], "vocab_size": 10, "hidden_size": 8,
               "intermediate_size": 3, "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1,
               "num_local_experts": 5, "num_experts": 3}
-    assert _tensors(load_config(_write(tmp_path, config)))["layers.0.mlp.gate.weight"] == [3, 8]
+    assert _tensors(load_config(write_config(tmp_path, **config)))["layers.0.mlp.gate.weight"] == [3, 8]
 
 
 @pytest.mark.parametrize("config", [
@@ -149,7 +142,7 @@ def test_mixtral_num_experts_alias_wins_as_in_transformers(tmp_path):
      "head_dim": 6, "attention_bias": True, "num_labels": 3},
 ], ids=["resnet", "mixtral", "gemma"])
 def test_import_hf_round_trips(tmp_path, config):
-    path = _write(tmp_path, config)
+    path = write_config(tmp_path, **config)
     spec = tmp_path / "imported.yaml"
     spec.write_text(spec_text(path))
     assert _tensors(load(str(spec))) == _tensors(load_config(path))

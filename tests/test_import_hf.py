@@ -2,21 +2,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 import archgraph
 from archgraph.hf import load_config
 from archgraph.render.data import params_json, shapes_json
-from conftest import REFERENCE
+from conftest import REFERENCE, write_config
 from test_hf_configs import DATA, FILES as FIXTURES
 from test_hf_reference import FILES as REFERENCES
-
-
-def _write_config(tmp_path, config, name="config.json"):
-    path = tmp_path / name
-    path.write_text(json.dumps(config))
-    return path
 
 
 def _configs():
@@ -31,7 +26,7 @@ CONFIGS = dict(_configs())
 
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_written_spec_gives_the_same_counts_and_shapes(tmp_path, cli, name):
-    config = _write_config(tmp_path, CONFIGS[name])
+    config = write_config(tmp_path, **CONFIGS[name])
     spec = tmp_path / f"{name}.yaml"
     code, out, err = cli("import-hf", str(config), "-o", str(spec))
     assert (code, out) == (0, "")
@@ -47,7 +42,7 @@ def test_written_spec_reads_like_a_spec(tmp_path, cli):
     ref = json.loads((REFERENCE / "hf" / "mistral-7b.json").read_text())["config"]
     folder = tmp_path / "mistral-7b"
     folder.mkdir()
-    config = _write_config(folder, ref)
+    config = write_config(folder, **ref)
     code, out, err = cli("import-hf", str(config))
     assert code == 0 and err == ""
     lines = out.splitlines()
@@ -63,19 +58,19 @@ def test_written_spec_reads_like_a_spec(tmp_path, cli):
 def test_set_overrides_a_config_value(tmp_path, cli):
     """'The same with 8 KV heads': --set works on a config as on a spec."""
     ref = json.loads((REFERENCE / "hf" / "llama-2-7b.json").read_text())["config"]
-    config = _write_config(tmp_path, ref)
+    config = write_config(tmp_path, **ref)
     code, out, _ = cli("params", str(config), "--set", "KV=8", "--json")
     # k_proj and v_proj shrink from 4096x4096 to 1024x4096 in each of 32 layers
     assert json.loads(out)["total"] == 6_738_415_616 - 32 * 2 * (4096 - 1024) * 4096
 
 
 def test_import_refuses_to_overwrite_the_config(tmp_path, cli):
-    config = _write_config(tmp_path, {"model_type": "llama"})
-    before = config.read_text()
-    code, out, err = cli("import-hf", str(config), "-o", str(config))
+    config = write_config(tmp_path, model_type="llama")
+    before = Path(config).read_text()
+    code, out, err = cli("import-hf", config, "-o", config)
     assert code == 2
     assert "is an input of this command; refusing to overwrite it" in err
-    assert config.read_text() == before
+    assert Path(config).read_text() == before
 
 
 MINIMAL = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": 100,
@@ -102,7 +97,7 @@ MINIMAL = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_
      "of kv_heads=3 (template at "),
 ])
 def test_config_errors(tmp_path, cli, config, message):
-    path = _write_config(tmp_path, config)
+    path = write_config(tmp_path, **config)
     code, out, err = cli("params", str(path))
     assert (code, out) == (2, "")
     assert err.startswith(f"archgraph: error: {path}")
@@ -129,7 +124,7 @@ def test_missing_config_file(tmp_path, cli):
 def test_formula_of_a_config_evaluates_to_the_reference(tmp_path, name):
     from archgraph.passes.formula import param_formula
     ref = json.loads((REFERENCE / "hf" / f"{name}.json").read_text())
-    report = param_formula(str(_write_config(tmp_path, ref["config"])))
+    report = param_formula(str(write_config(tmp_path, **ref["config"])))
     assert report.evaluate() == ref["expected_params"]
 
 
