@@ -34,8 +34,21 @@ def record(name: str, config: dict) -> dict:
         "expected_params": sum(p.numel() for p in model.parameters()),
         "params_if_tied_counted_twice": sum(p.numel() for _, p in named),
         "param_shapes": {n: list(p.shape) for n, p in named},
+        "buffers": buffers(model),
         "transformers_version": transformers.__version__,
     }
+
+
+def buffers(model) -> dict:
+    """Every buffer by name: its shape and whether state_dict() saves it (register_buffer's persistent)."""
+    out = {}
+    for module_name, module in model.named_modules():
+        for name, buf in module.named_buffers(recurse=False):
+            if buf is None:
+                continue
+            full = f"{module_name}.{name}" if module_name else name
+            out[full] = {"shape": list(buf.shape), "persistent": name not in module._non_persistent_buffers_set}
+    return out
 
 
 def main(argv=None) -> int:
