@@ -6,7 +6,7 @@ transformers`.  For each config (a JSON file holding one config, or a list of
 {"name": ..., "config": {...}}), builds `getattr(transformers, architectures[0])`
 on PyTorch's meta device and writes tests/data/hf/NAME.json in the format of
 ../shared/reference/hf: config, expected_params, params_if_tied_counted_twice,
-param_shapes.  tests/test_hf_configs.py then checks archgraph against every file.
+param_shapes, and buffers (name -> shape and whether state_dict() saves it).  tests/test_hf_configs.py then checks archgraph against every file.
 
     /tmp/torchenv/bin/python tools/record_hf.py configs.json [--out tests/data/hf]
 """
