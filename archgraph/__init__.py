@@ -7,8 +7,8 @@ count every parameter without a deep-learning framework.
 """
 from .builder import ModelBuilder
 from .errors import ArchgraphError, ShapeError, SpecError
-from .graph import Model
 from .load import builtin_specs, load
+from .model import Model
 from .passes.params import count_params
 from .passes.shapes import infer_shapes
 

@@ -20,8 +20,8 @@ import sys
 from typing import Any, Iterable
 
 from .errors import Loc
-from .graph import Model
-from .spec.build import build_model
+from .load import build
+from .model import Model
 from .spec.yamlload import LocDict, LocList
 
 
@@ -124,5 +124,6 @@ class ModelBuilder(_Scope):
             data["outputs"] = self._outputs
         return _mapping(data, self.loc)
 
-    def build(self, settings: dict[str, Any] | None = None) -> Model:
-        return build_model(self.spec(), settings)
+    def build(self, settings: dict[str, Any] | None = None, *, symbolic: bool = False) -> Model:
+        """The model, its shapes checked (as `archgraph.load` checks them)."""
+        return build(self.spec(), settings, symbolic=symbolic)

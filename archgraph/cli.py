@@ -16,42 +16,13 @@ import json
 import sys
 from typing import Any, Sequence
 
+from .commands.common import emit, load_model, model_command
 from .errors import ArchgraphError
-
-
-def _set_value(text: str) -> tuple[str, Any]:
-    name, sep, value = text.partition("=")
-    if not sep or not name.strip() or not value.strip():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, received '{text}'")
-    value = value.strip()
-    if value.lower() in ("true", "false"):
-        return name.strip(), value.lower() == "true"
-    try:
-        return name.strip(), int(value.replace("_", ""))
-    except ValueError:
-        pass
-    try:
-        return name.strip(), float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--set {name}: '{value}' is not a number or true/false") from None
 
 
 # Modules of archgraph.commands, each adding one or more subcommands (see the module docstring).
 COMMANDS: list[str] = ["import_hf", "check", "memory", "flops", "formula", "explain", "compare", "sweep",
                        "render", "chart", "report"]
-
-
-def model_command(sub, name: str, help: str, json: bool = True, nargs: str | None = None
-                  ) -> argparse.ArgumentParser:
-    """A subparser taking MODEL (or several with nargs='+'), --set NAME=VALUE and --json."""
-    c = sub.add_parser(name, help=help, description=help)
-    c.add_argument("model", metavar="MODEL", nargs=nargs,
-                   help="a spec file (.yaml), a built-in model name or a Hugging Face config.json")
-    c.add_argument("--set", dest="settings", action="append", type=_set_value, default=[],
-                   metavar="NAME=VALUE", help="override a variable (L=6) or bind a dimension (B=2, S=128)")
-    if json:
-        c.add_argument("--json", action="store_true", help="print one JSON object")
-    return c
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -104,9 +75,7 @@ def _run(args: argparse.Namespace) -> int:
     if is_checkpoint_path(args.model):  # a .safetensors checkpoint: tensors by dtype, no graph
         from .commands.check import checkpoint_command
         return checkpoint_command(args, console)
-    from .load import load
-    settings = dict(args.settings)
-    model = load(args.model, settings)
+    model = load_model(args)
     if args.command == "params":
         from .render.data import params_json
         from .render.text import params_table
@@ -116,14 +85,6 @@ def _run(args: argparse.Namespace) -> int:
     from .render.text import shapes_table
     report = model.shapes()
     return emit(console, args.json, lambda: shapes_json(report), lambda: shapes_table(report))
-
-
-def emit(console, as_json: bool, data, table) -> int:
-    if as_json:
-        sys.stdout.write(json.dumps(data(), indent=1) + "\n")
-    else:
-        console.print(table())
-    return 0
 
 
 def _zoo_table():

@@ -1,64 +1,282 @@
-"""Tensor dimensions: plain ints, or sympy expressions when symbolic (`B`, `S`, `B*S`).
+"""Tensor dimensions: plain ints, or `Poly` when symbolic (`B`, `S`, `B*S`, `ceil(H/2)`).
 
-A dimension collapses to an `int` whenever its value is known.  `equal` decides
-equality exactly or raises `InconclusiveDimError`; it never guesses `False`.
-sympy is imported only when a symbolic dimension is first created.
+A symbolic dimension is a polynomial with integer coefficients in atoms: named
+sizes (positive integers) and floors of such a polynomial divided by a positive
+integer.  Its normal form is unique (a floor's numerator keeps coefficients in
+[0, divisor), the rest moves outside), so equal sizes compare equal, and a
+polynomial that turns out constant collapses to an `int`.  `equal` decides
+exactly or raises `InconclusiveDimError`; it never guesses False.  No sympy here
+(counting must not pay for it); `to_sympy` converts for formulas.
+
+>>> S = symbol("S")
+>>> fmt(floor_div(S + 1, 2)), fmt(S * 2 - S), equal(ceil_div(S, 2), floor_div(S + 1, 2))
+('ceil(S/2)', 'S', True)
 """
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping, Union
 
 from .errors import InconclusiveDimError, ShapeError
 
-Dim = Any  # int | sympy.Expr
+Dim = Any  # int | Poly
 Shape = tuple  # tuple[Dim, ...]
 
 
-def _sympy():
-    import sympy
-    return sympy
+class Floor:
+    """The atom floor(num / den) for a Poly `num` whose coefficients lie in [0, den)."""
+
+    __slots__ = ("num", "den", "key")
+
+    def __init__(self, num: "Poly", den: int):
+        self.num, self.den = num, den
+        self.key = (1, f"{num.text()}/{den}")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Floor) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def text(self) -> str:
+        const = self.num.terms.get((), 0)
+        if const == self.den - 1:  # floor((x + d - 1)/d) reads as ceil(x/d)
+            return f"ceil({_group(self.num - const)}/{self.den})"
+        return f"floor({_group(self.num)}/{self.den})"
 
 
+Atom = Union[str, Floor]
+Mono = tuple  # tuple[tuple[Atom, int], ...], sorted by the atoms' keys
+
+
+def _key(atom: Atom) -> tuple:
+    return (0, atom) if isinstance(atom, str) else atom.key
+
+
+class Poly:
+    """A symbolic size: a polynomial with integer coefficients (see the module docstring)."""
+
+    __slots__ = ("terms", "_hash", "_text")
+
+    def __init__(self, terms: dict):
+        self.terms = terms  # Mono -> nonzero int; never only a constant (that is an int)
+        self._hash: int | None = None
+        self._text: str | None = None
+
+    # -- arithmetic ---------------------------------------------------------------------------
+    def __add__(self, other: Any) -> Dim:
+        if not isinstance(other, (int, Poly)) or isinstance(other, bool):
+            return NotImplemented
+        out = dict(self.terms)
+        for mono, c in _terms(other).items():
+            out[mono] = out.get(mono, 0) + c
+        return _make(out)
+
+    __radd__ = __add__
+
+    def __neg__(self) -> "Poly":
+        return Poly({m: -c for m, c in self.terms.items()})
+
+    def __pos__(self) -> "Poly":
+        return self
+
+    def __sub__(self, other: Any) -> Dim:
+        if not isinstance(other, (int, Poly)) or isinstance(other, bool):
+            return NotImplemented
+        return self + (-other)
+
+    def __rsub__(self, other: Any) -> Dim:
+        if not isinstance(other, (int, Poly)) or isinstance(other, bool):
+            return NotImplemented
+        return (-self) + other
+
+    def __mul__(self, other: Any) -> Dim:
+        if not isinstance(other, (int, Poly)) or isinstance(other, bool):
+            return NotImplemented
+        out: dict = {}
+        for m1, c1 in self.terms.items():
+            for m2, c2 in _terms(other).items():
+                mono = _mono_mul(m1, m2)
+                out[mono] = out.get(mono, 0) + c1 * c2
+        return _make(out)
+
+    __rmul__ = __mul__
+
+    def __pow__(self, exponent: Any) -> Dim:
+        if not isinstance(exponent, int) or isinstance(exponent, bool) or exponent < 0:
+            raise InconclusiveDimError(f"{self.text()} ** {exponent}: a size's power must be a whole number "
+                                       "of at least 0")
+        out: Dim = 1
+        for _ in range(exponent):
+            out = out * self
+        return out
+
+    def __floordiv__(self, other: Any) -> Dim:
+        if isinstance(other, int) and not isinstance(other, bool) and other > 0:
+            return floor_div(self, other)
+        raise InconclusiveDimError(f"cannot floor-divide {self.text()} by {fmt(other)}",
+                                   hint="divide a symbolic size by a positive whole number only")
+
+    def __truediv__(self, other: Any) -> Dim:
+        return exact_div(self, other, f"{self.text()} / {fmt(other)}")
+
+    def __rtruediv__(self, other: Any) -> Dim:
+        return exact_div(other, self, f"{fmt(other)} / {self.text()}")
+
+    def __rfloordiv__(self, other: Any) -> Dim:
+        raise InconclusiveDimError(f"cannot floor-divide {fmt(other)} by the symbolic size {self.text()}",
+                                   hint=_set_hint(self))
+
+    def __mod__(self, other: Any) -> Dim:
+        if isinstance(other, int) and not isinstance(other, bool) and other > 0:
+            return self - other * floor_div(self, other)
+        raise InconclusiveDimError(f"cannot take {self.text()} modulo {fmt(other)}", hint=_set_hint(self))
+
+    # -- what a symbolic size cannot do without values ------------------------------------------
+    def _undecided(self, *_: Any) -> bool:
+        raise InconclusiveDimError(f"cannot compare the symbolic size {self.text()} with a number",
+                                   hint=_set_hint(self))
+
+    __lt__ = __le__ = __gt__ = __ge__ = _undecided
+
+    def __index__(self) -> int:
+        raise InconclusiveDimError(f"the symbolic size {self.text()} is used where a number is needed",
+                                   hint=_set_hint(self))
+
+    __int__ = __index__
+
+    # -- identity and text -------------------------------------------------------------------
+    def __eq__(self, other: object) -> bool:
+        """Structural equality (normal forms are unique); `equal()` is the decision procedure."""
+        return isinstance(other, Poly) and self.terms == other.terms
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self.terms.items()))
+        return self._hash
+
+    def text(self) -> str:
+        if self._text is None:
+            self._text = _text(self.terms)
+        return self._text
+
+    __str__ = text
+
+    def __repr__(self) -> str:
+        return f"Poly({self.text()})"
+
+
+def _terms(x: Dim) -> dict:
+    if isinstance(x, Poly):
+        return x.terms
+    return {(): int(x)} if x else {}  # int(): a SymInt's formula has no place in a size
+
+
+def _make(terms: dict) -> Dim:
+    terms = {m: c for m, c in terms.items() if c}
+    if not terms:
+        return 0
+    if len(terms) == 1 and () in terms:
+        return terms[()]
+    return Poly(terms)
+
+
+def _mono_mul(a: Mono, b: Mono) -> Mono:
+    if not a:
+        return b
+    if not b:
+        return a
+    powers: dict = dict(a)
+    for atom, p in b:
+        powers[atom] = powers.get(atom, 0) + p
+    return tuple(sorted(powers.items(), key=lambda ap: _key(ap[0])))
+
+
+def _atom_text(atom: Atom) -> str:
+    return atom if isinstance(atom, str) else atom.text()
+
+
+def _mono_text(mono: Mono) -> str:
+    return "*".join(_atom_text(a) + (f"**{p}" if p > 1 else "") for a, p in mono)
+
+
+def _degree(mono: Mono) -> int:
+    return sum(p for _, p in mono)
+
+
+def _text(terms: dict) -> str:
+    order = sorted(terms.items(), key=lambda mc: (-_degree(mc[0]), [(_key(a), -p) for a, p in mc[0]]))
+    out = ""
+    for mono, c in order:
+        body = _mono_text(mono)
+        mag = abs(c)
+        piece = body if mag == 1 and body else f"{mag}*{body}" if body else str(mag)
+        if not out:
+            out = ("-" if c < 0 else "") + piece
+        else:
+            out += (" - " if c < 0 else " + ") + piece
+    return out
+
+
+def _group(d: Dim) -> str:
+    text = fmt(d)
+    return f"({text})" if isinstance(d, Poly) and (len(d.terms) > 1 or "-" in text) else text
+
+
+def _set_hint(d: Dim) -> str:
+    names = sorted(free_names(d))
+    return "give the symbolic sizes concrete values, e.g. " + " ".join(f"--set {n}=..." for n in names)
+
+
+# -- the public operations ----------------------------------------------------------------------
 @lru_cache(maxsize=None)
-def symbol(name: str):
+def symbol(name: str) -> Poly:
     """The symbolic dimension called `name` (a positive integer)."""
-    return _sympy().Symbol(name, integer=True, positive=True)
+    return Poly({((name, 1),): 1})
 
 
 def is_symbolic(d: Dim) -> bool:
-    return not isinstance(d, int)
+    return isinstance(d, Poly)
 
 
 def norm(d: Dim) -> Dim:
-    """Collapse sympy integers to int."""
-    if isinstance(d, int):
-        return d
-    if getattr(d, "is_Integer", False):
-        return int(d)
+    """A dimension as archgraph keeps it (ints stay ints; kept for callers that normalise)."""
     return d
+
+
+def free_names(d: Dim) -> set[str]:
+    """Names of the symbolic sizes `d` depends on."""
+    out: set[str] = set()
+    if isinstance(d, Poly):
+        for mono in d.terms:
+            for atom, _ in mono:
+                out |= {atom} if isinstance(atom, str) else free_names(atom.num)
+    return out
 
 
 def equal(a: Dim, b: Dim) -> bool:
     """True or False when decidable, else InconclusiveDimError."""
     if isinstance(a, int) and isinstance(b, int):
         return a == b
-    diff = _sympy().expand(a - b)
-    if diff == 0:
-        return True
-    if diff.is_number:
+    diff = a - b
+    if isinstance(diff, int):
+        return diff == 0
+    if _surely_nonzero(diff):
         return False
-    raise InconclusiveDimError(
-        f"cannot decide whether {fmt(a)} equals {fmt(b)}",
-        hint="give the symbolic sizes concrete values, e.g. --set " +
-             "=2 --set ".join(sorted(str(s) for s in diff.free_symbols)) + "=2")
+    raise InconclusiveDimError(f"cannot decide whether {fmt(a)} equals {fmt(b)}", hint=_set_hint(diff))
+
+
+def _surely_nonzero(p: Poly) -> bool:
+    """All coefficients of one sign and a term of named sizes only (each at least 1): never 0."""
+    signs = {c > 0 for c in p.terms.values()}
+    return len(signs) == 1 and any(all(isinstance(a, str) for a, _ in m) for m in p.terms)
 
 
 def prod(dims: Iterable[Dim]) -> Dim:
     out: Dim = 1
     for d in dims:
         out = out * d
-    return norm(out)
+    return out
 
 
 def exact_div(a: Dim, b: Dim, what: str) -> Dim:
@@ -67,42 +285,97 @@ def exact_div(a: Dim, b: Dim, what: str) -> Dim:
         if b == 0 or a % b:
             raise ShapeError(f"{what}: {a} is not divisible by {b}")
         return a // b
-    q = _sympy().cancel(a / b)
-    num, den = q.as_numer_denom()
-    if den != 1:
+    if isinstance(b, int) and b == 0:
+        raise ShapeError(f"{what}: division by zero")
+    quotient = _divide(a, b)
+    if quotient is None:
         raise InconclusiveDimError(f"{what}: {fmt(a)} is not known to be divisible by {fmt(b)}",
-                                   hint="give the symbolic sizes concrete values with --set")
-    return norm(q)
+                                   hint=_set_hint(a) if isinstance(a, Poly) else _set_hint(b))
+    return quotient
+
+
+def _divide(a: Dim, b: Dim) -> Dim | None:
+    """The exact quotient of polynomials, or None (division by leading terms, graded order)."""
+    rest, quotient = _terms(a), {}
+    divisor = _terms(b)
+    lead_b = max(divisor, key=_order)
+    while rest:
+        lead = max(rest, key=_order)
+        factor = _mono_div(lead, lead_b)
+        if factor is None or rest[lead] % divisor[lead_b]:
+            return None
+        coef = rest[lead] // divisor[lead_b]
+        quotient[factor] = quotient.get(factor, 0) + coef
+        step = dict(rest)
+        for mono, c in divisor.items():
+            m = _mono_mul(mono, factor)
+            step[m] = step.get(m, 0) - c * coef
+        rest = {m: c for m, c in step.items() if c}
+    return _make(quotient)
+
+
+def _order(mono: Mono) -> tuple:
+    return (_degree(mono), [(_key(a), p) for a, p in mono])
+
+
+def _mono_div(a: Mono, b: Mono) -> Mono | None:
+    powers = dict(a)
+    for atom, p in b:
+        if powers.get(atom, 0) < p:
+            return None
+        powers[atom] -= p
+    return tuple(sorted(((x, p) for x, p in powers.items() if p), key=lambda ap: _key(ap[0])))
+
+
+def floor_div(a: Dim, b: int) -> Dim:
+    """floor(a / b) for a positive int b; symbolic a stays exact (`floor(S/2)`)."""
+    if isinstance(a, int):
+        return a // b
+    if b == 1:
+        return a
+    whole, part = {}, {}
+    for mono, c in a.terms.items():
+        q, r = divmod(c, b)
+        if q:
+            whole[mono] = q
+        if r:
+            part[mono] = r
+    rest = _make(part)
+    if isinstance(rest, int):  # 0 <= rest < b
+        return _make(whole)
+    return _make(whole) + Poly({((Floor(rest, b), 1),): 1})
 
 
 def ceil_div(a: Dim, b: int) -> Dim:
     """ceil(a / b) for a positive int b; symbolic a stays exact (`ceil(S/2)`)."""
     if isinstance(a, int):
         return -(-a // b)
-    if b == 1:
-        return a
-    sp = _sympy()
-    return norm(sp.ceiling(a / b))
+    return floor_div(a + (b - 1), b)
 
 
-def floor_div(a: Dim, b: int) -> Dim:
-    """floor(a / b) for a positive int b."""
-    if isinstance(a, int):
-        return a // b
-    if b == 1:
-        return a
-    return norm(_sympy().floor(a / b))
+def subs(d: Dim, values: Mapping[str, Dim]) -> Dim:
+    """`d` with the named sizes in `values` replaced (by ints or other sizes)."""
+    if isinstance(d, int):
+        return d
+    out: Dim = 0
+    for mono, c in d.terms.items():
+        term: Dim = c
+        for atom, p in mono:
+            value = values.get(atom, symbol(atom)) if isinstance(atom, str) \
+                else floor_div(subs(atom.num, values), atom.den)
+            for _ in range(p):
+                term = term * value
+        out = out + term
+    return out
 
 
 def fmt(d: Dim) -> str:
     """Human text of a dimension: `768`, `B*S`, `ceil(S/2)`."""
-    if isinstance(d, int):
-        return str(d)
-    return str(d).replace("ceiling", "ceil").replace("floor(", "floor(")
+    return d.text() if isinstance(d, Poly) else str(d)
 
 
 def to_json(d: Dim) -> int | str:
-    return d if isinstance(d, int) else fmt(d)
+    return fmt(d) if isinstance(d, Poly) else d
 
 
 def fmt_shape(shape: Shape) -> str:
@@ -111,3 +384,19 @@ def fmt_shape(shape: Shape) -> str:
 
 def known_positive(d: Dim) -> bool:
     return not isinstance(d, int) or d > 0
+
+
+def to_sympy(d: Dim) -> Any:
+    """The same size as a sympy expression (for formulas; imports sympy)."""
+    import sympy
+    if not isinstance(d, Poly):
+        return sympy.Integer(d) if isinstance(d, int) else d
+    out = sympy.Integer(0)
+    for mono, c in d.terms.items():
+        term = sympy.Integer(c)
+        for atom, p in mono:
+            base = sympy.Symbol(atom, integer=True, positive=True) if isinstance(atom, str) \
+                else sympy.floor(to_sympy(atom.num) / atom.den)
+            term = term * base ** p
+        out = out + term
+    return out

@@ -3,7 +3,9 @@
 Expressions are parsed with `ast` and evaluated by walking a whitelist of node
 types; nothing is ever passed to `eval`.  `/` is exact division: it fails when
 the division leaves a remainder (use `//` to floor).  Values may be ints,
-floats, bools or sympy expressions (for closed-form formulas).
+floats, bools, words, symbolic sizes (`dims.Poly`: `B`, `S * 2`) or SymInts
+(`numbers`: ints that carry a formula); a choice that depends on a SymInt (a
+comparison, `x if c else y`, `min`) records its names as decided.
 
 >>> evaluate("4 * H", {"H": 768})
 3072
@@ -20,7 +22,9 @@ import operator
 from functools import lru_cache
 from typing import Any, Mapping
 
-from .errors import ExprError, did_you_mean
+from . import dims
+from .errors import ExprError, ShapeError, did_you_mean
+from .numbers import decided, plain, quotient
 
 MAX_LEN = 1000
 MAX_POW = 64  # exponent bound: keeps 10 ** 10 ** 10 from eating the machine
@@ -29,22 +33,25 @@ MAX_MAGNITUDE = 10 ** 30  # no size, count or setting of a model comes near this
 
 
 def _exact_div(a: Any, b: Any) -> Any:
+    if isinstance(a, dims.Poly) or isinstance(b, dims.Poly):
+        try:
+            return dims.exact_div(a, b, f"{dims.fmt(a)} / {dims.fmt(b)}")
+        except ShapeError as exc:
+            raise ExprError(exc.message, hint=exc.hint) from None
     if b == 0:
         raise ExprError("division by zero")
     if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool):
         if a % b:
-            raise ExprError(f"{a} / {b} is not exact ({a / b:g})",
+            raise ExprError(f"{plain(a)} / {plain(b)} is not exact ({int(a) / int(b):g})",
                             hint="choose values that divide exactly, or write // to round down")
-        return a // b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        return a / b
-    return a / b  # symbolic (sympy) values
+        return quotient(a, b)
+    return a / b
 
 
 def _pow(a: Any, b: Any) -> Any:
-    if isinstance(b, (int, float)) and abs(b) > MAX_POW:
-        raise ExprError(f"exponent {b} is too large (at most {MAX_POW})")
-    if isinstance(a, (int, float)) and abs(a) > 2 ** 64:
+    if isinstance(b, (int, float)) and abs(plain(b)) > MAX_POW:
+        raise ExprError(f"exponent {plain(b)} is too large (at most {MAX_POW})")
+    if isinstance(a, (int, float)) and abs(plain(a)) > 2 ** 64:
         raise ExprError("base of ** is too large")
     return a ** b
 
@@ -70,8 +77,23 @@ def _ceil_div(a: Any, b: Any) -> Any:
     return -((-a) // b)
 
 
-FUNCTIONS = {"min": min, "max": max, "abs": abs, "ceil_div": _ceil_div,
-             "ceil": math.ceil, "floor": math.floor}
+def _chosen(fn):
+    """min/max: the result is one of the arguments, chosen by comparing them."""
+    def pick(*args: Any) -> Any:
+        decided(*args)
+        return fn(*args)
+    return pick
+
+
+def _rounded(fn):
+    """ceil/floor: whole numbers (and their formulas) stay as they are."""
+    def rounded(x: Any) -> Any:
+        return x if isinstance(x, (int, dims.Poly)) else fn(x)
+    return rounded
+
+
+FUNCTIONS = {"min": _chosen(min), "max": _chosen(max), "abs": abs, "ceil_div": _ceil_div,
+             "ceil": _rounded(math.ceil), "floor": _rounded(math.floor)}
 
 
 @lru_cache(maxsize=4096)
@@ -137,13 +159,27 @@ def check_value(value: Any) -> Any:
     """Refuse values no model size comes near (|x| > 10**30), complex numbers and infinities."""
     if isinstance(value, bool):
         return value
-    if isinstance(value, int) and abs(value) > MAX_MAGNITUDE:
+    if isinstance(value, int) and abs(plain(value)) > MAX_MAGNITUDE:
         raise ExprError(f"a value of {len(str(abs(value)))} digits is too large (at most 10**30)")
     if isinstance(value, complex):
         raise ExprError(f"the value {value} is not a real number")
     if isinstance(value, float) and not math.isfinite(value):
         raise ExprError(f"the value {value} is not a finite number")
     return value
+
+
+def _compare(op: type, left: Any, right: Any) -> bool:
+    """A comparison; symbolic sizes are equal or not only when that is decidable."""
+    if isinstance(left, dims.Poly) or isinstance(right, dims.Poly):
+        if op not in (ast.Eq, ast.NotEq):
+            raise ExprError(f"cannot compare the symbolic size {dims.fmt(left)} with {dims.fmt(right)}",
+                            hint="give the symbolic sizes values with --set, or compare variables")
+        try:
+            same = dims.equal(left, right)
+        except ShapeError as exc:
+            raise ExprError(exc.message, hint=exc.hint) from None
+        return same if op is ast.Eq else not same
+    return _COMPARE[op](left, right)
 
 
 def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
@@ -167,20 +203,30 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         operand = _eval(node.operand, env)
         if isinstance(operand, str) and not isinstance(node.op, ast.Not):
             raise ExprError("words can be compared ('==', '!=') but not used in arithmetic")
+        if isinstance(node.op, ast.Not):
+            decided(operand)
         return check_value(_UNARY[type(node.op)](operand))
     if isinstance(node, ast.BoolOp):
-        values = (_eval(v, env) for v in node.values)
-        return all(values) if isinstance(node.op, ast.And) else any(values)
+        want = isinstance(node.op, ast.And)  # and: stop at the first false; or: at the first true
+        for v in node.values:
+            value = _eval(v, env)
+            decided(value)
+            if bool(value) != want:
+                return not want
+        return want
     if isinstance(node, ast.Compare):
         left = _eval(node.left, env)
         for op, right_node in zip(node.ops, node.comparators):
             right = _eval(right_node, env)
-            if not _COMPARE[type(op)](left, right):
+            decided(left, right)
+            if not _compare(type(op), left, right):
                 return False
             left = right
         return True
     if isinstance(node, ast.IfExp):
-        return _eval(node.body if _eval(node.test, env) else node.orelse, env)
+        test = _eval(node.test, env)
+        decided(test)
+        return _eval(node.body if test else node.orelse, env)
     if isinstance(node, ast.Call):
         args = [_eval(a, env) for a in node.args]
         if not args or any(isinstance(a, str) for a in args):

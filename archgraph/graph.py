@@ -1,15 +1,15 @@
 """The model as data: a hierarchy of graphs whose nodes are ops or calls of blocks.
 
-A `Graph` holds its nodes in topological order and a networkx DiGraph of their
-wiring.  A `BlockNode` calls a body graph, possibly `repeat` times; bodies with
-the same arguments are one object, so analysing a repeated block costs one body.
+A `Graph` holds its nodes in topological order; `Graph.dag` gives their wiring as a
+networkx DiGraph, made when first asked for (counting never needs it).  A
+`BlockNode` calls a body graph, possibly `repeat` times; bodies with the same
+arguments are one object, so analysing a repeated block costs one body.  This
+module holds data only: the analyses are functions in `archgraph.passes`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Union
-
-import networkx as nx
 
 from .errors import Loc
 from .ops.base import Op
@@ -37,6 +37,7 @@ class OpNode:
     loc: Loc = Loc()
     keywords: tuple[str, ...] = ()  # when 'in' is a mapping: the rule's parameter for each input
     dtype: str | None = None  # `dtype:` in the spec: this node's weights are stored so (memory pass)
+    unused: bool = False  # nothing reads it, on purpose (`unused: true`)
 
     def bind(self, values: list[Any]) -> tuple[list[Any], dict[str, Any]]:
         """Split input values into the positional and keyword arguments of the op's rules."""
@@ -57,6 +58,7 @@ class BlockNode:
     shared: bool = False   # every repetition reuses the weights of the first
     loc: Loc = Loc()
     path: str | None = None  # the segment tensor paths use, when not the name ('' adds none)
+    unused: bool = False  # nothing reads it, on purpose (`unused: true`)
 
     @property
     def segment(self) -> str:
@@ -77,8 +79,26 @@ class Graph:
     inputs: tuple[str, ...]
     nodes: dict[str, Node]  # topological order
     outputs: tuple[Ref, ...]
-    dag: nx.DiGraph
     loc: Loc = Loc()
+    output_names: tuple[str, ...] = ()  # the names `outputs:` gives them (a mapping), else their refs
+    _dag: Any = field(default=None, repr=False)
+
+    @property
+    def dag(self):
+        """The wiring as a networkx DiGraph (inputs and nodes; an edge per input read)."""
+        if self._dag is None:
+            self._dag = wiring(self.inputs, self.nodes)
+        return self._dag
+
+
+def wiring(inputs, nodes: dict[str, Node]):
+    """A networkx DiGraph of `inputs` and `nodes` with an edge from each input a node reads."""
+    import networkx as nx
+    dag = nx.DiGraph()
+    dag.add_nodes_from(inputs)
+    dag.add_nodes_from(nodes)
+    dag.add_edges_from((ref.node, name) for name, node in nodes.items() for ref in node.inputs)
+    return dag
 
 
 @dataclass(frozen=True)
@@ -89,8 +109,25 @@ class InputSpec:
     loc: Loc = Loc()
 
 
+@dataclass(frozen=True)
+class SpecWarning:
+    """Something valid but probably unintended (a node whose output nobody reads)."""
+
+    message: str
+    loc: Loc = Loc()
+    node: str | None = None
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.loc}: " if self.loc else ""
+        node = f"node '{self.node}': " if self.node else ""
+        return f"{where}{node}{self.message}" + (f"\n  fix: {self.hint}" if self.hint else "")
+
+
 @dataclass(eq=False)
 class Model:
+    """A built model as data (`archgraph.Model` adds the analyses as methods)."""
+
     name: str
     graph: Graph
     inputs: dict[str, InputSpec]
@@ -99,21 +136,9 @@ class Model:
     description: str = ""
     source: str = "<spec>"
     bindings: dict[str, Any] = field(default_factory=dict)  # --set values that are not variables
-
-    def params(self):
-        """Parameter report (see `archgraph.passes.params`)."""
-        from .passes.params import count_params
-        return count_params(self)
-
-    def shapes(self, **bindings: int):
-        """Shape report with symbolic dims bound to the given values."""
-        from .passes.shapes import infer_shapes
-        return infer_shapes(self, bindings)
-
-    def _repr_svg_(self) -> str | None:
-        """The diagram, shown inline by Jupyter (None without Graphviz's dot: Jupyter shows the repr)."""
-        from .render.diagram import diagram_svg
-        return diagram_svg(self)
+    warnings: list[SpecWarning] = field(default_factory=list)
+    decided: set[str] = field(default_factory=set)  # symbolic build: names a choice depended on
+    conditions: list = field(default_factory=list)  # symbolic build: relations the checks relied on
 
 
 def join(prefix: str, name: str) -> str:

@@ -1,4 +1,4 @@
-"""Hugging Face `config.json` files as archgraph models.
+"""Hugging Face `config.json` files as archgraph models (`archgraph.load` builds them).
 
 Each supported `model_type` has a template spec in `specs/hf/` (an ordinary
 spec whose variables carry a typical checkpoint's values) and an entry in
@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .errors import ArchgraphError, Loc, SpecError
+from .spec.sources import spec_dir
 
 # architecture class suffix -> the head word templates test (longest suffix wins)
 HEADS = {
@@ -81,10 +82,9 @@ class Imported:
 
 
 def _spec_dir() -> Path:
-    from .load import SPEC_DIRS
-    for folder in SPEC_DIRS:
-        if (folder / "hf" / "families.yaml").is_file():
-            return folder / "hf"
+    folder = spec_dir()
+    if folder is not None and (folder / "hf" / "families.yaml").is_file():
+        return folder / "hf"
     raise ArchgraphError("the Hugging Face family templates (specs/hf/) are missing from this installation",
                          hint="reinstall archgraph")
 
@@ -280,21 +280,7 @@ def import_file(path: str | Path) -> Imported:
     return import_config(read_config(path), path)
 
 
-def load_config(path: str | Path, settings: Mapping[str, Any] | None = None):
-    """Build the model a config.json describes; `settings` (like --set) override its values."""
-    from .load import load
-    imported = import_file(path)
-    try:
-        model = load(imported.template, {**imported.variables, **dict(settings or {})})
-    except ArchgraphError as exc:
-        raise _config_error(exc, imported, path) from None
-    model.name = imported.name
-    model.description = f"{imported.architecture} from {Path(str(path)).name} ({imported.model_type})"
-    model.source = str(path)
-    return model
-
-
-def _config_error(exc: ArchgraphError, imported: Imported, path: str | Path) -> ArchgraphError:
+def config_error(exc: ArchgraphError, imported: Imported, path: str | Path) -> ArchgraphError:
     """A template that cannot be built with a config's values: the error, told from the config's side."""
     where = f" at {exc.loc}" if exc.loc else ""
     node = f", node '{exc.node}'" if exc.node else ""

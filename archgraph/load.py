@@ -1,4 +1,7 @@
-"""Find and load a model: a spec path, or the name of a built-in spec.
+"""Find, build and check a model: a spec path, a built-in spec's name, or a Hugging Face config.json.
+
+Every model that `load` returns has had its shapes checked: a spec whose shapes do
+not fit is refused here, so no command ever counts a model that cannot exist.
 
 >>> load("gpt2").params().total
 124439808
@@ -8,67 +11,76 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from .errors import ArchgraphError, Loc, SpecError, did_you_mean
-from .graph import Model
+from .errors import ArchgraphError, Loc
+from .model import Model
+from .numbers import Trace
+from .passes.shapes import infer_shapes
 from .spec.build import build_model
+from .spec.sources import builtin_specs, resolve  # noqa: F401  (part of this module's interface)
 from .spec.yamlload import LocDict, load_file
-
-_HERE = Path(__file__).resolve().parent
-SPEC_DIRS = (_HERE / "_specs", _HERE.parent / "specs")  # installed wheel, then source checkout
+from .spec.yamlload import load_text as parse_text
 
 
-def builtin_specs() -> dict[str, Path]:
-    """Name -> path of every built-in spec."""
-    for folder in SPEC_DIRS:
-        if folder.is_dir():
-            return {p.stem: p for p in sorted(folder.glob("*.yaml"))}
-    return {}
+def read_spec(source: str | Path) -> tuple[LocDict, Callable[[str, Loc, Loc], LocDict]]:
+    """A spec file's YAML and the loader of the specs it `extends`."""
+    return load_file(resolve(source)), read_parent
 
 
-def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None = None) -> Path:
-    """A spec path for `source`: an existing file, or a built-in name."""
-    text = str(source)
-    candidates = [Path(text)]
-    if relative_to is not None:
-        candidates.insert(0, relative_to / text)
-    for path in candidates:
-        try:
-            if path.is_file():
-                return path
-        except OSError:  # a name too long for the file system, say
-            continue
-    builtins = builtin_specs()
-    if text in builtins:
-        return builtins[text]
-    if text.endswith((".yaml", ".yml")) or "/" in text:
-        raise SpecError(f"no spec file '{text}'", loc=loc)
-    hint = did_you_mean(text, builtins)
-    raise SpecError(f"'{text}' is neither a spec file nor a built-in model", loc=loc,
-                    hint=hint or ("built-in models: " + ", ".join(builtins) +
-                                  " (run 'archgraph zoo')"))
+def read_parent(name: str, at: Loc, child: Loc) -> LocDict:
+    """The spec that `extends: name` (at `at`, in the spec file `child`) means: a file beside the
+    child's file, or a built-in spec."""
+    return load_file(resolve(name, Path(child.file).parent, at))
 
 
-def read_spec(source: str | Path) -> tuple[LocDict, Callable[[str, Loc], LocDict]]:
-    """A spec file's YAML and the loader of the specs it `extends` (found beside it, or built in)."""
-    path = resolve(source)
-
-    def parent(name: str, at: Loc) -> LocDict:
-        return load_file(resolve(name, path.parent, at))
-
-    return load_file(path), parent
-
-
-def load(source: str | Path, settings: Mapping[str, Any] | None = None) -> Model:
+def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False) -> Model:
     """Load a spec file, built-in model or Hugging Face config.json; `settings` override variables
-    or bind dims (like --set)."""
+    or bind sizes (like --set).  `symbolic` builds over SymInts, for formulas."""
     from .checkpoint import is_checkpoint_path
-    from .hf import is_config, load_config
+    from .hf import is_config
     if is_checkpoint_path(source):
         raise ArchgraphError(f"'{source}' is a checkpoint: it lists tensors but has no graph to analyse",
                              hint="use 'archgraph params CHECKPOINT' to count its tensors, or pass the "
                                   "model's config.json or spec (and 'archgraph check SPEC --against "
                                   "CHECKPOINT' to compare them)")
     if is_config(source):
-        return load_config(source, settings)
+        return load_config(source, settings, symbolic=symbolic)
     spec, parent = read_spec(source)
-    return build_model(spec, settings, parent)
+    return build(spec, settings, parent, symbolic=symbolic)
+
+
+def load_text(text: str, filename: str = "<text>", settings: Mapping[str, Any] | None = None, *,
+              symbolic: bool = False) -> Model:
+    """Load a spec given as YAML text (`filename` names it in errors; `extends:` is relative to it)."""
+    return build(parse_text(text, filename), settings, read_parent, symbolic=symbolic)
+
+
+def build(spec: LocDict, settings: Mapping[str, Any] | None = None, parent=None, *,
+          symbolic: bool = False) -> Model:
+    """Build a parsed spec and check its shapes; a symbolic build records, in the model, the names
+    its choices depended on (`decided`) and the relations its checks relied on (`conditions`)."""
+    if not symbolic:
+        return checked(build_model(spec, settings, parent, model_class=Model))
+    with Trace() as trace:
+        model = checked(build_model(spec, settings, parent, symbolic=True, model_class=Model))
+    model.decided, model.conditions = trace.frozen, list(trace.conditions)
+    return model
+
+
+def checked(model: Model) -> Model:
+    """`model` once its shapes are known to fit (the shape pass raises the located error if not)."""
+    infer_shapes(model)
+    return model
+
+
+def load_config(path: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False) -> Model:
+    """Build the model a config.json describes; `settings` (like --set) override its values."""
+    from .hf import config_error, import_file
+    imported = import_file(path)
+    try:
+        model = load(imported.template, {**imported.variables, **dict(settings or {})}, symbolic=symbolic)
+    except ArchgraphError as exc:
+        raise config_error(exc, imported, path) from None
+    model.name = imported.name
+    model.description = f"{imported.architecture} from {Path(str(path)).name} ({imported.model_type})"
+    model.source = str(path)
+    return model

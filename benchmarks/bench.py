@@ -117,7 +117,7 @@ def config_and_render_rows(repeats: int) -> list[tuple[str, float, int, str]]:
     import json
     import tempfile
 
-    from archgraph.hf import load_config
+    from archgraph.load import load_config
     from archgraph.load import load
     from archgraph.render.diagram import diagram_svg
 

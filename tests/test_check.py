@@ -10,7 +10,7 @@ from safetensors.numpy import save_file
 
 from archgraph import load
 from archgraph.checkpoint import read_checkpoint
-from archgraph.commands.check import compare
+from archgraph.passes.checkpoint import compare
 from conftest import reference
 from test_checkpoint import header_only
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from archgraph.hf import load_config
+from archgraph.load import load_config
 
 DATA = Path(__file__).parent / "data" / "hf"
 FILES = sorted(p.stem for p in DATA.glob("*.json"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from archgraph.hf import load_config
+from archgraph.load import load_config
 from conftest import write_config
 
 # the keys archgraph requires, at the defaults of transformers' configuration classes

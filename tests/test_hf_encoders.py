@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from archgraph.errors import ArchgraphError, ShapeError
-from archgraph.hf import load_config
+from archgraph.load import load_config
 
 from conftest import write_config
 

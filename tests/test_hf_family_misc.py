@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from archgraph.hf import load_config, spec_text
+from archgraph.hf import spec_text
+from archgraph.load import load_config
 from archgraph.load import load
 from conftest import write_config
 

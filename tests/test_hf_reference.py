@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from archgraph.hf import load_config
+from archgraph.load import load_config
 from conftest import REFERENCE
 
 FILES = sorted(p.stem for p in (REFERENCE / "hf").glob("*.json"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from archgraph.errors import ArchgraphError
-from archgraph.hf import load_config
+from archgraph.load import load_config
 from conftest import reference, write_config
 from test_hf_defaults import REQUIRED
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import archgraph
-from archgraph.hf import load_config
+from archgraph.load import load_config
 from archgraph.render.data import params_json, shapes_json
 from conftest import REFERENCE, write_config
 from test_hf_configs import DATA, FILES as FIXTURES
@@ -124,7 +124,7 @@ def test_missing_config_file(tmp_path, cli):
 def test_formula_of_a_config_evaluates_to_the_reference(tmp_path, name):
     from archgraph.passes.formula import param_formula
     ref = json.loads((REFERENCE / "hf" / f"{name}.json").read_text())
-    report = param_formula(str(write_config(tmp_path, **ref["config"])))
+    report = param_formula(archgraph.load(str(write_config(tmp_path, **ref["config"])), symbolic=True))
     assert report.evaluate() == ref["expected_params"]
 
 

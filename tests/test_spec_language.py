@@ -9,8 +9,7 @@ import pytest
 import archgraph
 from archgraph.dims import to_json
 from archgraph.ops import REGISTRY
-from archgraph.spec.build import build_model
-from archgraph.spec.yamlload import load_text
+from archgraph.load import load_text
 
 TOY = """\
 name: toy
@@ -48,7 +47,7 @@ LAYER = 288 + 16 + 288 + 264
 
 
 def build(text: str, settings=None):
-    return build_model(load_text(text, "toy.yaml"), settings)
+    return load_text(text, "toy.yaml", settings)
 
 
 def test_counts_blocks_nested_blocks_repeat_and_tie():
@@ -104,8 +103,8 @@ def test_shared_repetitions_count_once_and_say_so():
 
 def test_frozen_block_and_buffers_are_reported_apart():
     text = TOY.replace("repeat: L,", "repeat: L, trainable: false,") + \
-        "  - {name: bn, op: batch_norm, in: head, num_features: S0}\n"
-    text = text.replace("  H: 8\n", "  H: 8\n  S0: 7\n")
+        "  - {name: bn, op: batch_norm, in: feat, num_features: S0}\n"
+    text = text.replace("  H: 8\n", "  H: 8\n  S0: 7\n").replace("inputs:\n", "inputs:\n  feat: [B, S0, 5]\n")
     model = build(text)
     report = model.params()
     assert report.total == 800 + 3 * LAYER + 2 * 7
@@ -187,10 +186,13 @@ def test_repeated_block_analysis_does_not_grow_with_depth(monkeypatch):
         return original(self, x)
 
     monkeypatch.setattr(REGISTRY["linear"], "infer_shape", counting)
-    build(TOY, {"L": 10}).shapes(B=2, S=4)
-    ten = len(calls)
+    model = build(TOY, {"L": 10})  # loading checks the shapes once (symbolic B, S)
     calls.clear()
-    report = build(TOY, {"L": 1000}).shapes(B=2, S=4)
+    model.shapes(B=2, S=4)
+    ten = len(calls)
+    model = build(TOY, {"L": 1000})
+    calls.clear()
+    report = model.shapes(B=2, S=4)
     assert len(calls) == ten == 3  # up, down, head: one evaluation of the layer body
     assert report.shape_of("layers.999.ffn.down") == [(2, 4, 8)]
 

@@ -10,7 +10,7 @@ from archgraph.passes.sweep import sweep
 
 
 def test_sweep_agrees_with_the_builder():
-    rows = sweep("llama-2-7b", {"L": [2, 32], "H": [2048, 4096], "KV": [8, 32]})
+    rows = sweep("llama-2-7b", {"L": [2, 32], "H": [2048, 4096], "KV": [8, 32]}, load=archgraph.load)
     assert len(rows) == 8
     for row in rows:
         config = {k: row[k] for k in ("L", "H", "KV")}
@@ -21,7 +21,7 @@ def test_sweep_agrees_with_the_builder():
 
 
 def test_frozen_variables_are_swept_by_building():
-    rows = sweep("bert-base-uncased", {"L": [1, 2]}, check=True)
+    rows = sweep("bert-base-uncased", {"L": [1, 2]}, check=True, load=archgraph.load)
     assert [r["params"] for r in rows] == [archgraph.load("bert-base-uncased", {"L": n}).params().total
                                            for n in (1, 2)]
 
@@ -29,14 +29,14 @@ def test_frozen_variables_are_swept_by_building():
 def test_thousands_of_configurations_per_second():
     grid = {"L": list(range(1, 51)), "H": list(range(256, 4097, 64)), "I": [8192, 11008]}
     start = time.perf_counter()
-    rows = sweep("llama-2-7b", grid)
+    rows = sweep("llama-2-7b", grid, load=archgraph.load)
     elapsed = time.perf_counter() - start
     assert len(rows) == 50 * 61 * 2
     assert len(rows) / elapsed > 1000
 
 
 def test_cli_csv_and_errors(cli):
-    code, out, err = cli("sweep", "gpt2", "--vary", "L=6,12", "--vary", "H=512,768", "--csv")
+    code, out, err = cli("sweep", "gpt2", "--vary", "L=6,12", "--vary", "H=576,768", "--csv")
     assert code == 0, err
     lines = out.splitlines()
     assert lines[0] == ("L,H,params,non_embedding_params,weights_bf16_bytes,weights_fp32_bytes,"
@@ -48,3 +48,15 @@ def test_cli_csv_and_errors(cli):
     assert code == 2 and "--vary Q: not a whole-number variable of 'gpt2'" in err
     with pytest.raises(SystemExit):
         cli("sweep", "gpt2", "--vary", "L=a,b")
+
+
+def test_a_configuration_that_is_not_a_model_is_refused_not_counted(cli):
+    code, out, err = cli("sweep", "gpt2", "--vary", "L=1,2", "--vary", "H=768,512", "--csv")
+    assert code == 2 and out == ""
+    assert "L=1, H=512: " in err and "512 is not divisible by 12" in err
+
+
+def test_configurations_outside_the_formulas_conditions_are_built():
+    rows = sweep("gpt2", {"L": [1, 3], "A": [12, 16]}, load=archgraph.load)  # A=16: 768 / 16 = 48
+    assert [r["params"] for r in rows] == [archgraph.load("gpt2", {"L": r["L"], "A": r["A"]}).params().total
+                                           for r in rows]

@@ -109,7 +109,7 @@ def record_main(seed: int, count: int, out: str) -> None:
 
 def compare_main(path: str) -> int:
     from archgraph.errors import ArchgraphError
-    from archgraph.hf import load_config
+    from archgraph.load import load_config
 
     recs = json.loads(Path(path).read_text())
     config = os.path.join(tempfile.mkdtemp(), "config.json")

@@ -15,7 +15,7 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from ..load import load
+    from .common import load_model
     from ..outfile import check_output, write_output
     from ..render.chart import CHART_FORMATS, chart_image, param_distribution
 
@@ -25,7 +25,7 @@ def run(args, console) -> int:
                              hint="end the file name with .png, .svg or .pdf")
     inputs = model_inputs(args.model)
     check_output(args.output, inputs)
-    model = load(args.model, dict(args.settings))
+    model = load_model(args)
     write_output(args.output, chart_image(param_distribution(model.params()), fmt), inputs=inputs)
     console.print(f"wrote {args.output}", markup=False, highlight=False)
     return 0

@@ -12,9 +12,9 @@ def add_parser(sub, model_command) -> None:
 def run(args, console) -> int:
     from pathlib import Path
 
-    from ..cli import emit
+    from .common import emit
     from ..errors import ArchgraphError
-    from ..load import resolve
+    from ..load import load, resolve
     from ..outfile import check_output, write_output
     from ..passes.compare import compare
     from ..render.compare import compare_chart, compare_json, compare_table
@@ -28,7 +28,7 @@ def run(args, console) -> int:
         if fmt not in ("png", "svg", "pdf"):
             raise ArchgraphError(f"cannot draw a chart as '.{fmt}'", hint="use a .png, .svg or .pdf file name")
         check_output(args.output, inputs)
-    rows = compare(args.model, dict(args.settings))
+    rows = compare(args.model, dict(args.settings), load=load)
     code = emit(console, args.json, lambda: compare_json(rows), lambda: compare_table(rows))
     if args.output:
         write_output(args.output, compare_chart(rows, fmt), inputs=inputs)

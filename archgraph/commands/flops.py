@@ -9,12 +9,10 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from ..cli import emit
-    from ..load import load
+    from .common import emit, load_model
     from ..passes.flops import count_flops
     from ..render.flops import flops_json, flops_table
 
-    settings = dict(args.settings)
-    model = load(args.model, settings)
+    model = load_model(args)
     report = count_flops(model)
     return emit(console, args.json, lambda: flops_json(report), lambda: flops_table(report))

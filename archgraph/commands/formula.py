@@ -9,13 +9,12 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from ..cli import emit
-    from ..load import load
+    from .common import emit, load_model
     from ..passes.flops import count_flops
     from ..passes.formula import param_formula
     from ..render.formula import formula_json, formula_table
 
-    settings = dict(args.settings)
-    report = param_formula(args.model, settings)
-    flops = count_flops(load(args.model, settings)).forward
+    model = load_model(args, symbolic=True)
+    report = param_formula(model)
+    flops = count_flops(model).forward
     return emit(console, args.json, lambda: formula_json(report, flops), lambda: formula_table(report, flops))

@@ -17,11 +17,10 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from ..cli import emit
-    from ..load import load
+    from .common import emit, load_model
     from ..passes.memory import estimate_memory
     from ..render.memory import memory_json, memory_table
 
     settings = dict(args.settings)
-    report = estimate_memory(load(args.model, settings), settings, args.dtype, args.optimizer, args.precision)
+    report = estimate_memory(load_model(args), settings, args.dtype, args.optimizer, args.precision)
     return emit(console, args.json, lambda: memory_json(report), lambda: memory_table(report))

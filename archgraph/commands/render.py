@@ -43,7 +43,7 @@ def model_inputs(*names: str) -> list[Path]:
 
 
 def run(args, console) -> int:
-    from ..load import load
+    from .common import load_model
     from ..outfile import check_output, write_output
     from ..render.diagram import diagram_dot
     from ..render.image import dot_image, dot_program
@@ -58,7 +58,7 @@ def run(args, console) -> int:
         check_output(args.output, model_inputs(args.model))
         if fmt != "dot":
             dot_program()  # fail before the work when Graphviz is missing
-    model = load(args.model, dict(args.settings))
+    model = load_model(args)
     source = diagram_dot(model, diagram_options(args))
     if not args.output:
         sys.stdout.write(source)

@@ -16,7 +16,7 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from ..load import load
+    from .common import load_model
     from ..outfile import check_output, write_output
     from ..render.image import dot_program
     from ..render.report import report_data, report_html
@@ -27,7 +27,7 @@ def run(args, console) -> int:
     inputs = model_inputs(*args.model)
     check_output(args.output, inputs)
     dot_program()  # the diagrams need Graphviz: fail before the work
-    models = [load(name, dict(args.settings)) for name in args.model]
+    models = [load_model(args, name) for name in args.model]
     html = report_html(report_data(models, diagram_options(args)))
     write_output(args.output, html, inputs=inputs)
     console.print(f"wrote {args.output}", markup=False, highlight=False)

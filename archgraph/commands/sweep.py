@@ -31,6 +31,7 @@ def run(args, console) -> int:
     import sys
 
     from ..errors import ArchgraphError
+    from ..load import load
     from ..passes.sweep import sweep
 
     vary = dict(args.vary)
@@ -42,7 +43,7 @@ def run(args, console) -> int:
     if size > 1_000_000:
         raise ArchgraphError(f"the grid has {size:,} configurations; at most 1,000,000",
                              hint="give fewer values")
-    rows = sweep(args.model, vary, dict(args.settings), check=args.check)
+    rows = sweep(args.model, vary, dict(args.settings), check=args.check, load=load)
     if args.json:
         sys.stdout.write(json.dumps({"model": args.model, "rows": rows}, indent=1) + "\n")
     elif args.csv:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from ..dims import exact_div, prod
 from ..errors import ShapeError
-from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
+from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive, quotient
 
 
 @op("attention", category="attention")
@@ -53,7 +53,7 @@ class Attention(Op):
 
     @property
     def d(self) -> int:
-        return self.head_dim if self.head_dim is not None else self.hidden // self.heads
+        return self.head_dim if self.head_dim is not None else quotient(self.hidden, self.heads)
 
     def _default_names(self) -> tuple[str, ...]:
         return ("qkv_proj", "o_proj") if self.qkv == "fused" else ("q_proj", "k_proj", "v_proj", "o_proj")

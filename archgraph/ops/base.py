@@ -14,11 +14,13 @@ import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable, Literal, Union, get_args, get_origin
 
-from ..dims import Dim, Shape, equal, fmt, fmt_shape
+from ..dims import Dim, Poly, Shape, equal, fmt, fmt_shape, free_names
 from ..errors import ShapeError, SpecError, did_you_mean
+from ..numbers import quotient  # noqa: F401  (ops divide validated sizes with it: a/b, not floor)
 
 REGISTRY: dict[str, type["Op"]] = {}
 MAX_RANK = 64  # PyTorch's limit on tensor dimensions
+Size = Union[int, Poly]  # a hyperparameter that may name the inputs' symbolic sizes (`B`, `S * 2`)
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,16 @@ def coerce(value: Any, typ: Any, what: str) -> Any:
         if isinstance(value, bool):
             return value
         raise SpecError(f"{what} must be true or false; received {value!r}")
+    if typ is Poly:
+        if isinstance(value, Poly):
+            return value
+        raise SpecError(f"{what} must be a size; received {value!r}")
     if typ is int:
+        if isinstance(value, Poly):
+            names = sorted(free_names(value))
+            raise SpecError(f"{what} must be a whole number; received the symbolic size {fmt(value)}",
+                            hint="give " + ", ".join(names) + " a value with " +
+                                 " ".join(f"--set {n}=..." for n in names))
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
                 return int(value)
@@ -224,7 +235,7 @@ def positive(owner: Op, *names: str) -> None:
     """Keras-style check: each named hyperparameter is a positive integer."""
     for name in names:
         value = getattr(owner, name)
-        if value is not None and value <= 0:
+        if value is not None and not isinstance(value, Poly) and value <= 0:
             raise SpecError(f"received an invalid value for `{name}` of op '{owner.op_name}', "
                             f"expected a positive integer. Received: {name}={value}")
 

@@ -5,7 +5,7 @@ from typing import Literal
 
 from ..dims import Dim, ceil_div, floor_div, norm, prod
 from ..errors import ShapeError
-from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
+from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive, quotient
 
 
 def window_out(size: Dim, kernel: int, stride: int, padding: int, dilation: int = 1,
@@ -70,13 +70,13 @@ class _Conv(Op):
         return (x[0], self.out_channels, *spatial)
 
     def params(self):
-        yield Tensor("weight", (self.out_channels, self.in_channels // self.groups,
+        yield Tensor("weight", (self.out_channels, quotient(self.in_channels, self.groups),
                                 *_tuple(self.kernel_size, self.rank)))
         if self.bias:
             yield Tensor("bias", (self.out_channels,))
 
     def flops(self, inputs, outputs):
-        per_output = (self.in_channels // self.groups) * prod(_tuple(self.kernel_size, self.rank))
+        per_output = quotient(self.in_channels, self.groups) * prod(_tuple(self.kernel_size, self.rank))
         return 2 * prod(outputs[0]) * per_output
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..dims import Shape
-from .base import Op, Tensor, check, expect_rank, invalid, op, positive
+from .base import Op, Tensor, check, expect_rank, invalid, op, positive, quotient
 
 
 def _seq_len(x: Shape, what: str = "input") -> object:
@@ -98,7 +98,7 @@ class RotaryEmbedding(Op):
         return [(1, seq, self.dim), (1, seq, self.dim)]
 
     def buffers(self):
-        yield Tensor("inv_freq", (self.dim // 2,))
+        yield Tensor("inv_freq", (quotient(self.dim, 2),))
 
 
 @op("relative_position_bias", category="attention")

@@ -3,20 +3,20 @@
 Every model is analysed at the same sizes (`B`, `S`; an encoder-decoder's `T` is
 `S` unless given), so the figures are comparable.
 
->>> rows = compare(["gpt2", "bert-base-uncased"], {"S": 128})
+>>> from archgraph import load
+>>> rows = compare(["gpt2", "bert-base-uncased"], {"S": 128}, load=load)
 >>> [r.name for r in rows], rows[0].params
 (['gpt2', 'bert-base-uncased'], 124439808)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..graph import BlockNode, Graph, Model, OpNode
-from ..load import load
 from .flops import count_flops
 from .memory import DEFAULT_SIZE, estimate_memory
-from .params import graph_totals
+from .params import count_params, graph_totals
 
 ATTENTION_OPS = {"attention", "sdpa"}
 
@@ -39,9 +39,11 @@ class ModelSummary:
     bindings: dict[str, Any]
 
 
-def compare(models: list[str], settings: Mapping[str, Any] | None = None, optimizer: str = "adam") -> list[ModelSummary]:
+def compare(models: list[str], settings: Mapping[str, Any] | None = None, optimizer: str = "adam", *,
+            load: Callable[..., Model]) -> list[ModelSummary]:
+    """One summary per model, each loaded with `load(name, overrides)` (archgraph.load)."""
     settings = dict(settings or {})
-    return [summarize(name, settings, optimizer) for name in models]
+    return [summarize(name, settings, optimizer, load=load) for name in models]
 
 
 def _bindings_for(model: Model, settings: dict) -> tuple[dict, dict]:
@@ -59,11 +61,11 @@ def _bindings_for(model: Model, settings: dict) -> tuple[dict, dict]:
     return overrides, sizes_bound
 
 
-def summarize(name: str, settings: dict, optimizer: str = "adam") -> ModelSummary:
+def summarize(name: str, settings: dict, optimizer: str = "adam", *, load: Callable[..., Model]) -> ModelSummary:
     probe = load(name)
     overrides, sizes = _bindings_for(probe, settings)
     model = load(name, overrides) if overrides else probe
-    report = model.params()
+    report = count_params(model)
     memory = estimate_memory(model, sizes, optimizer=optimizer)
     flops = count_flops(model, sizes)
     cats = dict(report.totals.by_category)

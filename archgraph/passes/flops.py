@@ -17,7 +17,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
-from ..dims import norm, prod
+from ..dims import exact_div, norm, prod
+from ..errors import ShapeError
 from ..graph import Model, OpNode, join
 from .shapes import ShapeReport, infer_shapes
 from .walk import Run, call_op
@@ -30,7 +31,7 @@ class NodeFlops:
     path: str
     op: str
     category: str
-    flops: Any        # int, or a sympy expression when sizes are symbolic
+    flops: Any        # int, or a symbolic size expression (dims.Poly) when sizes are symbolic
 
 
 @dataclass
@@ -51,8 +52,10 @@ class FlopsReport:
         if isinstance(self.forward, int) and isinstance(self.tokens, int):
             q, r = divmod(self.forward, self.tokens)
             return q if r == 0 else self.forward / self.tokens
-        import sympy
-        return norm(sympy.cancel(self.forward / self.tokens))
+        try:
+            return exact_div(self.forward, self.tokens, "FLOPs per token")
+        except ShapeError:
+            return None  # not a polynomial in the sizes: give B and S values
 
     @property
     def training(self) -> Any:

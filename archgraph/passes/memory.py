@@ -17,9 +17,9 @@ from typing import Any, Mapping
 
 from ..errors import ArchgraphError, SpecError
 from ..graph import Graph, Model, OpNode
-from .dtypes import canonical, nbytes
+from ..dtypes import canonical, nbytes
 from .flops import counted
-from .params import op_totals
+from .params import count_params, op_totals
 from .shapes import infer_shapes
 
 WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "int8", "int4")
@@ -130,7 +130,7 @@ def training_state(params: int, trainable: int, optimizer: str, precision: str) 
 def estimate_memory(model: Model, settings: Mapping[str, Any] | None = None, dtype: str = "bf16",
                     optimizer: str = "adam", precision: str = "mixed") -> MemoryReport:
     dtype = canonical(dtype, "--dtype")
-    report = model.params()
+    report = count_params(model)
     by_dtype = params_by_dtype(model.graph)
     with_overrides = Counter()
     for k, v in by_dtype.items():

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from .. import expr
-from ..dims import Shape, fmt_shape, norm, symbol
+from ..dims import Poly, Shape, fmt_shape, norm, symbol
 from ..errors import ArchgraphError, ShapeError, SpecError, did_you_mean
 from ..graph import Model, OpNode, join
 from .walk import Run, call_op, walk
@@ -78,10 +78,8 @@ def input_shapes(model: Model, bindings: Mapping[str, int]) -> dict[str, Shape]:
 
 
 def _size(value, name: str, dim: str, spec) -> object:
-    """A declared input size must be a positive whole number or a symbolic integer expression."""
-    symbolic = type(value).__module__.startswith("sympy") and value.is_integer is not False \
-        and not value.is_number
-    if symbolic or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
+    """A declared input size must be a positive whole number or a symbolic size."""
+    if isinstance(value, Poly) or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
         return value
     raise SpecError(f"input '{name}': dimension '{dim}' is {value!r}; a size must be a positive whole number "
                     "or a name such as B or S", loc=spec.loc)

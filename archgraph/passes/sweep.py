@@ -1,23 +1,25 @@
 """Metrics over a grid of variable values, from the closed-form formula (compiled once with
 sympy.lambdify), so a scaling study costs microseconds per configuration.
 
-The formula path does not re-run the builder's checks for each configuration (an
-`H` that `A` does not divide still gets a number); `check=True` builds every
-configuration instead (slow, exact, with the builder's errors).  Variables the
-formula had to keep as numbers (`frozen`, e.g. those in `when:` conditions) are
-always swept by building.
+A configuration is counted from the formula when every condition the symbolic
+build's checks relied on (`A` divides `H`, ...) holds for it too: then the build
+would take the same course.  Any other configuration is built and checked (an `H`
+that `A` does not divide is refused, never counted), and so is every configuration
+with `check=True` or when a varied variable is `frozen` (a `when:` depends on it).
 
->>> rows = sweep("gpt2", {"L": [6, 12]})
+>>> from archgraph import load
+>>> rows = sweep("gpt2", {"L": [6, 12]}, load=load)
 >>> [(r["L"], r["params"]) for r in rows]
 [(6, 81912576), (12, 124439808)]
 """
 from __future__ import annotations
 
 import itertools
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from ..errors import ArchgraphError, SpecError
 from .formula import param_formula
+from .params import count_params
 
 ADAM_BYTES = 16
 
@@ -28,29 +30,33 @@ def grid(vary: Mapping[str, list[int]]) -> list[dict[str, int]]:
 
 
 def sweep(model: str, vary: Mapping[str, list[int]], settings: Mapping[str, Any] | None = None,
-          check: bool = False) -> list[dict[str, Any]]:
+          check: bool = False, *, load: Callable[..., Any]) -> list[dict[str, Any]]:
     """One row per configuration: the varied values, params, non-embedding params, weights and
-    Adam training bytes, and the 6·N training FLOPs per token (N: non-embedding params)."""
+    Adam training bytes, and the 6·N training FLOPs per token (N: non-embedding params).
+    `load(model, settings, symbolic=...)` builds a model (archgraph.load)."""
     if not vary:
         raise SpecError("nothing to sweep", hint="give --vary NAME=V1,V2,...")
     settings = dict(settings or {})
-    first = {k: v[0] for k, v in vary.items()}
-    formula = param_formula(model, {**settings, **first})
+    formula = param_formula(load(model, settings, symbolic=True))
     unknown = [n for n in vary if n not in formula.symbols and n not in formula.frozen]
     if unknown:
         raise SpecError(f"--vary {unknown[0]}: not a whole-number variable of '{formula.model}'",
                         hint="variables: " + ", ".join(formula.symbols))
     configs = grid(vary)
     if check or any(n in formula.frozen for n in vary):
-        return [_built(model, settings, c) for c in configs]
+        return [_built(load, model, settings, c) for c in configs]
     names = list(vary)
     total = formula.lambdify(names)
     emb = formula.by_category.get("embedding", 0)
     embedding = formula.lambdify(names, of=emb)
+    same_course = formula.lambdify(names, of=formula.validity())
     rows = []
     for c in configs:
         args = [c[n] for n in names]
-        rows.append(_row(c, int(total(*args)), int(embedding(*args))))
+        if same_course(*args):
+            rows.append(_row(c, int(total(*args)), int(embedding(*args))))
+        else:
+            rows.append(_built(load, model, settings, c))
     return rows
 
 
@@ -61,10 +67,9 @@ def _row(config: dict, params: int, embedding: int) -> dict[str, Any]:
             "adam_training_bytes": ADAM_BYTES * params, "training_flops_per_token": 6 * non_embedding}
 
 
-def _built(model: str, settings: dict, config: dict) -> dict[str, Any]:
-    from ..load import load
+def _built(load, model: str, settings: dict, config: dict) -> dict[str, Any]:
     try:
-        report = load(model, {**settings, **config}).params()
+        report = count_params(load(model, {**settings, **config}))
     except ArchgraphError as exc:
         exc.message = f"{', '.join(f'{k}={v}' for k, v in config.items())}: {exc.message}"
         raise

@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..checkpoint import Checkpoint
-from ..commands.check import Comparison
+from ..passes.checkpoint import Comparison
 from .text import human, num
 
 MAX_ROWS = 20  # per kind of difference in the table; --json lists all

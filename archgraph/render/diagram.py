@@ -21,8 +21,8 @@ import graphviz
 
 from ..dims import fmt_shape
 from ..graph import BlockNode, Graph, Model, OpNode, join
-from ..passes.params import ParamReport, call_totals, graph_totals, node_tensors
-from ..passes.shapes import ShapeReport
+from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
+from ..passes.shapes import ShapeReport, infer_shapes
 from ..passes.walk import Run
 from ..spec.ties import find_tensor, tie_owner
 from .palette import SHARE_BINS, category_color, human, share_bin
@@ -60,7 +60,7 @@ class _Scope:
 def diagram(model: Model, options: DiagramOptions = DiagramOptions(),
             params: ParamReport | None = None, shapes: ShapeReport | None = None) -> graphviz.Digraph:
     """The diagram of `model` as a graphviz.Digraph (shapes from `model.shapes()` unless given)."""
-    return _Drawer(model, params or model.params(), shapes or model.shapes(), options).draw()
+    return _Drawer(model, params or count_params(model), shapes or infer_shapes(model), options).draw()
 
 
 def diagram_dot(model: Model, options: DiagramOptions = DiagramOptions(), **reports) -> str:

@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from ..graph import Graph, Model, OpNode
-from ..passes.params import ParamReport, call_totals, graph_totals, node_tensors
+from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from .chart import chart_image, param_distribution
 from .diagram import DiagramOptions, diagram_dot
 from .image import dot_image
@@ -67,7 +67,7 @@ def report_data(models: list[Model], options: DiagramOptions = DiagramOptions())
     sections, comparison = [], []
     categories: list[str] = []
     for model in models:
-        params = model.params()
+        params = count_params(model)
         totals = {"total": params.totals.total, "trainable": params.totals.trainable,
                   "non_trainable": params.totals.non_trainable, "tied": params.totals.tied,
                   "buffers": params.totals.buffers}

@@ -5,7 +5,7 @@
 """
 from __future__ import annotations
 
-from ..errors import SpecError, did_you_mean
+from .errors import SpecError, did_you_mean
 
 BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float8": "fp8"}

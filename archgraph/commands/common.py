@@ -1,0 +1,63 @@
+"""What every command shares: the MODEL / --set / --json / --strict arguments, loading a model
+(its warnings on stderr, or an error under --strict) and printing a table or one JSON object."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from ..errors import ArchgraphError
+
+
+def set_value(text: str) -> tuple[str, Any]:
+    """`NAME=VALUE` of --set: a whole number, a number, true/false (checked against the model later)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip() or not value.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, received '{text}'")
+    value = value.strip()
+    if value.lower() in ("true", "false"):
+        return name.strip(), value.lower() == "true"
+    try:
+        return name.strip(), int(value.replace("_", ""))
+    except ValueError:
+        pass
+    try:
+        return name.strip(), float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--set {name}: '{value}' is not a number or true/false") from None
+
+
+def model_command(sub, name: str, help: str, json: bool = True, nargs: str | None = None
+                  ) -> argparse.ArgumentParser:
+    """A subparser taking MODEL (or several with nargs='+'), --set NAME=VALUE, --strict and --json."""
+    c = sub.add_parser(name, help=help, description=help)
+    c.add_argument("model", metavar="MODEL", nargs=nargs,
+                   help="a spec file (.yaml), a built-in model name or a Hugging Face config.json")
+    c.add_argument("--set", dest="settings", action="append", type=set_value, default=[],
+                   metavar="NAME=VALUE", help="override a variable (L=6) or bind a dimension (B=2, S=128)")
+    c.add_argument("--strict", action="store_true", help="treat warnings (a node whose output nobody "
+                   "reads) as errors")
+    if json:
+        c.add_argument("--json", action="store_true", help="print one JSON object")
+    return c
+
+
+def load_model(args, source: str | None = None, settings: dict | None = None, *, symbolic: bool = False):
+    """The model MODEL names, shapes checked; its warnings go to stderr (errors under --strict)."""
+    from ..load import load
+    model = load(source if source is not None else args.model,
+                 dict(args.settings) if settings is None else settings, symbolic=symbolic)
+    for warning in model.warnings:
+        if getattr(args, "strict", False):
+            raise ArchgraphError(f"{warning} (an error under --strict)")
+        print(f"archgraph: warning: {warning}", file=sys.stderr)
+    return model
+
+
+def emit(console, as_json: bool, data, table) -> int:
+    if as_json:
+        sys.stdout.write(json.dumps(data(), indent=1) + "\n")
+    else:
+        console.print(table())
+    return 0

@@ -1,0 +1,358 @@
+"""Nodes and graphs of a spec: op nodes, block calls (with their bodies), wiring and order.
+
+A graph's nodes keep the order they are declared in when every `in:` names an
+earlier node or an input (networkx sorts them, and finds any cycle, only when a
+node reads a later one).  A node whose output nothing reads is a warning
+(`Ctx.warnings`), not an error.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .. import expr
+from ..errors import ArchgraphError, Loc, SpecError, did_you_mean
+from ..graph import BlockNode, Graph, OpNode, Ref, SpecWarning, wiring
+from ..numbers import decided_names
+from ..ops import REGISTRY
+from .blocks import argument, block_params, call_path, instance_key, keyword_inputs, whole_number
+from .values import check_keys, evaluate, evaluate_variables, hints, typed
+from .yamlload import LocDict
+
+NODE_KEYS = {"name", "op", "block", "in", "category", "trainable", "tie", "repeat", "start", "shared",
+             "when", "description", "dtype", "path", "unused"}
+GENERIC_CATEGORIES = {"linear", "other"}  # a block's category replaces these, not 'norm' or 'embedding'
+MAX_BLOCK_DEPTH = 64        # blocks calling blocks
+MAX_BLOCK_INSTANCES = 10_000  # distinct (block, arguments) bodies: stops exponential call trees
+_REF = re.compile(r"([^:]+?)\s*(?::\s*([0-9]+))?")
+
+
+@dataclass
+class Ctx:
+    blocks: Mapping[str, Any]
+    globals: Mapping[str, Any]
+    cache: dict = field(default_factory=dict)
+    stack: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+
+
+def loc_of(mapping: Any, key: str | None = None) -> Loc:
+    if isinstance(mapping, LocDict):
+        return mapping.key_loc(key) if key else mapping.loc
+    return getattr(mapping, "loc", Loc())
+
+
+def expect_mapping(value: Any, parent: Any, key: str) -> None:
+    if not isinstance(value, dict):
+        raise SpecError(f"'{key}' must be a mapping of names to values", loc=loc_of(parent, key))
+    for name in value:
+        if not name.isidentifier():
+            raise SpecError(f"'{name}' under '{key}' is not a name (letters, digits and _)",
+                            loc=loc_of(value, name))
+
+
+def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], env: Mapping,
+                category: str | None, trainable: bool, raw_outputs: Any, loc: Loc) -> Graph:
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        raise SpecError(f"'nodes' of {name} must be a non-empty list of nodes", loc=loc)
+    nodes: dict[str, Any] = {}
+    prev = Ref(inputs[0]) if inputs else None
+    for raw in raw_nodes:
+        if not isinstance(raw, LocDict):
+            raise SpecError(f"a node must be a mapping with 'name' and 'op' (or 'block'); received {raw!r}",
+                            loc=getattr(raw_nodes, "loc", loc), hint="write '- {name: x, op: linear, ...}'")
+        node = _node(ctx, raw, inputs, nodes, env, category, trainable, prev)
+        if node is not None:
+            nodes[node.name] = node
+            prev = Ref(node.name)
+    if not nodes:
+        raise SpecError(f"every node of {name} is switched off by 'when:'", loc=loc)
+    named = outputs_of(raw_outputs, prev, loc, env)
+    outputs = tuple(ref for _, ref in named)
+    ordered = _ordered(nodes, inputs, outputs, loc)
+    _warn_unread(ctx, name, ordered, outputs)
+    return Graph(name, inputs, ordered, outputs, loc, output_names=tuple(n for n, _ in named))
+
+
+def _ordered(nodes: dict, inputs: tuple[str, ...], outputs: tuple[Ref, ...], loc: Loc) -> dict:
+    """The nodes in an order where each comes after what it reads: as declared when that works."""
+    known = set(inputs) | set(nodes)
+    seen, forward = set(inputs), False
+    for name, node in nodes.items():
+        for ref in node.inputs:
+            if ref.node not in known:
+                hint = did_you_mean(ref.node, known)
+                raise SpecError(f"input '{ref.node}' is not a node or an input here", loc=node.loc, node=name,
+                                hint=hint or f"known names: {', '.join(sorted(known))}")
+            forward = forward or ref.node not in seen
+        seen.add(name)
+    for ref in outputs:
+        if ref.node not in known:
+            hint = did_you_mean(ref.node, known)
+            raise SpecError(f"output '{ref.node}' is not a node or an input", loc=loc,
+                            hint=hint or f"known names: {', '.join(sorted(known))}")
+    return _sorted(nodes, inputs) if forward else nodes
+
+
+def _sorted(nodes: dict, inputs: tuple[str, ...]) -> dict:
+    """networkx's topological order, declaration order breaking ties; a cycle is an error."""
+    import networkx as nx
+    dag = wiring(inputs, nodes)
+    try:
+        cycle = nx.find_cycle(dag)
+    except nx.NetworkXNoCycle:
+        rank = {n: i for i, n in enumerate([*inputs, *nodes])}
+        order = nx.lexicographical_topological_sort(dag, key=rank.__getitem__)
+        return {n: nodes[n] for n in order if n in nodes}
+    path = " -> ".join([u for u, _ in cycle] + [cycle[0][0]])
+    first = nodes[cycle[0][1]]
+    raise SpecError(f"the wiring has a cycle: {path}", loc=first.loc, node=first.name,
+                    hint="a node cannot depend on its own output; check the 'in:' of these nodes")
+
+
+def _warn_unread(ctx: Ctx, graph: str, nodes: dict, outputs: tuple[Ref, ...]) -> None:
+    read = {ref.node for node in nodes.values() for ref in node.inputs} | {ref.node for ref in outputs}
+    for name, node in nodes.items():
+        if name not in read and not node.unused:
+            where = "" if graph == "model" else f" in {graph}"
+            ctx.warnings.append(SpecWarning(
+                f"the output of '{name}'{where} is never read", node.loc, name,
+                "read it in another node's 'in:', list it under 'outputs:', or remove it"))
+
+
+def _node(ctx: Ctx, raw: Any, inputs, nodes, env, category, trainable, prev):
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise SpecError("a node needs a 'name'", loc=raw.loc, hint="add 'name: my_node'")
+    if "when" in raw and not _condition(raw["when"], env, raw.key_loc("when"), name):
+        return None
+    if name in nodes or name in inputs:
+        raise SpecError(f"the name '{name}' is used twice", loc=raw.key_loc("name"), node=name,
+                        hint="give each node a unique name")
+    if ("op" in raw) == ("block" in raw):
+        raise SpecError("a node needs exactly one of 'op' or 'block'", loc=raw.loc, node=name)
+    own_cat = _category(raw)
+    train = raw.get("trainable", trainable) and trainable
+    if not isinstance(train, bool):
+        raise SpecError("'trainable' must be true or false", loc=raw.key_loc("trainable"), node=name)
+    try:
+        if "op" in raw:
+            return _op_node(raw, name, prev, env, own_cat or category, own_cat is not None, train)
+        refs, keywords = _refs(raw, prev)
+        return _block_node(ctx, raw, name, refs, keywords, env, own_cat or category, train)
+    except ArchgraphError as exc:
+        raise exc.with_context(loc=raw.loc, node=name)
+
+
+def _category(mapping: LocDict) -> str | None:
+    value = mapping.get("category")
+    if value is not None and not (isinstance(value, str) and value.strip()):
+        raise SpecError(f"'category' must be a name such as attention or mlp; received {value!r}",
+                        loc=mapping.key_loc("category"))
+    return value
+
+
+def _refs(raw: LocDict, prev: Ref | None) -> tuple[tuple[Ref, ...], tuple[str, ...]]:
+    """The node's inputs, and their parameter names when 'in' is a mapping."""
+    value = raw.get("in")
+    if value is None:
+        if prev is None:
+            raise SpecError("this node has no 'in:' and there is no previous node to read from",
+                            loc=raw.loc)
+        return (prev,), ()
+    if isinstance(value, dict):
+        return _ref_list(raw, list(value.values())), tuple(value)
+    return _ref_list(raw, value if isinstance(value, list) else [value]), ()
+
+
+def _ref_list(raw: LocDict, items: list) -> tuple[Ref, ...]:
+    return tuple(parse_ref(item, "'in'", raw.key_loc("in")) for item in items)
+
+
+def parse_ref(item: Any, what: str, loc: Loc) -> Ref:
+    """`node` or `node:N` (output N of node)."""
+    match = _REF.fullmatch(item.strip()) if isinstance(item, str) else None
+    if match is None:
+        raise SpecError(f"{what} names a node or input, with ':N' for its output N; received {item!r}",
+                        loc=loc)
+    return Ref(match.group(1), int(match.group(2) or 0))
+
+
+def _op_node(raw: LocDict, name: str, prev, env, category, explicit: bool, trainable: bool) -> OpNode:
+    op_name = raw["op"]
+    cls = REGISTRY.get(op_name) if isinstance(op_name, str) else None
+    if cls is None:
+        from ..ops.help import suggest
+        raise SpecError(f"unknown op '{op_name}'", loc=raw.key_loc("op"), hint=suggest(str(op_name)))
+    fields = cls.hyperparameters()
+    check_keys(raw, NODE_KEYS - {"block", "repeat", "start", "shared", "path"} | set(fields),
+               f"op '{op_name}'", raw.key_loc)
+    types = hints(cls)
+    values = {k: typed(v, types[k], env, raw.key_loc(k), f"{op_name}.{k}")
+              for k, v in raw.items() if k in fields}
+    try:
+        op = cls.build(values)
+    except ArchgraphError as exc:
+        bad = next((k for k in values if k in exc.message), None)
+        raise exc.with_context(loc=raw.key_loc(bad) if bad else raw.loc)
+    if "in" not in raw and cls.arity()[1] == 0:  # an op without inputs never reads the previous node
+        refs, keywords = (), ()
+    else:
+        refs, keywords = _refs(raw, prev)
+    _check_arity(cls, refs, keywords, raw)
+    if not explicit and (category is None or op.category not in GENERIC_CATEGORIES):
+        category = op.category
+    return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords, _dtype(raw), _unused(raw))
+
+
+def _unused(raw: LocDict) -> bool:
+    """`unused: true`: nothing reads this node on purpose (a module kept for its tensors, such as
+    T5's `shared` embedding whose tensor the stacks tie to); no warning."""
+    value = raw.get("unused", False)
+    if not isinstance(value, bool):
+        raise SpecError("'unused' must be true or false", loc=raw.key_loc("unused"))
+    return value
+
+
+def _dtype(raw: LocDict) -> str | None:
+    """`dtype: int8`: how this node's weights are stored (the memory pass reads it)."""
+    if "dtype" not in raw:
+        return None
+    from ..dtypes import canonical
+    try:
+        return canonical(raw["dtype"], "'dtype'")
+    except SpecError as exc:
+        raise exc.with_context(loc=raw.key_loc("dtype"))
+
+
+def _check_arity(cls, refs, keywords, raw: LocDict) -> None:
+    where = raw.key_loc("in") if "in" in raw else raw.loc
+    if keywords:
+        names, required = cls.input_names()
+        for key in keywords:
+            if key not in names:
+                hint = did_you_mean(key, names)
+                raise SpecError(f"op '{cls.op_name}' has no input '{key}'", loc=where,
+                                hint=hint or f"its inputs: {', '.join(names) or 'none'}")
+        missing = [n for n in required if n not in keywords]
+        if missing:
+            raise SpecError(f"op '{cls.op_name}' needs the input(s) {', '.join(missing)}", loc=where)
+        return
+    least, most = cls.arity()
+    if len(refs) < least or (most is not None and len(refs) > most):
+        want = f"{least}" if least == most else f"{least} to {most}" if most else f"at least {least}"
+        hint = "drop its 'in:'" if most == 0 else None
+        raise SpecError(f"op '{cls.op_name}' takes {want} input(s); 'in' gives {len(refs)}", loc=where,
+                        hint=hint)
+
+
+def _ties(raw: LocDict) -> dict[str, str]:
+    tie = raw.get("tie")
+    if tie is None:
+        return {}
+    if isinstance(tie, str):
+        return {"weight": tie}
+    if isinstance(tie, dict) and all(isinstance(v, str) for v in tie.values()):
+        return dict(tie)
+    raise SpecError("'tie' is a tensor path (ties 'weight') or a mapping {local tensor: tensor path}",
+                    loc=raw.key_loc("tie"))
+
+
+def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category, trainable) -> BlockNode:
+    block = raw["block"]
+    definition = ctx.blocks.get(block) if isinstance(block, str) else None
+    if definition is None:
+        hint = did_you_mean(str(block), ctx.blocks)
+        raise SpecError(f"unknown block '{block}'", loc=raw.key_loc("block"),
+                        hint=hint or ("blocks defined: " + ", ".join(ctx.blocks) if ctx.blocks
+                                      else "define it under 'blocks:'"))
+    params = block_params(definition, block)
+    check_keys(raw, NODE_KEYS - {"op", "tie", "dtype"} | set(params), f"a call of block '{block}'", raw.key_loc)
+    args = {k: argument(v, env, raw.key_loc(k), k) for k, v in raw.items() if k in params}
+    body = _instantiate(ctx, block, definition, params, args, category, trainable, raw.loc)
+    if keywords:
+        refs = keyword_inputs(block, body.inputs, refs, keywords, raw)
+    if len(refs) != len(body.inputs):
+        raise SpecError(f"block '{block}' takes {len(body.inputs)} input(s) ({', '.join(body.inputs)}); "
+                        f"'in' gives {len(refs)}", loc=raw.key_loc("in") if "in" in raw else raw.loc)
+    repeat = whole_number(raw, "repeat", env, 1, least=0)
+    if repeat != 1 and len(body.outputs) > len(body.inputs):
+        raise SpecError(f"block '{block}' is repeated, so its outputs feed its next repetition: it has "
+                        f"{len(body.outputs)} outputs but only {len(body.inputs)} inputs", loc=raw.key_loc("repeat"))
+    shared = raw.get("shared", False)
+    if not isinstance(shared, bool):
+        raise SpecError("'shared' must be true or false", loc=raw.key_loc("shared"))
+    indexed = "repeat" in raw or "start" in raw
+    return BlockNode(name, block, body, refs, repeat, whole_number(raw, "start", env, 0, 0),
+                     indexed, shared, raw.loc, call_path(raw, env, indexed), _unused(raw))
+
+
+def _instantiate(ctx: Ctx, block: str, definition: LocDict, params, args, category, trainable, loc) -> Graph:
+    missing = [p for p, default in params.items() if default is None and p not in args]
+    if missing:
+        raise SpecError(f"block '{block}' needs the argument(s) {', '.join(missing)}", loc=loc,
+                        hint="add " + ", ".join(f"{m}: ..." for m in missing) + " to the node")
+    category = _category(definition) or category if category is None else category
+    own_trainable = definition.get("trainable", True)
+    if not isinstance(own_trainable, bool):
+        raise SpecError(f"'trainable' of block '{block}' must be true or false", loc=definition.key_loc("trainable"))
+    trainable = trainable and own_trainable
+    key = instance_key(block, args, category, trainable)
+    if key in ctx.cache:
+        return ctx.cache[key]
+    if block in ctx.stack:
+        raise SpecError(f"block '{block}' calls itself: {' -> '.join(ctx.stack + [block])}", loc=loc)
+    if len(ctx.stack) >= MAX_BLOCK_DEPTH or len(ctx.cache) >= MAX_BLOCK_INSTANCES:
+        limit = (f"blocks nest more than {MAX_BLOCK_DEPTH} deep" if len(ctx.stack) >= MAX_BLOCK_DEPTH
+                 else f"the spec makes more than {MAX_BLOCK_INSTANCES:,} distinct block instances")
+        raise SpecError(limit, loc=loc, hint="call blocks with fewer distinct arguments, or nest them less")
+    ctx.stack.append(block)
+    env = dict(ctx.globals)
+    for p, default in params.items():
+        env[p] = args[p] if p in args else argument(default, ctx.globals, definition.key_loc("args"), p)
+    raw_vars = definition.get("variables") or {}
+    expect_mapping(raw_vars, definition, "variables")
+    env = evaluate_variables(raw_vars, {k: loc_of(raw_vars, k) for k in raw_vars}, env, {})
+    inputs = definition.get("inputs") or ["x"]
+    if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
+        raise SpecError(f"'inputs' of block '{block}' must be a list of names", loc=definition.key_loc("inputs"))
+    body = build_graph(ctx, f"block '{block}'", definition.get("nodes"), tuple(inputs), env, category,
+                       trainable, definition.get("outputs"), definition.key_loc("nodes"))
+    ctx.stack.pop()
+    ctx.cache[key] = body
+    return body
+
+
+def outputs_of(raw: Any, prev: Ref, loc: Loc, env: Mapping) -> list[tuple[str, Ref]]:
+    """(name, ref) of each output: `outputs:` as a mapping of names to refs, or a list of refs;
+    a mapping's value may be `{from: ref, when: condition}` (an output that exists only then)."""
+    if raw is None:
+        return [(str(prev), prev)]
+    where = getattr(raw, "loc", loc)
+    if not isinstance(raw, dict):
+        refs = [parse_ref(item, "'outputs'", where) for item in (raw if isinstance(raw, list) else [raw])]
+        return [(str(r), r) for r in refs]
+    out = []
+    for name, item in raw.items():
+        at = loc_of(raw, name)
+        if isinstance(item, dict):
+            check_keys(item, {"from", "when"}, f"output '{name}'", getattr(item, "key_loc", lambda k: at))
+            if "when" in item and not _condition(item["when"], env, at, name):
+                continue
+            item = item.get("from")
+        out.append((name, parse_ref(item, f"output '{name}'", at)))
+    if not out:
+        raise SpecError("every output is switched off by its 'when:'", loc=where)
+    return out
+
+
+def _condition(raw: Any, env: Mapping, loc: Loc, node: str | None) -> bool:
+    """A `when:` value: an expression that must give true or false (its names are decided)."""
+    keep = evaluate(raw, env, loc, "when")
+    if isinstance(raw, str):
+        decided_names(expr.names(raw) & set(env))
+    if not isinstance(keep, bool):
+        raise SpecError(f"'when' must be true or false; received {keep!r}", loc=loc, node=node,
+                        hint="compare, e.g. 'when: L > 6' or 'when: act == \'gelu\''")
+    return keep

@@ -1,0 +1,49 @@
+"""Where specs come from: a file path, or the name of a built-in spec (`specs/`, or
+`archgraph/_specs` in an installed wheel); relative paths inside a spec are relative to
+the file that holds them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import Loc, SpecError, did_you_mean
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+SPEC_DIRS = (_PACKAGE / "_specs", _PACKAGE.parent / "specs")  # installed wheel, then source checkout
+
+
+def spec_dir() -> Path | None:
+    """The folder of the built-in specs, or None in a broken installation."""
+    for folder in SPEC_DIRS:
+        if folder.is_dir():
+            return folder
+    return None
+
+
+def builtin_specs() -> dict[str, Path]:
+    """Name -> path of every built-in spec."""
+    folder = spec_dir()
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder else {}
+
+
+def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None = None) -> Path:
+    """A spec path for `source`: a file (beside `relative_to` when given, else as written), or a
+    built-in name."""
+    text = str(source)
+    path = Path(text)
+    candidate = relative_to / path if relative_to is not None and not path.is_absolute() else path
+    try:
+        if candidate.is_file():
+            return candidate
+    except OSError:  # a name too long for the file system, say
+        pass
+    builtins = builtin_specs()
+    if text in builtins:
+        return builtins[text]
+    if text.endswith((".yaml", ".yml")) or "/" in text:
+        where = f" (looked in {relative_to})" if relative_to is not None else ""
+        raise SpecError(f"no spec file '{text}'{where}", loc=loc)
+    hint = did_you_mean(text, builtins)
+    raise SpecError(f"'{text}' is neither a spec file nor a built-in model", loc=loc,
+                    hint=hint or ("built-in models: " + ", ".join(builtins) +
+                                  " (run 'archgraph zoo')"))

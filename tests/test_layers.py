@@ -1,0 +1,71 @@
+"""Imports flow one way: ops -> graph -> passes -> render -> front door -> commands -> cli.
+
+Every `import` of an archgraph module by another (at the top of a file or inside a
+function) goes to the same layer or a lower one, and no two modules import each other
+through any chain.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+PACKAGE = Path(__file__).resolve().parents[1] / "archgraph"
+LAYERS = [  # lowest first; a module may import only from its own layer or those before it
+    {"errors", "numbers", "dims", "expr"},
+    {"ops"},
+    {"graph", "dtypes", "spec", "checkpoint", "hf"},
+    {"passes"},
+    {"render"},
+    {"model", "load", "builder", "outfile"},
+    {"commands"},
+    {"cli"},
+]
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> nx.DiGraph:
+    graph = nx.DiGraph()
+    for path in PACKAGE.rglob("*.py"):
+        name = _module(path)
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        graph.add_node(name)
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.ImportFrom) and node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+                targets = [f"{target}.{a.name}" if node.module is None else target for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("archgraph"):
+                targets = [node.module]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names if a.name.startswith("archgraph")]
+            graph.add_edges_from((name, t) for t in targets if t != name and t != "archgraph")
+    return graph
+
+
+def _layer(module: str) -> int:
+    top = module.split(".")[1] if "." in module else "cli"
+    return next(i for i, layer in enumerate(LAYERS) if top in layer)
+
+
+def test_no_module_imports_a_higher_layer():
+    upward = [f"{a} -> {b}" for a, b in _imports().edges if "." in b and _layer(b) > _layer(a)]
+    assert upward == []
+
+
+def test_no_import_cycles():
+    graph = _imports()
+    packages = nx.DiGraph((a, b) for a, b in graph.edges if b in graph)  # archgraph modules only
+    cycles = [sorted(c) for c in nx.strongly_connected_components(packages) if len(c) > 1]
+    assert cycles == []
+
+
+def test_every_package_has_an_init():
+    assert [str(d) for d in PACKAGE.rglob("*") if d.is_dir() and d.name != "__pycache__"
+            and not (d / "__init__.py").is_file() and any(d.glob("*.py"))] == []
