@@ -36,7 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     model_command(sub, "shapes", "infer every node's output shapes")
     sub.add_parser("zoo", help="list the built-in models with their parameter counts, and the Hugging Face "
                    "model types a config.json may have")
-    sub.add_parser("ops", help="list the operators a spec can use")
+    ops = sub.add_parser("ops", help="list the operators a spec can use; 'ops NAME' describes one")
+    ops.add_argument("name", nargs="?", metavar="NAME", help="an op (or its PyTorch name: nn.Linear)")
+    ops.add_argument("--json", action="store_true", help="print one JSON object (with NAME)")
     for name in COMMANDS:
         importlib.import_module(f"archgraph.commands.{name}").add_parser(sub, model_command)
     return p
@@ -69,8 +71,7 @@ def _run(args: argparse.Namespace) -> int:
         console.print(_families_table())
         return 0
     if args.command == "ops":
-        console.print(_ops_table())
-        return 0
+        return _ops(args, console)
     from .checkpoint import is_checkpoint_path
     if is_checkpoint_path(args.model):  # a .safetensors checkpoint: tensors by dtype, no graph
         from .commands.check import checkpoint_command
@@ -112,6 +113,19 @@ def _families_table():
         suffixes = [s for h in heads for s, word in HEADS.items() if word == h]
         table.add_row(model_type, f"specs/hf/{entry['template']}", ", ".join(suffixes))
     return table
+
+
+def _ops(args, console) -> int:
+    if args.name is None:
+        console.print(_ops_table())
+        return 0
+    from .ops.help import describe, lookup, suggest
+    from .render.ops import op_help_json, op_help_text
+    name = lookup(args.name)
+    if name is None:
+        raise ArchgraphError(f"unknown op '{args.name}'", hint=suggest(args.name))
+    help_ = describe(name)
+    return emit(console, args.json, lambda: op_help_json(help_), lambda: op_help_text(help_))
 
 
 def _ops_table():

@@ -1,12 +1,14 @@
 """Tensor dimensions: plain ints, or `Poly` when symbolic (`B`, `S`, `B*S`, `ceil(H/2)`).
 
-A symbolic dimension is a polynomial with integer coefficients in atoms: named
-sizes (positive integers) and floors of such a polynomial divided by a positive
-integer.  Its normal form is unique (a floor's numerator keeps coefficients in
-[0, divisor), the rest moves outside), so equal sizes compare equal, and a
-polynomial that turns out constant collapses to an `int`.  `equal` decides
-exactly or raises `InconclusiveDimError`; it never guesses False.  No sympy here
-(counting must not pay for it); `to_sympy` converts for formulas.
+A symbolic dimension is a polynomial in atoms: named sizes (positive integers)
+and floors of such a polynomial divided by a positive integer.  Its normal form is
+unique (a floor's numerator keeps coefficients in [0, divisor), the rest moves
+outside), so equal sizes compare equal, and a polynomial that turns out constant
+collapses to an `int`.  Coefficients are whole numbers, or fractions where a
+spec's constraint makes the value whole (`H % 4 == 0` makes `H/2` a size:
+`assuming({"H": 4})`).  `equal` decides exactly or raises `InconclusiveDimError`;
+it never guesses False.  No sympy here (counting must not pay for it);
+`to_sympy` converts for formulas.
 
 >>> S = symbol("S")
 >>> fmt(floor_div(S + 1, 2)), fmt(S * 2 - S), equal(ceil_div(S, 2), floor_div(S + 1, 2))
@@ -14,13 +16,27 @@ exactly or raises `InconclusiveDimError`; it never guesses False.  No sympy here
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from fractions import Fraction
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Union
+from typing import Any, Iterable, Iterator, Mapping, Union
 
 from .errors import InconclusiveDimError, ShapeError
 
 Dim = Any  # int | Poly
 Shape = tuple  # tuple[Dim, ...]
+_DIVISORS: contextvars.ContextVar[dict[str, int]] = contextvars.ContextVar("archgraph_divisors", default={})
+
+
+@contextlib.contextmanager
+def assuming(divisors: Mapping[str, int]) -> Iterator[None]:
+    """Within the block, each named size is known to be a multiple of its number (constraints)."""
+    token = _DIVISORS.set({**_DIVISORS.get(), **divisors})
+    try:
+        yield
+    finally:
+        _DIVISORS.reset(token)
 
 
 class Floor:
@@ -65,7 +81,7 @@ class Poly:
 
     # -- arithmetic ---------------------------------------------------------------------------
     def __add__(self, other: Any) -> Dim:
-        if not isinstance(other, (int, Poly)) or isinstance(other, bool):
+        if not isinstance(other, _NUMBERS) or isinstance(other, bool):
             return NotImplemented
         out = dict(self.terms)
         for mono, c in _terms(other).items():
@@ -81,17 +97,17 @@ class Poly:
         return self
 
     def __sub__(self, other: Any) -> Dim:
-        if not isinstance(other, (int, Poly)) or isinstance(other, bool):
+        if not isinstance(other, _NUMBERS) or isinstance(other, bool):
             return NotImplemented
         return self + (-other)
 
     def __rsub__(self, other: Any) -> Dim:
-        if not isinstance(other, (int, Poly)) or isinstance(other, bool):
+        if not isinstance(other, _NUMBERS) or isinstance(other, bool):
             return NotImplemented
         return (-self) + other
 
     def __mul__(self, other: Any) -> Dim:
-        if not isinstance(other, (int, Poly)) or isinstance(other, bool):
+        if not isinstance(other, _NUMBERS) or isinstance(other, bool):
             return NotImplemented
         out: dict = {}
         for m1, c1 in self.terms.items():
@@ -166,19 +182,38 @@ class Poly:
         return f"Poly({self.text()})"
 
 
+_NUMBERS = (int, Fraction, Poly)
+
+
 def _terms(x: Dim) -> dict:
     if isinstance(x, Poly):
         return x.terms
+    if isinstance(x, Fraction):
+        return {(): x} if x else {}
     return {(): int(x)} if x else {}  # int(): a SymInt's formula has no place in a size
 
 
 def _make(terms: dict) -> Dim:
-    terms = {m: c for m, c in terms.items() if c}
+    terms = {m: (int(c) if isinstance(c, Fraction) and c.denominator == 1 else c) for m, c in terms.items() if c}
     if not terms:
         return 0
     if len(terms) == 1 and () in terms:
         return terms[()]
     return Poly(terms)
+
+
+def _known_divisor(mono: Mono) -> int:
+    """What the constraints say a monomial's value is a multiple of."""
+    known, out = _DIVISORS.get(), 1
+    for atom, p in mono:
+        if isinstance(atom, str):
+            out *= known.get(atom, 1) ** p
+    return out
+
+
+def _divides(p: "Poly", d: int) -> bool:
+    """Whether every term of `p` is known to be a multiple of `d` (constraints included)."""
+    return all((c * _known_divisor(m)) % d == 0 for m, c in p.terms.items())
 
 
 def _mono_mul(a: Mono, b: Mono) -> Mono:
@@ -210,7 +245,9 @@ def _text(terms: dict) -> str:
     for mono, c in order:
         body = _mono_text(mono)
         mag = abs(c)
-        piece = body if mag == 1 and body else f"{mag}*{body}" if body else str(mag)
+        num, den = (mag.numerator, mag.denominator) if isinstance(mag, Fraction) else (mag, 1)
+        piece = body if num == 1 and body else f"{num}*{body}" if body else str(num)
+        piece += f"/{den}" if den != 1 else ""
         if not out:
             out = ("-" if c < 0 else "") + piece
         else:
@@ -268,7 +305,7 @@ def equal(a: Dim, b: Dim) -> bool:
 
 def _surely_nonzero(p: Poly) -> bool:
     """All coefficients of one sign and a term of named sizes only (each at least 1): never 0."""
-    signs = {c > 0 for c in p.terms.values()}
+    signs = {c > 0 for c in p.terms.values()}  # a multiple of a constant never vanishes either
     return len(signs) == 1 and any(all(isinstance(a, str) for a, _ in m) for m in p.terms)
 
 
@@ -287,6 +324,8 @@ def exact_div(a: Dim, b: Dim, what: str) -> Dim:
         return a // b
     if isinstance(b, int) and b == 0:
         raise ShapeError(f"{what}: division by zero")
+    if isinstance(a, Poly) and isinstance(b, int) and b > 0 and _divides(a, b):
+        return _make({m: Fraction(c, b) for m, c in a.terms.items()})
     quotient = _divide(a, b)
     if quotient is None:
         raise InconclusiveDimError(f"{what}: {fmt(a)} is not known to be divisible by {fmt(b)}",
@@ -333,6 +372,8 @@ def floor_div(a: Dim, b: int) -> Dim:
         return a // b
     if b == 1:
         return a
+    if _divides(a, b):
+        return _make({m: Fraction(c, b) for m, c in a.terms.items()})
     whole, part = {}, {}
     for mono, c in a.terms.items():
         q, r = divmod(c, b)
@@ -366,7 +407,7 @@ def subs(d: Dim, values: Mapping[str, Dim]) -> Dim:
             for _ in range(p):
                 term = term * value
         out = out + term
-    return out
+    return int(out) if isinstance(out, Fraction) and out.denominator == 1 else out
 
 
 def fmt(d: Dim) -> str:

@@ -45,6 +45,14 @@ class OpNode:
             return values, {}
         return [], dict(zip(self.keywords, values))
 
+    def arranged(self, values: list[Any]) -> list[Any]:
+        """Input values in the order of the op's inputs, None for an optional one not given (what
+        `flops(inputs, outputs)` receives)."""
+        if not self.keywords:
+            return list(values)
+        given = dict(zip(self.keywords, values))
+        return [given.get(name) for name in self.op.input_names()[0]]
+
 
 @dataclass(eq=False)
 class BlockNode:
@@ -137,6 +145,7 @@ class Model:
     source: str = "<spec>"
     bindings: dict[str, Any] = field(default_factory=dict)  # --set values that are not variables
     warnings: list[SpecWarning] = field(default_factory=list)
+    constraints: list = field(default_factory=list)  # spec.constraints.Constraint: what sizes satisfy
     decided: set[str] = field(default_factory=set)  # symbolic build: names a choice depended on
     conditions: list = field(default_factory=list)  # symbolic build: relations the checks relied on
 

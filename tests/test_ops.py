@@ -293,11 +293,73 @@ CASES = [
           "experts.0.w1.weight": (20, 48), "experts.0.w3.weight": (20, 48), "experts.0.w2.weight": (48, 20),
           "experts.1.w1.weight": (20, 48), "experts.1.w3.weight": (20, 48), "experts.1.w2.weight": (48, 20)},
          id="moe-separate-mixtral"),
+    # ---- issue "the spec language": transposed and 3-D convolutions ---------------------------
+    # nn.ConvTranspose2d(128, 64, 2, stride=2): out = (n - 1)*2 + 1*(2 - 1) + 0 + 1 = 2n; weight [in, out, k, k]
+    case("conv_transpose2d", {"in_channels": 128, "out_channels": 64, "kernel_size": 2, "stride": 2},
+         [(B, 128, H, 16)], (B, 64, 2 * H, 32), {"weight": (128, 64, 2, 2), "bias": (64,)},
+         flops=2 * (B * 128 * H * 16) * 64 * 4),
+    # groups 2, padding 1, output_padding 1: (5 - 1)*2 - 2 + 2 + 1 + 1 = 10, (7 - 1)*2 - 2 + 2 + 1 + 1 = 14
+    case("conv_transpose2d", {"in_channels": 8, "out_channels": 4, "kernel_size": 3, "stride": 2, "padding": 1,
+                              "output_padding": 1, "groups": 2, "bias": False},
+         [(1, 8, 5, 7)], (1, 4, 10, 14), {"weight": (8, 2, 3, 3)}, id="conv_transpose2d-groups-output-padding"),
+    # dilation 2: (6 - 1)*1 + 2*(3 - 1) + 1 = 10
+    case("conv_transpose1d", {"in_channels": 4, "out_channels": 6, "kernel_size": 3, "dilation": 2},
+         [(2, 4, 6)], (2, 6, 10), {"weight": (4, 6, 3), "bias": (6,)}),
+    # Qwen2-VL's patch embedding: kernel = stride = [2, 14, 14] on [N, 3, 2, 14, 14] -> [N, 96, 1, 1, 1]
+    case("conv3d", {"in_channels": 3, "out_channels": 96, "kernel_size": [2, 14, 14], "stride": [2, 14, 14],
+                    "bias": False}, [(B, 3, 2, 14, 14)], (B, 96, 1, 1, 1), {"weight": (96, 3, 2, 14, 14)},
+         flops=2 * B * 96 * (3 * 2 * 14 * 14)),
+
+    # ---- expand (Tensor.expand), pad (F.pad), reductions, scale --------------------------------
+    case("expand", {"sizes": [B, -1, -1]}, [(1, 16, 64)], (B, 16, 64), id="expand-latents-to-batch"),
+    case("expand", {"sizes": [3, 4, 5]}, [(4, 1)], (3, 4, 5), id="expand-new-leading-dim"),
+    case("pad", {"pad": [1, 2]}, [(B, 3, 10)], (B, 3, 13)),
+    case("pad", {"pad": [1, 1, 2, 0], "mode": "reflect"}, [(2, 3, 8, 8)], (2, 3, 10, 10), id="pad-2d-reflect"),
+    case("mean", {"dim": 1}, [(B, S, 64)], (B, 64), flops=B * S * 64),
+    case("mean", {"dim": [-2, -1], "keepdim": True}, [(2, 8, 4, 4)], (2, 8, 1, 1), id="mean-keepdim"),
+    case("mean", {}, [(2, 3)], (), id="mean-all"),
+    case("sum", {"dim": -1}, [(B, S, 5)], (B, S)),
+    case("amax", {"dim": 0}, [(4, 7)], (7,)),
+    case("scale", {"factor": 0.125}, [(B, S, 64)], (B, S, 64), flops=B * S * 64),
+
+    # ---- nn.MultiheadAttention(64, 4, kdim=32, vdim=48): separate q/k/v weights, packed bias -----
+    case("multihead_attention", {"embed_dim": 64, "num_heads": 4, "kdim": 32, "vdim": 48},
+         [(7, 2, 64), (9, 2, 32), (9, 2, 48)], [(7, 2, 64), (2, 7, 9)],
+         {"q_proj_weight": (64, 64), "k_proj_weight": (64, 32), "v_proj_weight": (64, 48),
+          "in_proj_bias": (192,), "out_proj.weight": (64, 64), "out_proj.bias": (64,)},
+         flops=2 * 14 * 64 * 64 * 2 + 2 * 18 * 64 * (32 + 48) + 2 * 2 * 14 * 9 * 64),
+    # widths equal: one packed in_proj_weight [3E, E]; batch_first; add_bias_kv adds a key position
+    case("multihead_attention", {"embed_dim": 32, "num_heads": 2, "batch_first": True, "add_bias_kv": True},
+         [(B, S, 32), (B, T, 32), (B, T, 32)], [(B, S, 32), (B, S, T + 1)],
+         {"in_proj_weight": (96, 32), "in_proj_bias": (96,), "out_proj.weight": (32, 32), "out_proj.bias": (32,),
+          "bias_k": (1, 1, 32), "bias_v": (1, 1, 32)}, id="multihead_attention-packed-bias-kv"),
+    # attention with keys and values from sources of other widths (a Perceiver's cross-attention)
+    case("attention", {"hidden": 64, "heads": 4, "kdim": 32, "vdim": 48, "qkv_bias": False},
+         [(2, 16, 64), None, None, None, (2, 50, 32), (2, 50, 48)], (2, 16, 64),
+         {"q_proj.weight": (64, 64), "k_proj.weight": (64, 32), "v_proj.weight": (64, 48),
+          "o_proj.weight": (64, 64), "o_proj.bias": (64,)},
+         flops=2 * 32 * 64 * 64 + 2 * 100 * (32 + 48) * 64 + 2 * 32 * 64 * 64 + 2 * (2 * 2 * 4 * 16 * 50 * 16),
+         id="attention-kdim-vdim"),
 ]
 
 
 # Each: (op name, hyperparameters, input shapes or None for "fails at build", error, words in message).
 ERRORS = [
+    reject("sdpa", {"heads": 2}, [(2, 5, 8), (3, 5, 8), (3, 5, 8)], ShapeError, ["batch", "2", "3"],
+           id="sdpa-batch-mismatch"),
+    reject("matmul", {}, [(2, 5, 8), (3, 8, 4)], ShapeError, ["broadcast"], id="matmul-batch-mismatch"),
+    reject("conv_transpose2d", {"in_channels": 4, "out_channels": 4, "kernel_size": 3, "stride": 2,
+                                "output_padding": 2}, None, SpecError, ["output_padding"]),
+    reject("expand", {"sizes": [4, 5]}, [(3, 5)], ShapeError, ["size 0"], id="expand-non-singleton"),
+    reject("expand", {"sizes": [5]}, [(3, 5)], ShapeError, ["expand"], id="expand-drops-dims"),
+    reject("pad", {"pad": [1]}, None, SpecError, ["pairs"]),
+    reject("pad", {"pad": [8, 0], "mode": "reflect"}, [(1, 2, 8)], ShapeError, ["reflect"]),
+    reject("mean", {"dim": 3}, [(2, 3)], ShapeError, ["dim=3"]),
+    reject("multihead_attention", {"embed_dim": 64, "num_heads": 5}, None, SpecError, ["divisible"]),
+    reject("multihead_attention", {"embed_dim": 64, "num_heads": 4, "kdim": 32},
+           [(7, 2, 64), (9, 2, 64), (9, 2, 64)], ShapeError, ["kdim", "32"], id="multihead_attention-kdim"),
+    reject("attention", {"hidden": 64, "heads": 4, "kdim": 32, "vdim": 48}, [(2, 16, 64), (2, 50, 32)],
+           ShapeError, ["separate inputs k and v"], id="attention-kdim-vdim-one-source"),
     reject("linear", {"in_features": 768, "out_features": 10}, [(2, 5, 512)], ShapeError, ["512", "768"]),
     reject("linear", {"in_features": 0, "out_features": 10}, None, SpecError, ["in_features"]),
     reject("linear", {"in_features": 8}, None, SpecError, ["out_features"]),

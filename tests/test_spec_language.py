@@ -168,7 +168,9 @@ def test_tie_to_a_missing_tensor_suggests_one():
 
 
 def test_unknown_input_keyword_and_block_input():
-    with pytest.raises(archgraph.SpecError, match=r"(?s)op 'attention' has no input 'ky'.*its inputs: x, kv, bias, rope"):
+    with pytest.raises(archgraph.SpecError, match=r"(?s)op 'attention' has no input 'key'.*its inputs: x, kv, bias, rope, k, v"):
+        build(TOY.replace("{name: attn, op: attention, in: x,", "{name: attn, op: attention, in: {x: x, key: x},"))
+    with pytest.raises(archgraph.SpecError, match=r"op 'attention' has no input 'ky'.*\n  fix: did you mean 'k'\?"):
         build(TOY.replace("{name: attn, op: attention, in: x,", "{name: attn, op: attention, in: {x: x, ky: x},"))
 
 

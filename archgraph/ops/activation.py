@@ -19,12 +19,12 @@ class Pointwise(Op):
         return self.cost * prod(inputs[0])
 
 
-@op("relu")
+@op("relu", aliases=("nn.ReLU", "F.relu"))
 class ReLU(Pointwise):
     """max(x, 0)."""
 
 
-@op("gelu")
+@op("gelu", aliases=("nn.GELU", "F.gelu", "gelu_new"), example={"approximate": "tanh"})
 class GELU(Pointwise):
     """Gaussian error linear unit (approximate: none or tanh, the 'gelu_new' of GPT-2)."""
 
@@ -32,35 +32,35 @@ class GELU(Pointwise):
     cost = 8
 
 
-@op("silu")
+@op("silu", aliases=("nn.SiLU", "swish"))
 class SiLU(Pointwise):
     """x·sigmoid(x), also called swish."""
 
     cost = 4
 
 
-@op("tanh")
+@op("tanh", aliases=("nn.Tanh",))
 class Tanh(Pointwise):
     """Hyperbolic tangent."""
 
     cost = 4
 
 
-@op("sigmoid")
+@op("sigmoid", aliases=("nn.Sigmoid",))
 class Sigmoid(Pointwise):
     """1 / (1 + e^-x)."""
 
     cost = 4
 
 
-@op("identity")
+@op("identity", aliases=("nn.Identity",))
 class Identity(Pointwise):
     """Passes its input through."""
 
     cost = 0
 
 
-@op("dropout")
+@op("dropout", aliases=("nn.Dropout",), example={"p": 0.1})
 class Dropout(Pointwise):
     """Zeroes a fraction p of elements while training; identity at inference."""
 
@@ -72,7 +72,7 @@ class Dropout(Pointwise):
             raise invalid(self, f"p must lie between 0 and 1; received p={self.p}")
 
 
-@op("softmax")
+@op("softmax", aliases=("nn.Softmax", "F.softmax"), example={"dim": -1})
 class Softmax(Pointwise):
     """Normalised exponentials along `dim`."""
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..dims import exact_div, prod
+from ..dims import exact_div, fmt, prod
 from ..errors import ShapeError
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive, quotient
+from .elementwise import broadcast
 
 
-@op("attention", category="attention")
+@op("attention", category="attention",
+     aliases=("self_attention", "cross_attention", "LlamaAttention"), example={"hidden": 768, "heads": 12})
 class Attention(Op):
     """Multi-head attention with its projections: x [B, S, hidden] (kv [B, T, kv_hidden], bias, rope) -> [B, S, hidden].
 
@@ -18,7 +20,8 @@ class Attention(Op):
     the tensor prefixes: q, k, v, o (separate) or qkv, o (fused).  Optional
     inputs, by keyword (`in: {x: .., kv: .., bias: .., rope: ..}`): `kv` for
     cross-attention, `bias` [1|B, 1|heads, 1|S, 1|T] (T5, ALiBi, masks), `rope` the cos table
-    of a rotary_embedding.
+    of a rotary_embedding; or separate sources for keys and values, `k` [B, T, kdim] and
+    `v` [B, T, vdim] (a Perceiver's latents attending to inputs of other widths).
     """
 
     hidden: int
@@ -33,15 +36,19 @@ class Attention(Op):
     weight_layout: Literal["out_in", "in_out"] = "out_in"
     names: tuple[str, ...] | None = None
     causal: bool = False
+    kdim: int | None = None  # width of the keys' source (default kv_hidden, else hidden)
+    vdim: int | None = None  # width of the values' source
 
     def __post_init__(self):
-        positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden")
+        positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim")
+        if self.kv_hidden is not None and (self.kdim is not None or self.vdim is not None):
+            raise invalid(self, "give kv_hidden (one source for keys and values) or kdim/vdim, not both")
         if self.heads % self.n_kv:
             raise invalid(self, f"heads={self.heads} is not a multiple of kv_heads={self.n_kv}")
         if self.head_dim is None and self.hidden % self.heads:
             raise invalid(self, f"hidden={self.hidden} is not divisible by heads={self.heads}; "
                                 "give head_dim explicitly")
-        if self.qkv == "fused" and self.kv_hidden not in (None, self.hidden):
+        if self.qkv == "fused" and any(w not in (None, self.hidden) for w in (self.kv_hidden, self.kdim, self.vdim)):
             raise invalid(self, "a fused qkv projection cannot read a separate key/value input")
         if self.names is not None and len(self.names) != len(self._default_names()):
             raise invalid(self, f"names needs {len(self._default_names())} entries "
@@ -58,13 +65,33 @@ class Attention(Op):
     def _default_names(self) -> tuple[str, ...]:
         return ("qkv_proj", "o_proj") if self.qkv == "fused" else ("q_proj", "k_proj", "v_proj", "o_proj")
 
-    def infer_shape(self, x, kv=None, bias=None, rope=None):
+    @property
+    def k_width(self) -> int:
+        return self.kdim or self.kv_hidden or self.hidden
+
+    @property
+    def v_width(self) -> int:
+        return self.vdim or self.kv_hidden or self.hidden
+
+    def infer_shape(self, x, kv=None, bias=None, rope=None, k=None, v=None):
         expect_rank(x, 3, "query input")
         expect_dim(x[-1], self.hidden, "last dimension of the query input (hidden)")
+        if (k is None) != (v is None) or (k is not None and kv is not None):
+            raise ShapeError("give keys and values one source (kv) or two (k and v), not both")
         if kv is not None:
             expect_rank(kv, 3, "key/value input")
             expect_dim(kv[0], x[0], "batch dimension of the key/value input")
-            expect_dim(kv[-1], self.kv_hidden or self.hidden, "last dimension of the key/value input (kv_hidden)")
+            expect_dim(kv[-1], self.k_width, "last dimension of the key/value input (kv_hidden)")
+            if self.k_width != self.v_width:
+                raise ShapeError(f"kdim={self.k_width} and vdim={self.v_width} differ: give the keys' and the "
+                                 "values' sources as separate inputs k and v")
+        if k is not None:
+            for t, width, what in ((k, self.k_width, "key"), (v, self.v_width, "value")):
+                expect_rank(t, 3, f"{what} input")
+                expect_dim(t[0], x[0], f"batch dimension of the {what} input")
+                expect_dim(t[-1], width, f"last dimension of the {what} input ({what[0]}dim)")
+            expect_dim(v[1], k[1], "length of the value input (that of the key input)")
+            kv = k
         if bias is not None:
             t = kv[1] if kv is not None else x[1]
             expect_rank(bias, 4, "attention bias")
@@ -87,32 +114,34 @@ class Attention(Op):
     def params(self):
         names = self.names or self._default_names()
         h, d, q, kv = self.hidden, self.d, self.heads, self.n_kv
-        src = self.kv_hidden or h
         if self.qkv == "fused":
             yield from self._linear(names[0], (q + 2 * kv) * d, h, self.qkv_bias)
         else:
             k_bias = self.qkv_bias if self.k_bias is None else self.k_bias
             yield from self._linear(names[0], q * d, h, self.qkv_bias)
-            yield from self._linear(names[1], kv * d, src, k_bias)
-            yield from self._linear(names[2], kv * d, src, self.qkv_bias)
+            yield from self._linear(names[1], kv * d, self.k_width, k_bias)
+            yield from self._linear(names[2], kv * d, self.v_width, self.qkv_bias)
         yield from self._linear(names[-1], h, q * d, self.out_bias)
 
     def flops(self, inputs, outputs):
         x = inputs[0]
-        kv = inputs[1] if len(inputs) > 1 else x
+        sources = [s for s in (inputs[1:2] + inputs[4:5]) if s is not None]  # kv, or k
+        kv = sources[0] if sources else x
         b, s, t = x[0], x[1], kv[1]
         h, d, q, n_kv = self.hidden, self.d, self.heads, self.n_kv
-        src = self.kv_hidden or h
-        proj = 2 * b * s * h * q * d + 2 * 2 * b * t * src * n_kv * d + 2 * b * s * q * d * h
+        proj = 2 * b * s * h * q * d + 2 * b * t * (self.k_width + self.v_width) * n_kv * d + 2 * b * s * q * d * h
         core = 2 * 2 * b * q * s * t * d
         return proj + core
 
 
-@op("sdpa", category="attention")
+@op("sdpa", category="attention",
+     aliases=("F.scaled_dot_product_attention", "scaled_dot_product_attention"),
+     example={"heads": 12, "causal": True})
 class ScaledDotProductAttention(Op):
     """softmax(q·kᵀ/√d)·v over heads; q [B, S, heads·d], k, v [B, T, kv_heads·d] -> [B, S, heads·dv].
 
-    Four-dimensional inputs [B, heads, S, d] are accepted too.
+    Four-dimensional inputs [B, heads, S, d] are accepted too.  The batch dims of q, k and v
+    broadcast as in torch (equal, or 1).
     """
 
     heads: int
@@ -132,14 +161,15 @@ class ScaledDotProductAttention(Op):
                 expect_dim(t[1], n, f"head dimension (dim 1) of the {what}")
             expect_dim(k[-1], q[-1], "head size of the key")
             expect_dim(v[2], k[2], "sequence length of the value")
-            return (q[0], q[1], q[2], v[3])
+            batch = _batch(q, k, v)
+            return (batch, q[1], q[2], v[3])
         for t, what in ((q, "query"), (k, "key"), (v, "value")):
             expect_rank(t, 3, what)
         d = exact_div(q[-1], self.heads, "query width / heads")
         expect_dim(k[-1], kv_heads * d, "key width (kv_heads · head size)")
         expect_dim(v[1], k[1], "sequence length of the value")
         dv = exact_div(v[-1], kv_heads, "value width / kv_heads")
-        return (q[0], q[1], self.heads * dv)
+        return (_batch(q, k, v), q[1], self.heads * dv)
 
     def flops(self, inputs, outputs):
         q, k = inputs[0], inputs[1]
@@ -148,3 +178,77 @@ class ScaledDotProductAttention(Op):
         return 2 * prod(q) * k[1] + 2 * prod(outputs[0]) * k[1]
 
 
+
+
+def _batch(q, k, v):
+    """The batch dim of q, k and v broadcast (equal, or 1), else a ShapeError naming them."""
+    try:
+        return broadcast((q[0],), (k[0],), (v[0],))[0]
+    except ShapeError:
+        raise ShapeError(f"the batch dims of query ({fmt(q[0])}), key ({fmt(k[0])}) and value ({fmt(v[0])}) "
+                         "differ (each must be equal, or 1)") from None
+
+
+@op("multihead_attention", category="attention", aliases=("nn.MultiheadAttention", "MultiheadAttention"),
+    example={"embed_dim": 64, "num_heads": 4, "kdim": 32, "vdim": 48, "batch_first": True})
+class MultiheadAttention(Op):
+    """nn.MultiheadAttention: query [L, N, embed_dim], key [S, N, kdim], value [S, N, vdim]
+    ([N, L, ..] with batch_first) -> attn_output [L, N, embed_dim] and (output 1) the weights
+    averaged over heads [N, L, S].  Tensors as PyTorch lays them out: one packed in_proj_weight
+    [3·embed_dim, embed_dim] when kdim = vdim = embed_dim, else q_proj_weight, k_proj_weight and
+    v_proj_weight; one packed in_proj_bias [3·embed_dim]; out_proj; bias_k, bias_v with add_bias_kv.
+    """
+
+    embed_dim: int
+    num_heads: int
+    bias: bool = True
+    add_bias_kv: bool = False
+    kdim: int | None = None
+    vdim: int | None = None
+    batch_first: bool = False
+
+    def __post_init__(self):
+        positive(self, "embed_dim", "num_heads", "kdim", "vdim")
+        if self.embed_dim % self.num_heads:
+            raise invalid(self, f"embed_dim={self.embed_dim} must be divisible by num_heads={self.num_heads}")
+
+    @property
+    def packed(self) -> bool:
+        return (self.kdim or self.embed_dim) == self.embed_dim and (self.vdim or self.embed_dim) == self.embed_dim
+
+    def infer_shape(self, query, key, value):
+        seq, batch = (1, 0) if self.batch_first else (0, 1)
+        widths = (("query", query, self.embed_dim), ("key", key, self.kdim or self.embed_dim),
+                  ("value", value, self.vdim or self.embed_dim))
+        for what, t, width in widths:
+            expect_rank(t, 3, what)
+            expect_dim(t[-1], width, f"last dimension of the {what} ({'embed_dim' if what == 'query' else what[0] + 'dim'})")
+            expect_dim(t[batch], query[batch], f"batch dimension of the {what}")
+        expect_dim(value[seq], key[seq], "length of the value (that of the key)")
+        s = key[seq] + (1 if self.add_bias_kv else 0)
+        return [tuple(query), (query[batch], query[seq], s)]
+
+    def params(self):
+        e = self.embed_dim
+        if self.packed:
+            yield Tensor("in_proj_weight", (3 * e, e))
+        else:
+            yield Tensor("q_proj_weight", (e, e))
+            yield Tensor("k_proj_weight", (e, self.kdim or e))
+            yield Tensor("v_proj_weight", (e, self.vdim or e))
+        if self.bias:
+            yield Tensor("in_proj_bias", (3 * e,))
+        yield Tensor("out_proj.weight", (e, e))
+        if self.bias:
+            yield Tensor("out_proj.bias", (e,))
+        if self.add_bias_kv:
+            yield Tensor("bias_k", (1, 1, e))
+            yield Tensor("bias_v", (1, 1, e))
+
+    def flops(self, inputs, outputs):
+        q, k, v = inputs
+        seq = 1 if self.batch_first else 0
+        e = self.embed_dim
+        tokens_q, tokens_k = prod(q[:2]), prod(k[:2])
+        proj = 2 * tokens_q * e * e * 2 + 2 * tokens_k * e * ((self.kdim or e) + (self.vdim or e))
+        return proj + 2 * 2 * tokens_q * k[seq] * e

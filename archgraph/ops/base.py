@@ -25,10 +25,12 @@ Size = Union[int, Poly]  # a hyperparameter that may name the inputs' symbolic s
 
 @dataclass(frozen=True)
 class Tensor:
-    """A learnable tensor (or buffer) of an op, named as PyTorch would (`weight`, `q_proj.bias`)."""
+    """A learnable tensor (or buffer) of an op, named as PyTorch would (`weight`, `q_proj.bias`);
+    a buffer that `state_dict()` does not save is not `persistent` (register_buffer's flag)."""
 
     name: str
     shape: tuple[int, ...]
+    persistent: bool = True
 
     @property
     def count(self) -> int:
@@ -44,6 +46,8 @@ class Op:
     op_name: ClassVar[str] = ""
     category: ClassVar[str] = "other"
     doc: ClassVar[str] = ""
+    aliases: ClassVar[tuple[str, ...]] = ()  # other names people know it by (PyTorch's first)
+    example: ClassVar[dict[str, Any]] = {}   # hyperparameters of a typical use (`archgraph ops NAME`)
 
     def infer_shape(self, *inputs: Shape) -> Shape | list[Shape]:  # pragma: no cover
         raise NotImplementedError
@@ -149,13 +153,17 @@ def _input_names(cls) -> tuple[list[str], list[str]]:
     return cls._input_names()
 
 
-def op(name: str, category: str = "other"):
-    """Register a class as the op `name` (and make it a frozen dataclass)."""
+def op(name: str, category: str = "other", *, aliases: tuple[str, ...] = (),
+       example: dict[str, Any] | None = None):
+    """Register a class as the op `name` (and make it a frozen dataclass); `aliases` are the names
+    PyTorch (and others) give it, `example` the hyperparameters of a typical use."""
 
     def wrap(cls):
         cls = dataclass(frozen=True)(cls)
         cls.op_name = name
         cls.category = category
+        cls.aliases = tuple(aliases)
+        cls.example = dict(example or {})
         cls.doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
         if name in REGISTRY:
             raise RuntimeError(f"op {name} registered twice")

@@ -1,4 +1,6 @@
-"""Convolutions over [B, C, L] and [B, C, H, W]: `conv1d`, `conv2d`."""
+"""Convolutions over [B, C, L], [B, C, H, W] and [B, C, D, H, W]: `conv1d`, `conv2d`, `conv3d`,
+and the transposed ones that upsample, `conv_transpose1d`, `conv_transpose2d` (PyTorch's
+names, hyperparameters, weight layouts and output-size rules)."""
 from __future__ import annotations
 
 from typing import Literal
@@ -80,7 +82,8 @@ class _Conv(Op):
         return 2 * prod(outputs[0]) * per_output
 
 
-@op("conv1d", category="conv")
+@op("conv1d", category="conv",
+     aliases=("nn.Conv1d",), example={"in_channels": 80, "out_channels": 384, "kernel_size": 3, "padding": 1})
 class Conv1d(_Conv):
     """1-D convolution: [B, in_channels, L] -> [B, out_channels, L']."""
 
@@ -95,7 +98,9 @@ class Conv1d(_Conv):
     rank = 1
 
 
-@op("conv2d", category="conv")
+@op("conv2d", category="conv",
+     aliases=("nn.Conv2d", "convolution"),
+     example={"in_channels": 3, "out_channels": 64, "kernel_size": 7, "stride": 2, "padding": 3})
 class Conv2d(_Conv):
     """2-D convolution: [B, in_channels, H, W] -> [B, out_channels, H', W']."""
 
@@ -107,4 +112,104 @@ class Conv2d(_Conv):
     dilation: int | tuple[int, int] = 1
     groups: int = 1
     bias: bool = True
+    rank = 2
+
+
+@op("conv3d", category="conv", aliases=("nn.Conv3d",),
+    example={"in_channels": 3, "out_channels": 96, "kernel_size": [2, 14, 14], "stride": [2, 14, 14]})
+class Conv3d(_Conv):
+    """3-D convolution: [B, in_channels, D, H, W] -> [B, out_channels, D', H', W'] (video, 3-D patches)."""
+
+    in_channels: int
+    out_channels: int
+    kernel_size: int | tuple[int, int, int]
+    stride: int | tuple[int, int, int] = 1
+    padding: int | tuple[int, int, int] | Literal["same", "valid"] = 0
+    dilation: int | tuple[int, int, int] = 1
+    groups: int = 1
+    bias: bool = True
+    rank = 3
+
+
+class _ConvTranspose(Op):
+    """out = (n - 1)·stride - 2·padding + dilation·(kernel - 1) + output_padding + 1, per spatial dim."""
+
+    rank = 0
+
+    def __post_init__(self):
+        positive(self, "in_channels", "out_channels", "groups")
+        for name in ("kernel_size", "stride", "dilation"):
+            values = _tuple(getattr(self, name), self.rank)
+            if len(values) != self.rank or any(v <= 0 for v in values):
+                raise invalid(self, f"{name} must be a positive integer or a list of {self.rank}; "
+                                    f"received {getattr(self, name)}")
+        for name in ("padding", "output_padding"):
+            values = _tuple(getattr(self, name), self.rank)
+            if len(values) != self.rank or any(v < 0 for v in values):
+                raise invalid(self, f"{name} must be a whole number of at least 0 or a list of {self.rank}; "
+                                    f"received {getattr(self, name)}")
+        for op_, s, d in zip(*(_tuple(getattr(self, n), self.rank) for n in ("output_padding", "stride", "dilation"))):
+            if op_ >= s and op_ >= d:
+                raise invalid(self, f"output_padding {op_} must be smaller than stride {s} or dilation {d} "
+                                    "(as PyTorch requires)")
+        if self.in_channels % self.groups or self.out_channels % self.groups:
+            raise invalid(self, f"in_channels={self.in_channels} and out_channels={self.out_channels} "
+                                f"must both be divisible by groups={self.groups}")
+
+    def infer_shape(self, x):
+        expect_rank(x, self.rank + 2)
+        expect_dim(x[1], self.in_channels, "channel dimension (dim 1) of the input (in_channels)")
+        spatial = []
+        for n, k, s, p, d, extra in zip(x[2:], *(_tuple(getattr(self, f), self.rank) for f in (
+                "kernel_size", "stride", "padding", "dilation", "output_padding"))):
+            size = (n - 1) * s - 2 * p + d * (k - 1) + extra + 1
+            if isinstance(size, int) and size <= 0:
+                raise ShapeError(f"input size {n} gives an output size of {size}")
+            spatial.append(size)
+        return (x[0], self.out_channels, *spatial)
+
+    def params(self):
+        yield Tensor("weight", (self.in_channels, quotient(self.out_channels, self.groups),
+                                *_tuple(self.kernel_size, self.rank)))
+        if self.bias:
+            yield Tensor("bias", (self.out_channels,))
+
+    def flops(self, inputs, outputs):
+        per_input = quotient(self.out_channels, self.groups) * prod(_tuple(self.kernel_size, self.rank))
+        return 2 * prod(inputs[0]) * per_input
+
+
+@op("conv_transpose1d", category="conv", aliases=("nn.ConvTranspose1d", "deconv1d"),
+    example={"in_channels": 64, "out_channels": 32, "kernel_size": 4, "stride": 2, "padding": 1})
+class ConvTranspose1d(_ConvTranspose):
+    """Transposed 1-D convolution (upsampling): [B, in_channels, L] -> [B, out_channels, L'];
+    L' = (L - 1)·stride - 2·padding + dilation·(kernel_size - 1) + output_padding + 1."""
+
+    in_channels: int
+    out_channels: int
+    kernel_size: int | tuple[int]
+    stride: int | tuple[int] = 1
+    padding: int | tuple[int] = 0
+    output_padding: int | tuple[int] = 0
+    groups: int = 1
+    bias: bool = True
+    dilation: int | tuple[int] = 1
+    rank = 1
+
+
+@op("conv_transpose2d", category="conv", aliases=("nn.ConvTranspose2d", "deconv2d", "deconvolution"),
+    example={"in_channels": 128, "out_channels": 64, "kernel_size": 2, "stride": 2})
+class ConvTranspose2d(_ConvTranspose):
+    """Transposed 2-D convolution (a U-Net's upsampling): [B, in_channels, H, W] -> [B, out_channels,
+    H', W']; H' = (H - 1)·stride - 2·padding + dilation·(kernel_size - 1) + output_padding + 1."""
+
+    in_channels: int
+    out_channels: int
+    kernel_size: int | tuple[int, int]
+    stride: int | tuple[int, int] = 1
+    padding: int | tuple[int, int] = 0
+    output_padding: int | tuple[int, int] = 0
+    groups: int = 1
+    bias: bool = True
+    dilation: int | tuple[int, int] = 1
     rank = 2

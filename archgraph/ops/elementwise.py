@@ -33,11 +33,24 @@ class Elementwise(Op):
         return (len(inputs) - 1) * prod(outputs[0])
 
 
-@op("add")
+@op("add", aliases=("torch.add", "residual", "plus"))
 class Add(Elementwise):
     """Sum of its inputs (residual connections), with broadcasting."""
 
 
-@op("mul")
+@op("mul", aliases=("torch.mul", "multiply", "gate"))
 class Mul(Elementwise):
     """Product of its inputs (gates), with broadcasting."""
+
+
+@op("scale", aliases=("torch.mul_scalar", "multiply_by_constant", "rescale"), example={"factor": 0.125})
+class Scale(Op):
+    """x · factor, a constant (attention's 1/√d, a logit scale, Gemma's √H); no parameters."""
+
+    factor: float
+
+    def infer_shape(self, x):
+        return x
+
+    def flops(self, inputs, outputs):
+        return prod(inputs[0])

@@ -16,7 +16,8 @@ def _fits(seq, limit: int, owner: str) -> None:
         check(seq <= limit, f"sequence length {seq} exceeds the {limit} positions of {owner}")
 
 
-@op("embedding", category="embedding")
+@op("embedding", category="embedding",
+     aliases=("nn.Embedding", "token_embedding"), example={"num_embeddings": 50257, "embedding_dim": 768})
 class Embedding(Op):
     """Table of num_embeddings vectors of size embedding_dim; ids [..] -> [.., embedding_dim]."""
 
@@ -33,7 +34,8 @@ class Embedding(Op):
         yield Tensor("weight", (self.num_embeddings, self.embedding_dim))
 
 
-@op("position_embedding", category="embedding")
+@op("position_embedding", category="embedding",
+     aliases=("learned_position", "wpe"), example={"num_positions": 1024, "embedding_dim": 768})
 class PositionEmbedding(Op):
     """Learned absolute positions; [B, S, ..] -> [1, S, embedding_dim] (offset: rows reserved before position 0, OPT/BART use 2)."""
 
@@ -53,7 +55,8 @@ class PositionEmbedding(Op):
         yield Tensor("weight", (self.num_positions, self.embedding_dim))
 
 
-@op("sinusoidal_position", category="embedding")
+@op("sinusoidal_position", category="embedding",
+     aliases=("sinusoidal_positional_encoding", "positional_encoding"), example={"embedding_dim": 512})
 class SinusoidalPosition(Op):
     """Fixed sin/cos positions (no parameters); a buffer of num_positions rows when given."""
 
@@ -74,7 +77,7 @@ class SinusoidalPosition(Op):
             yield Tensor("weight", (self.num_positions, self.embedding_dim))
 
 
-@op("rotary_embedding", category="embedding")
+@op("rotary_embedding", category="embedding", aliases=("rope", "RotaryEmbedding"), example={"head_dim": 128})
 class RotaryEmbedding(Op):
     """Rotary position tables (RoPE): [B, S, ..] -> cos, sin each [1, S, rotary_dim]; buffer inv_freq."""
 
@@ -98,10 +101,11 @@ class RotaryEmbedding(Op):
         return [(1, seq, self.dim), (1, seq, self.dim)]
 
     def buffers(self):
-        yield Tensor("inv_freq", (quotient(self.dim, 2),))
+        yield Tensor("inv_freq", (quotient(self.dim, 2),), persistent=False)
 
 
-@op("relative_position_bias", category="attention")
+@op("relative_position_bias", category="attention",
+     aliases=("t5_relative_attention_bias",), example={"num_buckets": 32, "heads": 8})
 class RelativePositionBias(Op):
     """T5 bucketed relative positions: query [B, S, ..] (, key [B, T, ..]) -> bias [1, heads, S, T]."""
 

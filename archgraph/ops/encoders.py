@@ -7,7 +7,7 @@ from ..dims import prod
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
 
 
-@op("parameter")
+@op("parameter", aliases=("nn.Parameter",), example={"shape": [1, 1, 768], "tensor": "cls_token"})
 class Parameter(Op):
     """A free-standing learned tensor of `shape`, named `tensor` (no input); its output is the tensor."""
 
@@ -27,7 +27,7 @@ class Parameter(Op):
         yield Tensor(self.tensor, tuple(self.shape))
 
 
-@op("class_token", category="embedding")
+@op("class_token", category="embedding", aliases=("cls_token",), example={"hidden": 768, "num_patches": 196})
 class ClassToken(Op):
     """Prepend a learned class token, add learned positions: [B, N, hidden] -> [B, N+1, hidden] (ViT)."""
 

@@ -7,7 +7,8 @@ from ..dims import prod
 from .base import Op, Tensor, expect_dim, expect_rank, op, positive
 
 
-@op("linear", category="linear")
+@op("linear", category="linear",
+     aliases=("nn.Linear", "Dense", "fully_connected"), example={"in_features": 768, "out_features": 3072})
 class Linear(Op):
     """y = x·Wᵀ + b over the last dimension (weight_layout in_out: GPT-2's Conv1D, W stored [in, out])."""
 

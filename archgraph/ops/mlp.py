@@ -27,7 +27,8 @@ class _FeedForward(Op):
             raise invalid(self, f"names needs {n} entries ({', '.join(default)}); received {list(self.names)}")
 
 
-@op("mlp", category="mlp")
+@op("mlp", category="mlp",
+     aliases=("feed_forward", "ffn"), example={"hidden": 768, "intermediate": 3072, "activation": "gelu"})
 class MLP(_FeedForward):
     """up (hidden -> intermediate), activation, down (intermediate -> hidden); names: up, down."""
 
@@ -50,7 +51,9 @@ class MLP(_FeedForward):
         return 2 * 2 * prod(inputs[0][:-1]) * self.hidden * self.intermediate
 
 
-@op("gated_mlp", category="mlp")
+@op("gated_mlp", category="mlp",
+     aliases=("swiglu", "geglu", "LlamaMLP"),
+     example={"hidden": 4096, "intermediate": 11008, "activation": "silu"})
 class GatedMLP(_FeedForward):
     """down(act(gate(x)) · up(x)): SwiGLU with silu, GeGLU with gelu; `fused` stores gate and up as one."""
 
@@ -83,7 +86,9 @@ class GatedMLP(_FeedForward):
         return 3 * 2 * prod(inputs[0][:-1]) * self.hidden * self.intermediate
 
 
-@op("moe", category="mlp")
+@op("moe", category="mlp",
+     aliases=("mixture_of_experts", "sparse_moe", "MixtralSparseMoeBlock"),
+     example={"hidden": 4096, "intermediate": 14336, "experts": 8, "top_k": 2})
 class MixtureOfExperts(_FeedForward):
     """Router picks top_k of `experts` gated MLPs per token.
 

@@ -5,7 +5,7 @@ from ..dims import prod
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
 
 
-@op("layer_norm", category="norm")
+@op("layer_norm", category="norm", aliases=("nn.LayerNorm",), example={"normalized_shape": 768})
 class LayerNorm(Op):
     """Normalise over the trailing dims `normalized_shape`; weight and bias of that shape."""
 
@@ -40,7 +40,7 @@ class LayerNorm(Op):
         return 5 * prod(inputs[0])
 
 
-@op("rms_norm", category="norm")
+@op("rms_norm", category="norm", aliases=("nn.RMSNorm", "RMSNorm", "LlamaRMSNorm"), example={"dim": 4096})
 class RMSNorm(Op):
     """Root-mean-square norm over the last dim; a weight (scale) of size `dim`, no bias."""
 
@@ -64,7 +64,8 @@ class RMSNorm(Op):
         return 4 * prod(inputs[0])
 
 
-@op("batch_norm", category="norm")
+@op("batch_norm", category="norm",
+     aliases=("nn.BatchNorm1d", "nn.BatchNorm2d", "nn.BatchNorm3d"), example={"num_features": 64})
 class BatchNorm(Op):
     """Per-channel norm of [B, C, ...]; weight, bias; buffers running_mean, running_var, num_batches_tracked."""
 
@@ -97,7 +98,7 @@ class BatchNorm(Op):
         return 2 * prod(inputs[0])
 
 
-@op("group_norm", category="norm")
+@op("group_norm", category="norm", aliases=("nn.GroupNorm",), example={"num_groups": 32, "num_channels": 256})
 class GroupNorm(Op):
     """Norm over channel groups of [B, C, ...]; weight and bias of size num_channels."""
 

@@ -33,7 +33,7 @@ class _Pool(Op):
         return prod(outputs[0]) * prod(_tuple(self.kernel_size, self.rank))
 
 
-@op("max_pool1d")
+@op("max_pool1d", aliases=("nn.MaxPool1d",), example={"kernel_size": 2})
 class MaxPool1d(_Pool):
     """Sliding maximum over [B, C, L]."""
 
@@ -45,7 +45,7 @@ class MaxPool1d(_Pool):
     rank = 1
 
 
-@op("max_pool2d")
+@op("max_pool2d", aliases=("nn.MaxPool2d",), example={"kernel_size": 3, "stride": 2, "padding": 1})
 class MaxPool2d(_Pool):
     """Sliding maximum over [B, C, H, W]."""
 
@@ -57,7 +57,7 @@ class MaxPool2d(_Pool):
     rank = 2
 
 
-@op("avg_pool1d")
+@op("avg_pool1d", aliases=("nn.AvgPool1d",), example={"kernel_size": 2})
 class AvgPool1d(_Pool):
     """Sliding mean over [B, C, L]."""
 
@@ -68,7 +68,7 @@ class AvgPool1d(_Pool):
     rank = 1
 
 
-@op("avg_pool2d")
+@op("avg_pool2d", aliases=("nn.AvgPool2d",), example={"kernel_size": 2})
 class AvgPool2d(_Pool):
     """Sliding mean over [B, C, H, W]."""
 
@@ -90,7 +90,7 @@ class _Adaptive(Op):
         return prod(inputs[0])
 
 
-@op("adaptive_avg_pool1d")
+@op("adaptive_avg_pool1d", aliases=("nn.AdaptiveAvgPool1d",), example={"output_size": 1})
 class AdaptiveAvgPool1d(_Adaptive):
     """Mean down to a fixed length: [B, C, L] -> [B, C, output_size]."""
 
@@ -98,7 +98,7 @@ class AdaptiveAvgPool1d(_Adaptive):
     rank = 1
 
 
-@op("adaptive_avg_pool2d")
+@op("adaptive_avg_pool2d", aliases=("nn.AdaptiveAvgPool2d",), example={"output_size": 1})
 class AdaptiveAvgPool2d(_Adaptive):
     """Mean down to a fixed size: [B, C, H, W] -> [B, C, oh, ow]."""
 
@@ -115,11 +115,11 @@ class _Global(Op):
         return prod(inputs[0])
 
 
-@op("global_avg_pool")
+@op("global_avg_pool", aliases=("global_average_pooling",))
 class GlobalAvgPool(_Global):
     """Mean over all spatial dims: [B, C, ...] -> [B, C]."""
 
 
-@op("global_max_pool")
+@op("global_max_pool", aliases=("global_max_pooling",))
 class GlobalMaxPool(_Global):
     """Maximum over all spatial dims: [B, C, ...] -> [B, C]."""

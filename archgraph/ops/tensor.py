@@ -1,14 +1,16 @@
 """Tensor plumbing without parameters: `matmul`, `reshape`, `transpose`, `permute`,
-`concat`, `split`, `flatten`, `select`."""
+`concat`, `split`, `flatten`, `select`, `expand`, `pad`."""
 from __future__ import annotations
+
+from typing import Literal
 
 from ..dims import equal, exact_div, fmt, fmt_shape, norm, prod
 from ..errors import ShapeError
-from .base import Op, axis, check, expect_dim, expect_rank, invalid, op
+from .base import Op, Size, axis, check, expect_dim, expect_rank, invalid, op
 from .elementwise import broadcast
 
 
-@op("matmul")
+@op("matmul", aliases=("torch.matmul", "bmm", "einsum"))
 class MatMul(Op):
     """[..., n, k] @ [..., k, m] -> [..., n, m], batch dims broadcast; 1-D operands as torch.matmul."""
 
@@ -29,28 +31,31 @@ class MatMul(Op):
         return 2 * prod(outputs[0]) * inputs[0][-1]
 
 
-@op("reshape")
+@op("reshape", aliases=("torch.reshape", "view"), example={"shape": [0, 0, 12, 64]})
 class Reshape(Op):
-    """New shape with the same number of elements; 0 copies the input dim, -1 is inferred."""
+    """New shape with the same number of elements; 0 copies the input dim, -1 is inferred; sizes may
+    name the inputs' symbolic sizes ([B, S * 2, H / 2])."""
 
-    shape: tuple[int, ...]
+    shape: tuple[Size, ...]
 
     def __post_init__(self):
-        if sum(1 for d in self.shape if d == -1) > 1:
-            raise invalid(self, f"at most one -1 in shape; received {list(self.shape)}")
-        if any(d < -1 for d in self.shape):
-            raise invalid(self, f"dims must be positive, 0 (copy) or -1 (infer); received {list(self.shape)}")
+        concrete = [d for d in self.shape if isinstance(d, int)]
+        if sum(1 for d in concrete if d == -1) > 1:
+            raise invalid(self, f"at most one -1 in shape; received {list(map(fmt, self.shape))}")
+        if any(d < -1 for d in concrete):
+            raise invalid(self, f"dims must be positive, 0 (copy) or -1 (infer); received "
+                                f"{list(map(fmt, self.shape))}")
 
     def infer_shape(self, x):
         out = []
         for i, d in enumerate(self.shape):
-            if d == 0:
+            if isinstance(d, int) and d == 0:
                 check(i < len(x), f"0 at position {i} copies a dim the input {fmt_shape(x)} lacks")
                 out.append(x[i])
             else:
                 out.append(d)
         total = prod(x)
-        if -1 in self.shape:
+        if any(isinstance(d, int) and d == -1 for d in self.shape):
             known = prod(d for d in out if not (isinstance(d, int) and d == -1))
             missing = exact_div(total, known, f"reshape {fmt_shape(x)} to {list(self.shape)}")
             out = [missing if (isinstance(d, int) and d == -1) else d for d in out]
@@ -60,7 +65,7 @@ class Reshape(Op):
         return tuple(norm(d) for d in out)
 
 
-@op("transpose")
+@op("transpose", aliases=("torch.transpose",), example={"dim0": 1, "dim1": 2})
 class Transpose(Op):
     """Swap two dimensions."""
 
@@ -74,7 +79,7 @@ class Transpose(Op):
         return tuple(out)
 
 
-@op("permute")
+@op("permute", aliases=("torch.permute",), example={"dims": [0, 2, 1, 3]})
 class Permute(Op):
     """Reorder all dimensions."""
 
@@ -87,7 +92,7 @@ class Permute(Op):
         return tuple(x[d % len(x)] for d in self.dims)
 
 
-@op("concat")
+@op("concat", aliases=("torch.cat", "concatenate"), example={"dim": -1})
 class Concat(Op):
     """Join inputs along `dim`; the other dims must agree."""
 
@@ -105,7 +110,7 @@ class Concat(Op):
         return tuple(norm(v) for v in (*first[:d], total, *first[d + 1:]))
 
 
-@op("split")
+@op("split", aliases=("torch.split", "torch.chunk", "chunk"), example={"dim": -1, "sections": 3})
 class Split(Op):
     """Cut along `dim` into `sizes` (a list) or into `sections` equal parts: several outputs."""
 
@@ -127,7 +132,7 @@ class Split(Op):
         return [(*x[:d], p, *x[d + 1:]) for p in parts]
 
 
-@op("flatten")
+@op("flatten", aliases=("torch.flatten", "nn.Flatten"), example={"start_dim": 1})
 class Flatten(Op):
     """Merge dims start_dim..end_dim into one (their product)."""
 
@@ -140,7 +145,7 @@ class Flatten(Op):
         return (*x[:a], prod(x[a:b + 1]), *x[b + 1:])
 
 
-@op("select")
+@op("select", aliases=("torch.select", "index"), example={"dim": 1, "index": 0})
 class Select(Op):
     """Take one index along `dim`, dropping it (BERT's pooler reads token 0)."""
 
@@ -152,3 +157,72 @@ class Select(Op):
         if isinstance(x[d], int):
             check(-x[d] <= self.index < x[d], f"index {self.index} is out of range for size {x[d]}")
         return (*x[:d], *x[d + 1:])
+
+
+@op("expand", aliases=("torch.Tensor.expand", "broadcast_to", "repeat_batch"),
+    example={"sizes": ["B", -1, -1]})
+class Expand(Op):
+    """Tensor.expand: broadcast size-1 dims to `sizes` (-1 keeps a dim), adding leading dims;
+    no copy, no parameters.  Learned latents [1, N, D] expand to the batch: sizes [B, -1, -1]."""
+
+    sizes: tuple[Size, ...]
+
+    def __post_init__(self):
+        if not self.sizes:
+            raise invalid(self, "sizes must list at least one size")
+        for s in self.sizes:
+            if isinstance(s, int) and s < -1 or s == 0:
+                raise invalid(self, f"sizes must be positive or -1 (keep); received {list(self.sizes)}")
+
+    def infer_shape(self, x):
+        new = len(self.sizes) - len(x)
+        check(new >= 0, f"cannot expand {fmt_shape(x)} to {len(self.sizes)} dims; expand keeps every dim "
+                        "and may add leading ones")
+        out = []
+        for i, size in enumerate(self.sizes):
+            if i < new:
+                check(not (isinstance(size, int) and size == -1),
+                      f"size -1 (keep) at position {i} is a new leading dim, which has no size to keep")
+                out.append(size)
+                continue
+            have = x[i - new]
+            if isinstance(size, int) and size == -1:
+                out.append(have)
+            elif isinstance(have, int) and have == 1:
+                out.append(size)
+            else:
+                expect_dim(size, have, f"size {i} (only dims of size 1 expand)")
+                out.append(have)
+        return tuple(out)
+
+
+@op("pad", aliases=("F.pad", "nn.ZeroPad2d", "nn.ConstantPad2d", "nn.ReflectionPad2d"),
+    example={"pad": [1, 1, 1, 1]})
+class Pad(Op):
+    """F.pad: `pad` lists (before, after) pairs from the last dim backwards ([left, right, top,
+    bottom] for [.., H, W]); mode constant (with `value`), reflect, replicate or circular."""
+
+    pad: tuple[int, ...]
+    mode: Literal["constant", "reflect", "replicate", "circular"] = "constant"
+    value: float = 0.0
+
+    def __post_init__(self):
+        if not self.pad or len(self.pad) % 2:
+            raise invalid(self, f"pad must list pairs (before, after); received {list(self.pad)}")
+        if self.mode != "constant" and any(p < 0 for p in self.pad):
+            raise invalid(self, f"mode '{self.mode}' cannot crop (negative pad); received {list(self.pad)}")
+
+    def infer_shape(self, x):
+        pairs = len(self.pad) // 2
+        check(pairs <= len(x), f"pad {list(self.pad)} pads {pairs} dims; the input {fmt_shape(x)} has {len(x)}")
+        out = list(x)
+        for i in range(pairs):
+            d = len(x) - 1 - i
+            before, after = self.pad[2 * i], self.pad[2 * i + 1]
+            if self.mode == "reflect" and isinstance(x[d], int):
+                check(max(before, after) < x[d], f"reflect padding {max(before, after)} must be smaller than "
+                                                 f"the dim it pads ({x[d]})")
+            out[d] = x[d] + before + after
+            if isinstance(out[d], int) and out[d] <= 0:
+                raise ShapeError(f"pad {list(self.pad)} leaves dim {d} of {fmt_shape(x)} with size {out[d]}")
+        return tuple(out)

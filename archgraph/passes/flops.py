@@ -67,7 +67,7 @@ class FlopsReport:
 
 
 def op_flops(node: OpNode, inputs: list, outputs: list, path: str) -> Any:
-    return norm(call_op(node, [inputs, outputs], path, node.op.flops))
+    return norm(call_op(node, [node.arranged(inputs), outputs], path, node.op.flops))
 
 
 def counted(run: Run, prefix: str = "", times: int = 1) -> Iterator[tuple[str, OpNode, list, list, int]]:

@@ -57,6 +57,7 @@ class TensorRow:
     count: int
     buffer: bool = False
     tied_to: str | None = None  # absolute path of the tensor this one reuses
+    persistent: bool = True     # a buffer that state_dict() saves
 
 
 def node_tensors(node: OpNode, model: Model | None = None) -> list[TensorRow]:
@@ -66,7 +67,7 @@ def node_tensors(node: OpNode, model: Model | None = None) -> list[TensorRow]:
         if target is not None and model is not None:
             target = tie_owner(model, target)
         rows.append(TensorRow(t.name, t.shape, t.count, False, target))
-    rows += [TensorRow(t.name, t.shape, t.count, True) for t in node.op.buffers()]
+    rows += [TensorRow(t.name, t.shape, t.count, True, persistent=t.persistent) for t in node.op.buffers()]
     return rows
 
 
@@ -145,6 +146,11 @@ class ParamReport:
         tied tensors under each name that uses them, a shared block's tensors once under its path."""
         yield from _named(self.model, self.model.graph, "")
 
+    def state_dict(self) -> Iterator[tuple[str, TensorRow]]:
+        """What PyTorch's `state_dict()` of the same model holds, by name: every parameter (tied ones
+        under each name) and every persistent buffer; a shared block's once, under its path."""
+        yield from _named(self.model, self.model.graph, "", buffers=True)
+
 
 def _expand(model: Model, graph: Graph, prefix: str, copy_of: str | None):
     """`copy_of`: the path this subtree repeats when it is a later repetition of a shared block."""
@@ -165,17 +171,18 @@ def _expand(model: Model, graph: Graph, prefix: str, copy_of: str | None):
             yield from _expand(model, node.body, node.rep_path(prefix, i), inner)
 
 
-def _named(model: Model, graph: Graph, prefix: str):
+def _named(model: Model, graph: Graph, prefix: str, buffers: bool = False):
     for name, node in graph.nodes.items():
         if isinstance(node, OpNode):
             for row in node_tensors(node, model):
-                if not row.buffer:
+                if not row.buffer or (buffers and row.persistent):
                     yield join(join(prefix, name), row.name), row
         elif node.shared:
-            yield from _named(model, node.body, join(prefix, node.segment))
+            if node.repeat:
+                yield from _named(model, node.body, join(prefix, node.segment), buffers)
         else:
             for i in range(node.repeat):
-                yield from _named(model, node.body, node.rep_path(prefix, i))
+                yield from _named(model, node.body, node.rep_path(prefix, i), buffers)
 
 
 def count_params(model: Model) -> ParamReport:

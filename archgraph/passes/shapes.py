@@ -11,9 +11,11 @@ from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from .. import expr
-from ..dims import Poly, Shape, fmt_shape, norm, symbol
+from ..dims import Poly, Shape, assuming, fmt_shape, norm, symbol
 from ..errors import ArchgraphError, ShapeError, SpecError, did_you_mean
 from ..graph import Model, OpNode, join
+from ..spec.constraints import check_constraints, divisors
+from ..spec.settings import size_names
 from .walk import Run, call_op, walk
 
 
@@ -90,7 +92,10 @@ def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> Sha
     bindings = {**model.bindings, **(bindings or {})}
     _check_bindings(model, bindings)
     inputs = input_shapes(model, bindings)
-    run = walk(model.graph, tuple(inputs[n] for n in model.graph.inputs), _visit)
+    sizes = {n: bindings.get(n, symbol(n)) for n in size_names(model.inputs, model.variables)}
+    check_constraints(model.constraints, {**model.variables, **sizes})
+    with assuming(divisors(model.constraints, bindings)):
+        run = walk(model.graph, tuple(inputs[n] for n in model.graph.inputs), _visit)
     return ShapeReport(model, inputs, run, dict(bindings))
 
 

@@ -34,8 +34,9 @@ def params_json(report: ParamReport) -> dict[str, Any]:
             tensors.append(entry)
         nodes.append({"path": path, "op": node.op.op_name, "params": new, "category": node.category,
                       "trainable": node.trainable, "tensors": tensors})
+    state = {name: list(row.shape) for name, row in report.state_dict()}
     return {"model": report.model.name, **totals_json(report.totals),
-            "blocks": [_block_json(b) for b in report.blocks], "nodes": nodes}
+            "blocks": [_block_json(b) for b in report.blocks], "nodes": nodes, "state_dict": state}
 
 
 def shape_json(shape) -> list[int | str]:

@@ -12,7 +12,9 @@ from typing import Any, Callable, Mapping
 
 from .. import expr
 from ..errors import ArchgraphError, Loc, SpecError
+from ..dims import assuming
 from ..graph import InputSpec, Model, call_count, instance_count
+from .constraints import check_constraints, divisors, read_constraints
 from .graphs import Ctx, build_graph, expect_mapping, loc_of
 from .settings import input_sizes, split_settings, symbolic_variables
 from .ties import resolve_ties
@@ -20,7 +22,7 @@ from .values import check_keys, evaluate_variables
 from .yamlload import LocDict
 
 TOP_KEYS = {"archgraph", "name", "description", "extends", "variables", "inputs", "outputs",
-            "blocks", "nodes"}
+            "blocks", "nodes", "constraints"}
 MAX_EXTENDS = 8
 MAX_NODE_INSTANCES = 10_000_000  # op nodes with repetitions expanded (what --json lists)
 MAX_BLOCK_CALLS = 100_000   # rows of the block table: calls nested in calls multiply
@@ -45,12 +47,15 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
         overrides = symbolic_variables(raw_vars, overrides)
     variables = evaluate_variables(raw_vars, var_locs, {}, overrides)
     ctx = Ctx(blocks=spec.get("blocks") or {}, globals={**variables, **input_sizes(inputs, variables, bindings)})
-    graph = build_graph(ctx, "model", spec.get("nodes"), tuple(inputs), ctx.globals, None, True,
-                        spec.get("outputs"), loc_of(spec, "nodes"))
+    constraints = read_constraints(spec.get("constraints"), loc_of(spec, "constraints"), ctx.globals)
+    check_constraints(constraints, ctx.globals)
+    with assuming(divisors(constraints, bindings)):
+        graph = build_graph(ctx, "model", spec.get("nodes"), tuple(inputs), ctx.globals, None, True,
+                            spec.get("outputs"), loc_of(spec, "nodes"))
     model = model_class(name=str(spec.get("name") or "model"), graph=graph, inputs=inputs,
                         variables=variables, output_names=graph.output_names,
                         description=str(spec.get("description") or ""), source=spec.loc.file,
-                        bindings=bindings, warnings=ctx.warnings)
+                        bindings=bindings, warnings=ctx.warnings, constraints=constraints)
     _check_limits(model, spec)
     resolve_ties(model)
     return model

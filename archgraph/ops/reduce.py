@@ -1,0 +1,50 @@
+"""Reductions over dimensions, as torch names them: `mean`, `sum`, `amax` (dim, keepdim)."""
+from __future__ import annotations
+
+from ..dims import prod
+from .base import Op, axis, check, op
+
+
+class _Reduce(Op):
+    """Reduce over `dim` (one, a list, or all when absent); `keepdim` keeps them with size 1."""
+
+    def _dims(self, rank: int) -> set[int]:
+        if self.dim is None:
+            return set(range(rank))
+        dims = (self.dim,) if isinstance(self.dim, int) else self.dim
+        out = {axis(d, rank) for d in dims}
+        check(len(out) == len(dims), f"dim {list(dims)} names a dimension twice")
+        return out
+
+    def infer_shape(self, x):
+        dims = self._dims(len(x))
+        if self.keepdim:
+            return tuple(1 if i in dims else d for i, d in enumerate(x))
+        return tuple(d for i, d in enumerate(x) if i not in dims)
+
+    def flops(self, inputs, outputs):
+        return prod(inputs[0])
+
+
+@op("mean", aliases=("torch.mean", "average"), example={"dim": 1})
+class Mean(_Reduce):
+    """Mean over `dim` (z.mean(1): [B, N, D] -> [B, D]); all dims when `dim` is absent."""
+
+    dim: int | tuple[int, ...] | None = None
+    keepdim: bool = False
+
+
+@op("sum", aliases=("torch.sum",), example={"dim": -1, "keepdim": True})
+class Sum(_Reduce):
+    """Sum over `dim`; all dims when `dim` is absent."""
+
+    dim: int | tuple[int, ...] | None = None
+    keepdim: bool = False
+
+
+@op("amax", aliases=("torch.amax", "torch.max", "max_over"), example={"dim": 1})
+class AMax(_Reduce):
+    """Maximum over `dim` (torch.amax: the values, no indices); all dims when `dim` is absent."""
+
+    dim: int | tuple[int, ...] | None = None
+    keepdim: bool = False

@@ -1,0 +1,85 @@
+"""`constraints:`, what a spec says about its sizes (`H % 4 == 0`, `S <= P`).
+
+A constraint of the form `NAME % K == 0` on a symbolic size is a fact the shape
+rules use (`H % 4 == 0` makes `H/2` and `H/4` exact sizes, so a U-Net's skip
+connections line up symbolically); once the size has a value, and for every other
+constraint, the expression must hold for the values given (`--set H=30` is refused
+with the constraint's line).  A constraint that still names an unbound size, and is
+not a divisibility, is checked when the size gets a value.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from .. import expr
+from ..dims import Poly
+from ..errors import ArchgraphError, Loc, SpecError
+
+
+@dataclass(frozen=True)
+class Constraint:
+    text: str
+    loc: Loc
+    divisor: tuple[str, int] | None = None  # (size, K) for `size % K == 0`
+
+
+def read_constraints(raw: Any, loc: Loc, env: Mapping[str, Any]) -> list[Constraint]:
+    """The spec's `constraints:` (a list of expressions), with the divisibility ones recognised."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
+        raise SpecError("'constraints' must be a list of conditions, such as '- H % 4 == 0'", loc=loc)
+    out = []
+    for text in raw:
+        try:
+            tree = expr.parse(text)
+        except ArchgraphError as exc:
+            raise exc.with_context(loc=loc)
+        out.append(Constraint(text, loc, _divisibility(tree.body, env)))
+    return out
+
+
+def _divisibility(node: ast.AST, env: Mapping[str, Any]) -> tuple[str, int] | None:
+    """(NAME, K) for `NAME % K == 0` where NAME is a symbolic size and K a whole number."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)
+            and isinstance(node.comparators[0], ast.Constant) and node.comparators[0].value == 0):
+        return None
+    left = node.left
+    if not (isinstance(left, ast.BinOp) and isinstance(left.op, ast.Mod) and isinstance(left.left, ast.Name)):
+        return None
+    if not isinstance(env.get(left.left.id), Poly):
+        return None
+    k = expr.evaluate(ast.unparse(left.right), env)
+    if isinstance(k, bool) or not isinstance(k, int) or k <= 0:
+        return None
+    return left.left.id, int(k)
+
+
+def divisors(constraints: list[Constraint], bound: Mapping[str, Any]) -> dict[str, int]:
+    """name -> what it is a multiple of, for the sizes still symbolic."""
+    out: dict[str, int] = {}
+    for c in constraints:
+        if c.divisor and c.divisor[0] not in bound:
+            name, k = c.divisor
+            out[name] = math.lcm(out.get(name, 1), k)
+    return out
+
+
+def check_constraints(constraints: list[Constraint], env: Mapping[str, Any]) -> None:
+    """Every constraint whose names all have values must hold."""
+    for c in constraints:
+        if c.divisor and isinstance(env.get(c.divisor[0]), Poly):
+            continue
+        if any(isinstance(env.get(n), Poly) for n in expr.names(c.text)):
+            continue  # checked once the sizes have values
+        try:
+            holds = expr.evaluate(c.text, env)
+        except ArchgraphError as exc:
+            raise exc.with_context(loc=c.loc)
+        if holds is not True:
+            values = ", ".join(f"{n}={env[n]}" for n in sorted(expr.names(c.text)) if n in env)
+            raise SpecError(f"the constraint '{c.text}' does not hold ({values})", loc=c.loc,
+                            hint="choose values that satisfy it (the spec's 'constraints:')")
