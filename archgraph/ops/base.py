@@ -14,7 +14,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable, Literal, Union, get_args, get_origin
 
-from ..dims import Dim, Poly, Shape, equal, fmt, fmt_shape, free_names
+from ..dims import Dim, Poly, Shape, equal, fmt, fmt_shape, free_names, subs
 from ..errors import ShapeError, SpecError, did_you_mean
 from ..numbers import quotient  # noqa: F401  (ops divide validated sizes with it: a/b, not floor)
 
@@ -125,8 +125,24 @@ class Op:
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
             if f.default is dataclasses.MISSING or value != f.default:
-                parts.append(f"{f.name}={value}")
+                shown = "[" + ", ".join(map(fmt, value)) + "]" if isinstance(value, tuple) else fmt(value) \
+                    if isinstance(value, Poly) else value
+                parts.append(f"{f.name}={shown}")
         return f"{self.op_name}({', '.join(parts)})"
+
+    def with_sizes(self, values: dict[str, Any]) -> "Op":
+        """The op with the symbolic sizes in its hyperparameters bound to `values` (`B=2`)."""
+        names = _size_fields(type(self))
+        if not names or not values:
+            return self
+        changes = {}
+        for name in names:
+            value = getattr(self, name)
+            if isinstance(value, tuple):
+                changes[name] = tuple(subs(v, values) for v in value)
+            elif isinstance(value, Poly):
+                changes[name] = subs(value, values)
+        return dataclasses.replace(self, **changes) if changes else self
 
     def hparams(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore
@@ -141,6 +157,12 @@ def _fields(cls) -> dict[str, dataclasses.Field]:
 @functools.cache
 def _types(cls) -> dict[str, Any]:
     return typing.get_type_hints(cls)
+
+
+@functools.cache
+def _size_fields(cls) -> tuple[str, ...]:
+    """Hyperparameters whose type admits a symbolic size."""
+    return tuple(name for name, typ in _types(cls).items() if "Poly" in str(typ))
 
 
 @functools.cache

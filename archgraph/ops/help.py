@@ -10,6 +10,7 @@ import inspect
 import re
 from dataclasses import dataclass
 
+from ..dims import symbol
 from ..errors import did_you_mean
 from .base import REGISTRY
 
@@ -101,17 +102,31 @@ def _type_text(typ) -> str:
     return text.replace("'>", "").replace("Poly", "size")
 
 
+def example_op(cls):
+    """The op its `example` describes (sizes such as `B` in it stay symbolic)."""
+    return cls.build({k: _value(v) for k, v in cls.example.items()})
+
+
+def _value(v):
+    """An example's value: a capitalised name (`B`) is a symbolic size, other words stay words."""
+    if isinstance(v, list):
+        return [_value(x) for x in v]
+    if isinstance(v, str) and v.isidentifier() and v[0].isupper():
+        return symbol(v)
+    return v
+
+
 def _tensors(cls):
     """The example's tensors, each dimension as a formula of the op's whole-number arguments."""
     from ..numbers import SymInt
     values = {}
     for key, value in cls.example.items():
         whole = isinstance(value, int) and not isinstance(value, bool)
-        values[key] = SymInt.named(key, value) if whole else value
+        values[key] = SymInt.named(key, value) if whole else _value(value)
     try:
         op = cls.build(values)
     except Exception:  # noqa: BLE001 - an example that needs numbers: show it with numbers
-        op = cls.build(dict(cls.example))
+        op = example_op(cls)
     show = lambda t: (t.name, [str(getattr(d, "expr", d)).replace("*", "·") for d in t.shape])  # noqa: E731
     return [show(t) for t in op.params()], [show(t) for t in op.buffers()]
 

@@ -94,20 +94,22 @@ def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> Sha
     inputs = input_shapes(model, bindings)
     sizes = {n: bindings.get(n, symbol(n)) for n in size_names(model.inputs, model.variables)}
     check_constraints(model.constraints, {**model.variables, **sizes})
+    fresh = {k: v for k, v in bindings.items() if k not in model.bindings}  # sizes the build left symbolic
+
+    def visit(node: OpNode, args: list[Shape], path: str) -> tuple[Shape, ...]:
+        op = node.op.with_sizes(fresh)
+        out = call_op(node, args, path, lambda *xs: _rule(node, op, list(xs)))
+        return tuple(tuple(norm(d) for d in s) for s in (out if isinstance(out, list) else [out]))
+
     with assuming(divisors(model.constraints, bindings)):
-        run = walk(model.graph, tuple(inputs[n] for n in model.graph.inputs), _visit)
+        run = walk(model.graph, tuple(inputs[n] for n in model.graph.inputs), visit)
     return ShapeReport(model, inputs, run, dict(bindings))
 
 
-def _visit(node: OpNode, args: list[Shape], path: str) -> tuple[Shape, ...]:
-    out = call_op(node, args, path, lambda *xs: _rule(node, list(xs)))
-    return tuple(tuple(norm(d) for d in s) for s in (out if isinstance(out, list) else [out]))
-
-
-def _rule(node: OpNode, shapes) -> Any:
+def _rule(node: OpNode, op, shapes) -> Any:
     try:
         positional, keywords = node.bind(shapes)
-        return node.op.infer_shape(*positional, **keywords)
+        return op.infer_shape(*positional, **keywords)
     except ShapeError as exc:
         received = ", ".join(f"{ref} {fmt_shape(s)}" for ref, s in zip(node.inputs, shapes))
         exc.message = f"{exc.message} (received {received})"
