@@ -61,7 +61,26 @@ class Floor:
         return f"floor({_group(self.num)}/{self.den})"
 
 
-Atom = Union[str, Floor]
+class Log2:
+    """The atom ceil(log2(num)): the levels of an FFT of size num (for FLOPs)."""
+
+    __slots__ = ("num", "key")
+
+    def __init__(self, num: "Poly"):
+        self.num = num
+        self.key = (2, num.text())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Log2) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def text(self) -> str:
+        return f"ceil(log2({self.num.text()}))"
+
+
+Atom = Union[str, Floor, Log2]
 Mono = tuple  # tuple[tuple[Atom, int], ...], sorted by the atoms' keys
 
 
@@ -291,6 +310,29 @@ def free_names(d: Dim) -> set[str]:
     return out
 
 
+def ceil_log2(d: Dim) -> Dim:
+    """ceil(log2(d)) of a positive size: the number of levels of an FFT of that size."""
+    if isinstance(d, int):
+        return (d - 1).bit_length()
+    return Poly({((Log2(d), 1),): 1})
+
+
+def provably_le(a: Dim, b: Dim) -> bool | None:
+    """True when a <= b for every value of the sizes, False when a > b for every value, else None."""
+    diff = b - a
+    if isinstance(diff, (int, Fraction)):
+        return diff >= 0
+    if not all(all(isinstance(x, str) for x, _ in m) for m in diff.terms):
+        return None
+    varying = [c for m, c in diff.terms.items() if m]
+    at_ones = sum(diff.terms.values())  # every named size is at least 1: the extreme is there
+    if all(c > 0 for c in varying) and at_ones >= 0:
+        return True
+    if all(c < 0 for c in varying) and at_ones < 0:
+        return False
+    return None
+
+
 def equal(a: Dim, b: Dim) -> bool:
     """True or False when decidable, else InconclusiveDimError."""
     if isinstance(a, int) and isinstance(b, int):
@@ -403,6 +445,7 @@ def subs(d: Dim, values: Mapping[str, Dim]) -> Dim:
         term: Dim = c
         for atom, p in mono:
             value = values.get(atom, symbol(atom)) if isinstance(atom, str) \
+                else ceil_log2(subs(atom.num, values)) if isinstance(atom, Log2) \
                 else floor_div(subs(atom.num, values), atom.den)
             for _ in range(p):
                 term = term * value
@@ -437,6 +480,7 @@ def to_sympy(d: Dim) -> Any:
         term = sympy.Integer(c)
         for atom, p in mono:
             base = sympy.Symbol(atom, integer=True, positive=True) if isinstance(atom, str) \
+                else sympy.ceiling(sympy.log(to_sympy(atom.num), 2)) if isinstance(atom, Log2) \
                 else sympy.floor(to_sympy(atom.num) / atom.den)
             term = term * base ** p
         out = out + term

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..dims import prod
+from ..dims import exact_div, prod
 from .base import Op, axis, invalid, op
 
 
@@ -82,3 +82,17 @@ class Softmax(Pointwise):
     def infer_shape(self, x):
         axis(self.dim, len(x))
         return x
+
+
+@op("glu", aliases=("nn.GLU", "F.glu", "gated_linear_unit"), example={"dim": -1})
+class GLU(Op):
+    """a · sigmoid(b), where a and b are the two halves of `dim` (which must be even): [.., 2n] -> [.., n]."""
+
+    dim: int = -1
+
+    def infer_shape(self, x):
+        d = axis(self.dim, len(x))
+        return (*x[:d], exact_div(x[d], 2, f"glu over dim {self.dim}"), *x[d + 1:])
+
+    def flops(self, inputs, outputs):
+        return 5 * prod(outputs[0])

@@ -86,7 +86,7 @@ class Op:
         sig = inspect.signature(cls.infer_shape)
         params = list(sig.parameters.values())[1:]
         if any(p.kind is p.VAR_POSITIONAL for p in params):
-            least = sum(1 for p in params if p.kind is p.POSITIONAL_OR_KEYWORD)
+            least = sum(1 for p in params if p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty)
             return max(least, 1), None
         least = sum(1 for p in params if p.default is p.empty)
         return least, len(params)

@@ -1,4 +1,5 @@
-"""Broadcasting elementwise ops of two or more inputs: `add`, `mul`."""
+"""Broadcasting elementwise ops of two or more inputs (or one input and a `constant`): `add`, `mul`;
+`Binary` is the base of the other two-operand ops (`sub`, `div`, comparisons in `math.py`)."""
 from __future__ import annotations
 
 from ..dims import Shape, equal, fmt_shape, prod
@@ -26,21 +27,45 @@ def broadcast(*shapes: Shape) -> Shape:
 
 
 class Elementwise(Op):
-    def infer_shape(self, a, b, *more):
-        return broadcast(a, b, *more)
+    """Inputs broadcast together; with `constant`, one input and the constant (`1 + x`)."""
+
+    def infer_shape(self, a, b=None, *more):
+        operands = [s for s in (b, *more) if s is not None]
+        if self.constant is None and not operands:
+            raise ShapeError(f"'{self.op_name}' needs a second input, or a constant (constant: 1.0)")
+        if self.constant is not None and operands:
+            raise ShapeError(f"'{self.op_name}' with a constant takes one input; 'in' gives {1 + len(operands)}")
+        return broadcast(a, *operands)
 
     def flops(self, inputs, outputs):
-        return (len(inputs) - 1) * prod(outputs[0])
+        return max(len([i for i in inputs if i is not None]) - 1, 1) * prod(outputs[0])
 
 
-@op("add", aliases=("torch.add", "residual", "plus"))
+@op("add", aliases=("torch.add", "residual", "plus"), example={"constant": 1.0})
 class Add(Elementwise):
-    """Sum of its inputs (residual connections), with broadcasting."""
+    """Sum of its inputs (residual connections), with broadcasting; or x + constant."""
+
+    constant: float | None = None
 
 
-@op("mul", aliases=("torch.mul", "multiply", "gate"))
+@op("mul", aliases=("torch.mul", "multiply", "gate"), example={"constant": 0.5})
 class Mul(Elementwise):
-    """Product of its inputs (gates), with broadcasting."""
+    """Product of its inputs (gates), with broadcasting; or x · constant."""
+
+    constant: float | None = None
+
+
+class Binary(Op):
+    """Two inputs broadcast together, or one input and a `constant` (`reverse`: the constant comes
+    first, `1 - x`)."""
+
+    def infer_shape(self, a, b=None):
+        if (b is None) == (self.constant is None):
+            raise ShapeError(f"'{self.op_name}' takes two inputs, or one input and a constant")
+        return a if b is None else broadcast(a, b)
+
+    def flops(self, inputs, outputs):
+        return prod(outputs[0])
 
 
 @op("scale", aliases=("torch.mul_scalar", "multiply_by_constant", "rescale"), example={"factor": 0.125})

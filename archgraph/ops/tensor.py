@@ -112,21 +112,34 @@ class Concat(Op):
 
 @op("split", aliases=("torch.split", "torch.chunk", "chunk"), example={"dim": -1, "sections": 3})
 class Split(Op):
-    """Cut along `dim` into `sizes` (a list) or into `sections` equal parts: several outputs."""
+    """Cut along `dim` into `sizes` (a list; one -1 takes the rest: [1, -1] splits off the first)
+    or into `sections` equal parts: several outputs."""
 
     dim: int = -1
-    sizes: tuple[int, ...] | None = None
+    sizes: tuple[Size, ...] | None = None
     sections: int | None = None
 
     def __post_init__(self):
         if (self.sizes is None) == (self.sections is None):
             raise invalid(self, "give exactly one of sizes (a list) or sections (a count)")
+        if self.sizes is not None:
+            concrete = [s for s in self.sizes if isinstance(s, int)]
+            if concrete.count(-1) > 1 or any(s <= 0 and s != -1 for s in concrete):
+                raise invalid(self, f"sizes must be positive, with at most one -1 (the rest); received "
+                                    f"{list(map(fmt, self.sizes))}")
 
     def infer_shape(self, x):
         d = axis(self.dim, len(x))
         if self.sizes is not None:
-            expect_dim(x[d], sum(self.sizes), f"dimension {d} (the sum of sizes {list(self.sizes)})")
-            parts = list(self.sizes)
+            rest = [s for s in self.sizes if not (isinstance(s, int) and s == -1)]
+            if len(rest) < len(self.sizes):
+                left = x[d] - sum(rest)
+                check(not isinstance(left, int) or left >= 0, f"sizes {list(map(fmt, self.sizes))} need more than "
+                                                             f"the {fmt(x[d])} entries of dimension {d}")
+                parts = [left if isinstance(s, int) and s == -1 else s for s in self.sizes]
+            else:
+                expect_dim(x[d], sum(self.sizes), f"dimension {d} (the sum of sizes {list(map(fmt, self.sizes))})")
+                parts = list(self.sizes)
         else:
             parts = [exact_div(x[d], self.sections, f"split of dimension {d}")] * self.sections
         return [(*x[:d], p, *x[d + 1:]) for p in parts]

@@ -1,0 +1,271 @@
+"""Parameter-free arithmetic with torch's names: `sub`, `div`, `maximum`, `minimum`, `pow`, the
+comparisons (`eq` ... `ge`), unary functions (`exp`, `log`, `sin`, `cos`, `abs`, `sqrt`, `rsqrt`,
+`neg`, `reciprocal`, `square`), `clamp`, `where`, `masked_fill`, `tril`/`triu`, `cumsum`, and
+tensors made from sizes alone (`arange`, `full`): decay masks, 1 + scale, x · C^-0.5.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dims import prod
+from ..errors import ShapeError
+from .activation import Pointwise
+from .base import Op, Size, axis, check, expect_rank, invalid, op
+from .elementwise import Binary, broadcast
+
+
+@op("sub", aliases=("torch.sub", "subtract", "minus", "rsub"), example={"constant": 1.0, "reverse": True})
+class Sub(Binary):
+    """a - b with broadcasting; or x - constant (reverse: constant - x)."""
+
+    constant: float | None = None
+    reverse: bool = False
+
+
+@op("div", aliases=("torch.div", "divide", "true_divide"), example={"constant": 8.0})
+class Div(Binary):
+    """a / b with broadcasting; or x / constant (reverse: constant / x)."""
+
+    constant: float | None = None
+    reverse: bool = False
+
+
+@op("maximum", aliases=("torch.maximum", "torch.max_elementwise"))
+class Maximum(Binary):
+    """Elementwise maximum of a and b (or of x and a constant)."""
+
+    constant: float | None = None
+    reverse: bool = False
+
+
+@op("minimum", aliases=("torch.minimum",))
+class Minimum(Binary):
+    """Elementwise minimum of a and b (or of x and a constant)."""
+
+    constant: float | None = None
+    reverse: bool = False
+
+
+@op("pow", aliases=("torch.pow", "power", "float_power"), example={"constant": 2.0})
+class Pow(Binary):
+    """a ** b with broadcasting; x ** constant; reverse: constant ** x (a decay γ^(i-j))."""
+
+    constant: float | None = None
+    reverse: bool = False
+
+    def flops(self, inputs, outputs):
+        return 4 * prod(outputs[0])
+
+
+@dataclass(frozen=True)
+class _Compare(Binary):
+    """A comparison: true where it holds (a boolean mask), with broadcasting."""
+
+    constant: float | None = None
+    reverse: bool = False
+
+
+@op("eq", aliases=("torch.eq", "equal"))
+class Eq(_Compare):
+    """a == b, elementwise (a mask)."""
+
+
+@op("ne", aliases=("torch.ne", "not_equal"))
+class Ne(_Compare):
+    """a != b, elementwise (a mask)."""
+
+
+@op("lt", aliases=("torch.lt", "less"))
+class Lt(_Compare):
+    """a < b, elementwise (a mask)."""
+
+
+@op("le", aliases=("torch.le", "less_equal"))
+class Le(_Compare):
+    """a <= b, elementwise (a mask)."""
+
+
+@op("gt", aliases=("torch.gt", "greater"))
+class Gt(_Compare):
+    """a > b, elementwise (a mask)."""
+
+
+@op("ge", aliases=("torch.ge", "greater_equal"), example={"constant": 0.0})
+class Ge(_Compare):
+    """a >= b, elementwise (a mask)."""
+
+
+@op("neg", aliases=("torch.neg", "negative"))
+class Neg(Pointwise):
+    """-x."""
+
+
+@op("exp", aliases=("torch.exp",))
+class Exp(Pointwise):
+    """e^x."""
+
+    cost = 4
+
+
+@op("log", aliases=("torch.log",))
+class Log(Pointwise):
+    """Natural logarithm."""
+
+    cost = 4
+
+
+@op("sin", aliases=("torch.sin",))
+class Sin(Pointwise):
+    """sin x."""
+
+    cost = 4
+
+
+@op("cos", aliases=("torch.cos",))
+class Cos(Pointwise):
+    """cos x."""
+
+    cost = 4
+
+
+@op("abs", aliases=("torch.abs", "absolute"))
+class Abs(Pointwise):
+    """|x|."""
+
+
+@op("sqrt", aliases=("torch.sqrt",))
+class Sqrt(Pointwise):
+    """√x."""
+
+    cost = 4
+
+
+@op("rsqrt", aliases=("torch.rsqrt",))
+class Rsqrt(Pointwise):
+    """1 / √x."""
+
+    cost = 4
+
+
+@op("reciprocal", aliases=("torch.reciprocal",))
+class Reciprocal(Pointwise):
+    """1 / x."""
+
+
+@op("square", aliases=("torch.square",))
+class Square(Pointwise):
+    """x²."""
+
+
+@op("clamp", aliases=("torch.clamp", "clip", "torch.clip"), example={"min": -1.0, "max": 1.0})
+class Clamp(Pointwise):
+    """x limited to [min, max] (either may be absent)."""
+
+    min: float | None = None
+    max: float | None = None
+
+    def __post_init__(self):
+        if self.min is None and self.max is None:
+            raise invalid(self, "give min, max or both")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise invalid(self, f"min={self.min} is above max={self.max}")
+
+
+@op("where", aliases=("torch.where", "select_where"))
+class Where(Op):
+    """condition ? x : y, all three broadcast together (torch.where(condition, x, y))."""
+
+    def infer_shape(self, condition, x, y):
+        return broadcast(condition, x, y)
+
+    def flops(self, inputs, outputs):
+        return prod(outputs[0])
+
+
+@op("masked_fill", aliases=("torch.Tensor.masked_fill",), example={"value": -1e9})
+class MaskedFill(Op):
+    """x with `value` where mask is true (mask broadcasts to x): attention masks."""
+
+    value: float
+
+    def infer_shape(self, x, mask):
+        out = broadcast(x, mask)
+        check(len(out) == len(x) and all(a is b or a == b for a, b in zip(out, x)),
+              "the mask must broadcast to the input's shape, not grow it")
+        return x
+
+    def flops(self, inputs, outputs):
+        return prod(outputs[0])
+
+
+class _Triangle(Op):
+    def infer_shape(self, x):
+        expect_rank(x, tuple(range(2, 9)), "input (a matrix, or a batch of them)")
+        return x
+
+    def flops(self, inputs, outputs):
+        return prod(outputs[0])
+
+
+@op("tril", aliases=("torch.tril", "lower_triangle", "causal_mask"), example={"diagonal": 0})
+class Tril(_Triangle):
+    """The lower triangle of the last two dims (diagonal offset), zeros above: a causal mask."""
+
+    diagonal: int = 0
+
+
+@op("triu", aliases=("torch.triu", "upper_triangle"), example={"diagonal": 1})
+class Triu(_Triangle):
+    """The upper triangle of the last two dims (diagonal offset), zeros below."""
+
+    diagonal: int = 0
+
+
+@op("cumsum", aliases=("torch.cumsum", "cumulative_sum"), example={"dim": -1})
+class CumSum(Op):
+    """Running sum along `dim`."""
+
+    dim: int
+
+    def infer_shape(self, x):
+        axis(self.dim, len(x))
+        return x
+
+    def flops(self, inputs, outputs):
+        return prod(outputs[0])
+
+
+@op("arange", aliases=("torch.arange", "positions", "range"), example={"end": "S"})
+class Arange(Op):
+    """The numbers start, start + step, ... below end, as one dim: [ceil((end - start) / step)];
+    no input (end may be a symbolic size: positions 0 .. S-1)."""
+
+    end: Size
+    start: int = 0
+    step: int = 1
+
+    def __post_init__(self):
+        if self.step <= 0:
+            raise invalid(self, f"step must be positive; received {self.step}")
+
+    def infer_shape(self):
+        length = -((self.start - self.end) // self.step)
+        if isinstance(length, int) and length <= 0:
+            raise ShapeError(f"arange({self.start}, {self.end}, {self.step}) is empty")
+        return (length,)
+
+
+@op("full", aliases=("torch.full", "torch.ones", "torch.zeros", "constant_tensor"),
+    example={"shape": ["S", "S"], "value": 1.0})
+class Full(Op):
+    """A tensor of `shape` filled with `value` (sizes may be symbolic); no input."""
+
+    shape: tuple[Size, ...]
+    value: float = 0.0
+
+    def __post_init__(self):
+        if not self.shape or any(isinstance(d, int) and d <= 0 for d in self.shape):
+            raise invalid(self, f"shape must list positive sizes; received {list(self.shape)}")
+
+    def infer_shape(self):
+        return tuple(self.shape)

@@ -1,0 +1,102 @@
+"""Picking and placing tokens by index, with torch's semantics: `topk`, `gather`, `index_select`,
+`scatter_add`, `index_add`.  Mixture-of-Depths, expert capacity and token dropping are these
+ops around a block call: score, take the top k, gather them, run the block, scatter-add back.
+"""
+from __future__ import annotations
+
+from ..dims import fmt_shape, prod
+from .base import Op, Size, axis, check, expect_dim, expect_rank, invalid, op
+
+
+@op("topk", aliases=("torch.topk", "top_k"), example={"k": 8, "dim": -1})
+class TopK(Op):
+    """The k largest (or smallest) along `dim`: values and (output 1) their indices, each with
+    that dim of size k; k may be a symbolic size (capacity S // 8)."""
+
+    k: Size
+    dim: int = -1
+    largest: bool = True
+    sorted: bool = True
+
+    def __post_init__(self):
+        if isinstance(self.k, int) and self.k <= 0:
+            raise invalid(self, f"k must be positive; received {self.k}")
+
+    def infer_shape(self, x):
+        d = axis(self.dim, len(x))
+        if isinstance(x[d], int) and isinstance(self.k, int):
+            check(self.k <= x[d], f"k={self.k} is more than the {x[d]} entries of dim {self.dim}")
+        out = (*x[:d], self.k, *x[d + 1:])
+        return [out, out]
+
+    def flops(self, inputs, outputs):
+        return prod(inputs[0])
+
+
+@op("gather", aliases=("torch.gather", "take_along_dim"), example={"dim": 1})
+class Gather(Op):
+    """torch.gather(x, dim, index): out[i][j][k] = x[i][index[i][j][k]][k] for dim 1; the output
+    has the index's shape, which matches x's in every other dim (or is smaller)."""
+
+    dim: int
+
+    def infer_shape(self, x, index):
+        check(len(index) == len(x), f"the index {fmt_shape(index)} must have the rank of the input {fmt_shape(x)}")
+        d = axis(self.dim, len(x))
+        for i, (a, b) in enumerate(zip(index, x)):
+            if i != d:
+                expect_dim(a, b, f"dim {i} of the index (torch also allows smaller; archgraph wants equal)")
+        return tuple(index)
+
+
+@op("index_select", aliases=("torch.index_select",), example={"dim": 1})
+class IndexSelect(Op):
+    """torch.index_select(x, dim, index): the entries of a 1-D index along `dim`."""
+
+    dim: int
+
+    def infer_shape(self, x, index):
+        expect_rank(index, 1, "index")
+        d = axis(self.dim, len(x))
+        return (*x[:d], index[0], *x[d + 1:])
+
+
+@op("scatter_add", aliases=("torch.scatter_add", "torch.Tensor.scatter_add"), example={"dim": 1})
+class ScatterAdd(Op):
+    """x.scatter_add(dim, index, src): x with src added at the index positions along `dim`
+    (index and src of the same shape, as in torch); the output has x's shape."""
+
+    dim: int
+
+    def infer_shape(self, x, index, src):
+        check(len(index) == len(x) == len(src), f"input {fmt_shape(x)}, index {fmt_shape(index)} and src "
+                                                f"{fmt_shape(src)} must have the same rank")
+        d = axis(self.dim, len(x))
+        for i, (a, b) in enumerate(zip(index, src)):
+            expect_dim(a, b, f"dim {i} of the index (that of src)")
+            if i != d:
+                expect_dim(a, x[i], f"dim {i} of the index (that of the input)")
+        return tuple(x)
+
+    def flops(self, inputs, outputs):
+        return prod(inputs[2])
+
+
+@op("index_add", aliases=("torch.index_add", "torch.Tensor.index_add"), example={"dim": 1})
+class IndexAdd(Op):
+    """x.index_add(dim, index, source): source's slices added to x at a 1-D index along `dim`."""
+
+    dim: int
+
+    def infer_shape(self, x, index, source):
+        expect_rank(index, 1, "index")
+        d = axis(self.dim, len(x))
+        check(len(source) == len(x), f"source {fmt_shape(source)} must have the rank of the input {fmt_shape(x)}")
+        expect_dim(source[d], index[0], f"dim {d} of the source (the index's length)")
+        for i in range(len(x)):
+            if i != d:
+                expect_dim(source[i], x[i], f"dim {i} of the source")
+        return tuple(x)
+
+    def flops(self, inputs, outputs):
+        return prod(inputs[2])
