@@ -70,7 +70,14 @@ _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_
 _COMPARE = {
     ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt,
     ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.In: lambda a, b: _member(a, b), ast.NotIn: lambda a, b: not _member(a, b),
 }
+
+
+def _member(item: Any, items: Any) -> bool:
+    if not isinstance(items, (list, tuple)):
+        raise ExprError(f"'in' looks in a list; received {items!r}")
+    return item in items
 
 
 def _ceil_div(a: Any, b: Any) -> Any:
@@ -92,8 +99,19 @@ def _rounded(fn):
     return rounded
 
 
+def _list_fn(fn):
+    """len/sum of a list (a config's layer_types, a stage's depths)."""
+    def call(items: Any) -> Any:
+        if not isinstance(items, (list, tuple)):
+            raise ExprError(f"{fn.__name__}() takes a list; received {items!r}")
+        return fn(items)
+    return call
+
+
 FUNCTIONS = {"min": _chosen(min), "max": _chosen(max), "abs": abs, "ceil_div": _ceil_div,
-             "ceil": _rounded(math.ceil), "floor": _rounded(math.floor)}
+             "ceil": _rounded(math.ceil), "floor": _rounded(math.floor), "len": _list_fn(len),
+             "sum": _list_fn(sum)}
+LIST_FUNCTIONS = {"len", "sum"}
 
 
 @lru_cache(maxsize=4096)
@@ -131,7 +149,7 @@ def _check_depth(tree: ast.AST) -> None:
 
 
 _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
-            ast.Name, ast.Load, ast.Constant, ast.Call, ast.And, ast.Or,
+            ast.Name, ast.Load, ast.Constant, ast.Call, ast.And, ast.Or, ast.Subscript,
             *_BINOPS, *_UNARY, *_COMPARE)
 
 
@@ -182,6 +200,18 @@ def _compare(op: type, left: Any, right: Any) -> bool:
     return _COMPARE[op](left, right)
 
 
+def _item(items: Any, index: Any) -> Any:
+    """items[index]: an entry of a list (negative from the end), as in Python."""
+    if not isinstance(items, (list, tuple)):
+        raise ExprError(f"only lists can be indexed; received {items!r}")
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise ExprError(f"a list index is a whole number; received {index!r}")
+    decided(index)
+    if not -len(items) <= index < len(items):
+        raise ExprError(f"index {int(index)} is out of range for a list of {len(items)}")
+    return items[index]
+
+
 def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return check_value(node.value)
@@ -229,7 +259,10 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         return _eval(node.body if test else node.orelse, env)
     if isinstance(node, ast.Call):
         args = [_eval(a, env) for a in node.args]
-        if not args or any(isinstance(a, str) for a in args):
+        if not args or any(isinstance(a, str) for a in args) or \
+                (node.func.id not in LIST_FUNCTIONS and any(isinstance(a, (list, tuple)) for a in args)):
             raise ExprError(f"{node.func.id}() takes numbers; received {len(args)} argument(s)")
         return check_value(FUNCTIONS[node.func.id](*args))
+    if isinstance(node, ast.Subscript):
+        return _item(_eval(node.value, env), _eval(node.slice, env))
     raise ExprError(f"unsupported expression element {type(node).__name__}")  # pragma: no cover

@@ -157,6 +157,8 @@ def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -
             raise SpecError(f"families.yaml: '{model_type}' sets variable '{var}', which template "
                             f"{template.name} does not declare", loc=Loc(str(_spec_dir() / "families.yaml"), 0),
                             hint="declare it under the template's 'variables:' with a typical value")
+    for var, value in variables.items():
+        _check_kind(sources[var], value, declared[var], loc)
     return Imported(_model_name(config, path), model_type, architecture, template, variables, sources)
 
 
@@ -178,9 +180,25 @@ def _architecture(config: Mapping[str, Any], model_type: str, entry: Mapping[str
 
 
 @lru_cache(maxsize=64)
-def _template_variables(template: Path) -> frozenset[str]:
+def _template_variables(template: Path) -> dict[str, Any]:
+    """The template's variables (through its `extends:` chain) with their values in the spec."""
+    from .spec.build import merge_extends
+    from .spec.sources import resolve
     from .spec.yamlload import load_file
-    return frozenset(load_file(template).get("variables") or {})
+
+    def parent(name: str, at: Loc, child: Loc):
+        return load_file(resolve(name, Path(child.file).parent, at))
+
+    return dict(merge_extends(load_file(template), parent)[0].get("variables") or {})
+
+
+def _check_kind(source: str, value: Any, declared: Any, loc: Loc) -> None:
+    """A config value has the kind of the template's value: a number for a number, a list for a list."""
+    def kind(v: Any) -> str:
+        return "true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) \
+            else "a list" if isinstance(v, list) else "a word"
+    if isinstance(declared, (bool, int, float, list)) and kind(value) != kind(declared):
+        raise ArchgraphError(f"'{source}' must be {kind(declared)}; received {json.dumps(value)[:60]}", loc=loc)
 
 
 def _num_labels(config: Mapping[str, Any], loc: Loc) -> int | None:
@@ -243,24 +261,34 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
         value = _lookup(config, key)
         if value is None:
             continue
-        if isinstance(value, (dict, list)):
+        if isinstance(value, list) and mapping is not None:  # a key table's map translates one word
             raise ArchgraphError(f"'{key}' must be a number, true/false or a word; received "
                                  f"{json.dumps(value)[:60]}", loc=loc)
-        if mapping is not None:
-            word = ("true" if value else "false") if isinstance(value, bool) else str(value)
-            if word not in mapping:
-                raise ArchgraphError(f"'{key}' is {json.dumps(value)}, which archgraph does not know for "
-                                     f"model_type '{model_type}'", loc=loc,
-                                     hint="known values: " + ", ".join(map(str, mapping)))
-            value = mapping[word]
-        if isinstance(value, float) and value.is_integer() and not var.startswith("eps"):
-            value = int(value)
-        return value, key
+        if isinstance(value, dict) or (isinstance(value, list) and
+                                       not all(isinstance(v, (int, float, str)) for v in value)):
+            raise ArchgraphError(f"'{key}' must be a number, true/false, a word or a list of them; received "
+                                 f"{json.dumps(value)[:60]}", loc=loc)
+        convert = lambda v: _scalar(v, key, var, mapping, model_type, loc)  # noqa: E731
+        return ([convert(v) for v in value] if isinstance(value, list) else convert(value)), key
     if optional:
         return None
     alternatives = " or ".join(f"'{k}'" for k in keys.split("|"))
     raise ArchgraphError(f"the config lacks {alternatives}, which a '{model_type}' model needs", loc=loc,
                          hint=f"add {alternatives.split(' or ')[0]} to the config (it sets '{var}')")
+
+
+def _scalar(value: Any, key: str, var: str, mapping: Mapping[str, Any] | None, model_type: str, loc: Loc) -> Any:
+    """One config value as the template takes it: translated by the key table's map, whole floats as ints."""
+    if mapping is not None:
+        word = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        if word not in mapping:
+            raise ArchgraphError(f"'{key}' is {json.dumps(value)}, which archgraph does not know for "
+                                 f"model_type '{model_type}'", loc=loc,
+                                 hint="known values: " + ", ".join(map(str, mapping)))
+        value = mapping[word]
+    if isinstance(value, float) and value.is_integer() and not var.startswith("eps"):
+        value = int(value)
+    return value
 
 
 def _model_name(config: Mapping[str, Any], path: str | Path) -> str:
@@ -320,6 +348,8 @@ def spec_text(path: str | Path) -> str:
 
 
 def _yaml_value(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_yaml_value(v) for v in value) + "]"
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (int, float)):

@@ -89,7 +89,7 @@ MINIMAL = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_
      "model class 'LlamaForMultipleChoice' is not supported for model_type 'llama'\n"
      "  fix: supported classes end in: Model, ForCausalLM, LMHeadModel, ForSequenceClassification, "
      "ForTokenClassification, ForQuestionAnswering"),
-    ({**MINIMAL, "hidden_size": [32]}, "'hidden_size' must be a number, true/false or a word; received [32]"),
+    ({**MINIMAL, "hidden_size": [32]}, "'hidden_size' must be a number; received [32]"),
     ({"model_type": "resnet", "layer_type": ["basic"]},
      "'layer_type' must be a number, true/false or a word; received [\"basic\"]"),
     ({**MINIMAL, "num_key_value_heads": 3},

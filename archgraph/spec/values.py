@@ -76,7 +76,7 @@ def evaluate_variables(raw: Mapping[str, Any], locs: Mapping[str, Loc], base: Ma
     deps = {}
     for k, v in pending.items():
         try:
-            deps[k] = (expr.names(v) if isinstance(v, str) else set()) & set(pending)
+            deps[k] = _names(v) & set(pending)
         except ExprError as exc:
             exc.message = f"variable '{k}': {exc.message}"
             raise exc.with_context(loc=locs.get(k))
@@ -104,6 +104,15 @@ def evaluate_variables(raw: Mapping[str, Any], locs: Mapping[str, Loc], base: Ma
             raise SpecError("variables depend on each other in a chain too long to follow",
                             loc=locs.get(name), hint="define some of them as numbers") from None
     return env
+
+
+def _names(value: Any) -> set[str]:
+    """The variables an expression (or a list of them) names."""
+    if isinstance(value, str):
+        return expr.names(value)
+    if isinstance(value, list):
+        return set().union(*(_names(v) for v in value)) if value else set()
+    return set()
 
 
 def check_keys(mapping: Mapping[str, Any], allowed: set[str] | list[str], what: str, key_loc) -> None:
