@@ -67,11 +67,19 @@ class BlockNode:
     loc: Loc = Loc()
     path: str | None = None  # the segment tensor paths use, when not the name ('' adds none)
     unused: bool = False  # nothing reads it, on purpose (`unused: true`)
+    scheduled: bool = False  # one run of a call whose repetitions differ (a layer schedule)
 
     @property
     def segment(self) -> str:
         """What this call adds to the paths of the tensors inside it."""
         return self.name if self.path is None else self.path
+
+    @property
+    def label(self) -> str:
+        """How tables name the call: its path segment, with the repetitions it covers when it is one
+        run of a layer schedule (`layers.2..5`)."""
+        base = self.segment or self.name
+        return f"{base}.{self.start}..{self.start + self.repeat - 1}" if self.scheduled else base
 
     def rep_path(self, prefix: str, i: int) -> str:
         base = join(prefix, self.segment)

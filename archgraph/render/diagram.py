@@ -160,7 +160,7 @@ class _Drawer:
                 self.redirects.append((base, node.start, None))
             times = scope.times * (1 if node.shared else node.repeat)
             outs = self._cluster(container, scope, node, segments[0].run, first, ins, level, times,
-                                 self._cluster_label(node, name, collapsed=True))
+                                 self._cluster_label(node, node.label if node.scheduled else name, collapsed=True))
             return [(end[0], shape) for end, shape in zip(outs, final)]
         current, index = ins, 0
         for segment in segments:

@@ -62,7 +62,7 @@ def _param_rows(table: Table, graph: Graph, model, cache: dict, depth: int) -> N
         times = f"  × {node.repeat}" if node.indexed or node.repeat > 1 else ""
         shared = " shared" if node.shared else ""
         count = num(total) if node.repeat == 1 or node.shared else f"{num(total)}\n({node.repeat} × {num(per)})"
-        table.add_row(Text(pad + name + times + shared, style="bold"), Text(node.block, style="bold"),
+        table.add_row(Text(pad + node.label + times + shared, style="bold"), Text(node.block, style="bold"),
                       "", Text(count, style="bold"), "")
         _param_rows(table, node.body, model, cache, depth + 1)
 
@@ -121,9 +121,10 @@ def _shape_rows(table: Table, run: Run, depth: int) -> None:
         first = 0
         for segment in value:
             count, rep = segment.count, segment.run
-            label = name if not node.indexed else f"{name}.{node.start + first}"
+            base = node.segment or node.name
+            label = base if not node.indexed else f"{base}.{node.start + first}"
             if count > 1:
-                label = f"{name}.{node.start + first}..{node.start + first + count - 1}  × {count}"
+                label = f"{base}.{node.start + first}..{node.start + first + count - 1}  × {count}"
             table.add_row(Text(pad + label, style="bold"), Text(node.block, style="bold"),
                           ", ".join(map(str, node.inputs)), "")
             _shape_rows(table, rep, depth + 1)

@@ -14,18 +14,18 @@ from typing import Any, Mapping
 from .. import expr
 from ..errors import ArchgraphError, Loc, SpecError, did_you_mean
 from ..graph import BlockNode, Graph, OpNode, Ref, SpecWarning, wiring
-from ..numbers import decided_names
+from ..numbers import decided, decided_names
 from ..ops import REGISTRY
 from .blocks import argument, block_params, call_path, instance_key, keyword_inputs, whole_number
 from .values import check_keys, evaluate, evaluate_variables, hints, typed
 from .yamlload import LocDict
 
 NODE_KEYS = {"name", "op", "block", "in", "category", "trainable", "tie", "repeat", "start", "shared",
-             "when", "description", "dtype", "path", "unused"}
+             "when", "description", "dtype", "path", "unused", "index"}
 GENERIC_CATEGORIES = {"linear", "other"}  # a block's category replaces these, not 'norm' or 'embedding'
 MAX_BLOCK_DEPTH = 64        # blocks calling blocks
 MAX_BLOCK_INSTANCES = 10_000  # distinct (block, arguments) bodies: stops exponential call trees
-_REF = re.compile(r"([^:]+?)\s*(?::\s*([0-9]+))?")
+_REF = re.compile(r"([^:|]+?)\s*(?::\s*([0-9]+))?")
 
 
 @dataclass
@@ -62,8 +62,8 @@ def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], en
         if not isinstance(raw, LocDict):
             raise SpecError(f"a node must be a mapping with 'name' and 'op' (or 'block'); received {raw!r}",
                             loc=getattr(raw_nodes, "loc", loc), hint="write '- {name: x, op: linear, ...}'")
-        node = _node(ctx, raw, inputs, nodes, env, category, trainable, prev)
-        if node is not None:
+        made = _node(ctx, raw, inputs, nodes, env, category, trainable, prev)
+        for node in made if isinstance(made, list) else [made] if made is not None else []:
             nodes[node.name] = node
             prev = Ref(node.name)
     if not nodes:
@@ -137,9 +137,10 @@ def _node(ctx: Ctx, raw: Any, inputs, nodes, env, category, trainable, prev):
     if not isinstance(train, bool):
         raise SpecError("'trainable' must be true or false", loc=raw.key_loc("trainable"), node=name)
     try:
+        known = set(inputs) | set(nodes)
         if "op" in raw:
-            return _op_node(raw, name, prev, env, own_cat or category, own_cat is not None, train)
-        refs, keywords = _refs(raw, prev)
+            return _op_node(raw, name, prev, known, env, own_cat or category, own_cat is not None, train)
+        refs, keywords = _refs(raw, prev, known)
         return _block_node(ctx, raw, name, refs, keywords, env, own_cat or category, train)
     except ArchgraphError as exc:
         raise exc.with_context(loc=raw.loc, node=name)
@@ -153,21 +154,30 @@ def _category(mapping: LocDict) -> str | None:
     return value
 
 
-def _refs(raw: LocDict, prev: Ref | None) -> tuple[tuple[Ref, ...], tuple[str, ...]]:
-    """The node's inputs, and their parameter names when 'in' is a mapping."""
+def _refs(raw: LocDict, prev: Ref | None, known: set[str]) -> tuple[tuple[Ref, ...], tuple[str, ...]]:
+    """The node's inputs, and their parameter names when 'in' is a mapping; `a|b` reads the first of
+    a, b that exists here (a node switched off by `when:` does not)."""
     value = raw.get("in")
     if value is None:
         if prev is None:
             raise SpecError("this node has no 'in:' and there is no previous node to read from",
                             loc=raw.loc)
         return (prev,), ()
-    if isinstance(value, dict):
-        return _ref_list(raw, list(value.values())), tuple(value)
-    return _ref_list(raw, value if isinstance(value, list) else [value]), ()
+    items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else [value]
+    refs = tuple(parse_ref(_first(item, known, raw), "'in'", raw.key_loc("in")) for item in items)
+    return refs, tuple(value) if isinstance(value, dict) else ()
 
 
-def _ref_list(raw: LocDict, items: list) -> tuple[Ref, ...]:
-    return tuple(parse_ref(item, "'in'", raw.key_loc("in")) for item in items)
+def _first(item: Any, known: set[str], raw: LocDict) -> Any:
+    """The first alternative of `a|b|c` that names an input or an earlier node."""
+    if not isinstance(item, str) or "|" not in item:
+        return item
+    options = [o.strip() for o in item.split("|")]
+    for option in options:
+        if option.split(":")[0].strip() in known:
+            return option
+    raise SpecError(f"none of {', '.join(repr(o) for o in options)} is an input or an earlier node here",
+                    loc=raw.key_loc("in"), hint="one of them must exist (its 'when:' true), and come before")
 
 
 def parse_ref(item: Any, what: str, loc: Loc) -> Ref:
@@ -179,7 +189,7 @@ def parse_ref(item: Any, what: str, loc: Loc) -> Ref:
     return Ref(match.group(1), int(match.group(2) or 0))
 
 
-def _op_node(raw: LocDict, name: str, prev, env, category, explicit: bool, trainable: bool) -> OpNode:
+def _op_node(raw: LocDict, name: str, prev, known, env, category, explicit: bool, trainable: bool) -> OpNode:
     op_name = raw["op"]
     cls = REGISTRY.get(op_name) if isinstance(op_name, str) else None
     if cls is None:
@@ -199,7 +209,7 @@ def _op_node(raw: LocDict, name: str, prev, env, category, explicit: bool, train
     if "in" not in raw and cls.arity()[1] == 0:  # an op without inputs never reads the previous node
         refs, keywords = (), ()
     else:
-        refs, keywords = _refs(raw, prev)
+        refs, keywords = _refs(raw, prev, known)
     _check_arity(cls, refs, keywords, raw)
     if not explicit and (category is None or op.category not in GENERIC_CATEGORIES):
         category = op.category
@@ -259,7 +269,9 @@ def _ties(raw: LocDict) -> dict[str, str]:
                     loc=raw.key_loc("tie"))
 
 
-def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category, trainable) -> BlockNode:
+def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category, trainable):
+    """A block call: one BlockNode, or, when its arguments depend on the repetition index, one per
+    run of repetitions that make the same body (a layer schedule: dense × 3, then MoE × 58)."""
     block = raw["block"]
     definition = ctx.blocks.get(block) if isinstance(block, str) else None
     if definition is None:
@@ -269,23 +281,69 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
                                       else "define it under 'blocks:'"))
     params = block_params(definition, block)
     check_keys(raw, NODE_KEYS - {"op", "tie", "dtype"} | set(params), f"a call of block '{block}'", raw.key_loc)
-    args = {k: argument(v, env, raw.key_loc(k), k) for k, v in raw.items() if k in params}
-    body = _instantiate(ctx, block, definition, params, args, category, trainable, raw.loc)
+    repeat = whole_number(raw, "repeat", env, 1, least=0)
+    start = whole_number(raw, "start", env, 0, 0)
+    shared = raw.get("shared", False)
+    if not isinstance(shared, bool):
+        raise SpecError("'shared' must be true or false", loc=raw.key_loc("shared"))
+    index = _index_name(raw, params)
+    bodies = []
+    for i in range(start, start + repeat) if index else [None]:
+        here = {**env, index: i} if index else env
+        args = {k: argument(v, here, raw.key_loc(k), k) for k, v in raw.items() if k in params}
+        bodies.append(_instantiate(ctx, block, definition, params, args, category, trainable, raw.loc))
+    body = bodies[0] if bodies else _instantiate(ctx, block, definition, params, {}, category, trainable, raw.loc)
     if keywords:
         refs = keyword_inputs(block, body.inputs, refs, keywords, raw)
     if len(refs) != len(body.inputs):
         raise SpecError(f"block '{block}' takes {len(body.inputs)} input(s) ({', '.join(body.inputs)}); "
                         f"'in' gives {len(refs)}", loc=raw.key_loc("in") if "in" in raw else raw.loc)
-    repeat = whole_number(raw, "repeat", env, 1, least=0)
     if repeat != 1 and len(body.outputs) > len(body.inputs):
         raise SpecError(f"block '{block}' is repeated, so its outputs feed its next repetition: it has "
                         f"{len(body.outputs)} outputs but only {len(body.inputs)} inputs", loc=raw.key_loc("repeat"))
-    shared = raw.get("shared", False)
-    if not isinstance(shared, bool):
-        raise SpecError("'shared' must be true or false", loc=raw.key_loc("shared"))
     indexed = "repeat" in raw or "start" in raw
-    return BlockNode(name, block, body, refs, repeat, whole_number(raw, "start", env, 0, 0),
-                     indexed, shared, raw.loc, call_path(raw, env, indexed), _unused(raw))
+    path = call_path(raw, env, indexed)
+    if not index:
+        return BlockNode(name, block, body, refs, repeat, start, indexed, shared, raw.loc, path, _unused(raw))
+    if shared:
+        raise SpecError(f"the repetitions of a shared block are one module, so its arguments cannot depend on "
+                        f"'{index}'", loc=raw.key_loc("shared"), hint="drop 'shared: true', or the index")
+    decided(repeat)  # the runs' lengths are numbers now
+    return _runs(name, block, bodies, refs, start, raw, path if path is not None else name)
+
+
+def _index_name(raw: LocDict, params) -> str | None:
+    """The repetition index's name when the call's arguments use it (`index:`, default i), else None."""
+    name = raw.get("index", "i")
+    if not isinstance(name, str) or not name.isidentifier():
+        raise SpecError(f"'index' names the repetition number, such as i; received {name!r}",
+                        loc=raw.key_loc("index"))
+    uses = any(isinstance(v, str) and name in expr.names(v) for k, v in raw.items() if k in params)
+    if "index" in raw and not uses:
+        raise SpecError(f"no argument of this call uses the index '{name}'", loc=raw.key_loc("index"),
+                        hint=f"pass it to the block, e.g. layer: {name}, or drop 'index:'")
+    return name if uses and "repeat" in raw else None
+
+
+def _runs(name: str, block: str, bodies: list[Graph], refs, start: int, raw: LocDict, segment: str) -> list:
+    """Consecutive repetitions with the same body as one BlockNode each; the last run carries the
+    call's name, so what reads the call reads the last repetition."""
+    runs: list[list] = []
+    for body in bodies:
+        if runs and runs[-1][0] is body:
+            runs[-1][1] += 1
+        else:
+            runs.append([body, 1])
+    out, offset = [], start
+    for k, (body, count) in enumerate(runs):
+        key = name if k == len(runs) - 1 else f"{name}#{offset}"
+        if out:
+            previous = out[-1].name
+            refs = tuple(Ref(previous, j) for j in range(len(body.outputs))) + tuple(refs[len(body.outputs):])
+        out.append(BlockNode(key, block, body, refs, count, offset, True, False, raw.loc, segment, _unused(raw),
+                             scheduled=True))
+        offset += count
+    return out
 
 
 def _instantiate(ctx: Ctx, block: str, definition: LocDict, params, args, category, trainable, loc) -> Graph:

@@ -1,0 +1,131 @@
+"""The repetition index and layer schedules, lists in expressions, and `a|b` references: a stack
+whose layers differ (dense then MoE, cross-attention every other layer, a per-layer dilation)
+is one call, counted per distinct layer kind."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import archgraph
+from archgraph.load import load_text
+from archgraph.passes.formula import param_formula
+
+SCHEDULE = """\
+name: sched
+variables:
+  H: 8
+  L: 6
+  K: 2
+inputs:
+  x: [B, S, H]
+blocks:
+  layer:
+    args: [H, moe]
+    nodes:
+      - {name: attn, op: attention, in: x, hidden: H, heads: 2}
+      - {name: mlp, op: gated_mlp, hidden: H, intermediate: 16, when: not moe}
+      - {name: mlp, op: moe, hidden: H, intermediate: 4, experts: 4, when: moe}
+      - {name: add, op: add, in: [mlp, x]}
+nodes:
+  - {name: layers, block: layer, in: x, repeat: L, H: H, moe: "i >= K"}
+  - {name: norm, op: rms_norm, dim: H}
+"""
+ATTN = 4 * (8 * 8 + 8)          # q, k, v, o with biases
+DENSE = ATTN + 3 * 16 * 8       # gate, up, down
+MOE = ATTN + 4 * 8 + 4 * 8 * 8 + 4 * 8 * 4  # router, gate_up [4, 8, 8], down [4, 8, 4]
+
+
+def test_the_index_makes_runs_of_layer_kinds():
+    model = load_text(SCHEDULE, "sched.yaml")
+    assert model.params().total == 2 * DENSE + 4 * MOE + 8
+    runs = [(n.label, n.repeat, n.start) for n in model.graph.nodes.values() if hasattr(n, "body")]
+    assert runs == [("layers.0..1", 2, 0), ("layers.2..5", 4, 2)]
+    paths = [p for p, *_ in model.params().nodes()]
+    assert "layers.1.mlp" in paths and "layers.2.mlp" in paths and "layers.5.add" in paths
+    assert {p: n.op.op_name for p, n, *_ in model.params().nodes()}["layers.2.mlp"] == "moe"
+
+
+def test_the_next_node_reads_the_last_run():
+    shapes = load_text(SCHEDULE, "sched.yaml").shapes(B=1, S=3)
+    assert shapes.shape_of("layers.5.add") == [(1, 3, 8)] and shapes.outputs["norm"] == (1, 3, 8)
+
+
+@pytest.mark.parametrize("values, expected", [({"K": 0}, 6 * MOE), ({"K": 6}, 6 * DENSE), ({"L": 3, "K": 1},
+                                                                                            DENSE + 2 * MOE)])
+def test_a_schedule_follows_its_variables(values, expected):
+    assert load_text(SCHEDULE, "sched.yaml", values).params().total == expected + 8
+
+
+def test_counting_costs_the_distinct_layer_kinds_not_the_depth():
+    model = load_text(SCHEDULE, "sched.yaml", {"L": 10_000, "K": 5_000})
+    assert len(model.graph.nodes) == 3  # two runs and the norm
+    assert model.params().total == 5_000 * DENSE + 5_000 * MOE + 8
+
+
+def test_alternating_layers_by_the_index():
+    text = SCHEDULE.replace('moe: "i >= K"', 'moe: "i % 2 == 1"')
+    model = load_text(text, "sched.yaml")
+    assert [n.label for n in model.graph.nodes.values() if hasattr(n, "body")] == \
+        ["layers.0..0", "layers.1..1", "layers.2..2", "layers.3..3", "layers.4..4", "layers.5..5"]
+    assert model.params().total == 3 * DENSE + 3 * MOE + 8
+
+
+def test_a_list_variable_indexed_by_the_layer():
+    text = SCHEDULE.replace('moe: "i >= K"', 'moe: "kinds[i] == \'moe\'"').replace(
+        "  K: 2\n", "  K: 2\n  kinds: [\"'dense'\", \"'moe'\", \"'moe'\", \"'dense'\", \"'moe'\", \"'dense'\"]\n")
+    assert load_text(text, "sched.yaml").params().total == 3 * DENSE + 3 * MOE + 8
+    text = SCHEDULE.replace('moe: "i >= K"', 'moe: "i not in dense_layers"').replace("  K: 2\n",
+                                                                                    "  dense_layers: [0, 5]\n")
+    assert load_text(text, "sched.yaml").params().total == 2 * DENSE + 4 * MOE + 8
+
+
+def test_the_formula_of_a_schedule_keeps_the_schedule_numbers():
+    f = param_formula(load_text(SCHEDULE, "sched.yaml", symbolic=True))
+    assert f.evaluate() == 2 * DENSE + 4 * MOE + 8
+    assert {"L", "K"} <= f.frozen  # the runs' lengths are numbers: sweeps of L or K build each model
+
+
+def test_sweep_of_a_scheduled_variable_builds_each_configuration(cli, tmp_path):
+    spec = tmp_path / "sched.yaml"
+    spec.write_text(SCHEDULE)
+    code, out, err = cli("sweep", str(spec), "--vary", "K=0,6", "--json")
+    assert code == 0, err
+    assert [r["params"] for r in json.loads(out)["rows"]] == [6 * MOE + 8, 6 * DENSE + 8]
+
+
+def test_index_errors():
+    with pytest.raises(archgraph.SpecError, match="no argument of this call uses the index 'j'"):
+        load_text(SCHEDULE.replace("repeat: L,", "repeat: L, index: j,"), "s.yaml")
+    with pytest.raises(archgraph.SpecError, match="its arguments cannot depend on 'i'"):
+        load_text(SCHEDULE.replace("repeat: L,", "repeat: L, shared: true,"), "s.yaml")
+    with pytest.raises(archgraph.SpecError, match="index 6 is out of range for a list of 6"):
+        load_text(SCHEDULE.replace('moe: "i >= K"', 'moe: "kinds[i + 1] == 1"').replace(
+            "  K: 2\n", "  kinds: [0, 0, 0, 1, 1, 1]\n"), "s.yaml")
+
+
+def test_a_named_index_starts_at_start():
+    text = SCHEDULE.replace('repeat: L, H: H, moe: "i >= K"', 'repeat: L, start: 1, index: n, H: H, moe: "n > K"')
+    model = load_text(text, "sched.yaml")
+    assert [n.label for n in model.graph.nodes.values() if hasattr(n, "body")] == ["layers.1..2", "layers.3..6"]
+
+
+ALTERNATIVES = """\
+name: alt
+variables: {C: 8, D: 16}
+inputs:
+  x: [B, C]
+nodes:
+  - {name: fc, op: linear, in: x, in_features: C, out_features: D}
+  - {name: shortcut, op: linear, in: x, in_features: C, out_features: D, when: C != D}
+  - {name: out, op: add, in: [fc, shortcut|x]}
+"""
+
+
+def test_a_reference_to_whichever_exists():
+    assert load_text(ALTERNATIVES, "alt.yaml").params().total == 2 * (8 * 16 + 16)
+    same = load_text(ALTERNATIVES, "alt.yaml", {"D": 8})
+    assert same.params().total == 8 * 8 + 8
+    assert [str(r) for r in same.graph.nodes["out"].inputs] == ["fc", "x"]
+    with pytest.raises(archgraph.SpecError, match="none of 'shortcut', 'proj' is an input or an earlier node here"):
+        load_text(ALTERNATIVES.replace("shortcut|x", "shortcut|proj"), "alt.yaml", {"D": 8})
