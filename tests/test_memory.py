@@ -74,8 +74,8 @@ def test_llama_3_8b_kv_cache_is_one_gib():
     m = estimate_memory(model, {"B": 1, "S": 8192})
     assert m.kv_cache_bytes == 2 * 32 * 8192 * 8 * 128 * 2 == 2 ** 30
     (entry,) = m.kv_cache
-    assert (entry.path, entry.layers, entry.context, entry.width, entry.kind) == \
-        ("model.layers.0.self_attn", 32, 8192, 2 * 8 * 128, "self")
+    assert (entry.path, entry.layers, entry.context, entry.width, entry.rule) == \
+        ("model.layers.0.self_attn", 32, 8192, 2 * 8 * 128, "full attention")
     # without grouped-query attention the cache is 4 times larger
     mha = estimate_memory(archgraph.load("llama-3-8b", {"KV": 32}), {"B": 1, "S": 8192})
     assert mha.kv_cache_bytes == 4 * 2 ** 30
@@ -88,8 +88,9 @@ def test_kv_cache_of_gpt2_sdpa_t5_cross_attention_and_none_for_bert():
     t5 = estimate_memory(archgraph.load("t5-small"), {"B": 1, "S": 300, "T": 100})
     by_kind = {}
     for e in t5.kv_cache:
-        by_kind[e.kind] = by_kind.get(e.kind, 0) + e.bytes
-    assert by_kind == {"self": 2 * 6 * 100 * 8 * 64 * 2, "cross": 2 * 6 * 300 * 8 * 64 * 2}
+        by_kind[e.rule] = by_kind.get(e.rule, 0) + e.bytes
+    assert by_kind == {"full attention": 2 * 6 * 100 * 8 * 64 * 2,
+                       "cross-attention (encoder output)": 2 * 6 * 300 * 8 * 64 * 2}
     assert estimate_memory(archgraph.load("bert-base-uncased")).kv_cache == []
 
 

@@ -68,8 +68,9 @@ def _module_shapes(report) -> dict[str, tuple]:
         out[path] = outputs[0]
         op = node.op
         if node.op.op_name == "attention" and op.names and op.qkv == "separate":
-            x = inputs[0]
-            kv = inputs[1] if len(inputs) > 1 else x
+            arranged = node.arranged(inputs)  # x, kv, bias, rope, ... (None where not given)
+            x = arranged[0]
+            kv = arranged[1] if arranged[1] is not None else x
             q, k, v, o = op.names
             out[join(path, q)] = (*x[:-1], op.heads * op.d)
             out[join(path, k)] = out[join(path, v)] = (*kv[:-1], op.n_kv * op.d)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..dims import exact_div, fmt, prod
+from ..dims import exact_div, fmt, prod, provably_le
 from ..errors import ShapeError
-from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive, quotient
+from .base import Cache, Op, Tensor, expect_dim, expect_rank, invalid, op, positive, quotient
 from .elementwise import broadcast
 
 
@@ -38,9 +38,10 @@ class Attention(Op):
     causal: bool = False
     kdim: int | None = None  # width of the keys' source (default kv_hidden, else hidden)
     vdim: int | None = None  # width of the values' source
+    window: int | None = None  # sliding window: each query sees the last `window` keys (Mistral, Gemma 2)
 
     def __post_init__(self):
-        positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim")
+        positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window")
         if self.kv_hidden is not None and (self.kdim is not None or self.vdim is not None):
             raise invalid(self, "give kv_hidden (one source for keys and values) or kdim/vdim, not both")
         if self.heads % self.n_kv:
@@ -133,6 +134,21 @@ class Attention(Op):
         core = 2 * 2 * b * q * s * t * d
         return proj + core
 
+    def cache(self, inputs, outputs, decoder):
+        """Self-attention that is causal keeps its keys and values (kv_heads · head_dim each per
+        token: all S tokens, or the last `window`); a decoder's cross-attention keeps those of the
+        encoder output, computed once."""
+        source = next((s for s in (inputs[1:2] + inputs[4:5]) if s is not None), None)
+        per_token = 2 * self.n_kv * self.d
+        if source is None and self.causal:
+            seq = inputs[0][1]
+            if self.window is not None:
+                return Cache(f"sliding window of {self.window}", per_token, _smaller(seq, self.window))
+            return Cache("full attention", per_token, seq)
+        if source is not None and decoder:
+            return Cache("cross-attention (encoder output)", per_token, source[1])
+        return None
+
 
 @op("sdpa", category="attention",
      aliases=("F.scaled_dot_product_attention", "scaled_dot_product_attention"),
@@ -176,6 +192,15 @@ class ScaledDotProductAttention(Op):
         if len(q) == 4:
             return 2 * prod(q) * k[2] + 2 * prod(outputs[0]) * k[2]
         return 2 * prod(q) * k[1] + 2 * prod(outputs[0]) * k[1]
+
+    def cache(self, inputs, outputs, decoder):
+        """Causal: the keys and values it reads, every token of them."""
+        if not self.causal:
+            return None
+        k, v = inputs[1], inputs[2]
+        if len(k) == 4:
+            return Cache("full attention", k[1] * k[3] + v[1] * v[3], k[2])
+        return Cache("full attention", k[-1] + v[-1], k[1])
 
 
 
@@ -252,3 +277,14 @@ class MultiheadAttention(Op):
         tokens_q, tokens_k = prod(q[:2]), prod(k[:2])
         proj = 2 * tokens_q * e * e * 2 + 2 * tokens_k * e * ((self.kdim or e) + (self.vdim or e))
         return proj + 2 * 2 * tokens_q * k[seq] * e
+
+
+def _smaller(seq, window: int):
+    """min(seq, window): a symbolic length stays min(S, window) only when it can be decided."""
+    if isinstance(seq, int):
+        return min(seq, window)
+    order = provably_le(seq, window)
+    if order is None:
+        raise ShapeError(f"the sliding window's cache holds min({fmt(seq)}, {window}) tokens",
+                         hint="give the sequence length a value with --set")
+    return seq if order else window

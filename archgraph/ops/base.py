@@ -2,8 +2,10 @@
 
 An op declares `infer_shape(*inputs)` (its positional arguments are its inputs;
 it returns one shape, or a list of shapes for several outputs), `params()` and
-`buffers()` (the tensors it owns, by local name) and `flops(inputs, outputs)`.
-`@op("name")` registers it; adding an op touches one file.
+`buffers()` (the tensors it owns, by local name) and `flops(inputs, outputs)`
+(inputs in the order of infer_shape's, None for an optional one not given); where
+they apply, `idle_params()` (what a token does not touch) and `cache(...)` (what
+decoding keeps).  `@op("name")` registers it; adding an op touches one file.
 """
 from __future__ import annotations
 
@@ -40,6 +42,18 @@ class Tensor:
         return n
 
 
+@dataclass(frozen=True)
+class Cache:
+    """What one application of an op keeps per sequence while a model decodes, by its `rule`:
+    `per_token` values for each of `tokens` cached tokens (keys and values, a latent), and
+    `state` values that do not grow with the sequence (a recurrent or convolution state)."""
+
+    rule: str
+    per_token: Dim = 0
+    tokens: Dim = 0
+    state: Dim = 0
+
+
 class Op:
     """Base of all ops.  Subclasses are frozen dataclasses made by `@op`."""
 
@@ -60,6 +74,15 @@ class Op:
 
     def flops(self, inputs: list[Shape], outputs: list[Shape]) -> Dim:
         return 0
+
+    def idle_params(self) -> int:
+        """Parameters a token does not touch (the experts a router does not pick); 0 for most ops."""
+        return 0
+
+    def cache(self, inputs: list[Shape], outputs: list[Shape], decoder: bool) -> "Cache | None":
+        """What it keeps per sequence while decoding (`decoder`: the model has causal attention),
+        or None."""
+        return None
 
     # -- construction from spec values ------------------------------------------------
     @classmethod

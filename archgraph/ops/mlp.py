@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ..dims import prod
+from ..numbers import decided
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
 
 MAX_SEPARATE_EXPERTS = 4096
@@ -128,6 +129,7 @@ class MixtureOfExperts(_FeedForward):
             yield Tensor(f"{names[1]}.gate_up_proj", (e, 2 * i, h))
             yield Tensor(f"{names[1]}.down_proj", (e, h, i))
         else:
+            decided(e)  # one tensor per expert: the formula knows this many
             for n in range(e):
                 yield Tensor(f"{names[1]}.{n}.{names[2]}.weight", (i, h))
                 yield Tensor(f"{names[1]}.{n}.{names[3]}.weight", (i, h))
@@ -136,5 +138,9 @@ class MixtureOfExperts(_FeedForward):
     def flops(self, inputs, outputs):
         tokens = prod(inputs[0][:-1])
         return 2 * tokens * self.hidden * self.experts + self.top_k * 3 * 2 * tokens * self.hidden * self.intermediate
+
+    def idle_params(self):
+        """The experts the router does not pick for a token: (experts - top_k) of them."""
+        return (self.experts - self.top_k) * 3 * self.hidden * self.intermediate
 
 

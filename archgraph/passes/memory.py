@@ -46,21 +46,26 @@ ASSUMPTIONS = {
                    "(reshape, split, dropout, ...) plus one heads x S x T probability matrix per attention, "
                    "in the compute dtype, for the whole batch; no recomputation (checkpointing) and no "
                    "FlashAttention (which does not store the probabilities)",
-    "kv_cache": "KV cache: 2 (keys and values) x layers x B x context x kv_heads x head_dim x bytes, for every "
-                "causal self-attention (grouped-query heads counted as kv_heads) and, in an encoder-decoder, "
-                "the cross-attention keys and values over the encoder length",
+    "kv_cache": "KV cache, layer by layer, by the rule each layer follows: full attention keeps 2 (keys and "
+                "values) x kv_heads x head_dim values for each of the S tokens, a sliding window for the last "
+                "min(S, window), multi-head latent attention its compressed latent, a decoder's cross-attention "
+                "those of the encoder output; times B and the bytes per value.  State-space and recurrent layers "
+                "keep a fixed state per sequence instead (state cache)",
 }
 
 
 @dataclass
 class KVEntry:
+    """The cache of one op across the repetitions of its block, by the rule it follows."""
+
     path: str          # first layer's node path
     op: str
     layers: int        # repetitions
-    context: Any       # sequence length cached
-    width: int         # kv_heads x head_dim for keys, plus the same for values (elements per token)
-    kind: str          # "self" or "cross"
+    context: Any       # tokens cached
+    width: Any         # values per cached token (keys and values, or a latent)
+    rule: str          # "full attention", "sliding window of 4096", "cross-attention (encoder output)", ...
     bytes: int
+    state: Any = 0     # values per sequence that do not grow (a recurrent state), per layer
 
 
 @dataclass
@@ -89,7 +94,15 @@ class MemoryReport:
 
     @property
     def kv_cache_bytes(self) -> int | None:
-        return sum(e.bytes for e in self.kv_cache) if self.kv_cache else None
+        """Bytes of the caches that grow with the tokens (keys and values, latents)."""
+        grows = [e.bytes for e in self.kv_cache if e.width]
+        return sum(grows) if grows else None
+
+    @property
+    def state_cache_bytes(self) -> int | None:
+        """Bytes of the fixed states of state-space and recurrent layers."""
+        fixed = [e.bytes for e in self.kv_cache if e.state]
+        return sum(fixed) if fixed else None
 
     @property
     def bytes_per_param(self) -> float:
@@ -170,16 +183,19 @@ def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
         mem.activation_note = f"not computed: {exc.message}"
         return
     act = probs = 0
-    causal_models = any(getattr(n.op, "causal", False) for _, n, _, _, _ in counted(shapes.run))
+    decoder = any(getattr(n.op, "causal", False) for _, n, _, _, _ in counted(shapes.run))
     for path, node, ins, outs, times in counted(shapes.run):
         name = node.op.op_name
         if name not in VIEW_OPS:
             act += sum(_numel(o) for o in outs) * times
         if name in ("attention", "sdpa"):
             probs += _probs(node, ins) * times
-            entry = _kv(path, node, ins, times, causal_models, mem.dtype)
-            if entry is not None:
-                mem.kv_cache.append(entry)
+        cache = node.op.cache(node.arranged(ins), outs, decoder)
+        if cache is not None:
+            batch = ins[0][0]
+            values = batch * (cache.tokens * cache.per_token + cache.state) * times
+            mem.kv_cache.append(KVEntry(path, name, times, cache.tokens, cache.per_token, cache.rule,
+                                        nbytes(values, mem.dtype), cache.state))
     mem.activation_bytes = nbytes(act + probs, mem.dtype)
     mem.attention_probs_bytes = nbytes(probs, mem.dtype)
 
@@ -212,28 +228,3 @@ def _probs(node: OpNode, ins) -> int:
         return q[0] * node.op.heads * q[-2] * k[-2] if len(q) == 4 else q[0] * node.op.heads * q[1] * k[1]
     kv = _kv_input(node, ins)
     return q[0] * node.op.heads * q[1] * (kv[1] if kv is not None else q[1])
-
-
-def _kv(path: str, node: OpNode, ins, times: int, causal_model: bool, dtype: str) -> KVEntry | None:
-    """The cached keys and values of one attention op (all its repetitions), or None."""
-    op = node.op
-    if op.op_name == "sdpa":
-        if not op.causal:
-            return None
-        k, v = ins[1], ins[2]
-        seq = k[-2] if len(k) == 4 else k[1]
-        per_token = (k[1] * k[3] + v[1] * v[3]) if len(k) == 4 else k[-1] + v[-1]
-        return _entry(path, op, times, k[0], seq, per_token, "self", dtype)
-    kv = _kv_input(node, ins)
-    if op.causal and kv is None:
-        kind = "self"
-    elif causal_model and kv is not None:
-        kind = "cross"  # decoder cross-attention over the encoder output: computed once, cached
-    else:
-        return None
-    src = kv if kv is not None else ins[0]
-    return _entry(path, op, times, src[0], src[1], 2 * op.n_kv * op.d, kind, dtype)
-
-
-def _entry(path, op, times, batch, seq, per_token, kind, dtype) -> KVEntry:
-    return KVEntry(path, op.op_name, times, seq, per_token, kind, nbytes(batch * seq * per_token * times, dtype))

@@ -25,6 +25,7 @@ class Totals:
     trainable: int = 0
     buffers: int = 0        # non-learnable tensors (running statistics, fixed tables)
     tied: int = 0           # elements of tensors that reuse another tensor (not in total)
+    idle: int = 0           # parameters a token does not touch (experts a router does not pick)
     by_category: Counter = field(default_factory=Counter)
     tied_by_category: Counter = field(default_factory=Counter)
 
@@ -32,11 +33,17 @@ class Totals:
     def non_trainable(self) -> int:
         return self.total - self.trainable
 
+    @property
+    def active(self) -> int:
+        """Parameters one token touches: all but the routed experts it does not pick."""
+        return self.total - self.idle
+
     def add(self, other: "Totals", times: int = 1) -> None:
         self.total += other.total * times
         self.trainable += other.trainable * times
         self.buffers += other.buffers * times
         self.tied += other.tied * times
+        self.idle += other.idle * times
         for k, v in other.by_category.items():
             self.by_category[k] += v * times
         for k, v in other.tied_by_category.items():
@@ -83,6 +90,8 @@ def op_totals(node: OpNode) -> Totals:
         t.trainable += tensor.count if node.trainable else 0
         t.by_category[node.category] += tensor.count
     t.buffers = sum(b.count for b in node.op.buffers())
+    if not node.ties:
+        t.idle = node.op.idle_params()
     return t
 
 

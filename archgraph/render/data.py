@@ -10,7 +10,7 @@ from ..passes.shapes import ShapeReport
 
 def totals_json(t: Totals) -> dict[str, Any]:
     return {"total": t.total, "trainable": t.trainable, "non_trainable": t.non_trainable,
-            "buffers": t.buffers, "tied": t.tied,
+            "active": t.active, "buffers": t.buffers, "tied": t.tied,
             "by_category": dict(sorted(t.by_category.items(), key=lambda kv: -kv[1])),
             "tied_by_category": dict(sorted(t.tied_by_category.items(), key=lambda kv: -kv[1]))}
 

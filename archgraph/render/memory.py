@@ -44,8 +44,10 @@ def memory_json(m: MemoryReport) -> dict[str, Any]:
         out["training_with_activations_bytes"] = m.training_bytes + m.activation_bytes
     if m.kv_cache:
         out["kv_cache_bytes"] = m.kv_cache_bytes
-        out["kv_cache"] = [{"path": e.path, "op": e.op, "layers": e.layers, "context": to_json(e.context),
-                            "values_per_token": e.width, "kind": e.kind, "bytes": e.bytes} for e in m.kv_cache]
+        out["state_cache_bytes"] = m.state_cache_bytes
+        out["kv_cache"] = [{"path": e.path, "op": e.op, "layers": e.layers, "rule": e.rule,
+                            "context": to_json(e.context), "values_per_token": to_json(e.width),
+                            "state_values": to_json(e.state), "bytes": e.bytes} for e in m.kv_cache]
     if m.activation_note:
         out["note"] = m.activation_note
     out["assumptions"] = m.assumptions
@@ -88,8 +90,11 @@ def memory_table(m: MemoryReport) -> Group:
     if m.activation_bytes is not None:
         _row(run, "training state + activations", m.training_bytes + m.activation_bytes, True)
     for e in m.kv_cache:
-        _row(run, f"KV cache {e.kind}: {e.path} × {e.layers} ({e.width} values/token, {e.context} tokens)", e.bytes)
-    if m.kv_cache:
+        what = f"{e.width} values/token, {e.context} tokens" if e.width else f"{e.state} values per sequence"
+        _row(run, f"cache, {e.rule}: {e.path} × {e.layers} ({what})", e.bytes)
+    if m.kv_cache_bytes is not None:
         _row(run, "KV cache total", m.kv_cache_bytes, True)
+    if m.state_cache_bytes is not None:
+        _row(run, "state cache total (state-space and recurrent layers)", m.state_cache_bytes, True)
     notes = Text("\n".join(f"* {v}" for v in m.assumptions.values()), style="dim")
     return Group(weights, train, run, Text("assumptions", style="bold"), notes)

@@ -76,6 +76,8 @@ def totals_table(report: ParamReport) -> Table:
     table.add_row("Total params", num(t.total), human(t.total))
     table.add_row("Trainable params", num(t.trainable), "")
     table.add_row("Non-trainable params", num(t.non_trainable), "")
+    if t.idle:
+        table.add_row("Active params (one token)", num(t.active), human(t.active))
     if t.tied:
         table.add_row("Tied or shared (counted once)", num(t.tied), "")
     if t.buffers:
