@@ -182,7 +182,7 @@ def _architecture(config: Mapping[str, Any], model_type: str, entry: Mapping[str
 @lru_cache(maxsize=64)
 def _template_variables(template: Path) -> dict[str, Any]:
     """The template's variables (through its `extends:` chain) with their values in the spec."""
-    from .spec.build import merge_extends
+    from .spec.extends import merge_extends
     from .spec.sources import resolve
     from .spec.yamlload import load_file
 

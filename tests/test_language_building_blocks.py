@@ -199,5 +199,5 @@ def test_formula_is_a_pass_over_the_model_not_a_reader_of_specs():
     tree = ast.parse((Path(archgraph.__file__).parent / "passes" / "formula.py").read_text())
     imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | \
         {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    assert imported == {"__future__", "collections", "dataclasses", "typing", "errors", "graph", "numbers", "params",
+    assert imported == {"__future__", "dataclasses", "typing", "errors", "graph", "numbers", "params",
                         "sympy"}

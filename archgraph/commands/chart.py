@@ -15,9 +15,9 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from .common import load_model
     from ..outfile import check_output, write_output
     from ..render.chart import CHART_FORMATS, chart_image, param_distribution
+    from .common import load_model
 
     fmt = Path(args.output).suffix.lower().lstrip(".")
     if fmt not in CHART_FORMATS:

@@ -12,12 +12,12 @@ def add_parser(sub, model_command) -> None:
 def run(args, console) -> int:
     from pathlib import Path
 
-    from .common import emit
     from ..errors import ArchgraphError
     from ..load import load, resolve
     from ..outfile import check_output, write_output
     from ..passes.compare import compare
     from ..render.compare import compare_chart, compare_json, compare_table
+    from .common import emit
 
     if len(args.model) < 2:
         raise ArchgraphError("compare needs at least two models", hint="e.g. archgraph compare gpt2 bert-base-uncased")

@@ -10,9 +10,9 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from .common import emit, load_model
     from ..passes.formula import param_formula
     from ..render.formula import explain_json, explain_table
+    from .common import emit, load_model
 
     report = param_formula(load_model(args, symbolic=True))
     return emit(console, args.json, lambda: explain_json(report), lambda: explain_table(report))

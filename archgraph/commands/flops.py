@@ -9,9 +9,9 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from .common import emit, load_model
     from ..passes.flops import count_flops
     from ..render.flops import flops_json, flops_table
+    from .common import emit, load_model
 
     model = load_model(args)
     report = count_flops(model)

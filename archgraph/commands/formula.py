@@ -9,10 +9,10 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from .common import emit, load_model
     from ..passes.flops import count_flops
     from ..passes.formula import param_formula
     from ..render.formula import formula_json, formula_table
+    from .common import emit, load_model
 
     model = load_model(args, symbolic=True)
     report = param_formula(model)

@@ -17,9 +17,9 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from .common import emit, load_model
     from ..passes.memory import estimate_memory
     from ..render.memory import memory_json, memory_table
+    from .common import emit, load_model
 
     settings = dict(args.settings)
     report = estimate_memory(load_model(args), settings, args.dtype, args.optimizer, args.precision)

@@ -43,10 +43,10 @@ def model_inputs(*names: str) -> list[Path]:
 
 
 def run(args, console) -> int:
-    from .common import load_model
     from ..outfile import check_output, write_output
     from ..render.diagram import diagram_dot
     from ..render.image import dot_image, dot_program
+    from .common import load_model
 
     fmt = "dot"
     if args.output:

@@ -16,10 +16,10 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from .common import load_model
     from ..outfile import check_output, write_output
     from ..render.image import dot_program
     from ..render.report import report_data, report_html
+    from .common import load_model
 
     if Path(args.output).suffix.lower() not in (".html", ".htm"):
         raise ArchgraphError(f"the report is an HTML page; received '{args.output}'",

@@ -6,7 +6,17 @@ from typing import Literal
 
 from ..dims import exact_div, fmt, prod, provably_le
 from ..errors import ShapeError
-from .base import Cache, Op, Tensor, expect_dim, expect_rank, invalid, op, positive, quotient
+from .base import (
+    Cache,
+    Op,
+    Tensor,
+    expect_dim,
+    expect_rank,
+    invalid,
+    op,
+    positive,
+    quotient,
+)
 from .elementwise import broadcast
 
 

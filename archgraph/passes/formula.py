@@ -15,12 +15,11 @@ names, and at the spec's values of the frozen ones.
 """
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ArchgraphError
-from ..graph import BlockNode, Graph, Model, OpNode, join
+from ..graph import Graph, Model, OpNode, join
 from ..numbers import SymInt, expr_of
 from .params import count_params
 

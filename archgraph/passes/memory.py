@@ -15,9 +15,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from ..dtypes import canonical, nbytes
 from ..errors import ArchgraphError, SpecError
 from ..graph import Graph, Model, OpNode
-from ..dtypes import canonical, nbytes
 from .flops import counted
 from .params import count_params, op_totals
 from .shapes import infer_shapes

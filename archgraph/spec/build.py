@@ -11,19 +11,17 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from .. import expr
-from ..errors import ArchgraphError, Loc, SpecError
 from ..dims import assuming
+from ..errors import ArchgraphError, Loc, SpecError
 from ..graph import InputSpec, Model, call_count, instance_count
 from .constraints import check_constraints, divisors, read_constraints
-from .graphs import Ctx, build_graph, expect_mapping, loc_of
+from .extends import merge_extends
+from .graphs import Ctx, build_graph
 from .settings import input_sizes, split_settings, symbolic_variables
 from .ties import resolve_ties
-from .values import check_keys, evaluate_variables
+from .values import check_keys, evaluate_variables, expect_mapping, loc_of
 from .yamlload import LocDict
 
-TOP_KEYS = {"archgraph", "name", "description", "extends", "variables", "inputs", "outputs",
-            "blocks", "nodes", "constraints"}
-MAX_EXTENDS = 8
 MAX_NODE_INSTANCES = 10_000_000  # op nodes with repetitions expanded (what --json lists)
 MAX_BLOCK_CALLS = 100_000   # rows of the block table: calls nested in calls multiply
 
@@ -73,37 +71,6 @@ def _check_limits(model: Model, spec: LocDict) -> None:
                         f"archgraph handles at most {MAX_BLOCK_CALLS:,}", loc=loc_of(spec, "nodes"),
                         hint="a block that calls another several times, nested many levels deep, doubles "
                              "at every level: use 'repeat:' for a stack of the same block")
-
-
-def merge_extends(spec: LocDict, load_parent) -> tuple[LocDict, dict[str, Loc]]:
-    """Apply `extends:` chains: the child's variables and blocks win, other keys replace.
-    A parent's own `extends:` is resolved relative to the parent's file."""
-    chain = [spec]
-    while "extends" in chain[-1]:
-        child = chain[-1]
-        if load_parent is None or len(chain) > MAX_EXTENDS:
-            raise SpecError("'extends' cannot be followed here" if load_parent is None
-                            else f"'extends' is nested more than {MAX_EXTENDS} deep (a cycle?)",
-                            loc=loc_of(child, "extends"))
-        chain.append(load_parent(str(child["extends"]), loc_of(child, "extends"), child.loc))
-    merged: dict = {}
-    var_locs: dict[str, Loc] = {}
-    for level in reversed(chain):
-        check_keys(level, TOP_KEYS, "the spec", level.key_loc)
-        for key, value in level.items():
-            if key in ("variables", "blocks"):
-                expect_mapping(value, level, key)
-                merged.setdefault(key, {}).update(value)
-                if key == "variables":
-                    var_locs.update({k: loc_of(value, k) for k in value})
-            elif key != "extends":
-                merged[key] = value
-    out = LocDict(merged)
-    out.loc, out.lines = spec.loc, {**getattr(spec, "lines", {})}
-    if "nodes" not in out:
-        raise SpecError("the spec has no 'nodes:'", loc=spec.loc,
-                        hint="list the model's nodes under 'nodes:' (see the README)")
-    return out, var_locs
 
 
 def _inputs(spec: Mapping) -> dict[str, InputSpec]:

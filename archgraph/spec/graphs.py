@@ -16,8 +16,23 @@ from ..errors import ArchgraphError, Loc, SpecError, did_you_mean
 from ..graph import BlockNode, Graph, OpNode, Ref, SpecWarning, wiring
 from ..numbers import decided, decided_names
 from ..ops import REGISTRY
-from .blocks import argument, block_params, call_path, instance_key, keyword_inputs, whole_number
-from .values import check_keys, evaluate, evaluate_variables, hints, typed
+from .blocks import (
+    argument,
+    block_params,
+    call_path,
+    instance_key,
+    keyword_inputs,
+    whole_number,
+)
+from .values import (
+    check_keys,
+    evaluate,
+    evaluate_variables,
+    expect_mapping,
+    hints,
+    loc_of,
+    typed,
+)
 from .yamlload import LocDict
 
 NODE_KEYS = {"name", "op", "block", "in", "category", "trainable", "tie", "repeat", "start", "shared",
@@ -35,21 +50,6 @@ class Ctx:
     cache: dict = field(default_factory=dict)
     stack: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
-
-
-def loc_of(mapping: Any, key: str | None = None) -> Loc:
-    if isinstance(mapping, LocDict):
-        return mapping.key_loc(key) if key else mapping.loc
-    return getattr(mapping, "loc", Loc())
-
-
-def expect_mapping(value: Any, parent: Any, key: str) -> None:
-    if not isinstance(value, dict):
-        raise SpecError(f"'{key}' must be a mapping of names to values", loc=loc_of(parent, key))
-    for name in value:
-        if not name.isidentifier():
-            raise SpecError(f"'{name}' under '{key}' is not a name (letters, digits and _)",
-                            loc=loc_of(value, name))
 
 
 def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], env: Mapping,

@@ -7,6 +7,7 @@ from typing import Any, Literal, Mapping, Union, get_args, get_origin
 
 from .. import expr
 from ..errors import ExprError, Loc, SpecError, did_you_mean
+from .yamlload import LocDict
 
 
 def evaluate(value: Any, env: Mapping[str, Any], loc: Loc, what: str) -> Any:
@@ -122,3 +123,18 @@ def check_keys(mapping: Mapping[str, Any], allowed: set[str] | list[str], what: 
             hint = did_you_mean(key, allowed)
             raise SpecError(f"unknown key '{key}' in {what}", loc=key_loc(key),
                             hint=hint or f"allowed keys: {', '.join(sorted(allowed))}")
+
+
+def loc_of(mapping: Any, key: str | None = None) -> Loc:
+    if isinstance(mapping, LocDict):
+        return mapping.key_loc(key) if key else mapping.loc
+    return getattr(mapping, "loc", Loc())
+
+
+def expect_mapping(value: Any, parent: Any, key: str) -> None:
+    if not isinstance(value, dict):
+        raise SpecError(f"'{key}' must be a mapping of names to values", loc=loc_of(parent, key))
+    for name in value:
+        if not name.isidentifier():
+            raise SpecError(f"'{name}' under '{key}' is not a name (letters, digits and _)",
+                            loc=loc_of(value, name))

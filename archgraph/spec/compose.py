@@ -1,0 +1,94 @@
+"""Specs that compose specs: a block defined as `{spec: NAME}` is another spec (a file beside the
+one that names it, or a built-in) used as a block.
+
+    blocks:
+      vision: {spec: clip_vision.yaml}      # its variables are the block's arguments (all optional)
+    nodes:
+      - {name: vision_tower, block: vision, in: pixel_values, H: VH, L: VL}
+
+The other spec keeps its own variables (evaluated in its own scope, the call's arguments
+overriding them), its own blocks and its own outputs (a caller reads `vision_tower:1` or
+`vision_tower:pooler_output`).  LLaVA is a vision template, a projector and a language
+template, not a copy of them.  A used spec may not `tie:` tensors itself (tie from the spec
+that uses it, whose paths it knows).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..errors import Loc, SpecError
+from ..graph import Graph, OpNode
+from .extends import merge_extends
+from .values import check_keys, evaluate_variables
+from .yamlload import LocDict
+
+SPEC_BLOCK_KEYS = {"spec", "description", "category", "trainable"}
+
+
+def is_spec_block(definition: Any) -> bool:
+    return isinstance(definition, LocDict) and "spec" in definition
+
+
+def read_used_spec(ctx, block: str, definition: LocDict) -> LocDict:
+    """The spec a `{spec: NAME}` block names, with its `extends:` applied (read once per block)."""
+    check_keys(definition, SPEC_BLOCK_KEYS, f"block '{block}'", definition.key_loc)
+    if block not in ctx.specs:
+        name = definition["spec"]
+        if not isinstance(name, str) or not name.strip():
+            raise SpecError(f"block '{block}': 'spec' names a spec file or a built-in model",
+                            loc=definition.key_loc("spec"))
+        if ctx.load_spec is None:
+            raise SpecError("a spec used as a block cannot be read here", loc=definition.key_loc("spec"))
+        raw = ctx.load_spec(name, definition.key_loc("spec"), definition.loc)
+        ctx.specs[block] = merge_extends(raw, ctx.load_spec)
+    return ctx.specs[block]
+
+
+def spec_params(ctx, block: str, definition: LocDict) -> dict[str, Any]:
+    """The arguments a used spec takes: its variables, each optional (its own value is the default)."""
+    spec, _ = read_used_spec(ctx, block, definition)
+    return {name: "" for name in (spec.get("variables") or {})}
+
+
+def instantiate_spec(ctx, block: str, definition: LocDict, args: dict, category, trainable: bool, loc: Loc,
+                     build_graph: Callable[..., Graph], make_ctx: Callable[..., Any]) -> Graph:
+    """The used spec's graph with the call's arguments overriding its variables."""
+    spec, var_locs = read_used_spec(ctx, block, definition)
+    variables = evaluate_variables(spec.get("variables") or {}, var_locs, {}, args)
+    inputs = spec.get("inputs") or {}
+    names = list(inputs) if isinstance(inputs, dict) else []
+    if not names:
+        raise SpecError(f"the spec of block '{block}' has no 'inputs:'", loc=spec.loc)
+    sizes = {n: ctx.globals[n] for n in _size_names(inputs) if n not in variables and n in ctx.globals}
+    inner = make_ctx(spec.get("blocks") or {}, {**variables, **sizes}, ctx)
+    body = build_graph(inner, f"spec '{definition['spec']}'", spec.get("nodes"), tuple(names), inner.globals,
+                       category, trainable, spec.get("outputs"), loc)
+    _refuse_ties(body, block, set())
+    return body
+
+
+def _size_names(inputs: dict) -> set[str]:
+    from .. import expr
+    out: set[str] = set()
+    for value in inputs.values():
+        shape = value.get("shape") if isinstance(value, dict) else value
+        for dim in shape if isinstance(shape, list) else []:
+            if isinstance(dim, str):
+                out |= expr.names(dim)
+    return out
+
+
+def _refuse_ties(graph: Graph, block: str, seen: set[int]) -> None:
+    if id(graph) in seen:
+        return
+    seen.add(id(graph))
+    for node in graph.nodes.values():
+        if isinstance(node, OpNode):
+            if node.ties:
+                raise SpecError(f"the spec used as block '{block}' ties a tensor ('tie:' of node '{node.name}'); "
+                                "a used spec cannot, since its paths depend on where it is used",
+                                loc=node.loc, node=node.name,
+                                hint="use it without the tied head (e.g. head: \"'base'\") and tie in the spec "
+                                     "that uses it")
+        else:
+            _refuse_ties(node.body, block, seen)
