@@ -129,3 +129,79 @@ def test_a_reference_to_whichever_exists():
     assert [str(r) for r in same.graph.nodes["out"].inputs] == ["fc", "x"]
     with pytest.raises(archgraph.SpecError, match="none of 'shortcut', 'proj' is an input or an earlier node here"):
         load_text(ALTERNATIVES.replace("shortcut|x", "shortcut|proj"), "alt.yaml", {"D": 8})
+
+
+TOWER = """\
+name: tower
+variables:
+  W: 16
+  L: 2
+inputs:
+  x: [B, N, W]
+blocks:
+  layer:
+    args: [W]
+    nodes:
+      - {name: fc, op: linear, in: x, in_features: W, out_features: W}
+      - {name: act, op: gelu}
+nodes:
+  - {name: layers, block: layer, in: x, repeat: L, W: W}
+  - {name: pooled, op: mean, dim: 1}
+outputs:
+  last_hidden_state: layers
+  pooler_output: pooled
+"""
+TOP = """\
+name: two-towers
+variables:
+  D: 8
+inputs:
+  image: [B, P, 16]
+  text: [B, T, D]
+blocks:
+  tower: {spec: tower.yaml}
+  layer:                         # the same block name as the tower's own: each spec has its own blocks
+    args: [D]
+    nodes:
+      - {name: proj, op: linear, in: x, in_features: 16, out_features: D}
+nodes:
+  - {name: vision, block: tower, in: image}
+  - {name: language, block: tower, in: text, W: D, L: 3}
+  - {name: projector, block: layer, in: "vision:last_hidden_state", D: D}
+  - {name: joined, op: concat, in: [projector, language], dim: 1}
+  - {name: pooled, op: add, in: ["vision:pooler_output", "language:1"]}
+outputs:
+  hidden: joined
+"""
+
+
+def _composed(tmp_path, top=TOP, tower=TOWER):
+    (tmp_path / "tower.yaml").write_text(tower)
+    (tmp_path / "top.yaml").write_text(top)
+    return archgraph.load(str(tmp_path / "top.yaml"))
+
+
+def test_a_spec_used_as_a_block_keeps_its_variables_blocks_and_outputs(tmp_path):
+    model = _composed(tmp_path, TOP.replace('in: ["vision:pooler_output", "language:1"]',
+                                            'in: ["vision:pooler_output", "vision:1"]'))
+    names = [n for n, _ in model.params().tensors()]
+    assert names[:4] == ["vision.layers.0.fc.weight", "vision.layers.0.fc.bias", "vision.layers.1.fc.weight",
+                         "vision.layers.1.fc.bias"]
+    assert "language.layers.2.fc.weight" in names and "projector.proj.weight" in names
+    assert model.params().total == 2 * (16 * 16 + 16) + 3 * (8 * 8 + 8) + (16 * 8 + 8)
+    assert model.shapes(B=2, P=5, T=7).outputs["hidden"] == (2, 12, 8)
+
+
+def test_a_used_spec_refuses_what_it_does_not_have_and_its_own_ties(tmp_path):
+    with pytest.raises(archgraph.SpecError, match="(?s)unknown key 'Wd' in a call of block 'tower'.*did you mean 'W'"):
+        _composed(tmp_path, TOP.replace("W: D, L: 3", "Wd: D, L: 3"))
+    with pytest.raises(archgraph.SpecError, match="(?s)'vision' has no output named 'pooled_output'.*did you "
+                                                  "mean 'pooler_output'"):
+        _composed(tmp_path, TOP.replace("vision:pooler_output", "vision:pooled_output"))
+    tied = TOWER.replace("{name: pooled, op: mean, dim: 1}",
+                         "{name: pooled, op: mean, dim: 1}\n  - {name: head, op: linear, in: pooled, in_features: W, "
+                         "out_features: W, tie: layers.0.fc.weight}")
+    with pytest.raises(archgraph.SpecError, match="a used spec cannot, since its paths depend on where it is used"):
+        _composed(tmp_path, tower=tied)
+    with pytest.raises(archgraph.SpecError, match="no spec file 'towr.yaml'"):
+        _composed(tmp_path, TOP.replace("spec: tower.yaml", "spec: towr.yaml"))

@@ -44,7 +44,8 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
     if symbolic:
         overrides = symbolic_variables(raw_vars, overrides)
     variables = evaluate_variables(raw_vars, var_locs, {}, overrides)
-    ctx = Ctx(blocks=spec.get("blocks") or {}, globals={**variables, **input_sizes(inputs, variables, bindings)})
+    ctx = Ctx(blocks=spec.get("blocks") or {}, globals={**variables, **input_sizes(inputs, variables, bindings)},
+              load_spec=load_parent)
     constraints = read_constraints(spec.get("constraints"), loc_of(spec, "constraints"), ctx.globals)
     check_constraints(constraints, ctx.globals)
     with assuming(divisors(constraints, bindings)):

@@ -24,6 +24,7 @@ from .blocks import (
     keyword_inputs,
     whole_number,
 )
+from .compose import instantiate_spec, is_spec_block, spec_params
 from .values import (
     check_keys,
     evaluate,
@@ -40,7 +41,7 @@ NODE_KEYS = {"name", "op", "block", "in", "category", "trainable", "tie", "repea
 GENERIC_CATEGORIES = {"linear", "other"}  # a block's category replaces these, not 'norm' or 'embedding'
 MAX_BLOCK_DEPTH = 64        # blocks calling blocks
 MAX_BLOCK_INSTANCES = 10_000  # distinct (block, arguments) bodies: stops exponential call trees
-_REF = re.compile(r"([^:|]+?)\s*(?::\s*([0-9]+))?")
+_REF = re.compile(r"([^:|]+?)\s*(?::\s*([0-9]+|[A-Za-z_][A-Za-z0-9_]*))?")
 
 
 @dataclass
@@ -50,6 +51,13 @@ class Ctx:
     cache: dict = field(default_factory=dict)
     stack: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
+    load_spec: Any = None          # (name, at, relative_to) -> LocDict: a spec used as a block
+    specs: dict = field(default_factory=dict)  # block name -> (used spec, its variables' lines)
+
+
+def _inner_ctx(blocks: Mapping[str, Any], env: Mapping[str, Any], outer: Ctx) -> Ctx:
+    """The scope of a spec used as a block: its own blocks and variables, the same limits and warnings."""
+    return Ctx(blocks, env, stack=outer.stack, warnings=outer.warnings, load_spec=outer.load_spec)
 
 
 def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], env: Mapping,
@@ -137,7 +145,7 @@ def _node(ctx: Ctx, raw: Any, inputs, nodes, env, category, trainable, prev):
     if not isinstance(train, bool):
         raise SpecError("'trainable' must be true or false", loc=raw.key_loc("trainable"), node=name)
     try:
-        known = set(inputs) | set(nodes)
+        known = {**{i: None for i in inputs}, **nodes}
         if "op" in raw:
             return _op_node(raw, name, prev, known, env, own_cat or category, own_cat is not None, train)
         refs, keywords = _refs(raw, prev, known)
@@ -154,7 +162,7 @@ def _category(mapping: LocDict) -> str | None:
     return value
 
 
-def _refs(raw: LocDict, prev: Ref | None, known: set[str]) -> tuple[tuple[Ref, ...], tuple[str, ...]]:
+def _refs(raw: LocDict, prev: Ref | None, known: dict) -> tuple[tuple[Ref, ...], tuple[str, ...]]:
     """The node's inputs, and their parameter names when 'in' is a mapping; `a|b` reads the first of
     a, b that exists here (a node switched off by `when:` does not)."""
     value = raw.get("in")
@@ -164,11 +172,11 @@ def _refs(raw: LocDict, prev: Ref | None, known: set[str]) -> tuple[tuple[Ref, .
                             loc=raw.loc)
         return (prev,), ()
     items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else [value]
-    refs = tuple(parse_ref(_first(item, known, raw), "'in'", raw.key_loc("in")) for item in items)
+    refs = tuple(parse_ref(_first(item, known, raw), "'in'", raw.key_loc("in"), known) for item in items)
     return refs, tuple(value) if isinstance(value, dict) else ()
 
 
-def _first(item: Any, known: set[str], raw: LocDict) -> Any:
+def _first(item: Any, known: dict, raw: LocDict) -> Any:
     """The first alternative of `a|b|c` that names an input or an earlier node."""
     if not isinstance(item, str) or "|" not in item:
         return item
@@ -180,13 +188,23 @@ def _first(item: Any, known: set[str], raw: LocDict) -> Any:
                     loc=raw.key_loc("in"), hint="one of them must exist (its 'when:' true), and come before")
 
 
-def parse_ref(item: Any, what: str, loc: Loc) -> Ref:
-    """`node` or `node:N` (output N of node)."""
+def parse_ref(item: Any, what: str, loc: Loc, known: dict | None = None) -> Ref:
+    """`node`, `node:N` (output N of node) or `node:name` (a block's output by the name its
+    `outputs:` gives it)."""
     match = _REF.fullmatch(item.strip()) if isinstance(item, str) else None
     if match is None:
         raise SpecError(f"{what} names a node or input, with ':N' for its output N; received {item!r}",
                         loc=loc)
-    return Ref(match.group(1), int(match.group(2) or 0))
+    node, index = match.group(1), match.group(2) or "0"
+    if index.isdigit():
+        return Ref(node, int(index))
+    target = (known or {}).get(node)
+    names = target.body.output_names if isinstance(target, BlockNode) else ()
+    if index not in names:
+        hint = did_you_mean(index, names) or (f"its outputs: {', '.join(names)}" if names else
+                                              "only a block call before this node has outputs with names")
+        raise SpecError(f"{what}: '{node}' has no output named '{index}'", loc=loc, hint=hint)
+    return Ref(node, names.index(index))
 
 
 def _op_node(raw: LocDict, name: str, prev, known, env, category, explicit: bool, trainable: bool) -> OpNode:
@@ -279,7 +297,7 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
         raise SpecError(f"unknown block '{block}'", loc=raw.key_loc("block"),
                         hint=hint or ("blocks defined: " + ", ".join(ctx.blocks) if ctx.blocks
                                       else "define it under 'blocks:'"))
-    params = block_params(definition, block)
+    params = spec_params(ctx, block, definition) if is_spec_block(definition) else block_params(definition, block)
     check_keys(raw, NODE_KEYS - {"op", "tie", "dtype"} | set(params), f"a call of block '{block}'", raw.key_loc)
     repeat = whole_number(raw, "repeat", env, 1, least=0)
     start = whole_number(raw, "start", env, 0, 0)
@@ -347,6 +365,12 @@ def _runs(name: str, block: str, bodies: list[Graph], refs, start: int, raw: Loc
 
 
 def _instantiate(ctx: Ctx, block: str, definition: LocDict, params, args, category, trainable, loc) -> Graph:
+    if is_spec_block(definition):
+        key = ("spec",) + instance_key(block, args, category, trainable)
+        if key not in ctx.cache:
+            ctx.cache[key] = instantiate_spec(ctx, block, definition, args, category, trainable, loc,
+                                              build_graph, _inner_ctx)
+        return ctx.cache[key]
     missing = [p for p, default in params.items() if default is None and p not in args]
     if missing:
         raise SpecError(f"block '{block}' needs the argument(s) {', '.join(missing)}", loc=loc,
