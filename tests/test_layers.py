@@ -69,3 +69,20 @@ def test_no_import_cycles():
 def test_every_package_has_an_init():
     assert [str(d) for d in PACKAGE.rglob("*") if d.is_dir() and d.name != "__pycache__"
             and not (d / "__init__.py").is_file() and any(d.glob("*.py"))] == []
+
+
+def test_the_op_index_names_every_op_in_its_module():
+    from archgraph.ops import INDEX, REGISTRY
+    declared = {name: cls.__module__.rsplit(".", 1)[1] for name, cls in REGISTRY.items()}
+    assert declared == INDEX
+
+
+def test_counting_imports_only_what_it_uses():
+    import subprocess
+    import sys
+    code = ("import sys, archgraph; from archgraph.passes.params import count_params; "
+            "count_params(archgraph.load('llama-2-7b')); "
+            "print(sorted(m for m in ('sympy', 'matplotlib', 'torch', 'networkx', 'graphviz', 'archgraph.ops.conv') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

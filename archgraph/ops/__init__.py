@@ -1,6 +1,70 @@
-"""The operator library: one family per module, each op registered by name in REGISTRY."""
-from . import activation, attention, conv, elementwise, embedding, linear, mlp, norm, pool, tensor  # noqa: F401
-from . import encoders, indexing, math, reduce, routing, signal  # noqa: F401
-from .base import REGISTRY, Op, Tensor
+"""The operator library: one family per module, each op registered by name.
 
-__all__ = ["REGISTRY", "Op", "Tensor"]
+`REGISTRY` maps op names to op classes.  A module is imported when one of its ops is first
+asked for (`INDEX` says which module declares which op), so a spec pays only for the op
+families it uses; iterating the registry imports them all.  A test keeps `INDEX` equal to
+what the modules register.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+
+from . import base
+from .base import Op, Tensor
+
+INDEX = {  # op name -> the module of archgraph.ops that declares it
+    **dict.fromkeys(["dropout", "gelu", "glu", "identity", "relu", "sigmoid", "silu", "softmax", "tanh"],
+                    "activation"),
+    **dict.fromkeys(["attention", "multihead_attention", "sdpa"], "attention"),
+    **dict.fromkeys(["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"], "conv"),
+    **dict.fromkeys(["add", "mul", "scale"], "elementwise"),
+    **dict.fromkeys(["embedding", "position_embedding", "relative_position_bias", "rotary_embedding",
+                     "sinusoidal_position"], "embedding"),
+    **dict.fromkeys(["class_token", "parameter"], "encoders"),
+    **dict.fromkeys(["slice", "squeeze", "unsqueeze"], "indexing"),
+    "linear": "linear",
+    **dict.fromkeys(["abs", "arange", "clamp", "cos", "cumsum", "div", "eq", "exp", "full", "ge", "gt", "le", "log",
+                     "lt", "masked_fill", "maximum", "minimum", "ne", "neg", "pow", "reciprocal", "rsqrt", "sin",
+                     "sqrt", "square", "sub", "tril", "triu", "where"], "math"),
+    **dict.fromkeys(["gated_mlp", "mlp", "moe"], "mlp"),
+    **dict.fromkeys(["batch_norm", "group_norm", "layer_norm", "rms_norm"], "norm"),
+    **dict.fromkeys(["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "global_avg_pool",
+                     "global_max_pool", "max_pool1d", "max_pool2d"], "pool"),
+    **dict.fromkeys(["amax", "mean", "sum"], "reduce"),
+    **dict.fromkeys(["gather", "index_add", "index_select", "scatter_add", "topk"], "routing"),
+    **dict.fromkeys(["fft_conv", "interpolate", "timestep_embedding"], "signal"),
+    **dict.fromkeys(["concat", "expand", "flatten", "matmul", "pad", "permute", "reshape", "select", "split",
+                     "transpose"], "tensor"),
+}
+
+
+class _Registry(Mapping):
+    """Op name -> op class, importing an op's module when the op is first asked for."""
+
+    def __getitem__(self, name: str) -> type[Op]:
+        if name not in base.REGISTRY and name in INDEX:
+            importlib.import_module(f"{__name__}.{INDEX[name]}")
+        return base.REGISTRY[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in INDEX or name in base.REGISTRY
+
+    def __iter__(self) -> Iterator[str]:
+        load_all()
+        return iter(dict(base.REGISTRY))
+
+    def __len__(self) -> int:
+        load_all()
+        return len(base.REGISTRY)
+
+
+def load_all() -> None:
+    """Import every op module (what listing the ops needs)."""
+    for module in sorted(set(INDEX.values())):
+        importlib.import_module(f"{__name__}.{module}")
+
+
+REGISTRY = _Registry()
+
+__all__ = ["INDEX", "REGISTRY", "Op", "Tensor", "load_all"]

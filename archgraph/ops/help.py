@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..dims import symbol
 from ..errors import did_you_mean
-from .base import REGISTRY
+from . import REGISTRY
 
 
 def _squash(text: str) -> str:
