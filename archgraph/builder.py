@@ -32,7 +32,7 @@ def _here(depth: int = 2) -> Loc:
 
 def _mapping(values: dict, loc: Loc) -> LocDict:
     out = LocDict(values)
-    out.loc, out.lines = loc, {k: loc.line for k in values}
+    out.loc, out.lines = loc, {}  # every key is on the mapping's own line
     return out
 
 

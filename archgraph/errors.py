@@ -7,13 +7,11 @@ happened (file, line, node path) and, when we know one, the fix.  The CLI prints
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 
-@dataclass(frozen=True)
-class Loc:
-    """A place in a spec: file and 1-based line (0 when unknown)."""
+class Loc(NamedTuple):
+    """A place in a spec: file and 1-based line (0 when unknown); a tuple, cheap to make."""
 
     file: str = "<spec>"
     line: int = 0

@@ -9,15 +9,14 @@ module holds data only: the analyses are functions in `archgraph.passes`.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any, NamedTuple, Union
 
 from .errors import Loc
 from .ops.base import Op
 
 
-@dataclass(frozen=True)
-class Ref:
-    """An edge's source: output `index` of node (or graph input) `node`."""
+class Ref(NamedTuple):
+    """An edge's source: output `index` of node (or graph input) `node` (a tuple: cheap to make)."""
 
     node: str
     index: int = 0

@@ -47,6 +47,10 @@ class _Registry(Mapping):
             importlib.import_module(f"{__name__}.{INDEX[name]}")
         return base.REGISTRY[name]
 
+    def get(self, name: str, default=None):
+        found = base.REGISTRY.get(name)
+        return found if found is not None else self[name] if name in INDEX else default
+
     def __contains__(self, name: object) -> bool:
         return name in INDEX or name in base.REGISTRY
 

@@ -14,7 +14,7 @@ import functools
 import inspect
 import typing
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterable, Literal, Union, get_args, get_origin
+from typing import Any, ClassVar, Iterable, Literal, NamedTuple, Union, get_args, get_origin
 
 from ..dims import Dim, Poly, Shape, equal, fmt, fmt_shape, free_names, subs
 from ..errors import ShapeError, SpecError, did_you_mean
@@ -25,8 +25,7 @@ MAX_RANK = 64  # PyTorch's limit on tensor dimensions
 Size = Union[int, Poly]  # a hyperparameter that may name the inputs' symbolic sizes (`B`, `S * 2`)
 
 
-@dataclass(frozen=True)
-class Tensor:
+class Tensor(NamedTuple):
     """A learnable tensor (or buffer) of an op, named as PyTorch would (`weight`, `q_proj.bias`);
     a buffer that `state_dict()` does not save is not `persistent` (register_buffer's flag)."""
 

@@ -102,7 +102,13 @@ def graph_totals(graph: Graph, cache: dict | None = None) -> Totals:
     out = Totals()
     for node in graph.nodes.values():
         if isinstance(node, OpNode):
-            out.add(op_totals(node))
+            if node.ties:
+                out.add(op_totals(node))
+                continue
+            key = (id(node.op), node.trainable, node.category)  # nodes share equal ops: count one once
+            if key not in cache:
+                cache[key] = op_totals(node)
+            out.add(cache[key])
         else:
             out.add(call_totals(node, graph_totals(node.body, cache)))
     cache[id(graph)] = out

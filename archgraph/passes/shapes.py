@@ -95,11 +95,16 @@ def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> Sha
     sizes = {n: bindings.get(n, symbol(n)) for n in size_names(model.inputs, model.variables)}
     check_constraints(model.constraints, {**model.variables, **sizes})
     fresh = {k: v for k, v in bindings.items() if k not in model.bindings}  # sizes the build left symbolic
+    seen: dict = {}  # (op, input names, input shapes) -> outputs: equal nodes are one evaluation
 
     def visit(node: OpNode, args: list[Shape], path: str) -> tuple[Shape, ...]:
+        key = (id(node.op), node.keywords, tuple(args))
+        if key in seen:
+            return seen[key]
         op = node.op.with_sizes(fresh)
         out = call_op(node, args, path, lambda *xs: _rule(node, op, list(xs)))
-        return tuple(tuple(norm(d) for d in s) for s in (out if isinstance(out, list) else [out]))
+        seen[key] = result = tuple(out) if isinstance(out, list) else (out,)
+        return result
 
     with assuming(divisors(model.constraints, bindings)):
         run = walk(model.graph, tuple(inputs[n] for n in model.graph.inputs), visit)

@@ -7,6 +7,7 @@ node reads a later one).  A node whose output nothing reads is a warning
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -52,6 +53,7 @@ class Ctx:
     stack: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
     load_spec: Any = None          # (name, at, relative_to) -> LocDict: a spec used as a block
+    ops: dict = field(default_factory=dict)  # id(env) -> (env, {(op class, values): op}): equal nodes share it
     specs: dict = field(default_factory=dict)  # block name -> (used spec, its variables' lines)
 
 
@@ -65,14 +67,15 @@ def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], en
     if not isinstance(raw_nodes, list) or not raw_nodes:
         raise SpecError(f"'nodes' of {name} must be a non-empty list of nodes", loc=loc)
     nodes: dict[str, Any] = {}
+    scope: dict[str, Any] = dict.fromkeys(inputs)  # what a node may read: the inputs, then earlier nodes
     prev = Ref(inputs[0]) if inputs else None
     for raw in raw_nodes:
         if not isinstance(raw, LocDict):
             raise SpecError(f"a node must be a mapping with 'name' and 'op' (or 'block'); received {raw!r}",
                             loc=getattr(raw_nodes, "loc", loc), hint="write '- {name: x, op: linear, ...}'")
-        made = _node(ctx, raw, inputs, nodes, env, category, trainable, prev)
+        made = _node(ctx, raw, scope, env, category, trainable, prev)
         for node in made if isinstance(made, list) else [made] if made is not None else []:
-            nodes[node.name] = node
+            nodes[node.name] = scope[node.name] = node
             prev = Ref(node.name)
     if not nodes:
         raise SpecError(f"every node of {name} is switched off by 'when:'", loc=loc)
@@ -129,13 +132,13 @@ def _warn_unread(ctx: Ctx, graph: str, nodes: dict, outputs: tuple[Ref, ...]) ->
                 "read it in another node's 'in:', list it under 'outputs:', or remove it"))
 
 
-def _node(ctx: Ctx, raw: Any, inputs, nodes, env, category, trainable, prev):
+def _node(ctx: Ctx, raw: Any, scope: dict, env, category, trainable, prev):
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise SpecError("a node needs a 'name'", loc=raw.loc, hint="add 'name: my_node'")
     if "when" in raw and not _condition(raw["when"], env, raw.key_loc("when"), name):
         return None
-    if name in nodes or name in inputs:
+    if name in scope:
         raise SpecError(f"the name '{name}' is used twice", loc=raw.key_loc("name"), node=name,
                         hint="give each node a unique name")
     if ("op" in raw) == ("block" in raw):
@@ -145,10 +148,9 @@ def _node(ctx: Ctx, raw: Any, inputs, nodes, env, category, trainable, prev):
     if not isinstance(train, bool):
         raise SpecError("'trainable' must be true or false", loc=raw.key_loc("trainable"), node=name)
     try:
-        known = {**{i: None for i in inputs}, **nodes}
         if "op" in raw:
-            return _op_node(raw, name, prev, known, env, own_cat or category, own_cat is not None, train)
-        refs, keywords = _refs(raw, prev, known)
+            return _op_node(ctx, raw, name, prev, scope, env, own_cat or category, own_cat is not None, train)
+        refs, keywords = _refs(raw, prev, scope)
         return _block_node(ctx, raw, name, refs, keywords, env, own_cat or category, train)
     except ArchgraphError as exc:
         raise exc.with_context(loc=raw.loc, node=name)
@@ -171,6 +173,8 @@ def _refs(raw: LocDict, prev: Ref | None, known: dict) -> tuple[tuple[Ref, ...],
             raise SpecError("this node has no 'in:' and there is no previous node to read from",
                             loc=raw.loc)
         return (prev,), ()
+    if value.__class__ is str and value in known and ":" not in value:  # the common case: one name
+        return (Ref(value),), ()
     items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else [value]
     refs = tuple(parse_ref(_first(item, known, raw), "'in'", raw.key_loc("in"), known) for item in items)
     return refs, tuple(value) if isinstance(value, dict) else ()
@@ -207,23 +211,56 @@ def parse_ref(item: Any, what: str, loc: Loc, known: dict | None = None) -> Ref:
     return Ref(node, names.index(index))
 
 
-def _op_node(raw: LocDict, name: str, prev, known, env, category, explicit: bool, trainable: bool) -> OpNode:
+_NODE_EXTRAS = frozenset({"tie", "dtype", "unused"})
+
+
+@functools.cache
+def _field_names(cls) -> tuple[str, ...]:
+    return tuple(cls.hyperparameters())
+
+
+@functools.cache
+def _op_keys(cls) -> frozenset[str]:
+    """The keys a node of this op may have."""
+    return frozenset(NODE_KEYS - {"block", "repeat", "start", "shared", "path"} | set(cls.hyperparameters()))
+
+
+def _frozen(value: Any) -> Any:
+    """A spec value as a dictionary key (lists as tuples)."""
+    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
+
+
+def _op_node(ctx: Ctx, raw: LocDict, name: str, prev, known, env, category, explicit: bool,
+             trainable: bool) -> OpNode:
     op_name = raw["op"]
     cls = REGISTRY.get(op_name) if isinstance(op_name, str) else None
     if cls is None:
         from ..ops.help import suggest
         raise SpecError(f"unknown op '{op_name}'", loc=raw.key_loc("op"), hint=suggest(str(op_name)))
     fields = cls.hyperparameters()
-    check_keys(raw, NODE_KEYS - {"block", "repeat", "start", "shared", "path"} | set(fields),
-               f"op '{op_name}'", raw.key_loc)
-    types = hints(cls)
-    values = {k: typed(v, types[k], env, raw.key_loc(k), f"{op_name}.{k}")
-              for k, v in raw.items() if k in fields}
+    allowed = _op_keys(cls)
+    if not allowed.issuperset(raw):
+        check_keys(raw, allowed, f"op '{op_name}'", raw.key_loc)
+    key = (cls, *map(raw.get, _field_names(cls)))  # absent and null make the same op
+    if list in map(type, key):
+        key = tuple(_frozen(v) for v in key)
+    made = ctx.ops.get(id(env))
+    if made is None or made[0] is not env:  # the env is kept alive with its ops: its id stays its own
+        made = ctx.ops[id(env)] = (env, {})
     try:
-        op = cls.build(values)
-    except ArchgraphError as exc:
-        bad = next((k for k in values if k in exc.message), None)
-        raise exc.with_context(loc=raw.key_loc(bad) if bad else raw.loc)
+        op = made[1].get(key)
+    except TypeError:  # a value that is not hashable (a mapping where a number belongs): build, and fail there
+        op, key = None, None
+    if op is None:  # nodes with the same hyperparameters in the same scope share one (frozen) op
+        types = hints(cls)
+        values = {k: typed(v, types[k], env, raw.key_loc(k), f"{op_name}.{k}") for k, v in raw.items() if k in fields}
+        try:
+            op = cls.build(values)
+        except ArchgraphError as exc:
+            bad = next((k for k in values if k in exc.message), None)
+            raise exc.with_context(loc=raw.key_loc(bad) if bad else raw.loc)
+        if key is not None:
+            made[1][key] = op
     if "in" not in raw and cls.arity()[1] == 0:  # an op without inputs never reads the previous node
         refs, keywords = (), ()
     else:
@@ -231,6 +268,8 @@ def _op_node(raw: LocDict, name: str, prev, known, env, category, explicit: bool
     _check_arity(cls, refs, keywords, raw)
     if not explicit and (category is None or op.category not in GENERIC_CATEGORIES):
         category = op.category
+    if _NODE_EXTRAS.isdisjoint(raw):
+        return OpNode(name, op, refs, category, trainable, {}, raw.loc, keywords)
     return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords, _dtype(raw), _unused(raw))
 
 
@@ -255,6 +294,8 @@ def _dtype(raw: LocDict) -> str | None:
 
 
 def _check_arity(cls, refs, keywords, raw: LocDict) -> None:
+    if not keywords and _takes(cls, len(refs)):
+        return
     where = raw.key_loc("in") if "in" in raw else raw.loc
     if keywords:
         names, required = cls.input_names()
@@ -273,6 +314,13 @@ def _check_arity(cls, refs, keywords, raw: LocDict) -> None:
         hint = "drop its 'in:'" if most == 0 else None
         raise SpecError(f"op '{cls.op_name}' takes {want} input(s); 'in' gives {len(refs)}", loc=where,
                         hint=hint)
+
+
+@functools.cache
+def _takes(cls, count: int) -> bool:
+    """Whether the op takes `count` positional inputs."""
+    least, most = cls.arity()
+    return least <= count and (most is None or count <= most)
 
 
 def _ties(raw: LocDict) -> dict[str, str]:
