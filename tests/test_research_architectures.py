@@ -119,6 +119,13 @@ def test_a_parameter_of_the_model_itself_is_named_by_its_node():
     assert _load("dit").params().totals.non_trainable == 64 * 64
 
 
+def test_dit_xl_2_at_256_pixels_has_pytorchs_count():
+    # DiT(input_size=32, depth=28, hidden_size=1152, patch_size=2, num_heads=16, num_classes=1000) of
+    # tools/research/dit.py on the meta device: 675,129,632 parameters, the positions' 294,912 frozen
+    params = archgraph.load(str(RESEARCH / "dit.yaml"), {"I": 32, "H": 1152, "L": 28, "A": 16, "K": 1000}).params()
+    assert (params.total, params.totals.trainable) == (675_129_632, 674_834_720)
+
+
 def test_qformer_cross_attends_every_other_layer_to_wider_image_features():
     state = _state_dict("qformer")
     assert [i for i in range(4) if f"qformer.encoder.layer.{i}.crossattention.attention.key.weight" in state] == [0, 2]

@@ -248,6 +248,10 @@ def main(argv: list[str]) -> int:
             print(f"  {'known gap' if why else 'MISMATCH'}: {p}" + (f"  [{why}]" if why else ""))
             failed += why is None
     if not argv:
+        with torch.device("meta"):
+            xl = dit.DiT(input_size=32, patch_size=2, hidden_size=1152, depth=28, num_heads=16, num_classes=1000)
+        print(f"== DiT-XL/2 at 256 pixels: {sum(p.numel() for p in xl.parameters()):,} parameters, "
+              f"{sum(p.numel() for p in xl.parameters() if p.requires_grad):,} trainable")
         print("== where a spec writes a computation another way: max |difference| (0 is bit for bit)")
         for what, diff in equivalences().items():
             print(f"  {diff:.3g}  {what}")
