@@ -130,6 +130,7 @@ def _ops(args, console) -> int:
 
 def _ops_table():
     from rich.table import Table
+    from rich.text import Text
 
     from .ops import REGISTRY
     table = Table(title="operators", title_justify="left")
@@ -139,7 +140,7 @@ def _ops_table():
         fields = cls.hyperparameters()
         req = cls.required()
         hp = ", ".join(req + [f"{f}={fields[f].default!r}" for f in fields if f not in req])
-        table.add_row(name, hp, cls.doc)
+        table.add_row(name, Text(hp), Text(cls.doc))  # Text: '[min, max]' is not rich markup
     return table
 
 

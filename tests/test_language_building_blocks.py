@@ -163,6 +163,12 @@ def test_ops_name_describes_an_op_with_its_tensors_as_formulas(cli):
     assert json.loads(out)["tensors"] == [["weight", ["out_features", "in_features"]], ["bias", ["out_features"]]]
 
 
+def test_the_ops_listing_keeps_brackets_in_descriptions(cli):
+    code, out, _ = cli("ops")
+    assert code == 0
+    assert "x limited to [min, max] (either may be absent)." in out  # not read as rich markup
+
+
 def test_a_mistyped_op_is_suggested_by_name_and_by_what_it_is(cli, tmp_path):
     code, _, err = cli("ops", "conv_transpos2d")
     assert code == 2 and "did you mean 'conv_transpose2d'?" in err

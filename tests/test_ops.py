@@ -200,6 +200,9 @@ CASES = [
     # BERT's cls.predictions.bias: a [V] vector the decoder's bias ties to; no input
     case("parameter", {"shape": [30522], "tensor": "bias"}, [], (30522,), {"bias": (30522,)}, flops=0),
     case("parameter", {"shape": [2, 3]}, [], (2, 3), {"weight": (2, 3)}, flops=0, id="parameter-default-name"),
+    # tensor '': named by the node alone, as a module's own nn.Parameter (DiT's pos_embed, BLIP-2's query_tokens)
+    case("parameter", {"shape": [1, 8, 64], "tensor": ""}, [], (1, 8, 64), {"": (1, 8, 64)}, flops=0,
+         id="parameter-named-by-its-node"),
     # ViT-B/16 at 224: 196 patches + the class token; cls_token [1, 1, 768], positions [1, 197, 768];
     # FLOPs: the position add, one per output element
     case("class_token", {"hidden": 768, "num_patches": 196}, [(B, 196, 768)], (B, 197, 768),
@@ -333,6 +336,14 @@ CASES = [
          [(B, S, 32), (B, T, 32), (B, T, 32)], [(B, S, 32), (B, S, T + 1)],
          {"in_proj_weight": (96, 32), "in_proj_bias": (96,), "out_proj.weight": (32, 32), "out_proj.bias": (32,),
           "bias_k": (1, 1, 32), "bias_v": (1, 1, 32)}, id="multihead_attention-packed-bias-kv"),
+    # forward(query, key, value, key_padding_mask, attn_mask): the masks change no shape (torchaudio's Conformer)
+    case("multihead_attention", {"embed_dim": 32, "num_heads": 4}, [(T, B, 32), (T, B, 32), (T, B, 32), (B, T)],
+         [(T, B, 32), (B, T, T)], {"in_proj_weight": (96, 32), "in_proj_bias": (96,), "out_proj.weight": (32, 32),
+                                   "out_proj.bias": (32,)}, id="multihead_attention-key-padding-mask"),
+    case("multihead_attention", {"embed_dim": 32, "num_heads": 4, "batch_first": True},
+         [(2, 5, 32), (2, 7, 32), (2, 7, 32), None, (8, 5, 7)], [(2, 5, 32), (2, 5, 7)],
+         {"in_proj_weight": (96, 32), "in_proj_bias": (96,), "out_proj.weight": (32, 32), "out_proj.bias": (32,)},
+         id="multihead_attention-3d-attn-mask"),
     # attention with keys and values from sources of other widths (a Perceiver's cross-attention)
     case("attention", {"hidden": 64, "heads": 4, "kdim": 32, "vdim": 48, "qkv_bias": False},
          [(2, 16, 64), None, None, None, (2, 50, 32), (2, 50, 48)], (2, 16, 64),
@@ -432,6 +443,10 @@ ERRORS = [
     reject("multihead_attention", {"embed_dim": 64, "num_heads": 5}, None, SpecError, ["divisible"]),
     reject("multihead_attention", {"embed_dim": 64, "num_heads": 4, "kdim": 32},
            [(7, 2, 64), (9, 2, 64), (9, 2, 64)], ShapeError, ["kdim", "32"], id="multihead_attention-kdim"),
+    reject("multihead_attention", {"embed_dim": 32, "num_heads": 4}, [(9, 2, 32)] * 3 + [(2, 8)], ShapeError,
+           ["length of the key_padding_mask", "8", "9"], id="multihead_attention-key-padding-mask-length"),
+    reject("multihead_attention", {"embed_dim": 32, "num_heads": 4}, [(9, 2, 32)] * 3 + [None, (2, 9, 9)],
+           ShapeError, ["batch · num_heads", "2", "8"], id="multihead_attention-attn-mask-heads"),
     reject("attention", {"hidden": 64, "heads": 4, "kdim": 32, "vdim": 48}, [(2, 16, 64), (2, 50, 32)],
            ShapeError, ["separate inputs k and v"], id="attention-kdim-vdim-one-source"),
     reject("linear", {"in_features": 768, "out_features": 10}, [(2, 5, 512)], ShapeError, ["512", "768"]),

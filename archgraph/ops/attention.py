@@ -232,6 +232,8 @@ class MultiheadAttention(Op):
     averaged over heads [N, L, S].  Tensors as PyTorch lays them out: one packed in_proj_weight
     [3·embed_dim, embed_dim] when kdim = vdim = embed_dim, else q_proj_weight, k_proj_weight and
     v_proj_weight; one packed in_proj_bias [3·embed_dim]; out_proj; bias_k, bias_v with add_bias_kv.
+    Optional inputs, by keyword as forward() takes them: key_padding_mask [N, S] (true: a padded key,
+    as torchaudio's Conformer makes from lengths) and attn_mask [L, S] or [N·num_heads, L, S].
     """
 
     embed_dim: int
@@ -251,7 +253,7 @@ class MultiheadAttention(Op):
     def packed(self) -> bool:
         return (self.kdim or self.embed_dim) == self.embed_dim and (self.vdim or self.embed_dim) == self.embed_dim
 
-    def infer_shape(self, query, key, value):
+    def infer_shape(self, query, key, value, key_padding_mask=None, attn_mask=None):
         seq, batch = (1, 0) if self.batch_first else (0, 1)
         widths = (("query", query, self.embed_dim), ("key", key, self.kdim or self.embed_dim),
                   ("value", value, self.vdim or self.embed_dim))
@@ -260,6 +262,17 @@ class MultiheadAttention(Op):
             expect_dim(t[-1], width, f"last dimension of the {what} ({'embed_dim' if what == 'query' else what[0] + 'dim'})")
             expect_dim(t[batch], query[batch], f"batch dimension of the {what}")
         expect_dim(value[seq], key[seq], "length of the value (that of the key)")
+        if key_padding_mask is not None:
+            expect_rank(key_padding_mask, 2, "key_padding_mask [N, S]")
+            expect_dim(key_padding_mask[0], query[batch], "batch dimension of the key_padding_mask")
+            expect_dim(key_padding_mask[1], key[seq], "length of the key_padding_mask (that of the key)")
+        if attn_mask is not None:
+            expect_rank(attn_mask, (2, 3), "attn_mask [L, S] or [N·num_heads, L, S]")
+            if len(attn_mask) == 3:
+                expect_dim(attn_mask[0], query[batch] * self.num_heads, "first dimension of a 3-D attn_mask "
+                                                                        "(batch · num_heads)")
+            expect_dim(attn_mask[-2], query[seq], "query length of the attn_mask")
+            expect_dim(attn_mask[-1], key[seq], "key length of the attn_mask")
         s = key[seq] + (1 if self.add_bias_kv else 0)
         return [tuple(query), (query[batch], query[seq], s)]
 
@@ -281,7 +294,7 @@ class MultiheadAttention(Op):
             yield Tensor("bias_v", (1, 1, e))
 
     def flops(self, inputs, outputs):
-        q, k, v = inputs
+        q, k, v = inputs[:3]
         seq = 1 if self.batch_first else 0
         e = self.embed_dim
         tokens_q, tokens_k = prod(q[:2]), prod(k[:2])

@@ -9,7 +9,11 @@ from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
 
 @op("parameter", aliases=("nn.Parameter",), example={"shape": [1, 1, 768], "tensor": "cls_token"})
 class Parameter(Op):
-    """A free-standing learned tensor of `shape`, named `tensor` (no input); its output is the tensor."""
+    """A free-standing learned tensor of `shape`, named `tensor` (no input); its output is the tensor.
+
+    `tensor: ''` names it by the node alone, as an nn.Parameter that is a module's own attribute
+    (DiT's `pos_embed`, BLIP-2's `query_tokens` on the model itself).
+    """
 
     shape: tuple[int, ...]
     tensor: str = "weight"
@@ -17,8 +21,9 @@ class Parameter(Op):
     def __post_init__(self):
         if not self.shape or any(d <= 0 for d in self.shape):
             raise invalid(self, f"shape must list positive sizes; received {list(self.shape)}")
-        if not self.tensor.isidentifier():
-            raise invalid(self, f"tensor must be a tensor name such as bias; received {self.tensor!r}")
+        if self.tensor and not self.tensor.isidentifier():
+            raise invalid(self, f"tensor must be a tensor name such as bias (or '' for the node's own name); "
+                                f"received {self.tensor!r}")
 
     def infer_shape(self):
         return tuple(self.shape)

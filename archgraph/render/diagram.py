@@ -297,7 +297,7 @@ def _op_text(node: OpNode) -> str:
             continue
         if isinstance(value, tuple):
             value = "(" + ", ".join(map(str, value)) + ")"
-        parts.append(f"{f.name}={value}")
+        parts.append(f"{f.name}={value if value != '' else repr(value)}")
     return "\n".join([op.op_name] + _wrap(parts, 34))
 
 

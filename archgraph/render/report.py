@@ -102,7 +102,8 @@ def _rows(rows: list[Row], graph: Graph, report: ParamReport, parent: str, depth
         if isinstance(node, OpNode):
             tensors = node_tensors(node, report.model)
             new = sum(t.count for t in tensors if not t.buffer and t.tied_to is None)
-            text = "; ".join(f"{t.name} [{', '.join(map(str, t.shape))}]" + (f" = {t.tied_to}" if t.tied_to else "")
+            text = "; ".join((f"{t.name} " if t.name else "") + f"[{', '.join(map(str, t.shape))}]"
+                             + (f" = {t.tied_to}" if t.tied_to else "")
                              + (" (buffer)" if t.buffer else "") for t in tensors)
             cells = {"node": name, "op": node.op.op_name, "tensors": text, "params": new,
                      "total": new * times, "share": 100 * new * times / total,

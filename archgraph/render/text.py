@@ -26,7 +26,7 @@ def human(n: int) -> str:
 def _tensor_text(rows: list[TensorRow]) -> str:
     parts = []
     for r in rows:
-        text = f"{r.name} [{', '.join(map(str, r.shape))}]"
+        text = (f"{r.name} " if r.name else "") + f"[{', '.join(map(str, r.shape))}]"  # '': named by its node
         if r.tied_to:
             text += f" = {r.tied_to}"
         if r.buffer:
