@@ -27,16 +27,19 @@ from .errors import InconclusiveDimError, ShapeError
 Dim = Any  # int | Poly
 Shape = tuple  # tuple[Dim, ...]
 _DIVISORS: contextvars.ContextVar[dict[str, int]] = contextvars.ContextVar("archgraph_divisors", default={})
+_BOUNDS: contextvars.ContextVar[dict[str, int]] = contextvars.ContextVar("archgraph_bounds", default={})
 
 
 @contextlib.contextmanager
-def assuming(divisors: Mapping[str, int]) -> Iterator[None]:
-    """Within the block, each named size is known to be a multiple of its number (constraints)."""
-    token = _DIVISORS.set({**_DIVISORS.get(), **divisors})
+def assuming(divisors: Mapping[str, int], bounds: Mapping[str, int] | None = None) -> Iterator[None]:
+    """Within the block, each named size is known to be a multiple of its number in `divisors`, and
+    at most its number in `bounds` (a spec's constraints)."""
+    tokens = (_DIVISORS.set({**_DIVISORS.get(), **divisors}), _BOUNDS.set({**_BOUNDS.get(), **(bounds or {})}))
     try:
         yield
     finally:
-        _DIVISORS.reset(token)
+        _DIVISORS.reset(tokens[0])
+        _BOUNDS.reset(tokens[1])
 
 
 class Floor:
@@ -322,15 +325,33 @@ def provably_le(a: Dim, b: Dim) -> bool | None:
     diff = b - a
     if isinstance(diff, (int, Fraction)):
         return diff >= 0
-    if not all(all(isinstance(x, str) for x, _ in m) for m in diff.terms):
-        return None
-    varying = [c for m, c in diff.terms.items() if m]
-    at_ones = sum(diff.terms.values())  # every named size is at least 1: the extreme is there
-    if all(c > 0 for c in varying) and at_ones >= 0:
+    low, high = _range(diff)
+    if low is not None and low >= 0:
         return True
-    if all(c < 0 for c in varying) and at_ones < 0:
+    if high is not None and high < 0:
         return False
     return None
+
+
+def _range(p: Poly) -> tuple[Any, Any]:
+    """(least, greatest) value of `p` over its sizes (each at least 1, at most its bound), None where
+    unknown: named sizes only."""
+    bounds = _BOUNDS.get()
+    low: Any = 0
+    high: Any = 0
+    for mono, c in p.terms.items():
+        if not all(isinstance(x, str) for x, _ in mono):
+            return None, None
+        top = 1
+        for atom, power in mono:
+            top = None if top is None or atom not in bounds else top * bounds[atom] ** power
+        if c > 0:
+            low = None if low is None else low + c
+            high = None if high is None or top is None else high + c * top
+        else:
+            low = None if low is None or top is None else low + c * top
+            high = None if high is None else high + c
+    return low, high
 
 
 def equal(a: Dim, b: Dim) -> bool:
@@ -418,6 +439,9 @@ def floor_div(a: Dim, b: int) -> Dim:
         return _make({m: Fraction(c, b) for m, c in a.terms.items()})
     whole, part = {}, {}
     for mono, c in a.terms.items():
+        if mono and (c * _known_divisor(mono)) % b == 0:  # a known multiple of b leaves the floor whole
+            whole[mono] = Fraction(c, b)
+            continue
         q, r = divmod(c, b)
         if q:
             whole[mono] = q

@@ -108,9 +108,21 @@ def _list_fn(fn):
     return call
 
 
+def _real(fn):
+    """log, exp, sqrt: real numbers (a whole-number variable's formula is decided here)."""
+    def call(x: Any) -> Any:
+        decided(x)
+        try:
+            return fn(float(x))
+        except (ValueError, OverflowError):
+            raise ExprError(f"{fn.__name__}({x}) is not defined") from None
+    call.__name__ = fn.__name__
+    return call
+
+
 FUNCTIONS = {"min": _chosen(min), "max": _chosen(max), "abs": abs, "ceil_div": _ceil_div,
              "ceil": _rounded(math.ceil), "floor": _rounded(math.floor), "len": _list_fn(len),
-             "sum": _list_fn(sum)}
+             "sum": _list_fn(sum), "log": _real(math.log), "exp": _real(math.exp), "sqrt": _real(math.sqrt)}
 LIST_FUNCTIONS = {"len", "sum"}
 
 
@@ -181,8 +193,8 @@ def check_value(value: Any) -> Any:
         raise ExprError(f"a value of {len(str(abs(value)))} digits is too large (at most 10**30)")
     if isinstance(value, complex):
         raise ExprError(f"the value {value} is not a real number")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ExprError(f"the value {value} is not a finite number")
+    if isinstance(value, float) and math.isnan(value):
+        raise ExprError(f"the value {value} is not a number")
     return value
 
 

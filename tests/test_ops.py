@@ -411,6 +411,13 @@ CASES = [
     # x [B, C, L] with a kernel per channel [C, L]; three real FFTs of n = 2L: 2.5·n·log2(n) each
     case("fft_conv", {}, [(2, 4, 1000), (4, 1000)], (2, 4, 1000),
          flops=2 * 4 * (3 * 5 * 2000 * 11 // 2 + 6 * 1001)),
+    # register_buffer: not learned; its value may come from an input of its shape
+    case("buffer", {"shape": [4], "persistent": False}, [], (4,), buffers={"": (4,)}),
+    case("buffer", {"shape": [2, 3], "tensor": "table"}, [(2, 3)], (2, 3), buffers={"table": (2, 3)},
+         id="buffer-with-value"),
+    # torch.linspace(0, 1, 64) has 64 entries; torch.sort gives values and indices
+    case("linspace", {"start": 0.0, "end": 1.0, "steps": 64}, [], (64,)),
+    case("sort", {"dim": 1}, [(B, S)], [(B, S), (B, S)]),
 ]
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 import archgraph
+from archgraph.graph import join
 from archgraph.dims import fmt
 from archgraph.load import load_text
 
 RESEARCH = Path(__file__).parent / "data" / "research"
-NO_BUFFER = "archgraph has no free-standing buffer (register_buffer); the spec computes the values instead"
 
 
 @dataclass(frozen=True)
@@ -58,13 +58,8 @@ PYTORCH = {
     "conformer": Measured(32_832, 32_832, 60, {"B": 2, "T": 20}, {"output": (2, 20, 32), "lengths": (2,)},
                           {"output": ["B", "T", "32"], "lengths": ["B"]}, _batchnorm(2)),
 }
-BUFFER_GAPS = {"retnet": NO_BUFFER, "hyena": NO_BUFFER}
-SYMBOLIC_GAPS = {
-    "hyena": "slice(end=L) of the l_max-long positional table: the constraint 'L <= LMAX' is not a fact shape "
-             "rules use (only 'NAME % K == 0' is)",
-    "unet": "a stride-2 padding-1 conv gives ceil(H/2), which 'H % 4 == 0' does not make H/2 (dims.floor_div "
-            "simplifies only numerators whose every term is a known multiple)",
-}
+BUFFER_GAPS: dict[str, str] = {}  # closed: the buffer op
+SYMBOLIC_GAPS: dict[str, str] = {}  # closed: 'L <= LMAX' and 'H % 4 == 0' are facts the shape rules use
 
 
 def _marked(table: dict[str, str]):
@@ -87,7 +82,7 @@ def test_parameters_are_pytorchs(name):
 @pytest.mark.parametrize("name", _marked(BUFFER_GAPS))
 def test_buffers_are_pytorchs(name):
     want = PYTORCH[name]
-    rows = {f"{path}.{r.name}": (r.shape, r.persistent) for path, _, _, rs in _load(name, **want.sizes).params().nodes()
+    rows = {join(path, r.name): (r.shape, r.persistent) for path, _, _, rs in _load(name, **want.sizes).params().nodes()
             for r in rs if r.buffer}
     assert rows == want.buffers
 
@@ -172,51 +167,60 @@ def test_every_yaml_example_loads_without_warnings(path):
     assert model.params().total > 0 and [str(w) for w in model.warnings] == []
 
 
-# -- what the language could not say (issue 15's acceptance): the smallest spec showing each, and the
-# error it gives today.  A case that loads is a gap closed: the test fails, the cue to drop the case.
-GAP_SPECS = {
-    "a free-standing buffer (register_buffer), persistent or not":
-        ("inputs:\n  x: [B, 4]\nnodes:\n  - {name: decay, op: buffer, shape: [4], persistent: true}\n"
-         "  - {name: out, op: mul, in: [x, decay]}\n", {"B": 1}, "unknown op 'buffer'"),
-    "masked_fill with float('-inf')":
-        ("inputs:\n  x: [S, S]\n  m: [S, S]\nnodes:\n  - {name: out, op: masked_fill, in: [x, m], value: -.inf}\n",
-         {"S": 3}, "the value -inf is not a finite number"),
-    "a|b under a block's outputs":
-        ("inputs:\n  x: [B, 4]\nblocks:\n  b:\n    args: [proj]\n    nodes:\n"
-         "      - {name: fc, op: linear, in: x, in_features: 4, out_features: 4, when: proj}\n"
-         "      - {name: act, op: relu, in: x}\n"
-         "    outputs: [fc|act]\nnodes:\n  - {name: y, block: b, in: x, proj: false}\n", {"B": 1},
-         "'outputs' names a node or input, with ':N' for its output N; received 'fc|act'"),
-    "a tie to a tensor named by its node alone (tensor: '')":
-        ("inputs:\n  x: [B, 4]\nnodes:\n  - {name: scale, op: parameter, shape: [4], tensor: ''}\n"
-         "  - {name: scale2, op: parameter, shape: [4], tensor: '', tie: {'': scale}}\n"
-         "  - {name: out, op: mul, in: [x, scale, scale2]}\n", {"B": 1}, "no node owns the tensor 'scale'"),
-    "torch.sort":
-        ("inputs:\n  x: [B, S]\nnodes:\n  - {name: s, op: sort, in: x, dim: 1}\n", {"B": 1, "S": 4},
-         "unknown op 'sort'"),
-    "torch.linspace":
-        ("inputs:\n  x: [64]\nnodes:\n  - {name: t, op: linspace, start: 0, end: 1, steps: 64}\n"
-         "  - {name: out, op: mul, in: [x, t]}\n", {}, "unknown op 'linspace'"),
-    "log in expressions (Hyena's min_decay = log(target) / 1.5)":
-        ("variables:\n  d: log(0.01) / 1.5\ninputs:\n  x: [B, 4]\nnodes:\n"
-         "  - {name: out, op: mul, in: x, constant: d}\n", {"B": 1}, "only the functions abs, ceil"),
-}
+# -- what the language could not say when these specs were first written, and says now -------------
+def _said(text: str, sizes: dict | None = None):
+    return load_text("name: said\n" + text, "said.yaml", sizes)
 
 
-@pytest.mark.parametrize("what", sorted(GAP_SPECS))
-def test_what_the_language_could_not_say(what):
-    text, sizes, today = GAP_SPECS[what]
-    try:
-        load_text("name: gap\n" + text, "gap.yaml", sizes).shapes()
-    except archgraph.ArchgraphError as exc:
-        assert today in str(exc)
-        pytest.xfail(f"issue 15: not sayable yet ({today})")
-    pytest.fail(f"the language now says {what!r}: drop it from GAP_SPECS and use it in the spec concerned")
+def test_a_free_standing_buffer_persistent_or_not():
+    model = _said("inputs:\n  x: [B, 4]\nnodes:\n  - {name: steps, op: arange, end: 4, dtype: float32}\n"
+                  "  - {name: decay, op: buffer, in: steps, shape: [4], persistent: false}\n"
+                  "  - {name: scale, op: buffer, shape: [4]}\n"
+                  "  - {name: out, op: mul, in: [x, decay, scale]}\n")
+    report = model.params()
+    assert report.total == 0 and report.totals.buffers == 8
+    assert {n: list(r.shape) for n, r in report.state_dict()} == {"scale": [4]}  # decay is not persistent
+    with pytest.raises(archgraph.ShapeError, match=r"a dimension of its value is 5, expected 4"):
+        _said("inputs:\n  x: [5]\nnodes:\n  - {name: b, op: buffer, in: x, shape: [4]}\n")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 15: torch.arange(4) is int64, and 2 ** (-5 - arange) is then 0: "
-                                       "RetNet's decay needs a float arange; a node's 'dtype:' key means how its "
-                                       "weights are stored (memory), not the elements an op makes")
+def test_masked_fill_with_minus_infinity():
+    model = _said("inputs:\n  x: [S, S]\n  m: [S, S]\nnodes:\n"
+                  "  - {name: out, op: masked_fill, in: [x, m], value: -.inf}\n")
+    assert model.graph.nodes["out"].op.value == float("-inf")
+
+
+def test_a_or_b_under_a_blocks_outputs():
+    text = ("inputs:\n  x: [B, 4]\nblocks:\n  b:\n    args: [proj]\n    nodes:\n"
+            "      - {name: fc, op: linear, in: x, in_features: 4, out_features: 4, when: proj}\n"
+            "      - {name: act, op: relu, in: x}\n"
+            "    outputs: [fc|act]\nnodes:\n  - {name: y, block: b, in: x, proj: PROJ}\n")
+    assert _said(text.replace("PROJ", "false")).params().total == 0
+    assert _said(text.replace("PROJ", "true")).params().total == 20
+
+
+def test_a_tie_to_a_tensor_named_by_its_node_alone():
+    model = _said("inputs:\n  x: [B, 4]\nnodes:\n  - {name: scale, op: parameter, shape: [4], tensor: ''}\n"
+                  "  - {name: scale2, op: parameter, shape: [4], tensor: '', tie: {'': scale}}\n"
+                  "  - {name: out, op: mul, in: [x, scale, scale2]}\n")
+    assert model.params().total == 4 and model.params().totals.tied == 4
+
+
+def test_sort_linspace_and_log():
+    model = _said("variables:\n  d: log(0.01) / 1.5\ninputs:\n  x: [B, S]\nnodes:\n"
+                  "  - {name: s, op: sort, in: x, dim: 1, descending: true}\n"
+                  "  - {name: t, op: linspace, start: 0, end: 1, steps: 64}\n"
+                  "  - {name: out, op: mul, in: \"s:1\", constant: d}\n"
+                  "  - {name: u, op: mul, in: t, constant: d, unused: true}\n")
+    assert model.shapes(B=2, S=5).shape_of("s") == [(2, 5), (2, 5)]
+    assert model.shapes().shape_of("t") == [(64,)]
+    assert model.graph.nodes["out"].op.constant == pytest.approx(-3.0701134573253943)
+
+
 def test_arange_and_full_say_the_dtype_of_their_elements():
-    from archgraph.ops import REGISTRY
-    assert all("dtype" in REGISTRY[name].hyperparameters() for name in ("arange", "full"))
+    model = _said("inputs:\n  x: [4]\nnodes:\n  - {name: a, op: arange, end: 4, dtype: float32}\n"
+                  "  - {name: f, op: full, shape: [4], value: 1, dtype: int64}\n"
+                  "  - {name: out, op: add, in: [x, a, f]}\n")
+    nodes = model.graph.nodes
+    assert (nodes["a"].op.dtype, nodes["f"].op.dtype) == ("float32", "int64")
+    assert nodes["a"].dtype is None  # the node's own dtype, not a storage dtype for weights

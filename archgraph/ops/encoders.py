@@ -1,10 +1,10 @@
-"""Learned tensors that encoders own outside any layer: `parameter` (a free-standing
-nn.Parameter such as BERT's `cls.predictions.bias`) and `class_token` (ViT's class
-token and learned position table)."""
+"""Tensors a module owns outside any layer: `parameter` (a free-standing nn.Parameter such as
+BERT's `cls.predictions.bias`), `buffer` (register_buffer: a tensor that is not learned,
+saved by state_dict() or not) and `class_token` (ViT's class token and learned positions)."""
 from __future__ import annotations
 
-from ..dims import prod
-from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
+from ..dims import fmt_shape, prod
+from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
 
 
 @op("parameter", aliases=("nn.Parameter",), example={"shape": [1, 1, 768], "tensor": "cls_token"})
@@ -30,6 +30,36 @@ class Parameter(Op):
 
     def params(self):
         yield Tensor(self.tensor, tuple(self.shape))
+
+
+@op("buffer", aliases=("register_buffer", "nn.Module.register_buffer"), example={"shape": [4], "persistent": False})
+class Buffer(Op):
+    """A free-standing buffer (register_buffer): a tensor of `shape` that is not learned, named by the
+    node (or `tensor`); `persistent: false` keeps it out of state_dict().  Its value is its input when
+    it has one (computed from constants: arange, pow, ...), which must have its shape; its output is
+    the buffer: [*shape]."""
+
+    shape: tuple[int, ...]
+    persistent: bool = True
+    tensor: str = ""
+
+    def __post_init__(self):
+        if not self.shape or any(d <= 0 for d in self.shape):
+            raise invalid(self, f"shape must list positive sizes; received {list(self.shape)}")
+        if self.tensor and not self.tensor.isidentifier():
+            raise invalid(self, f"tensor must be a tensor name (or '' for the node's own name); "
+                                f"received {self.tensor!r}")
+
+    def infer_shape(self, value=None):
+        if value is not None:
+            check(len(value) == len(self.shape), f"its value {fmt_shape(value)} must have the shape "
+                                                  f"{list(self.shape)}")
+            for got, want in zip(value, self.shape):
+                expect_dim(got, want, "a dimension of its value")
+        return tuple(self.shape)
+
+    def buffers(self):
+        yield Tensor(self.tensor, tuple(self.shape), self.persistent)
 
 
 @op("class_token", category="embedding", aliases=("cls_token",), example={"hidden": 768, "num_patches": 196})

@@ -6,6 +6,7 @@ tensors made from sizes alone (`arange`, `full`): decay masks, 1 + scale, x · C
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..dims import prod
 from ..errors import ShapeError
@@ -235,14 +236,19 @@ class CumSum(Op):
         return prod(outputs[0])
 
 
+ElementType = Literal["float32", "float64", "float16", "bfloat16", "int64", "int32", "bool"]
+
+
 @op("arange", aliases=("torch.arange", "positions", "range"), example={"end": "S"})
 class Arange(Op):
     """The numbers start, start + step, ... below end, as one dim: [ceil((end - start) / step)];
-    no input (end may be a symbolic size: positions 0 .. S-1)."""
+    no input (end may be a symbolic size: positions 0 .. S-1).  `dtype` as torch.arange's:
+    int64 by default, float32 for arithmetic that must not stay whole (2 ** -arange)."""
 
     end: Size
     start: int = 0
     step: int = 1
+    dtype: ElementType = "int64"
 
     def __post_init__(self):
         if self.step <= 0:
@@ -262,6 +268,7 @@ class Full(Op):
 
     shape: tuple[Size, ...]
     value: float = 0.0
+    dtype: ElementType = "float32"
 
     def __post_init__(self):
         if not self.shape or any(isinstance(d, int) and d <= 0 for d in self.shape):
@@ -269,3 +276,19 @@ class Full(Op):
 
     def infer_shape(self):
         return tuple(self.shape)
+
+
+@op("linspace", aliases=("torch.linspace",), example={"start": 0.0, "end": 1.0, "steps": 64})
+class Linspace(Op):
+    """`steps` numbers evenly from start to end (both included), as one dim: [steps]; no input."""
+
+    start: float
+    end: float
+    steps: Size
+
+    def __post_init__(self):
+        if isinstance(self.steps, int) and self.steps <= 0:
+            raise invalid(self, f"steps must be positive; received {self.steps}")
+
+    def infer_shape(self):
+        return (self.steps,)

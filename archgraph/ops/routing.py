@@ -1,4 +1,4 @@
-"""Picking and placing tokens by index, with torch's semantics: `topk`, `gather`, `index_select`,
+"""Picking and placing tokens by index, with torch's semantics: `topk`, `sort`, `gather`, `index_select`,
 `scatter_add`, `index_add`.  Mixture-of-Depths, expert capacity and token dropping are these
 ops around a block call: score, take the top k, gather them, run the block, scatter-add back.
 """
@@ -100,3 +100,20 @@ class IndexAdd(Op):
 
     def flops(self, inputs, outputs):
         return prod(inputs[2])
+
+
+@op("sort", aliases=("torch.sort", "argsort"), example={"dim": -1})
+class Sort(Op):
+    """Values sorted along `dim` (descending with `descending`) and (output 1) their indices: both
+    the input's shape."""
+
+    dim: int = -1
+    descending: bool = False
+    stable: bool = False
+
+    def infer_shape(self, x):
+        axis(self.dim, len(x))
+        return [tuple(x), tuple(x)]
+
+    def flops(self, inputs, outputs):
+        return prod(inputs[0])

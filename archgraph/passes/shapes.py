@@ -14,7 +14,7 @@ from .. import expr
 from ..dims import Poly, Shape, assuming, fmt_shape, norm, symbol
 from ..errors import ArchgraphError, ShapeError, SpecError, did_you_mean
 from ..graph import Model, OpNode, join
-from ..spec.constraints import check_constraints, divisors
+from ..spec.constraints import bounds, check_constraints, divisors
 from ..spec.settings import size_names
 from .walk import Run, call_op, walk
 
@@ -106,7 +106,7 @@ def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> Sha
         seen[key] = result = tuple(out) if isinstance(out, list) else (out,)
         return result
 
-    with assuming(divisors(model.constraints, bindings)):
+    with assuming(divisors(model.constraints, bindings), bounds(model.constraints, bindings)):
         run = walk(model.graph, tuple(inputs[n] for n in model.graph.inputs), visit)
     return ShapeReport(model, inputs, run, dict(bindings))
 

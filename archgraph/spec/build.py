@@ -14,7 +14,7 @@ from .. import expr
 from ..dims import assuming
 from ..errors import ArchgraphError, Loc, SpecError
 from ..graph import InputSpec, Model, call_count, instance_count
-from .constraints import check_constraints, divisors, read_constraints
+from .constraints import bounds, check_constraints, divisors, read_constraints
 from .extends import merge_extends
 from .graphs import Ctx, build_graph
 from .settings import input_sizes, split_settings, symbolic_variables
@@ -48,7 +48,7 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
               load_spec=load_parent)
     constraints = read_constraints(spec.get("constraints"), loc_of(spec, "constraints"), ctx.globals)
     check_constraints(constraints, ctx.globals)
-    with assuming(divisors(constraints, bindings)):
+    with assuming(divisors(constraints, bindings), bounds(constraints, bindings)):
         graph = build_graph(ctx, "model", spec.get("nodes"), tuple(inputs), ctx.globals, None, True,
                             spec.get("outputs"), loc_of(spec, "nodes"))
     model = model_class(name=str(spec.get("name") or "model"), graph=graph, inputs=inputs,

@@ -1,10 +1,11 @@
 """`constraints:`, what a spec says about its sizes (`H % 4 == 0`, `S <= P`).
 
-A constraint of the form `NAME % K == 0` on a symbolic size is a fact the shape
-rules use (`H % 4 == 0` makes `H/2` and `H/4` exact sizes, so a U-Net's skip
-connections line up symbolically); once the size has a value, and for every other
-constraint, the expression must hold for the values given (`--set H=30` is refused
-with the constraint's line).  A constraint that still names an unbound size, and is
+Constraints of the forms `NAME % K == 0` and `NAME <= K` (or `<`) on a symbolic size
+are facts the shape rules use (`H % 4 == 0` makes `H/2` and `H/4` exact sizes, so a
+U-Net's skip connections line up symbolically; `L <= LMAX` makes `x[..., :L]` of an
+LMAX-long table L long); once the size has a value, and for every other constraint,
+the expression must hold for the values given (`--set H=30` is refused with the
+constraint's line).  A constraint that still names an unbound size, and is
 not a divisibility, is checked when the size gets a value.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ class Constraint:
     text: str
     loc: Loc
     divisor: tuple[str, int] | None = None  # (size, K) for `size % K == 0`
+    bound: tuple[str, int] | None = None    # (size, K) for `size <= K` (K - 1 for `size < K`)
 
 
 def read_constraints(raw: Any, loc: Loc, env: Mapping[str, Any]) -> list[Constraint]:
@@ -38,7 +40,28 @@ def read_constraints(raw: Any, loc: Loc, env: Mapping[str, Any]) -> list[Constra
             tree = expr.parse(text)
         except ArchgraphError as exc:
             raise exc.with_context(loc=loc)
-        out.append(Constraint(text, loc, _divisibility(tree.body, env)))
+        out.append(Constraint(text, loc, _divisibility(tree.body, env), _bound(tree.body, env)))
+    return out
+
+
+def _bound(node: ast.AST, env: Mapping[str, Any]) -> tuple[str, int] | None:
+    """(NAME, K) for `NAME <= K` or `NAME < K + 1` where NAME is a symbolic size and K a whole number."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.LtE, ast.Lt))
+            and isinstance(node.left, ast.Name) and isinstance(env.get(node.left.id), Poly)):
+        return None
+    k = expr.evaluate(ast.unparse(node.comparators[0]), env)
+    if isinstance(k, bool) or not isinstance(k, int):
+        return None
+    return node.left.id, int(k) - (1 if isinstance(node.ops[0], ast.Lt) else 0)
+
+
+def bounds(constraints: list[Constraint], bound: Mapping[str, Any]) -> dict[str, int]:
+    """name -> its greatest value, for the sizes still symbolic."""
+    out: dict[str, int] = {}
+    for c in constraints:
+        if c.bound and c.bound[0] not in bound:
+            name, k = c.bound
+            out[name] = min(out.get(name, k), k)
     return out
 
 
@@ -71,7 +94,8 @@ def divisors(constraints: list[Constraint], bound: Mapping[str, Any]) -> dict[st
 def check_constraints(constraints: list[Constraint], env: Mapping[str, Any]) -> None:
     """Every constraint whose names all have values must hold."""
     for c in constraints:
-        if c.divisor and isinstance(env.get(c.divisor[0]), Poly):
+        fact = c.divisor or c.bound
+        if fact and isinstance(env.get(fact[0]), Poly):
             continue
         if any(isinstance(env.get(n), Poly) for n in expr.names(c.text)):
             continue  # checked once the sizes have values

@@ -79,7 +79,7 @@ def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], en
             prev = Ref(node.name)
     if not nodes:
         raise SpecError(f"every node of {name} is switched off by 'when:'", loc=loc)
-    named = outputs_of(raw_outputs, prev, loc, env)
+    named = outputs_of(raw_outputs, prev, loc, env, scope)
     outputs = tuple(ref for _, ref in named)
     ordered = _ordered(nodes, inputs, outputs, loc)
     _warn_unread(ctx, name, ordered, outputs)
@@ -176,11 +176,12 @@ def _refs(raw: LocDict, prev: Ref | None, known: dict) -> tuple[tuple[Ref, ...],
     if value.__class__ is str and value in known and ":" not in value:  # the common case: one name
         return (Ref(value),), ()
     items = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else [value]
-    refs = tuple(parse_ref(_first(item, known, raw), "'in'", raw.key_loc("in"), known) for item in items)
+    refs = tuple(parse_ref(_first(item, known, raw, raw.key_loc("in")), "'in'", raw.key_loc("in"), known)
+                 for item in items)
     return refs, tuple(value) if isinstance(value, dict) else ()
 
 
-def _first(item: Any, known: dict, raw: LocDict) -> Any:
+def _first(item: Any, known: dict, raw: Any, loc: Loc) -> Any:
     """The first alternative of `a|b|c` that names an input or an earlier node."""
     if not isinstance(item, str) or "|" not in item:
         return item
@@ -189,7 +190,7 @@ def _first(item: Any, known: dict, raw: LocDict) -> Any:
         if option.split(":")[0].strip() in known:
             return option
     raise SpecError(f"none of {', '.join(repr(o) for o in options)} is an input or an earlier node here",
-                    loc=raw.key_loc("in"), hint="one of them must exist (its 'when:' true), and come before")
+                    loc=loc, hint="one of them must exist (its 'when:' true), and come before")
 
 
 def parse_ref(item: Any, what: str, loc: Loc, known: dict | None = None) -> Ref:
@@ -261,7 +262,7 @@ def _op_node(ctx: Ctx, raw: LocDict, name: str, prev, known, env, category, expl
             raise exc.with_context(loc=raw.key_loc(bad) if bad else raw.loc)
         if key is not None:
             made[1][key] = op
-    if "in" not in raw and cls.arity()[1] == 0:  # an op without inputs never reads the previous node
+    if "in" not in raw and cls.arity()[0] == 0:  # an op that needs no input never reads the previous node
         refs, keywords = (), ()
     else:
         refs, keywords = _refs(raw, prev, known)
@@ -270,7 +271,8 @@ def _op_node(ctx: Ctx, raw: LocDict, name: str, prev, known, env, category, expl
         category = op.category
     if _NODE_EXTRAS.isdisjoint(raw):
         return OpNode(name, op, refs, category, trainable, {}, raw.loc, keywords)
-    return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords, _dtype(raw), _unused(raw))
+    storage = None if "dtype" in fields else _dtype(raw)  # an op with its own dtype (arange) takes the key
+    return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords, storage, _unused(raw))
 
 
 def _unused(raw: LocDict) -> bool:
@@ -454,14 +456,15 @@ def _instantiate(ctx: Ctx, block: str, definition: LocDict, params, args, catego
     return body
 
 
-def outputs_of(raw: Any, prev: Ref, loc: Loc, env: Mapping) -> list[tuple[str, Ref]]:
+def outputs_of(raw: Any, prev: Ref, loc: Loc, env: Mapping, scope: dict | None = None) -> list[tuple[str, Ref]]:
     """(name, ref) of each output: `outputs:` as a mapping of names to refs, or a list of refs;
     a mapping's value may be `{from: ref, when: condition}` (an output that exists only then)."""
     if raw is None:
         return [(str(prev), prev)]
     where = getattr(raw, "loc", loc)
     if not isinstance(raw, dict):
-        refs = [parse_ref(item, "'outputs'", where) for item in (raw if isinstance(raw, list) else [raw])]
+        refs = [parse_ref(_first(item, scope or {}, raw, where), "'outputs'", where, scope)
+                for item in (raw if isinstance(raw, list) else [raw])]
         return [(str(r), r) for r in refs]
     out = []
     for name, item in raw.items():
@@ -471,7 +474,7 @@ def outputs_of(raw: Any, prev: Ref, loc: Loc, env: Mapping) -> list[tuple[str, R
             if "when" in item and not _condition(item["when"], env, at, name):
                 continue
             item = item.get("from")
-        out.append((name, parse_ref(item, f"output '{name}'", at)))
+        out.append((name, parse_ref(_first(item, scope or {}, raw, at), f"output '{name}'", at, scope)))
     if not out:
         raise SpecError("every output is switched off by its 'when:'", loc=where)
     return out

@@ -54,7 +54,7 @@ def _candidates(graph: Graph, rest: str):
     matches = []
     for name, node in graph.nodes.items():
         segment = node.segment if isinstance(node, BlockNode) else name
-        if segment and rest.startswith(segment + "."):
+        if segment and (rest.startswith(segment + ".") or (rest == segment and isinstance(node, OpNode))):
             matches.append((segment, node))
     matches.sort(key=lambda m: -len(m[0]))
     return matches + [("", n) for n in graph.nodes.values() if isinstance(n, BlockNode) and n.segment == ""]
