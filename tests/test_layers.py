@@ -18,7 +18,7 @@ LAYERS = [  # lowest first; a module may import only from its own layer or those
     {"graph", "dtypes", "spec", "checkpoint", "hf"},
     {"passes"},
     {"render"},
-    {"model", "load", "builder", "outfile"},
+    {"model", "load", "builder", "outfile", "torch"},
     {"commands"},
     {"cli"},
 ]

@@ -23,6 +23,9 @@ class Pointwise(Op):
 class ReLU(Pointwise):
     """max(x, 0)."""
 
+    def forward(self, run, x):
+        return run.F.relu(x)
+
 
 @op("gelu", aliases=("nn.GELU", "F.gelu", "gelu_new"), example={"approximate": "tanh"})
 class GELU(Pointwise):
@@ -31,12 +34,18 @@ class GELU(Pointwise):
     approximate: Literal["none", "tanh"] = "none"
     cost = 8
 
+    def forward(self, run, x):
+        return run.F.gelu(x, approximate=self.approximate)
+
 
 @op("silu", aliases=("nn.SiLU", "swish"))
 class SiLU(Pointwise):
     """x·sigmoid(x), also called swish."""
 
     cost = 4
+
+    def forward(self, run, x):
+        return run.F.silu(x)
 
 
 @op("tanh", aliases=("nn.Tanh",))
@@ -45,6 +54,9 @@ class Tanh(Pointwise):
 
     cost = 4
 
+    def forward(self, run, x):
+        return run.torch.tanh(x)
+
 
 @op("sigmoid", aliases=("nn.Sigmoid",))
 class Sigmoid(Pointwise):
@@ -52,12 +64,18 @@ class Sigmoid(Pointwise):
 
     cost = 4
 
+    def forward(self, run, x):
+        return run.torch.sigmoid(x)
+
 
 @op("identity", aliases=("nn.Identity",))
 class Identity(Pointwise):
     """Passes its input through."""
 
     cost = 0
+
+    def forward(self, run, x):
+        return x
 
 
 @op("dropout", aliases=("nn.Dropout",), example={"p": 0.1})
@@ -71,6 +89,9 @@ class Dropout(Pointwise):
         if not 0.0 <= self.p <= 1.0:
             raise invalid(self, f"p must lie between 0 and 1; received p={self.p}")
 
+    def forward(self, run, x):
+        return run.F.dropout(x, self.p, run.training)
+
 
 @op("softmax", aliases=("nn.Softmax", "F.softmax"), example={"dim": -1})
 class Softmax(Pointwise):
@@ -82,6 +103,9 @@ class Softmax(Pointwise):
     def infer_shape(self, x):
         axis(self.dim, len(x))
         return x
+
+    def forward(self, run, x):
+        return run.F.softmax(x, dim=self.dim)
 
 
 @op("glu", aliases=("nn.GLU", "F.glu", "gated_linear_unit"), example={"dim": -1})
@@ -96,3 +120,6 @@ class GLU(Op):
 
     def flops(self, inputs, outputs):
         return 5 * prod(outputs[0])
+
+    def forward(self, run, x):
+        return run.F.glu(x, dim=self.dim)

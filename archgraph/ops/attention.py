@@ -30,7 +30,8 @@ class Attention(Op):
     the tensor prefixes: q, k, v, o (separate) or qkv, o (fused).  Optional
     inputs, by keyword (`in: {x: .., kv: .., bias: .., rope: ..}`): `kv` for
     cross-attention, `bias` [1|B, 1|heads, 1|S, 1|T] (T5, ALiBi, masks), `rope` the cos table
-    of a rotary_embedding; or separate sources for keys and values, `k` [B, T, kdim] and
+    of a rotary_embedding and `rope_sin` its sin table (queries and keys are rotated on their
+    first rotary_dim dims, as Hugging Face's rotate_half); or separate sources for keys and values, `k` [B, T, kdim] and
     `v` [B, T, vdim] (a Perceiver's latents attending to inputs of other widths).
     """
 
@@ -49,6 +50,9 @@ class Attention(Op):
     kdim: int | None = None  # width of the keys' source (default kv_hidden, else hidden)
     vdim: int | None = None  # width of the values' source
     window: int | None = None  # sliding window: each query sees the last `window` keys (Mistral, Gemma 2)
+    qkv_layout: Literal["blocks", "heads", "groups"] = "blocks"  # fused: [q|k|v], per head (BLOOM,
+    #   NeoX: [q,k,v] of head 1, head 2, ...) or per key/value group (Falcon: [q..., k, v] per group)
+    scale: float | None = None  # of the scores; None: 1/sqrt(head_dim) (T5: 1)
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window")
@@ -84,7 +88,7 @@ class Attention(Op):
     def v_width(self) -> int:
         return self.vdim or self.kv_hidden or self.hidden
 
-    def infer_shape(self, x, kv=None, bias=None, rope=None, k=None, v=None):
+    def infer_shape(self, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None):
         expect_rank(x, 3, "query input")
         expect_dim(x[-1], self.hidden, "last dimension of the query input (hidden)")
         if (k is None) != (v is None) or (k is not None and kv is not None):
@@ -109,6 +113,8 @@ class Attention(Op):
             for i, want, what in ((1, self.heads, "head"), (2, x[1], "query"), (3, t, "key")):
                 if not (isinstance(bias[i], int) and bias[i] == 1):  # broadcasts, as in HF masks
                     expect_dim(bias[i], want, f"{what} dimension of the attention bias")
+        if (rope is None) != (rope_sin is None) and rope_sin is not None:
+            raise ShapeError("rope_sin comes with rope (the rotary cos table)")
         if rope is not None:
             expect_rank(rope, 3, "rotary table (rope)")
             expect_dim(rope[1], x[1], "sequence length of the rotary table")
@@ -158,6 +164,52 @@ class Attention(Op):
         if source is not None and decoder:
             return Cache("cross-attention (encoder output)", per_token, source[1])
         return None
+
+    def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None):
+        torch = run.torch
+        names = self.names or self._default_names()
+        b, s = x.shape[0], x.shape[1]
+        q_, kv_, d = self.heads, self.n_kv, self.d
+        if self.qkv == "fused":
+            q, key, value = self._split_fused(torch, self._project(run, names[0], x, self.qkv_bias), b, s)
+        else:
+            k_src = k if k is not None else kv if kv is not None else x
+            v_src = v if v is not None else kv if kv is not None else x
+            k_bias = self.qkv_bias if self.k_bias is None else self.k_bias
+            q = self._project(run, names[0], x, self.qkv_bias).view(b, s, q_, d).transpose(1, 2)
+            key = self._project(run, names[1], k_src, k_bias).view(b, k_src.shape[1], kv_, d).transpose(1, 2)
+            value = self._project(run, names[2], v_src, self.qkv_bias).view(b, v_src.shape[1], kv_, d).transpose(1, 2)
+        if rope is not None:
+            if rope_sin is None:
+                raise ShapeError("running attention with rotary positions needs both tables: "
+                                 "in: {..., rope: rotary:0, rope_sin: rotary:1}")
+            q, key = _rotate(torch, q, rope, rope_sin), _rotate(torch, key, rope, rope_sin)
+        out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window)
+        out = out.transpose(1, 2).reshape(b, s, q_ * d)
+        return self._project(run, names[-1], out, self.out_bias)
+
+    def _project(self, run, name, x, bias):
+        weight = run.tensor(f"{name}.weight")
+        b = run.tensor(f"{name}.bias") if bias else None
+        if self.weight_layout == "in_out":
+            out = x @ weight
+            return out + b if b is not None else out
+        return run.F.linear(x, weight, b)
+
+    def _split_fused(self, torch, qkv, b, s):
+        """q [B, heads, S, d], k and v [B, kv_heads, S, d] from the fused projection, by its layout."""
+        q_, kv_, d = self.heads, self.n_kv, self.d
+        if self.qkv_layout == "heads":
+            parts = qkv.view(b, s, q_, 3, d)
+            q, key, value = parts[..., 0, :], parts[..., 1, :], parts[..., 2, :]
+        elif self.qkv_layout == "groups":
+            parts = qkv.view(b, s, kv_, q_ // kv_ + 2, d)
+            q = parts[:, :, :, :-2].reshape(b, s, q_, d)
+            key, value = parts[:, :, :, -2], parts[:, :, :, -1]
+        else:
+            q, key, value = qkv.split([q_ * d, kv_ * d, kv_ * d], dim=-1)
+            q, key, value = q.view(b, s, q_, d), key.view(b, s, kv_, d), value.view(b, s, kv_, d)
+        return q.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2)
 
 
 @op("sdpa", category="attention",
@@ -211,6 +263,17 @@ class ScaledDotProductAttention(Op):
         if len(k) == 4:
             return Cache("full attention", k[1] * k[3] + v[1] * v[3], k[2])
         return Cache("full attention", k[-1] + v[-1], k[1])
+
+    def forward(self, run, q, k, v):
+        torch = run.torch
+        kv_heads = self.kv_heads or self.heads
+        if q.dim() == 4:
+            return attend(torch, q, k, v, None, None, self.causal, None)
+        b, s, t = q.shape[0], q.shape[1], k.shape[1]
+        d, dv = q.shape[-1] // self.heads, v.shape[-1] // kv_heads
+        out = attend(torch, q.view(b, s, self.heads, d).transpose(1, 2), k.view(b, t, kv_heads, d).transpose(1, 2),
+                     v.view(b, t, kv_heads, dv).transpose(1, 2), None, None, self.causal, None)
+        return out.transpose(1, 2).reshape(b, s, self.heads * dv)
 
 
 
@@ -301,6 +364,34 @@ class MultiheadAttention(Op):
         proj = 2 * tokens_q * e * e * 2 + 2 * tokens_k * e * ((self.kdim or e) + (self.vdim or e))
         return proj + 2 * 2 * tokens_q * k[seq] * e
 
+    def forward(self, run, query, key, value, key_padding_mask=None, attn_mask=None):
+        F = run.F
+        if self.batch_first:
+            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        e = self.embed_dim
+        packed = self.packed
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, e, self.num_heads,
+            run.tensor("in_proj_weight") if packed else None, run.tensor("in_proj_bias") if self.bias else None,
+            run.tensor("bias_k") if self.add_bias_kv else None, run.tensor("bias_v") if self.add_bias_kv else None,
+            False, 0.0, run.tensor("out_proj.weight"), run.tensor("out_proj.bias") if self.bias else None,
+            training=run.training, key_padding_mask=key_padding_mask, need_weights=True, attn_mask=attn_mask,
+            use_separate_proj_weight=not packed,
+            q_proj_weight=None if packed else run.tensor("q_proj_weight"),
+            k_proj_weight=None if packed else run.tensor("k_proj_weight"),
+            v_proj_weight=None if packed else run.tensor("v_proj_weight"))
+        return (out.transpose(0, 1) if self.batch_first else out), weights
+
+    def init(self, tensor, value, init):
+        if tensor.name.endswith("bias") and tensor.name != "bias_k" and tensor.name != "bias_v":
+            init.zeros(value)
+        elif tensor.name in ("bias_k", "bias_v"):
+            init.torch.nn.init.xavier_normal_(value)
+        elif tensor.name == "out_proj.weight":
+            init.default(value, tensor.name)
+        else:
+            init.torch.nn.init.xavier_uniform_(value)
+
 
 def _smaller(seq, window: int):
     """min(seq, window): a symbolic length stays min(S, window) only when it can be decided."""
@@ -311,3 +402,35 @@ def _smaller(seq, window: int):
         raise ShapeError(f"the sliding window's cache holds min({fmt(seq)}, {window}) tokens",
                          hint="give the sequence length a value with --set")
     return seq if order else window
+
+
+def _rotate(torch, x, cos, sin):
+    """Rotary positions on the first cos.shape[-1] dims of x [B, heads, S, d] (rotate_half)."""
+    width = cos.shape[-1]
+    cos, sin = cos.unsqueeze(1).to(x.dtype), sin.unsqueeze(1).to(x.dtype)
+    rot, rest = x[..., :width], x[..., width:]
+    half = width // 2
+    turned = torch.cat([-rot[..., half:], rot[..., :half]], dim=-1)
+    return torch.cat([rot * cos + turned * sin, rest], dim=-1)
+
+
+def attend(torch, q, k, v, scale, bias, causal: bool, window):
+    """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors; keys and values repeated
+    for grouped heads; the softmax in float32, as Hugging Face's eager attention."""
+    heads, kv_heads = q.shape[1], k.shape[1]
+    if heads != kv_heads:
+        k = k.repeat_interleave(heads // kv_heads, dim=1)
+        v = v.repeat_interleave(heads // kv_heads, dim=1)
+    scores = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5 if scale is None else scale)
+    if bias is not None:
+        scores = scores + bias
+    s, t = q.shape[-2], k.shape[-2]
+    if causal or window is not None:
+        i = torch.arange(s, device=q.device)[:, None] + (t - s)
+        j = torch.arange(t, device=q.device)[None, :]
+        hidden = (j > i) if causal else torch.zeros(s, t, dtype=torch.bool, device=q.device)
+        if window is not None:
+            hidden = hidden | (i - j >= window)
+        scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
+    probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+    return torch.matmul(probs, v)

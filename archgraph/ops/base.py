@@ -74,6 +74,17 @@ class Op:
     def flops(self, inputs: list[Shape], outputs: list[Shape]) -> Dim:
         return 0
 
+    def forward(self, run: Any, *inputs: Any, **named: Any) -> Any:
+        """The computation on torch tensors (`archgraph.torch`): `run.torch`, `run.F`, the op's tensors
+        by local name (`run.tensor("weight")`) and `run.training`; returns its output(s)."""
+        raise NotImplementedError
+
+    def init(self, tensor: Tensor, value: Any, init: Any) -> None:
+        """Give a new parameter or buffer (`tensor` as `params()`/`buffers()` declared it) its first
+        value in place; `init` holds PyTorch's initialisers (`init.default` is nn.Linear's for
+        matrices, 1 for scales, 0 for biases)."""
+        init.default(value, tensor.name)
+
     def idle_params(self) -> int:
         """Parameters a token does not touch (the experts a router does not pick); 0 for most ops."""
         return 0

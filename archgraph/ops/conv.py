@@ -81,6 +81,13 @@ class _Conv(Op):
         per_output = quotient(self.in_channels, self.groups) * prod(_tuple(self.kernel_size, self.rank))
         return 2 * prod(outputs[0]) * per_output
 
+    def forward(self, run, x):
+        conv = (run.F.conv1d, run.F.conv2d, run.F.conv3d)[self.rank - 1]
+        bias = run.tensor("bias") if self.bias else None
+        padding = self.padding if isinstance(self.padding, str) else _tuple(self.padding, self.rank)
+        return conv(x, run.tensor("weight"), bias, _tuple(self.stride, self.rank), padding,
+                    _tuple(self.dilation, self.rank), self.groups)
+
 
 @op("conv1d", category="conv",
      aliases=("nn.Conv1d",), example={"in_channels": 80, "out_channels": 384, "kernel_size": 3, "padding": 1})
@@ -177,6 +184,12 @@ class _ConvTranspose(Op):
     def flops(self, inputs, outputs):
         per_input = quotient(self.out_channels, self.groups) * prod(_tuple(self.kernel_size, self.rank))
         return 2 * prod(inputs[0]) * per_input
+
+    def forward(self, run, x):
+        conv = (run.F.conv_transpose1d, run.F.conv_transpose2d, run.F.conv_transpose3d)[self.rank - 1]
+        bias = run.tensor("bias") if self.bias else None
+        return conv(x, run.tensor("weight"), bias, _tuple(self.stride, self.rank), _tuple(self.padding, self.rank),
+                    _tuple(self.output_padding, self.rank), self.groups, _tuple(self.dilation, self.rank))
 
 
 @op("conv_transpose1d", category="conv", aliases=("nn.ConvTranspose1d", "deconv1d"),

@@ -47,12 +47,24 @@ class Add(Elementwise):
 
     constant: float | None = None
 
+    def forward(self, run, a, *more):
+        out = a
+        for b in more:
+            out = out + b
+        return out + self.constant if self.constant is not None else out
+
 
 @op("mul", aliases=("torch.mul", "multiply", "gate"), example={"constant": 0.5})
 class Mul(Elementwise):
     """Product of its inputs (gates), with broadcasting; or x · constant."""
 
     constant: float | None = None
+
+    def forward(self, run, a, *more):
+        out = a
+        for b in more:
+            out = out * b
+        return out * self.constant if self.constant is not None else out
 
 
 class Binary(Op):
@@ -67,6 +79,12 @@ class Binary(Op):
     def flops(self, inputs, outputs):
         return prod(outputs[0])
 
+    def operands(self, a, b):
+        """(left, right) of the operation: the two inputs, or the input and the constant (reversed)."""
+        if b is not None:
+            return a, b
+        return (self.constant, a) if self.reverse else (a, self.constant)
+
 
 @op("scale", aliases=("torch.mul_scalar", "multiply_by_constant", "rescale"), example={"factor": 0.125})
 class Scale(Op):
@@ -79,3 +97,6 @@ class Scale(Op):
 
     def flops(self, inputs, outputs):
         return prod(inputs[0])
+
+    def forward(self, run, x):
+        return x * self.factor

@@ -2,6 +2,8 @@
 `sinusoidal_position`, `rotary_embedding`, `relative_position_bias`."""
 from __future__ import annotations
 
+import math
+
 from ..dims import Shape
 from .base import Op, Tensor, check, expect_rank, invalid, op, positive, quotient
 
@@ -33,6 +35,12 @@ class Embedding(Op):
     def params(self):
         yield Tensor("weight", (self.num_embeddings, self.embedding_dim))
 
+    def forward(self, run, ids):
+        return run.F.embedding(ids, run.tensor("weight"))
+
+    def init(self, tensor, value, init):
+        init.normal(value)
+
 
 @op("position_embedding", category="embedding",
      aliases=("learned_position", "wpe"), example={"num_positions": 1024, "embedding_dim": 768})
@@ -53,6 +61,13 @@ class PositionEmbedding(Op):
 
     def params(self):
         yield Tensor("weight", (self.num_positions, self.embedding_dim))
+
+    def forward(self, run, x):
+        positions = run.torch.arange(x.shape[1], device=x.device) + self.offset
+        return run.F.embedding(positions, run.tensor("weight")).unsqueeze(0)
+
+    def init(self, tensor, value, init):
+        init.normal(value)
 
 
 @op("sinusoidal_position", category="embedding",
@@ -75,6 +90,16 @@ class SinusoidalPosition(Op):
     def buffers(self):
         if self.num_positions is not None:
             yield Tensor("weight", (self.num_positions, self.embedding_dim))
+
+    def forward(self, run, x):
+        torch = run.torch
+        positions = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)[:, None]
+        rates = torch.exp(torch.arange(0, self.embedding_dim, 2, dtype=torch.float32, device=x.device)
+                          * (-math.log(10000.0) / self.embedding_dim))
+        table = torch.zeros(x.shape[1], self.embedding_dim, device=x.device)
+        table[:, 0::2] = torch.sin(positions * rates)
+        table[:, 1::2] = torch.cos(positions * rates)[:, : self.embedding_dim // 2]
+        return table.unsqueeze(0)
 
 
 @op("rotary_embedding", category="embedding", aliases=("rope", "RotaryEmbedding"), example={"head_dim": 128})
@@ -103,14 +128,28 @@ class RotaryEmbedding(Op):
     def buffers(self):
         yield Tensor("inv_freq", (quotient(self.dim, 2),), persistent=False)
 
+    def forward(self, run, x):
+        torch = run.torch
+        positions = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)
+        freqs = positions[:, None] * run.tensor("inv_freq").float()[None, :]
+        emb = torch.cat([freqs, freqs], dim=-1)[None]
+        return emb.cos(), emb.sin()
+
+    def init(self, tensor, value, init):
+        steps = init.torch.arange(0, self.dim, 2, dtype=init.torch.int64).float()
+        value.copy_(1.0 / (self.base ** (steps / self.dim)))
+
 
 @op("relative_position_bias", category="attention",
      aliases=("t5_relative_attention_bias",), example={"num_buckets": 32, "heads": 8})
 class RelativePositionBias(Op):
-    """T5 bucketed relative positions: query [B, S, ..] (, key [B, T, ..]) -> bias [1, heads, S, T]."""
+    """T5 bucketed relative positions: query [B, S, ..] (, key [B, T, ..]) -> bias [1, heads, S, T];
+    `bidirectional` (an encoder's) or causal buckets (a decoder's), logarithmic up to `max_distance`."""
 
     num_buckets: int
     heads: int
+    bidirectional: bool = True
+    max_distance: int = 128
 
     def __post_init__(self):
         positive(self, "num_buckets", "heads")
@@ -122,3 +161,29 @@ class RelativePositionBias(Op):
 
     def params(self):
         yield Tensor("weight", (self.num_buckets, self.heads))
+
+    def forward(self, run, query, key=None):
+        torch = run.torch
+        s, t = query.shape[1], (key if key is not None else query).shape[1]
+        relative = torch.arange(t, device=query.device)[None, :] - torch.arange(s, device=query.device)[:, None]
+        buckets = _t5_bucket(torch, relative, self.bidirectional, self.num_buckets, self.max_distance)
+        return run.F.embedding(buckets, run.tensor("weight")).permute(2, 0, 1).unsqueeze(0)
+
+    def init(self, tensor, value, init):
+        init.normal(value)
+
+
+def _t5_bucket(torch, relative, bidirectional: bool, num_buckets: int, max_distance: int):
+    """T5's bucket of each relative position (memory - query): exact near, logarithmic far."""
+    buckets = 0
+    if bidirectional:
+        num_buckets //= 2
+        buckets = (relative > 0).long() * num_buckets
+        relative = relative.abs()
+    else:
+        relative = -torch.minimum(relative, torch.zeros_like(relative))
+    exact = num_buckets // 2
+    large = exact + (torch.log(relative.float() / exact) / math.log(max_distance / exact)
+                     * (num_buckets - exact)).long()
+    large = torch.minimum(large, torch.full_like(large, num_buckets - 1))
+    return buckets + torch.where(relative < exact, relative, large)

@@ -31,6 +31,12 @@ class Parameter(Op):
     def params(self):
         yield Tensor(self.tensor, tuple(self.shape))
 
+    def forward(self, run):
+        return run.tensor(self.tensor)
+
+    def init(self, tensor, value, init):
+        init.zeros(value) if tensor.name.endswith("bias") else init.normal(value, std=0.02)
+
 
 @op("buffer", aliases=("register_buffer", "nn.Module.register_buffer"), example={"shape": [4], "persistent": False})
 class Buffer(Op):
@@ -61,6 +67,13 @@ class Buffer(Op):
     def buffers(self):
         yield Tensor(self.tensor, tuple(self.shape), self.persistent)
 
+    def forward(self, run, value=None):
+        buffer = run.tensor(self.tensor)
+        if value is not None:  # its value comes from constants: keep it (what state_dict() then saves)
+            with run.torch.no_grad():
+                buffer.copy_(value)
+        return buffer
+
 
 @op("class_token", category="embedding", aliases=("cls_token",), example={"hidden": 768, "num_patches": 196})
 class ClassToken(Op):
@@ -85,3 +98,10 @@ class ClassToken(Op):
 
     def flops(self, inputs, outputs):
         return prod(outputs[0])  # the position add
+
+    def forward(self, run, x):
+        cls = run.tensor("cls_token").expand(x.shape[0], -1, -1)
+        return run.torch.cat([cls, x], dim=1) + run.tensor("position_embeddings")
+
+    def init(self, tensor, value, init):
+        init.trunc_normal(value, std=0.02)

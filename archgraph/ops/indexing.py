@@ -60,6 +60,13 @@ class Slice(Op):
             length = -(-length // self.step)
         return (*x[:d], length, *x[d + 1:])
 
+    def forward(self, run, x):
+        index = [slice(None)] * x.dim()
+        start = None if self.start is None else int(self.start)
+        end = None if self.end is None else int(self.end)
+        index[self.dim] = slice(start, end, self.step)
+        return x[tuple(index)]
+
 
 @op("unsqueeze", aliases=("torch.unsqueeze", "expand_dims", "x[:, None]"), example={"dim": -1})
 class Unsqueeze(Op):
@@ -71,6 +78,9 @@ class Unsqueeze(Op):
         d = axis(self.dim, len(x) + 1)
         return (*x[:d], 1, *x[d:])
 
+    def forward(self, run, x):
+        return x.unsqueeze(self.dim)
+
 
 @op("squeeze", aliases=("torch.squeeze",), example={"dim": -1})
 class Squeeze(Op):
@@ -81,3 +91,6 @@ class Squeeze(Op):
     def infer_shape(self, x):
         d = axis(self.dim, len(x))
         return (*x[:d], *x[d + 1:]) if equal(x[d], 1) else tuple(x)
+
+    def forward(self, run, x):
+        return x.squeeze(self.dim)

@@ -34,3 +34,10 @@ class Linear(Op):
 
     def flops(self, inputs, outputs):
         return 2 * prod(inputs[0][:-1]) * self.in_features * self.out_features
+
+    def forward(self, run, x):
+        bias = run.tensor("bias") if self.bias else None
+        if self.weight_layout == "in_out":  # GPT-2's Conv1D: x @ W + b, W stored [in, out]
+            out = x @ run.tensor("weight")
+            return out + bias if bias is not None else out
+        return run.F.linear(x, run.tensor("weight"), bias)

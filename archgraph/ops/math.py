@@ -22,6 +22,10 @@ class Sub(Binary):
     constant: float | None = None
     reverse: bool = False
 
+    def forward(self, run, a, b=None):
+        left, right = self.operands(a, b)
+        return left - right
+
 
 @op("div", aliases=("torch.div", "divide", "true_divide"), example={"constant": 8.0})
 class Div(Binary):
@@ -29,6 +33,10 @@ class Div(Binary):
 
     constant: float | None = None
     reverse: bool = False
+
+    def forward(self, run, a, b=None):
+        left, right = self.operands(a, b)
+        return left / right
 
 
 @op("maximum", aliases=("torch.maximum", "torch.max_elementwise"))
@@ -38,6 +46,10 @@ class Maximum(Binary):
     constant: float | None = None
     reverse: bool = False
 
+    def forward(self, run, a, b=None):
+        left, right = self.operands(a, b)
+        return run.torch.maximum(run.torch.as_tensor(left), run.torch.as_tensor(right))
+
 
 @op("minimum", aliases=("torch.minimum",))
 class Minimum(Binary):
@@ -45,6 +57,10 @@ class Minimum(Binary):
 
     constant: float | None = None
     reverse: bool = False
+
+    def forward(self, run, a, b=None):
+        left, right = self.operands(a, b)
+        return run.torch.minimum(run.torch.as_tensor(left), run.torch.as_tensor(right))
 
 
 @op("pow", aliases=("torch.pow", "power", "float_power"), example={"constant": 2.0})
@@ -56,6 +72,10 @@ class Pow(Binary):
 
     def flops(self, inputs, outputs):
         return 4 * prod(outputs[0])
+
+    def forward(self, run, a, b=None):
+        left, right = self.operands(a, b)
+        return left ** right
 
 
 @dataclass(frozen=True)
@@ -70,35 +90,62 @@ class _Compare(Binary):
 class Eq(_Compare):
     """a == b, elementwise (a mask)."""
 
+    def forward(self, run, a, b=None):
+        left, right = self.operands(a, b)
+        return left == right
+
 
 @op("ne", aliases=("torch.ne", "not_equal"))
 class Ne(_Compare):
     """a != b, elementwise (a mask)."""
+
+    def forward(self, run, a, b=None):
+        left, right = self.operands(a, b)
+        return left != right
 
 
 @op("lt", aliases=("torch.lt", "less"))
 class Lt(_Compare):
     """a < b, elementwise (a mask)."""
 
+    def forward(self, run, a, b=None):
+        left, right = self.operands(a, b)
+        return left < right
+
 
 @op("le", aliases=("torch.le", "less_equal"))
 class Le(_Compare):
     """a <= b, elementwise (a mask)."""
+
+    def forward(self, run, a, b=None):
+        left, right = self.operands(a, b)
+        return left <= right
 
 
 @op("gt", aliases=("torch.gt", "greater"))
 class Gt(_Compare):
     """a > b, elementwise (a mask)."""
 
+    def forward(self, run, a, b=None):
+        left, right = self.operands(a, b)
+        return left > right
+
 
 @op("ge", aliases=("torch.ge", "greater_equal"), example={"constant": 0.0})
 class Ge(_Compare):
     """a >= b, elementwise (a mask)."""
 
+    def forward(self, run, a, b=None):
+        left, right = self.operands(a, b)
+        return left >= right
+
 
 @op("neg", aliases=("torch.neg", "negative"))
 class Neg(Pointwise):
     """-x."""
+
+    def forward(self, run, x):
+        return -x
 
 
 @op("exp", aliases=("torch.exp",))
@@ -107,12 +154,18 @@ class Exp(Pointwise):
 
     cost = 4
 
+    def forward(self, run, x):
+        return run.torch.exp(x)
+
 
 @op("log", aliases=("torch.log",))
 class Log(Pointwise):
     """Natural logarithm."""
 
     cost = 4
+
+    def forward(self, run, x):
+        return run.torch.log(x)
 
 
 @op("sin", aliases=("torch.sin",))
@@ -121,6 +174,9 @@ class Sin(Pointwise):
 
     cost = 4
 
+    def forward(self, run, x):
+        return run.torch.sin(x)
+
 
 @op("cos", aliases=("torch.cos",))
 class Cos(Pointwise):
@@ -128,10 +184,16 @@ class Cos(Pointwise):
 
     cost = 4
 
+    def forward(self, run, x):
+        return run.torch.cos(x)
+
 
 @op("abs", aliases=("torch.abs", "absolute"))
 class Abs(Pointwise):
     """|x|."""
+
+    def forward(self, run, x):
+        return run.torch.abs(x)
 
 
 @op("sqrt", aliases=("torch.sqrt",))
@@ -140,6 +202,9 @@ class Sqrt(Pointwise):
 
     cost = 4
 
+    def forward(self, run, x):
+        return run.torch.sqrt(x)
+
 
 @op("rsqrt", aliases=("torch.rsqrt",))
 class Rsqrt(Pointwise):
@@ -147,15 +212,24 @@ class Rsqrt(Pointwise):
 
     cost = 4
 
+    def forward(self, run, x):
+        return run.torch.rsqrt(x)
+
 
 @op("reciprocal", aliases=("torch.reciprocal",))
 class Reciprocal(Pointwise):
     """1 / x."""
 
+    def forward(self, run, x):
+        return run.torch.reciprocal(x)
+
 
 @op("square", aliases=("torch.square",))
 class Square(Pointwise):
     """x²."""
+
+    def forward(self, run, x):
+        return run.torch.square(x)
 
 
 @op("clamp", aliases=("torch.clamp", "clip", "torch.clip"), example={"min": -1.0, "max": 1.0})
@@ -171,6 +245,9 @@ class Clamp(Pointwise):
         if self.min is not None and self.max is not None and self.min > self.max:
             raise invalid(self, f"min={self.min} is above max={self.max}")
 
+    def forward(self, run, x):
+        return run.torch.clamp(x, self.min, self.max)
+
 
 @op("where", aliases=("torch.where", "select_where"))
 class Where(Op):
@@ -181,6 +258,9 @@ class Where(Op):
 
     def flops(self, inputs, outputs):
         return prod(outputs[0])
+
+    def forward(self, run, condition, x, y):
+        return run.torch.where(condition.bool(), x, y)
 
 
 @op("masked_fill", aliases=("torch.Tensor.masked_fill",), example={"value": -1e9})
@@ -198,6 +278,9 @@ class MaskedFill(Op):
     def flops(self, inputs, outputs):
         return prod(outputs[0])
 
+    def forward(self, run, x, mask):
+        return x.masked_fill(mask.bool(), self.value)
+
 
 class _Triangle(Op):
     def infer_shape(self, x):
@@ -214,12 +297,18 @@ class Tril(_Triangle):
 
     diagonal: int = 0
 
+    def forward(self, run, x):
+        return run.torch.tril(x, self.diagonal)
+
 
 @op("triu", aliases=("torch.triu", "upper_triangle"), example={"diagonal": 1})
 class Triu(_Triangle):
     """The upper triangle of the last two dims (diagonal offset), zeros below."""
 
     diagonal: int = 0
+
+    def forward(self, run, x):
+        return run.torch.triu(x, self.diagonal)
 
 
 @op("cumsum", aliases=("torch.cumsum", "cumulative_sum"), example={"dim": -1})
@@ -234,6 +323,9 @@ class CumSum(Op):
 
     def flops(self, inputs, outputs):
         return prod(outputs[0])
+
+    def forward(self, run, x):
+        return run.torch.cumsum(x, dim=self.dim)
 
 
 ElementType = Literal["float32", "float64", "float16", "bfloat16", "int64", "int32", "bool"]
@@ -260,6 +352,10 @@ class Arange(Op):
             raise ShapeError(f"arange({self.start}, {self.end}, {self.step}) is empty")
         return (length,)
 
+    def forward(self, run):
+        return run.torch.arange(self.start, int(self.end), self.step, dtype=getattr(run.torch, self.dtype),
+                                device=run.device)
+
 
 @op("full", aliases=("torch.full", "torch.ones", "torch.zeros", "constant_tensor"),
     example={"shape": ["S", "S"], "value": 1.0})
@@ -277,6 +373,10 @@ class Full(Op):
     def infer_shape(self):
         return tuple(self.shape)
 
+    def forward(self, run):
+        return run.torch.full(tuple(int(d) for d in self.shape), self.value, dtype=getattr(run.torch, self.dtype),
+                              device=run.device)
+
 
 @op("linspace", aliases=("torch.linspace",), example={"start": 0.0, "end": 1.0, "steps": 64})
 class Linspace(Op):
@@ -292,3 +392,6 @@ class Linspace(Op):
 
     def infer_shape(self):
         return (self.steps,)
+
+    def forward(self, run):
+        return run.torch.linspace(self.start, self.end, int(self.steps), device=run.device)

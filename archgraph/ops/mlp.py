@@ -27,6 +27,15 @@ class _FeedForward(Op):
         if self.names is not None and len(self.names) != n:
             raise invalid(self, f"names needs {n} entries ({', '.join(default)}); received {list(self.names)}")
 
+    def act(self, run, x):
+        """The activation by its name (gelu: erf; gelu_tanh: the tanh approximation)."""
+        F = run.F
+        return {"gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"), "relu": F.relu,
+                "silu": F.silu, "tanh": run.torch.tanh}[self.activation](x)
+
+    def dense(self, run, name, x):
+        return run.F.linear(x, run.tensor(f"{name}.weight"), run.tensor(f"{name}.bias") if self.bias else None)
+
 
 @op("mlp", category="mlp",
      aliases=("feed_forward", "ffn"), example={"hidden": 768, "intermediate": 3072, "activation": "gelu"})
@@ -50,6 +59,10 @@ class MLP(_FeedForward):
 
     def flops(self, inputs, outputs):
         return 2 * 2 * prod(inputs[0][:-1]) * self.hidden * self.intermediate
+
+    def forward(self, run, x):
+        up, down = self.names or ("fc1", "fc2")
+        return self.dense(run, down, self.act(run, self.dense(run, up, x)))
 
 
 @op("gated_mlp", category="mlp",
@@ -86,6 +99,14 @@ class GatedMLP(_FeedForward):
     def flops(self, inputs, outputs):
         return 3 * 2 * prod(inputs[0][:-1]) * self.hidden * self.intermediate
 
+    def forward(self, run, x):
+        names = self.names or self._default()[1]
+        if self.fused:
+            gate, up = self.dense(run, names[0], x).chunk(2, dim=-1)
+        else:
+            gate, up = self.dense(run, names[0], x), self.dense(run, names[1], x)
+        return self.dense(run, names[-1], self.act(run, gate) * up)
+
 
 @op("moe", category="mlp",
      aliases=("mixture_of_experts", "sparse_moe", "MixtralSparseMoeBlock"),
@@ -96,7 +117,8 @@ class MixtureOfExperts(_FeedForward):
     Tensors (Hugging Face transformers 5 layout): router `gate.weight` [experts, hidden],
     `experts.gate_up_proj` [experts, 2·intermediate, hidden], `experts.down_proj`
     [experts, hidden, intermediate]; `expert_layout: separate` stores
-    `experts.N.{w1,w3,w2}.weight` per expert instead.
+    `experts.N.{w1,w3,w2}.weight` per expert instead.  The router's softmax over all experts is
+    renormalised over the top_k picked (`normalize`, Mixtral's), or not (Qwen2-MoE's default).
     """
 
     hidden: int
@@ -107,6 +129,7 @@ class MixtureOfExperts(_FeedForward):
     activation: Activation = "silu"
     expert_layout: Literal["fused", "separate"] = "fused"
     names: tuple[str, ...] | None = None
+    normalize: bool = True
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate", "experts", "top_k")
@@ -142,5 +165,33 @@ class MixtureOfExperts(_FeedForward):
     def idle_params(self):
         """The experts the router does not pick for a token: (experts - top_k) of them."""
         return (self.experts - self.top_k) * 3 * self.hidden * self.intermediate
+
+    def forward(self, run, x):
+        torch, F = run.torch, run.F
+        names = self.names or self._default()[1]
+        tokens = x.reshape(-1, self.hidden)
+        logits = F.linear(tokens, run.tensor(f"{names[0]}.weight"),
+                          run.tensor(f"{names[0]}.bias") if self.router_bias else None)
+        weights, picked = torch.topk(F.softmax(logits.float(), dim=-1), self.top_k, dim=-1)
+        if self.normalize:
+            weights = weights / weights.sum(dim=-1, keepdim=True)
+        out = torch.zeros_like(tokens)
+        for e in range(self.experts):
+            token, slot = torch.where(picked == e)
+            if token.numel() == 0:
+                continue
+            h = self._expert(run, names, e, tokens[token])
+            out.index_add_(0, token, (h * weights[token, slot, None]).to(out.dtype))
+        return out.reshape(x.shape)
+
+    def _expert(self, run, names, e, x):
+        F = run.F
+        if self.expert_layout == "fused":
+            gate, up = F.linear(x, run.tensor(f"{names[1]}.gate_up_proj")[e]).chunk(2, dim=-1)
+            return F.linear(self.act(run, gate) * up, run.tensor(f"{names[1]}.down_proj")[e])
+        base = f"{names[1]}.{e}"
+        gate = F.linear(x, run.tensor(f"{base}.{names[2]}.weight"))
+        up = F.linear(x, run.tensor(f"{base}.{names[3]}.weight"))
+        return F.linear(self.act(run, gate) * up, run.tensor(f"{base}.{names[4]}.weight"))
 
 

@@ -39,14 +39,21 @@ class LayerNorm(Op):
     def flops(self, inputs, outputs):
         return 5 * prod(inputs[0])
 
+    def forward(self, run, x):
+        weight = run.tensor("weight") if self.elementwise_affine else None
+        bias = run.tensor("bias") if self.elementwise_affine and self.bias else None
+        return run.F.layer_norm(x, self.dims, weight, bias, self.eps)
+
 
 @op("rms_norm", category="norm", aliases=("nn.RMSNorm", "RMSNorm", "LlamaRMSNorm"), example={"dim": 4096})
 class RMSNorm(Op):
-    """Root-mean-square norm over the last dim; a weight (scale) of size `dim`, no bias."""
+    """Root-mean-square norm over the last dim (computed in float32, as Llama's and T5's), times a
+    weight of size `dim` plus `offset` (Gemma's norms scale by 1 + weight: offset 1); no bias."""
 
     dim: int
     eps: float = 1e-6
     elementwise_affine: bool = True
+    offset: float = 0.0
 
     def __post_init__(self):
         positive(self, "dim")
@@ -62,6 +69,19 @@ class RMSNorm(Op):
 
     def flops(self, inputs, outputs):
         return 4 * prod(inputs[0])
+
+    def forward(self, run, x):
+        h = x.float()
+        h = h * run.torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        if not self.elementwise_affine:
+            return h.to(x.dtype)
+        weight = run.tensor("weight")
+        if self.offset:
+            return (h * (self.offset + weight.float())).to(x.dtype)
+        return weight * h.to(x.dtype)
+
+    def init(self, tensor, value, init):
+        init.zeros(value) if self.offset else init.ones(value)
 
 
 @op("batch_norm", category="norm",
@@ -97,6 +117,19 @@ class BatchNorm(Op):
     def flops(self, inputs, outputs):
         return 2 * prod(inputs[0])
 
+    def forward(self, run, x):
+        stats = self.track_running_stats
+        mean = run.tensor("running_mean") if stats else None
+        var = run.tensor("running_var") if stats else None
+        if run.training and stats:
+            run.tensor("num_batches_tracked").add_(1)
+        weight = run.tensor("weight") if self.affine else None
+        bias = run.tensor("bias") if self.affine else None
+        return run.F.batch_norm(x, mean, var, weight, bias, run.training or not stats, self.momentum, self.eps)
+
+    def init(self, tensor, value, init):
+        init.ones(value) if tensor.name in ("weight", "running_var") else init.zeros(value)
+
 
 @op("group_norm", category="norm", aliases=("nn.GroupNorm",), example={"num_groups": 32, "num_channels": 256})
 class GroupNorm(Op):
@@ -125,3 +158,8 @@ class GroupNorm(Op):
 
     def flops(self, inputs, outputs):
         return 5 * prod(inputs[0])
+
+    def forward(self, run, x):
+        weight = run.tensor("weight") if self.affine else None
+        bias = run.tensor("bias") if self.affine else None
+        return run.F.group_norm(x, self.num_groups, weight, bias, self.eps)

@@ -44,6 +44,9 @@ class MaxPool1d(_Pool):
     ceil_mode: bool = False
     rank = 1
 
+    def forward(self, run, x):
+        return run.F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
 
 @op("max_pool2d", aliases=("nn.MaxPool2d",), example={"kernel_size": 3, "stride": 2, "padding": 1})
 class MaxPool2d(_Pool):
@@ -56,6 +59,9 @@ class MaxPool2d(_Pool):
     ceil_mode: bool = False
     rank = 2
 
+    def forward(self, run, x):
+        return run.F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
 
 @op("avg_pool1d", aliases=("nn.AvgPool1d",), example={"kernel_size": 2})
 class AvgPool1d(_Pool):
@@ -67,6 +73,9 @@ class AvgPool1d(_Pool):
     ceil_mode: bool = False
     rank = 1
 
+    def forward(self, run, x):
+        return run.F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
+
 
 @op("avg_pool2d", aliases=("nn.AvgPool2d",), example={"kernel_size": 2})
 class AvgPool2d(_Pool):
@@ -77,6 +86,9 @@ class AvgPool2d(_Pool):
     padding: int | tuple[int, int] = 0
     ceil_mode: bool = False
     rank = 2
+
+    def forward(self, run, x):
+        return run.F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
 
 
 class _Adaptive(Op):
@@ -97,6 +109,9 @@ class AdaptiveAvgPool1d(_Adaptive):
     output_size: int
     rank = 1
 
+    def forward(self, run, x):
+        return run.F.adaptive_avg_pool1d(x, self.output_size)
+
 
 @op("adaptive_avg_pool2d", aliases=("nn.AdaptiveAvgPool2d",), example={"output_size": 1})
 class AdaptiveAvgPool2d(_Adaptive):
@@ -104,6 +119,9 @@ class AdaptiveAvgPool2d(_Adaptive):
 
     output_size: int | tuple[int, int]
     rank = 2
+
+    def forward(self, run, x):
+        return run.F.adaptive_avg_pool2d(x, self.output_size)
 
 
 class _Global(Op):
@@ -119,7 +137,13 @@ class _Global(Op):
 class GlobalAvgPool(_Global):
     """Mean over all spatial dims: [B, C, ...] -> [B, C]."""
 
+    def forward(self, run, x):
+        return x.mean(dim=tuple(range(2, x.dim())))
+
 
 @op("global_max_pool", aliases=("global_max_pooling",))
 class GlobalMaxPool(_Global):
     """Maximum over all spatial dims: [B, C, ...] -> [B, C]."""
+
+    def forward(self, run, x):
+        return x.amax(dim=tuple(range(2, x.dim())))

@@ -33,6 +33,9 @@ class Mean(_Reduce):
     dim: int | tuple[int, ...] | None = None
     keepdim: bool = False
 
+    def forward(self, run, x):
+        return x.mean() if self.dim is None else x.mean(dim=self.dim, keepdim=self.keepdim)
+
 
 @op("sum", aliases=("torch.sum",), example={"dim": -1, "keepdim": True})
 class Sum(_Reduce):
@@ -41,6 +44,9 @@ class Sum(_Reduce):
     dim: int | tuple[int, ...] | None = None
     keepdim: bool = False
 
+    def forward(self, run, x):
+        return x.sum() if self.dim is None else x.sum(dim=self.dim, keepdim=self.keepdim)
+
 
 @op("amax", aliases=("torch.amax", "torch.max", "max_over"), example={"dim": 1})
 class AMax(_Reduce):
@@ -48,3 +54,6 @@ class AMax(_Reduce):
 
     dim: int | tuple[int, ...] | None = None
     keepdim: bool = False
+
+    def forward(self, run, x):
+        return x.amax() if self.dim is None else x.amax(dim=self.dim, keepdim=self.keepdim)

@@ -32,6 +32,10 @@ class TopK(Op):
     def flops(self, inputs, outputs):
         return prod(inputs[0])
 
+    def forward(self, run, x):
+        found = run.torch.topk(x, int(self.k), dim=self.dim, largest=self.largest, sorted=self.sorted)
+        return found.values, found.indices
+
 
 @op("gather", aliases=("torch.gather", "take_along_dim"), example={"dim": 1})
 class Gather(Op):
@@ -48,6 +52,9 @@ class Gather(Op):
                 expect_dim(a, b, f"dim {i} of the index (torch also allows smaller; archgraph wants equal)")
         return tuple(index)
 
+    def forward(self, run, x, index):
+        return run.torch.gather(x, self.dim, index)
+
 
 @op("index_select", aliases=("torch.index_select",), example={"dim": 1})
 class IndexSelect(Op):
@@ -59,6 +66,9 @@ class IndexSelect(Op):
         expect_rank(index, 1, "index")
         d = axis(self.dim, len(x))
         return (*x[:d], index[0], *x[d + 1:])
+
+    def forward(self, run, x, index):
+        return run.torch.index_select(x, self.dim, index)
 
 
 @op("scatter_add", aliases=("torch.scatter_add", "torch.Tensor.scatter_add"), example={"dim": 1})
@@ -81,6 +91,9 @@ class ScatterAdd(Op):
     def flops(self, inputs, outputs):
         return prod(inputs[2])
 
+    def forward(self, run, x, index, src):
+        return x.scatter_add(self.dim, index, src)
+
 
 @op("index_add", aliases=("torch.index_add", "torch.Tensor.index_add"), example={"dim": 1})
 class IndexAdd(Op):
@@ -101,6 +114,9 @@ class IndexAdd(Op):
     def flops(self, inputs, outputs):
         return prod(inputs[2])
 
+    def forward(self, run, x, index, source):
+        return x.index_add(self.dim, index, source)
+
 
 @op("sort", aliases=("torch.sort", "argsort"), example={"dim": -1})
 class Sort(Op):
@@ -117,3 +133,7 @@ class Sort(Op):
 
     def flops(self, inputs, outputs):
         return prod(inputs[0])
+
+    def forward(self, run, x):
+        found = run.torch.sort(x, dim=self.dim, descending=self.descending, stable=self.stable)
+        return found.values, found.indices

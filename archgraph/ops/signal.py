@@ -3,6 +3,7 @@ features, diffusion and flow-matching times), `interpolate` (nearest or linear r
 `fft_conv` (a long convolution whose kernel comes from another node, through the FFT)."""
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from ..dims import ceil_log2, prod
@@ -33,6 +34,16 @@ class TimestepEmbedding(Op):
 
     def flops(self, inputs, outputs):
         return 6 * prod(outputs[0])
+
+    def forward(self, run, t):
+        torch = run.torch
+        half = self.dim // 2
+        exponent = -math.log(self.max_period) * torch.arange(half, dtype=torch.float32, device=t.device)
+        frequencies = torch.exp(exponent / (half - self.downscale_freq_shift))
+        angles = self.scale * (t[..., None].float() * frequencies)
+        sin, cos = torch.sin(angles), torch.cos(angles)
+        out = torch.cat([cos, sin] if self.flip_sin_to_cos else [sin, cos], dim=-1)
+        return run.F.pad(out, (0, 1)) if self.dim % 2 else out
 
 
 @op("interpolate", aliases=("F.interpolate", "nn.Upsample", "upsample", "resize"),
@@ -71,6 +82,13 @@ class Interpolate(Op):
         per = {"nearest": 0, "nearest-exact": 0, "area": 1, "linear": 3, "bilinear": 7, "trilinear": 15}
         return per.get(self.mode, 31) * prod(outputs[0])
 
+    def forward(self, run, x):
+        size = tuple(int(s) for s in self.size) if self.size is not None else None
+        if size is not None and len(size) == 1:
+            size = size * (x.dim() - 2)
+        return run.F.interpolate(x, size=size, scale_factor=self.scale_factor, mode=self.mode,
+                                 align_corners=self.align_corners)
+
 
 def _scaled(n, factor: float):
     """floor(n · factor), exact for a whole factor of a symbolic size."""
@@ -101,3 +119,10 @@ class FFTConv(Op):
         b, c, length = inputs[0]
         n = 2 * length
         return b * c * (3 * 5 * n * ceil_log2(n) // 2 + 6 * (length + 1))
+
+    def forward(self, run, x, kernel):
+        torch = run.torch
+        length = x.shape[-1]
+        n = 2 * length
+        spectrum = torch.fft.rfft(x.float(), n=n) * torch.fft.rfft(kernel.float(), n=n)
+        return torch.fft.irfft(spectrum, n=n)[..., :length].to(x.dtype)

@@ -30,6 +30,9 @@ class MatMul(Op):
     def flops(self, inputs, outputs):
         return 2 * prod(outputs[0]) * inputs[0][-1]
 
+    def forward(self, run, a, b):
+        return run.torch.matmul(a, b)
+
 
 @op("reshape", aliases=("torch.reshape", "view"), example={"shape": [0, 0, 12, 64]})
 class Reshape(Op):
@@ -64,6 +67,10 @@ class Reshape(Op):
                              f"to {fmt_shape(tuple(out))} ({fmt(prod(out))} elements)")
         return tuple(norm(d) for d in out)
 
+    def forward(self, run, x):
+        shape = [x.shape[i] if isinstance(d, int) and d == 0 else int(d) for i, d in enumerate(self.shape)]
+        return x.reshape(shape)
+
 
 @op("transpose", aliases=("torch.transpose",), example={"dim0": 1, "dim1": 2})
 class Transpose(Op):
@@ -78,6 +85,9 @@ class Transpose(Op):
         out[a], out[b] = out[b], out[a]
         return tuple(out)
 
+    def forward(self, run, x):
+        return x.transpose(self.dim0, self.dim1)
+
 
 @op("permute", aliases=("torch.permute",), example={"dims": [0, 2, 1, 3]})
 class Permute(Op):
@@ -90,6 +100,9 @@ class Permute(Op):
         check(ok and sorted(d % len(x) for d in self.dims) == list(range(len(x))),
               f"dims {list(self.dims)} is not a permutation of the {len(x)} dims of {fmt_shape(x)}")
         return tuple(x[d % len(x)] for d in self.dims)
+
+    def forward(self, run, x):
+        return x.permute(*self.dims)
 
 
 @op("concat", aliases=("torch.cat", "concatenate"), example={"dim": -1})
@@ -108,6 +121,9 @@ class Concat(Op):
                     expect_dim(q, p, f"dimension {i} of a concatenated input")
             total = total + other[d]
         return tuple(norm(v) for v in (*first[:d], total, *first[d + 1:]))
+
+    def forward(self, run, first, *rest):
+        return run.torch.cat([first, *rest], dim=self.dim)
 
 
 @op("split", aliases=("torch.split", "torch.chunk", "chunk"), example={"dim": -1, "sections": 3})
@@ -144,6 +160,14 @@ class Split(Op):
             parts = [exact_div(x[d], self.sections, f"split of dimension {d}")] * self.sections
         return [(*x[:d], p, *x[d + 1:]) for p in parts]
 
+    def forward(self, run, x):
+        if self.sections is not None:
+            return run.torch.chunk(x, self.sections, dim=self.dim)
+        sizes = [int(s) for s in self.sizes]
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = x.shape[self.dim] - sum(s for s in sizes if s != -1)
+        return run.torch.split(x, sizes, dim=self.dim)
+
 
 @op("flatten", aliases=("torch.flatten", "nn.Flatten"), example={"start_dim": 1})
 class Flatten(Op):
@@ -156,6 +180,9 @@ class Flatten(Op):
         a, b = axis(self.start_dim, len(x), "start_dim"), axis(self.end_dim, len(x), "end_dim")
         check(a <= b, f"start_dim {self.start_dim} comes after end_dim {self.end_dim}")
         return (*x[:a], prod(x[a:b + 1]), *x[b + 1:])
+
+    def forward(self, run, x):
+        return run.torch.flatten(x, self.start_dim, self.end_dim)
 
 
 @op("select", aliases=("torch.select", "index"), example={"dim": 1, "index": 0})
@@ -170,6 +197,9 @@ class Select(Op):
         if isinstance(x[d], int):
             check(-x[d] <= self.index < x[d], f"index {self.index} is out of range for size {x[d]}")
         return (*x[:d], *x[d + 1:])
+
+    def forward(self, run, x):
+        return x.select(self.dim, self.index)
 
 
 @op("expand", aliases=("torch.Tensor.expand", "broadcast_to", "repeat_batch"),
@@ -208,6 +238,9 @@ class Expand(Op):
                 out.append(have)
         return tuple(out)
 
+    def forward(self, run, x):
+        return x.expand(*[int(s) for s in self.sizes])
+
 
 @op("pad", aliases=("F.pad", "nn.ZeroPad2d", "nn.ConstantPad2d", "nn.ReflectionPad2d"),
     example={"pad": [1, 1, 1, 1]})
@@ -239,3 +272,6 @@ class Pad(Op):
             if isinstance(out[d], int) and out[d] <= 0:
                 raise ShapeError(f"pad {list(self.pad)} leaves dim {d} of {fmt_shape(x)} with size {out[d]}")
         return tuple(out)
+
+    def forward(self, run, x):
+        return run.F.pad(x, list(self.pad), mode=self.mode, value=self.value if self.mode == "constant" else None)

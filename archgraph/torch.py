@@ -1,0 +1,213 @@
+"""Any archgraph model as a `torch.nn.Module` that computes it: `to_module(model)`.
+
+The only archgraph module that imports torch (an optional dependency:
+`pip install archgraph[torch]`).  The module's tree follows the spec's nesting: every
+tensor sits at the path `archgraph params --json` gives it (its `state_dict`), so a
+Hugging Face template's module loads the checkpoint's `state_dict` as it is; a
+repeated block is an `nn.ModuleList`, a shared block one set of tensors used by every
+repetition, a tied tensor one `Parameter` under both names, a frozen part
+`requires_grad=False`, buffers persistent or not as declared.
+
+`forward(**inputs)` takes the spec's inputs by name and returns a dict of its outputs
+by name.  It walks the graph as the shape pass does, calling each op's `forward(run,
+*inputs)`: the op's own declaration says what it computes, with `run` giving it the
+torch namespace, its tensors by local name and the training flag.
+
+>>> import archgraph, torch
+>>> m = to_module(archgraph.load("gpt2", {"L": 1, "V": 100, "H": 48, "A": 4, "P": 32}))
+>>> m(input_ids=torch.zeros(2, 5, dtype=torch.long))["logits"].shape
+torch.Size([2, 5, 100])
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .errors import ArchgraphError
+from .graph import BlockNode, Graph, Model, OpNode, join
+from .spec.ties import tie_owner
+
+
+@dataclass
+class Run:
+    """What an op's forward receives besides its inputs."""
+
+    torch: Any
+    F: Any
+    training: bool
+    module: "SpecModule"
+    path: str                 # the node's path: its tensors are path.<local name>
+    node: OpNode
+
+    def tensor(self, local: str) -> Any:
+        """The op's parameter or buffer `local` (`weight`, `q_proj.bias`, '' for the node itself)."""
+        return self.module.tensor(join(self.path, local))
+
+    def has(self, local: str) -> bool:
+        return join(self.path, local) in self.module.where
+
+
+class SpecModule(nn.Module):
+    """The module `to_module` returns (see the module docstring)."""
+
+    def __init__(self, model: Model, device: Any = None, dtype: Any = None):
+        super().__init__()
+        object.__setattr__(self, "model", model)  # data, not a submodule
+        self.where: dict[str, tuple[nn.Module, str]] = {}
+        factory = {"device": device, "dtype": dtype or torch.get_default_dtype()}
+        self._build(model.graph, "", True, factory, set())
+        self._tie(model)
+
+    # -- construction ----------------------------------------------------------------------------
+    def _container(self, dotted: str) -> nn.Module:
+        """The submodule at `dotted`, made (a ModuleList for numbered children) where missing."""
+        here: nn.Module = self
+        for i, part in enumerate(dotted.split(".") if dotted else []):
+            child = here._modules.get(part)
+            if child is None:
+                parts = dotted.split(".")
+                numbered = i + 1 < len(parts) and parts[i + 1].isdigit()
+                child = nn.ModuleList() if numbered else nn.Module()
+                here.add_module(part, child)
+            here = child
+        return here
+
+    def _place(self, full: str) -> tuple[nn.Module, str]:
+        parent, _, attr = full.rpartition(".")
+        return self._container(parent), attr
+
+    def _build(self, graph: Graph, prefix: str, trainable: bool, factory: dict, seen: set) -> None:
+        for name, node in graph.nodes.items():
+            if isinstance(node, OpNode):
+                path = join(prefix, name)
+                if path in seen:
+                    continue
+                seen.add(path)
+                self._tensors(node, path, factory)
+                continue
+            for i in range(node.repeat if not node.shared else min(node.repeat, 1)):
+                self._build(node.body, body_prefix(node, prefix, i), trainable, factory, seen)
+
+    def _tensors(self, node: OpNode, path: str, factory: dict) -> None:
+        op = node.op
+        for t in op.params():
+            if t.name in node.ties:
+                continue  # one Parameter under both names: placed once the owner exists
+            full = join(path, t.name)
+            value = torch.empty(tuple(t.shape), **factory)
+            if factory["device"] != "meta" and str(value.device) != "meta":
+                with torch.no_grad():
+                    op.init(t, value, _Init)
+            param = nn.Parameter(value, requires_grad=node.trainable)
+            container, attr = self._place(full)
+            container.register_parameter(attr, param)
+            self.where[full] = (container, attr)
+        for t in op.buffers():
+            full = join(path, t.name)
+            value = torch.zeros(tuple(t.shape), **factory)
+            container, attr = self._place(full)
+            if factory["device"] != "meta" and str(value.device) != "meta":
+                with torch.no_grad():
+                    op.init(t, value, _Init)
+            container.register_buffer(attr, value, persistent=t.persistent)
+            self.where[full] = (container, attr)
+
+    def _tie(self, model: Model) -> None:
+        for path, node in _op_paths(model.graph, ""):
+            for local, target in node.ties.items():
+                owner = tie_owner(model, target)
+                if owner not in self.where:
+                    raise ArchgraphError(f"tie: '{target}' is not a tensor of the module")
+                param = self.tensor(owner)
+                full = join(path, local)
+                container, attr = self._place(full)
+                container.register_parameter(attr, param)
+                self.where[full] = (container, attr)
+
+    def tensor(self, full: str) -> Any:
+        container, attr = self.where[full]
+        return getattr(container, attr)
+
+    # -- computation -----------------------------------------------------------------------------
+    def forward(self, **inputs: Any) -> dict[str, Any]:
+        graph = self.model.graph
+        missing = [n for n in graph.inputs if n not in inputs]
+        unknown = [n for n in inputs if n not in graph.inputs]
+        if missing or unknown:
+            raise TypeError(f"{self.model.name}: forward takes {', '.join(graph.inputs)}"
+                            + (f"; missing {', '.join(missing)}" if missing else "")
+                            + (f"; unknown {', '.join(unknown)}" if unknown else ""))
+        outputs = self.run_graph(graph, "", tuple(inputs[n] for n in graph.inputs))
+        return dict(zip(self.model.output_names, outputs))
+
+    def run_graph(self, graph: Graph, prefix: str, values: tuple) -> tuple:
+        env: dict[str, tuple] = {name: (value,) for name, value in zip(graph.inputs, values)}
+        for name, node in graph.nodes.items():
+            args = [env[ref.node][ref.index] for ref in node.inputs]
+            if isinstance(node, OpNode):
+                env[name] = self.run_op(node, join(prefix, name), args)
+                continue
+            current = tuple(args)
+            for i in range(node.repeat):
+                outs = self.run_graph(node.body, body_prefix(node, prefix, i), current)
+                current = outs + current[len(outs):]
+            env[name] = current[:len(node.body.outputs)]
+        return tuple(env[ref.node][ref.index] for ref in graph.outputs)
+
+    def run_op(self, node: OpNode, path: str, args: list) -> tuple:
+        run = Run(torch, F, self.training, self, path, node)
+        positional, named = node.bind(args)
+        try:
+            out = node.op.forward(run, *positional, **named)
+        except NotImplementedError:
+            raise ArchgraphError(f"op '{node.op.op_name}' has no PyTorch forward yet", node=path) from None
+        return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+
+
+def body_prefix(node: BlockNode, prefix: str, i: int) -> str:
+    """Where repetition i of a block call keeps its tensors: its own numbered path, or for a shared
+    block the one path of all its repetitions (as the parameter pass names them)."""
+    return join(prefix, node.segment) if node.shared else node.rep_path(prefix, i)
+
+
+def _op_paths(graph: Graph, prefix: str):
+    for name, node in graph.nodes.items():
+        if isinstance(node, OpNode):
+            yield join(prefix, name), node
+        else:
+            for i in range(node.repeat if not node.shared else min(node.repeat, 1)):
+                yield from _op_paths(node.body, body_prefix(node, prefix, i))
+
+
+class _Init:
+    """The initialisations an op's `init` may use (PyTorch's own layers' defaults)."""
+
+    @staticmethod
+    def default(tensor: Any, name: str) -> None:
+        """Biases 0; 1-D scales 1; matrices and kernels as nn.Linear/nn.Conv (kaiming uniform, a=sqrt 5)."""
+        leaf = name.rsplit(".", 1)[-1]
+        if tensor.dim() == 0:
+            tensor.zero_()
+        elif leaf == "bias" or leaf.endswith("_bias"):
+            tensor.zero_()
+        elif tensor.dim() == 1:
+            tensor.fill_(1.0)
+        else:
+            nn.init.kaiming_uniform_(tensor, a=math.sqrt(5))
+
+    torch = torch
+    normal = staticmethod(nn.init.normal_)
+    zeros = staticmethod(nn.init.zeros_)
+    ones = staticmethod(nn.init.ones_)
+    uniform = staticmethod(nn.init.uniform_)
+    trunc_normal = staticmethod(nn.init.trunc_normal_)
+
+
+def to_module(model: Model, device: Any = None, dtype: Any = None) -> SpecModule:
+    """The model as a torch.nn.Module (on `device`, e.g. "meta" to build without memory)."""
+    return SpecModule(model, device, dtype)
