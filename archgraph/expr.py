@@ -146,7 +146,7 @@ def parse(text: str) -> ast.Expression:
         if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
                                                 and node.func.id in FUNCTIONS and not node.keywords):
             raise ExprError(f"only the functions {', '.join(sorted(FUNCTIONS))} may be called")
-        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool, str)):
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool, str, type(None))):
             raise ExprError(f"constant {node.value!r} is not a number or a word")
     return tree
 

@@ -30,6 +30,7 @@ from torch import nn
 
 from .errors import ArchgraphError
 from .graph import BlockNode, Graph, Model, OpNode, join
+from .ops.base import Op
 from .spec.ties import tie_owner
 
 
@@ -43,13 +44,14 @@ class Run:
     module: "SpecModule"
     path: str                 # the node's path: its tensors are path.<local name>
     node: OpNode
+    device: Any = None        # where tensors an op makes from nothing go (arange, full)
 
     def tensor(self, local: str) -> Any:
         """The op's parameter or buffer `local` (`weight`, `q_proj.bias`, '' for the node itself)."""
         return self.module.tensor(join(self.path, local))
 
     def has(self, local: str) -> bool:
-        return join(self.path, local) in self.module.where
+        return join(self.path, local) in self.module._where
 
 
 class SpecModule(nn.Module):
@@ -57,8 +59,10 @@ class SpecModule(nn.Module):
 
     def __init__(self, model: Model, device: Any = None, dtype: Any = None):
         super().__init__()
-        object.__setattr__(self, "model", model)  # data, not a submodule
-        self.where: dict[str, tuple[nn.Module, str]] = {}
+        object.__setattr__(self, "_archgraph_model", model)  # data, not a submodule
+        self._where: dict[str, tuple[nn.Module, str]] = {}
+        self._sizes: dict[str, int] = {}
+        self._device = torch.device("cpu")
         factory = {"device": device, "dtype": dtype or torch.get_default_dtype()}
         self._build(model.graph, "", True, factory, set())
         self._tie(model)
@@ -106,7 +110,7 @@ class SpecModule(nn.Module):
             param = nn.Parameter(value, requires_grad=node.trainable)
             container, attr = self._place(full)
             container.register_parameter(attr, param)
-            self.where[full] = (container, attr)
+            self._where[full] = (container, attr)
         for t in op.buffers():
             full = join(path, t.name)
             value = torch.zeros(tuple(t.shape), **factory)
@@ -115,35 +119,50 @@ class SpecModule(nn.Module):
                 with torch.no_grad():
                     op.init(t, value, _Init)
             container.register_buffer(attr, value, persistent=t.persistent)
-            self.where[full] = (container, attr)
+            self._where[full] = (container, attr)
 
     def _tie(self, model: Model) -> None:
         for path, node in _op_paths(model.graph, ""):
             for local, target in node.ties.items():
                 owner = tie_owner(model, target)
-                if owner not in self.where:
+                if owner not in self._where:
                     raise ArchgraphError(f"tie: '{target}' is not a tensor of the module")
                 param = self.tensor(owner)
                 full = join(path, local)
                 container, attr = self._place(full)
                 container.register_parameter(attr, param)
-                self.where[full] = (container, attr)
+                self._where[full] = (container, attr)
 
     def tensor(self, full: str) -> Any:
-        container, attr = self.where[full]
+        container, attr = self._where[full]
         return getattr(container, attr)
 
     # -- computation -----------------------------------------------------------------------------
     def forward(self, **inputs: Any) -> dict[str, Any]:
-        graph = self.model.graph
+        graph = self._archgraph_model.graph
         missing = [n for n in graph.inputs if n not in inputs]
         unknown = [n for n in inputs if n not in graph.inputs]
         if missing or unknown:
-            raise TypeError(f"{self.model.name}: forward takes {', '.join(graph.inputs)}"
+            raise TypeError(f"{self._archgraph_model.name}: forward takes {', '.join(graph.inputs)}"
                             + (f"; missing {', '.join(missing)}" if missing else "")
                             + (f"; unknown {', '.join(unknown)}" if unknown else ""))
+        self._sizes = self._bind(inputs)
+        self._device = next(iter(inputs.values())).device if inputs else torch.device("cpu")
         outputs = self.run_graph(graph, "", tuple(inputs[n] for n in graph.inputs))
-        return dict(zip(self.model.output_names, outputs))
+        return dict(zip(self._archgraph_model.output_names, outputs))
+
+    def _bind(self, inputs: dict) -> dict[str, int]:
+        """The symbolic sizes of the inputs (B, S, ...) as the tensors given have them."""
+        sizes: dict[str, int] = dict(self._archgraph_model.bindings)
+        for name, spec in self._archgraph_model.inputs.items():
+            shape = tuple(inputs[name].shape)
+            if len(shape) != len(spec.shape):
+                raise TypeError(f"{self._archgraph_model.name}: input '{name}' has {len(shape)} dims; the spec declares "
+                                f"{len(spec.shape)} ({list(spec.shape)})")
+            for dim, value in zip(spec.shape, shape):
+                if isinstance(dim, str):
+                    _solve(dim, value, sizes, self._archgraph_model.variables, name)
+        return sizes
 
     def run_graph(self, graph: Graph, prefix: str, values: tuple) -> tuple:
         env: dict[str, tuple] = {name: (value,) for name, value in zip(graph.inputs, values)}
@@ -160,13 +179,30 @@ class SpecModule(nn.Module):
         return tuple(env[ref.node][ref.index] for ref in graph.outputs)
 
     def run_op(self, node: OpNode, path: str, args: list) -> tuple:
-        run = Run(torch, F, self.training, self, path, node)
+        run = Run(torch, F, self.training, self, path, node, self._device)
         positional, named = node.bind(args)
-        try:
-            out = node.op.forward(run, *positional, **named)
-        except NotImplementedError:
-            raise ArchgraphError(f"op '{node.op.op_name}' has no PyTorch forward yet", node=path) from None
+        op = node.op.with_sizes(self._sizes)
+        if type(op).forward is Op.forward:
+            raise ArchgraphError(f"op '{node.op.op_name}' has no PyTorch forward yet", node=path)
+        out = op.forward(run, *positional, **named)
         return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+
+
+def _solve(dim: str, value: int, sizes: dict, variables: dict, input_name: str) -> None:
+    """Bind the one unknown size of an input dimension (`S`, `P + 1`) to what the tensor has."""
+    from . import expr
+    from .dims import subs, symbol
+    unknown = [n for n in expr.names(dim) if n not in variables and n not in sizes]
+    if len(unknown) != 1:
+        return
+    name = unknown[0]
+    env = {**variables, **sizes}
+    at = [subs(expr.evaluate(dim, {**env, name: symbol(name)}), {name: k}) for k in (0, 1)]
+    slope = at[1] - at[0]
+    if slope and (value - at[0]) % slope == 0:
+        sizes[name] = (value - at[0]) // slope
+    else:
+        raise TypeError(f"input '{input_name}': its dimension {dim} cannot be {value}")
 
 
 def body_prefix(node: BlockNode, prefix: str, i: int) -> str:

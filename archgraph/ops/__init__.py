@@ -19,7 +19,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     **dict.fromkeys(["attention", "multihead_attention", "sdpa"], "attention"),
     **dict.fromkeys(["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"], "conv"),
     **dict.fromkeys(["add", "mul", "scale"], "elementwise"),
-    **dict.fromkeys(["embedding", "position_embedding", "relative_position_bias", "rotary_embedding",
+    **dict.fromkeys(["alibi", "embedding", "position_embedding", "relative_position_bias", "rotary_embedding",
                      "sinusoidal_position"], "embedding"),
     **dict.fromkeys(["buffer", "class_token", "parameter"], "encoders"),
     **dict.fromkeys(["slice", "squeeze", "unsqueeze"], "indexing"),

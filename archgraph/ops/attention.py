@@ -53,6 +53,7 @@ class Attention(Op):
     qkv_layout: Literal["blocks", "heads", "groups"] = "blocks"  # fused: [q|k|v], per head (BLOOM,
     #   NeoX: [q,k,v] of head 1, head 2, ...) or per key/value group (Falcon: [q..., k, v] per group)
     scale: float | None = None  # of the scores; None: 1/sqrt(head_dim) (T5: 1)
+    bias_scaled: bool = False  # the bias is added before the scale (Falcon's ALiBi), not after (BLOOM's)
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window")
@@ -184,7 +185,7 @@ class Attention(Op):
                 raise ShapeError("running attention with rotary positions needs both tables: "
                                  "in: {..., rope: rotary:0, rope_sin: rotary:1}")
             q, key = _rotate(torch, q, rope, rope_sin), _rotate(torch, key, rope, rope_sin)
-        out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window)
+        out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled)
         out = out.transpose(1, 2).reshape(b, s, q_ * d)
         return self._project(run, names[-1], out, self.out_bias)
 
@@ -414,16 +415,19 @@ def _rotate(torch, x, cos, sin):
     return torch.cat([rot * cos + turned * sin, rest], dim=-1)
 
 
-def attend(torch, q, k, v, scale, bias, causal: bool, window):
+def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False):
     """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors; keys and values repeated
     for grouped heads; the softmax in float32, as Hugging Face's eager attention."""
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
         k = k.repeat_interleave(heads // kv_heads, dim=1)
         v = v.repeat_interleave(heads // kv_heads, dim=1)
-    scores = torch.matmul(q, k.transpose(-1, -2)) * (q.shape[-1] ** -0.5 if scale is None else scale)
-    if bias is not None:
-        scores = scores + bias
+    factor = q.shape[-1] ** -0.5 if scale is None else scale
+    scores = torch.matmul(q, k.transpose(-1, -2))
+    if bias is not None and bias_scaled:
+        scores = (scores + bias) * factor
+    else:
+        scores = scores * factor + (bias if bias is not None else 0)
     s, t = q.shape[-2], k.shape[-2]
     if causal or window is not None:
         i = torch.arange(s, device=q.device)[:, None] + (t - s)

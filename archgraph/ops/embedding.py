@@ -187,3 +187,35 @@ def _t5_bucket(torch, relative, bidirectional: bool, num_buckets: int, max_dista
                      * (num_buckets - exact)).long()
     large = torch.minimum(large, torch.full_like(large, num_buckets - 1))
     return buckets + torch.where(relative < exact, relative, large)
+
+
+@op("alibi", category="attention", aliases=("build_alibi_tensor", "ALiBi", "attention_with_linear_biases"),
+    example={"heads": 8})
+class ALiBi(Op):
+    """Attention with linear biases (BLOOM, Falcon, MPT): [B, T, ..] -> bias [1, heads, 1, T] =
+    slope(head) · key position, slopes the geometric series of Press et al. (extended as BLOOM
+    extends them for a head count that is not a power of 2); no parameters."""
+
+    heads: int
+
+    def __post_init__(self):
+        positive(self, "heads")
+
+    def infer_shape(self, x):
+        return (1, self.heads, 1, _seq_len(x))
+
+    def forward(self, run, x):
+        torch = run.torch
+        slopes = torch.tensor(_alibi_slopes(self.heads), dtype=torch.float32, device=x.device)
+        positions = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)
+        return (slopes[:, None, None] * positions[None, None, :]).unsqueeze(0)
+
+
+def _alibi_slopes(heads: int) -> list[float]:
+    closest = 2 ** math.floor(math.log2(heads))
+    base = 2 ** (-(2 ** -(math.log2(closest) - 3)))
+    slopes = [base ** p for p in range(1, closest + 1)]
+    if closest != heads:
+        extra = 2 ** (-(2 ** -(math.log2(2 * closest) - 3)))
+        slopes += [extra ** p for p in range(1, 1 + 2 * min(closest, heads - closest), 2)]
+    return slopes

@@ -175,6 +175,10 @@ class MixtureOfExperts(_FeedForward):
         weights, picked = torch.topk(F.softmax(logits.float(), dim=-1), self.top_k, dim=-1)
         if self.normalize:
             weights = weights / weights.sum(dim=-1, keepdim=True)
+        if tokens.is_meta:  # no data-dependent indexing on the meta device: every expert, weighted
+            dense = torch.zeros(tokens.shape[0], self.experts, device=tokens.device).scatter(1, picked, weights)
+            return sum(self._expert(run, names, e, tokens) * dense[:, e:e + 1]
+                       for e in range(self.experts)).reshape(x.shape)
         out = torch.zeros_like(tokens)
         for e in range(self.experts):
             token, slot = torch.where(picked == e)
