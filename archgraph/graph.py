@@ -76,9 +76,12 @@ class BlockNode:
     @property
     def label(self) -> str:
         """How tables name the call: its path segment, with the repetitions it covers when it is one
-        run of a layer schedule (`layers.2..5`)."""
+        run of a layer schedule (`layers.2..5`, `layers.6`)."""
         base = self.segment or self.name
-        return f"{base}.{self.start}..{self.start + self.repeat - 1}" if self.scheduled else base
+        if not self.scheduled:
+            return base
+        last = self.start + self.repeat - 1
+        return f"{base}.{self.start}" if last == self.start else f"{base}.{self.start}..{last}"
 
     def rep_path(self, prefix: str, i: int) -> str:
         base = join(prefix, self.segment)
@@ -178,3 +181,24 @@ def call_count(graph: Graph, cache: dict | None = None) -> int:
         cache[id(graph)] = sum(1 + call_count(n.body, cache) for n in graph.nodes.values()
                                if isinstance(n, BlockNode))
     return cache[id(graph)]
+
+
+def read_inputs(graph: Graph, cache: dict | None = None) -> frozenset[str]:
+    """The inputs of `graph` that reach an op or an output (the rest may be left out).
+
+    A block call reads an argument only where its body reads the matching input, so an
+    input that every call passes on to a switched-off sub-layer (BERT's
+    `encoder_hidden_states` without cross-attention) is not read.
+    """
+    cache = {} if cache is None else cache
+    if id(graph) in cache:
+        return cache[id(graph)]
+    read = {ref.node for ref in graph.outputs}
+    for node in graph.nodes.values():
+        if isinstance(node, OpNode):
+            read.update(ref.node for ref in node.inputs)
+            continue
+        body_reads = read_inputs(node.body, cache)
+        read.update(ref.node for ref, name in zip(node.inputs, node.body.inputs) if name in body_reads)
+    cache[id(graph)] = result = frozenset(name for name in graph.inputs if name in read)
+    return result

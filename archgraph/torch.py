@@ -29,7 +29,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .errors import ArchgraphError
-from .graph import BlockNode, Graph, Model, OpNode, join
+from .graph import BlockNode, Graph, Model, OpNode, join, read_inputs
 from .ops.base import Op
 from .spec.ties import tie_owner
 
@@ -140,24 +140,33 @@ class SpecModule(nn.Module):
     # -- computation -----------------------------------------------------------------------------
     def forward(self, **inputs: Any) -> dict[str, Any]:
         graph = self._archgraph_model.graph
-        missing = [n for n in graph.inputs if n not in inputs]
+        missing = [n for n in self.input_names if n not in inputs]
         unknown = [n for n in inputs if n not in graph.inputs]
         if missing or unknown:
-            raise TypeError(f"{self._archgraph_model.name}: forward takes {', '.join(graph.inputs)}"
+            raise TypeError(f"{self._archgraph_model.name}: forward takes {', '.join(self.input_names)}"
                             + (f"; missing {', '.join(missing)}" if missing else "")
                             + (f"; unknown {', '.join(unknown)}" if unknown else ""))
         self._sizes = self._bind(inputs)
         self._device = next(iter(inputs.values())).device if inputs else torch.device("cpu")
-        outputs = self.run_graph(graph, "", tuple(inputs[n] for n in graph.inputs))
+        outputs = self.run_graph(graph, "", tuple(inputs.get(n) for n in graph.inputs))
         return dict(zip(self._archgraph_model.output_names, outputs))
+
+    @property
+    def input_names(self) -> tuple[str, ...]:
+        """The inputs forward needs: the spec's inputs that some op or output reads."""
+        read = read_inputs(self._archgraph_model.graph)
+        return tuple(n for n in self._archgraph_model.graph.inputs if n in read)
 
     def _bind(self, inputs: dict) -> dict[str, int]:
         """The symbolic sizes of the inputs (B, S, ...) as the tensors given have them."""
         sizes: dict[str, int] = dict(self._archgraph_model.bindings)
         for name, spec in self._archgraph_model.inputs.items():
+            if name not in inputs:
+                continue
             shape = tuple(inputs[name].shape)
             if len(shape) != len(spec.shape):
-                raise TypeError(f"{self._archgraph_model.name}: input '{name}' has {len(shape)} dims; the spec declares "
+                raise TypeError(f"{self._archgraph_model.name}: input '{name}' has {len(shape)} dims; "
+                                f"the spec declares "
                                 f"{len(spec.shape)} ({list(spec.shape)})")
             for dim, value in zip(spec.shape, shape):
                 if isinstance(dim, str):

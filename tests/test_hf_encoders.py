@@ -45,11 +45,14 @@ def test_albert_counts_one_group_however_many_layers_run_it(tmp_path):
     assert two_groups.total - one.total == layer
 
 
-def test_albert_layers_must_be_a_multiple_of_the_groups(tmp_path):
+def test_albert_groups_run_as_transformers_assigns_layers_to_them(tmp_path):
+    # layer j runs group int(j / (5 / 2)): layers 0-2 group 0, layers 3-4 group 1
     path = write_config(tmp_path, model_type="albert", vocab_size=30, hidden_size=8, num_attention_heads=2,
                         num_hidden_layers=5, num_hidden_groups=2)
-    with pytest.raises(ArchgraphError, match=r"5 / 2 is not exact"):
-        load_config(path)
+    encoder = load_config(path).graph.nodes["model"].body
+    runs = [(node.label, node.body.nodes["albert_layers.0"].repeat) for name, node in encoder.nodes.items()
+            if name.startswith("encoder.albert_layer_groups")]
+    assert runs == [("encoder.albert_layer_groups.0", 3), ("encoder.albert_layer_groups.1", 2)]
 
 
 def test_vit_reads_image_and_patch_sizes_as_numbers_or_pairs(tmp_path):

@@ -91,7 +91,7 @@ def test_resnet_image_classification_reads_the_pooled_features(tmp_path):
               "hidden_sizes": [8, 12], "depths": [1, 1], "embedding_size": 8, "num_labels": 7}
     model = load_config(write_config(tmp_path, **config))
     assert _tensors(model)["classifier.1.weight"] == [7, 12]
-    assert model.shapes(B=3).outputs == {"classifier.1": (3, 7)}
+    assert model.shapes(B=3).outputs == {"logits": (3, 7)}
 
 
 def test_gemma_projections_follow_head_dim_not_hidden(tmp_path):

@@ -36,7 +36,7 @@ def test_t5_encoder_model_has_no_decoder(tmp_path):
     names = [t for t, _ in model.params().tensors()]
     assert not [n for n in names if n.startswith("decoder.")]
     assert names[:2] == ["shared.weight", "encoder.embed_tokens.weight"]
-    assert {k: tuple(map(str, v)) for k, v in model.shapes().outputs.items()} == {"model": ("B", "S", "16")}
+    assert {k: tuple(map(str, v)) for k, v in model.shapes().outputs.items()} == {"last_hidden_state": ("B", "S", "16")}
 
 
 def test_t5_feed_forward_proj_picks_the_gated_layout(tmp_path):

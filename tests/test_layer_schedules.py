@@ -67,7 +67,7 @@ def test_alternating_layers_by_the_index():
     text = SCHEDULE.replace('moe: "i >= K"', 'moe: "i % 2 == 1"')
     model = load_text(text, "sched.yaml")
     assert [n.label for n in model.graph.nodes.values() if hasattr(n, "body")] == \
-        ["layers.0..0", "layers.1..1", "layers.2..2", "layers.3..3", "layers.4..4", "layers.5..5"]
+        ["layers.0", "layers.1", "layers.2", "layers.3", "layers.4", "layers.5"]
     assert model.params().total == 3 * DENSE + 3 * MOE + 8
 
 

@@ -4,6 +4,7 @@ mode, float32, its outputs agree within 1e-4."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -72,7 +73,67 @@ CASES = {
                       "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
                       "decoder_attention_heads": 4, "encoder_ffn_dim": 37, "decoder_ffn_dim": 37, "vocab_size": 97,
                       "max_position_embeddings": 64},
+    "whisper-cond-gen": {"model_type": "whisper", "architectures": ["WhisperForConditionalGeneration"],
+                         "d_model": 32, "encoder_layers": 2, "decoder_layers": 2, "encoder_attention_heads": 4,
+                         "decoder_attention_heads": 4, "encoder_ffn_dim": 37, "decoder_ffn_dim": 37,
+                         "vocab_size": 97, "num_mel_bins": 10, "max_source_positions": 8,
+                         "max_target_positions": 16, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 1,
+                         "decoder_start_token_id": 1},
+    "vit-base": {"model_type": "vit", "architectures": ["ViTModel"], **TINY, "image_size": 16, "patch_size": 4,
+                 "num_channels": 3},
+    "vit-image-cls": {"model_type": "vit", "architectures": ["ViTForImageClassification"], **TINY,
+                      "image_size": 12, "patch_size": 4, "num_channels": 2, "num_labels": 5},
+    "resnet-base": {"model_type": "resnet", "architectures": ["ResNetModel"], "embedding_size": 8,
+                    "hidden_sizes": [8, 16], "depths": [1, 2], "layer_type": "basic"},
+    "resnet-image-cls": {"model_type": "resnet", "architectures": ["ResNetForImageClassification"],
+                         "embedding_size": 8, "hidden_sizes": [16, 24, 32], "depths": [2, 1, 1],
+                         "layer_type": "bottleneck", "num_labels": 4, "downsample_in_bottleneck": True},
 }
+BERT = {"model_type": "bert", **TINY, "type_vocab_size": 3}
+ALBERT = {"model_type": "albert", **TINY, "embedding_size": 16, "num_hidden_layers": 3, "num_hidden_groups": 2}
+DISTILBERT = {"model_type": "distilbert", "dim": 32, "n_layers": 2, "n_heads": 4, "hidden_dim": 37, "vocab_size": 97,
+              "max_position_embeddings": 64}
+T5 = {"model_type": "t5", "d_model": 32, "d_kv": 8, "d_ff": 37, "num_layers": 2, "num_decoder_layers": 3,
+      "num_heads": 4, "vocab_size": 97, "relative_attention_num_buckets": 8, "relative_attention_max_distance": 5}
+BART = {"model_type": "bart", "d_model": 32, "encoder_layers": 2, "decoder_layers": 1, "encoder_attention_heads": 4,
+        "decoder_attention_heads": 2, "encoder_ffn_dim": 37, "decoder_ffn_dim": 29, "vocab_size": 97,
+        "max_position_embeddings": 64}
+GPT2 = {"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 4, "vocab_size": 97, "n_positions": 64,
+        "pad_token_id": 0}
+BLOOM = {"model_type": "bloom", "hidden_size": 48, "n_layer": 2, "n_head": 6, "vocab_size": 97, "pad_token_id": 0}
+for arch in ("BertForSequenceClassification", "BertForTokenClassification", "BertForQuestionAnswering",
+             "BertForPreTraining", "BertLMHeadModel"):
+    CASES[arch] = {**BERT, "architectures": [arch], "num_labels": 2 if "Question" in arch else 3}
+for arch in ("RobertaForSequenceClassification", "RobertaModel"):
+    CASES[arch] = {"model_type": "roberta", **TINY, "pad_token_id": 1, "architectures": [arch]}
+for arch in ("AlbertModel", "AlbertForMaskedLM", "AlbertForPreTraining", "AlbertForSequenceClassification",
+             "AlbertForQuestionAnswering"):
+    CASES[arch] = {**ALBERT, "architectures": [arch]}
+for arch in ("DistilBertForMaskedLM", "DistilBertForSequenceClassification", "DistilBertForTokenClassification",
+             "DistilBertForQuestionAnswering"):
+    CASES[arch] = {**DISTILBERT, "architectures": [arch], "activation": "gelu"}
+for arch in ("T5Model", "T5ForConditionalGeneration", "T5ForQuestionAnswering", "T5ForSequenceClassification",
+             "T5ForTokenClassification"):
+    CASES[arch] = {**T5, "architectures": [arch], "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}
+for arch in ("BartModel", "BartForSequenceClassification", "BartForQuestionAnswering", "BartForCausalLM"):
+    CASES[arch] = {**BART, "architectures": [arch], "scale_embedding": True, "activation_function": "relu"}
+for arch in ("GPT2ForSequenceClassification", "GPT2ForTokenClassification", "GPT2ForQuestionAnswering"):
+    CASES[arch] = {**GPT2, "architectures": [arch]}
+for arch in ("BloomForCausalLM", "BloomForSequenceClassification", "BloomForTokenClassification",
+             "BloomForQuestionAnswering"):
+    CASES[arch] = {**BLOOM, "architectures": [arch]}
+CASES["WhisperModel"] = {**CASES["whisper-cond-gen"], "architectures": ["WhisperModel"],
+                         "activation_function": "quick_gelu"}
+CASES["WhisperForCausalLM"] = {**CASES["whisper-cond-gen"], "architectures": ["WhisperForCausalLM"]}
+CASES["MixtralModel"] = {**CASES["mixtral-causal"], "architectures": ["MixtralModel"]}
+CASES["GemmaForSequenceClassification"] = {**CASES["gemma-causal"], "architectures": ["GemmaForSequenceClassification"],
+                                           "pad_token_id": 0}
+CASES["GPTNeoXForTokenClassification"] = {**CASES["gpt_neox-causal"],
+                                          "architectures": ["GPTNeoXForTokenClassification"]}
+CASES["OPTForSequenceClassification"] = {**CASES["opt-causal"], "architectures": ["OPTForSequenceClassification"],
+                                         "pad_token_id": 0}
+CASES["FalconForSequenceClassification"] = {**CASES["falcon-alibi"], "pad_token_id": 0,
+                                             "architectures": ["FalconForSequenceClassification"]}
 
 
 def _hf_model(config: dict):
@@ -80,21 +141,46 @@ def _hf_model(config: dict):
     cfg._experts_implementation = "eager"  # the reference loop (the grouped kernel wants aligned sizes)
     cfg._attn_implementation = "eager"
     torch.manual_seed(0)
-    model = getattr(transformers, config["architectures"][0])(cfg).eval()
+    if "architectures" in config:
+        model = getattr(transformers, config["architectures"][0])(cfg).eval()
+    else:
+        model = transformers.AutoModel.from_config(cfg).eval()
     with torch.no_grad():  # random values everywhere: norms and biases too, so they matter
         for p in model.parameters():
             p.normal_(0, 0.5 if p.dim() == 1 else 0.2)
+        for name, b in model.named_buffers():  # batch-norm statistics matter in eval mode
+            if name.endswith("running_mean") or name.endswith("final_logits_bias"):
+                b.normal_(0, 0.2)
+            elif name.endswith("running_var"):
+                b.uniform_(0.5, 1.5)
     return model
 
 
-def _inputs(model, config: dict) -> dict:
+def _inputs(module, config: dict) -> dict:
     torch.manual_seed(1)
     out = {}
-    for name, spec in model.inputs.items():
+    arch = config.get("architectures", [""])[0]
+    # without a padding token transformers classifies one sequence at a time
+    batch = 1 if "SequenceClassification" in arch and config.get("pad_token_id") is None else 2
+    positions = [config[k] for k in ("max_position_embeddings", "n_positions", "max_target_positions") if k in config]
+    length = min([7, *positions])
+    for name in module.input_names:
         if name in ("input_ids", "decoder_input_ids"):
-            out[name] = torch.randint(2, config["vocab_size"], (2, 7))  # no padding or start token
+            out[name] = torch.randint(3, config["vocab_size"], (batch, length))  # no padding, start or end token
+            if name == "input_ids" and "SequenceClassification" in arch and \
+                    config["model_type"] in ("bart", "t5"):
+                out[name][:, -1] = config.get("eos_token_id", 2 if config["model_type"] == "bart" else 1)
+        elif name == "pixel_values":
+            size = config.get("image_size", 32)
+            height, width = size if isinstance(size, list) else (size, size)
+            out[name] = torch.randn(batch, config.get("num_channels", 3), height, width)
+        elif name == "encoder_hidden_states":
+            hidden = config.get("hidden_size", config.get("n_embd"))
+            out[name] = torch.randn(batch, 5, hidden)
+        elif name == "input_features":
+            out[name] = torch.randn(batch, config["num_mel_bins"], 2 * config["max_source_positions"])
         elif name == "token_type_ids":
-            out[name] = torch.randint(0, config.get("type_vocab_size", 2), (2, 7))
+            out[name] = torch.randint(0, config.get("type_vocab_size", 2), (batch, length))
         else:
             raise KeyError(name)
     return out
@@ -109,7 +195,10 @@ def test_template_computes_what_transformers_computes(tmp_path, name):
     model = load_config(path)
     module = to_module(model).eval()
     module.load_state_dict(reference.state_dict(), strict=True)
-    inputs = _inputs(model, config)
+    _assert_same_outputs(reference, module, _inputs(module, config))
+
+
+def _assert_same_outputs(reference, module, inputs: dict) -> None:
     with torch.no_grad():
         want = reference(**inputs)
         got = module(**inputs)
@@ -119,3 +208,52 @@ def test_template_computes_what_transformers_computes(tmp_path, name):
         assert value.shape == expected.shape, key
         diff = (value - expected).abs().max().item()
         assert diff < 1e-4, f"{key}: max difference {diff:.3g}"
+
+
+# transformers' ACT2FN names (a config's hidden_act) and the ACTIVATIONS entry the key tables map them to
+HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu_fast": "gelu_tanh",
+                  "gelu_accurate": "gelu_tanh", "gelu_python": "gelu", "gelu_python_tanh": "gelu_tanh",
+                  "quick_gelu": "quick_gelu",
+                  "gelu_10": "gelu_10", "relu": "relu", "relu2": "relu2", "relu6": "relu6",
+                  "leaky_relu": "leaky_relu", "silu": "silu", "swish": "silu", "mish": "mish",
+                  "hardswish": "hardswish", "sigmoid": "sigmoid", "tanh": "tanh", "linear": "identity"}
+
+
+@pytest.mark.parametrize("hf_name", sorted(HF_ACTIVATIONS))
+def test_activation_computes_what_act2fn_computes(hf_name):
+    from transformers.activations import ACT2FN
+
+    from archgraph.ops.activation import activate
+    from archgraph.torch import Run
+    x = torch.linspace(-12, 12, 2001)
+    run = Run(torch, torch.nn.functional, False, None, "", None)
+    got = activate(HF_ACTIVATIONS[hf_name], run, x)
+    assert (got - ACT2FN[hf_name](x)).abs().max().item() < 1e-5
+
+
+FIXTURES = sorted((Path(__file__).parent / "data" / "hf").glob("*.json"))
+
+
+# configs transformers 5.23.0 builds (and counts) but cannot run forward
+CANNOT_RUN = {
+    "falcon-new-arch-sequential": "FalconDecoderLayer has no ln_attn (new_decoder_architecture, "
+                                  "num_ln_in_parallel_attn=1)",
+    "falcon-parallel-two-ln-old-arch": "FalconDecoderLayer has no input_layernorm (old layout, two LayerNorms)",
+    "mixtral-qa-num-experts-alias": "top-k router asks for more experts than there are",
+    "whisper-condgen-untied-odd": "sinusoidal positions need an even d_model",
+}
+
+
+@pytest.mark.parametrize("fixture", FIXTURES, ids=[f.stem for f in FIXTURES])
+def test_every_recorded_config_computes_what_transformers_computes(tmp_path, fixture):
+    if fixture.stem in CANNOT_RUN:
+        pytest.skip(f"transformers cannot run it: {CANNOT_RUN[fixture.stem]}")
+    config = json.loads(fixture.read_text())["config"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    model = load_config(path)
+    assert not model.warnings, [w.message for w in model.warnings]
+    reference = _hf_model(config)
+    module = to_module(model).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    _assert_same_outputs(reference, module, _inputs(module, config))

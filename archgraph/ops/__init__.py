@@ -14,7 +14,8 @@ from . import base
 from .base import Op, Tensor
 
 INDEX = {  # op name -> the module of archgraph.ops that declares it
-    **dict.fromkeys(["dropout", "gelu", "glu", "identity", "relu", "sigmoid", "silu", "softmax", "tanh"],
+    **dict.fromkeys(["activation", "dropout", "gelu", "glu", "identity", "relu", "sigmoid", "silu", "softmax",
+                     "tanh"],
                     "activation"),
     **dict.fromkeys(["attention", "multihead_attention", "sdpa"], "attention"),
     **dict.fromkeys(["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"], "conv"),

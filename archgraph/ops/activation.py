@@ -1,7 +1,12 @@
-"""Shape-preserving pointwise ops: activations, `dropout`, `softmax`, `identity`."""
+"""Shape-preserving pointwise ops: activations, `dropout`, `softmax`, `identity`.
+
+`ACTIVATIONS` is the one table of activation functions by name: the `activation` op and
+the feed-forward ops (`mlp`, `gated_mlp`, `moe`) read it, so a config's
+`hidden_act` names the same function everywhere.
+"""
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from ..dims import exact_div, prod
 from .base import Op, axis, invalid, op
@@ -17,6 +22,49 @@ class Pointwise(Op):
 
     def flops(self, inputs, outputs):
         return self.cost * prod(inputs[0])
+
+
+ActivationName = Literal["gelu", "gelu_tanh", "quick_gelu", "gelu_10", "relu", "relu2", "relu6", "leaky_relu",
+                         "silu", "mish", "hardswish", "sigmoid", "tanh", "identity"]
+
+ACTIVATIONS = {  # name -> (what it computes given run and x, FLOPs per element)
+    "gelu": (lambda run, x: run.F.gelu(x), 8),                                   # erf form (nn.GELU)
+    "gelu_tanh": (lambda run, x: run.F.gelu(x, approximate="tanh"), 8),          # gelu_new, gelu_pytorch_tanh
+    "quick_gelu": (lambda run, x: x * run.torch.sigmoid(1.702 * x), 5),          # CLIP's
+    "gelu_10": (lambda run, x: run.torch.clamp(run.F.gelu(x), -10.0, 10.0), 9),   # clipped to [-10, 10]
+    "relu": (lambda run, x: run.F.relu(x), 1),
+    "relu2": (lambda run, x: run.torch.square(run.F.relu(x)), 2),                 # squared ReLU (Primer)
+    "relu6": (lambda run, x: run.F.relu6(x), 1),
+    "leaky_relu": (lambda run, x: run.F.leaky_relu(x), 2),                        # slope 0.01
+    "silu": (lambda run, x: run.F.silu(x), 4),                                    # swish
+    "mish": (lambda run, x: run.F.mish(x), 6),
+    "hardswish": (lambda run, x: run.F.hardswish(x), 3),
+    "sigmoid": (lambda run, x: run.torch.sigmoid(x), 4),
+    "tanh": (lambda run, x: run.torch.tanh(x), 4),
+    "identity": (lambda run, x: x, 0),                                            # 'linear'
+}
+assert set(ACTIVATIONS) == set(get_args(ActivationName))
+
+
+def activate(name: str, run, x):
+    """`x` through the activation `name` of ACTIVATIONS."""
+    return ACTIVATIONS[name][0](run, x)
+
+
+@op("activation", aliases=("hidden_act", "ACT2FN", "activation_function"), example={"fn": "quick_gelu"})
+class Activation(Pointwise):
+    """The activation named by `fn` (a Hugging Face config's hidden_act): gelu, gelu_tanh
+    (gelu_new, gelu_pytorch_tanh, gelu_fast), quick_gelu, gelu_10, relu, relu2, relu6,
+    leaky_relu, silu (swish), mish, hardswish, sigmoid, tanh, identity (linear)."""
+
+    fn: ActivationName = "gelu"
+
+    @property
+    def cost(self):
+        return ACTIVATIONS[self.fn][1]
+
+    def forward(self, run, x):
+        return activate(self.fn, run, x)
 
 
 @op("relu", aliases=("nn.ReLU", "F.relu"))

@@ -2,10 +2,12 @@
 `sinusoidal_position`, `rotary_embedding`, `relative_position_bias`."""
 from __future__ import annotations
 
+from typing import Literal
+
 import math
 
-from ..dims import Shape
-from .base import Op, Tensor, check, expect_rank, invalid, op, positive, quotient
+from ..dims import Shape, ceil_div
+from .base import Op, Tensor, check, expect_rank, invalid, op, positive
 
 
 def _seq_len(x: Shape, what: str = "input") -> object:
@@ -104,7 +106,11 @@ class SinusoidalPosition(Op):
 
 @op("rotary_embedding", category="embedding", aliases=("rope", "RotaryEmbedding"), example={"head_dim": 128})
 class RotaryEmbedding(Op):
-    """Rotary position tables (RoPE): [B, S, ..] -> cos, sin each [1, S, rotary_dim]; buffer inv_freq."""
+    """Rotary position tables (RoPE): [B, S, ..] -> cos, sin each [1, S, width]; buffer inv_freq.
+
+    The frequencies are base^(-2k / rotary_dim) for 2k < rotary_dim and the tables repeat them
+    twice, so an odd rotary_dim gives tables of rotary_dim + 1 columns, as transformers
+    computes them (GPT-NeoX with int(head_dim * rotary_pct) odd)."""
 
     head_dim: int
     rotary_dim: int | None = None
@@ -112,21 +118,24 @@ class RotaryEmbedding(Op):
 
     def __post_init__(self):
         positive(self, "head_dim", "rotary_dim")
-        dim = self.dim
-        if dim % 2 or dim > self.head_dim:
-            raise invalid(self, f"rotary_dim must be even and at most head_dim={self.head_dim}; "
-                                f"received rotary_dim={dim}")
+        if self.width > self.head_dim:
+            raise invalid(self, f"the tables ({self.width} columns for rotary_dim={self.dim}) must fit in "
+                                f"head_dim={self.head_dim}")
 
     @property
     def dim(self) -> int:
         return self.rotary_dim if self.rotary_dim is not None else self.head_dim
 
+    @property
+    def width(self):
+        return 2 * ceil_div(self.dim, 2)
+
     def infer_shape(self, x):
         seq = _seq_len(x)
-        return [(1, seq, self.dim), (1, seq, self.dim)]
+        return [(1, seq, self.width), (1, seq, self.width)]
 
     def buffers(self):
-        yield Tensor("inv_freq", (quotient(self.dim, 2),), persistent=False)
+        yield Tensor("inv_freq", (ceil_div(self.dim, 2),), persistent=False)
 
     def forward(self, run, x):
         torch = run.torch
@@ -194,9 +203,12 @@ def _t5_bucket(torch, relative, bidirectional: bool, num_buckets: int, max_dista
 class ALiBi(Op):
     """Attention with linear biases (BLOOM, Falcon, MPT): [B, T, ..] -> bias [1, heads, 1, T] =
     slope(head) · key position, slopes the geometric series of Press et al. (extended as BLOOM
-    extends them for a head count that is not a power of 2); no parameters."""
+    extends them for a head count that is not a power of 2); no parameters.  `dtype` is the
+    precision the biases are computed in before they become float32 (transformers' Falcon
+    rounds them to bfloat16)."""
 
     heads: int
+    dtype: Literal["float32", "bfloat16"] = "float32"
 
     def __post_init__(self):
         positive(self, "heads")
@@ -206,9 +218,10 @@ class ALiBi(Op):
 
     def forward(self, run, x):
         torch = run.torch
-        slopes = torch.tensor(_alibi_slopes(self.heads), dtype=torch.float32, device=x.device)
-        positions = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)
-        return (slopes[:, None, None] * positions[None, None, :]).unsqueeze(0)
+        dtype = getattr(torch, self.dtype)
+        slopes = torch.tensor(_alibi_slopes(self.heads), dtype=torch.float32, device=x.device).to(dtype)
+        positions = torch.arange(x.shape[1], device=x.device)
+        return (slopes[:, None, None] * positions[None, None, :]).unsqueeze(0).float()
 
 
 def _alibi_slopes(heads: int) -> list[float]:

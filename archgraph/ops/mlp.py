@@ -5,10 +5,11 @@ from typing import Literal
 
 from ..dims import prod
 from ..numbers import decided
+from .activation import ActivationName as Activation
+from .activation import activate
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
 
 MAX_SEPARATE_EXPERTS = 4096
-Activation = Literal["gelu", "gelu_tanh", "relu", "silu", "tanh"]
 
 
 def _linear(name: str, out: int, inp: int, bias: bool):
@@ -28,10 +29,8 @@ class _FeedForward(Op):
             raise invalid(self, f"names needs {n} entries ({', '.join(default)}); received {list(self.names)}")
 
     def act(self, run, x):
-        """The activation by its name (gelu: erf; gelu_tanh: the tanh approximation)."""
-        F = run.F
-        return {"gelu": F.gelu, "gelu_tanh": lambda v: F.gelu(v, approximate="tanh"), "relu": F.relu,
-                "silu": F.silu, "tanh": run.torch.tanh}[self.activation](x)
+        """The activation by its name (ops.activation.ACTIVATIONS)."""
+        return activate(self.activation, run, x)
 
     def dense(self, run, name, x):
         return run.F.linear(x, run.tensor(f"{name}.weight"), run.tensor(f"{name}.bias") if self.bias else None)

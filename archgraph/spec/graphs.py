@@ -272,15 +272,20 @@ def _op_node(ctx: Ctx, raw: LocDict, name: str, prev, known, env, category, expl
     if _NODE_EXTRAS.isdisjoint(raw):
         return OpNode(name, op, refs, category, trainable, {}, raw.loc, keywords)
     storage = None if "dtype" in fields else _dtype(raw)  # an op with its own dtype (arange) takes the key
-    return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords, storage, _unused(raw))
+    return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords, storage,
+                  _unused(raw, env))
 
 
-def _unused(raw: LocDict) -> bool:
+def _unused(raw: LocDict, env: Mapping) -> bool:
     """`unused: true`: nothing reads this node on purpose (a module kept for its tensors, such as
-    T5's `shared` embedding whose tensor the stacks tie to); no warning."""
+    T5's `shared` embedding whose tensor the stacks tie to); no warning.  An expression
+    (`unused: not cross`) says when."""
     value = raw.get("unused", False)
+    if isinstance(value, str):
+        value = evaluate(value, env, raw.key_loc("unused"), "unused")
     if not isinstance(value, bool):
-        raise SpecError("'unused' must be true or false", loc=raw.key_loc("unused"))
+        raise SpecError("'unused' must be true or false", loc=raw.key_loc("unused"),
+                        hint="write 'unused: true' or a condition such as 'unused: not cross'")
     return value
 
 
@@ -372,12 +377,12 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
     indexed = "repeat" in raw or "start" in raw
     path = call_path(raw, env, indexed)
     if not index:
-        return BlockNode(name, block, body, refs, repeat, start, indexed, shared, raw.loc, path, _unused(raw))
+        return BlockNode(name, block, body, refs, repeat, start, indexed, shared, raw.loc, path, _unused(raw, env))
     if shared:
         raise SpecError(f"the repetitions of a shared block are one module, so its arguments cannot depend on "
                         f"'{index}'", loc=raw.key_loc("shared"), hint="drop 'shared: true', or the index")
     decided(repeat)  # the runs' lengths are numbers now
-    return _runs(name, block, bodies, refs, start, raw, path if path is not None else name)
+    return _runs(name, block, bodies, refs, start, raw, path if path is not None else name, _unused(raw, env))
 
 
 def _index_name(raw: LocDict, params) -> str | None:
@@ -393,7 +398,8 @@ def _index_name(raw: LocDict, params) -> str | None:
     return name if uses and "repeat" in raw else None
 
 
-def _runs(name: str, block: str, bodies: list[Graph], refs, start: int, raw: LocDict, segment: str) -> list:
+def _runs(name: str, block: str, bodies: list[Graph], refs, start: int, raw: LocDict, segment: str,
+          unused: bool) -> list:
     """Consecutive repetitions with the same body as one BlockNode each; the last run carries the
     call's name, so what reads the call reads the last repetition."""
     runs: list[list] = []
@@ -408,7 +414,7 @@ def _runs(name: str, block: str, bodies: list[Graph], refs, start: int, raw: Loc
         if out:
             previous = out[-1].name
             refs = tuple(Ref(previous, j) for j in range(len(body.outputs))) + tuple(refs[len(body.outputs):])
-        out.append(BlockNode(key, block, body, refs, count, offset, True, False, raw.loc, segment, _unused(raw),
+        out.append(BlockNode(key, block, body, refs, count, offset, True, False, raw.loc, segment, unused,
                              scheduled=True))
         offset += count
     return out
