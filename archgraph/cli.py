@@ -22,7 +22,7 @@ from .errors import ArchgraphError
 
 # Modules of archgraph.commands, each adding one or more subcommands (see the module docstring).
 COMMANDS: list[str] = ["import_hf", "check", "memory", "flops", "formula", "explain", "compare", "sweep",
-                       "render", "chart", "report"]
+                       "render", "chart", "report", "run"]
 
 
 def _parser() -> argparse.ArgumentParser:

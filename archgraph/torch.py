@@ -63,6 +63,8 @@ class SpecModule(nn.Module):
         self._where: dict[str, tuple[nn.Module, str]] = {}
         self._sizes: dict[str, int] = {}
         self._device = torch.device("cpu")
+        self._trace: list | None = None  # the output shapes of every op run, when tracing
+        self._expect = None              # called with (index, shapes) after each op, when checking
         factory = {"device": device, "dtype": dtype or torch.get_default_dtype()}
         self._build(model.graph, "", True, factory, set())
         self._tie(model)
@@ -194,7 +196,12 @@ class SpecModule(nn.Module):
         if type(op).forward is Op.forward:
             raise ArchgraphError(f"op '{node.op.op_name}' has no PyTorch forward yet", node=path)
         out = op.forward(run, *positional, **named)
-        return tuple(out) if isinstance(out, (list, tuple)) else (out,)
+        out = tuple(out) if isinstance(out, (list, tuple)) else (out,)
+        if self._trace is not None:
+            self._trace.append([tuple(t.shape) for t in out])
+            if self._expect is not None:
+                self._expect(len(self._trace) - 1, self._trace[-1])
+        return out
 
 
 def _solve(dim: str, value: int, sizes: dict, variables: dict, input_name: str) -> None:
@@ -256,3 +263,87 @@ class _Init:
 def to_module(model: Model, device: Any = None, dtype: Any = None) -> SpecModule:
     """The model as a torch.nn.Module (on `device`, e.g. "meta" to build without memory)."""
     return SpecModule(model, device, dtype)
+
+
+def example_inputs(model: Model, sizes: dict[str, int], device: Any = None) -> dict[str, Any]:
+    """Random inputs at `sizes` (B=2, S=16...) for the inputs the module reads: ids 0 or 1, floats N(0, 1)."""
+    from .passes.shapes import input_shapes
+    shapes = input_shapes(model, {**model.bindings, **sizes})
+    read = read_inputs(model.graph)
+    out = {}
+    for name, spec in model.inputs.items():
+        if name not in read:
+            continue
+        shape = tuple(int(d) for d in shapes[name])
+        if spec.dtype.startswith(("int", "uint", "bool")):
+            out[name] = torch.randint(0, 2, shape, device=device)
+        else:
+            out[name] = torch.randn(shape, device=device)
+    return out
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """What `check` compared: parameters and every op node's output shapes, and the first difference."""
+
+    params: int                    # archgraph's count
+    module_params: int             # the module's
+    nodes: int                     # op nodes run (repetitions expanded)
+    difference: str | None = None  # the first disagreement, in words
+
+    @property
+    def agree(self) -> bool:
+        return self.difference is None
+
+
+def example_sizes(model: Model, given: dict[str, int] | None = None) -> dict[str, int]:
+    """Sizes for the inputs' free dimensions: those `given`, else B=2 and 8 for the others (S, T...)."""
+    from .spec.settings import size_names
+    given = given or {}
+    return {name: given.get(name, 2 if name == "B" else 8) for name in size_names(model.inputs, model.variables)
+            if name not in model.bindings}
+
+
+def check(model: Model, sizes: dict[str, int] | None = None) -> Agreement:
+    """Build the module on the meta device (no memory), run it on inputs at `sizes` (default
+    `example_sizes`) and compare its parameter count and every op node's output shapes with
+    archgraph's passes."""
+    sizes = example_sizes(model, sizes)
+    module = to_module(model, device="meta")
+    want = model.params().total
+    got = sum(p.numel() for p in module.parameters())
+    report = model.shapes(**sizes)
+    expected = [(path, [tuple(int(d) for d in shape) for shape in outs]) for path, _, outs in report.nodes()]
+    if got != want:
+        return Agreement(want, got, 0, f"the module has {got:,} parameters; archgraph counts {want:,}")
+    def expect(index: int, actual: list) -> None:
+        if index >= len(expected) or expected[index][1] != actual:
+            raise _Disagree(index, actual)
+
+    module._trace, module._expect = [], expect
+    try:
+        with torch.no_grad():
+            module(**example_inputs(model, dict(report.bindings), "meta"))
+    except _Disagree as exc:
+        if exc.index >= len(expected):
+            return Agreement(want, got, exc.index + 1, f"the module runs more op nodes than archgraph's "
+                                                       f"{len(expected):,}")
+        path, shapes = expected[exc.index]
+        return Agreement(want, got, exc.index + 1, f"node '{path}': archgraph infers {_fmt(shapes)}, "
+                                                   f"PyTorch computes {_fmt(exc.actual)}")
+    finally:
+        ran, module._trace, module._expect = module._trace, None, None
+    if len(ran) != len(expected):
+        return Agreement(want, got, len(ran), f"the module ran {len(ran):,} op nodes; archgraph has "
+                                              f"{len(expected):,}")
+    return Agreement(want, got, len(ran))
+
+
+class _Disagree(Exception):
+    def __init__(self, index: int, actual: list):
+        super().__init__(index)
+        self.index, self.actual = index, actual
+
+
+def _fmt(shapes: list) -> str:
+    return ", ".join("[" + ", ".join(map(str, s)) + "]" for s in shapes)

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import archgraph
-from archgraph.torch import to_module
+from archgraph.torch import check, to_module
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted([*map(str, (ROOT / "specs").glob("*.yaml")), *map(str, (ROOT / "examples").glob("*.yaml")),
@@ -38,12 +38,15 @@ def _sizes(model) -> set[str]:
 
 
 @pytest.mark.parametrize("path", SPECS, ids=lambda p: Path(p).name)
-def test_every_spec_builds_a_module_with_its_counts_and_output_shapes(path):
+def test_every_spec_builds_a_module_with_its_counts_and_every_node_shape(path):
     model = archgraph.load(path)
     module = to_module(model, device="meta")
-    assert sum(p.numel() for p in module.parameters()) == model.params().total
     assert sorted(module.state_dict()) == sorted(n for n, _ in model.params().state_dict())
     sizes = {k: v for k, v in SIZES.items() if k in _sizes(model)}
+    result = check(model, sizes)
+    assert result.difference is None
+    assert result.module_params == result.params == model.params().total
+    assert result.nodes == len(list(model.shapes(**sizes).nodes()))
     with torch.no_grad():
         outputs = module(**_inputs(model, "meta"))
     want = model.shapes(**sizes).outputs

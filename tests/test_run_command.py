@@ -1,0 +1,64 @@
+"""`archgraph run`: a forward pass of the PyTorch module on random inputs, and `--check`, which
+compares the module built on the meta device with archgraph's passes (exit 1 at the first
+disagreement)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+
+import archgraph  # noqa: E402
+from archgraph.cli import main  # noqa: E402
+from archgraph.ops.linear import Linear  # noqa: E402
+
+
+def test_check_confirms_counts_and_every_node_shape(capsys):
+    assert main(["run", "gpt2", "--check", "--set", "L=1", "--set", "S=5"]) == 0
+    out = capsys.readouterr().out
+    model = archgraph.load("gpt2", {"L": 1})
+    total = model.params().total
+    assert total == 46_473_216
+    assert f"parameters   {total:,} = archgraph's {total:,}" in out
+    assert "gpt2: the PyTorch module against archgraph's passes (S=5, B=2)" in out
+    assert len(list(model.shapes(B=2, S=5).nodes())) == 19
+    assert "every op node's outputs agree (19 nodes run)" in out
+
+
+def test_check_names_the_first_node_that_disagrees(capsys, monkeypatch):
+    forward = Linear.forward
+
+    def drops_a_column(self, run, x):  # a forward that no longer does what the shape rule says
+        out = forward(self, run, x)
+        return out[..., 1:] if run.path.endswith("c_fc") else out
+
+    monkeypatch.setattr(Linear, "forward", drops_a_column)
+    assert main(["run", "gpt2", "--check", "--set", "L=1", "--json"]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert result["agree"] is False
+    assert result["difference"] == ("node 'transformer.h.0.mlp.c_fc': archgraph infers [2, 8, 3072], "
+                                    "PyTorch computes [2, 8, 3071]")
+
+
+def test_run_prints_each_output_of_one_forward_pass(capsys):
+    assert main(["run", "bert-base-uncased", "--set", "L=1", "--set", "S=6", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["sizes"] == {"S": 6, "B": 2}
+    assert {k: v["shape"] for k, v in result["outputs"].items()} == {
+        "last_hidden_state": [2, 6, 768], "pooler_output": [2, 768]}
+    assert all(v["finite"] and v["dtype"] == "float32" for v in result["outputs"].values())
+
+
+def test_run_without_torch_says_how_to_install_it(tmp_path):
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n")
+    code = "import sys; from archgraph.cli import main; sys.exit(main(['run', 'gpt2', '--check']))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={"PYTHONPATH": str(tmp_path), "PATH": ""})
+    assert out.returncode == 2
+    assert out.stderr == ("archgraph: error: 'archgraph run' needs PyTorch, which is not installed\n"
+                          "  fix: pip install 'archgraph[torch]' (torch==2.13.0, the CPU build)\n")
