@@ -15,7 +15,8 @@ from archgraph.torch import check, to_module
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = sorted([*map(str, (ROOT / "specs").glob("*.yaml")), *map(str, (ROOT / "examples").glob("*.yaml")),
                 *map(str, (ROOT / "tests" / "data" / "specs").glob("*.yaml")),
-                *map(str, (ROOT / "tests" / "data" / "research").glob("*.yaml"))])
+                *map(str, (ROOT / "tests" / "data" / "research").glob("*.yaml")),
+                *map(str, (ROOT / "examples").glob("*/config.json"))])
 SIZES = {"B": 2, "S": 8, "T": 6, "L": 16, "N": 5, "P": 16, "H": 32, "W": 24}
 
 
