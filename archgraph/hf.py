@@ -90,10 +90,24 @@ def _spec_dir() -> Path:
 
 
 @lru_cache(maxsize=1)
-def families() -> dict[str, Any]:
-    """The key tables of `specs/hf/families.yaml`, model_type -> entry."""
+def _key_tables() -> dict[str, Any]:
     from .spec.yamlload import load_file
     return load_file(_spec_dir() / "families.yaml")
+
+
+def families() -> dict[str, Any]:
+    """The key tables of `specs/hf/families.yaml`, model_type -> entry (`maps:` is not one)."""
+    return {k: v for k, v in _key_tables().items() if k != "maps"}
+
+
+def named_map(name: str) -> Mapping[str, Any]:
+    """A translation the key tables share by name (`map: activations`), from families.yaml's `maps:`."""
+    maps = _key_tables().get("maps") or {}
+    if name not in maps:
+        raise ArchgraphError(f"families.yaml: no map named '{name}' under 'maps:'",
+                             loc=Loc(str(_spec_dir() / "families.yaml"), 0),
+                             hint="known maps: " + (", ".join(maps) or "none"))
+    return maps[name]
 
 
 def read_config(path: str | Path) -> dict[str, Any]:
@@ -249,6 +263,8 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
                                               "of a config the template builds, and edit that")
             return None
         keys, mapping = str(rule["key"]), rule.get("map")
+        if isinstance(mapping, str):  # a map families.yaml names under 'maps:'
+            mapping = named_map(mapping)
         optional = bool(rule.get("optional", False)) or keys.endswith("?")
         if "if_null" in rule:  # an explicit null means this value (transformers reads None as false, say)
             for key in keys.rstrip("?").split("|"):

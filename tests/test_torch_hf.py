@@ -135,6 +135,16 @@ CASES["OPTForSequenceClassification"] = {**CASES["opt-causal"], "architectures":
 CASES["FalconForSequenceClassification"] = {**CASES["falcon-alibi"], "pad_token_id": 0,
                                              "architectures": ["FalconForSequenceClassification"]}
 
+# the activation each family's config names (hidden_act, activation_function, activation)
+for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
+                       ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
+                       ("gpt2-lm", "activation_function", "relu"), ("opt-causal", "activation_function", "gelu"),
+                       ("gpt_neox-causal", "hidden_act", "silu"), ("falcon-new-arch", "activation", "relu"),
+                       ("bert-mlm", "hidden_act", "gelu_new"), ("AlbertForMaskedLM", "hidden_act", "mish"),
+                       ("DistilBertForMaskedLM", "activation", "relu"), ("vit-image-cls", "hidden_act", "quick_gelu"),
+                       ("resnet-image-cls", "hidden_act", "leaky_relu")]:
+    CASES[f"{name}-{act}"] = {**CASES[name], key: act}
+
 
 def _hf_model(config: dict):
     cfg = transformers.AutoConfig.for_model(**config)
