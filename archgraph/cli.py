@@ -25,12 +25,23 @@ COMMANDS: list[str] = ["import_hf", "check", "memory", "flops", "formula", "expl
                        "render", "chart", "report", "run"]
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the tool's one error format: one line, a fix, exit status 2."""
+
+    def error(self, message: str):
+        message = message.replace("argument --set: --set", "--set")
+        self.exit(2, f"archgraph: error: {message}\n  fix: see '{self.prog} --help'\n")
+
+
 def _parser() -> argparse.ArgumentParser:
     import importlib
 
-    p = argparse.ArgumentParser(prog="archgraph", description="Describe a neural network as a graph; "
-                                "see every shape and count every parameter.")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    from archgraph import __version__
+
+    p = _Parser(prog="archgraph", description="Describe a neural network as a graph; "
+                "see every shape and count every parameter.")
+    p.add_argument("--version", action="version", version=f"archgraph {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
     model_command(sub, "params", "count parameters: by node, by block and by category "
                   "(or a .safetensors checkpoint's tensors by dtype)")
     model_command(sub, "shapes", "infer every node's output shapes")
@@ -45,7 +56,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else 2
+    if args.command is None:  # bare `archgraph`: what it can do
+        parser.print_help()
+        return 0
     try:
         return _run(args)
     except ArchgraphError as exc:
@@ -67,8 +85,9 @@ def _run(args: argparse.Namespace) -> int:
     if handler is not None:
         return handler(args, console)
     if args.command == "zoo":
-        console.print(_zoo_table())
-        console.print(_families_table())
+        from .render.fit import fit
+        console.print(fit(_zoo_table()))
+        console.print(fit(_families_table()))
         return 0
     if args.command == "ops":
         return _ops(args, console)
@@ -117,7 +136,8 @@ def _families_table():
 
 def _ops(args, console) -> int:
     if args.name is None:
-        console.print(_ops_table())
+        from .render.fit import fit
+        console.print(fit(_ops_table()))
         return 0
     from .ops.help import describe, lookup, suggest
     from .render.ops import op_help_json, op_help_text

@@ -65,6 +65,13 @@ class InconclusiveDimError(ShapeError):
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
-    """`"did you mean 'x'?"` for the closest choice, or None."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    """`"did you mean 'x'?"` for the closest choice, or None.  Names that start with what was
+    typed come first (`bert-base` -> `bert-base-uncased`, not `albert-base-v2`), the shortest
+    of them; otherwise the closest by difflib's ratio."""
+    choices = list(choices)
+    starting = sorted((c for c in choices if c.lower().startswith(word.lower()) and c != word),
+                      key=lambda c: (len(c), c))[:4]
+    if starting and word:
+        return "did you mean " + " or ".join(f"'{c}'" for c in starting) + "?"
+    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None

@@ -17,7 +17,7 @@ What it measures (median of --repeats runs, time.perf_counter):
     `archgraph params llama-2-7b --json`, and `import archgraph` + load + params + shapes.
   * with --framework: in that interpreter, `import torch, transformers`, and building
     LlamaForCausalLM(LlamaConfig(**config)) on torch.device("meta") from
-    ../shared/reference/hf/llama-2-7b.json (beside the checkout) and summing p.numel() (must be 6738415616).
+    tests/data/reference/hf/llama-2-7b.json and summing p.numel() (must be 6738415616).
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-HF_CONFIG = Path(__file__).resolve().parents[2] / "shared" / "reference" / "hf" / "llama-2-7b.json"
+HF_CONFIG = Path(__file__).resolve().parents[1] / "tests" / "data" / "reference" / "hf" / "llama-2-7b.json"
 LLAMA_7B = 6738415616
 
 FRAMEWORK_CODE = r"""

@@ -1,5 +1,6 @@
 """Shared fixtures: the reference figures measured with Hugging Face transformers
-(`../shared/reference/`, beside the checkout) and a CLI runner."""
+(`tests/data/reference/`, a copy of the team's shared/reference; ARCHGRAPH_REFERENCE points
+elsewhere) and a CLI runner."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = Path(os.environ.get("ARCHGRAPH_REFERENCE", ROOT.parent / "shared" / "reference"))
+REFERENCE = Path(os.environ.get("ARCHGRAPH_REFERENCE", ROOT / "tests" / "data" / "reference"))
 
 
 def needs(program: str, package: str):
@@ -27,8 +28,8 @@ NEEDS_DOT = needs("dot", "graphviz")
 def _read(relative: str) -> dict:
     path = REFERENCE / relative
     if not path.is_file():  # never skip: without the oracle these tests would prove nothing
-        pytest.fail(f"reference data missing: {path} (check out next to shared/, "
-                    "or set ARCHGRAPH_REFERENCE to shared/reference)")
+        pytest.fail(f"reference data missing: {path} (tests/data/reference is part of the repository; "
+                    "ARCHGRAPH_REFERENCE, when set, must name a folder like it)")
     return json.loads(path.read_text())
 
 

@@ -9,7 +9,7 @@ import archgraph
 from archgraph.dims import to_json
 from conftest import measured_shapes, reference
 
-# spec name -> reference file in ../shared/reference/hf
+# spec name -> reference file in tests/data/reference/hf
 WITH_REFERENCE = {
     "bert-base-uncased": "bert-base-uncased",
     "bert-base-chinese": "bert-base-chinese",

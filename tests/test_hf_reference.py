@@ -1,4 +1,4 @@
-"""Every checkpoint in ../shared/reference/hf, imported from its config.json alone:
+"""Every checkpoint in tests/data/reference/hf, imported from its config.json alone:
 the exact total, and where the reference lists them, every tensor's name and shape
 (`named_parameters(remove_duplicate=False)` of the class in architectures[0])."""
 from __future__ import annotations

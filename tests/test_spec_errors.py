@@ -123,7 +123,36 @@ def test_unknown_model_name_suggests_builtins(cli):
     code, _, err = cli("params", "bert-base-uncase")
     assert code == 2
     assert err == ("archgraph: error: 'bert-base-uncase' is neither a spec file nor a built-in model\n"
-                   "  fix: did you mean 'bert-base-uncased'?\n")
+                   "  fix: did you mean 'bert-base-uncased' or 'bert-base-uncased-nopooler'?\n")
+
+
+def test_suggestions_prefer_names_that_start_with_what_was_typed(cli):
+    code, _, err = cli("params", "bert-base")
+    assert code == 2
+    assert err.endswith("  fix: did you mean 'bert-base-chinese' or 'bert-base-uncased' or "
+                        "'bert-base-uncased-nopooler'?\n")
+    assert "albert" not in err
+    assert cli("params", "bret-base-uncased")[2].endswith("  fix: did you mean 'bert-base-uncased'?\n")
+
+
+def test_version_and_bare_command(cli):
+    from archgraph import __version__
+    code, out, _ = cli("--version")
+    assert (code, out) == (0, f"archgraph {__version__}\n")
+    code, out, err = cli()
+    assert code == 0 and err == ""
+    assert out.startswith("usage: archgraph") and "params" in out and "run" in out
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("H=big", "--set H: 'big' is not a number or true/false"),
+    ("H=1e300", "--set H: 1e300 is too large (sizes and values are at most 10**30)"),
+    ("H=nan", "--set H: nan is too large (sizes and values are at most 10**30)"),
+])
+def test_bad_set_values_get_the_one_line_format(cli, setting, message):
+    code, out, err = cli("params", "gpt2", "--set", setting)
+    assert (code, out) == (2, "")
+    assert err == f"archgraph: error: {message}\n  fix: see 'archgraph params --help'\n"
 
 
 def test_set_of_unknown_name_is_an_error(cli):

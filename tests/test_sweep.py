@@ -46,8 +46,11 @@ def test_cli_csv_and_errors(cli):
     assert code == 2 and "nothing to sweep" in err
     code, _, err = cli("sweep", "gpt2", "--vary", "Q=1,2")
     assert code == 2 and "--vary Q: not a whole-number variable of 'gpt2'" in err
-    with pytest.raises(SystemExit):
-        cli("sweep", "gpt2", "--vary", "L=a,b")
+    code, out, err = cli("sweep", "gpt2", "--vary", "L=a,b")
+    assert (code, out) == (2, "")
+    assert err == ("archgraph: error: argument --vary: expected NAME=V1,V2,... with whole numbers, received "
+                   "'L=a,b'\n"
+                   "  fix: see 'archgraph sweep --help'\n")
 
 
 def test_a_configuration_that_is_not_a_model_is_refused_not_counted(cli):

@@ -5,7 +5,7 @@ Two steps, because archgraph must not need torch:
     /tmp/torchenv/bin/python tools/crosscheck_hf.py record SEED COUNT out.json   # needs torch + transformers
     .venv/bin/python tools/crosscheck_hf.py compare out.json                       # needs archgraph
 
-`record` mutates each config of ../shared/reference/hf to small random sizes and switches (odd head
+`record` mutates each config of tests/data/reference/hf to small random sizes and switches (odd head
 counts, grouped-query ratios, tied and untied heads, biases, gated feed-forwards, stage lists),
 picks a random class the family has in transformers, and records what transformers builds on the
 meta device (configs transformers refuses are dropped).  `compare` loads each config with
@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference" / "hf"
+REFERENCE = Path(__file__).resolve().parents[1] / "tests" / "data" / "reference" / "hf"
 
 PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "albert": "Albert", "vit": "ViT",
           "gpt2": "GPT2", "opt": "OPT", "gpt_neox": "GPTNeoX", "bloom": "Bloom", "llama": "Llama",

@@ -23,9 +23,13 @@ def set_value(text: str) -> tuple[str, Any]:
     except ValueError:
         pass
     try:
-        return name.strip(), float(value)
+        number = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"--set {name}: '{value}' is not a number or true/false") from None
+    if not abs(number) <= 10 ** 30:  # inf and nan fail too
+        raise argparse.ArgumentTypeError(f"--set {name}: {value} is too large (sizes and values are at most "
+                                         f"10**30)")
+    return name.strip(), number
 
 
 def model_command(sub, name: str, help: str, json: bool = True, nargs: str | None = None
@@ -59,5 +63,6 @@ def emit(console, as_json: bool, data, table) -> int:
     if as_json:
         sys.stdout.write(json.dumps(data(), indent=1) + "\n")
     else:
-        console.print(table())
+        from ..render.fit import fit
+        console.print(fit(table()))
     return 0
