@@ -7,6 +7,7 @@ happened (file, line, node path) and, when we know one, the fix.  The CLI prints
 from __future__ import annotations
 
 import difflib
+import unicodedata
 from typing import Iterable, NamedTuple
 
 
@@ -42,10 +43,19 @@ class ArchgraphError(Exception):
     def __str__(self) -> str:
         where = f"{self.loc}: " if self.loc else ""
         node = f"node '{self.node}': " if self.node else ""
-        text = f"{where}{node}{self.message}"
+        text = printable(f"{where}{node}{self.message}")
         if self.hint:
-            text += f"\n  fix: {self.hint}"
+            text += f"\n  fix: {printable(self.hint)}"
         return text
+
+
+def printable(text: str) -> str:
+    """`text` safe for a terminal: control and format characters (ESC, a right-to-left override)
+    shown as escapes (\\x1b, \\u202e), the rest as it is."""
+    if text.isprintable() and not any(unicodedata.category(c) == "Cf" for c in text):
+        return text
+    return "".join(c if c.isprintable() and unicodedata.category(c) != "Cf"
+                   else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class SpecError(ArchgraphError):

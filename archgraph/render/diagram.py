@@ -77,9 +77,9 @@ class _Drawer:
         self.edges: dict[tuple[str, str, str], None] = {}  # in drawing order, emitted last
         self.used: set[str] = set()                       # legend entries in use
         self.ties: list[tuple[str, str, str]] = []        # (node id, tensor, owner tensor path)
-        title = f"<<b>{escape(model.name)}</b> · {human(self.total)} parameters>"
-        self.dot = graphviz.Digraph(
-            name=model.name,
+        title = f"<<b>{escape(_short(model.name))}</b> · {human(self.total)} parameters>"
+        self.dot = _SafeDigraph(
+            name=_dot_id(model.name),
             graph_attr={"rankdir": options.rankdir, "label": title, "labelloc": "t", "fontsize": "18",
                         "fontname": FONT, "newrank": "true", "nodesep": "0.3", "ranksep": "0.35",
                         "compound": "true", "bgcolor": "white"},
@@ -94,7 +94,7 @@ class _Drawer:
         for name, shape in self.shapes.inputs.items():
             node_id = f"(input) {name}"
             dtype = self.model.inputs[name].dtype
-            self.dot.node(node_id, label=_html(f"<b>{escape(name)}</b>", _small(f"{fmt_shape(shape)} {dtype}")),
+            self.dot.node(node_id, label=_html(f"<b>{escape(_short(name))}</b>", _small(f"{fmt_shape(shape)} {dtype}")),
                           shape="oval", style="filled", fillcolor="#f0f0f0")
             inputs[name] = (node_id, shape)
         top = _Scope(self.model.graph, self.shapes.run, "", inputs, 0, 1)
@@ -102,7 +102,7 @@ class _Drawer:
         for name, ref in zip(self.model.output_names, self.model.graph.outputs):
             node_id = f"(output) {name}"
             source, shape = top.end(ref)
-            self.dot.node(node_id, label=_html(f"<b>{escape(name)}</b>", _small(fmt_shape(shape))),
+            self.dot.node(node_id, label=_html(f"<b>{escape(_short(name))}</b>", _small(fmt_shape(shape))),
                           shape="oval", style="filled", fillcolor="#f0f0f0")
             self._edge(source, node_id, shape)
         for source, target, label in self.edges:  # at the top level: an edge inside a cluster pulls
@@ -124,7 +124,7 @@ class _Drawer:
         rows = node_tensors(node)
         new = sum(r.count for r in rows if not r.buffer and r.name not in node.ties)
         has_params = bool(node.op.params())
-        lines = [f"<b>{escape(name)}</b>", _small(escape(_op_text(node)))]
+        lines = [f"<b>{escape(_short(name))}</b>", _small(escape(_op_text(node)))]
         if new:
             lines.append(_small(f"{human(new)} params"))
         tied = [r.name for r in rows if r.name in node.ties]
@@ -187,7 +187,7 @@ class _Drawer:
         """A block drawn as one node (below the depth limit)."""
         per = graph_totals(node.body, self.params.cache)
         total = call_totals(node, per).total
-        lines = [f"<b>{escape(name)}{_times(node)}</b>",
+        lines = [f"<b>{escape(_short(name))}{_times(node)}</b>",
                  _small(f"<i>{escape(node.block)}</i>")]
         lines += [_small(escape(t)) for t in _count_lines(node, per.total, total)]
         fill, ink = self._fill(max(per.by_category, key=per.by_category.get, default="other"),
@@ -205,7 +205,7 @@ class _Drawer:
         """`transformer.h × 12  gpt2_block` and the counts; `path` is relative to the enclosing block."""
         per = graph_totals(node.body, self.params.cache).total
         total = call_totals(node, graph_totals(node.body, self.params.cache)).total
-        title = f"<b>{escape(path)}{_times(node) if collapsed else ''}</b>  <i>{escape(node.block)}</i>"
+        title = f"<b>{escape(_short(path))}{_times(node) if collapsed else ''}</b>  <i>{escape(node.block)}</i>"
         counts = _count_lines(node, per, total) if collapsed else [f"{human(per)} params"]
         return _html(title, *[_small(escape(c)) for c in counts], align="left")
 
@@ -272,6 +272,41 @@ class _Drawer:
         label = (f'<<table border="0" cellborder="0" cellspacing="2" cellpadding="2">'
                  f'<tr><td colspan="2" align="left"><b>{escape(title)}</b></td></tr>{cells}{tie}</table>>')
         self.dot.node("(legend)", label=label, shape="plaintext", style="", fontsize="10")
+
+
+def _dot_id(name: str) -> str:
+    """A DOT id for any node name: backslashes kept literal (graphviz reads `\\` as an escape),
+    `<...>` never taken for HTML, and a name too long for Graphviz replaced by a digest that keeps it unique."""
+    if len(name) > MAX_ID:
+        import hashlib
+        prefix = "cluster_" if name.startswith("cluster_") else ""
+        return f"{prefix}id_{hashlib.sha1(name.encode()).hexdigest()}"
+    return graphviz.nohtml(name.replace("\\", "\\\\"))  # '<b>x</b>' is a name, not an HTML string
+
+
+MAX_ID = 200  # characters of a DOT id; longer names are labels only
+MAX_LABEL = 60  # characters of a name in a box; longer ones lose their middle
+
+
+def _short(name: str) -> str:
+    """A name as a box shows it: whole, or its two ends around an ellipsis."""
+    if len(name) <= MAX_LABEL:
+        return name
+    half = (MAX_LABEL - 1) // 2
+    return f"{name[:half]}…{name[-half:]}"
+
+
+class _SafeDigraph(graphviz.Digraph):
+    """A Digraph whose node, edge and cluster ids may be any spec name (see _dot_id)."""
+
+    def node(self, name, label=None, **attrs):
+        super().node(_dot_id(name), label, **attrs)
+
+    def edge(self, tail_name, head_name, label=None, **attrs):
+        super().edge(_dot_id(tail_name), _dot_id(head_name), label, **attrs)
+
+    def subgraph(self, graph=None, name=None, **kwargs):
+        return super().subgraph(graph, name=_dot_id(name) if name is not None else None, **kwargs)
 
 
 def _times(node: BlockNode) -> str:

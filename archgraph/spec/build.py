@@ -12,7 +12,7 @@ from typing import Any, Callable, Mapping
 
 from .. import expr
 from ..dims import assuming
-from ..errors import ArchgraphError, Loc, SpecError
+from ..errors import ArchgraphError, Loc, SpecError, printable
 from ..graph import InputSpec, Model, call_count, instance_count
 from .constraints import bounds, check_constraints, divisors, read_constraints
 from .extends import merge_extends
@@ -51,7 +51,11 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
     with assuming(divisors(constraints, bindings), bounds(constraints, bindings)):
         graph = build_graph(ctx, "model", spec.get("nodes"), tuple(inputs), ctx.globals, None, True,
                             spec.get("outputs"), loc_of(spec, "nodes"))
-    model = model_class(name=str(spec.get("name") or "model"), graph=graph, inputs=inputs,
+    name = str(spec.get("name") or "model")
+    if printable(name) != name:
+        raise SpecError(f"the model name '{printable(name)}' holds a control or formatting character",
+                        loc=loc_of(spec, "name"), hint="use visible characters")
+    model = model_class(name=name, graph=graph, inputs=inputs,
                         variables=variables, output_names=graph.output_names,
                         description=str(spec.get("description") or ""), source=spec.loc.file,
                         bindings=bindings, warnings=ctx.warnings, constraints=constraints)

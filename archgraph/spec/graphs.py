@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .. import expr
-from ..errors import ArchgraphError, Loc, SpecError, did_you_mean
+from ..errors import ArchgraphError, Loc, SpecError, did_you_mean, printable
 from ..graph import BlockNode, Graph, OpNode, Ref, SpecWarning, wiring
 from ..numbers import decided, decided_names
 from ..ops import REGISTRY
@@ -136,6 +136,9 @@ def _node(ctx: Ctx, raw: Any, scope: dict, env, category, trainable, prev):
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise SpecError("a node needs a 'name'", loc=raw.loc, hint="add 'name: my_node'")
+    if printable(name) != name:
+        raise SpecError(f"the name '{printable(name)}' holds a control or formatting character",
+                        loc=raw.key_loc("name"), hint="use letters, digits, '_', '.' and other visible characters")
     if "when" in raw and not _condition(raw["when"], env, raw.key_loc("when"), name):
         return None
     if name in scope:

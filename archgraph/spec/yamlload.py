@@ -69,6 +69,16 @@ class _Located:
             out.lines[key] = key_node.start_mark.line + 1
         return out
 
+    def construct_int(self, node):
+        """A whole number; one too long for Python to read says where it is."""
+        try:
+            return yaml.SafeLoader.construct_yaml_int(self, node)
+        except ValueError:
+            digits = sum(ch.isdigit() for ch in str(node.value))
+            raise SpecError(f"a whole number of {digits:,} digits is too long to read",
+                            loc=_mark_loc(self.file, node.start_mark),
+                            hint="sizes and values are at most 10**30") from None
+
     def construct_sequence(self, node, deep=False):
         out = LocList(self.construct_object(child, deep=True) for child in node.value)
         out.loc = _mark_loc(self.file, node.start_mark)
@@ -89,6 +99,7 @@ _Loader = type("_CLoader", (_Located, yaml.CSafeLoader), {}) if _FAST else _PyLo
 for _cls in {_Loader, _PyLoader}:
     _cls.add_constructor("tag:yaml.org,2002:map", lambda loader, node: loader.construct_mapping(node))
     _cls.add_constructor("tag:yaml.org,2002:seq", lambda loader, node: loader.construct_sequence(node))
+    _cls.add_constructor("tag:yaml.org,2002:int", lambda loader, node: loader.construct_int(node))
 
 
 def _refuse_aliases(text: str, file: str) -> None:
