@@ -158,6 +158,7 @@ class Model:
     constraints: list = field(default_factory=list)  # spec.constraints.Constraint: what sizes satisfy
     decided: set[str] = field(default_factory=set)  # symbolic build: names a choice depended on
     conditions: list = field(default_factory=list)  # symbolic build: relations the checks relied on
+    overrides: str = ""  # what a spec that extends another sets there ("child.yaml sets H = 770 (child.yaml:5)")
 
 
 def join(prefix: str, name: str) -> str:

@@ -68,7 +68,11 @@ def build(spec: LocDict, settings: Mapping[str, Any] | None = None, parent=None,
 
 def checked(model: Model) -> Model:
     """`model` once its shapes are known to fit (the shape pass raises the located error if not)."""
-    infer_shapes(model)
+    from .spec.build import blame_overrides
+    try:
+        infer_shapes(model)
+    except ArchgraphError as exc:
+        raise blame_overrides(exc, model.source, model.overrides) from None
     return model
 
 

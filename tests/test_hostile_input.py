@@ -70,3 +70,12 @@ def test_extends_resolves_a_parent_beside_the_file_that_names_it(cli, tmp_path):
     assert code == 0, err
     import json
     assert json.loads(out)["total"] == 4 * 4 + 4
+
+
+def test_an_error_in_a_parent_names_what_the_child_sets(cli, tmp_path):
+    child = tmp_path / "child.yaml"
+    child.write_text("archgraph: 1\nextends: gpt2\nname: child\nvariables:\n  H: 770\n")
+    code, out, err = cli("params", str(child))
+    assert (code, out) == (2, "")
+    assert "query width / heads: 770 is not divisible by 12" in err
+    assert err.endswith(f"; {child} sets H = 770 ({child}:5)\n")

@@ -49,8 +49,12 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
     constraints = read_constraints(spec.get("constraints"), loc_of(spec, "constraints"), ctx.globals)
     check_constraints(constraints, ctx.globals)
     with assuming(divisors(constraints, bindings), bounds(constraints, bindings)):
-        graph = build_graph(ctx, "model", spec.get("nodes"), tuple(inputs), ctx.globals, None, True,
-                            spec.get("outputs"), loc_of(spec, "nodes"))
+        overrides = _overrides(spec, raw_vars, var_locs, variables)
+        try:
+            graph = build_graph(ctx, "model", spec.get("nodes"), tuple(inputs), ctx.globals, None, True,
+                                spec.get("outputs"), loc_of(spec, "nodes"))
+        except ArchgraphError as exc:
+            raise blame_overrides(exc, spec.loc.file, overrides) from None
     name = str(spec.get("name") or "model")
     if printable(name) != name:
         raise SpecError(f"the model name '{printable(name)}' holds a control or formatting character",
@@ -58,10 +62,27 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
     model = model_class(name=name, graph=graph, inputs=inputs,
                         variables=variables, output_names=graph.output_names,
                         description=str(spec.get("description") or ""), source=spec.loc.file,
-                        bindings=bindings, warnings=ctx.warnings, constraints=constraints)
+                        bindings=bindings, warnings=ctx.warnings, constraints=constraints,
+                        overrides=overrides)
     _check_limits(model, spec)
     resolve_ties(model)
     return model
+
+
+def _overrides(spec: LocDict, raw_vars, var_locs: dict, variables: dict) -> str:
+    """What a spec that extends another sets itself: `child.yaml sets H = 770 (child.yaml:5)`."""
+    if "extends" not in spec.lines and not any(loc.file != spec.loc.file for loc in var_locs.values()):
+        return ""
+    own = [n for n in raw_vars if n in variables and var_locs.get(n) and var_locs[n].file == spec.loc.file]
+    return f"{spec.loc.file} sets " + ", ".join(f"{n} = {variables[n]} ({var_locs[n]})" for n in own) if own else ""
+
+
+def blame_overrides(exc: ArchgraphError, file: str, overrides: str) -> ArchgraphError:
+    """An error inside a parent spec (`extends:`) also names what the child sets: the line to fix
+    may be the child's."""
+    if overrides and exc.loc is not None and exc.loc.file != file:
+        exc.hint = (exc.hint + "; " if exc.hint else "") + overrides
+    return exc
 
 
 def _check_limits(model: Model, spec: LocDict) -> None:
