@@ -16,13 +16,15 @@ import json
 import sys
 from typing import Any, Sequence
 
-from .commands.common import emit, load_model, model_command
+from .commands.common import LazyConsole, emit, load_model, model_command
 from .errors import ArchgraphError
 
 
-# Modules of archgraph.commands, each adding one or more subcommands (see the module docstring).
-COMMANDS: list[str] = ["import_hf", "check", "memory", "flops", "formula", "explain", "compare", "sweep",
-                       "render", "chart", "report", "run"]
+# Subcommand -> the module of archgraph.commands that adds it (see the module docstring).  Only
+# the module of the command being run is imported; help and unknown commands import them all.
+COMMANDS: dict[str, str] = {"import-hf": "import_hf", "check": "check", "memory": "memory", "flops": "flops",
+                            "formula": "formula", "explain": "explain", "compare": "compare", "sweep": "sweep",
+                            "render": "render", "chart": "chart", "report": "report", "run": "run"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -33,7 +35,8 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"archgraph: error: {message}\n  fix: see '{self.prog} --help'\n")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; with `command` (one of COMMANDS), only that command's module is imported."""
     import importlib
 
     from archgraph import __version__
@@ -50,13 +53,20 @@ def _parser() -> argparse.ArgumentParser:
     ops = sub.add_parser("ops", help="list the operators a spec can use; 'ops NAME' describes one")
     ops.add_argument("name", nargs="?", metavar="NAME", help="an op (or its PyTorch name: nn.Linear)")
     ops.add_argument("--json", action="store_true", help="print one JSON object (with NAME)")
-    for name in COMMANDS:
-        importlib.import_module(f"archgraph.commands.{name}").add_parser(sub, model_command)
+    for module in ([COMMANDS[command]] if command in COMMANDS else
+                   [] if command in ("params", "shapes", "zoo", "ops") else COMMANDS.values()):
+        importlib.import_module(f"archgraph.commands.{module}").add_parser(sub, model_command)
     return p
 
 
+def _command(argv: Sequence[str]) -> str | None:
+    """The subcommand argv names: its first word, unless that is an option."""
+    return argv[0] if argv and not argv[0].startswith("-") else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = _parser(_command(argv))
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version, or a usage error already printed
@@ -77,10 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    probe = Console()
-    console = Console(width=probe.width if probe.is_terminal else 240)
+    console = LazyConsole()
     handler = getattr(args, "handler", None)
     if handler is not None:
         return handler(args, console)
@@ -91,20 +98,22 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "ops":
         return _ops(args, console)
-    from .checkpoint import is_checkpoint_path
-    if is_checkpoint_path(args.model):  # a .safetensors checkpoint: tensors by dtype, no graph
+    if args.model.lower().endswith((".safetensors", ".safetensors.index.json")):  # tensors by dtype, no graph
         from .commands.check import checkpoint_command
         return checkpoint_command(args, console)
     model = load_model(args)
+    from .render import data
     if args.command == "params":
-        from .render.data import params_json
-        from .render.text import params_table
         report = model.params()
-        return emit(console, args.json, lambda: params_json(report), lambda: params_table(report))
-    from .render.data import shapes_json
-    from .render.text import shapes_table
+        return emit(console, args.json, lambda: data.params_json(report), lambda: _text().params_table(report))
     report = model.shapes()
-    return emit(console, args.json, lambda: shapes_json(report), lambda: shapes_table(report))
+    return emit(console, args.json, lambda: data.shapes_json(report), lambda: _text().shapes_table(report))
+
+
+def _text():
+    """archgraph.render.text, imported only when a table is printed (it needs rich)."""
+    from .render import text
+    return text
 
 
 def _zoo_table():

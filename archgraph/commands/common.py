@@ -59,9 +59,25 @@ def load_model(args, source: str | None = None, settings: dict | None = None, *,
     return model
 
 
+class LazyConsole:
+    """A rich Console made when first used: the terminal's width, or 240 columns when the output
+    is not a terminal.  A command that prints JSON never imports rich."""
+
+    _console = None
+
+    def __getattr__(self, name: str):
+        if self._console is None:
+            from rich.console import Console
+
+            probe = Console()
+            self._console = Console(width=probe.width if probe.is_terminal else 240)
+        return getattr(self._console, name)
+
+
 def emit(console, as_json: bool, data, table) -> int:
-    if as_json:
-        sys.stdout.write(json.dumps(data(), indent=1) + "\n")
+    if as_json:  # indented for a person at a terminal; one line (json's C encoder: 5x faster) for a program
+        indent = 1 if sys.stdout.isatty() else None
+        sys.stdout.write(json.dumps(data(), indent=indent, separators=None if indent else (",", ":")) + "\n")
     else:
         from ..render.fit import fit
         console.print(fit(table()))

@@ -54,7 +54,8 @@ class Cache:
 
 
 class Op:
-    """Base of all ops.  Subclasses are frozen dataclasses made by `@op`."""
+    """Base of all ops.  `@op` makes each subclass a dataclass (its fields are the hyperparameters);
+    Op gives them __init__, equality, hashing, repr, and refuses assignment (ops are frozen)."""
 
     op_name: ClassVar[str] = ""
     category: ClassVar[str] = "other"
@@ -93,6 +94,54 @@ class Op:
         """What it keeps per sequence while decoding (`decoder`: the model has causal attention),
         or None."""
         return None
+
+    # -- value semantics: what dataclass(frozen=True) would generate, written once here.  Generating
+    # them costs a compile per method and class, and a command imports dozens of op classes; ops
+    # are made once per distinct set of hyperparameters, so a generic __init__ costs nothing. -------
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        fields = _fields(type(self))
+        if len(args) > len(fields):
+            raise TypeError(f"{type(self).__name__}() takes {len(fields)} arguments; received {len(args)}")
+        values = dict(zip(fields, args))
+        for name, value in kwargs.items():
+            if name not in fields or name in values:
+                problem = "an unexpected" if name not in fields else "a repeated"
+                raise TypeError(f"{type(self).__name__}() got {problem} argument '{name}'")
+            values[name] = value
+        for name, f in fields.items():
+            if name in values:
+                value = values[name]
+            elif f.default is not dataclasses.MISSING:
+                value = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                value = f.default_factory()
+            else:
+                raise TypeError(f"{type(self).__name__}() missing the argument '{name}'")
+            object.__setattr__(self, name, value)
+        post_init = getattr(self, "__post_init__", None)
+        if post_init is not None:
+            post_init()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field '{name}'")
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, name) for name in _fields(type(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{name}={getattr(self, name)!r}" for name in _fields(type(self)))
+        return f"{type(self).__qualname__}({values})"
 
     # -- construction from spec values ------------------------------------------------
     @classmethod
@@ -214,7 +263,8 @@ def op(name: str, category: str = "other", *, aliases: tuple[str, ...] = (),
     PyTorch (and others) give it, `example` the hyperparameters of a typical use."""
 
     def wrap(cls):
-        cls = dataclass(frozen=True)(cls)
+        # Fields only: Op gives __init__, __eq__, __hash__, __repr__ and the frozen __setattr__.
+        cls = dataclass(init=False, repr=False, eq=False)(cls)
         cls.op_name = name
         cls.category = category
         cls.aliases = tuple(aliases)

@@ -78,7 +78,7 @@ class Pow(Binary):
         return left ** right
 
 
-@dataclass(frozen=True)
+@dataclass(init=False, repr=False, eq=False)  # fields only, as @op makes them (see ops.base.Op)
 class _Compare(Binary):
     """A comparison: true where it holds (a boolean mask), with broadcasting."""
 

@@ -1,11 +1,11 @@
 """FLOPs reports as tables and JSON; sizes still symbolic print as formulas (`36864*B*S**2 + ...`)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported when a table is made: --json never needs it
+    from rich.console import Group
+    from rich.table import Table
 
 from ..dims import fmt, to_json
 from ..passes.flops import TRAINING_FACTOR, FlopsReport
@@ -44,6 +44,10 @@ def flops_json(r: FlopsReport) -> dict[str, Any]:
 
 
 def flops_table(r: FlopsReport) -> Group:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     sizes = ", ".join(f"{k}={v}" for k, v in r.bindings.items()) or "symbolic sizes"
     nodes = Table(title=f"{r.model.name}: forward FLOPs at {sizes}", title_justify="left")
     for col, just in (("Node", "left"), ("Op", "left"), ("FLOPs", "right"), ("", "right")):

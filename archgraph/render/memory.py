@@ -1,11 +1,11 @@
 """Memory and FLOPs reports as tables and JSON (binary units for bytes: MiB = 2^20, GiB = 2^30)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported when a table is made: --json never needs it
+    from rich.console import Group
+    from rich.table import Table
 
 from ..dims import to_json
 from ..passes.memory import MemoryReport
@@ -55,6 +55,8 @@ def memory_json(m: MemoryReport) -> dict[str, Any]:
 
 
 def _bytes_table(title: str) -> Table:
+    from rich.table import Table
+
     table = Table(title=title, title_justify="left")
     table.add_column("")
     table.add_column("Bytes", justify="right")
@@ -64,11 +66,16 @@ def _bytes_table(title: str) -> Table:
 
 
 def _row(table: Table, label: str, n: int | None, bold: bool = False) -> None:
+    from rich.text import Text
+
     cells = [label, "—" if n is None else f"{n:,}", binary(n), decimal(n)]
     table.add_row(*[Text(c, style="bold") if bold else c for c in cells])
 
 
 def memory_table(m: MemoryReport) -> Group:
+    from rich.console import Group
+    from rich.text import Text
+
     weights = _bytes_table(f"{m.model}: weights ({m.params:,} parameters)")
     for dtype, n in m.weights_bytes.items():
         _row(weights, dtype, n)

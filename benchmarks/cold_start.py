@@ -1,0 +1,126 @@
+"""Cold start: `archgraph params` against transformers on the meta device, same question, fresh processes.
+
+Run with the Python that has archgraph installed, and a Python that has torch and transformers:
+
+    python benchmarks/cold_start.py --framework /path/to/python           # 9 interleaved rounds
+    python benchmarks/cold_start.py --framework /path/to/python --rounds 15
+
+For each model, every round runs, one after the other (interleaved, so a slow moment of the
+machine hurts both sides alike):
+
+  * `archgraph params CONFIG.json --json`: a Hugging Face config.json (from the reference
+    figures in tests/data/reference/hf), read through its family template;
+  * `archgraph params NAME --json` for the models that are also built-in specs;
+  * the framework: `import torch, transformers`, then `AutoModelFor...from_config(...)` under
+    `torch.device("meta")` and `sum(p.numel() for p in model.parameters())`.
+
+Both must print the reference total.  The table shows medians and the ratio of medians.  Then
+`python -X importtime` of the CLI on the first config, with its slowest imports (cumulative).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REFERENCE = Path(__file__).resolve().parents[1] / "tests" / "data" / "reference" / "hf"
+MODELS = {  # reference file -> (transformers auto class, built-in spec of the same model or None)
+    "llama-2-70b": ("AutoModelForCausalLM", "llama-2-70b"),
+    "llama-2-7b": ("AutoModelForCausalLM", "llama-2-7b"),
+    "mixtral-8x7b": ("AutoModelForCausalLM", None),
+    "bert-base-uncased": ("AutoModel", "bert-base-uncased"),
+}
+
+FRAMEWORK = r"""
+import json, sys
+import torch, transformers
+config = json.load(open(sys.argv[1]))
+auto = getattr(transformers, sys.argv[2])
+with torch.device("meta"):
+    model = auto.from_config(transformers.AutoConfig.for_model(**config))
+print(sum(p.numel() for p in model.parameters()))
+"""
+
+
+def timed(argv: list[str]) -> tuple[float, str]:
+    start = time.perf_counter()
+    out = subprocess.run(argv, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if out.returncode != 0:
+        sys.exit(f"cold_start: {' '.join(argv)} failed:\n{out.stderr}")
+    return seconds, out.stdout
+
+
+def total_of(stdout: str) -> int:
+    text = stdout.strip()
+    return int(text) if text.isdigit() else json.loads(text)["total"]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--framework", metavar="PYTHON", help="a Python with torch and transformers")
+    p.add_argument("--rounds", type=int, default=9, help="interleaved rounds per model (default 9)")
+    p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    args = p.parse_args()
+    cli = shutil.which("archgraph", path=str(Path(sys.executable).parent)) or shutil.which("archgraph")
+    if cli is None:
+        sys.exit("cold_start: the archgraph command is not installed beside this Python")
+    folder = Path(tempfile.mkdtemp())
+    rows = []
+    for name in args.models:
+        ref = json.loads((REFERENCE / f"{name}.json").read_text())
+        config = folder / name / "config.json"
+        config.parent.mkdir()
+        config.write_text(json.dumps(ref["config"]))
+        auto, builtin = MODELS[name]
+        cases = {f"archgraph params {name}/config.json": [cli, "params", str(config), "--json"]}
+        if builtin:
+            cases[f"archgraph params {builtin}"] = [cli, "params", builtin, "--json"]
+        if args.framework:
+            cases["transformers on meta"] = [args.framework, "-c", FRAMEWORK, str(config), auto]
+        times: dict[str, list[float]] = {case: [] for case in cases}
+        for _ in range(args.rounds):
+            for case, argv in cases.items():
+                seconds, out = timed(argv)
+                if total_of(out) != ref["expected_params"]:
+                    sys.exit(f"cold_start: {case} counted {total_of(out)}, expected {ref['expected_params']}")
+                times[case].append(seconds)
+        medians = {case: statistics.median(t) for case, t in times.items()}
+        framework = medians.get("transformers on meta")
+        for case, median in medians.items():
+            ratio = f"{framework / median:.0f}x" if framework and case != "transformers on meta" else ""
+            rows.append((name, case, median, ratio, ref["expected_params"]))
+
+    bare, _ = min(timed([sys.executable, "-c", "import yaml"]) for _ in range(args.rounds))
+    print(f"machine: {os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}; "
+          f"median of {args.rounds} interleaved rounds; `python -c 'import yaml'` (the floor): {bare * 1000:.0f} ms\n")
+    print("| model | command | median | faster than transformers |")
+    print("|---|---|---:|---:|")
+    for model, case, median, ratio, total in rows:
+        print(f"| {model} ({total:,}) | {case} | {median * 1000:,.0f} ms | {ratio} |")
+
+    first = folder / args.models[0] / "config.json"
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c",
+                          "import sys; from archgraph.cli import main; sys.exit(main())",
+                          "params", str(first), "--json"], capture_output=True, text=True)
+    entries = []
+    for line in out.stderr.splitlines():
+        parts = line.split("|")
+        if len(parts) == 3 and parts[1].strip().isdigit():
+            entries.append((int(parts[1]), parts[2].rstrip()))
+    print("\n`python -X importtime` of `archgraph params config.json --json`, slowest (cumulative, ms):\n")
+    for micros, module in sorted(entries, reverse=True)[:12]:
+        print(f"    {micros / 1000:6.1f}  {module}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
