@@ -22,7 +22,10 @@ from typing import Any, Iterable
 from .errors import Loc
 from .load import build
 from .model import Model
-from .spec.yamlload import LocDict, LocList
+from .spec.yamlload import _NO_LINES, LocDict, LocList
+
+
+_LOCS: dict[tuple[str, int], Loc] = {}
 
 
 def _here(depth: int = 2) -> Loc:
@@ -32,7 +35,7 @@ def _here(depth: int = 2) -> Loc:
 
 def _mapping(values: dict, loc: Loc) -> LocDict:
     out = LocDict(values)
-    out.loc, out.lines = loc, {}  # every key is on the mapping's own line
+    out.loc, out.lines = loc, _NO_LINES  # every key is on the mapping's own line
     return out
 
 
@@ -49,7 +52,18 @@ class _Scope:
 
     def node(self, name: str, op: str, *, inputs: str | list[str] | None = None, **fields: Any) -> str:
         """Add an op node; `inputs` names its inputs (default: the previous node). Returns its name."""
-        return self._add(name, {"op": op}, inputs, fields)
+        # The same as `_add`, written out: a generated graph may call this a million times.
+        entry = LocDict(name=name, op=op, **fields)
+        if inputs is not None:
+            entry["in"] = list(inputs) if isinstance(inputs, (list, tuple)) else inputs
+        frame = sys._getframe(1)
+        where = (frame.f_code.co_filename, frame.f_lineno)
+        loc = _LOCS.get(where)
+        if loc is None:  # one Loc per line of the caller's code, however many nodes it makes
+            loc = _LOCS[where] = Loc(*where)
+        entry._loc, entry.lines = loc, _NO_LINES
+        self._nodes.append(entry)
+        return name
 
     def call(self, name: str, block: str, *, inputs: str | list[str] | None = None, **fields: Any) -> str:
         """Call a block (fields: its arguments and repeat, shared, trainable, category)."""

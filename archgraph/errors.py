@@ -7,7 +7,6 @@ happened (file, line, node path) and, when we know one, the fix.  The CLI prints
 from __future__ import annotations
 
 import difflib
-import unicodedata
 from typing import Iterable, NamedTuple
 
 
@@ -52,10 +51,9 @@ class ArchgraphError(Exception):
 def printable(text: str) -> str:
     """`text` safe for a terminal: control and format characters (ESC, a right-to-left override)
     shown as escapes (\\x1b, \\u202e), the rest as it is."""
-    if text.isprintable() and not any(unicodedata.category(c) == "Cf" for c in text):
+    if text.isprintable():  # False for categories Cc and Cf (and other Other/Separator, but ' ')
         return text
-    return "".join(c if c.isprintable() and unicodedata.category(c) != "Cf"
-                   else c.encode("unicode_escape").decode("ascii") for c in text)
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 class SpecError(ArchgraphError):

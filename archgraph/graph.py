@@ -8,11 +8,16 @@ module holds data only: the analyses are functions in `archgraph.passes`.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple, Union
 
 from .errors import Loc
 from .ops.base import Op
+
+
+NO_TIES: Mapping[str, str] = MappingProxyType({})  # what most nodes tie: one shared, read-only mapping
 
 
 class Ref(NamedTuple):
@@ -25,14 +30,14 @@ class Ref(NamedTuple):
         return self.node if self.index == 0 else f"{self.node}:{self.index}"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class OpNode:
     name: str
     op: Op
     inputs: tuple[Ref, ...]
     category: str
     trainable: bool = True
-    ties: dict[str, str] = field(default_factory=dict)  # local tensor -> absolute tensor path
+    ties: Mapping[str, str] = field(default_factory=lambda: NO_TIES)  # local tensor -> absolute tensor path
     loc: Loc = Loc()
     keywords: tuple[str, ...] = ()  # when 'in' is a mapping: the rule's parameter for each input
     dtype: str | None = None  # `dtype:` in the spec: this node's weights are stored so (memory pass)
@@ -53,7 +58,7 @@ class OpNode:
         return [given.get(name) for name in self.op.input_names()[0]]
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class BlockNode:
     name: str
     block: str

@@ -21,8 +21,12 @@ class Model(graph.Model):
         """Parameter report (see `archgraph.passes.params`)."""
         return count_params(self)
 
+    checked_shapes: ShapeReport | None = None  # the report `load` checked the model with (no bindings)
+
     def shapes(self, **bindings: int) -> ShapeReport:
         """Shape report with symbolic sizes bound to the given values."""
+        if not bindings and self.checked_shapes is not None and self.checked_shapes.model is self:
+            return self.checked_shapes
         return infer_shapes(self, bindings)
 
     def _repr_svg_(self) -> str | None:

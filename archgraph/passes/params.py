@@ -100,17 +100,20 @@ def graph_totals(graph: Graph, cache: dict | None = None) -> Totals:
     if id(graph) in cache:
         return cache[id(graph)]
     out = Totals()
+    same: Counter = Counter()  # (op, trainable, category) -> nodes: equal ops are counted once, then multiplied
     for node in graph.nodes.values():
-        if isinstance(node, OpNode):
+        if node.__class__ is OpNode:
             if node.ties:
                 out.add(op_totals(node))
                 continue
-            key = (id(node.op), node.trainable, node.category)  # nodes share equal ops: count one once
+            key = (id(node.op), node.trainable, node.category)
             if key not in cache:
                 cache[key] = op_totals(node)
-            out.add(cache[key])
+            same[key] += 1
         else:
             out.add(call_totals(node, graph_totals(node.body, cache)))
+    for key, times in same.items():
+        out.add(cache[key], times)
     cache[id(graph)] = out
     return out
 

@@ -53,6 +53,13 @@ def walk(graph: Graph, inputs: tuple[Any, ...], visit: Visit, prefix: str = "",
     env: dict[str, tuple[Any, ...]] = {name: (value,) for name, value in zip(graph.inputs, inputs)}
     results: dict[str, Any] = {}
     for name, node in graph.nodes.items():
+        if node.__class__ is OpNode:  # the common case, written out (a flat graph may have a million)
+            try:
+                args = [env[ref.node][ref.index] for ref in node.inputs]
+            except IndexError:  # `node:3` of a node with fewer outputs: the error
+                args = [_pick(env, ref, node, prefix) for ref in node.inputs]
+            env[name] = results[name] = visit(node, args, f"{prefix}.{name}" if prefix else name)
+            continue
         args = [_pick(env, ref, node, prefix) for ref in node.inputs]
         if isinstance(node, OpNode):
             env[name] = results[name] = visit(node, args, join(prefix, name))

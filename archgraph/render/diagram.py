@@ -20,6 +20,7 @@ from typing import Any, Literal
 import graphviz
 
 from ..dims import fmt_shape
+from ..errors import ArchgraphError
 from ..graph import BlockNode, Graph, Model, OpNode, join
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport, infer_shapes
@@ -57,9 +58,51 @@ class _Scope:
         return self.inputs[ref.node] if ref.node in self.inputs else self.outs[ref.node][ref.index]
 
 
+MAX_BOXES = 5_000  # boxes a diagram may have: Graphviz takes minutes, and no one reads, beyond
+
+
+def drawn_boxes(graph: Graph, options: DiagramOptions, level: int = 0, cache: dict | None = None) -> int:
+    """How many boxes the diagram of `graph` has with these options (ops, and blocks drawn as one)."""
+    cache = {} if cache is None else cache
+    key = (id(graph), level)
+    if key not in cache:
+        count = 0
+        for node in graph.nodes.values():
+            if isinstance(node, OpNode):
+                count += 1
+            elif node.repeat == 0:
+                continue
+            elif options.depth is not None and level + 1 > options.depth:
+                count += 1
+            else:
+                count += (node.repeat if options.expand else 1) * drawn_boxes(node.body, options, level + 1, cache)
+        cache[key] = count
+    return cache[key]
+
+
+def check_drawable(model: Model, options: DiagramOptions) -> None:
+    """Refuse a diagram of more than MAX_BOXES boxes, saying what would draw instead."""
+    boxes = drawn_boxes(model.graph, options)
+    if boxes <= MAX_BOXES:
+        return
+    hint = "group the nodes into blocks (a block called with 'repeat:' is drawn once) and draw again"
+    if options.expand and drawn_boxes(model.graph, dataclasses.replace(options, expand=False)) <= MAX_BOXES:
+        hint = "draw each repeated block once: leave out --expand"
+    else:
+        for depth in range(0, 4):
+            if drawn_boxes(model.graph, dataclasses.replace(options, expand=False, depth=depth)) <= MAX_BOXES and \
+                    any(isinstance(n, BlockNode) for n in model.graph.nodes.values()):
+                hint = f"draw nested blocks as single boxes: --depth {depth}"
+                break
+    raise ArchgraphError(f"the diagram would have {boxes:,} boxes; archgraph draws at most {MAX_BOXES:,} "
+                         "(Graphviz would take minutes, and the picture could not be read)", hint=hint)
+
+
 def diagram(model: Model, options: DiagramOptions = DiagramOptions(),
             params: ParamReport | None = None, shapes: ShapeReport | None = None) -> graphviz.Digraph:
-    """The diagram of `model` as a graphviz.Digraph (shapes from `model.shapes()` unless given)."""
+    """The diagram of `model` as a graphviz.Digraph (shapes from `model.shapes()` unless given);
+    a diagram of more than MAX_BOXES boxes is refused (ArchgraphError)."""
+    check_drawable(model, options)
     return _Drawer(model, params or count_params(model), shapes or infer_shapes(model), options).draw()
 
 

@@ -14,9 +14,10 @@ from typing import Any, Mapping
 
 from .. import expr
 from ..errors import ArchgraphError, Loc, SpecError, did_you_mean, printable
-from ..graph import BlockNode, Graph, OpNode, Ref, SpecWarning, wiring
+from ..graph import NO_TIES, BlockNode, Graph, OpNode, Ref, SpecWarning, wiring
 from ..numbers import decided, decided_names
 from ..ops import REGISTRY
+from ..ops.base import REGISTRY as _LOADED_OPS  # a plain dict of the op classes imported so far
 from .blocks import (
     argument,
     block_params,
@@ -74,6 +75,10 @@ def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], en
             raise SpecError(f"a node must be a mapping with 'name' and 'op' (or 'block'); received {raw!r}",
                             loc=getattr(raw_nodes, "loc", loc), hint="write '- {name: x, op: linear, ...}'")
         made = _node(ctx, raw, scope, env, category, trainable, prev)
+        if made.__class__ is OpNode:  # the common case, without a list per node
+            nodes[made.name] = scope[made.name] = made
+            prev = Ref(made.name)
+            continue
         for node in made if isinstance(made, list) else [made] if made is not None else []:
             nodes[node.name] = scope[node.name] = node
             prev = Ref(node.name)
@@ -81,29 +86,35 @@ def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], en
         raise SpecError(f"every node of {name} is switched off by 'when:'", loc=loc)
     named = outputs_of(raw_outputs, prev, loc, env, scope)
     outputs = tuple(ref for _, ref in named)
-    ordered = _ordered(nodes, inputs, outputs, loc)
-    _warn_unread(ctx, name, ordered, outputs)
+    ordered, read = _ordered(nodes, inputs, outputs, loc)
+    _warn_unread(ctx, name, ordered, read)
     return Graph(name, inputs, ordered, outputs, loc, output_names=tuple(n for n, _ in named))
 
 
-def _ordered(nodes: dict, inputs: tuple[str, ...], outputs: tuple[Ref, ...], loc: Loc) -> dict:
-    """The nodes in an order where each comes after what it reads: as declared when that works."""
-    known = set(inputs) | set(nodes)
-    seen, forward = set(inputs), False
+def _ordered(nodes: dict, inputs: tuple[str, ...], outputs: tuple[Ref, ...], loc: Loc) -> tuple[dict, set]:
+    """The nodes in an order where each comes after what it reads (as declared when that works),
+    and the names something reads."""
+    seen = set(inputs)
+    read = {ref.node for ref in outputs}
+    forward = False
     for name, node in nodes.items():
         for ref in node.inputs:
-            if ref.node not in known:
-                hint = did_you_mean(ref.node, known)
-                raise SpecError(f"input '{ref.node}' is not a node or an input here", loc=node.loc, node=name,
-                                hint=hint or f"known names: {', '.join(sorted(known))}")
-            forward = forward or ref.node not in seen
+            if ref.node not in seen:  # read before it is declared, or not at all
+                if ref.node not in nodes:
+                    known = set(inputs) | set(nodes)
+                    hint = did_you_mean(ref.node, known)
+                    raise SpecError(f"input '{ref.node}' is not a node or an input here", loc=node.loc,
+                                    node=name, hint=hint or f"known names: {', '.join(sorted(known))}")
+                forward = True
+            read.add(ref.node)
         seen.add(name)
+    known = seen
     for ref in outputs:
         if ref.node not in known:
             hint = did_you_mean(ref.node, known)
             raise SpecError(f"output '{ref.node}' is not a node or an input", loc=loc,
                             hint=hint or f"known names: {', '.join(sorted(known))}")
-    return _sorted(nodes, inputs) if forward else nodes
+    return (_sorted(nodes, inputs) if forward else nodes), read
 
 
 def _sorted(nodes: dict, inputs: tuple[str, ...]) -> dict:
@@ -122,8 +133,7 @@ def _sorted(nodes: dict, inputs: tuple[str, ...]) -> dict:
                     hint="a node cannot depend on its own output; check the 'in:' of these nodes")
 
 
-def _warn_unread(ctx: Ctx, graph: str, nodes: dict, outputs: tuple[Ref, ...]) -> None:
-    read = {ref.node for node in nodes.values() for ref in node.inputs} | {ref.node for ref in outputs}
+def _warn_unread(ctx: Ctx, graph: str, nodes: dict, read: set) -> None:
     for name, node in nodes.items():
         if name not in read and not node.unused:
             where = "" if graph == "model" else f" in {graph}"
@@ -136,7 +146,7 @@ def _node(ctx: Ctx, raw: Any, scope: dict, env, category, trainable, prev):
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise SpecError("a node needs a 'name'", loc=raw.loc, hint="add 'name: my_node'")
-    if printable(name) != name:
+    if not name.isprintable():
         raise SpecError(f"the name '{printable(name)}' holds a control or formatting character",
                         loc=raw.key_loc("name"), hint="use letters, digits, '_', '.' and other visible characters")
     if "when" in raw and not _condition(raw["when"], env, raw.key_loc("when"), name):
@@ -146,7 +156,7 @@ def _node(ctx: Ctx, raw: Any, scope: dict, env, category, trainable, prev):
                         hint="give each node a unique name")
     if ("op" in raw) == ("block" in raw):
         raise SpecError("a node needs exactly one of 'op' or 'block'", loc=raw.loc, node=name)
-    own_cat = _category(raw)
+    own_cat = _category(raw) if "category" in raw else None
     train = raw.get("trainable", trainable) and trainable
     if not isinstance(train, bool):
         raise SpecError("'trainable' must be true or false", loc=raw.key_loc("trainable"), node=name)
@@ -229,6 +239,16 @@ def _op_keys(cls) -> frozenset[str]:
     return frozenset(NODE_KEYS - {"block", "repeat", "start", "shared", "path"} | set(cls.hyperparameters()))
 
 
+_PLANS: dict[type, tuple[tuple[str, ...], frozenset[str], bool]] = {}
+
+
+def _plan(cls) -> tuple[tuple[str, ...], frozenset[str], bool]:
+    """What building a node of this op needs to know of it, looked up once per node: its
+    hyperparameters, the keys a node may have, and whether it needs no input."""
+    _PLANS[cls] = plan = (_field_names(cls), _op_keys(cls), cls.arity()[0] == 0)
+    return plan
+
+
 def _frozen(value: Any) -> Any:
     """A spec value as a dictionary key (lists as tuples)."""
     return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
@@ -236,25 +256,31 @@ def _frozen(value: Any) -> Any:
 
 def _op_node(ctx: Ctx, raw: LocDict, name: str, prev, known, env, category, explicit: bool,
              trainable: bool) -> OpNode:
+    # This runs once per node of a spec: a generated graph may have a million.  Checks that cost
+    # a call are made only when a cheap test says something is unusual.
     op_name = raw["op"]
-    cls = REGISTRY.get(op_name) if isinstance(op_name, str) else None
+    cls = _LOADED_OPS.get(op_name) if op_name.__class__ is str else None
+    if cls is None:
+        cls = REGISTRY.get(op_name) if isinstance(op_name, str) else None
     if cls is None:
         from ..ops.help import suggest
         raise SpecError(f"unknown op '{op_name}'", loc=raw.key_loc("op"), hint=suggest(str(op_name)))
-    fields = cls.hyperparameters()
-    allowed = _op_keys(cls)
+    plan = _PLANS.get(cls) or _plan(cls)
+    fields, allowed, takes_none = plan
     if not allowed.issuperset(raw):
         check_keys(raw, allowed, f"op '{op_name}'", raw.key_loc)
-    key = (cls, *map(raw.get, _field_names(cls)))  # absent and null make the same op
-    if list in map(type, key):
-        key = tuple(_frozen(v) for v in key)
+    key = (cls, *map(raw.get, fields))  # absent and null make the same op
     made = ctx.ops.get(id(env))
     if made is None or made[0] is not env:  # the env is kept alive with its ops: its id stays its own
         made = ctx.ops[id(env)] = (env, {})
     try:
         op = made[1].get(key)
-    except TypeError:  # a value that is not hashable (a mapping where a number belongs): build, and fail there
-        op, key = None, None
+    except TypeError:  # lists (as tuples, they are keys) or a mapping where a number belongs (build, and fail)
+        key = tuple(_frozen(v) for v in key)
+        try:
+            op = made[1].get(key)
+        except TypeError:
+            op, key = None, None
     if op is None:  # nodes with the same hyperparameters in the same scope share one (frozen) op
         types = hints(cls)
         values = {k: typed(v, types[k], env, raw.key_loc(k), f"{op_name}.{k}") for k, v in raw.items() if k in fields}
@@ -265,15 +291,20 @@ def _op_node(ctx: Ctx, raw: LocDict, name: str, prev, known, env, category, expl
             raise exc.with_context(loc=raw.key_loc(bad) if bad else raw.loc)
         if key is not None:
             made[1][key] = op
-    if "in" not in raw and cls.arity()[0] == 0:  # an op that needs no input never reads the previous node
-        refs, keywords = (), ()
-    else:
+    if "in" in raw:
         refs, keywords = _refs(raw, prev, known)
-    _check_arity(cls, refs, keywords, raw)
+    elif takes_none:  # an op that needs no input never reads the previous node
+        refs, keywords = (), ()
+    elif prev is not None:
+        refs, keywords = (prev,), ()
+    else:
+        refs, keywords = _refs(raw, prev, known)  # the error: nothing to read
+    if keywords or not _takes(cls, len(refs)):
+        _check_arity(cls, refs, keywords, raw)
     if not explicit and (category is None or op.category not in GENERIC_CATEGORIES):
         category = op.category
     if _NODE_EXTRAS.isdisjoint(raw):
-        return OpNode(name, op, refs, category, trainable, {}, raw.loc, keywords)
+        return OpNode(name, op, refs, category, trainable, NO_TIES, raw.loc, keywords)
     storage = None if "dtype" in fields else _dtype(raw)  # an op with its own dtype (arange) takes the key
     return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords, storage,
                   _unused(raw, env))
@@ -333,10 +364,10 @@ def _takes(cls, count: int) -> bool:
     return least <= count and (most is None or count <= most)
 
 
-def _ties(raw: LocDict) -> dict[str, str]:
+def _ties(raw: LocDict) -> Mapping[str, str]:
     tie = raw.get("tie")
     if tie is None:
-        return {}
+        return NO_TIES
     if isinstance(tie, str):
         return {"weight": tie}
     if isinstance(tie, dict) and all(isinstance(v, str) for v in tie.values()):

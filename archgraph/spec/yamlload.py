@@ -8,7 +8,9 @@ libyaml's C parser when PyYAML has it, the pure-Python one otherwise.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
 import yaml
 
@@ -17,19 +19,48 @@ from ..errors import Loc, SpecError
 MAX_BYTES = 1024 * 1024  # a 1,000-node spec is about 100 KB
 
 
-class LocDict(dict):
-    """A mapping that remembers the line of each key (`lines`) and its own (`loc`)."""
+_NOWHERE = Loc()
 
-    loc: Loc = Loc()
-    lines: dict
+
+class LocDict(dict):
+    """A mapping that remembers the line of each key (`lines`) and its own (`loc`).  Slots, not an
+    attribute dictionary: a spec built in Python may hold a million of them."""
+
+    __slots__ = ("_loc", "lines")
+    lines: Mapping[str, int]
+
+    @property
+    def loc(self) -> Loc:
+        try:
+            return self._loc
+        except AttributeError:
+            return _NOWHERE
+
+    @loc.setter
+    def loc(self, value: Loc) -> None:
+        self._loc = value
 
     def key_loc(self, key: str) -> Loc:
-        line = getattr(self, "lines", {}).get(key)
+        line = getattr(self, "lines", _NO_LINES).get(key)
         return Loc(self.loc.file, line) if line else self.loc
 
 
 class LocList(list):
-    loc: Loc = Loc()
+    __slots__ = ("_loc",)
+
+    @property
+    def loc(self) -> Loc:
+        try:
+            return self._loc
+        except AttributeError:
+            return _NOWHERE
+
+    @loc.setter
+    def loc(self, value: Loc) -> None:
+        self._loc = value
+
+
+_NO_LINES: Mapping[str, int] = MappingProxyType({})  # for mappings whose keys are all on their own line
 
 
 def _mark_loc(file: str, mark) -> Loc:
@@ -102,8 +133,15 @@ for _cls in {_Loader, _PyLoader}:
     _cls.add_constructor("tag:yaml.org,2002:int", lambda loader, node: loader.construct_int(node))
 
 
+# Where an anchor (&a) or alias (*a) could start: after a line start, a space or a flow indicator.
+# Text without one cannot hold an alias, and skips the event scan ("4 * H" has none).
+_MAYBE_ALIAS = re.compile(r"(?:^|[\s\[{,])[&*][^\s\]},]")
+
+
 def _refuse_aliases(text: str, file: str) -> None:
     """With libyaml the composer is C code: scan its (fast) event stream for aliases first."""
+    if _MAYBE_ALIAS.search(text) is None:
+        return
     for event in yaml.parse(text, Loader=yaml.CSafeLoader):
         if isinstance(event, yaml.AliasEvent):
             raise _no_alias(file, event.start_mark)
