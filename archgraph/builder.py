@@ -61,7 +61,7 @@ class _Scope:
         loc = _LOCS.get(where)
         if loc is None:  # one Loc per line of the caller's code, however many nodes it makes
             loc = _LOCS[where] = Loc(*where)
-        entry._loc, entry.lines = loc, _NO_LINES
+        entry.loc, entry.lines = loc, _NO_LINES
         self._nodes.append(entry)
         return name
 

@@ -6,7 +6,6 @@ happened (file, line, node path) and, when we know one, the fix.  The CLI prints
 """
 from __future__ import annotations
 
-import difflib
 from typing import Iterable, NamedTuple
 
 
@@ -81,5 +80,7 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str | None:
                       key=lambda c: (len(c), c))[:4]
     if starting and word:
         return "did you mean " + " or ".join(f"'{c}'" for c in starting) + "?"
+    import difflib  # only when a name is wrong
+
     close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None

@@ -37,9 +37,8 @@ def read_parent(name: str, at: Loc, child: Loc) -> LocDict:
 def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False) -> Model:
     """Load a spec file, built-in model or Hugging Face config.json; `settings` override variables
     or bind sizes (like --set).  `symbolic` builds over SymInts, for formulas."""
-    from .checkpoint import is_checkpoint_path
     from .hf import is_config
-    if is_checkpoint_path(source):
+    if str(source).lower().endswith((".safetensors", ".safetensors.index.json")):  # checkpoint.is_checkpoint_path
         raise ArchgraphError(f"'{source}' is a checkpoint: it lists tensors but has no graph to analyse",
                              hint="use 'archgraph params CHECKPOINT' to count its tensors, or pass the "
                                   "model's config.json or spec (and 'archgraph check SPEC --against "

@@ -102,12 +102,13 @@ def archgraph_rows(repeats: int) -> list[tuple[str, float, int, str]]:
 
 def sweep_rows(repeats: int) -> list[tuple[str, float, int, str]]:
     """`archgraph sweep`: the closed-form formula, derived once and lambdified, over a 6,100-point grid."""
+    from archgraph import load
     from archgraph.passes.sweep import sweep
 
     grid = {"L": list(range(1, 51)), "H": list(range(256, 4097, 64)), "I": [8192, 11008]}
     size = 50 * 61 * 2
-    sweep("llama-2-7b", grid)  # warm-up
-    seconds = median_time(lambda: sweep("llama-2-7b", grid), repeats)
+    sweep("llama-2-7b", grid, load=load)  # warm-up
+    seconds = median_time(lambda: sweep("llama-2-7b", grid, load=load), repeats)
     return [(f"sweep llama-2-7b over {size:,} configurations (L x H x I), formula included", seconds, repeats,
              f"{size / seconds:,.0f} configurations/s")]
 

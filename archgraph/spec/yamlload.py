@@ -19,45 +19,25 @@ from ..errors import Loc, SpecError
 MAX_BYTES = 1024 * 1024  # a 1,000-node spec is about 100 KB
 
 
-_NOWHERE = Loc()
 
 
 class LocDict(dict):
     """A mapping that remembers the line of each key (`lines`) and its own (`loc`).  Slots, not an
-    attribute dictionary: a spec built in Python may hold a million of them."""
+    attribute dictionary: a spec built in Python may hold a million of them.  Whoever makes one
+    sets both (the parser, the builder, `extends`)."""
 
-    __slots__ = ("_loc", "lines")
+    __slots__ = ("loc", "lines")
+    loc: Loc
     lines: Mapping[str, int]
 
-    @property
-    def loc(self) -> Loc:
-        try:
-            return self._loc
-        except AttributeError:
-            return _NOWHERE
-
-    @loc.setter
-    def loc(self, value: Loc) -> None:
-        self._loc = value
-
     def key_loc(self, key: str) -> Loc:
-        line = getattr(self, "lines", _NO_LINES).get(key)
+        line = self.lines.get(key)
         return Loc(self.loc.file, line) if line else self.loc
 
 
 class LocList(list):
-    __slots__ = ("_loc",)
-
-    @property
-    def loc(self) -> Loc:
-        try:
-            return self._loc
-        except AttributeError:
-            return _NOWHERE
-
-    @loc.setter
-    def loc(self, value: Loc) -> None:
-        self._loc = value
+    __slots__ = ("loc",)
+    loc: Loc
 
 
 _NO_LINES: Mapping[str, int] = MappingProxyType({})  # for mappings whose keys are all on their own line
