@@ -41,10 +41,31 @@ class ArchgraphError(Exception):
     def __str__(self) -> str:
         where = f"{self.loc}: " if self.loc else ""
         node = f"node '{self.node}': " if self.node else ""
-        text = printable(f"{where}{node}{self.message}")
+        text = brief(printable(f"{where}{node}{self.message}"))
         if self.hint:
-            text += f"\n  fix: {printable(self.hint)}"
+            text += f"\n  fix: {brief(printable(self.hint), 400)}"
         return text
+
+
+MAX_QUOTED = 80  # characters of a quoted name or value an error shows; longer ones lose their middle
+
+
+def shortened(text: str, limit: int = MAX_QUOTED) -> str:
+    """`text` with its middle replaced by '…' when it is longer than `limit` (both ends stay)."""
+    if len(text) <= limit:
+        return text
+    half = (limit - 1) // 2
+    return f"{text[:half]}…{text[len(text) - half:]}"
+
+
+def brief(text: str, limit: int | None = None) -> str:
+    """An error's text with every quoted name or value (no spaces) of more than MAX_QUOTED characters
+    shortened (a 5,000-character name is still recognisable by its ends), and the whole at
+    most `limit` characters (a hint that lists choices)."""
+    if len(text) > MAX_QUOTED:
+        import re
+        text = re.sub(r"'([^'\s]{%d,})'" % (MAX_QUOTED + 1), lambda m: f"'{shortened(m.group(1))}'", text)
+    return shortened(text, limit) if limit is not None else text
 
 
 def printable(text: str) -> str:

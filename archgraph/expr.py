@@ -53,6 +53,8 @@ def _pow(a: Any, b: Any) -> Any:
         raise ExprError(f"exponent {plain(b)} is too large (at most {MAX_POW})")
     if isinstance(a, (int, float)) and abs(plain(a)) > 2 ** 64:
         raise ExprError("base of ** is too large")
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == 0 and b < 0:
+        raise ExprError(f"0 ** {plain(b)} has no value (0 to a negative power)")
     return a ** b
 
 
@@ -62,9 +64,15 @@ def _floordiv(a: Any, b: Any) -> Any:
     return a // b
 
 
+def _mod(a: Any, b: Any) -> Any:
+    if b == 0:
+        raise ExprError("'%' by zero has no value")
+    return a % b
+
+
 _BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Div: _exact_div, ast.FloorDiv: _floordiv, ast.Mod: operator.mod, ast.Pow: _pow,
+    ast.Div: _exact_div, ast.FloorDiv: _floordiv, ast.Mod: _mod, ast.Pow: _pow,
 }
 _UNARY = {ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Not: operator.not_}
 _COMPARE = {
@@ -81,6 +89,8 @@ def _member(item: Any, items: Any) -> bool:
 
 
 def _ceil_div(a: Any, b: Any) -> Any:
+    if b == 0:
+        raise ExprError("ceil_div by zero has no value")
     return -((-a) // b)
 
 
@@ -95,6 +105,8 @@ def _chosen(fn):
 def _rounded(fn):
     """ceil/floor: whole numbers (and their formulas) stay as they are."""
     def rounded(x: Any) -> Any:
+        if isinstance(x, float) and not math.isfinite(x):
+            raise ExprError(f"{fn.__name__}({x}) is not a whole number", hint="sizes and values are at most 10**30")
         return x if isinstance(x, (int, dims.Poly)) else fn(x)
     return rounded
 
@@ -124,6 +136,17 @@ FUNCTIONS = {"min": _chosen(min), "max": _chosen(max), "abs": abs, "ceil_div": _
              "ceil": _rounded(math.ceil), "floor": _rounded(math.floor), "len": _list_fn(len),
              "sum": _list_fn(sum), "log": _real(math.log), "exp": _real(math.exp), "sqrt": _real(math.sqrt)}
 LIST_FUNCTIONS = {"len", "sum"}
+ARITY = {"min": (2, None), "max": (2, None), "abs": (1, 1), "ceil_div": (2, 2), "ceil": (1, 1),
+         "floor": (1, 1), "len": (1, 1), "sum": (1, 1), "log": (1, 1), "exp": (1, 1), "sqrt": (1, 1)}
+
+
+def _takes(name: str) -> str:
+    """`ceil_div() takes 2 numbers`, `min() takes 2 or more numbers`, `len() takes a list`."""
+    least, most = ARITY[name]
+    if name in LIST_FUNCTIONS:
+        return f"{name}() takes a list"
+    count = f"{least} or more" if most is None else str(least)
+    return f"{name}() takes {count} number{'s' if most != 1 else ''}"
 
 
 @lru_cache(maxsize=4096)
@@ -209,6 +232,9 @@ def _compare(op: type, left: Any, right: Any) -> bool:
         except ShapeError as exc:
             raise ExprError(exc.message, hint=exc.hint) from None
         return same if op is ast.Eq else not same
+    if op not in (ast.Eq, ast.NotEq, ast.In, ast.NotIn) and (isinstance(left, str) != isinstance(right, str)):
+        raise ExprError(f"cannot order a word and a number ({left!r} and {right!r})",
+                        hint="words can be compared with '==' and '!=' only")
     return _COMPARE[op](left, right)
 
 
@@ -271,9 +297,14 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         return _eval(node.body if test else node.orelse, env)
     if isinstance(node, ast.Call):
         args = [_eval(a, env) for a in node.args]
-        if not args or any(isinstance(a, str) for a in args) or \
+        least, most = ARITY[node.func.id]
+        if len(args) < least or (most is not None and len(args) > most):
+            raise ExprError(f"{_takes(node.func.id)}; received {len(args)}")
+        if any(isinstance(a, str) for a in args) or \
                 (node.func.id not in LIST_FUNCTIONS and any(isinstance(a, (list, tuple)) for a in args)):
-            raise ExprError(f"{node.func.id}() takes numbers; received {len(args)} argument(s)")
+            shown = ", ".join(repr(a) if isinstance(a, str) else dims.fmt(a) if isinstance(a, dims.Poly)
+                              else str(a) for a in args)
+            raise ExprError(f"{_takes(node.func.id)}; received {shown}")
         return check_value(FUNCTIONS[node.func.id](*args))
     if isinstance(node, ast.Subscript):
         return _item(_eval(node.value, env), _eval(node.slice, env))
