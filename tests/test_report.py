@@ -10,11 +10,12 @@ import re
 import shutil
 import struct
 import tempfile
+from pathlib import Path
 
 import pytest
 
 from archgraph import load
-from archgraph.render.report import report_data, report_html, table_rows
+from archgraph.render.report import ReportData, report_data, report_html, table_rows
 from conftest import NEEDS_DOT
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -145,12 +146,14 @@ def test_report_in_chromium(browser, cli, tmp_path):
     table.find_element("css selector", "tr[data-id='transformer.h'] button.toggle").click()
     assert child.is_displayed()
 
-    comparison = browser.find_element("css selector", "table.comparison")
-    rows = comparison.find_elements("css selector", "tbody tr")
-    assert [r.find_elements("tag name", "td")[1].text for r in rows] == ["124,439,808", "109,482,240"]
+    comparison = browser.find_element("css selector", "table.comparison")  # one column per model
+    assert [th.text for th in comparison.find_elements("css selector", "thead th")] == [
+        "Parameters", "gpt2", "bert-base-uncased"]
+    total = comparison.find_element("css selector", "tr[data-id='total']")
+    assert [td.text for td in total.find_elements("tag name", "td")] == ["Total", "124,439,808", "109,482,240"]
     comparison.find_elements("css selector", "thead th")[0].click()  # text: A to Z
-    assert [r.find_elements("tag name", "td")[0].text
-            for r in comparison.find_elements("css selector", "tbody tr")] == ["bert-base-uncased", "gpt2"]
+    figures = [r.find_elements("tag name", "td")[0].text for r in comparison.find_elements("css selector", "tbody tr")]
+    assert figures == sorted(figures, key=str.lower) and "Total" in figures and "mlp" in figures
 
     shot = tmp_path / "report.png"
     assert browser.save_screenshot(str(shot))
@@ -159,3 +162,67 @@ def test_report_in_chromium(browser, cli, tmp_path):
     width, height = struct.unpack(">II", data[16:24])
     assert width >= 800 and height >= 600
     _open(browser, page)  # reload: still no console errors
+
+
+SIX = ["gpt2", "bert-base-uncased", "albert-base-v2", "llama-2-7b", "bloom-1b4-zh", "bert-base-chinese"]
+
+
+@pytest.fixture(scope="module")
+def six_sections():
+    return report_data([load(name) for name in SIX])
+
+
+@NEEDS_DOT
+@pytest.mark.slow
+@pytest.mark.parametrize("count", [2, 3, 4, 5, 6])
+def test_a_report_of_two_to_six_models_reads_at_1280_pixels(browser, six_sections, tmp_path, count):
+    """One column per model in the comparison, the models two abreast, nothing wider than the
+    window, charts at their width; the screenshot is kept beside the page."""
+    data = six_sections
+    subset = ReportData(data.title, data.columns, data.sections[:count], data.comparison_columns,
+                        data.comparison[:count])
+    page = tmp_path / f"report-{count}.html"
+    page.write_text(report_html(subset), encoding="utf-8")
+    browser.set_window_size(1280, 1000)
+    try:
+        _open(browser, page)
+        inner = browser.execute_script("return window.innerWidth")
+        assert 1200 <= inner <= 1280
+        assert browser.execute_script("return document.documentElement.scrollWidth") <= inner  # no sideways scroll
+
+        comparison = browser.find_element("css selector", "table.comparison")
+        heads = [th.text for th in comparison.find_elements("css selector", "thead th")]
+        assert heads == ["Parameters", *SIX[:count]]
+        box = browser.execute_script("const t = arguments[0]; return [t.scrollWidth, t.parentNode.clientWidth]",
+                                     comparison)
+        assert box[0] <= box[1]  # the comparison fits without scrolling
+        swatches = comparison.find_elements("css selector", "tr[data-id='cat:mlp'] .swatch")
+        assert len(swatches) == 1  # the palette's mlp colour, as in the diagram and the charts
+        assert swatches[0].value_of_css_property("background-color") == "rgba(128, 177, 211, 1)"
+
+        sections = browser.find_elements("css selector", "section.model")
+        assert [s.find_element("tag name", "h2").text for s in sections] == SIX[:count]
+        assert len({s.location["x"] for s in sections}) == 2  # two abreast, whatever the count
+        for section in sections:
+            chart = section.find_element("css selector", ".chart svg")
+            assert chart.size["width"] >= 480, section.text[:40]  # not squeezed
+            assert section.find_element("css selector", ".diagram svg").size["width"] > 200
+        links = [a.text for a in browser.find_elements("css selector", "nav.index a")]
+        assert links == SIX[:count]
+
+        shot = Path(os.environ.get("ARCHGRAPH_SHOTS", tmp_path)) / f"report-{count}.png"
+        assert browser.save_screenshot(str(shot))
+        width, _ = struct.unpack(">II", shot.read_bytes()[16:24])
+        assert 1200 <= width <= 1280
+    finally:
+        browser.set_window_size(1600, 1200)
+
+
+def test_compare_draws_categories_in_the_palette_colours():
+    from archgraph.passes.compare import summarize
+    from archgraph.render.compare import compare_chart
+    from archgraph.render.palette import category_color
+    rows = [summarize(name, {}, load=load) for name in ("gpt2", "bert-base-uncased")]
+    svg = compare_chart(rows, "svg").decode("utf-8")
+    for category in ("mlp", "attention", "embedding", "head"):
+        assert f"fill: {category_color(category)}" in svg, category

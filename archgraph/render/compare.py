@@ -6,11 +6,13 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from ..dims import to_json
 from ..passes.compare import ModelSummary
 from .flops import flops_text
 from .memory import binary
+from .palette import category_color
 
 
 def compare_json(rows: list[ModelSummary]) -> dict[str, Any]:
@@ -37,8 +39,9 @@ def compare_table(rows: list[ModelSummary]) -> Table:
         table.add_column(r.name, justify="right")
     add = lambda label, fn: table.add_row(label, *[fn(r) for r in rows])  # noqa: E731
     add("parameters", lambda r: f"{r.params:,}")
-    for cat in sorted({c for r in rows for c in r.by_category}):
-        add(f"  {cat}", lambda r, c=cat: f"{r.by_category[c]:,}" if c in r.by_category else "—")
+    for cat in sorted({c for r in rows for c in r.by_category}):  # the swatch: the category's colour everywhere
+        table.add_row(Text.assemble(("  ■ ", category_color(cat)), cat),
+                      *[f"{r.by_category[cat]:,}" if cat in r.by_category else "—" for r in rows])
     add("embedding share", lambda r: f"{100 * r.embedding_share:.1f}%")
     add("layers (blocks)", lambda r: str(r.layers))
     add("params per layer", lambda r: f"{r.per_layer:,}")
@@ -64,7 +67,8 @@ def compare_chart(rows: list[ModelSummary], fmt: str = "png") -> bytes:
     bottom = [0.0] * len(rows)
     for cat in cats:
         vals = [r.by_category.get(cat, 0) / 1e6 for r in rows]
-        axes[0].bar(names, vals, bottom=bottom, label=cat)
+        axes[0].bar(names, vals, bottom=bottom, label=cat, color=category_color(cat), edgecolor="#555555",
+                    linewidth=0.5)
         bottom = [b + v for b, v in zip(bottom, vals)]
     for i, r in enumerate(rows):
         axes[0].annotate(f"{r.params / 1e6:.1f} M", (i, bottom[i]), ha="center", va="bottom", fontsize=9)

@@ -2,7 +2,8 @@
 
 `report_data(models)` assembles everything as data (columns and rows, so other
 passes can add columns: FLOPs, memory); `report_html(data)` only formats it.
-With several models the sections stand side by side under a comparison table.
+With several models a comparison table (one column per model) comes first, then the
+models' sections, two abreast (one on a narrow screen), so charts keep their width.
 """
 from __future__ import annotations
 
@@ -131,8 +132,10 @@ def report_html(data: ReportData) -> str:
              f"<link rel=\"icon\" href=\"data:,\">\n<title>{escape(data.title)}</title>\n"
              f"<style>\n{css}</style>\n</head>\n<body>\n<h1>{escape(data.title)}</h1>\n"]
     if len(data.sections) > 1:
+        links = " · ".join(f"<a href=\"#m{i}\">{escape(s.name)}</a>" for i, s in enumerate(data.sections))
+        parts.append(f"<nav class=\"index\">{links}</nav>\n")
         parts.append("<section class=\"comparison\"><h2>Comparison</h2>\n")
-        parts.append(_table(data.comparison_columns, [(None, row) for row in data.comparison], "comparison"))
+        parts.append(_comparison(data))
         parts.append("</section>\n")
     parts.append(f"<div class=\"models\" style=\"--models: {len(data.sections)}\">\n")
     for i, section in enumerate(data.sections):
@@ -160,6 +163,16 @@ def _section(data: ReportData, s: Section, key: str) -> str:
             f"</section>\n")
 
 
+def _comparison(data: ReportData) -> str:
+    """One column per model, one row per figure (totals, then each category with its colour)."""
+    models = [Column(f"m{i}", row["model"], "number") for i, row in enumerate(data.comparison)]
+    rows = []
+    for column in data.comparison_columns[1:]:
+        cells = {"figure": column.title, **{m.key: row.get(column.key, 0) for m, row in zip(models, data.comparison)}}
+        rows.append((Row(column.key, "", 0, False, cells), cells))
+    return _table([Column("figure", "Parameters"), *models], rows, "comparison")
+
+
 def _table(columns: list[Column], rows: list[tuple[Row | None, dict[str, Any]]], kind: str) -> str:
     head = "".join(f"<th class=\"{c.kind}\" data-kind=\"{c.kind}\" title=\"sort by {escape(c.title)}\">"
                    f"{escape(c.title)}</th>" for c in columns)
@@ -181,7 +194,7 @@ def _cell(column: Column, value: Any, row: Row | None, first: bool) -> str:
         text = f"{number:.2f}" if isinstance(number, float) else f"{number:,}"
         return f"<td class=\"number\" data-value=\"{number}\">{text}</td>"
     text = escape("" if value is None else str(value))
-    if column.key == "category" and text:
+    if (column.key == "category" or (row is not None and row.id.startswith("cat:") and first)) and text:
         text = f"<span class=\"swatch\" style=\"background:{category_color(str(value))}\"></span>{text}"
     if first and row is not None and row.block:
         text = f"<button type=\"button\" class=\"toggle\" aria-expanded=\"true\">▾</button>{text}"
