@@ -89,13 +89,14 @@ def test_expand_that_would_not_fit_says_to_leave_it_out(cli, tmp_path):
     assert exc.value.hint == "draw each repeated block once: leave out --expand"
 
 
-def test_a_block_too_wide_to_draw_suggests_a_depth():
+def test_a_block_too_wide_to_draw_is_collapsed_or_refused_with_a_depth():
     model = _stacked(layers=2, width=MAX_BOXES + 10).build()
-    with pytest.raises(ArchgraphError) as exc:
-        diagram_dot(model)
-    assert exc.value.hint == "draw nested blocks as single boxes: --depth 0"
     assert drawn_boxes(model.graph, DiagramOptions(depth=0)) == 1
-    assert diagram_dot(model, DiagramOptions(depth=0)).startswith("digraph")
+    source = diagram_dot(model)  # without --depth: collapsed to what reads
+    assert "blocks nested deeper than 0 drawn as one box" in source
+    with pytest.raises(ArchgraphError) as exc:  # asked for in full
+        diagram_dot(model, DiagramOptions(depth=1))
+    assert exc.value.hint == "draw nested blocks as single boxes: --depth 0"
 
 
 def test_ops_are_values_frozen_and_made_like_dataclasses():

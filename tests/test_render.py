@@ -135,13 +135,30 @@ def test_depth_collapses_blocks_into_boxes():
 
 
 def test_t5_first_blocks_and_stacks():
-    source = diagram_dot(load("t5-small"))
+    source = diagram_dot(load("t5-small"), DiagramOptions(depth=9))  # every level drawn
     assert "<b>encoder.block × 5</b>" in source and "<b>encoder.block.0</b>" in source
+    assert "drawn as one box" not in source
     edges = _edges(source)
     # block 0's position bias feeds the self-attention of blocks 1..5 (drawn once)
     assert ("encoder.block.0.layer.0.SelfAttention.relative_attention_bias",
             "encoder.block.1.layer.0.SelfAttention", "[1, 8, S, S]") in edges
     assert ("encoder.final_layer_norm", "decoder.block.1.layer.1.EncDecAttention", "[B, S, 512]") in edges
+
+
+@pytest.mark.parametrize("name, depth, boxes", [("t5-small", 1, 20), ("resnet-50", 0, 11)])
+def test_deep_models_are_drawn_collapsed_by_stage(name, depth, boxes):
+    """Without --depth, blocks are drawn as deep as fits in 40 boxes; the title says so."""
+    from archgraph.render.diagram import READABLE_BOXES, drawn_boxes, readable
+    model = load(name)
+    options = readable(model, DiagramOptions())
+    assert (options.depth, options.collapsed) == (depth, True)
+    assert drawn_boxes(model.graph, options) == boxes <= READABLE_BOXES
+    assert drawn_boxes(model.graph, DiagramOptions(depth=depth + 1)) > READABLE_BOXES
+    source = diagram_dot(model)
+    assert f"blocks nested deeper than {depth} drawn as one box; --depth N draws more" in source
+    if name == "resnet-50":  # a stage: its repeat count, its block and its parameters in one box
+        assert "<b>encoder.stages.2.layers × 5</b>" in source and "1.12 M params each · 5.59 M total" in source
+    assert readable(load("gpt2"), DiagramOptions()) == DiagramOptions()  # 19 boxes: drawn whole
 
 
 def test_color_by_category_and_legend():

@@ -15,7 +15,8 @@ def add_diagram_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--expand", action="store_true",
                         help="draw every repetition of a repeated block (default: once, labelled × N)")
     parser.add_argument("--depth", type=_depth, default=None, metavar="N",
-                        help="draw blocks nested deeper than N as one box (0: every block is a box)")
+                        help="draw blocks nested deeper than N as one box (0: every block is a box; default: as "
+                             "deep as fits in 40 boxes, so a ResNet shows its stages)")
     parser.add_argument("--color-by", choices=("share", "category"), default="share",
                         help="shade nodes by their share of the parameters (default) or colour by category")
     parser.add_argument("--rankdir", choices=("TB", "LR"), default="TB",

@@ -40,6 +40,7 @@ class DiagramOptions:
     depth: int | None = None      # blocks nested deeper than this are one box (0: every block)
     color_by: Literal["share", "category"] = "share"
     rankdir: Literal["TB", "LR"] = "TB"
+    collapsed: bool = False       # `depth` was chosen to keep the diagram readable (the title says so)
 
 
 @dataclass
@@ -80,6 +81,21 @@ def drawn_boxes(graph: Graph, options: DiagramOptions, level: int = 0, cache: di
     return cache[key]
 
 
+READABLE_BOXES = 40  # boxes a diagram has by default: nested blocks beyond that are drawn as one box
+
+
+def readable(model: Model, options: DiagramOptions) -> DiagramOptions:
+    """The one collapsing rule: without --depth or --expand, draw blocks as deep as fits in
+    READABLE_BOXES boxes, and the deeper ones as single boxes (a ResNet's stages, a T5's layers),
+    each with its repeat count, its parameters and its output shape on the edge."""
+    if options.depth is not None or options.expand or drawn_boxes(model.graph, options) <= READABLE_BOXES:
+        return options
+    depth = 0
+    while drawn_boxes(model.graph, dataclasses.replace(options, depth=depth + 1)) <= READABLE_BOXES:
+        depth += 1
+    return dataclasses.replace(options, depth=depth, collapsed=True)
+
+
 def check_drawable(model: Model, options: DiagramOptions) -> None:
     """Refuse a diagram of more than MAX_BOXES boxes, saying what would draw instead."""
     boxes = drawn_boxes(model.graph, options)
@@ -102,6 +118,7 @@ def diagram(model: Model, options: DiagramOptions = DiagramOptions(),
             params: ParamReport | None = None, shapes: ShapeReport | None = None) -> graphviz.Digraph:
     """The diagram of `model` as a graphviz.Digraph (shapes from `model.shapes()` unless given);
     a diagram of more than MAX_BOXES boxes is refused (ArchgraphError)."""
+    options = readable(model, options)
     check_drawable(model, options)
     return _Drawer(model, params or count_params(model), shapes or infer_shapes(model), options).draw()
 
@@ -120,7 +137,11 @@ class _Drawer:
         self.edges: dict[tuple[str, str, str], None] = {}  # in drawing order, emitted last
         self.used: set[str] = set()                       # legend entries in use
         self.ties: list[tuple[str, str, str]] = []        # (node id, tensor, owner tensor path)
-        title = f"<<b>{escape(_short(model.name))}</b> · {human(self.total)} parameters>"
+        title = f"<b>{escape(_short(model.name))}</b> · {human(self.total)} parameters"
+        if options.collapsed:
+            title += (f'<br/><font point-size="11" color="#59636e">blocks nested deeper than {options.depth} '
+                      f'drawn as one box; --depth N draws more</font>')
+        title = f"<{title}>"
         self.dot = _SafeDigraph(
             name=_dot_id(model.name),
             graph_attr={"rankdir": options.rankdir, "label": title, "labelloc": "t", "fontsize": "18",
