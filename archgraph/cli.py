@@ -93,8 +93,8 @@ def _run(args: argparse.Namespace) -> int:
         return handler(args, console)
     if args.command == "zoo":
         from .render.fit import fit
-        console.print(fit(_zoo_table()))
-        console.print(fit(_families_table()))
+        console.print(fit(_zoo_table(), console))
+        console.print(fit(_families_table(), console))
         return 0
     if args.command == "ops":
         return _ops(args, console)
@@ -146,7 +146,7 @@ def _families_table():
 def _ops(args, console) -> int:
     if args.name is None:
         from .render.fit import fit
-        console.print(fit(_ops_table()))
+        console.print(fit(_ops_table(), console))
         return 0
     from .ops.help import describe, lookup, suggest
     from .render.ops import op_help_json, op_help_text

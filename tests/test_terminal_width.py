@@ -57,3 +57,22 @@ def test_ops_listing_fits_80_columns():
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "…" not in out
     assert "multihead_attention" in out and "linear" in out
+
+
+def test_columns_that_do_not_fit_move_below_with_their_row_labels():
+    six = ("gpt2", "bert-base-uncased", "albert-base-v2", "llama-2-7b", "bloom-1b4-zh", "t5-small")
+    out = run_in_terminal("compare", *six)
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "…" not in out
+    for number in ("124,439,808", "109,482,240", "11,683,584", "6,738,415,616", "1,303,111,680", "60,506,624"):
+        assert number in out
+    assert out.count("comparison (FLOPs and KV cache at B=1, S=512)") == 2 and "(continued)" in out
+    assert out.count("│ parameters ") == 2  # every group names its rows
+    first, second = out.split("(continued)")
+    assert "gpt2" in first and "t5-small" not in first and "t5-small" in second and "gpt2" not in second
+
+
+def test_a_wide_table_in_a_narrow_terminal_keeps_numbers_whole():
+    out = run_in_terminal("compare", "gpt2", "llama-2-7b", "t5-small", columns=50)
+    assert max(len(line) for line in out.splitlines()) <= 50
+    assert "6,738,415,616" in out and "124,439,808" in out and "60,506,624" in out and "…" not in out

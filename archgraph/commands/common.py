@@ -80,5 +80,5 @@ def emit(console, as_json: bool, data, table) -> int:
         sys.stdout.write(json.dumps(data(), indent=indent, separators=None if indent else (",", ":")) + "\n")
     else:
         from ..render.fit import fit
-        console.print(fit(table()))
+        console.print(fit(table(), console))
     return 0
