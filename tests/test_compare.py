@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import json
 
-import archgraph
+import pytest
 from conftest import REFERENCE
+
+import archgraph
 
 
 def test_compare_json_encoder_decoder(cli):
@@ -59,3 +61,23 @@ def test_layers_look_inside_wrappers_and_skip_a_stem(cli, tmp_path):
     assert (whisper["layers"], whisper["per_layer"]) == (8, 4 * 384 ** 2 + 3 * 384 + 4 * 384 + 2 * 384 * 1536 + 1536 + 384)
     assert (resnet["layers"], resnet["per_layer"]) == (3 + 4 + 6 + 3, 1_117_184)
     assert t5["layers"] == 12
+
+
+def test_compare_refuses_a_name_no_model_has(cli):
+    code, out, err = cli("compare", "gpt2", "bert-base-uncased", "--set", "l=48")
+    assert (code, out) == (2, "")
+    assert err == ("archgraph: error: --set l: none of the models has a variable or dimension named 'l'\n"
+                   "  fix: did you mean 'L'?\n")
+
+
+@pytest.mark.parametrize("setting", ["S=0", "B=-4"])
+def test_compare_refuses_a_size_that_is_not_positive(cli, setting):
+    code, _, err = cli("compare", "gpt2", "bert-base-uncased", "--set", setting)
+    name, value = setting.split("=")
+    assert code == 2 and err.startswith(f"archgraph: error: --set {name}={value}: a size must be a positive whole number")
+
+
+def test_compare_applies_a_variable_to_the_models_that_have_it(cli):
+    code, out, _ = cli("compare", "gpt2", "llama-2-7b", "--set", "L=2", "--json")
+    assert code == 0
+    assert [m["params"] for m in json.loads(out)["models"]] == [53_561_088, 666_914_816]

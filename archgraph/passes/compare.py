@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from ..errors import SpecError, did_you_mean
 from ..graph import BlockNode, Graph, Model, OpNode
 from .flops import count_flops
 from .memory import DEFAULT_SIZE, estimate_memory
@@ -43,7 +44,31 @@ def compare(models: list[str], settings: Mapping[str, Any] | None = None, optimi
             load: Callable[..., Model]) -> list[ModelSummary]:
     """One summary per model, each loaded with `load(name, overrides)` (archgraph.load)."""
     settings = dict(settings or {})
+    for key in ("B", "S"):
+        value = settings.get(key, 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise SpecError(f"--set {key}={value}: a size must be a positive whole number",
+                            hint=f"e.g. --set {key}=2")
+    known = {"B", "S"}  # S also sizes a model's other unbound lengths
+    for name in models:
+        known |= _names(load(name))
+    for key in settings:
+        if key not in known:  # a name no model has: a typo that would compare unchanged models
+            hint = did_you_mean(key, known)
+            raise SpecError(f"--set {key}: none of the models has a variable or dimension named '{key}'",
+                            hint=hint or f"names: {', '.join(sorted(known))}")
     return [summarize(name, settings, optimizer, load=load) for name in models]
+
+
+def _names(model: Model) -> set[str]:
+    """The variables and symbolic sizes of a model (what --set may name)."""
+    from .. import expr
+    names = set(model.variables)
+    for spec in model.inputs.values():
+        for dim in spec.shape:
+            if isinstance(dim, str):
+                names |= expr.names(dim)
+    return names
 
 
 def _bindings_for(model: Model, settings: dict) -> tuple[dict, dict]:
