@@ -99,8 +99,9 @@ def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> Sha
 
     def visit(node: OpNode, args: list[Shape], path: str) -> tuple[Shape, ...]:
         key = (id(node.op), node.keywords, tuple(args))
-        if key in seen:
-            return seen[key]
+        result = seen.get(key)
+        if result is not None:
+            return result
         op = node.op.with_sizes(fresh)
         out = call_op(node, args, path, lambda *xs: _rule(node, op, list(xs)))
         seen[key] = result = tuple(out) if isinstance(out, list) else (out,)

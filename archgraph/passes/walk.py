@@ -54,10 +54,15 @@ def walk(graph: Graph, inputs: tuple[Any, ...], visit: Visit, prefix: str = "",
     results: dict[str, Any] = {}
     for name, node in graph.nodes.items():
         if node.__class__ is OpNode:  # the common case, written out (a flat graph may have a million)
+            refs = node.inputs
             try:
-                args = [env[ref.node][ref.index] for ref in node.inputs]
+                if len(refs) == 1:
+                    ref = refs[0]
+                    args = [env[ref.node][ref.index]]
+                else:
+                    args = [env[ref.node][ref.index] for ref in refs]
             except IndexError:  # `node:3` of a node with fewer outputs: the error
-                args = [_pick(env, ref, node, prefix) for ref in node.inputs]
+                args = [_pick(env, ref, node, prefix) for ref in refs]
             env[name] = results[name] = visit(node, args, f"{prefix}.{name}" if prefix else name)
             continue
         args = [_pick(env, ref, node, prefix) for ref in node.inputs]

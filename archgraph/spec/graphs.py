@@ -239,13 +239,15 @@ def _op_keys(cls) -> frozenset[str]:
     return frozenset(NODE_KEYS - {"block", "repeat", "start", "shared", "path"} | set(cls.hyperparameters()))
 
 
-_PLANS: dict[type, tuple[tuple[str, ...], frozenset[str], bool]] = {}
+_PLANS: dict[type, tuple] = {}
 
 
-def _plan(cls) -> tuple[tuple[str, ...], frozenset[str], bool]:
+def _plan(cls) -> tuple[tuple[str, ...], frozenset[str], bool, bool, frozenset[str]]:
     """What building a node of this op needs to know of it, looked up once per node: its
-    hyperparameters, the keys a node may have, and whether it needs no input."""
-    _PLANS[cls] = plan = (_field_names(cls), _op_keys(cls), cls.arity()[0] == 0)
+    hyperparameters, the keys a node may have, whether it needs no input, whether it takes
+    one, and the keys of a plain node (name, op, in, category, trainable, hyperparameters)."""
+    allowed = _op_keys(cls)
+    _PLANS[cls] = plan = (_field_names(cls), allowed, cls.arity()[0] == 0, _takes(cls, 1), allowed - _NODE_EXTRAS)
     return plan
 
 
@@ -266,8 +268,9 @@ def _op_node(ctx: Ctx, raw: LocDict, name: str, prev, known, env, category, expl
         from ..ops.help import suggest
         raise SpecError(f"unknown op '{op_name}'", loc=raw.key_loc("op"), hint=suggest(str(op_name)))
     plan = _PLANS.get(cls) or _plan(cls)
-    fields, allowed, takes_none = plan
-    if not allowed.issuperset(raw):
+    fields, allowed, takes_none, takes_one, plain = plan
+    extras = not plain.issuperset(raw)  # keys beyond name, op, in and hyperparameters (tie, dtype, ...)
+    if extras and not allowed.issuperset(raw):
         check_keys(raw, allowed, f"op '{op_name}'", raw.key_loc)
     key = (cls, *map(raw.get, fields))  # absent and null make the same op
     made = ctx.ops.get(id(env))
@@ -299,11 +302,11 @@ def _op_node(ctx: Ctx, raw: LocDict, name: str, prev, known, env, category, expl
         refs, keywords = (prev,), ()
     else:
         refs, keywords = _refs(raw, prev, known)  # the error: nothing to read
-    if keywords or not _takes(cls, len(refs)):
+    if keywords or not (takes_one if len(refs) == 1 else _takes(cls, len(refs))):
         _check_arity(cls, refs, keywords, raw)
     if not explicit and (category is None or op.category not in GENERIC_CATEGORIES):
         category = op.category
-    if _NODE_EXTRAS.isdisjoint(raw):
+    if not extras or _NODE_EXTRAS.isdisjoint(raw):
         return OpNode(name, op, refs, category, trainable, NO_TIES, raw.loc, keywords)
     storage = None if "dtype" in fields else _dtype(raw)  # an op with its own dtype (arange) takes the key
     return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords, storage,
