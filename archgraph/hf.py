@@ -286,6 +286,8 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
                                  f"{json.dumps(value)[:60]}", loc=loc)
         convert = lambda v: _scalar(v, key, var, mapping, model_type, loc)  # noqa: E731
         return ([convert(v) for v in value] if isinstance(value, list) else convert(value)), key
+    if isinstance(rule, Mapping) and "default" in rule:  # the family's config class default
+        return rule["default"], f"{keys} (absent: {model_type}'s default)"
     if optional:
         return None
     alternatives = " or ".join(f"'{k}'" for k in keys.split("|"))

@@ -139,3 +139,23 @@ def test_zoo_lists_the_hugging_face_model_types(cli):
         assert model_type in rows
     assert "specs/hf/llama.yaml" in rows["qwen2"]
     assert "EncoderModel" in rows["t5"]
+
+
+def test_a_key_the_config_leaves_out_takes_the_family_default(tmp_path):
+    """`{key: k, default: v}` in a key table: save_pretrained leaves out values equal to the config
+    class's defaults, and Helium's differ from the template's (head_dim 128, 20 key/value heads,
+    eps 1e-8, rope_theta 100000)."""
+    from archgraph.hf import import_config
+    config = {"model_type": "helium", "architectures": ["HeliumForCausalLM"], "num_hidden_layers": 1}
+    imported = import_config(config)
+    assert {k: imported.variables[k] for k in ("V", "H", "A", "KV", "D", "I", "eps", "rope_theta")} == {
+        "V": 48000, "H": 2560, "A": 20, "KV": 20, "D": 128, "I": 7040, "eps": 1e-8, "rope_theta": 100000.0}
+    assert imported.sources["D"] == "head_dim (absent: helium's default)"
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "num_key_value_heads": 4, "rope_parameters": {"rope_theta": 5.0}}))
+    model = archgraph.load(str(path))
+    attention = next(n for _, n, _ in model.shapes().nodes() if n.op.op_name == "attention")
+    assert (attention.op.head_dim, attention.op.kv_heads, attention.op.rotary) == (128, 4, "interleaved")
+    assert model.params().total == (48000 * 2560 * 2                      # embeddings and lm_head
+                                    + 2560 * 2560 * 2 + 2560 * 512 * 2     # q, o; k, v (4 x 128)
+                                    + 3 * 2560 * 7040 + 3 * 2560)          # MLP; two norms and the final

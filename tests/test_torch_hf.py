@@ -33,6 +33,19 @@ CASES = {
                       "pad_token_id": 0, "num_labels": 3},
     "llama-token-cls": {"model_type": "llama", "architectures": ["LlamaForTokenClassification"], **TINY},
     "llama-qa": {"model_type": "llama", "architectures": ["LlamaForQuestionAnswering"], **TINY},
+    "granite-causal": {"model_type": "granite", "architectures": ["GraniteForCausalLM"], **TINY,
+                       "num_key_value_heads": 2, "embedding_multiplier": 12.0, "residual_multiplier": 0.22,
+                       "attention_multiplier": 0.0078125, "logits_scaling": 8.0},
+    "granite-base-bias": {"model_type": "granite", "architectures": ["GraniteModel"], **TINY,
+                          "attention_bias": True, "mlp_bias": True, "residual_multiplier": 0.5},
+    "helium-causal": {"model_type": "helium", "architectures": ["HeliumForCausalLM"], **TINY, "num_key_value_heads": 2,
+                      "head_dim": 8},
+    "helium-seq-cls-bias": {"model_type": "helium", "architectures": ["HeliumForSequenceClassification"], **TINY,
+                            "num_key_value_heads": 4, "head_dim": 8, "attention_bias": True, "mlp_bias": True,
+                            "pad_token_id": 0,
+                            "num_labels": 3},
+    "helium-token-cls": {"model_type": "helium", "architectures": ["HeliumForTokenClassification"], **TINY,
+                         "num_key_value_heads": 1, "head_dim": 8},
     "gemma-causal": {"model_type": "gemma", "architectures": ["GemmaForCausalLM"], **TINY, "num_key_value_heads": 1,
                      "head_dim": 8},
     "mixtral-causal": {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], **TINY,
@@ -176,7 +189,7 @@ def _inputs(module, config: dict) -> dict:
     length = min([7, *positions])
     for name in module.input_names:
         if name in ("input_ids", "decoder_input_ids"):
-            out[name] = torch.randint(3, config["vocab_size"], (batch, length))  # no padding, start or end token
+            out[name] = torch.randint(3, config.get("vocab_size", 100), (batch, length))  # no padding, start or end token
             if name == "input_ids" and "SequenceClassification" in arch and \
                     config["model_type"] in ("bart", "t5"):
                 out[name][:, -1] = config.get("eos_token_id", 2 if config["model_type"] == "bart" else 1)

@@ -31,7 +31,7 @@ class Attention(Op):
     inputs, by keyword (`in: {x: .., kv: .., bias: .., rope: ..}`): `kv` for
     cross-attention, `bias` [1|B, 1|heads, 1|S, 1|T] (T5, ALiBi, masks), `rope` the cos table
     of a rotary_embedding and `rope_sin` its sin table (queries and keys are rotated on their
-    first rotary_dim dims, as Hugging Face's rotate_half); or separate sources for keys and values, `k` [B, T, kdim] and
+    first rotary_dim dims, as Hugging Face's rotate_half; `rotary: interleaved` pairs neighbouring dims, as GPT-J); or separate sources for keys and values, `k` [B, T, kdim] and
     `v` [B, T, vdim] (a Perceiver's latents attending to inputs of other widths).
     """
 
@@ -54,6 +54,8 @@ class Attention(Op):
     #   NeoX: [q,k,v] of head 1, head 2, ...) or per key/value group (Falcon: [q..., k, v] per group)
     scale: float | None = None  # of the scores; None: 1/sqrt(head_dim) (T5: 1)
     bias_scaled: bool = False  # the bias is added before the scale (Falcon's ALiBi), not after (BLOOM's)
+    rotary: Literal["half", "interleaved"] = "half"  # how rope pairs dims: halves (Llama's rotate_half)
+    #   or neighbours (GPT-J, CodeGen, Helium: dims 2i and 2i+1)
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window")
@@ -184,7 +186,8 @@ class Attention(Op):
             if rope_sin is None:
                 raise ShapeError("running attention with rotary positions needs both tables: "
                                  "in: {..., rope: rotary:0, rope_sin: rotary:1}")
-            q, key = _rotate(torch, q, rope, rope_sin), _rotate(torch, key, rope, rope_sin)
+            pairs = self.rotary == "interleaved"
+            q, key = _rotate(torch, q, rope, rope_sin, pairs), _rotate(torch, key, rope, rope_sin, pairs)
         out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled)
         out = out.transpose(1, 2).reshape(b, s, q_ * d)
         return self._project(run, names[-1], out, self.out_bias)
@@ -405,13 +408,20 @@ def _smaller(seq, window: int):
     return seq if order else window
 
 
-def _rotate(torch, x, cos, sin):
-    """Rotary positions on the first cos.shape[-1] dims of x [B, heads, S, d] (rotate_half)."""
+def _rotate(torch, x, cos, sin, interleaved: bool = False):
+    """Rotary positions on the first cos.shape[-1] dims of x [B, heads, S, d]: dim i paired with
+    i + width/2 (rotate_half), or, `interleaved`, dim 2i with 2i+1 (the tables' first half, each
+    value twice, as GPT-J and Helium apply them)."""
     width = cos.shape[-1]
     cos, sin = cos.unsqueeze(1).to(x.dtype), sin.unsqueeze(1).to(x.dtype)
     rot, rest = x[..., :width], x[..., width:]
     half = width // 2
-    turned = torch.cat([-rot[..., half:], rot[..., :half]], dim=-1)
+    if interleaved:
+        cos = cos[..., :half].repeat_interleave(2, dim=-1)
+        sin = sin[..., :half].repeat_interleave(2, dim=-1)
+        turned = torch.stack([-rot[..., 1::2], rot[..., 0::2]], dim=-1).flatten(-2)
+    else:
+        turned = torch.cat([-rot[..., half:], rot[..., :half]], dim=-1)
     return torch.cat([rot * cos + turned * sin, rest], dim=-1)
 
 
