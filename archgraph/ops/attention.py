@@ -56,6 +56,9 @@ class Attention(Op):
     bias_scaled: bool = False  # the bias is added before the scale (Falcon's ALiBi), not after (BLOOM's)
     rotary: Literal["half", "interleaved"] = "half"  # how rope pairs dims: halves (Llama's rotate_half)
     #   or neighbours (GPT-J, CodeGen, Helium: dims 2i and 2i+1)
+    qk_norm: Literal["none", "head", "full"] = "none"  # RMSNorm of queries and keys before rotary positions:
+    #   over each head's dims (Qwen3, Gemma 3: q_norm/k_norm [head_dim]) or the whole projection (OLMo 2)
+    qk_norm_eps: float = 1e-6
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window")
@@ -68,6 +71,8 @@ class Attention(Op):
                                 "give head_dim explicitly")
         if self.qkv == "fused" and any(w not in (None, self.hidden) for w in (self.kv_hidden, self.kdim, self.vdim)):
             raise invalid(self, "a fused qkv projection cannot read a separate key/value input")
+        if self.qk_norm != "none" and self.qkv == "fused":
+            raise invalid(self, "qk_norm needs separate q, k and v projections")
         if self.names is not None and len(self.names) != len(self._default_names()):
             raise invalid(self, f"names needs {len(self._default_names())} entries "
                                 f"({', '.join(self._default_names())}); received {list(self.names)}")
@@ -142,6 +147,9 @@ class Attention(Op):
             yield from self._linear(names[1], kv * d, self.k_width, k_bias)
             yield from self._linear(names[2], kv * d, self.v_width, self.qkv_bias)
         yield from self._linear(names[-1], h, q * d, self.out_bias)
+        if self.qk_norm != "none":
+            yield Tensor("q_norm.weight", (d,) if self.qk_norm == "head" else (q * d,))
+            yield Tensor("k_norm.weight", (d,) if self.qk_norm == "head" else (kv * d,))
 
     def flops(self, inputs, outputs):
         x = inputs[0]
@@ -179,8 +187,14 @@ class Attention(Op):
             k_src = k if k is not None else kv if kv is not None else x
             v_src = v if v is not None else kv if kv is not None else x
             k_bias = self.qkv_bias if self.k_bias is None else self.k_bias
-            q = self._project(run, names[0], x, self.qkv_bias).view(b, s, q_, d).transpose(1, 2)
-            key = self._project(run, names[1], k_src, k_bias).view(b, k_src.shape[1], kv_, d).transpose(1, 2)
+            q = self._project(run, names[0], x, self.qkv_bias)
+            key = self._project(run, names[1], k_src, k_bias)
+            if self.qk_norm == "full":
+                q, key = self._rms(run, "q_norm", q), self._rms(run, "k_norm", key)
+            q = q.view(b, s, q_, d).transpose(1, 2)
+            key = key.view(b, k_src.shape[1], kv_, d).transpose(1, 2)
+            if self.qk_norm == "head":
+                q, key = self._rms(run, "q_norm", q), self._rms(run, "k_norm", key)
             value = self._project(run, names[2], v_src, self.qkv_bias).view(b, v_src.shape[1], kv_, d).transpose(1, 2)
         if rope is not None:
             if rope_sin is None:
@@ -191,6 +205,14 @@ class Attention(Op):
         out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled)
         out = out.transpose(1, 2).reshape(b, s, q_ * d)
         return self._project(run, names[-1], out, self.out_bias)
+
+    def _rms(self, run, name, x):
+        """RMSNorm over the last dim with the weight `name`.weight, in float32 as transformers does."""
+        torch = run.torch
+        weight = run.tensor(f"{name}.weight")
+        y = x.to(torch.float32)
+        y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.qk_norm_eps)
+        return weight * y.to(x.dtype)
 
     def _project(self, run, name, x, bias):
         weight = run.tensor(f"{name}.weight")

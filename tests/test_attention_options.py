@@ -1,0 +1,78 @@
+"""attention's options for today's families, each on its own: rotary on neighbouring dims
+(`rotary: interleaved`) and RMSNorm of queries and keys (`qk_norm: head | full`)."""
+from __future__ import annotations
+
+import pytest
+
+from archgraph import SpecError, load
+from archgraph.ops import REGISTRY
+
+Attention = REGISTRY["attention"]
+
+
+@pytest.mark.parametrize("qk_norm, shapes", [
+    ("head", {"q_norm.weight": (8,), "k_norm.weight": (8,)}),
+    ("full", {"q_norm.weight": (32,), "k_norm.weight": (16,)}),
+    ("none", {}),
+])
+def test_qk_norm_adds_one_weight_each_for_queries_and_keys(qk_norm, shapes):
+    op = Attention(hidden=32, heads=4, kv_heads=2, qkv_bias=False, out_bias=False, qk_norm=qk_norm)
+    tensors = {t.name: tuple(t.shape) for t in op.params()}
+    assert {k: v for k, v in tensors.items() if "norm" in k} == shapes
+    assert sum(1 for k in tensors if k.endswith("proj.weight")) == 4
+
+
+def test_qk_norm_needs_separate_projections():
+    with pytest.raises(SpecError, match="qk_norm needs separate q, k and v projections"):
+        Attention(hidden=32, heads=4, qkv="fused", qk_norm="head")
+
+
+SPEC = """
+inputs: {x: [B, S, 32]}
+nodes:
+  - {name: rot, op: rotary_embedding, in: x, head_dim: 8}
+  - {name: attn, op: attention, in: {x: x, rope: "rot:0", rope_sin: "rot:1"}, hidden: 32, heads: 4,
+     kv_heads: 2, causal: true, qkv_bias: false, out_bias: false, rotary: ROT, qk_norm: QK}
+"""
+
+
+@pytest.mark.parametrize("rotary, qk_norm", [("half", "none"), ("interleaved", "none"), ("half", "head"),
+                                             ("interleaved", "full")])
+def test_the_module_computes_what_the_options_say(tmp_path, rotary, qk_norm):
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC.replace("ROT", rotary).replace("QK", qk_norm))
+    module = to_module(load(str(path))).eval()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.normal_(0, 0.5)
+    state = dict(module.state_dict())
+    x = torch.randn(2, 5, 32)
+    with torch.no_grad():
+        got = module(x=x)["attn"]
+
+    def rms(t, w):
+        return w * (t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-6))
+
+    q, k, v = (x @ state[f"attn.{n}_proj.weight"].T for n in "qkv")
+    if qk_norm == "full":
+        q, k = rms(q, state["attn.q_norm.weight"]), rms(k, state["attn.k_norm.weight"])
+    q, k, v = q.view(2, 5, 4, 8).transpose(1, 2), k.view(2, 5, 2, 8).transpose(1, 2), v.view(2, 5, 2, 8).transpose(1, 2)
+    if qk_norm == "head":
+        q, k = rms(q, state["attn.q_norm.weight"]), rms(k, state["attn.k_norm.weight"])
+    inv = 1.0 / (10000 ** (torch.arange(0, 8, 2).float() / 8))
+    angles = torch.arange(5).float()[:, None] * inv  # [S, 4]
+    if rotary == "half":
+        cos, sin = torch.cat([angles.cos()] * 2, -1), torch.cat([angles.sin()] * 2, -1)
+        turn = lambda t: torch.cat([-t[..., 4:], t[..., :4]], -1)  # noqa: E731
+    else:
+        cos, sin = angles.cos().repeat_interleave(2, -1), angles.sin().repeat_interleave(2, -1)
+        turn = lambda t: torch.stack([-t[..., 1::2], t[..., 0::2]], -1).flatten(-2)  # noqa: E731
+    q, k = q * cos + turn(q) * sin, k * cos + turn(k) * sin
+    k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+    scores = (q @ k.transpose(-1, -2)) / 8 ** 0.5
+    scores = scores.masked_fill(torch.triu(torch.ones(5, 5, dtype=torch.bool), 1), float("-inf"))
+    out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(2, 5, 32) @ state["attn.o_proj.weight"].T
+    assert (got - out).abs().max().item() < 1e-5
