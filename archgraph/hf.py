@@ -340,12 +340,9 @@ def config_error(exc: ArchgraphError, imported: Imported, path: str | Path) -> A
 def spec_text(path: str | Path) -> str:
     """An ordinary spec: the family template with the config's values as its variables."""
     imported = import_file(path)
-    from .spec.yamlload import load_file
-    text = imported.template.read_text(encoding="utf-8")
-    spec = load_file(imported.template)
-    if "extends" in spec:
-        raise SpecError("a family template must not use 'extends' (import-hf writes it as one file)",
-                        loc=spec.key_loc("extends"))
+    from .spec.yamlload import load_text
+    text = _merged_text(imported.template)
+    spec = load_text(text, str(imported.template))
     lines = text.splitlines()
     skip = next(i for i, line in enumerate(lines) if not line.startswith("#"))
     lines[:skip] = [""] * skip  # the template's own header comment describes the template, not this model
@@ -363,6 +360,63 @@ def spec_text(path: str | Path) -> str:
               f"# the '{imported.model_type}' family template (specs/hf/{imported.template.name}) with the",
               "# config's values as variables.  Edit freely; `archgraph params` this file."]
     return "\n".join(header + lines[skip:]) + "\n"
+
+
+def _merged_text(template: Path) -> str:
+    """The template's text with its `extends:` chain resolved, so that import-hf writes one file:
+    the parent's text, each block the child declares in place of the parent's (or after them),
+    each variable the child sets in place of the parent's line (or after them), and the child's
+    name and description.  (A template that extends another keeps one variable per line, as
+    every template does, and changes only variables, blocks, name and description.)"""
+    from .spec.sources import resolve
+    from .spec.yamlload import load_file, load_text
+    child_text = template.read_text(encoding="utf-8")
+    child = load_file(template)
+    if "extends" not in child:
+        return child_text
+    other = set(child) - {"archgraph", "extends", "name", "description", "variables", "blocks"}
+    if other:
+        raise SpecError(f"a family template that extends another may change variables, blocks, name and "
+                        f"description; this one sets {', '.join(sorted(other))}", loc=child.key_loc(sorted(other)[0]))
+    parent_path = resolve(str(child["extends"]), template.parent, child.key_loc("extends"))
+    parent_text = _merged_text(parent_path)
+    parent = load_text(parent_text, str(parent_path))
+    lines, own = parent_text.splitlines(), child_text.splitlines()
+    edits: list[tuple[int, int, list[str]]] = []  # (first line, end line, new lines), 0-based, end excluded
+    for section in ("blocks", "variables"):
+        mine, theirs = child.get(section) or {}, parent.get(section) or {}
+        if not mine:
+            continue
+        after = _section_end(parent, section, len(lines))
+        for name in mine:
+            new = own[slice(*_entry_range(child, section, name, len(own)))]
+            if name in theirs:
+                edits.append((*_entry_range(parent, section, name, after), new))
+            else:
+                edits.append((after, after, new))
+    for key in ("name", "description"):
+        if key in child and key in parent:
+            line = parent.key_loc(key).line - 1
+            edits.append((line, line + 1, [own[child.key_loc(key).line - 1]]))
+    for first, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        lines[first:end] = new
+    return "\n".join(lines) + "\n"
+
+
+def _section_end(spec, section: str, total: int) -> int:
+    """The line after the last line of a top-level section (0-based): where the next top key starts."""
+    start = spec.key_loc(section).line
+    later = [spec.key_loc(k).line for k in spec if spec.key_loc(k).line > start]
+    return min(later) - 1 if later else total
+
+
+def _entry_range(spec, section: str, name: str, end: int) -> tuple[int, int]:
+    """(first, end) lines (0-based, end excluded) of `name` in a top-level mapping `section`."""
+    mapping = spec[section]
+    first = mapping.key_loc(name).line - 1
+    later = [mapping.key_loc(k).line - 1 for k in mapping if mapping.key_loc(k).line - 1 > first]
+    last = min(later) if later else min(end, _section_end(spec, section, end))
+    return first, last
 
 
 def _yaml_value(value: Any) -> str:
