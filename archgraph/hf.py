@@ -256,7 +256,7 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
             return rule["value"], "constant for " + model_type
         if "error" in rule:
             for key in str(rule["key"]).rstrip("?").split("|"):
-                if _lookup(config, key) is not None:
+                if _lookup(config, key) not in (None, False):  # false: the switch is off
                     raise ArchgraphError(f"'{key}' is set, but archgraph's '{model_type}' template cannot "
                                          f"build it: {rule['error']}", loc=loc,
                                          hint="write a spec for it: start from 'archgraph import-hf' "

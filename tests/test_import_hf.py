@@ -159,3 +159,21 @@ def test_a_key_the_config_leaves_out_takes_the_family_default(tmp_path):
     assert model.params().total == (48000 * 2560 * 2                      # embeddings and lm_head
                                     + 2560 * 2560 * 2 + 2560 * 512 * 2     # q, o; k, v (4 x 128)
                                     + 3 * 2560 * 7040 + 3 * 2560)          # MLP; two norms and the final
+
+
+@pytest.mark.parametrize("value, refused", [(True, True), (False, False), (None, False)])
+def test_a_switch_the_template_cannot_build_is_refused_only_when_on(tmp_path, cli, value, refused):
+    config = {"model_type": "gpt_bigcode", "n_embd": 32, "n_layer": 1, "n_head": 4, "vocab_size": 97,
+              "add_cross_attention": value}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    code, out, err = cli("params", str(path), "--json")
+    if refused:
+        assert code == 2 and err.startswith(f"archgraph: error: {path}: 'add_cross_attention' is set, but "
+                                            "archgraph's 'gpt_bigcode' template cannot build it")
+    else:
+        assert code == 0 and json.loads(out)["total"] == (97 * 32 + 1024 * 32    # wte, wpe
+                                                          + 3 * 2 * 32            # ln_1, ln_2, ln_f
+                                                          + 32 * 48 + 48          # c_attn: q 32 + k 8 + v 8
+                                                          + 32 * 32 + 32          # attn.c_proj
+                                                          + 2 * 32 * 128 + 128 + 32)  # mlp
