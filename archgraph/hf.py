@@ -95,9 +95,24 @@ def _key_tables() -> dict[str, Any]:
     return load_file(_spec_dir() / "families.yaml")
 
 
+@lru_cache(maxsize=1)
 def families() -> dict[str, Any]:
-    """The key tables of `specs/hf/families.yaml`, model_type -> entry (`maps:` is not one)."""
-    return {k: v for k, v in _key_tables().items() if k != "maps"}
+    """The key tables of `specs/hf/families.yaml`, model_type -> entry (`maps:` is not one).  An
+    entry with `like: other` takes other's heads and variables, its own winning (GLM-4's table is
+    GLM's with another template)."""
+    tables = {k: v for k, v in _key_tables().items() if k != "maps"}
+    out = {}
+    for name, entry in tables.items():
+        base = entry.get("like")
+        if base is not None:
+            if base not in tables or "like" in tables[base]:
+                raise ArchgraphError(f"families.yaml: '{name}' is like '{base}', which is not a key table "
+                                     "without 'like:'", loc=entry.key_loc("like"))
+            merged = {**tables[base], **{k: v for k, v in entry.items() if k not in ("like", "variables")}}
+            merged["variables"] = {**(tables[base].get("variables") or {}), **(entry.get("variables") or {})}
+            entry = merged
+        out[name] = entry
+    return out
 
 
 def named_map(name: str) -> Mapping[str, Any]:

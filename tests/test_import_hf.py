@@ -177,3 +177,11 @@ def test_a_switch_the_template_cannot_build_is_refused_only_when_on(tmp_path, cl
                                                           + 32 * 48 + 48          # c_attn: q 32 + k 8 + v 8
                                                           + 32 * 32 + 32          # attn.c_proj
                                                           + 2 * 32 * 128 + 128 + 32)  # mlp
+
+
+def test_a_key_table_like_another_takes_its_variables():
+    from archgraph.hf import families
+    glm, glm4 = families()["glm"], families()["glm4"]
+    assert glm4["template"] == "glm4.yaml" and glm["template"] == "llama.yaml"
+    assert glm4["variables"] == glm["variables"] and glm4["heads"] == glm["heads"]
+    assert "like" not in glm4
