@@ -92,6 +92,8 @@ CASES = {
                     "head_dim": 8, "pad_token_id": 0},
     "glm4-seq-cls": {"model_type": "glm4", "architectures": ["Glm4ForSequenceClassification"], **TINY,
                      "num_key_value_heads": 4, "head_dim": 8, "pad_token_id": 0, "num_labels": 3},
+    "stablelm-nothing-rotates": {"model_type": "stablelm", "architectures": ["StableLmForCausalLM"], **TINY,
+                                 "hidden_size": 8, "num_key_value_heads": 4},  # head_dim 2 x 0.25 -> 0 dims
     "gemma-causal": {"model_type": "gemma", "architectures": ["GemmaForCausalLM"], **TINY, "num_key_value_heads": 1,
                      "head_dim": 8},
     "mixtral-causal": {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], **TINY,

@@ -2,10 +2,11 @@
 
 Two steps, because archgraph must not need torch:
 
-    /tmp/torchenv/bin/python tools/crosscheck_hf.py record SEED COUNT out.json   # needs torch + transformers
+    /tmp/torchenv/bin/python tools/crosscheck_hf.py record SEED COUNT out.json [GLOB]   # needs torch + transformers
     .venv/bin/python tools/crosscheck_hf.py compare out.json                       # needs archgraph
 
-`record` mutates each config of tests/data/reference/hf to small random sizes and switches (odd head
+`record` mutates each config of tests/data/reference/hf (or of the fixture files GLOB names, such
+as 'tests/data/hf/qwen3-*.json'; several globs separated by commas) to small random sizes and switches (odd head
 counts, grouped-query ratios, tied and untied heads, biases, gated feed-forwards, stage lists),
 picks a random class the family has in transformers, and records what transformers builds on the
 meta device (configs transformers refuses are dropped).  `compare` loads each config with
@@ -28,7 +29,12 @@ REFERENCE = Path(__file__).resolve().parents[1] / "tests" / "data" / "reference"
 PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "albert": "Albert", "vit": "ViT",
           "gpt2": "GPT2", "opt": "OPT", "gpt_neox": "GPTNeoX", "bloom": "Bloom", "llama": "Llama",
           "mistral": "Mistral", "qwen2": "Qwen2", "mixtral": "Mixtral", "gemma": "Gemma", "falcon": "Falcon",
-          "t5": "T5", "bart": "Bart", "whisper": "Whisper", "resnet": "ResNet"}
+          "t5": "T5", "bart": "Bart", "whisper": "Whisper", "resnet": "ResNet", "granite": "Granite",
+          "helium": "Helium", "phi3": "Phi3", "starcoder2": "Starcoder2", "qwen3": "Qwen3", "olmo2": "Olmo2",
+          "smollm3": "SmolLM3", "glm": "Glm", "glm4": "Glm4", "stablelm": "StableLm", "cohere": "Cohere",
+          "gpt_bigcode": "GPTBigCode"}
+ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
+          "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere"}
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -38,7 +44,8 @@ FFN = ["intermediate_size", "ffn_dim", "d_ff", "n_inner", "hidden_dim", "encoder
 LAYERS = ["num_hidden_layers", "n_layer", "num_layers", "n_layers", "encoder_layers", "decoder_layers", "num_decoder_layers"]
 POS = ["max_position_embeddings", "n_positions", "max_target_positions"]
 BOOLS = ["tie_word_embeddings", "attention_bias", "mlp_bias", "bias", "parallel_attn", "multi_query",
-         "new_decoder_architecture", "qkv_bias", "enable_bias", "use_parallel_residual", "do_layer_norm_before"]
+         "new_decoder_architecture", "qkv_bias", "enable_bias", "use_parallel_residual", "do_layer_norm_before",
+         "use_bias", "use_qkv_bias", "scale_attn_weights", "use_sliding_window"]
 
 
 def mutate(rng, cfg):
@@ -48,7 +55,7 @@ def mutate(rng, cfg):
     cfg = {k: v for k, v in cfg.items() if k not in ("layer_types", "id2label", "label2id", "_name_or_path")}
     mt = cfg["model_type"]
     heads = rng.randint(1, 6)
-    hd = rng.choice([2, 4, 6, 8]) if mt not in ("gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma") else rng.choice([2, 4, 8])
+    hd = rng.choice([2, 4, 6, 8]) if mt not in ROTARY else rng.choice([2, 4, 8])
     for k in HIDDEN:
         if k in cfg: cfg[k] = heads * hd
     for k in HEADS:
@@ -63,7 +70,13 @@ def mutate(rng, cfg):
     for kvk in ("num_key_value_heads", "num_kv_heads"):
         if kvk in cfg:
             cfg[kvk] = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
-    if "head_dim" in cfg: cfg["head_dim"] = rng.choice([hd, 2 * hd, 4])
+    if "head_dim" in cfg:  # Helium and StableLM read o_proj from hidden_size: heads x head_dim must equal it
+        cfg["head_dim"] = hd if mt in ("helium", "stablelm") else rng.choice([hd, 2 * hd, 4])
+    if "partial_rotary_factor" in cfg or mt in ("phi3", "glm", "glm4", "stablelm"):
+        cfg["partial_rotary_factor"] = rng.choice([0.25, 0.5, 1.0])
+    if "no_rope_layers" in cfg: cfg.pop("no_rope_layers")
+    if "sliding_window" in cfg or mt in ("phi3", "starcoder2", "qwen3", "smollm3"):
+        cfg["sliding_window"] = rng.choice([None, 2, 5])
     if "d_kv" in cfg: cfg["d_kv"] = rng.randint(2, 9)
     if "embedding_size" in cfg and mt == "albert": cfg["embedding_size"] = rng.randint(3, 20)
     if "word_embed_proj_dim" in cfg: cfg["word_embed_proj_dim"] = rng.choice([heads * hd, rng.randint(3, 20)])
@@ -88,12 +101,14 @@ def mutate(rng, cfg):
     return cfg
 
 
-def record_main(seed: int, count: int, out: str) -> None:
+def record_main(seed: int, count: int, out: str, seeds: str | None = None) -> None:
+    """`seeds`: a glob of fixture files (tests/data/hf/qwen3-*.json) to mutate instead of the references."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from record_hf import record
 
     rng = random.Random(seed)
-    refs = [json.load(open(p))["config"] for p in sorted(glob.glob(str(REFERENCE / "*.json")))]
+    paths = sorted(p for pattern in (seeds or str(REFERENCE / "*.json")).split(",") for p in glob.glob(pattern))
+    refs = [json.load(open(p))["config"] for p in paths]
     recorded = []
     for i in range(count):
         cfg = mutate(rng, rng.choice(refs))
@@ -136,8 +151,8 @@ def compare_main(path: str) -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["record"] and len(sys.argv) == 5:
-        record_main(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4])
+    if sys.argv[1:2] == ["record"] and len(sys.argv) in (5, 6):
+        record_main(int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], *sys.argv[5:])
     elif sys.argv[1:2] == ["compare"] and len(sys.argv) == 3:
         sys.exit(compare_main(sys.argv[2]))
     else:

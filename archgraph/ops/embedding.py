@@ -117,7 +117,10 @@ class RotaryEmbedding(Op):
     base: float = 10000.0
 
     def __post_init__(self):
-        positive(self, "head_dim", "rotary_dim")
+        positive(self, "head_dim")
+        if self.rotary_dim is not None and (isinstance(self.rotary_dim, int) and self.rotary_dim < 0):
+            raise invalid(self, f"rotary_dim must be 0 or more (0: nothing rotates, as transformers builds "
+                                f"int(head_dim * factor) = 0); received {self.rotary_dim}")
         if self.width > self.head_dim:
             raise invalid(self, f"the tables ({self.width} columns for rotary_dim={self.dim}) must fit in "
                                 f"head_dim={self.head_dim}")
