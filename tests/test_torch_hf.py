@@ -94,6 +94,9 @@ CASES = {
                      "num_key_value_heads": 4, "head_dim": 8, "pad_token_id": 0, "num_labels": 3},
     "stablelm-nothing-rotates": {"model_type": "stablelm", "architectures": ["StableLmForCausalLM"], **TINY,
                                  "hidden_size": 8, "num_key_value_heads": 4},  # head_dim 2 x 0.25 -> 0 dims
+    "phi-causal": {"model_type": "phi", "architectures": ["PhiForCausalLM"], **TINY, "num_key_value_heads": 2},
+    "phi-tied-full-rotary": {"model_type": "phi", "architectures": ["PhiForCausalLM"], **TINY,
+                             "tie_word_embeddings": True, "partial_rotary_factor": 1.0, "hidden_act": "gelu"},
     "gemma-causal": {"model_type": "gemma", "architectures": ["GemmaForCausalLM"], **TINY, "num_key_value_heads": 1,
                      "head_dim": 8},
     "mixtral-causal": {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], **TINY,

@@ -32,9 +32,9 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
           "t5": "T5", "bart": "Bart", "whisper": "Whisper", "resnet": "ResNet", "granite": "Granite",
           "helium": "Helium", "phi3": "Phi3", "starcoder2": "Starcoder2", "qwen3": "Qwen3", "olmo2": "Olmo2",
           "smollm3": "SmolLM3", "glm": "Glm", "glm4": "Glm4", "stablelm": "StableLm", "cohere": "Cohere",
-          "gpt_bigcode": "GPTBigCode"}
+          "gpt_bigcode": "GPTBigCode", "phi": "Phi"}
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
-          "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere"}
+          "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi"}
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -72,7 +72,7 @@ def mutate(rng, cfg):
             cfg[kvk] = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
     if "head_dim" in cfg:  # Helium and StableLM read o_proj from hidden_size: heads x head_dim must equal it
         cfg["head_dim"] = hd if mt in ("helium", "stablelm") else rng.choice([hd, 2 * hd, 4])
-    if "partial_rotary_factor" in cfg or mt in ("phi3", "glm", "glm4", "stablelm"):
+    if "partial_rotary_factor" in cfg or mt in ("phi3", "glm", "glm4", "stablelm", "phi"):
         cfg["partial_rotary_factor"] = rng.choice([0.25, 0.5, 1.0])
     if "no_rope_layers" in cfg: cfg.pop("no_rope_layers")
     if "sliding_window" in cfg or mt in ("phi3", "starcoder2", "qwen3", "smollm3"):
