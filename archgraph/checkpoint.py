@@ -22,10 +22,10 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from .errors import ArchgraphError
+from .spec.sources import INDEX_SUFFIX, is_checkpoint_path  # noqa: F401  (part of this module's interface)
 
 MAX_HEADER = 100_000_000       # the safetensors library's own limit on a header
 MAX_INDEX = 100_000_000        # a model.safetensors.index.json is a few MB at most
-INDEX_SUFFIX = ".safetensors.index.json"
 
 # Bits per element of every dtype the safetensors format names (safetensors 0.8:
 # F4 is E2M1, F6 are the OCP MX types; sub-byte tensors must fill whole bytes).
@@ -90,12 +90,6 @@ class Checkpoint:
     @property
     def total_bytes(self) -> int:
         return sum(t.nbytes for t in self.tensors.values())
-
-
-def is_checkpoint_path(text: str | Path) -> bool:
-    """True for `*.safetensors` and `*.safetensors.index.json` (by name; the file may not exist)."""
-    name = str(text).lower()
-    return name.endswith(".safetensors") or name.endswith(INDEX_SUFFIX)
 
 
 def read_checkpoint(path: str | Path) -> Checkpoint:

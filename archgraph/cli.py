@@ -12,9 +12,8 @@ libraries inside `run`.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from typing import Any, Sequence
+from typing import Sequence
 
 from .commands.common import LazyConsole, emit, load_model, model_command
 from .errors import ArchgraphError
@@ -98,7 +97,8 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     if args.command == "ops":
         return _ops(args, console)
-    if args.model.lower().endswith((".safetensors", ".safetensors.index.json")):  # tensors by dtype, no graph
+    from .spec.sources import is_checkpoint_path
+    if is_checkpoint_path(args.model):  # a .safetensors checkpoint: tensors by dtype, no graph
         from .commands.check import checkpoint_command
         return checkpoint_command(args, console)
     model = load_model(args)

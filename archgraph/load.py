@@ -18,7 +18,7 @@ from .model import Model
 from .numbers import Trace
 from .passes.shapes import infer_shapes
 from .spec.build import build_model
-from .spec.sources import builtin_specs, resolve  # noqa: F401  (part of this module's interface)
+from .spec.sources import builtin_specs, is_checkpoint_path, resolve  # noqa: F401  (part of this module's interface)
 from .spec.yamlload import LocDict, load_file
 from .spec.yamlload import load_text as parse_text
 
@@ -38,7 +38,7 @@ def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbo
     """Load a spec file, built-in model or Hugging Face config.json; `settings` override variables
     or bind sizes (like --set).  `symbolic` builds over SymInts, for formulas."""
     from .hf import is_config
-    if str(source).lower().endswith((".safetensors", ".safetensors.index.json")):  # checkpoint.is_checkpoint_path
+    if is_checkpoint_path(source):
         raise ArchgraphError(f"'{source}' is a checkpoint: it lists tensors but has no graph to analyse",
                              hint="use 'archgraph params CHECKPOINT' to count its tensors, or pass the "
                                   "model's config.json or spec (and 'archgraph check SPEC --against "

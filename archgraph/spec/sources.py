@@ -12,6 +12,17 @@ _PACKAGE = Path(__file__).resolve().parent.parent
 SPEC_DIRS = (_PACKAGE / "_specs", _PACKAGE.parent / "specs")  # installed wheel, then source checkout
 
 
+INDEX_SUFFIX = ".safetensors.index.json"
+
+
+def is_checkpoint_path(text: str | Path) -> bool:
+    """True for `*.safetensors` and `*.safetensors.index.json` (by name; the file may not exist):
+    a checkpoint, which lists tensors but is not a spec.  (Here, not in archgraph.checkpoint, so
+    that telling one apart costs no import.)"""
+    name = str(text).lower()
+    return name.endswith(".safetensors") or name.endswith(INDEX_SUFFIX)
+
+
 def spec_dir() -> Path | None:
     """The folder of the built-in specs, or None in a broken installation."""
     for folder in SPEC_DIRS:
