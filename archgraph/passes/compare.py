@@ -15,6 +15,7 @@ from typing import Any, Callable, Mapping
 
 from ..errors import SpecError, did_you_mean
 from ..graph import BlockNode, Graph, Model, OpNode
+from ..spec.settings import size_names
 from .flops import count_flops
 from .memory import DEFAULT_SIZE, estimate_memory
 from .params import count_params, graph_totals
@@ -49,45 +50,34 @@ def compare(models: list[str], settings: Mapping[str, Any] | None = None, optimi
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise SpecError(f"--set {key}={value}: a size must be a positive whole number",
                             hint=f"e.g. --set {key}=2")
-    known = {"B", "S"}  # S also sizes a model's other unbound lengths
-    for name in models:
-        known |= _names(load(name))
+    probes = [load(name) for name in models]  # each as it is, before the settings
+    known = {"B", "S"}.union(*(_names(p) for p in probes))  # S also sizes a model's other unbound lengths
     for key in settings:
         if key not in known:  # a name no model has: a typo that would compare unchanged models
             hint = did_you_mean(key, known)
             raise SpecError(f"--set {key}: none of the models has a variable or dimension named '{key}'",
                             hint=hint or f"names: {', '.join(sorted(known))}")
-    return [summarize(name, settings, optimizer, load=load) for name in models]
+    return [summarize(name, settings, optimizer, load=load, probe=probe) for name, probe in zip(models, probes)]
 
 
 def _names(model: Model) -> set[str]:
     """The variables and symbolic sizes of a model (what --set may name)."""
-    from .. import expr
-    names = set(model.variables)
-    for spec in model.inputs.values():
-        for dim in spec.shape:
-            if isinstance(dim, str):
-                names |= expr.names(dim)
-    return names
+    return set(model.variables) | set(size_names(model.inputs, model.variables))
 
 
 def _bindings_for(model: Model, settings: dict) -> tuple[dict, dict]:
     """(variable overrides, size bindings) for one model: sizes it does not use are dropped;
     unbound sizes other than B take S (or 512)."""
-    from .. import expr
-    sizes = set()
-    for spec in model.inputs.values():
-        for dim in spec.shape:
-            if isinstance(dim, str):
-                sizes |= expr.names(dim) - set(model.variables)
     overrides = {k: v for k, v in settings.items() if k in model.variables}
     seq = settings.get("S", DEFAULT_SIZE)
-    sizes_bound = {n: settings.get(n, 1 if n == "B" else seq) for n in sorted(sizes)}
+    sizes_bound = {n: settings.get(n, 1 if n == "B" else seq) for n in sorted(size_names(model.inputs, model.variables))}
     return overrides, sizes_bound
 
 
-def summarize(name: str, settings: dict, optimizer: str = "adam", *, load: Callable[..., Model]) -> ModelSummary:
-    probe = load(name)
+def summarize(name: str, settings: dict, optimizer: str = "adam", *, load: Callable[..., Model],
+              probe: Model | None = None) -> ModelSummary:
+    """The figures of `name` with `settings`; `probe` is the model already loaded without them."""
+    probe = load(name) if probe is None else probe
     overrides, sizes = _bindings_for(probe, settings)
     model = load(name, overrides) if overrides else probe
     report = count_params(model)

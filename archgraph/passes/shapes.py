@@ -125,11 +125,7 @@ def _rule(node: OpNode, op, shapes) -> Any:
 
 
 def _check_bindings(model: Model, bindings: Mapping[str, int]) -> None:
-    used = set(model.variables)
-    for spec in model.inputs.values():
-        for dim in spec.shape:
-            if isinstance(dim, str):
-                used |= expr.names(dim)
+    used = set(model.variables) | set(size_names(model.inputs, model.variables))
     for name, value in bindings.items():
         if name not in used:
             hint = did_you_mean(name, used)
