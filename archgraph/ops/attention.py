@@ -207,12 +207,9 @@ class Attention(Op):
         return self._project(run, names[-1], out, self.out_bias)
 
     def _rms(self, run, name, x):
-        """RMSNorm over the last dim with the weight `name`.weight, in float32 as transformers does."""
-        torch = run.torch
-        weight = run.tensor(f"{name}.weight")
-        y = x.to(torch.float32)
-        y = y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + self.qk_norm_eps)
-        return weight * y.to(x.dtype)
+        """RMSNorm over the last dim with the weight `name`.weight (the rms_norm op's computation)."""
+        from .norm import rms_normalize
+        return rms_normalize(run.torch, x, self.qk_norm_eps, run.tensor(f"{name}.weight"))
 
     def _project(self, run, name, x, bias):
         weight = run.tensor(f"{name}.weight")

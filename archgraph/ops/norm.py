@@ -71,14 +71,8 @@ class RMSNorm(Op):
         return 4 * prod(inputs[0])
 
     def forward(self, run, x):
-        h = x.float()
-        h = h * run.torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        if not self.elementwise_affine:
-            return h.to(x.dtype)
-        weight = run.tensor("weight")
-        if self.offset:
-            return (h * (self.offset + weight.float())).to(x.dtype)
-        return weight * h.to(x.dtype)
+        return rms_normalize(run.torch, x, self.eps, run.tensor("weight") if self.elementwise_affine else None,
+                             self.offset)
 
     def init(self, tensor, value, init):
         init.zeros(value) if self.offset else init.ones(value)
@@ -163,3 +157,15 @@ class GroupNorm(Op):
         weight = run.tensor("weight") if self.affine else None
         bias = run.tensor("bias") if self.affine else None
         return run.F.group_norm(x, self.num_groups, weight, bias, self.eps)
+
+
+def rms_normalize(torch, x, eps: float, weight=None, offset: float = 0.0):
+    """x / rms(x) over the last dim, computed in float32, times `weight` (plus `offset`) when given:
+    Llama's RMSNorm (and attention's q/k norms)."""
+    h = x.float()
+    h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + eps)
+    if weight is None:
+        return h.to(x.dtype)
+    if offset:
+        return (h * (offset + weight.float())).to(x.dtype)
+    return weight * h.to(x.dtype)

@@ -63,12 +63,9 @@ def walk(graph: Graph, inputs: tuple[Any, ...], visit: Visit, prefix: str = "",
                     args = [env[ref.node][ref.index] for ref in refs]
             except IndexError:  # `node:3` of a node with fewer outputs: the error
                 args = [_pick(env, ref, node, prefix) for ref in refs]
-            env[name] = results[name] = visit(node, args, f"{prefix}.{name}" if prefix else name)
-            continue
-        args = [_pick(env, ref, node, prefix) for ref in node.inputs]
-        if isinstance(node, OpNode):
             env[name] = results[name] = visit(node, args, join(prefix, name))
             continue
+        args = [_pick(env, ref, node, prefix) for ref in node.inputs]  # a block call
         results[name], current = _repeat(node, tuple(args), visit, prefix, cache)
         env[name] = current[:len(node.body.outputs)]  # repeat 0 passes its inputs through
     outputs = tuple(_pick(env, ref, graph, prefix) for ref in graph.outputs)
