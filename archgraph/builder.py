@@ -29,8 +29,16 @@ _LOCS: dict[tuple[str, int], Loc] = {}
 
 
 def _here(depth: int = 2) -> Loc:
-    frame = sys._getframe(depth)
-    return Loc(frame.f_code.co_filename, frame.f_lineno)
+    return _located(sys._getframe(depth))
+
+
+def _located(frame) -> Loc:
+    """The Loc of the caller's line: one per line of its code, however many nodes it makes."""
+    where = (frame.f_code.co_filename, frame.f_lineno)
+    loc = _LOCS.get(where)
+    if loc is None:
+        loc = _LOCS[where] = Loc(*where)
+    return loc
 
 
 def _mapping(values: dict, loc: Loc) -> LocDict:
@@ -56,12 +64,7 @@ class _Scope:
         entry = LocDict(name=name, op=op, **fields)
         if inputs is not None:
             entry["in"] = list(inputs) if isinstance(inputs, (list, tuple)) else inputs
-        frame = sys._getframe(1)
-        where = (frame.f_code.co_filename, frame.f_lineno)
-        loc = _LOCS.get(where)
-        if loc is None:  # one Loc per line of the caller's code, however many nodes it makes
-            loc = _LOCS[where] = Loc(*where)
-        entry.loc, entry.lines = loc, _NO_LINES
+        entry.loc, entry.lines = _located(sys._getframe(1)), _NO_LINES
         self._nodes.append(entry)
         return name
 

@@ -104,10 +104,9 @@ def check_drawable(model: Model, options: DiagramOptions) -> None:
     hint = "group the nodes into blocks (a block called with 'repeat:' is drawn once) and draw again"
     if options.expand and drawn_boxes(model.graph, dataclasses.replace(options, expand=False)) <= MAX_BOXES:
         hint = "draw each repeated block once: leave out --expand"
-    else:
+    elif any(isinstance(n, BlockNode) for n in model.graph.nodes.values()):
         for depth in range(0, 4):
-            if drawn_boxes(model.graph, dataclasses.replace(options, expand=False, depth=depth)) <= MAX_BOXES and \
-                    any(isinstance(n, BlockNode) for n in model.graph.nodes.values()):
+            if drawn_boxes(model.graph, dataclasses.replace(options, expand=False, depth=depth)) <= MAX_BOXES:
                 hint = f"draw nested blocks as single boxes: --depth {depth}"
                 break
     raise ArchgraphError(f"the diagram would have {boxes:,} boxes; archgraph draws at most {MAX_BOXES:,} "
