@@ -25,3 +25,22 @@ def test_config_matches_transformers(tmp_path, name):
     assert sorted(set(mine) - set(fixture["param_shapes"])) == [], "extra tensors"
     assert mine == fixture["param_shapes"]
     assert report.total == fixture["expected_params"]
+
+
+# families whose templates declare every buffer transformers registers (name, shape, persistent)
+EXACT_BUFFERS = {"xlm-roberta", "electra", "mpnet", "modernbert", "deberta-v2"}
+BUFFERED = [n for n in FILES if json.loads((DATA / f"{n}.json").read_text())["config"]["model_type"] in EXACT_BUFFERS]
+
+
+@pytest.mark.parametrize("name", BUFFERED)
+def test_buffers_match_transformers(tmp_path, name):
+    fixture = json.loads((DATA / f"{name}.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fixture["config"]))
+    mine = {}
+    for node_path, _, _, rows in load_config(path).params().nodes():
+        for row in rows:
+            if row.buffer:
+                mine[f"{node_path}.{row.name}" if row.name else node_path] = \
+                    {"shape": list(row.shape), "persistent": row.persistent}
+    assert mine == fixture["buffers"]

@@ -203,6 +203,13 @@ CASES["OPTForSequenceClassification"] = {**CASES["opt-causal"], "architectures":
                                          "pad_token_id": 0}
 CASES["FalconForSequenceClassification"] = {**CASES["falcon-alibi"], "pad_token_id": 0,
                                              "architectures": ["FalconForSequenceClassification"]}
+# text encoders (issue 12)
+XLMR = {"model_type": "xlm-roberta", **TINY, "type_vocab_size": 3}
+for arch in ("XLMRobertaModel", "XLMRobertaForMaskedLM", "XLMRobertaForSequenceClassification",
+             "XLMRobertaForTokenClassification", "XLMRobertaForQuestionAnswering"):
+    CASES[arch] = {**XLMR, "architectures": [arch], "num_labels": 2 if "Question" in arch else 3}
+CASES["XLMRobertaForCausalLM"] = {**XLMR, "architectures": ["XLMRobertaForCausalLM"], "is_decoder": True,
+                                  "tie_word_embeddings": False}
 
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),

@@ -32,7 +32,8 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
           "t5": "T5", "bart": "Bart", "whisper": "Whisper", "resnet": "ResNet", "granite": "Granite",
           "helium": "Helium", "phi3": "Phi3", "starcoder2": "Starcoder2", "qwen3": "Qwen3", "olmo2": "Olmo2",
           "smollm3": "SmolLM3", "glm": "Glm", "glm4": "Glm4", "stablelm": "StableLm", "cohere": "Cohere",
-          "gpt_bigcode": "GPTBigCode", "phi": "Phi"}
+          "gpt_bigcode": "GPTBigCode", "phi": "Phi",
+          "xlm-roberta": "XLMRoberta"}
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi"}
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
