@@ -157,6 +157,12 @@ CASES = {
     "resnet-image-cls": {"model_type": "resnet", "architectures": ["ResNetForImageClassification"],
                          "embedding_size": 8, "hidden_sizes": [16, 24, 32], "depths": [2, 1, 1],
                          "layer_type": "bottleneck", "num_labels": 4, "downsample_in_bottleneck": True},
+    "dinov2-base": {"model_type": "dinov2", "architectures": ["Dinov2Model"], "hidden_size": 32,
+                    "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 16, "patch_size": 4},
+    "dinov2-image-cls-swiglu": {"model_type": "dinov2", "architectures": ["Dinov2ForImageClassification"],
+                                "hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 3,
+                                "use_swiglu_ffn": True, "mlp_ratio": 3, "image_size": 12, "patch_size": [4, 3],
+                                "num_channels": 2, "num_labels": 5, "qkv_bias": False},
 }
 BERT = {"model_type": "bert", **TINY, "type_vocab_size": 3}
 ALBERT = {"model_type": "albert", **TINY, "embedding_size": 16, "num_hidden_layers": 3, "num_hidden_groups": 2}

@@ -33,7 +33,8 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
           "helium": "Helium", "phi3": "Phi3", "starcoder2": "Starcoder2", "qwen3": "Qwen3", "olmo2": "Olmo2",
           "smollm3": "SmolLM3", "glm": "Glm", "glm4": "Glm4", "stablelm": "StableLm", "cohere": "Cohere",
           "gpt_bigcode": "GPTBigCode", "phi": "Phi",
-          "xlm-roberta": "XLMRoberta"}
+          "xlm-roberta": "XLMRoberta",
+          "dinov2": "Dinov2", "convnext": "ConvNext", "mobilenet_v2": "MobileNetV2", "efficientnet": "EfficientNet"}
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi"}
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
@@ -86,6 +87,10 @@ def mutate(rng, cfg):
     if "feed_forward_proj" in cfg: cfg["feed_forward_proj"] = rng.choice(["relu", "gated-gelu", "gelu", "gated-silu"])
     if mt == "vit":
         cfg.update(image_size=rng.choice([16, 24, 32]), patch_size=rng.choice([4, 8]), num_channels=rng.choice([1, 3]))
+    if mt == "dinov2":
+        cfg.update(image_size=rng.choice([16, 24, 28]), patch_size=rng.choice([4, [4, 2], 7]),
+                   num_channels=rng.choice([1, 3]), mlp_ratio=rng.randint(1, 4),
+                   use_swiglu_ffn=rng.random() < 0.5, use_mask_token=rng.random() < 0.7)
     if mt == "resnet":
         n = rng.randint(1, 4)
         cfg.update(embedding_size=rng.choice([4, 8]), hidden_sizes=[rng.choice([4, 8, 12, 16]) for _ in range(n)],
