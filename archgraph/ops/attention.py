@@ -32,7 +32,9 @@ class Attention(Op):
     cross-attention, `bias` [1|B, 1|heads, 1|S, 1|T] (T5, ALiBi, masks), `rope` the cos table
     of a rotary_embedding and `rope_sin` its sin table (queries and keys are rotated on their
     first rotary_dim dims, as Hugging Face's rotate_half; `rotary: interleaved` pairs neighbouring dims, as GPT-J); or separate sources for keys and values, `k` [B, T, kdim] and
-    `v` [B, T, vdim] (a Perceiver's latents attending to inputs of other widths).
+    `v` [B, T, vdim] (a Perceiver's latents attending to inputs of other widths).  `sinks` adds a
+    learned logit per head (`sinks` [heads]) to every query's softmax, a share of the weight that
+    reads no value (gpt-oss).
     """
 
     hidden: int
@@ -59,6 +61,8 @@ class Attention(Op):
     qk_norm: Literal["none", "head", "full"] = "none"  # RMSNorm of queries and keys before rotary positions:
     #   over each head's dims (Qwen3, Gemma 3: q_norm/k_norm [head_dim]) or the whole projection (OLMo 2)
     qk_norm_eps: float = 1e-6
+    sinks: bool = False  # a learned logit per head (`sinks` [heads]) that joins each query's softmax and
+    #   takes a share of the weight without a value (gpt-oss's attention sinks)
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window")
@@ -150,6 +154,8 @@ class Attention(Op):
         if self.qk_norm != "none":
             yield Tensor("q_norm.weight", (d,) if self.qk_norm == "head" else (q * d,))
             yield Tensor("k_norm.weight", (d,) if self.qk_norm == "head" else (kv * d,))
+        if self.sinks:
+            yield Tensor("sinks", (q,))
 
     def flops(self, inputs, outputs):
         x = inputs[0]
@@ -202,7 +208,8 @@ class Attention(Op):
                                  "in: {..., rope: rotary:0, rope_sin: rotary:1}")
             pairs = self.rotary == "interleaved"
             q, key = _rotate(torch, q, rope, rope_sin, pairs), _rotate(torch, key, rope, rope_sin, pairs)
-        out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled)
+        out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
+                     run.tensor("sinks") if self.sinks else None)
         out = out.transpose(1, 2).reshape(b, s, q_ * d)
         return self._project(run, names[-1], out, self.out_bias)
 
@@ -444,9 +451,10 @@ def _rotate(torch, x, cos, sin, interleaved: bool = False):
     return torch.cat([rot * cos + turned * sin, rest], dim=-1)
 
 
-def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False):
+def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False, sinks=None):
     """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors; keys and values repeated
-    for grouped heads; the softmax in float32, as Hugging Face's eager attention."""
+    for grouped heads; the softmax in float32, as Hugging Face's eager attention.  `sinks` [heads]:
+    one more logit per head in each softmax, dropped after it (its weight goes to no value)."""
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
         k = k.repeat_interleave(heads // kv_heads, dim=1)
@@ -465,5 +473,9 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
         if window is not None:
             hidden = hidden | (i - j >= window)
         scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
+    if sinks is not None:
+        column = sinks.reshape(1, -1, 1, 1).expand(scores.shape[0], -1, s, 1).to(scores.dtype)
+        probs = torch.softmax(torch.cat([scores, column], dim=-1).float(), dim=-1)[..., :-1].to(q.dtype)
+        return torch.matmul(probs, v)
     probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
     return torch.matmul(probs, v)

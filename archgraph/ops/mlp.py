@@ -113,11 +113,19 @@ class GatedMLP(_FeedForward):
 class MixtureOfExperts(_FeedForward):
     """Router picks top_k of `experts` gated MLPs per token.
 
-    Tensors (Hugging Face transformers 5 layout): router `gate.weight` [experts, hidden],
-    `experts.gate_up_proj` [experts, 2·intermediate, hidden], `experts.down_proj`
-    [experts, hidden, intermediate]; `expert_layout: separate` stores
-    `experts.N.{w1,w3,w2}.weight` per expert instead.  The router's softmax over all experts is
-    renormalised over the top_k picked (`normalize`, Mixtral's), or not (Qwen2-MoE's default).
+    Tensors (Hugging Face transformers 5 layout): router `gate.weight` [experts, hidden]
+    (`gate.bias` [experts] with `router_bias`), `experts.gate_up_proj` [experts,
+    2·intermediate, hidden], `experts.down_proj` [experts, hidden, intermediate];
+    `expert_layout: separate` stores `experts.N.{w1,w3,w2}.weight` per expert instead.  The
+    router's softmax over all experts is renormalised over the top_k picked (`normalize`,
+    Mixtral's; the same as a softmax over the top_k logits, gpt-oss's), or not (Qwen2-MoE's
+    default).  Options of the fused layout, each on its own: `bias` adds
+    `experts.gate_up_proj_bias` [experts, 2·intermediate] and `experts.down_proj_bias`
+    [experts, hidden]; `weight_layout: in_out` stores the matrices transposed ([experts, hidden,
+    2·intermediate] and [experts, intermediate, hidden], applied as x @ W); `gate_up:
+    interleaved` alternates the gate and up columns (gate = [..., 0::2], up = [..., 1::2]) instead
+    of gate then up; `glu: clamped` is gpt-oss's gate: gate clamped above at glu_limit, up to
+    ±glu_limit, then gate·σ(glu_alpha·gate)·(up + 1) (a Swish of gain glu_alpha: activation silu).
     """
 
     hidden: int
@@ -129,11 +137,24 @@ class MixtureOfExperts(_FeedForward):
     expert_layout: Literal["fused", "separate"] = "fused"
     names: tuple[str, ...] | None = None
     normalize: bool = True
+    bias: bool = False  # experts' biases (gpt-oss): gate_up_proj_bias, down_proj_bias
+    weight_layout: Literal["out_in", "in_out"] = "out_in"  # in_out: matrices stored transposed (gpt-oss)
+    gate_up: Literal["halves", "interleaved"] = "halves"  # the fused gate_up's columns: gate|up, or alternating
+    glu: Literal["standard", "clamped"] = "standard"  # act(gate)·up, or gpt-oss's clamped Swish gate
+    glu_alpha: float = 1.702  # clamped: the Swish's gain
+    glu_limit: float = 7.0    # clamped: the clamp of gate (above) and up (both sides)
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate", "experts", "top_k")
         if self.top_k > self.experts:
             raise invalid(self, f"top_k={self.top_k} exceeds experts={self.experts}")
+        if self.expert_layout == "separate" and (self.bias or self.weight_layout != "out_in"
+                                                 or self.gate_up != "halves"):
+            raise invalid(self, "bias, weight_layout and gate_up describe the fused experts' tensors; "
+                                "use expert_layout 'fused' with them")
+        if self.glu == "clamped" and self.activation != "silu":
+            raise invalid(self, f"glu 'clamped' is a Swish (gate·σ(glu_alpha·gate)): activation must be "
+                                f"'silu'; received {self.activation!r}")
         if self.expert_layout == "separate" and self.experts > MAX_SEPARATE_EXPERTS:
             raise invalid(self, f"expert_layout 'separate' lists three tensors per expert; use 'fused' "
                                 f"for more than {MAX_SEPARATE_EXPERTS:,} experts (received {self.experts:,})")
@@ -148,8 +169,13 @@ class MixtureOfExperts(_FeedForward):
         e, h, i = self.experts, self.hidden, self.intermediate
         yield from _linear(names[0], e, h, self.router_bias)
         if self.expert_layout == "fused":
-            yield Tensor(f"{names[1]}.gate_up_proj", (e, 2 * i, h))
-            yield Tensor(f"{names[1]}.down_proj", (e, h, i))
+            flip = self.weight_layout == "in_out"
+            yield Tensor(f"{names[1]}.gate_up_proj", (e, h, 2 * i) if flip else (e, 2 * i, h))
+            if self.bias:
+                yield Tensor(f"{names[1]}.gate_up_proj_bias", (e, 2 * i))
+            yield Tensor(f"{names[1]}.down_proj", (e, i, h) if flip else (e, h, i))
+            if self.bias:
+                yield Tensor(f"{names[1]}.down_proj_bias", (e, h))
         else:
             decided(e)  # one tensor per expert: the formula knows this many
             for n in range(e):
@@ -162,8 +188,11 @@ class MixtureOfExperts(_FeedForward):
         return 2 * tokens * self.hidden * self.experts + self.top_k * 3 * 2 * tokens * self.hidden * self.intermediate
 
     def idle_params(self):
-        """The experts the router does not pick for a token: (experts - top_k) of them."""
-        return (self.experts - self.top_k) * 3 * self.hidden * self.intermediate
+        """The experts the router does not pick for a token: (experts - top_k) of them, biases included."""
+        per_expert = 3 * self.hidden * self.intermediate
+        if self.bias:
+            per_expert += 2 * self.intermediate + self.hidden
+        return (self.experts - self.top_k) * per_expert
 
     def forward(self, run, x):
         torch, F = run.torch, run.F
@@ -190,11 +219,26 @@ class MixtureOfExperts(_FeedForward):
     def _expert(self, run, names, e, x):
         F = run.F
         if self.expert_layout == "fused":
-            gate, up = F.linear(x, run.tensor(f"{names[1]}.gate_up_proj")[e]).chunk(2, dim=-1)
-            return F.linear(self.act(run, gate) * up, run.tensor(f"{names[1]}.down_proj")[e])
+            gate_up = self._apply(run, f"{names[1]}.gate_up_proj", e, x)
+            if self.gate_up == "interleaved":
+                gate, up = gate_up[..., 0::2], gate_up[..., 1::2]
+            else:
+                gate, up = gate_up.chunk(2, dim=-1)
+            return self._apply(run, f"{names[1]}.down_proj", e, self._gate(run, gate, up))
         base = f"{names[1]}.{e}"
         gate = F.linear(x, run.tensor(f"{base}.{names[2]}.weight"))
         up = F.linear(x, run.tensor(f"{base}.{names[3]}.weight"))
-        return F.linear(self.act(run, gate) * up, run.tensor(f"{base}.{names[4]}.weight"))
+        return F.linear(self._gate(run, gate, up), run.tensor(f"{base}.{names[4]}.weight"))
 
+    def _apply(self, run, name, e, x):
+        """Expert e's matrix `name` (and its bias, with `bias`) applied to x, as the layout stores it."""
+        weight = run.tensor(name)[e]
+        out = x @ weight if self.weight_layout == "in_out" else run.F.linear(x, weight)
+        return out + run.tensor(f"{name}_bias")[e] if self.bias else out
 
+    def _gate(self, run, gate, up):
+        if self.glu == "clamped":
+            gate = gate.clamp(max=self.glu_limit)
+            up = up.clamp(min=-self.glu_limit, max=self.glu_limit)
+            return gate * run.torch.sigmoid(gate * self.glu_alpha) * (up + 1)
+        return self.act(run, gate) * up

@@ -1,0 +1,166 @@
+"""moe's options for today's families, each on its own (expert biases, transposed matrices,
+interleaved gate/up columns, the clamped Swish gate, router bias, renormalised top-k), and
+attention's `sinks`: the tensors they add, the parameters a token leaves idle, what the module
+computes (against the computation written out here), and the refusals."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from archgraph import SpecError, load
+from archgraph.ops import REGISTRY
+
+MoE, Attention = REGISTRY["moe"], REGISTRY["attention"]
+H, I, E = 6, 5, 4
+
+
+def tensors(op):
+    return {t.name: tuple(t.shape) for t in op.params()}
+
+
+PLAIN = {"gate.weight": (E, H), "experts.gate_up_proj": (E, 2 * I, H), "experts.down_proj": (E, H, I)}
+
+
+@pytest.mark.parametrize("option, changed", [
+    ({}, {}),
+    ({"router_bias": True}, {"gate.bias": (E,)}),
+    ({"bias": True}, {"experts.gate_up_proj_bias": (E, 2 * I), "experts.down_proj_bias": (E, H)}),
+    ({"weight_layout": "in_out"}, {"experts.gate_up_proj": (E, H, 2 * I), "experts.down_proj": (E, I, H)}),
+    ({"gate_up": "interleaved"}, {}),
+    ({"glu": "clamped"}, {}),
+    ({"normalize": False}, {}),
+    ({"names": ["router", "experts"]}, {"router.weight": (E, H), "gate.weight": None}),
+])
+def test_each_option_adds_or_reshapes_only_its_tensors(option, changed):
+    want = {**PLAIN, **changed}
+    want = {k: v for k, v in want.items() if v is not None}
+    assert tensors(MoE(hidden=H, intermediate=I, experts=E, top_k=2, **option)) == want
+
+
+def test_idle_parameters_are_the_unpicked_experts_with_their_biases():
+    assert MoE(hidden=H, intermediate=I, experts=E, top_k=1).idle_params() == 3 * (3 * H * I)
+    # the biases of an unpicked expert are idle too; the router's are not
+    op = MoE(hidden=H, intermediate=I, experts=E, top_k=1, bias=True, router_bias=True)
+    assert op.idle_params() == 3 * (3 * H * I + 2 * I + H)
+
+
+def test_active_parameters_of_a_model_count_one_expert_in_four(tmp_path, cli):
+    path = tmp_path / "moe.yaml"
+    path.write_text(f"inputs: {{x: [B, S, {H}]}}\nnodes:\n"
+                    f"  - {{name: mlp, op: moe, in: x, hidden: {H}, intermediate: {I}, experts: {E}, top_k: 1,"
+                    " bias: true, router_bias: true}\n")
+    code, out, _ = cli("params", str(path), "--json")
+    data = json.loads(out)
+    total = E * H + E + E * (3 * H * I + 2 * I + H)
+    assert code == 0 and data["total"] == total
+    assert data["active"] == total - 3 * (3 * H * I + 2 * I + H)
+
+
+@pytest.mark.parametrize("option, words", [
+    ({"expert_layout": "separate", "bias": True}, "use expert_layout 'fused' with them"),
+    ({"expert_layout": "separate", "weight_layout": "in_out"}, "use expert_layout 'fused' with them"),
+    ({"glu": "clamped", "activation": "gelu"}, "activation must be 'silu'; received 'gelu'"),
+])
+def test_options_that_cannot_combine_are_refused(option, words):
+    with pytest.raises(SpecError, match=words.replace("(", r"\(")):
+        MoE(hidden=H, intermediate=I, experts=E, **option)
+
+
+MOE_SPEC = """
+inputs: {x: [B, S, 6]}
+nodes:
+  - {name: mlp, op: moe, in: x, hidden: 6, intermediate: 5, experts: 4, top_k: 2, OPTIONS}
+"""
+
+
+@pytest.mark.parametrize("options", [
+    "normalize: true",
+    "normalize: false, router_bias: true",
+    "bias: true",
+    "weight_layout: in_out",
+    "gate_up: interleaved",
+    "glu: clamped, glu_alpha: 1.5, glu_limit: 0.7",
+    "bias: true, router_bias: true, weight_layout: in_out, gate_up: interleaved, glu: clamped",
+])
+def test_the_module_computes_what_the_options_say(tmp_path, options):
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    path = tmp_path / "spec.yaml"
+    path.write_text(MOE_SPEC.replace("OPTIONS", options))
+    module = to_module(load(str(path))).eval()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.normal_(0, 0.7)
+    w = dict(module.state_dict())
+    x = torch.randn(2, 3, 6)
+    with torch.no_grad():
+        got = module(x=x)["mlp"]
+    opts = dict(part.split(": ") for part in options.split(", "))
+    tokens = x.reshape(-1, 6)
+    logits = tokens @ w["mlp.gate.weight"].T + w.get("mlp.gate.bias", 0)
+    probs = logits.softmax(-1)
+    top, picked = probs.topk(2, dim=-1)
+    if opts.get("normalize", "true") == "true":
+        top = top / top.sum(-1, keepdim=True)
+    alpha, limit = float(opts.get("glu_alpha", 1.702)), float(opts.get("glu_limit", 7.0))
+    out = torch.zeros_like(tokens)
+    for t in range(tokens.shape[0]):
+        for slot in range(2):
+            e = picked[t, slot]
+            gu, down = w["mlp.experts.gate_up_proj"][e], w["mlp.experts.down_proj"][e]
+            if opts.get("weight_layout") != "in_out":
+                gu, down = gu.T, down.T
+            h = tokens[t] @ gu + (w["mlp.experts.gate_up_proj_bias"][e] if "bias" in opts else 0)
+            gate, up = (h[0::2], h[1::2]) if opts.get("gate_up") == "interleaved" else (h[:5], h[5:])
+            if opts.get("glu") == "clamped":
+                gate, up = gate.clamp(max=limit), up.clamp(-limit, limit)
+                h = gate * torch.sigmoid(alpha * gate) * (up + 1)
+            else:
+                h = torch.nn.functional.silu(gate) * up
+            h = h @ down + (w["mlp.experts.down_proj_bias"][e] if "bias" in opts else 0)
+            out[t] += top[t, slot] * h
+    assert (got - out.reshape(2, 3, 6)).abs().max().item() < 1e-5
+
+
+def test_sinks_add_one_logit_per_head():
+    op = Attention(hidden=32, heads=4, kv_heads=2, sinks=True)
+    assert tensors(op)["sinks"] == (4,)
+    plain = Attention(hidden=32, heads=4, kv_heads=2)
+    assert sum(t.count for t in op.params()) == sum(t.count for t in plain.params()) + 4
+
+
+ATTN_SPEC = """
+inputs: {x: [B, S, 16]}
+nodes:
+  - {name: attn, op: attention, in: x, hidden: 16, heads: 4, kv_heads: 2, causal: true, window: WINDOW,
+     qkv_bias: false, out_bias: false, sinks: true}
+"""
+
+
+@pytest.mark.parametrize("window", ["null", "2"])
+def test_sinks_take_a_share_of_each_softmax_and_read_no_value(tmp_path, window):
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    path = tmp_path / "spec.yaml"
+    path.write_text(ATTN_SPEC.replace("WINDOW", window))
+    module = to_module(load(str(path))).eval()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.normal_(0, 0.5)
+    w = dict(module.state_dict())
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        got = module(x=x)["attn"]
+    q, k, v = (x @ w[f"attn.{n}_proj.weight"].T for n in "qkv")
+    q, k, v = q.view(2, 5, 4, 4).transpose(1, 2), k.view(2, 5, 2, 4).transpose(1, 2), v.view(2, 5, 2, 4).transpose(1, 2)
+    k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+    scores = (q @ k.transpose(-1, -2)) / 2.0
+    i, j = torch.arange(5)[:, None], torch.arange(5)[None, :]
+    hidden = (j > i) | ((i - j >= int(window)) if window != "null" else False)
+    scores = scores.masked_fill(hidden, float("-inf"))
+    weights = torch.exp(scores) / (torch.exp(scores).sum(-1, keepdim=True) + torch.exp(w["attn.sinks"]).view(1, 4, 1, 1))
+    out = (weights @ v).transpose(1, 2).reshape(2, 5, 16) @ w["attn.o_proj.weight"].T
+    assert (got - out).abs().max().item() < 1e-5
