@@ -101,6 +101,13 @@ CASES = {
                      "head_dim": 8},
     "mixtral-causal": {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], **TINY,
                        "num_local_experts": 4, "num_experts_per_tok": 2, "num_key_value_heads": 2},
+    "qwen3_moe-causal": {"model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"], **TINY,
+                         "num_hidden_layers": 4, "num_key_value_heads": 2, "moe_intermediate_size": 11,
+                         "num_experts": 5, "num_experts_per_tok": 2, "mlp_only_layers": [1], "decoder_sparse_step": 1},
+    "qwen3_moe-step2-normalized-sliding": {"model_type": "qwen3_moe", "architectures": ["Qwen3MoeModel"], **TINY,
+                                           "num_hidden_layers": 4, "moe_intermediate_size": 9, "num_experts": 4,
+                                           "num_experts_per_tok": 3, "norm_topk_prob": True, "decoder_sparse_step": 2,
+                                           "attention_bias": True, "use_sliding_window": True, "sliding_window": 3},
     "gpt2-lm": {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_embd": 32, "n_layer": 2, "n_head": 4,
                 "vocab_size": 97, "n_positions": 64},
     "gpt2-base": {"model_type": "gpt2", "architectures": ["GPT2Model"], "n_embd": 32, "n_layer": 2, "n_head": 4,
@@ -332,6 +339,7 @@ CANNOT_RUN = {
                                   "num_ln_in_parallel_attn=1)",
     "falcon-parallel-two-ln-old-arch": "FalconDecoderLayer has no input_layernorm (old layout, two LayerNorms)",
     "mixtral-qa-num-experts-alias": "top-k router asks for more experts than there are",
+    "qwen3_moe-causal-topk-over-experts": "top-k router asks for more experts than there are",
     "whisper-condgen-untied-odd": "sinusoidal positions need an even d_model",
 }
 
