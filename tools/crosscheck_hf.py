@@ -34,9 +34,10 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
           "smollm3": "SmolLM3", "glm": "Glm", "glm4": "Glm4", "stablelm": "StableLm", "cohere": "Cohere",
           "gpt_bigcode": "GPTBigCode", "phi": "Phi",
           "xlm-roberta": "XLMRoberta",
-          "dinov2": "Dinov2", "convnext": "ConvNext", "mobilenet_v2": "MobileNetV2", "efficientnet": "EfficientNet"}
+          "dinov2": "Dinov2", "convnext": "ConvNext", "mobilenet_v2": "MobileNetV2", "efficientnet": "EfficientNet",
+          "qwen3_moe": "Qwen3Moe", "gpt_oss": "GptOss"}
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
-          "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi"}
+          "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss"}
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -77,12 +78,20 @@ def mutate(rng, cfg):
     if "partial_rotary_factor" in cfg or mt in ("phi3", "glm", "glm4", "stablelm", "phi"):
         cfg["partial_rotary_factor"] = rng.choice([0.25, 0.5, 1.0])
     if "no_rope_layers" in cfg: cfg.pop("no_rope_layers")
-    if "sliding_window" in cfg or mt in ("phi3", "starcoder2", "qwen3", "smollm3"):
+    if "sliding_window" in cfg or mt in ("phi3", "starcoder2", "qwen3", "smollm3", "qwen3_moe", "gpt_oss"):
         cfg["sliding_window"] = rng.choice([None, 2, 5])
     if "d_kv" in cfg: cfg["d_kv"] = rng.randint(2, 9)
     if "embedding_size" in cfg and mt == "albert": cfg["embedding_size"] = rng.randint(3, 20)
     if "word_embed_proj_dim" in cfg: cfg["word_embed_proj_dim"] = rng.choice([heads * hd, rng.randint(3, 20)])
     if "num_local_experts" in cfg: cfg["num_local_experts"] = rng.randint(1, 4); cfg["num_experts_per_tok"] = 1
+    if mt in ("qwen3_moe", "gpt_oss"):  # experts (none: all dense), top-k, and Qwen3-MoE's layer schedule
+        cfg.pop("num_experts", None)
+        cfg["num_local_experts"] = rng.randint(0 if mt == "qwen3_moe" else 1, 5)
+        cfg["num_experts_per_tok"] = rng.randint(1, max(1, cfg["num_local_experts"]))
+        if mt == "qwen3_moe":
+            cfg.update(moe_intermediate_size=rng.randint(3, 20), decoder_sparse_step=rng.randint(1, 3),
+                       mlp_only_layers=sorted(rng.sample(range(4), rng.randint(0, 2))),
+                       norm_topk_prob=rng.random() < 0.5)
     if "rotary_pct" in cfg: cfg["rotary_pct"] = rng.choice([0.25, 0.5, 1.0])
     if "feed_forward_proj" in cfg: cfg["feed_forward_proj"] = rng.choice(["relu", "gated-gelu", "gelu", "gated-silu"])
     if mt == "vit":
