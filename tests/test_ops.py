@@ -206,6 +206,8 @@ CASES = [
     # BERT's cls.predictions.bias: a [V] vector the decoder's bias ties to; no input
     case("parameter", {"shape": [30522], "tensor": "bias"}, [], (30522,), {"bias": (30522,)}, flops=0),
     case("parameter", {"shape": [2, 3]}, [], (2, 3), {"weight": (2, 3)}, flops=0, id="parameter-default-name"),
+    # nn.Parameter(torch.tensor(2.6592)): CLIP's logit_scale, a 0-dim tensor of one value
+    case("parameter", {"shape": [], "tensor": ""}, [], (), {"": ()}, flops=0, id="parameter-single-value"),
     # tensor '': named by the node alone, as a module's own nn.Parameter (DiT's pos_embed, BLIP-2's query_tokens)
     case("parameter", {"shape": [1, 8, 64], "tensor": ""}, [], (1, 8, 64), {"": (1, 8, 64)}, flops=0,
          id="parameter-named-by-its-node"),
@@ -329,6 +331,9 @@ CASES = [
     case("mean", {}, [(2, 3)], (), id="mean-all"),
     case("sum", {"dim": -1}, [(B, S, 5)], (B, S)),
     case("amax", {"dim": 0}, [(4, 7)], (7,)),
+    # torch.argmax drops the searched dim (keepdim keeps it with size 1); the indices have no tensors
+    case("argmax", {"dim": -1}, [(B, S)], (B,), flops=B * S),
+    case("argmax", {"dim": 1, "keepdim": True}, [(2, 5, 7)], (2, 1, 7), flops=70, id="argmax-keepdim"),
     case("scale", {"factor": 0.125}, [(B, S, 64)], (B, S, 64), flops=B * S * 64),
 
     # ---- nn.MultiheadAttention(64, 4, kdim=32, vdim=48): separate q/k/v weights, packed bias -----

@@ -104,3 +104,15 @@ def test_reference_checkpoints_build_modules_that_agree_with_archgraph(tmp_path,
     result = check(model)
     assert result.difference is None
     assert result.module_params == data["expected_params"]
+
+
+def test_argmax_of_a_mask_is_the_first_true_and_of_ids_the_largest():
+    # CLIP's text pooling: the first end-of-text token, or (old configs) the largest token id
+    from archgraph.ops import REGISTRY
+    from archgraph.torch import Run
+    run = Run(torch, torch.nn.functional, False, None, "", None)
+    ids = torch.tensor([[5, 9, 7, 9], [3, 1, 8, 2]])
+    argmax = REGISTRY["argmax"](dim=-1)
+    assert argmax.forward(run, ids == 9).tolist() == [1, 0]  # row 2 has none: 0, as torch gives
+    assert argmax.forward(run, ids).tolist() == [1, 2]
+    assert REGISTRY["argmax"](dim=1, keepdim=True).forward(run, ids).shape == (2, 1)

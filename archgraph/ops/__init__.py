@@ -32,7 +32,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     **dict.fromkeys(["batch_norm", "group_norm", "layer_norm", "rms_norm"], "norm"),
     **dict.fromkeys(["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "global_avg_pool",
                      "global_max_pool", "max_pool1d", "max_pool2d"], "pool"),
-    **dict.fromkeys(["amax", "mean", "sum"], "reduce"),
+    **dict.fromkeys(["amax", "argmax", "mean", "sum"], "reduce"),
     **dict.fromkeys(["gather", "index_add", "index_select", "scatter_add", "sort", "topk"], "routing"),
     **dict.fromkeys(["fft_conv", "interpolate", "timestep_embedding"], "signal"),
     **dict.fromkeys(["concat", "expand", "flatten", "matmul", "pad", "permute", "reshape", "select", "split",

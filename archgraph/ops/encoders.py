@@ -12,15 +12,16 @@ class Parameter(Op):
     """A free-standing learned tensor of `shape`, named `tensor` (no input); its output is the tensor.
 
     `tensor: ''` names it by the node alone, as an nn.Parameter that is a module's own attribute
-    (DiT's `pos_embed`, BLIP-2's `query_tokens` on the model itself).
+    (DiT's `pos_embed`, BLIP-2's `query_tokens` on the model itself); `shape: []` is a single
+    value (CLIP's `logit_scale`, a 0-dim tensor).
     """
 
     shape: tuple[int, ...]
     tensor: str = "weight"
 
     def __post_init__(self):
-        if not self.shape or any(d <= 0 for d in self.shape):
-            raise invalid(self, f"shape must list positive sizes; received {list(self.shape)}")
+        if any(d <= 0 for d in self.shape):
+            raise invalid(self, f"shape must list positive sizes ([] for a single value); received {list(self.shape)}")
         if self.tensor and not self.tensor.isidentifier():
             raise invalid(self, f"tensor must be a tensor name such as bias (or '' for the node's own name); "
                                 f"received {self.tensor!r}")
