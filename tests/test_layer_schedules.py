@@ -205,3 +205,16 @@ def test_a_used_spec_refuses_what_it_does_not_have_and_its_own_ties(tmp_path):
         _composed(tmp_path, tower=tied)
     with pytest.raises(archgraph.SpecError, match="no spec file 'towr.yaml'"):
         _composed(tmp_path, TOP.replace("spec: tower.yaml", "spec: towr.yaml"))
+
+
+def test_a_used_spec_may_be_a_hugging_face_template_by_its_file_name(tmp_path):
+    # CLIP's vision tower (specs/hf/clip_vision.yaml) as a block of a spec in another folder
+    (tmp_path / "probe.yaml").write_text(
+        "name: probe\ninputs:\n  pixel_values: [B, 3, 32, 32]\nblocks:\n  tower: {spec: clip_vision.yaml}\n"
+        "nodes:\n  - {name: vision, block: tower, in: pixel_values, H: 16, L: 1, A: 2, I: 8, IS: 32, PS: 16}\n"
+        "  - {name: probe, op: linear, in: 'vision:pooler_output', in_features: 16, out_features: 3}\n")
+    model = archgraph.load(str(tmp_path / "probe.yaml"))
+    # class embedding 16, conv 16*3*16*16, positions (4+1)*16, two norms, one layer, post norm, probe
+    layer = 2 * 16 + 4 * (16 * 16 + 16) + (16 * 8 + 8) + (8 * 16 + 16) + 2 * 16
+    assert model.params().total == 16 + 16 * 3 * 16 * 16 + 5 * 16 + 2 * 16 + layer + 2 * 16 + 16 * 3 + 3
+    assert model.shapes(B=2).outputs["probe"] == (2, 3)

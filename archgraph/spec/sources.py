@@ -1,6 +1,7 @@
 """Where specs come from: a file path, or the name of a built-in spec (`specs/`, or
-`archgraph/_specs` in an installed wheel); relative paths inside a spec are relative to
-the file that holds them.
+`archgraph/_specs` in an installed wheel), or a Hugging Face family template by its file name
+(`specs/hf/clip_vision.yaml` as `clip_vision.yaml`); relative paths inside a spec are relative
+to the file that holds them.
 """
 from __future__ import annotations
 
@@ -37,6 +38,17 @@ def builtin_specs() -> dict[str, Path]:
     return {p.stem: p for p in sorted(folder.glob("*.yaml"))} if folder else {}
 
 
+def hf_template(name: str) -> Path | None:
+    """A Hugging Face family template by its file name (`clip_vision.yaml`), or None: a spec may
+    use one as a block, and a spec written by import-hf keeps naming the templates its family's
+    template uses."""
+    folder = spec_dir()
+    if folder is None or "/" in name or "\\" in name or not name.endswith(".yaml"):
+        return None
+    path = folder / "hf" / name
+    return path if path.is_file() else None
+
+
 def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None = None) -> Path:
     """A spec path for `source`: a file (beside `relative_to` when given, else as written), or a
     built-in name."""
@@ -51,6 +63,9 @@ def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None
     builtins = builtin_specs()
     if text in builtins:
         return builtins[text]
+    template = hf_template(text)
+    if template is not None:
+        return template
     if text.endswith((".yaml", ".yml")) or "/" in text:
         where = f" (looked in {relative_to})" if relative_to is not None else ""
         raise SpecError(f"no spec file '{text}'{where}", loc=loc)
