@@ -45,6 +45,7 @@ from .spec.sources import spec_dir
 # architecture class suffix -> the head word templates test (longest suffix wins)
 HEADS = {
     "Model": "base",
+    "ModelWithProjection": "with_projection",
     "EncoderModel": "encoder",
     "DoubleHeadsModel": "double_heads",
     "ForCausalLM": "causal_lm",

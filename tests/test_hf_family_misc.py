@@ -141,7 +141,12 @@ def test_mixtral_num_experts_alias_wins_as_in_transformers(tmp_path):
     {"model_type": "gemma", "architectures": ["GemmaForTokenClassification"], "vocab_size": 30, "hidden_size": 16,
      "intermediate_size": 5, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
      "head_dim": 6, "attention_bias": True, "num_labels": 3},
-], ids=["resnet", "mixtral", "gemma"])
+    {"model_type": "clip", "architectures": ["CLIPModel"], "projection_dim": 6,  # towers used as blocks
+     "text_config": {"vocab_size": 30, "hidden_size": 8, "intermediate_size": 5, "num_hidden_layers": 1,
+                     "num_attention_heads": 2, "max_position_embeddings": 9},
+     "vision_config": {"hidden_size": 12, "intermediate_size": 7, "num_hidden_layers": 2, "num_attention_heads": 3,
+                       "image_size": 16, "patch_size": 8}},
+], ids=["resnet", "mixtral", "gemma", "clip"])
 def test_import_hf_round_trips(tmp_path, config):
     path = write_config(tmp_path, **config)
     spec = tmp_path / "imported.yaml"

@@ -261,18 +261,20 @@ def _inputs(module, config: dict) -> dict:
     arch = config.get("architectures", [""])[0]
     # without a padding token transformers classifies one sequence at a time
     batch = 1 if "SequenceClassification" in arch and config.get("pad_token_id") is None else 2
-    positions = [config[k] for k in ("max_position_embeddings", "n_positions", "max_target_positions") if k in config]
+    text = config.get("text_config") or config  # a two-tower model's (CLIP's) sizes are in its sub-configs
+    vision = config.get("vision_config") or config
+    positions = [text[k] for k in ("max_position_embeddings", "n_positions", "max_target_positions") if k in text]
     length = min([7, *positions])
     for name in module.input_names:
         if name in ("input_ids", "decoder_input_ids"):
-            out[name] = torch.randint(3, config.get("vocab_size", 100), (batch, length))  # no padding, start or end token
+            out[name] = torch.randint(3, text.get("vocab_size", 100), (batch, length))  # no padding, start or end token
             if name == "input_ids" and "SequenceClassification" in arch and \
                     config["model_type"] in ("bart", "t5"):
                 out[name][:, -1] = config.get("eos_token_id", 2 if config["model_type"] == "bart" else 1)
         elif name == "pixel_values":
-            size = config.get("image_size", 32)
+            size = vision.get("image_size", 224 if config["model_type"].startswith("clip") else 32)  # the default
             height, width = size if isinstance(size, list) else (size, size)
-            out[name] = torch.randn(batch, config.get("num_channels", 3), height, width)
+            out[name] = torch.randn(batch, vision.get("num_channels", 3), height, width)
         elif name == "encoder_hidden_states":
             hidden = config.get("hidden_size", config.get("n_embd"))
             out[name] = torch.randn(batch, 5, hidden)
