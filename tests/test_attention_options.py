@@ -1,5 +1,6 @@
 """attention's options for today's families, each on its own: rotary on neighbouring dims
-(`rotary: interleaved`) and RMSNorm of queries and keys (`qk_norm: head | full`)."""
+(`rotary: interleaved`), RMSNorm of queries and keys (`qk_norm: head | full`), a fused q/k/v in
+groups (`qkv_groups`, `qkv_order`), and a rotary table of positions (rotary_embedding's `positions`)."""
 from __future__ import annotations
 
 import pytest
@@ -76,3 +77,63 @@ def test_the_module_computes_what_the_options_say(tmp_path, rotary, qk_norm):
     scores = scores.masked_fill(torch.triu(torch.ones(5, 5, dtype=torch.bool), 1), float("-inf"))
     out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(2, 5, 32) @ state["attn.o_proj.weight"].T
     assert (got - out).abs().max().item() < 1e-5
+
+
+GROUPED = """
+inputs: {x: [B, S, 32]}
+nodes:
+  - {name: attn, op: attention, in: x, hidden: 32, heads: 4, kv_heads: 2, causal: true, qkv_bias: false,
+     out_bias: false, QKV}
+"""
+
+
+def _module(tmp_path, text):
+    from archgraph.torch import to_module
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    return to_module(load(str(path))).eval()
+
+
+def test_a_fused_projection_in_groups_is_separate_projections_with_its_rows_regrouped(tmp_path):
+    """qkv_groups: 2, qkv_order: vkq: the 64 rows of qkv_proj are two groups of 32, each
+    [v (1 head of 8) | k (1 head of 8) | q (2 heads of 8)]; picking those rows out gives q_proj,
+    k_proj and v_proj of the same attention, which must compute the same thing."""
+    torch = pytest.importorskip("torch")
+    fused = _module(tmp_path, GROUPED.replace("QKV", "qkv: fused, qkv_groups: 2, qkv_order: vkq"))
+    separate = _module(tmp_path, GROUPED.replace("QKV", "qkv: separate"))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in fused.parameters():
+            p.normal_(0, 0.5)
+    w = fused.state_dict()["attn.qkv_proj.weight"]
+    rows = {"v": (0, 8), "k": (8, 16), "q": (16, 32)}
+    state = {f"attn.{n}_proj.weight": torch.cat([w[g * 32 + rows[n][0]: g * 32 + rows[n][1]] for g in range(2)])
+             for n in "qkv"}
+    state["attn.o_proj.weight"] = fused.state_dict()["attn.o_proj.weight"]
+    separate.load_state_dict(state, strict=True)
+    x = torch.randn(2, 5, 32)
+    with torch.no_grad():
+        assert (fused(x=x)["attn"] - separate(x=x)["attn"]).abs().max().item() < 1e-5
+
+
+TABLE = """
+inputs: {x: [B, S, 32]}
+nodes:
+  - {name: rot, op: rotary_embedding, in: x, head_dim: 8, rotary_dim: 6, POSITIONS}
+"""
+
+
+def test_a_table_of_positions_gives_the_tables_inv_freq_gives(tmp_path):
+    """positions: 12 keeps [sin | cos] of 12 positions as one unsaved buffer named by the node
+    (GPT-J's embed_positions) and gives the same cos and sin as the inv_freq form."""
+    torch = pytest.importorskip("torch")
+    table = _module(tmp_path, TABLE.replace("POSITIONS", "positions: 12"))
+    plain = _module(tmp_path, TABLE.replace(", POSITIONS", ""))
+    assert dict(table.state_dict()) == {}
+    buffer = dict(table.named_buffers())["rot"]
+    angles = 3 * 1.0 / (10000 ** (torch.arange(0, 6, 2).float() / 6))  # position 3
+    assert buffer.shape == (12, 6)
+    assert (buffer[3] - torch.cat([angles.sin(), angles.cos()])).abs().max().item() < 1e-6
+    x = torch.randn(2, 7, 32)
+    got, want = table(x=x)["rot"], plain(x=x)["rot"]  # the cos table (the node's first output)
+    assert got.shape == want.shape == (1, 7, 6) and (got - want).abs().max().item() < 1e-6

@@ -75,6 +75,9 @@ CASES = [
     # T5: relative_attention_bias = nn.Embedding(num_buckets, n_heads).
     case("rotary_embedding", {"head_dim": 12, "rotary_dim": 3}, [(B, S)], [(1, S, 4), (1, S, 4)],
          buffers={"inv_freq": (2,)}, id="rotary_embedding-odd"),
+    # GPT-J / CodeGen: a table of every position, [sin | cos], named by the node; no inv_freq
+    case("rotary_embedding", {"head_dim": 256, "rotary_dim": 64, "positions": 2048}, [(B, 9, 4096)],
+         [(1, 9, 64), (1, 9, 64)], buffers={"": (2048, 64)}, id="rotary_embedding-positions-table"),
     case("alibi", {"heads": 8}, [(B, S)], (1, 8, 1, S)),
     case("alibi", {"heads": 12, "dtype": "bfloat16"}, [(2, 7, 64)], (1, 12, 1, 7), id="alibi-bfloat16"),
     case("relative_position_bias", {"num_buckets": 32, "heads": 8}, [(B, S, 512)], (1, 8, S, S),
@@ -240,6 +243,11 @@ CASES = [
          [(B, S, 64)], (B, S, 64),
          {"qkv_proj.weight": ((8 + 2 * 2) * 8, 64), "o_proj.weight": (64, 64), "o_proj.bias": (64,)},
          id="attention-fused-gqa"),
+    # CodeGen: one bias-free qkv_proj [3·hidden, hidden] read as 4 groups of [q | v | k]: same tensors
+    case("attention", {"hidden": 64, "heads": 8, "qkv": "fused", "qkv_groups": 4, "qkv_order": "qvk",
+                       "qkv_bias": False, "out_bias": False, "names": ["qkv_proj", "out_proj"]},
+         [(B, S, 64)], (B, S, 64), {"qkv_proj.weight": (192, 64), "out_proj.weight": (64, 64)},
+         flops=4 * (2 * B * S * 64 * 64) + 2 * (2 * B * 8 * S * S * 8), id="attention-fused-groups-codegen"),
     # cross-attention: queries [2, 5, 64], keys/values from [2, 7, 32]; 4 heads of 16.
     case("attention", {"hidden": 64, "heads": 4, "kv_hidden": 32}, [(2, 5, 64), (2, 7, 32)], (2, 5, 64),
          {"q_proj.weight": (64, 64), "q_proj.bias": (64,), "k_proj.weight": (64, 32), "k_proj.bias": (64,),
@@ -479,6 +487,15 @@ ERRORS = [
     reject("rotary_embedding", {"head_dim": 15, "rotary_dim": 15}, None, SpecError,
            ["16 columns for rotary_dim=15", "head_dim=15"]),
     reject("rotary_embedding", {"head_dim": 64, "rotary_dim": 128}, None, SpecError, ["rotary_dim=128"]),
+    reject("rotary_embedding", {"head_dim": 64, "positions": 16}, [(2, 17, 64)], ShapeError,
+           ["sequence length 17 exceeds the 16 positions of the rotary table"]),
+    reject("attention", {"hidden": 48, "heads": 6, "qkv": "fused", "qkv_groups": 4}, None, SpecError,
+           ["heads=6 and kv_heads=6 must be multiples of qkv_groups=4"], id="attention-groups-divide-heads"),
+    reject("attention", {"hidden": 48, "heads": 4, "qkv_order": "kvq"}, None, SpecError,
+           ["qkv_groups and qkv_order arrange a fused projection of qkv_layout blocks",
+            "qkv=separate"], id="attention-order-needs-fused-blocks"),
+    reject("attention", {"hidden": 48, "heads": 4, "qkv": "fused", "qkv_order": "qqv"}, None, SpecError,
+           ["qkv_order"], id="attention-order-is-a-permutation"),
     reject("layer_norm", {"normalized_shape": 768}, [(2, 5, 512)], ShapeError, ["512", "768"]),
     reject("layer_norm", {"normalized_shape": 0}, None, SpecError, []),
     reject("rms_norm", {"dim": 64}, [(2, 32)], ShapeError, ["32", "64"]),

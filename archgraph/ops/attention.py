@@ -26,7 +26,9 @@ class Attention(Op):
     """Multi-head attention with its projections: x [B, S, hidden] (kv [B, T, kv_hidden], bias, rope) -> [B, S, hidden].
 
     kv_heads < heads is grouped-query attention (1: multi-query).  `qkv: fused`
-    stores one [(heads + 2·kv_heads)·head_dim, hidden] projection.  `names` are
+    stores one [(heads + 2·kv_heads)·head_dim, hidden] projection; its `qkv_layout: blocks` may be
+    cut into `qkv_groups` equal groups, each [q | k | v] of heads/qkv_groups heads in the order
+    `qkv_order` (CodeGen: 4 groups of [q | v | k]).  `names` are
     the tensor prefixes: q, k, v, o (separate) or qkv, o (fused).  Optional
     inputs, by keyword (`in: {x: .., kv: .., bias: .., rope: ..}`): `kv` for
     cross-attention, `bias` [1|B, 1|heads, 1|S, 1|T] (T5, ALiBi, masks), `rope` the cos table
@@ -54,6 +56,10 @@ class Attention(Op):
     window: int | None = None  # sliding window: each query sees the last `window` keys (Mistral, Gemma 2)
     qkv_layout: Literal["blocks", "heads", "groups"] = "blocks"  # fused: [q|k|v], per head (BLOOM,
     #   NeoX: [q,k,v] of head 1, head 2, ...) or per key/value group (Falcon: [q..., k, v] per group)
+    qkv_groups: int = 1  # blocks: the fused output is this many equal groups, each [q | k | v] of
+    #   heads/qkv_groups query heads and kv_heads/qkv_groups key/value heads (CodeGen: 4, its mp_num)
+    qkv_order: Literal["qkv", "qvk", "kqv", "kvq", "vqk", "vkq"] = "qkv"  # blocks: the order of q, k
+    #   and v in each group (CodeGen: qvk)
     scale: float | None = None  # of the scores; None: 1/sqrt(head_dim) (T5: 1)
     bias_scaled: bool = False  # the bias is added before the scale (Falcon's ALiBi), not after (BLOOM's)
     rotary: Literal["half", "interleaved"] = "half"  # how rope pairs dims: halves (Llama's rotate_half)
@@ -65,7 +71,7 @@ class Attention(Op):
     #   takes a share of the weight without a value (gpt-oss's attention sinks)
 
     def __post_init__(self):
-        positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window")
+        positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups")
         if self.kv_hidden is not None and (self.kdim is not None or self.vdim is not None):
             raise invalid(self, "give kv_hidden (one source for keys and values) or kdim/vdim, not both")
         if self.heads % self.n_kv:
@@ -75,6 +81,13 @@ class Attention(Op):
                                 "give head_dim explicitly")
         if self.qkv == "fused" and any(w not in (None, self.hidden) for w in (self.kv_hidden, self.kdim, self.vdim)):
             raise invalid(self, "a fused qkv projection cannot read a separate key/value input")
+        if (self.qkv_groups, self.qkv_order) != (1, "qkv"):
+            if self.qkv != "fused" or self.qkv_layout != "blocks":
+                raise invalid(self, "qkv_groups and qkv_order arrange a fused projection of qkv_layout blocks "
+                                    f"(received qkv={self.qkv}, qkv_layout={self.qkv_layout})")
+            if self.heads % self.qkv_groups or self.n_kv % self.qkv_groups:
+                raise invalid(self, f"heads={self.heads} and kv_heads={self.n_kv} must be multiples of "
+                                    f"qkv_groups={self.qkv_groups} (each group holds as many heads)")
         if self.qk_norm != "none" and self.qkv == "fused":
             raise invalid(self, "qk_norm needs separate q, k and v projections")
         if self.names is not None and len(self.names) != len(self._default_names()):
@@ -236,9 +249,13 @@ class Attention(Op):
             parts = qkv.view(b, s, kv_, q_ // kv_ + 2, d)
             q = parts[:, :, :, :-2].reshape(b, s, q_, d)
             key, value = parts[:, :, :, -2], parts[:, :, :, -1]
-        else:
-            q, key, value = qkv.split([q_ * d, kv_ * d, kv_ * d], dim=-1)
-            q, key, value = q.view(b, s, q_, d), key.view(b, s, kv_, d), value.view(b, s, kv_, d)
+        else:  # blocks: qkv_groups groups, each [q | k | v] (in qkv_order) of their share of the heads
+            g = self.qkv_groups
+            widths = {"q": q_ // g * d, "k": kv_ // g * d, "v": kv_ // g * d}
+            parts = dict(zip(self.qkv_order, qkv.view(b, s, g, -1).split([widths[c] for c in self.qkv_order],
+                                                                          dim=-1)))
+            q, key, value = (parts["q"].reshape(b, s, q_, d), parts["k"].reshape(b, s, kv_, d),
+                             parts["v"].reshape(b, s, kv_, d))
         return q.transpose(1, 2), key.transpose(1, 2), value.transpose(1, 2)
 
 

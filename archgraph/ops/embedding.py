@@ -110,14 +110,17 @@ class RotaryEmbedding(Op):
 
     The frequencies are base^(-2k / rotary_dim) for 2k < rotary_dim and the tables repeat them
     twice, so an odd rotary_dim gives tables of rotary_dim + 1 columns, as transformers
-    computes them (GPT-NeoX with int(head_dim * rotary_pct) odd)."""
+    computes them (GPT-NeoX with int(head_dim * rotary_pct) odd).  With `positions: N` the op
+    keeps the values of N positions instead, one buffer [N, width] = [sin | cos] named by the
+    node, not saved by state_dict (GPT-J's and CodeGen's per-layer `attn.embed_positions`)."""
 
     head_dim: int
     rotary_dim: int | None = None
     base: float = 10000.0
+    positions: int | None = None  # a table of this many positions ([sin | cos]) instead of inv_freq
 
     def __post_init__(self):
-        positive(self, "head_dim")
+        positive(self, "head_dim", "positions")
         if self.rotary_dim is not None and (isinstance(self.rotary_dim, int) and self.rotary_dim < 0):
             raise invalid(self, f"rotary_dim must be 0 or more (0: nothing rotates, as transformers builds "
                                 f"int(head_dim * factor) = 0); received {self.rotary_dim}")
@@ -135,21 +138,34 @@ class RotaryEmbedding(Op):
 
     def infer_shape(self, x):
         seq = _seq_len(x)
+        if self.positions is not None:
+            _fits(seq, self.positions, "the rotary table")
         return [(1, seq, self.width), (1, seq, self.width)]
 
     def buffers(self):
-        yield Tensor("inv_freq", (ceil_div(self.dim, 2),), persistent=False)
+        if self.positions is not None:
+            yield Tensor("", (self.positions, self.width), persistent=False)
+        else:
+            yield Tensor("inv_freq", (ceil_div(self.dim, 2),), persistent=False)
 
     def forward(self, run, x):
         torch = run.torch
+        if self.positions is not None:  # rows 0..S-1 of the [sin | cos] table
+            sin, cos = run.tensor("")[: x.shape[1]].float().chunk(2, dim=-1)
+            return torch.cat([cos, cos], dim=-1)[None], torch.cat([sin, sin], dim=-1)[None]
         positions = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)
         freqs = positions[:, None] * run.tensor("inv_freq").float()[None, :]
         emb = torch.cat([freqs, freqs], dim=-1)[None]
         return emb.cos(), emb.sin()
 
     def init(self, tensor, value, init):
-        steps = init.torch.arange(0, self.dim, 2, dtype=init.torch.int64).float()
-        value.copy_(1.0 / (self.base ** (steps / self.dim)))
+        torch = init.torch
+        inv_freq = 1.0 / (self.base ** (torch.arange(0, self.dim, 2, dtype=torch.int64).float() / self.dim))
+        if self.positions is None:
+            value.copy_(inv_freq)
+            return
+        angles = torch.arange(self.positions, dtype=torch.int64).float()[:, None] * inv_freq
+        value.copy_(torch.cat([angles.sin(), angles.cos()], dim=1))
 
 
 @op("relative_position_bias", category="attention",
