@@ -17,6 +17,7 @@ spec whose variables carry a typical checkpoint's values) and an entry in
         qkv_bias: {value: true}      # a constant for this model_type
         stages: {key: depths[6], error: "the template builds at most 6 stages"}  # refuse a config
         bias: {key: bias?, if_null: false}  # an explicit null means false
+        R: {key: rotary_dim, if_null: {error: "..."}}  # refuse an explicit null
 
 Two variables come from the config itself rather than a key: `head`, the word
 for `architectures[0]` (`LlamaForCausalLM` -> 'causal_lm', see HEADS), and
@@ -285,7 +286,12 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
         if "if_null" in rule:  # an explicit null means this value (transformers reads None as false, say)
             for key in keys.rstrip("?").split("|"):
                 if _lookup(config, key) is None and _present(config, key):
-                    return rule["if_null"], f"{key} (null)"
+                    null = rule["if_null"]
+                    if isinstance(null, Mapping) and "error" in null:  # transformers refuses a null too
+                        raise ArchgraphError(f"'{key}' is null, but a '{model_type}' model needs a value: "
+                                             f"{null['error']}", loc=loc,
+                                             hint=f"give '{key}' a value, or leave it out for the default")
+                    return null, f"{key} (null)"
     else:
         keys, optional = str(rule), str(rule).endswith("?")
     keys = keys.rstrip("?")

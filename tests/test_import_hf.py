@@ -185,3 +185,17 @@ def test_a_key_table_like_another_takes_its_variables():
     assert glm4["template"] == "glm4.yaml" and glm["template"] == "llama.yaml"
     assert glm4["variables"] == glm["variables"] and glm4["heads"] == glm["heads"]
     assert "like" not in glm4
+
+
+@pytest.mark.parametrize("model_type", ["gptj"])
+def test_a_null_the_config_class_refuses_is_refused_by_name(tmp_path, cli, model_type):
+    """`{key: k, if_null: {error: why}}`: GPTJConfig and CodeGenConfig refuse rotary_dim null
+    (a strict int), so archgraph does too, instead of reading the null as the default."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type, "n_embd": 32, "n_layer": 1, "n_head": 4,
+                                "vocab_size": 97, "rotary_dim": None}))
+    code, out, err = cli("params", str(path))
+    assert (code, out) == (2, "")
+    assert err == (f"archgraph: error: {path}: 'rotary_dim' is null, but a '{model_type}' model needs a value: "
+                   f"{'GPTJ' if model_type == 'gptj' else 'CodeGen'}Config's rotary_dim is a number of dims\n"
+                   "  fix: give 'rotary_dim' a value, or leave it out for the default\n")

@@ -35,9 +35,10 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
           "gpt_bigcode": "GPTBigCode", "phi": "Phi",
           "xlm-roberta": "XLMRoberta",
           "dinov2": "Dinov2", "convnext": "ConvNext", "mobilenet_v2": "MobileNetV2", "efficientnet": "EfficientNet",
-          "qwen3_moe": "Qwen3Moe", "gpt_oss": "GptOss"}
+          "qwen3_moe": "Qwen3Moe", "gpt_oss": "GptOss", "gptj": "GPTJ"}
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
-          "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss"}
+          "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
+          "gptj"}
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -78,6 +79,7 @@ def mutate(rng, cfg):
     if "partial_rotary_factor" in cfg or mt in ("phi3", "glm", "glm4", "stablelm", "phi"):
         cfg["partial_rotary_factor"] = rng.choice([0.25, 0.5, 1.0])
     if "no_rope_layers" in cfg: cfg.pop("no_rope_layers")
+    if "rotary_dim" in cfg or mt == "gptj": cfg["rotary_dim"] = rng.choice([r for r in (2, 4, 6, 8) if r <= hd])  # GPT-J
     if "sliding_window" in cfg or mt in ("phi3", "starcoder2", "qwen3", "smollm3", "qwen3_moe", "gpt_oss"):
         cfg["sliding_window"] = rng.choice([None, 2, 5])
     if "d_kv" in cfg: cfg["d_kv"] = rng.randint(2, 9)
