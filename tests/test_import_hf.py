@@ -187,7 +187,7 @@ def test_a_key_table_like_another_takes_its_variables():
     assert "like" not in glm4
 
 
-@pytest.mark.parametrize("model_type", ["gptj"])
+@pytest.mark.parametrize("model_type", ["gptj", "codegen"])
 def test_a_null_the_config_class_refuses_is_refused_by_name(tmp_path, cli, model_type):
     """`{key: k, if_null: {error: why}}`: GPTJConfig and CodeGenConfig refuse rotary_dim null
     (a strict int), so archgraph does too, instead of reading the null as the default."""

@@ -35,10 +35,10 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
           "gpt_bigcode": "GPTBigCode", "phi": "Phi",
           "xlm-roberta": "XLMRoberta",
           "dinov2": "Dinov2", "convnext": "ConvNext", "mobilenet_v2": "MobileNetV2", "efficientnet": "EfficientNet",
-          "qwen3_moe": "Qwen3Moe", "gpt_oss": "GptOss", "gptj": "GPTJ"}
+          "qwen3_moe": "Qwen3Moe", "gpt_oss": "GptOss", "gptj": "GPTJ", "codegen": "CodeGen"}
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
-          "gptj"}
+          "gptj", "codegen"}
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -58,7 +58,7 @@ def mutate(rng, cfg):
 
     cfg = {k: v for k, v in cfg.items() if k not in ("layer_types", "id2label", "label2id", "_name_or_path")}
     mt = cfg["model_type"]
-    heads = rng.randint(1, 6)
+    heads = rng.randint(1, 6) if mt != "codegen" else rng.choice([4, 8])  # CodeGen: 4 groups of heads
     hd = rng.choice([2, 4, 6, 8]) if mt not in ROTARY else rng.choice([2, 4, 8])
     for k in HIDDEN:
         if k in cfg: cfg[k] = heads * hd
@@ -79,7 +79,7 @@ def mutate(rng, cfg):
     if "partial_rotary_factor" in cfg or mt in ("phi3", "glm", "glm4", "stablelm", "phi"):
         cfg["partial_rotary_factor"] = rng.choice([0.25, 0.5, 1.0])
     if "no_rope_layers" in cfg: cfg.pop("no_rope_layers")
-    if "rotary_dim" in cfg or mt == "gptj": cfg["rotary_dim"] = rng.choice([r for r in (2, 4, 6, 8) if r <= hd])  # GPT-J
+    if "rotary_dim" in cfg or mt in ("gptj", "codegen"): cfg["rotary_dim"] = rng.choice([r for r in (2, 4, 6, 8) if r <= hd])  # GPT-J, CodeGen
     if "sliding_window" in cfg or mt in ("phi3", "starcoder2", "qwen3", "smollm3", "qwen3_moe", "gpt_oss"):
         cfg["sliding_window"] = rng.choice([None, 2, 5])
     if "d_kv" in cfg: cfg["d_kv"] = rng.randint(2, 9)
