@@ -184,6 +184,11 @@ CASES = {
                                 "hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 3,
                                 "use_swiglu_ffn": True, "mlp_ratio": 3, "image_size": 12, "patch_size": [4, 3],
                                 "num_channels": 2, "num_labels": 5, "qkv_bias": False},
+    "convnext-base": {"model_type": "convnext", "architectures": ["ConvNextModel"], "num_stages": 3,
+                      "hidden_sizes": [8, 12, 16], "depths": [2, 0, 1], "image_size": 32},
+    "convnext-image-cls": {"model_type": "convnext", "architectures": ["ConvNextForImageClassification"],
+                           "num_stages": 2, "hidden_sizes": [6, 10, 9, 10], "depths": [1, 2, 1, 1], "image_size": 24,
+                           "patch_size": 3, "layer_scale_init_value": 0.0, "num_labels": 4, "num_channels": 2},
 }
 BERT = {"model_type": "bert", **TINY, "type_vocab_size": 3}
 ALBERT = {"model_type": "albert", **TINY, "embedding_size": 16, "num_hidden_layers": 3, "num_hidden_groups": 2}
@@ -245,7 +250,8 @@ for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal"
                        ("gpt_neox-causal", "hidden_act", "silu"), ("falcon-new-arch", "activation", "relu"),
                        ("bert-mlm", "hidden_act", "gelu_new"), ("AlbertForMaskedLM", "hidden_act", "mish"),
                        ("DistilBertForMaskedLM", "activation", "relu"), ("vit-image-cls", "hidden_act", "quick_gelu"),
-                       ("resnet-image-cls", "hidden_act", "leaky_relu")]:
+                       ("resnet-image-cls", "hidden_act", "leaky_relu"), ("dinov2-base", "hidden_act", "relu"),
+                       ("convnext-image-cls", "hidden_act", "silu")]:
     CASES[f"{name}-{act}"] = {**CASES[name], key: act}
 
 

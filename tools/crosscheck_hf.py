@@ -102,6 +102,11 @@ def mutate(rng, cfg):
         cfg.update(image_size=rng.choice([16, 24, 28]), patch_size=rng.choice([4, [4, 2], 7]),
                    num_channels=rng.choice([1, 3]), mlp_ratio=rng.randint(1, 4),
                    use_swiglu_ffn=rng.random() < 0.5, use_mask_token=rng.random() < 0.7)
+    if mt == "convnext":
+        n = rng.randint(1, 4)
+        cfg.update(num_stages=n, hidden_sizes=[rng.choice([4, 6, 8, 12]) for _ in range(n)],
+                   depths=[rng.randint(0, 2) for _ in range(n)], patch_size=rng.choice([2, 4]),
+                   layer_scale_init_value=rng.choice([0.0, 1e-6]), num_channels=rng.choice([1, 3]))
     if mt == "resnet":
         n = rng.randint(1, 4)
         cfg.update(embedding_size=rng.choice([4, 8]), hidden_sizes=[rng.choice([4, 8, 12, 16]) for _ in range(n)],
