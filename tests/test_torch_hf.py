@@ -242,6 +242,12 @@ for arch in ("XLMRobertaModel", "XLMRobertaForMaskedLM", "XLMRobertaForSequenceC
     CASES[arch] = {**XLMR, "architectures": [arch], "num_labels": 2 if "Question" in arch else 3}
 CASES["XLMRobertaForCausalLM"] = {**XLMR, "architectures": ["XLMRobertaForCausalLM"], "is_decoder": True,
                                   "tie_word_embeddings": False}
+ELECTRA = {"model_type": "electra", **TINY, "embedding_size": 12, "type_vocab_size": 3, "hidden_act": "gelu_new"}
+for arch in ("ElectraModel", "ElectraForPreTraining", "ElectraForMaskedLM", "ElectraForSequenceClassification",
+             "ElectraForTokenClassification", "ElectraForQuestionAnswering"):
+    CASES[arch] = {**ELECTRA, "architectures": [arch], "num_labels": 2 if "Question" in arch else 3}
+CASES["ElectraForCausalLM"] = {**ELECTRA, "architectures": ["ElectraForCausalLM"], "is_decoder": True,
+                               "embedding_size": 32}
 
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),

@@ -36,6 +36,7 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
           "xlm-roberta": "XLMRoberta",
           "dinov2": "Dinov2", "convnext": "ConvNext", "mobilenet_v2": "MobileNetV2", "efficientnet": "EfficientNet",
           "qwen3_moe": "Qwen3Moe", "gpt_oss": "GptOss", "gptj": "GPTJ", "codegen": "CodeGen"}
+PREFIX.update({"electra": "Electra"})  # text encoders (issue 12)
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen"}
@@ -83,7 +84,7 @@ def mutate(rng, cfg):
     if "sliding_window" in cfg or mt in ("phi3", "starcoder2", "qwen3", "smollm3", "qwen3_moe", "gpt_oss"):
         cfg["sliding_window"] = rng.choice([None, 2, 5])
     if "d_kv" in cfg: cfg["d_kv"] = rng.randint(2, 9)
-    if "embedding_size" in cfg and mt == "albert": cfg["embedding_size"] = rng.randint(3, 20)
+    if "embedding_size" in cfg and mt in ("albert", "electra"): cfg["embedding_size"] = rng.randint(3, 20)
     if "word_embed_proj_dim" in cfg: cfg["word_embed_proj_dim"] = rng.choice([heads * hd, rng.randint(3, 20)])
     if "num_local_experts" in cfg: cfg["num_local_experts"] = rng.randint(1, 4); cfg["num_experts_per_tok"] = 1
     if mt in ("qwen3_moe", "gpt_oss"):  # experts (none: all dense), top-k, and Qwen3-MoE's layer schedule
