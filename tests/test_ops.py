@@ -312,6 +312,29 @@ CASES = [
           "experts.0.w1.weight": (20, 48), "experts.0.w3.weight": (20, 48), "experts.0.w2.weight": (48, 20),
           "experts.1.w1.weight": (20, 48), "experts.1.w3.weight": (20, 48), "experts.1.w2.weight": (48, 20)},
          id="moe-separate-mixtral"),
+    # ---- state-space mixers -------------------------------------------------------------------
+    # Mamba (transformers' MambaMixer): hidden 48, intermediate 96, state 16, kernel 4, dt_rank ceil(48/16) = 3;
+    # per token 2x(48*192 + 96*35 + 3*96 + 96*48) for the projections, 2*96*4 the conv, 9*96*16 the scan
+    case("mamba_mixer", {"hidden": 48, "intermediate": 96}, [(B, S, 48)], (B, S, 48),
+         {"A_log": (96, 16), "D": (96,), "conv1d.weight": (96, 1, 4), "conv1d.bias": (96,),
+          "in_proj.weight": (192, 48), "x_proj.weight": (35, 96), "dt_proj.weight": (96, 3),
+          "dt_proj.bias": (96,), "out_proj.weight": (48, 96)},
+         flops=B * S * (2 * (48 * 192 + 96 * 35 + 3 * 96 + 96 * 48) + 2 * 96 * 4 + 9 * 96 * 16)),
+    # Jamba's: biases on in_proj and out_proj, none on the conv, weighted norms of dt [dt_rank], B and C [state]
+    case("mamba_mixer", {"hidden": 20, "intermediate": 40, "state_size": 3, "conv_kernel": 2, "dt_rank": 5,
+                         "bias": True, "conv_bias": False, "bcdt_norm": "weighted"}, [(2, 7, 20)], (2, 7, 20),
+         {"A_log": (40, 3), "D": (40,), "conv1d.weight": (40, 1, 2), "in_proj.weight": (80, 20),
+          "in_proj.bias": (80,), "x_proj.weight": (11, 40), "dt_proj.weight": (40, 5), "dt_proj.bias": (40,),
+          "out_proj.weight": (20, 40), "out_proj.bias": (20,), "dt_layernorm.weight": (5,),
+          "b_layernorm.weight": (3,), "c_layernorm.weight": (3,)}, id="mamba_mixer-jamba"),
+    # Falcon-Mamba's: the norms have no weights; transformers registers unused buffers (dt's of width intermediate)
+    case("mamba_mixer", {"hidden": 20, "intermediate": 40, "state_size": 3, "dt_rank": 5, "bcdt_norm": "weightless"},
+         [(2, 7, 20)], (2, 7, 20),
+         {"A_log": (40, 3), "D": (40,), "conv1d.weight": (40, 1, 4), "conv1d.bias": (40,),
+          "in_proj.weight": (80, 20), "x_proj.weight": (11, 40), "dt_proj.weight": (40, 5), "dt_proj.bias": (40,),
+          "out_proj.weight": (20, 40)},
+         {"dt_layernorm.weight": (40,), "b_layernorm.weight": (3,), "c_layernorm.weight": (3,)},
+         id="mamba_mixer-falcon"),
     # ---- issue "the spec language": transposed and 3-D convolutions ---------------------------
     # nn.ConvTranspose2d(128, 64, 2, stride=2): out = (n - 1)*2 + 1*(2 - 1) + 0 + 1 = 2n; weight [in, out, k, k]
     case("conv_transpose2d", {"in_channels": 128, "out_channels": 64, "kernel_size": 2, "stride": 2},
@@ -545,6 +568,8 @@ ERRORS = [
     reject("mlp", {"hidden": 64, "intermediate": 128}, [(2, 32)], ShapeError, ["32", "64"]),
     reject("gated_mlp", {"hidden": 64, "intermediate": 128, "names": ["a", "b"]}, None, SpecError, []),
     reject("moe", {"hidden": 64, "intermediate": 32, "experts": 2, "top_k": 3}, None, SpecError, ["top_k"]),
+    reject("mamba_mixer", {"hidden": 48, "intermediate": 96}, [(2, 5, 32)], ShapeError, ["32", "48"]),
+    reject("mamba_mixer", {"hidden": 48, "intermediate": 96, "dt_rank": 0}, None, SpecError, ["dt_rank"]),
     reject("max_pool2d", {"kernel_size": 2, "padding": 2}, [(1, 3, 8, 8)], (SpecError, ShapeError), [],
            id="max_pool2d-padding-over-half-kernel"),
     reject("conv1d", {"in_channels": 3, "out_channels": 3, "kernel_size": 3, "padding": -1}, [(1, 3, 10)],

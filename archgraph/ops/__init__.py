@@ -33,6 +33,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     **dict.fromkeys(["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "global_avg_pool",
                      "global_max_pool", "max_pool1d", "max_pool2d"], "pool"),
     **dict.fromkeys(["amax", "argmax", "mean", "sum"], "reduce"),
+    "mamba_mixer": "ssm",
     **dict.fromkeys(["gather", "index_add", "index_select", "scatter_add", "sort", "topk"], "routing"),
     **dict.fromkeys(["fft_conv", "interpolate", "timestep_embedding"], "signal"),
     **dict.fromkeys(["concat", "expand", "flatten", "matmul", "pad", "permute", "reshape", "select", "split",

@@ -1,0 +1,149 @@
+"""State-space mixers: `mamba_mixer` (Mamba's selective scan, v1).
+
+A mixer reads [B, S, hidden] and returns [B, S, hidden]; while decoding it keeps a state
+per sequence that does not grow with the tokens (its `cache` is a fixed `state`, no keys
+or values).  Each mixer is one section of this file.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from ..dims import prod
+from .activation import ActivationName as Activation
+from .activation import activate
+from .base import Cache, Op, Tensor, expect_dim, expect_rank, op, positive
+
+
+# -- mamba_mixer: Mamba (v1), selective scan ---------------------------------------------------
+@op("mamba_mixer", category="ssm",
+     aliases=("MambaMixer", "selective_scan", "selective_ssm", "S6"),
+     example={"hidden": 768, "intermediate": 1536, "state_size": 16, "conv_kernel": 4, "dt_rank": 48})
+class MambaMixer(Op):
+    """Mamba's selective state-space mixer: x [B, S, hidden] -> [B, S, hidden].
+
+    Tensors (Hugging Face's MambaMixer): `in_proj` [2·intermediate, hidden] (x and the gate z),
+    a depthwise causal `conv1d` [intermediate, 1, conv_kernel] then `activation`, `x_proj`
+    [dt_rank + 2·state_size, intermediate] (no bias: the step dt, B and C from each token),
+    `dt_proj` [intermediate, dt_rank] with a bias, `A_log` [intermediate, state_size], `D`
+    [intermediate], `out_proj` [hidden, intermediate]; `bias` puts biases on in_proj and
+    out_proj, `conv_bias` on the convolution.  dt_rank defaults to ceil(hidden / 16)
+    (time_step_rank "auto").  The scan, per channel c and state n:
+    h_t = exp(dt_t·A) h_(t-1) + dt_t·B_t·u_t, y_t = C_t·h_t + D·u_t, times silu(z_t), with
+    A = -exp(A_log) and dt = softplus(dt_proj(dt) + bias), run token by token in float32 as
+    transformers' reference path.  `bcdt_norm` RMS-normalises dt, B and C before they are used:
+    `weightless` (Falcon-Mamba: no weights; transformers registers unused non-persistent ones,
+    dt_layernorm.weight [intermediate], b_ and c_layernorm.weight [state_size]) or `weighted`
+    (Jamba: dt_layernorm.weight [dt_rank], b_ and c_layernorm.weight [state_size]), eps `norm_eps`.
+    FLOPs: the five projections and the convolution at 2 per multiply-add, and 9 per token,
+    channel and state for the scan (mamba_ssm's count: discretise, update, read out).
+    Decoding keeps, per sequence, a convolution state [intermediate, conv_kernel] and the SSM
+    state [intermediate, state_size].
+    """
+
+    hidden: int
+    intermediate: int
+    state_size: int = 16
+    conv_kernel: int = 4
+    dt_rank: int | None = None
+    bias: bool = False
+    conv_bias: bool = True
+    activation: Activation = "silu"
+    bcdt_norm: Literal["none", "weightless", "weighted"] = "none"
+    norm_eps: float = 1e-6
+
+    def __post_init__(self):
+        positive(self, "hidden", "intermediate", "state_size", "conv_kernel", "dt_rank")
+
+    @property
+    def rank(self) -> int:
+        return self.dt_rank if self.dt_rank is not None else (self.hidden + 15) // 16  # ceil(hidden / 16)
+
+    def infer_shape(self, x):
+        expect_rank(x, 3)
+        expect_dim(x[-1], self.hidden, "last dimension of the input (hidden)")
+        return x
+
+    def params(self):
+        h, i, n, r = self.hidden, self.intermediate, self.state_size, self.rank
+        yield Tensor("A_log", (i, n))
+        yield Tensor("D", (i,))
+        yield Tensor("conv1d.weight", (i, 1, self.conv_kernel))
+        if self.conv_bias:
+            yield Tensor("conv1d.bias", (i,))
+        yield Tensor("in_proj.weight", (2 * i, h))
+        if self.bias:
+            yield Tensor("in_proj.bias", (2 * i,))
+        yield Tensor("x_proj.weight", (r + 2 * n, i))
+        yield Tensor("dt_proj.weight", (i, r))
+        yield Tensor("dt_proj.bias", (i,))
+        yield Tensor("out_proj.weight", (h, i))
+        if self.bias:
+            yield Tensor("out_proj.bias", (h,))
+        if self.bcdt_norm == "weighted":
+            yield from self._norms(r)
+
+    def buffers(self):
+        if self.bcdt_norm == "weightless":
+            yield from self._norms(self.intermediate, persistent=False)
+
+    def _norms(self, dt_width: int, persistent: bool = True):
+        yield Tensor("dt_layernorm.weight", (dt_width,), persistent)
+        yield Tensor("b_layernorm.weight", (self.state_size,), persistent)
+        yield Tensor("c_layernorm.weight", (self.state_size,), persistent)
+
+    def flops(self, inputs, outputs):
+        tokens = prod(inputs[0][:-1])
+        h, i, n, r = self.hidden, self.intermediate, self.state_size, self.rank
+        projections = 2 * tokens * (h * 2 * i + i * (r + 2 * n) + r * i + i * h)
+        return projections + 2 * tokens * i * self.conv_kernel + 9 * tokens * i * n
+
+    def cache(self, inputs, outputs, decoder):
+        """A fixed state per sequence: the convolution's last conv_kernel inputs and the SSM state."""
+        i = self.intermediate
+        return Cache("state space (conv + SSM state)", state=i * self.conv_kernel + i * self.state_size)
+
+    def init(self, tensor, value, init):
+        if tensor.name == "A_log":  # S4D-real: A = -(1, 2, ..., state_size) per channel
+            value.copy_(init.torch.arange(1, self.state_size + 1, dtype=value.dtype).log().expand_as(value))
+        else:  # D and the norms' weights 1, biases 0, matrices as nn.Linear's
+            init.default(value, tensor.name)
+
+    def forward(self, run, x):
+        torch, F = run.torch, run.F
+        s, i, n, r = x.shape[1], self.intermediate, self.state_size, self.rank
+        dense = self._dense(run)
+        u, z = dense("in_proj", x, self.bias).transpose(1, 2).chunk(2, dim=1)          # [B, I, S] each
+        conv_b = run.tensor("conv1d.bias") if self.conv_bias else None
+        u = F.conv1d(u, run.tensor("conv1d.weight"), conv_b, padding=self.conv_kernel - 1, groups=i)[..., :s]
+        u = activate(self.activation, run, u)
+        dt, b, c = torch.split(dense("x_proj", u.transpose(1, 2), False), [r, n, n], dim=-1)  # [B, S, r|n|n]
+        if self.bcdt_norm != "none":
+            dt, b, c = (self._norm(run, name, t) for name, t in (("dt", dt), ("b", b), ("c", c)))
+        dt = run.tensor("dt_proj.weight") @ dt.transpose(1, 2)                         # [B, I, S]
+        dt = F.softplus(dt + run.tensor("dt_proj.bias").float()[..., None])
+        y = selective_scan(torch, u, dt, -torch.exp(run.tensor("A_log").float()), b, c)
+        y = (y + u * run.tensor("D").float()[None, :, None]) * F.silu(z)
+        return dense("out_proj", y.transpose(1, 2).to(x.dtype), self.bias)
+
+    def _dense(self, run):
+        def dense(name, x, bias):
+            return run.F.linear(x, run.tensor(f"{name}.weight"), run.tensor(f"{name}.bias") if bias else None)
+        return dense
+
+    def _norm(self, run, name, x):
+        from .norm import rms_normalize
+        weight = run.tensor(f"{name}_layernorm.weight") if self.bcdt_norm == "weighted" else None
+        return rms_normalize(run.torch, x, self.norm_eps, weight)
+
+
+def selective_scan(torch, u, dt, A, b, c):
+    """Mamba's recurrence token by token: u, dt [B, I, S], A [I, N], b, c [B, S, N] -> y [B, I, S]
+    (h_t = exp(dt_t·A)·h_(t-1) + dt_t·b_t·u_t, y_t = h_t·c_t; float32, from a zero state)."""
+    decay = torch.exp(A[None, :, None, :] * dt[:, :, :, None])                 # [B, I, S, N]
+    inflow = dt[:, :, :, None] * b[:, None, :, :].float() * u[:, :, :, None].float()
+    state = torch.zeros(u.shape[0], u.shape[1], A.shape[-1], dtype=u.dtype, device=u.device)
+    out = []
+    for t in range(u.shape[2]):
+        state = decay[:, :, t] * state + inflow[:, :, t]
+        out.append(torch.matmul(state.to(u.dtype), c[:, t, :].unsqueeze(-1))[:, :, 0])
+    return torch.stack(out, dim=-1)
