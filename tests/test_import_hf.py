@@ -78,8 +78,8 @@ MINIMAL = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_
 
 
 @pytest.mark.parametrize("config, message", [
-    ({**MINIMAL, "model_type": "mamba"},
-     "model_type 'mamba' is not supported\n  fix: supported model types: "),
+    ({**MINIMAL, "model_type": "rwkv"},
+     "model_type 'rwkv' is not supported\n  fix: supported model types: "),
     ({k: v for k, v in MINIMAL.items() if k != "model_type"},
      "the config has no 'model_type', so its family is unknown"),
     ({k: v for k, v in MINIMAL.items() if k != "hidden_size"},

@@ -37,6 +37,7 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
           "dinov2": "Dinov2", "convnext": "ConvNext", "mobilenet_v2": "MobileNetV2", "efficientnet": "EfficientNet",
           "qwen3_moe": "Qwen3Moe", "gpt_oss": "GptOss", "gptj": "GPTJ", "codegen": "CodeGen"}
 PREFIX.update({"electra": "Electra"})  # text encoders (issue 12)
+PREFIX.update({"mamba": "Mamba", "falcon_mamba": "FalconMamba"})  # state-space families (issue 11)
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen"}
@@ -115,6 +116,11 @@ def mutate(rng, cfg):
     if mt == "whisper":
         cfg.update(num_mel_bins=rng.randint(2, 10), max_source_positions=rng.randint(4, 20))
     if "relative_attention_num_buckets" in cfg: cfg["relative_attention_num_buckets"] = rng.randint(2, 40)
+    if mt in ("mamba", "falcon_mamba"):  # the mixer's sizes; intermediate_size (when kept) wins over expand
+        cfg.update(state_size=rng.randint(1, 9), conv_kernel=rng.randint(1, 5), expand=rng.randint(1, 3),
+                   time_step_rank=rng.choice(["auto", rng.randint(1, 9)]), use_conv_bias=rng.random() < 0.5,
+                   hidden_act=rng.choice(["silu", "gelu", "relu"]))
+        if rng.random() < 0.5: cfg.pop("intermediate_size", None)
     for k in BOOLS:
         if k in cfg and rng.random() < 0.5: cfg[k] = not cfg[k] if isinstance(cfg[k], bool) else cfg[k]
     if "type_vocab_size" in cfg: cfg["type_vocab_size"] = rng.randint(1, 4)
