@@ -257,6 +257,23 @@ for arch in ("ElectraModel", "ElectraForPreTraining", "ElectraForMaskedLM", "Ele
 CASES["ElectraForCausalLM"] = {**ELECTRA, "architectures": ["ElectraForCausalLM"], "is_decoder": True,
                                "embedding_size": 32}
 
+DEEPSEEK = {"model_type": "deepseek_v3", **TINY, "num_hidden_layers": 3, "num_key_value_heads": 4, "moe_intermediate_size": 11,
+            "n_routed_experts": 8, "num_experts_per_tok": 3, "n_group": 4, "topk_group": 2, "first_k_dense_replace": 1,
+            "q_lora_rank": 12, "kv_lora_rank": 10, "qk_nope_head_dim": 6, "qk_rope_head_dim": 4, "v_head_dim": 5}
+CASES["deepseek_v3-causal"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForCausalLM"]}
+CASES["deepseek_v3-base-plain-q"] = {**DEEPSEEK, "architectures": ["DeepseekV3Model"], "q_lora_rank": None,
+                                     "rope_interleave": False, "attention_bias": True, "n_group": 1, "topk_group": 1,
+                                     "norm_topk_prob": False, "routed_scaling_factor": 1.0, "n_shared_experts": 2,
+                                     "hidden_act": "gelu"}
+# dynamic rope leaves the tables as they are up to max_position_embeddings; the scores' scale takes YaRN's mscale
+CASES["deepseek_v3-mscale"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForCausalLM"], "first_k_dense_replace": 0,
+                               "rope_parameters": {"rope_type": "dynamic", "factor": 4.0, "mscale_all_dim": 0.7,
+                                                   "rope_theta": 500.0}}
+CASES["deepseek_v3-seq-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForSequenceClassification"],
+                                "pad_token_id": 0, "num_labels": 3, "n_shared_experts": 0}
+CASES["deepseek_v3-token-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForTokenClassification"],
+                                  "first_k_dense_replace": 5}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
@@ -286,6 +303,8 @@ def _hf_model(config: dict):
                 b.normal_(0, 0.2)
             elif name.endswith("running_var"):
                 b.uniform_(0.5, 1.5)
+            elif name.endswith("e_score_correction_bias"):  # a router's choice depends on it
+                b.normal_(0, 0.2)
     return model
 
 

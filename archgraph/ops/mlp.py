@@ -10,6 +10,7 @@ from .activation import activate
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
 
 MAX_SEPARATE_EXPERTS = 4096
+_SHARED = ("shared_experts.gate_proj", "shared_experts.up_proj", "shared_experts.down_proj")
 
 
 def _linear(name: str, out: int, inp: int, bias: bool):
@@ -126,6 +127,14 @@ class MixtureOfExperts(_FeedForward):
     interleaved` alternates the gate and up columns (gate = [..., 0::2], up = [..., 1::2]) instead
     of gate then up; `glu: clamped` is gpt-oss's gate: gate clamped above at glu_limit, up to
     ±glu_limit, then gate·σ(glu_alpha·gate)·(up + 1) (a Swish of gain glu_alpha: activation silu).
+
+    DeepSeek-V3's routing: `scoring: sigmoid` scores each expert on its own; `correction_bias`
+    adds a buffer `gate.e_score_correction_bias` [experts] to the scores for the choice only (the
+    weights are the scores); with `groups` > 1 the experts form that many groups, a group's score
+    is the sum of its two best, and only the experts of the `top_groups` best groups may be
+    picked; `scaling` multiplies the weights (routed_scaling_factor).  `shared` is the width of a
+    gated MLP every token runs besides the routed experts (`shared_experts.{gate,up,down}_proj`;
+    0 keeps its empty tensors, as transformers builds them; None: no shared experts).
     """
 
     hidden: int
@@ -143,9 +152,15 @@ class MixtureOfExperts(_FeedForward):
     glu: Literal["standard", "clamped"] = "standard"  # act(gate)·up, or gpt-oss's clamped Swish gate
     glu_alpha: float = 1.702  # clamped: the Swish's gain
     glu_limit: float = 7.0    # clamped: the clamp of gate (above) and up (both sides)
+    scoring: Literal["softmax", "sigmoid"] = "softmax"
+    correction_bias: bool = False
+    groups: int = 1
+    top_groups: int = 1
+    scaling: float = 1.0
+    shared: int | None = None
 
     def __post_init__(self):
-        positive(self, "hidden", "intermediate", "experts", "top_k")
+        positive(self, "hidden", "intermediate", "experts", "top_k", "groups", "top_groups")
         if self.top_k > self.experts:
             raise invalid(self, f"top_k={self.top_k} exceeds experts={self.experts}")
         if self.expert_layout == "separate" and (self.bias or self.weight_layout != "out_in"
@@ -155,6 +170,11 @@ class MixtureOfExperts(_FeedForward):
         if self.glu == "clamped" and self.activation != "silu":
             raise invalid(self, f"glu 'clamped' is a Swish (gate·σ(glu_alpha·gate)): activation must be "
                                 f"'silu'; received {self.activation!r}")
+        if self.experts % self.groups or self.top_groups > self.groups:
+            raise invalid(self, f"groups={self.groups} must divide experts={self.experts} and be at least "
+                                f"top_groups={self.top_groups}")
+        if self.shared is not None and self.shared < 0:
+            raise invalid(self, f"shared must be 0 or more; received {self.shared}")
         if self.expert_layout == "separate" and self.experts > MAX_SEPARATE_EXPERTS:
             raise invalid(self, f"expert_layout 'separate' lists three tensors per expert; use 'fused' "
                                 f"for more than {MAX_SEPARATE_EXPERTS:,} experts (received {self.experts:,})")
@@ -182,10 +202,19 @@ class MixtureOfExperts(_FeedForward):
                 yield Tensor(f"{names[1]}.{n}.{names[2]}.weight", (i, h))
                 yield Tensor(f"{names[1]}.{n}.{names[3]}.weight", (i, h))
                 yield Tensor(f"{names[1]}.{n}.{names[4]}.weight", (h, i))
+        if self.shared is not None:
+            yield from _linear(_SHARED[0], self.shared, h, False)
+            yield from _linear(_SHARED[1], self.shared, h, False)
+            yield from _linear(_SHARED[2], h, self.shared, False)
+
+    def buffers(self):
+        if self.correction_bias:
+            yield Tensor(f"{(self.names or self._default()[1])[0]}.e_score_correction_bias", (self.experts,))
 
     def flops(self, inputs, outputs):
         tokens = prod(inputs[0][:-1])
-        return 2 * tokens * self.hidden * self.experts + self.top_k * 3 * 2 * tokens * self.hidden * self.intermediate
+        return 2 * tokens * self.hidden * self.experts + \
+            (self.top_k * self.intermediate + (self.shared or 0)) * 3 * 2 * tokens * self.hidden
 
     def idle_params(self):
         """The experts the router does not pick for a token: (experts - top_k) of them, biases included."""
@@ -200,21 +229,46 @@ class MixtureOfExperts(_FeedForward):
         tokens = x.reshape(-1, self.hidden)
         logits = F.linear(tokens, run.tensor(f"{names[0]}.weight"),
                           run.tensor(f"{names[0]}.bias") if self.router_bias else None)
-        weights, picked = torch.topk(F.softmax(logits.float(), dim=-1), self.top_k, dim=-1)
-        if self.normalize:
-            weights = weights / weights.sum(dim=-1, keepdim=True)
+        if self.scoring == "softmax" and not self.correction_bias and self.groups == 1:
+            weights, picked = torch.topk(F.softmax(logits.float(), dim=-1), self.top_k, dim=-1)
+            if self.normalize:
+                weights = weights / weights.sum(dim=-1, keepdim=True)
+        else:
+            weights, picked = self._route(run, names, logits.float())
+        if self.scaling != 1:
+            weights = weights * self.scaling
         if tokens.is_meta:  # no data-dependent indexing on the meta device: every expert, weighted
             dense = torch.zeros(tokens.shape[0], self.experts, device=tokens.device).scatter(1, picked, weights)
-            return sum(self._expert(run, names, e, tokens) * dense[:, e:e + 1]
-                       for e in range(self.experts)).reshape(x.shape)
-        out = torch.zeros_like(tokens)
-        for e in range(self.experts):
-            token, slot = torch.where(picked == e)
-            if token.numel() == 0:
-                continue
-            h = self._expert(run, names, e, tokens[token])
-            out.index_add_(0, token, (h * weights[token, slot, None]).to(out.dtype))
+            out = sum(self._expert(run, names, e, tokens) * dense[:, e:e + 1] for e in range(self.experts))
+        else:
+            out = torch.zeros_like(tokens)
+            for e in range(self.experts):
+                token, slot = torch.where(picked == e)
+                if token.numel() == 0:
+                    continue
+                h = self._expert(run, names, e, tokens[token])
+                out.index_add_(0, token, (h * weights[token, slot, None]).to(out.dtype))
+        if self.shared is not None:
+            gate, up, down = (run.tensor(f"{name}.weight") for name in _SHARED)
+            out = out + F.linear(self.act(run, F.linear(tokens, gate)) * F.linear(tokens, up), down)
         return out.reshape(x.shape)
+
+    def _route(self, run, names, logits):
+        """(weights, picked experts) of DeepSeek-V3's router: scores (softmax or sigmoid), plus the
+        correction bias for the choice, among the experts of the best `top_groups` groups."""
+        torch = run.torch
+        scores = logits.softmax(dim=-1) if self.scoring == "softmax" else logits.sigmoid()
+        choice = scores + run.tensor(f"{names[0]}.e_score_correction_bias") if self.correction_bias else scores
+        if self.groups > 1:
+            per_group = choice.view(-1, self.groups, self.experts // self.groups)
+            best = torch.topk(per_group.topk(2, dim=-1)[0].sum(dim=-1), self.top_groups, dim=-1)[1]
+            keep = torch.zeros_like(per_group[..., 0]).scatter(1, best, 1).bool()
+            choice = choice.masked_fill(~keep.repeat_interleave(self.experts // self.groups, dim=-1), float("-inf"))
+        picked = torch.topk(choice, self.top_k, dim=-1)[1]
+        weights = scores.gather(1, picked)
+        if self.normalize:
+            weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
+        return weights, picked
 
     def _expert(self, run, names, e, x):
         F = run.F
