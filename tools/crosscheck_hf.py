@@ -38,9 +38,10 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
           "qwen3_moe": "Qwen3Moe", "gpt_oss": "GptOss", "gptj": "GPTJ", "codegen": "CodeGen"}
 PREFIX.update({"electra": "Electra"})  # text encoders (issue 12)
 PREFIX.update({"mamba": "Mamba", "falcon_mamba": "FalconMamba"})  # state-space families (issue 11)
+PREFIX.update({"deepseek_v3": "DeepseekV3"})  # issue 11
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
-          "gptj", "codegen"}
+          "gptj", "codegen", "deepseek_v3"}
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -96,6 +97,15 @@ def mutate(rng, cfg):
             cfg.update(moe_intermediate_size=rng.randint(3, 20), decoder_sparse_step=rng.randint(1, 3),
                        mlp_only_layers=sorted(rng.sample(range(4), rng.randint(0, 2))),
                        norm_topk_prob=rng.random() < 0.5)
+    if mt == "deepseek_v3":  # latent attention's ranks and head dims; experts in groups; the dense layers first
+        groups = rng.choice([1, 2, 3])
+        experts = groups * rng.randint(1, 4)
+        cfg.update(q_lora_rank=rng.choice([None, rng.randint(2, 20)]), kv_lora_rank=rng.randint(2, 20),
+                   qk_nope_head_dim=rng.randint(1, 9), qk_rope_head_dim=rng.randint(1, 7),
+                   v_head_dim=rng.randint(1, 9), moe_intermediate_size=rng.randint(3, 20),
+                   n_shared_experts=rng.randint(0, 3), first_k_dense_replace=rng.randint(0, 3),
+                   rope_interleave=rng.random() < 0.5, n_group=groups, topk_group=rng.randint(1, groups),
+                   n_routed_experts=experts, num_experts_per_tok=rng.randint(1, experts))
     if "rotary_pct" in cfg: cfg["rotary_pct"] = rng.choice([0.25, 0.5, 1.0])
     if "feed_forward_proj" in cfg: cfg["feed_forward_proj"] = rng.choice(["relu", "gated-gelu", "gelu", "gated-silu"])
     if mt == "vit":

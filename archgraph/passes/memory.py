@@ -188,7 +188,7 @@ def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
         name = node.op.op_name
         if name not in VIEW_OPS:
             act += sum(_numel(o) for o in outs) * times
-        if name in ("attention", "sdpa"):
+        if name in ("attention", "sdpa", "latent_attention"):
             probs += _probs(node, ins) * times
         cache = node.op.cache(node.arranged(ins), outs, decoder)
         if cache is not None:
