@@ -232,3 +232,32 @@ def test_deepseek_v3_scores_take_yarns_mscale(deepseek_v3):
 
 def _ops(model, name):
     return [node for _, node, *_ in counted(model.shapes(B=1, S=8).run) if node.op.op_name == name]
+
+
+YARN_SPEC = """
+inputs: {x: [B, S]}
+nodes:
+  - {name: rot, op: rotary_embedding, in: x, head_dim: 8, scaling: "'yarn'", factor: 4.0, original_max: 16,
+     attention_factor: 1.5}
+"""
+
+
+def test_yarn_divides_the_slow_frequencies_by_the_factor(tmp_path):
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    path = tmp_path / "spec.yaml"
+    path.write_text(YARN_SPEC)
+    module = to_module(load(str(path))).eval()
+    (inv_freq,) = [b for name, b in module.named_buffers() if name.endswith("inv_freq")]
+    plain = 10000.0 ** (-torch.arange(0, 8, 2) / 8)
+    # dims turning more than 32 times over 16 positions: none below 8*ln(16/(64*pi))/(2*ln(1e4)) < 0 (kept: 0);
+    # fewer than once: from ceil(8*ln(16/(2*pi))/(2*ln(1e4))) = 1 on (divided by 4); no dim between
+    assert torch.allclose(inv_freq, plain / torch.tensor([1.0, 4.0, 4.0, 4.0]))
+    with torch.no_grad():
+        cos = module(x=torch.zeros(1, 3, dtype=torch.long))["rot"]  # the first output
+    assert torch.allclose(cos[0, 0], torch.full((8,), 1.5))  # position 0: cos 1, times attention_factor
+
+
+def test_yarn_needs_its_original_length():
+    with pytest.raises(SpecError, match="original_max"):
+        REGISTRY["rotary_embedding"](head_dim=8, scaling="yarn", factor=4.0)

@@ -269,6 +269,11 @@ CASES["deepseek_v3-base-plain-q"] = {**DEEPSEEK, "architectures": ["DeepseekV3Mo
 CASES["deepseek_v3-mscale"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForCausalLM"], "first_k_dense_replace": 0,
                                "rope_parameters": {"rope_type": "dynamic", "factor": 4.0, "mscale_all_dim": 0.7,
                                                    "rope_theta": 500.0}}
+# YaRN: stretched frequencies, and tables scaled by mscale(1.0) / mscale(0.5) since the two differ
+CASES["deepseek_v3-yarn"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForCausalLM"], "qk_rope_head_dim": 8,
+                             "rope_parameters": {"rope_type": "yarn", "factor": 8.0, "mscale": 1.0,
+                                                 "mscale_all_dim": 0.5, "original_max_position_embeddings": 4,
+                                                 "rope_theta": 10000.0}}
 CASES["deepseek_v3-seq-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForSequenceClassification"],
                                 "pad_token_id": 0, "num_labels": 3, "n_shared_experts": 0}
 CASES["deepseek_v3-token-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForTokenClassification"],

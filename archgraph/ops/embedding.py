@@ -112,12 +112,25 @@ class RotaryEmbedding(Op):
     twice, so an odd rotary_dim gives tables of rotary_dim + 1 columns, as transformers
     computes them (GPT-NeoX with int(head_dim * rotary_pct) odd).  With `positions: N` the op
     keeps the values of N positions instead, one buffer [N, width] = [sin | cos] named by the
-    node, not saved by state_dict (GPT-J's and CodeGen's per-layer `attn.embed_positions`)."""
+    node, not saved by state_dict (GPT-J's and CodeGen's per-layer `attn.embed_positions`).
+
+    `scaling: yarn` stretches the context by `factor` (YaRN, as transformers computes it): the
+    frequencies of dims that turn fewer than `beta_slow` times over `original_max` positions are
+    divided by factor, those that turn more than `beta_fast` times are kept, and a linear ramp
+    (its ends rounded out with `truncate`) blends the ones between.  The tables are multiplied by
+    `attention_factor` (YaRN's mscale ratio; 1 for plain RoPE)."""
 
     head_dim: int
     rotary_dim: int | None = None
     base: float = 10000.0
     positions: int | None = None  # a table of this many positions ([sin | cos]) instead of inv_freq
+    scaling: Literal["none", "yarn"] = "none"
+    factor: float = 1.0
+    original_max: int | None = None
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    truncate: bool = True
+    attention_factor: float = 1.0
 
     def __post_init__(self):
         positive(self, "head_dim", "positions")
@@ -127,6 +140,9 @@ class RotaryEmbedding(Op):
         if self.width > self.head_dim:
             raise invalid(self, f"the tables ({self.width} columns for rotary_dim={self.dim}) must fit in "
                                 f"head_dim={self.head_dim}")
+        if self.scaling == "yarn" and (self.original_max is None or self.original_max <= 0 or self.factor <= 0):
+            raise invalid(self, f"scaling 'yarn' needs a positive factor and original_max (the positions it was "
+                                f"trained on); received factor={self.factor}, original_max={self.original_max}")
 
     @property
     def dim(self) -> int:
@@ -152,15 +168,28 @@ class RotaryEmbedding(Op):
         torch = run.torch
         if self.positions is not None:  # rows 0..S-1 of the [sin | cos] table
             sin, cos = run.tensor("")[: x.shape[1]].float().chunk(2, dim=-1)
-            return torch.cat([cos, cos], dim=-1)[None], torch.cat([sin, sin], dim=-1)[None]
-        positions = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)
-        freqs = positions[:, None] * run.tensor("inv_freq").float()[None, :]
-        emb = torch.cat([freqs, freqs], dim=-1)[None]
-        return emb.cos(), emb.sin()
+            cos, sin = torch.cat([cos, cos], dim=-1)[None], torch.cat([sin, sin], dim=-1)[None]
+        else:
+            positions = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)
+            freqs = positions[:, None] * run.tensor("inv_freq").float()[None, :]
+            emb = torch.cat([freqs, freqs], dim=-1)[None]
+            cos, sin = emb.cos(), emb.sin()
+        if self.attention_factor != 1:
+            return cos * self.attention_factor, sin * self.attention_factor
+        return cos, sin
 
     def init(self, tensor, value, init):
-        torch = init.torch
-        inv_freq = 1.0 / (self.base ** (torch.arange(0, self.dim, 2, dtype=torch.int64).float() / self.dim))
+        torch, dim = init.torch, self.dim
+        inv_freq = 1.0 / (self.base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+        if self.scaling == "yarn":
+            def turns(rotations):  # the dim that turns `rotations` times over original_max positions
+                return dim * math.log(self.original_max / (rotations * 2 * math.pi)) / (2 * math.log(self.base))
+            low, high = turns(self.beta_fast), turns(self.beta_slow)
+            if self.truncate:
+                low, high = math.floor(low), math.ceil(high)
+            low, high = max(low, 0), min(high, dim - 1)
+            ramp = ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low or 0.001)).clamp(0, 1)
+            inv_freq = inv_freq / self.factor * ramp + inv_freq * (1 - ramp)
         if self.positions is None:
             value.copy_(inv_freq)
             return
