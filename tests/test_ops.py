@@ -335,6 +335,13 @@ CASES = [
           "out_proj.weight": (20, 40)},
          {"dt_layernorm.weight": (40,), "b_layernorm.weight": (3,), "c_layernorm.weight": (3,)},
          id="mamba_mixer-falcon"),
+    # DeepSeek's latent attention: q through a rank-12 pair, keys and values from a latent of 10 per token
+    case("latent_attention", {"hidden": 32, "heads": 4, "kv_rank": 10, "nope_dim": 6, "rope_dim": 4, "v_dim": 5,
+                              "q_rank": 12}, [(2, 7, 32), (1, 7, 4), (1, 7, 4)], (2, 7, 32),
+         {"q_a_proj.weight": (12, 32), "q_a_layernorm.weight": (12,), "q_b_proj.weight": (40, 12),
+          "kv_a_proj_with_mqa.weight": (14, 32), "kv_a_layernorm.weight": (10,), "kv_b_proj.weight": (44, 10),
+          "o_proj.weight": (32, 20)},
+         flops=2 * 14 * (12 * 32 + 40 * 12 + 14 * 32 + 44 * 10 + 20 * 32) + 2 * 2 * 4 * 7 * 7 * (10 + 5)),
     # ---- issue "the spec language": transposed and 3-D convolutions ---------------------------
     # nn.ConvTranspose2d(128, 64, 2, stride=2): out = (n - 1)*2 + 1*(2 - 1) + 0 + 1 = 2n; weight [in, out, k, k]
     case("conv_transpose2d", {"in_channels": 128, "out_channels": 64, "kernel_size": 2, "stride": 2},
