@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from archgraph.errors import ArchgraphError
 from archgraph.hf import spec_text
 from archgraph.load import load_config
 from archgraph.load import load
@@ -152,3 +153,15 @@ def test_import_hf_round_trips(tmp_path, config):
     spec = tmp_path / "imported.yaml"
     spec.write_text(spec_text(path))
     assert _tensors(load(str(spec))) == _tensors(load_config(path))
+
+
+def test_a_siglip_whose_towers_embed_to_different_widths_is_refused(tmp_path):
+    # transformers builds it (and fails in forward): the text head gives 24 values, the image pooler 40
+    config = {"model_type": "siglip", "architectures": ["SiglipModel"],
+              "text_config": {"vocab_size": 30, "hidden_size": 8, "intermediate_size": 5, "num_hidden_layers": 1,
+                              "num_attention_heads": 2, "projection_size": 24},
+              "vision_config": {"hidden_size": 40, "intermediate_size": 7, "num_hidden_layers": 1,
+                                "num_attention_heads": 2, "image_size": 16, "patch_size": 8}}
+    with pytest.raises(ArchgraphError, match=r"the 'siglip' template cannot be built with this config: matmul\(\): "
+                                             r"inner dimension of \[B, 24\] @ \[40, B\] is 40, expected 24"):
+        load_config(write_config(tmp_path, **config))

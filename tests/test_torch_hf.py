@@ -330,7 +330,7 @@ def _inputs(module, config: dict) -> dict:
                     config["model_type"] in ("bart", "t5"):
                 out[name][:, -1] = config.get("eos_token_id", 2 if config["model_type"] == "bart" else 1)
         elif name == "pixel_values":
-            size = vision.get("image_size", 224 if config["model_type"].startswith("clip") else 32)  # the default
+            size = vision.get("image_size", 224 if config["model_type"].split("_")[0] in ("clip", "siglip") else 32)
             height, width = size if isinstance(size, list) else (size, size)
             out[name] = torch.randn(batch, vision.get("num_channels", 3), height, width)
         elif name == "encoder_hidden_states":
