@@ -388,18 +388,15 @@ def _merged_text(template: Path) -> str:
     """The template's text with its `extends:` chain resolved, so that import-hf writes one file:
     the parent's text, each block the child declares in place of the parent's (or after them),
     each variable the child sets in place of the parent's line (or after them), and the child's
-    name and description.  (A template that extends another keeps one variable per line, as
-    every template does, and changes only variables, blocks, name and description.)"""
+    name and description, and its inputs, nodes, outputs and constraints in place of the parent's
+    whole sections.  (A template that extends another keeps one variable per line, as every
+    template does.)"""
     from .spec.sources import resolve
     from .spec.yamlload import load_file, load_text
     child_text = template.read_text(encoding="utf-8")
     child = load_file(template)
     if "extends" not in child:
         return child_text
-    other = set(child) - {"archgraph", "extends", "name", "description", "variables", "blocks"}
-    if other:
-        raise SpecError(f"a family template that extends another may change variables, blocks, name and "
-                        f"description; this one sets {', '.join(sorted(other))}", loc=child.key_loc(sorted(other)[0]))
     parent_path = resolve(str(child["extends"]), template.parent, child.key_loc("extends"))
     parent_text = _merged_text(parent_path)
     parent = load_text(parent_text, str(parent_path))
@@ -416,6 +413,14 @@ def _merged_text(template: Path) -> str:
                 edits.append((*_entry_range(parent, section, name, after), new))
             else:
                 edits.append((after, after, new))
+    for section in ("inputs", "nodes", "outputs", "constraints"):  # the child's replace the parent's whole
+        if section not in child:
+            continue
+        new = own[child.key_loc(section).line - 1:_section_end(child, section, len(own))]
+        if section in parent:
+            edits.append((parent.key_loc(section).line - 1, _section_end(parent, section, len(lines)), new))
+        else:
+            edits.append((len(lines), len(lines), ["", *new]))
     for key in ("name", "description"):
         if key in child and key in parent:
             line = parent.key_loc(key).line - 1
