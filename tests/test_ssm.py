@@ -106,3 +106,26 @@ def test_falcon_mamba_registers_the_unused_norm_weights_as_transformers_does(tmp
     assert report.totals.buffers == 72 + 9 + 9  # dt's of width intermediate (3 x 24), B's and C's
     names = {name for name, _ in report.tensors()}
     assert "layers.0.mixer.dt_layernorm.weight" not in names  # not parameters
+
+
+JAMBA_V01 = {"model_type": "jamba", "architectures": ["JambaForCausalLM"], "hidden_size": 4096,
+             "num_hidden_layers": 32, "vocab_size": 65536, "num_attention_heads": 32, "num_key_value_heads": 8,
+             "intermediate_size": 14336, "num_experts": 16, "num_experts_per_tok": 2, "attn_layer_period": 8,
+             "attn_layer_offset": 4, "expert_layer_period": 2, "expert_layer_offset": 1, "mamba_d_state": 16,
+             "mamba_d_conv": 4, "mamba_expand": 2, "mamba_dt_rank": 256, "tie_word_embeddings": False}
+
+
+def test_jamba_v01_counts_what_transformers_builds_and_the_parameters_a_token_uses(tmp_path):
+    report = _load(tmp_path, JAMBA_V01).params()
+    assert report.total == 51_570_323_328  # JambaForCausalLM(config) on the meta device, transformers 5.23.0
+    # 16 MoE layers, each with 14 of its 16 experts idle for a token: 3 matrices of 4096 x 14336 per expert
+    assert report.totals.active == 51_570_323_328 - 16 * 14 * 3 * 4096 * 14336 == 12_110_311_296
+
+
+def test_jamba_caches_keys_and_values_in_its_attention_layers_and_a_state_in_its_mamba_layers(tmp_path):
+    m = estimate_memory(_load(tmp_path, JAMBA_V01), {"B": 1, "S": 262144}, dtype="bf16")
+    rules = {e.path.split(".")[2]: e.rule for e in m.kv_cache}
+    assert [int(i) for i, rule in rules.items() if rule == "full attention"] == [4, 12, 20, 28]
+    assert sum(rule == "state space (conv + SSM state)" for rule in rules.values()) == 28
+    assert m.kv_cache_bytes == 4 * 2 * 8 * 128 * 262144 * 2 == 4 * 2 ** 30  # 4 GiB at 256K tokens
+    assert m.state_cache_bytes == 28 * 8192 * (4 + 16) * 2

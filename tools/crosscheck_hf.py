@@ -37,7 +37,7 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
           "dinov2": "Dinov2", "convnext": "ConvNext", "mobilenet_v2": "MobileNetV2", "efficientnet": "EfficientNet",
           "qwen3_moe": "Qwen3Moe", "gpt_oss": "GptOss", "gptj": "GPTJ", "codegen": "CodeGen"}
 PREFIX.update({"electra": "Electra"})  # text encoders (issue 12)
-PREFIX.update({"mamba": "Mamba", "falcon_mamba": "FalconMamba"})  # state-space families (issue 11)
+PREFIX.update({"mamba": "Mamba", "falcon_mamba": "FalconMamba", "jamba": "Jamba"})  # state-space families (issue 11)
 PREFIX.update({"deepseek_v3": "DeepseekV3"})  # issue 11
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
@@ -131,6 +131,15 @@ def mutate(rng, cfg):
                    time_step_rank=rng.choice(["auto", rng.randint(1, 9)]), use_conv_bias=rng.random() < 0.5,
                    hidden_act=rng.choice(["silu", "gelu", "relu"]))
         if rng.random() < 0.5: cfg.pop("intermediate_size", None)
+    if mt == "jamba":  # the two layer schedules, the experts and the Mamba mixer's sizes
+        cfg.pop("num_local_experts", None)
+        ap, ep, e = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 5)
+        cfg.update(num_hidden_layers=rng.randint(1, 9), attn_layer_period=ap, attn_layer_offset=rng.randrange(ap),
+                   expert_layer_period=ep, expert_layer_offset=rng.randrange(ep), num_experts=e,
+                   num_experts_per_tok=rng.randint(1, e), mamba_d_state=rng.randint(1, 9),
+                   mamba_d_conv=rng.randint(1, 5), mamba_expand=rng.randint(1, 3),
+                   mamba_dt_rank=rng.choice(["auto", rng.randint(1, 9)]), mamba_conv_bias=rng.random() < 0.5,
+                   mamba_proj_bias=rng.random() < 0.5, hidden_act=rng.choice(["silu", "gelu", "relu"]))
     for k in BOOLS:
         if k in cfg and rng.random() < 0.5: cfg[k] = not cfg[k] if isinstance(cfg[k], bool) else cfg[k]
     if "type_vocab_size" in cfg: cfg["type_vocab_size"] = rng.randint(1, 4)
