@@ -467,11 +467,37 @@ CASES = [
     # torch.linspace(0, 1, 64) has 64 entries; torch.sort gives values and indices
     case("linspace", {"start": 0.0, "end": 1.0, "steps": 64}, [], (64,)),
     case("sort", {"dim": 1}, [(B, S)], [(B, S), (B, S)]),
+    # a scalar: RecurrentGemma's normalizer, sqrt(hidden) held in bfloat16
+    case("full", {"shape": [], "value": 50.596, "dtype": "bfloat16"}, [], (), id="full-scalar"),
+    case("buffer", {"shape": [], "persistent": False, "tensor": "normalizer"}, [()], (),
+         buffers={"normalizer": ()}, id="buffer-scalar"),
+    # ---- fixed-state layers: nn.Conv1d(C, C, K, groups=C) weight [C, 1, K]; Griffin's RG-LRU
+    # (RecurrentGemmaRglru: block-diagonal gates [heads, W/heads, W/heads]); Mamba-2 (Mamba2Mixer:
+    # I = heads·head_dim = 8192, conv over I + 2·groups·state = 10240, in_proj 8192 + 10240 + 128 wide)
+    case("causal_conv1d", {"channels": 2560, "kernel_size": 4}, [(B, S, 2560)], (B, S, 2560),
+         {"weight": (2560, 1, 4), "bias": (2560,)}, flops=2 * B * S * 2560 * 4),
+    case("rg_lru", {"width": 2560, "heads": 10}, [(B, S, 2560)], (B, S, 2560),
+         {"recurrent_param": (2560,), "input_gate_weight": (10, 256, 256), "input_gate_bias": (10, 256),
+          "recurrent_gate_weight": (10, 256, 256), "recurrent_gate_bias": (10, 256)},
+         flops=2 * 2 * B * S * 2560 * 256 + 2 * B * S * 2560),
+    case("mamba2_mixer", {"hidden": 4096, "heads": 128, "head_dim": 64, "state": 128, "groups": 8},
+         [(B, S, 4096)], (B, S, 4096),
+         {"conv1d.weight": (10240, 1, 4), "conv1d.bias": (10240,), "in_proj.weight": (18560, 4096),
+          "dt_bias": (128,), "A_log": (128,), "norm.weight": (8192,), "D": (128,), "out_proj.weight": (4096, 8192)}),
+    case("mamba2_mixer", {"hidden": 24, "heads": 4, "head_dim": 18, "state": 8, "bias": True, "conv_bias": False},
+         [(2, 7, 24)], (2, 7, 24),
+         {"conv1d.weight": (88, 1, 4), "in_proj.weight": (164, 24), "in_proj.bias": (164,), "dt_bias": (4,),
+          "A_log": (4,), "norm.weight": (72,), "D": (4,), "out_proj.weight": (24, 72), "out_proj.bias": (24,)},
+         id="mamba2_mixer-biases"),
 ]
 
 
 # Each: (op name, hyperparameters, input shapes or None for "fails at build", error, words in message).
 ERRORS = [
+    reject("mamba2_mixer", {"hidden": 64, "heads": 6, "head_dim": 16, "state": 8, "groups": 4}, None, SpecError,
+           ["heads=6 is not divisible by groups=4"]),
+    reject("rg_lru", {"width": 10, "heads": 4}, None, SpecError, ["width=10 is not divisible by heads=4"]),
+    reject("causal_conv1d", {"channels": 8, "kernel_size": 4}, [(2, 7, 6)], ShapeError, ["channels", "6", "8"]),
     reject("split", {"dim": -1, "sizes": [-2, 18]}, None, SpecError, ["positive"], id="split-negative-size"),
     reject("split", {"dim": -1, "sizes": [10, -1]}, [(2, 8)], ShapeError, ["more than"], id="split-rest-negative"),
     reject("add", {}, [(2, 3)], ShapeError, ["second input, or a constant"], id="add-one-input"),

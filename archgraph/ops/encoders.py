@@ -44,15 +44,15 @@ class Buffer(Op):
     """A free-standing buffer (register_buffer): a tensor of `shape` that is not learned, named by the
     node (or `tensor`); `persistent: false` keeps it out of state_dict().  Its value is its input when
     it has one (computed from constants: arange, pow, ...), which must have its shape; its output is
-    the buffer: [*shape]."""
+    the buffer: [*shape] ([] for a scalar, as RecurrentGemma's normalizer)."""
 
     shape: tuple[int, ...]
     persistent: bool = True
     tensor: str = ""
 
     def __post_init__(self):
-        if not self.shape or any(d <= 0 for d in self.shape):
-            raise invalid(self, f"shape must list positive sizes; received {list(self.shape)}")
+        if any(d <= 0 for d in self.shape):
+            raise invalid(self, f"shape must list positive sizes ([] for a single value); received {list(self.shape)}")
         if self.tensor and not self.tensor.isidentifier():
             raise invalid(self, f"tensor must be a tensor name (or '' for the node's own name); "
                                 f"received {self.tensor!r}")

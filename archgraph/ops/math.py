@@ -360,14 +360,15 @@ class Arange(Op):
 @op("full", aliases=("torch.full", "torch.ones", "torch.zeros", "constant_tensor"),
     example={"shape": ["S", "S"], "value": 1.0})
 class Full(Op):
-    """A tensor of `shape` filled with `value` (sizes may be symbolic); no input."""
+    """A tensor of `shape` filled with `value` (sizes may be symbolic; [] is a scalar); no input.
+    `dtype` rounds the value as that type holds it (bfloat16 keeps 8 significant bits)."""
 
     shape: tuple[Size, ...]
     value: float = 0.0
     dtype: ElementType = "float32"
 
     def __post_init__(self):
-        if not self.shape or any(isinstance(d, int) and d <= 0 for d in self.shape):
+        if any(isinstance(d, int) and d <= 0 for d in self.shape):
             raise invalid(self, f"shape must list positive sizes; received {list(self.shape)}")
 
     def infer_shape(self):

@@ -1,0 +1,273 @@
+"""Layers that decode with a fixed state instead of a growing cache: `causal_conv1d` (a depthwise
+convolution along the sequence that sees no future token), `rg_lru` (Griffin's real-gated linear
+recurrent unit) and `mamba2_mixer` (Mamba-2's state-space duality layer, projections included).
+Each one's `cache` is a number of values per sequence that does not grow with its length."""
+from __future__ import annotations
+
+import math
+
+from ..dims import prod
+from .activation import ActivationName, activate
+from .base import (
+    Cache,
+    Op,
+    Tensor,
+    expect_dim,
+    expect_rank,
+    invalid,
+    op,
+    positive,
+    quotient,
+)
+
+
+def _sequence(x, width: int, what: str):
+    """[B, S, width] (the width checked), as every op here reads and writes."""
+    expect_rank(x, 3, "input [B, S, channels]")
+    expect_dim(x[-1], width, f"last dimension of the input ({what})")
+    return x
+
+
+def _causal_conv(run, x, weight, bias):
+    """Depthwise convolution of x [B, S, C] along S with weight [C, 1, K]: output t sees inputs
+    t-K+1 .. t (zeros before the start), as nn.Conv1d(padding=K-1) cut to the first S outputs."""
+    k, s = weight.shape[-1], x.shape[1]
+    out = run.F.conv1d(x.transpose(1, 2), weight, bias, padding=k - 1, groups=x.shape[-1])
+    return out[..., :s].transpose(1, 2)
+
+
+@op("causal_conv1d", category="conv", aliases=("short_conv", "conv_1d"),
+    example={"channels": 2560, "kernel_size": 4})
+class CausalConv1d(Op):
+    """Depthwise causal convolution along the sequence: x [B, S, channels] -> [B, S, channels].
+
+    Each channel has its own kernel of `kernel_size` taps; output t sees inputs t-K+1 .. t. Tensors
+    as nn.Conv1d(channels, channels, K, groups=channels) lays them out: weight [channels, 1, K],
+    bias [channels]. While decoding it keeps the last K-1 inputs of each channel (Griffin's conv1d_state).
+    """
+
+    channels: int
+    kernel_size: int
+    bias: bool = True
+
+    def __post_init__(self):
+        positive(self, "channels", "kernel_size")
+
+    def infer_shape(self, x):
+        return _sequence(x, self.channels, "channels")
+
+    def params(self):
+        yield Tensor("weight", (self.channels, 1, self.kernel_size))
+        if self.bias:
+            yield Tensor("bias", (self.channels,))
+
+    def flops(self, inputs, outputs):
+        return 2 * prod(outputs[0]) * self.kernel_size
+
+    def cache(self, inputs, outputs, decoder):
+        """The last kernel_size - 1 inputs of every channel."""
+        return Cache(f"convolution window of {self.kernel_size - 1}", state=self.channels * (self.kernel_size - 1))
+
+    def forward(self, run, x):
+        return _causal_conv(run, x, run.tensor("weight"), run.tensor("bias") if self.bias else None)
+
+
+@op("rg_lru", category="recurrent", aliases=("RecurrentGemmaRglru", "rglru"),
+    example={"width": 2560, "heads": 10})
+class RGLRU(Op):
+    """Griffin's real-gated linear recurrent unit: x [B, S, width] -> [B, S, width].
+
+    Per head (width / heads channels), an input gate i = σ(x·W_i + b_i) and a recurrence gate
+    r = σ(x·W_r + b_r) (block-diagonal: input_gate_weight, recurrent_gate_weight [heads, w, w],
+    the biases [heads, w]); a = exp(-c·r·softplus(recurrent_param)) per channel (c = 8), and
+    h_t = a_t·h_{t-1} + sqrt(1 - a_t²)·(i_t·x_t), with h_0 = i_0·x_0 (the state starts, and resets, at
+    position 0, as transformers' RecurrentGemma does). Decoding keeps h: `width` values per sequence.
+    """
+
+    width: int
+    heads: int
+    c: float = 8.0
+
+    def __post_init__(self):
+        positive(self, "width", "heads")
+        if self.width % self.heads:
+            raise invalid(self, f"width={self.width} is not divisible by heads={self.heads}")
+
+    @property
+    def block(self) -> int:
+        return quotient(self.width, self.heads)
+
+    def infer_shape(self, x):
+        return _sequence(x, self.width, "width")
+
+    def params(self):
+        h, w = self.heads, self.block
+        yield Tensor("recurrent_param", (self.width,))
+        yield Tensor("input_gate_weight", (h, w, w))
+        yield Tensor("input_gate_bias", (h, w))
+        yield Tensor("recurrent_gate_weight", (h, w, w))
+        yield Tensor("recurrent_gate_bias", (h, w))
+
+    def flops(self, inputs, outputs):
+        """The two gates (2·width·width/heads per token each) and the recurrence a·h + x (2 per channel)."""
+        tokens = prod(inputs[0][:-1])
+        return 2 * 2 * tokens * self.width * self.block + 2 * tokens * self.width
+
+    def cache(self, inputs, outputs, decoder):
+        """The recurrent state h: one value per channel."""
+        return Cache("recurrent state (RG-LRU)", state=self.width)
+
+    def forward(self, run, x):
+        torch, F = run.torch, run.F
+        b, s, _ = x.shape
+        blocks = x.reshape(b, s, self.heads, self.block)
+
+        def gate(name):
+            z = torch.einsum("bshi,hij->bshj", blocks, run.tensor(f"{name}_weight")) + run.tensor(f"{name}_bias")
+            return torch.sigmoid(z.reshape(b, s, self.width))
+
+        input_gate, recurrent_gate = gate("input_gate"), gate("recurrent_gate")
+        log_a = -self.c * recurrent_gate * F.softplus(run.tensor("recurrent_param"))
+        a, a_square = torch.exp(log_a), torch.exp(2 * log_a)
+        multiplier = torch.sqrt(1 - a_square)
+        multiplier = torch.cat([torch.ones_like(multiplier[:, :1]), multiplier[:, 1:]], dim=1)  # reset at 0
+        inputs = (x * input_gate) * multiplier.to(x.dtype)
+        a = torch.cat([torch.zeros_like(a[:, :1]), a[:, 1:]], dim=1)
+        state = torch.zeros(b, self.width, dtype=torch.float32, device=x.device)
+        out = []
+        for t in range(s):
+            state = a[:, t].float() * state + inputs[:, t].float()
+            out.append(state.to(x.dtype))
+        return torch.stack(out, dim=1)
+
+    def init(self, tensor, value, init):
+        if tensor.name == "recurrent_param":  # softplus⁻¹ of -log(a)/c, a² uniform in [0.9², 0.999²] (Griffin)
+            with init.torch.no_grad():
+                a2 = init.torch.empty_like(value).uniform_(0.9 ** 2 + 1e-8, 0.999 ** 2 + 1e-8)
+                value.copy_(a2.log().mul(0.5).neg().exp().sub(1.0).log())
+        else:
+            init.default(value, tensor.name)
+
+
+@op("mamba2_mixer", category="recurrent", aliases=("Mamba2Mixer", "ssd"),
+    example={"hidden": 2560, "heads": 80, "head_dim": 64, "state": 128, "groups": 1})
+class Mamba2Mixer(Op):
+    """Mamba-2's mixer (state-space duality): x [B, S, hidden] -> [B, S, hidden].
+
+    in_proj makes, per token, a gate z [I] (I = heads·head_dim), the convolved part [I + 2·groups·state]
+    (x, then B and C, each [groups, state]: the heads of a group share them) and dt [heads]; conv1d is
+    depthwise causal (kernel conv_kernel) followed by `activation`; per head, with
+    Δ = clamp(softplus(dt + dt_bias), dt_min, dt_max) and A = -exp(A_log), the state [head_dim, state]
+    follows h_t = exp(Δ·A)·h_{t-1} + Δ·x_t ⊗ B_t and y_t = h_t·C_t + D·x_t; then
+    norm(y · silu(z)) (RMSNorm over each of `groups` slices of I, weight norm.weight [I]) and out_proj.
+    Tensors as transformers' Mamba2Mixer: conv1d.weight [I + 2·groups·state, 1, conv_kernel],
+    conv1d.bias (conv_bias), in_proj.weight [2·I + 2·groups·state + heads, hidden], dt_bias, A_log,
+    D [heads], norm.weight, out_proj.weight [hidden, I], in_proj/out_proj biases with `bias`.
+    Decoding keeps the convolution's last conv_kernel inputs (as transformers' cache holds them)
+    and the state, heads·head_dim·state values.
+    """
+
+    hidden: int
+    heads: int
+    head_dim: int
+    state: int
+    groups: int = 1
+    conv_kernel: int = 4
+    bias: bool = False
+    conv_bias: bool = True
+    activation: ActivationName = "silu"
+    eps: float = 1e-6
+    dt_min: float = 0.0
+    dt_max: float | None = None  # time_step_limit's upper end (None: no limit)
+
+    def __post_init__(self):
+        positive(self, "hidden", "heads", "head_dim", "state", "groups", "conv_kernel")
+        if self.heads % self.groups:
+            raise invalid(self, f"heads={self.heads} is not divisible by groups={self.groups} "
+                                "(each group's B and C serve heads/groups heads)")
+
+    @property
+    def inner(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        return self.inner + 2 * self.groups * self.state
+
+    def infer_shape(self, x):
+        return _sequence(x, self.hidden, "hidden")
+
+    def params(self):
+        yield Tensor("conv1d.weight", (self.conv_dim, 1, self.conv_kernel))
+        if self.conv_bias:
+            yield Tensor("conv1d.bias", (self.conv_dim,))
+        yield Tensor("in_proj.weight", (self.inner + self.conv_dim + self.heads, self.hidden))
+        if self.bias:
+            yield Tensor("in_proj.bias", (self.inner + self.conv_dim + self.heads,))
+        yield Tensor("dt_bias", (self.heads,))
+        yield Tensor("A_log", (self.heads,))
+        yield Tensor("norm.weight", (self.inner,))
+        yield Tensor("D", (self.heads,))
+        yield Tensor("out_proj.weight", (self.hidden, self.inner))
+        if self.bias:
+            yield Tensor("out_proj.bias", (self.hidden,))
+
+    def flops(self, inputs, outputs):
+        """Projections and convolution (2 per multiply-add), the scan (per state value: decay,
+        input outer product and add, output product and sum: 5), D's skip and the gated norm."""
+        tokens = prod(inputs[0][:-1])
+        i, n = self.inner, self.state
+        proj = 2 * tokens * self.hidden * (i + self.conv_dim + self.heads) + 2 * tokens * i * self.hidden
+        return proj + 2 * tokens * self.conv_dim * self.conv_kernel + tokens * (5 * i * n + 2 * i + 5 * i)
+
+    def cache(self, inputs, outputs, decoder):
+        """The convolution's last conv_kernel inputs and the [heads, head_dim, state] state."""
+        return Cache("state-space (Mamba-2)", state=self.conv_dim * self.conv_kernel + self.inner * self.state)
+
+    def forward(self, run, x):
+        torch, F = run.torch, run.F
+        b, s, _ = x.shape
+        i, g, n, nh, hd = self.inner, self.groups, self.state, self.heads, self.head_dim
+        z, xbc, dt = F.linear(x, run.tensor("in_proj.weight"),
+                              run.tensor("in_proj.bias") if self.bias else None).split([i, self.conv_dim, nh], dim=-1)
+        xbc = activate(self.activation, run, _causal_conv(run, xbc, run.tensor("conv1d.weight"),
+                                                          run.tensor("conv1d.bias") if self.conv_bias else None))
+        xs, bs, cs = xbc.split([i, g * n, g * n], dim=-1)
+        dt = F.softplus(dt + run.tensor("dt_bias")).clamp(min=self.dt_min, max=self.dt_max)
+        y = _ssd_scan(torch, xs.reshape(b, s, nh, hd).float(), dt.float(), -torch.exp(run.tensor("A_log").float()),
+                      bs.reshape(b, s, g, n).float(), cs.reshape(b, s, g, n).float())
+        y = y + run.tensor("D").float()[:, None] * xs.reshape(b, s, nh, hd).float()
+        y = y.reshape(b, s, i).to(x.dtype)
+        gated = y.float() * F.silu(z.float())  # transformers' MambaRMSNormGated: gate, then norm per group
+        grouped = gated.view(b, s, g, i // g)
+        grouped = grouped * torch.rsqrt(grouped.pow(2).mean(-1, keepdim=True) + self.eps)
+        normed = run.tensor("norm.weight") * grouped.view(b, s, i).to(x.dtype)
+        return F.linear(normed.to(x.dtype), run.tensor("out_proj.weight"),
+                        run.tensor("out_proj.bias") if self.bias else None)
+
+    def init(self, tensor, value, init):
+        torch = init.torch
+        with torch.no_grad():
+            if tensor.name == "A_log":  # A = -(1 .. heads)
+                value.copy_(torch.log(torch.arange(1, self.heads + 1, dtype=torch.float32)))
+            elif tensor.name == "dt_bias":  # softplus⁻¹ of Δ, log-uniform in [0.001, 0.1]
+                dt = torch.exp(torch.rand(self.heads) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))
+                dt = dt.clamp(min=1e-4)
+                value.copy_(dt + torch.log(-torch.expm1(-dt)))
+            else:
+                init.default(value, tensor.name)
+
+
+def _ssd_scan(torch, x, dt, a, b, c):
+    """Mamba-2's recurrence, one token at a time: x [B, S, heads, head_dim], dt [B, S, heads],
+    a [heads], b and c [B, S, groups, state] -> y [B, S, heads, head_dim] (without D's skip)."""
+    heads, groups = x.shape[2], b.shape[2]
+    b = b.repeat_interleave(heads // groups, dim=2)
+    c = c.repeat_interleave(heads // groups, dim=2)
+    h = torch.zeros(x.shape[0], heads, x.shape[3], b.shape[-1], dtype=x.dtype, device=x.device)
+    out = []
+    for t in range(x.shape[1]):
+        decay = torch.exp(dt[:, t] * a)[:, :, None, None]                  # [B, heads, 1, 1]
+        h = h * decay + (dt[:, t, :, None] * x[:, t])[..., None] * b[:, t, :, None, :]
+        out.append((h * c[:, t, :, None, :]).sum(-1))                       # [B, heads, head_dim]
+    return torch.stack(out, dim=1)

@@ -1,0 +1,108 @@
+"""The fixed-state ops (archgraph/ops/recurrent.py) on their own: causal_conv1d, rg_lru and
+mamba2_mixer compute what their definitions say (written out here token by token, and, slow,
+what transformers' own RecurrentGemmaRglru and Mamba2Mixer compute with the same tensors)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import archgraph
+from archgraph.torch import to_module
+
+
+def _module(tmp_path, node: str, width: int):
+    spec = tmp_path / "op.yaml"
+    spec.write_text(f"name: one\ninputs:\n  x: [B, S, {width}]\nnodes:\n  - {node}\n")
+    module = to_module(archgraph.load(spec)).eval()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.normal_(0, 0.5)
+    return module
+
+
+def _tensors(module) -> dict:
+    return {name.split(".", 1)[1]: t for name, t in module.state_dict().items()}
+
+
+def test_causal_conv1d_sees_only_the_last_k_inputs(tmp_path):
+    module = _module(tmp_path, "{name: conv, op: causal_conv1d, in: x, channels: 3, kernel_size: 4}", 3)
+    w, b = _tensors(module)["weight"], _tensors(module)["bias"]
+    x = torch.randn(2, 6, 3)
+    with torch.no_grad():
+        got = next(iter(module(x=x).values()))
+    want = torch.stack([b + sum(w[:, 0, 3 - j] * x[:, t - j] for j in range(4) if t - j >= 0) for t in range(6)], 1)
+    assert (got - want).abs().max().item() < 1e-5
+
+
+def test_rg_lru_follows_griffins_recurrence(tmp_path):
+    module = _module(tmp_path, "{name: lru, op: rg_lru, in: x, width: 6, heads: 2}", 6)
+    p = _tensors(module)
+    x = torch.randn(2, 5, 6)
+    with torch.no_grad():
+        got = next(iter(module(x=x).values()))
+    h = torch.zeros(2, 6)
+    for t in range(5):
+        blocks = x[:, t].view(2, 2, 3)
+        i = torch.sigmoid(torch.einsum("bhi,hij->bhj", blocks, p["input_gate_weight"]) + p["input_gate_bias"])
+        r = torch.sigmoid(torch.einsum("bhi,hij->bhj", blocks, p["recurrent_gate_weight"]) + p["recurrent_gate_bias"])
+        a = torch.exp(-8.0 * r.reshape(2, 6) * torch.nn.functional.softplus(p["recurrent_param"]))
+        scale = torch.ones_like(a) if t == 0 else torch.sqrt(1 - a ** 2)
+        h = (a * h if t else 0) + scale * i.reshape(2, 6) * x[:, t]
+        assert (got[:, t] - h).abs().max().item() < 1e-5
+
+
+def test_mamba2_mixer_follows_its_recurrence(tmp_path):
+    hd, nh, g, n, k = 3, 4, 2, 5, 3
+    module = _module(tmp_path, f"{{name: m, op: mamba2_mixer, in: x, hidden: 6, heads: {nh}, head_dim: {hd}, "
+                               f"state: {n}, groups: {g}, conv_kernel: {k}, eps: 1.0e-5}}", 6)
+    p = _tensors(module)
+    x = torch.randn(1, 4, 6)
+    with torch.no_grad():
+        got = next(iter(module(x=x).values()))
+    i = nh * hd
+    z, xbc, dt = (x @ p["in_proj.weight"].T).split([i, i + 2 * g * n, nh], -1)
+    conv = torch.stack([p["conv1d.bias"] + sum(p["conv1d.weight"][:, 0, k - 1 - j] * xbc[:, t - j]
+                                               for j in range(k) if t - j >= 0) for t in range(4)], 1)
+    xs, bs, cs = torch.nn.functional.silu(conv).split([i, g * n, g * n], -1)
+    dt = torch.nn.functional.softplus(dt + p["dt_bias"])
+    h = torch.zeros(nh, hd, n)
+    for t in range(4):
+        y = torch.zeros(nh, hd)
+        for head in range(nh):
+            grp = head // (nh // g)
+            b_, c_ = bs[0, t, grp * n:(grp + 1) * n], cs[0, t, grp * n:(grp + 1) * n]
+            xh = xs[0, t, head * hd:(head + 1) * hd]
+            h[head] = math.exp(dt[0, t, head] * -math.exp(p["A_log"][head])) * h[head] + \
+                dt[0, t, head] * torch.outer(xh, b_)
+            y[head] = h[head] @ c_ + p["D"][head] * xh
+        gated = (y.reshape(i) * torch.nn.functional.silu(z[0, t])).view(g, i // g)
+        normed = (gated * torch.rsqrt(gated.pow(2).mean(-1, keepdim=True) + 1e-5)).reshape(i) * p["norm.weight"]
+        assert (got[0, t] - normed @ p["out_proj.weight"].T).abs().max().item() < 1e-4
+
+
+@pytest.mark.slow
+def test_rg_lru_and_mamba2_mixer_compute_what_transformers_computes(tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.mamba2.modeling_mamba2 import Mamba2Mixer
+    from transformers.models.recurrent_gemma.modeling_recurrent_gemma import (
+        RecurrentGemmaRglru,
+    )
+    cfg = transformers.RecurrentGemmaConfig(hidden_size=8, lru_width=12, num_attention_heads=3)
+    reference = RecurrentGemmaRglru(cfg)
+    module = _module(tmp_path, "{name: lru, op: rg_lru, in: x, width: 12, heads: 3}", 12)
+    reference.load_state_dict(_tensors(module))
+    x = torch.randn(2, 7, 12)
+    with torch.no_grad():
+        assert (next(iter(module(x=x).values())) - reference(x, torch.arange(7)[None])).abs().max() < 1e-5
+    cfg = transformers.Mamba2Config(hidden_size=8, num_heads=4, head_dim=4, state_size=3, n_groups=2, chunk_size=3,
+                                    num_hidden_layers=1)
+    reference = Mamba2Mixer(cfg, layer_idx=0).eval()
+    module = _module(tmp_path, "{name: m, op: mamba2_mixer, in: x, hidden: 8, heads: 4, head_dim: 4, state: 3, "
+                               "groups: 2, eps: 1.0e-5}", 8)
+    reference.load_state_dict(_tensors(module))
+    x = torch.randn(2, 7, 8)
+    with torch.no_grad():
+        assert (next(iter(module(x=x).values())) - reference(x)).abs().max() < 1e-4
