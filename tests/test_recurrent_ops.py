@@ -3,6 +3,7 @@ mamba2_mixer compute what their definitions say (written out here token by token
 what transformers' own RecurrentGemmaRglru and Mamba2Mixer compute with the same tensors)."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -106,3 +107,16 @@ def test_rg_lru_and_mamba2_mixer_compute_what_transformers_computes(tmp_path):
     x = torch.randn(2, 7, 8)
     with torch.no_grad():
         assert (next(iter(module(x=x).values())) - reference(x)).abs().max() < 1e-4
+
+
+def test_memory_reports_mamba2_layers_fixed_state(tmp_path, cli):
+    config = tmp_path / "mamba2.json"
+    config.write_text(json.dumps({"model_type": "mamba2", "architectures": ["Mamba2ForCausalLM"], "vocab_size": 97,
+                                  "hidden_size": 32, "num_hidden_layers": 3, "num_heads": 8, "head_dim": 8,
+                                  "state_size": 16, "n_groups": 2}))
+    _, out, _ = cli("memory", str(config), "--json", "--dtype", "fp32", "--set", "B=2", "--set", "S=1000")
+    doc = json.loads(out)
+    # per layer: the conv over 64 + 2·2·16 = 128 channels keeps its last 4 inputs; the state 8 heads x 8 x 16
+    assert [(e["rule"], e["state_values"], e["bytes"]) for e in doc["kv_cache"]] == \
+        [("state-space (Mamba-2)", 128 * 4 + 64 * 16, 2 * 3 * 1536 * 4)]
+    assert doc["state_cache_bytes"] == 2 * 3 * 1536 * 4 and doc["kv_cache_bytes"] is None

@@ -288,6 +288,12 @@ CASES["deepseek_v3-seq-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForSequ
                                 "pad_token_id": 0, "num_labels": 3, "n_shared_experts": 0}
 CASES["deepseek_v3-token-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForTokenClassification"],
                                   "first_k_dense_replace": 5}
+MAMBA2 = {"model_type": "mamba2", "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_heads": 8,
+          "head_dim": 8, "state_size": 16, "n_groups": 2, "expand": 2, "chunk_size": 3}
+CASES["mamba2-causal"] = {**MAMBA2, "architectures": ["Mamba2ForCausalLM"]}
+CASES["mamba2-base-bias-gelu"] = {**MAMBA2, "architectures": ["Mamba2Model"], "use_bias": True,
+                                  "use_conv_bias": False, "hidden_act": "gelu", "n_groups": 1,
+                                  "time_step_limit": [0.05, 0.3]}
 
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),

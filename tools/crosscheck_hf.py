@@ -39,6 +39,7 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
 PREFIX.update({"electra": "Electra"})  # text encoders (issue 12)
 PREFIX.update({"mamba": "Mamba", "falcon_mamba": "FalconMamba", "jamba": "Jamba"})  # state-space families (issue 11)
 PREFIX.update({"deepseek_v3": "DeepseekV3"})  # issue 11
+PREFIX.update({"mamba2": "Mamba2"})  # fixed-state families
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen", "deepseek_v3"}
@@ -140,6 +141,12 @@ def mutate(rng, cfg):
                    mamba_d_conv=rng.randint(1, 5), mamba_expand=rng.randint(1, 3),
                    mamba_dt_rank=rng.choice(["auto", rng.randint(1, 9)]), mamba_conv_bias=rng.random() < 0.5,
                    mamba_proj_bias=rng.random() < 0.5, hidden_act=rng.choice(["silu", "gelu", "relu"]))
+    if mt == "mamba2":  # hidden_size * expand must equal num_heads * head_dim
+        expand = rng.choice([1, 2, 3])
+        cfg.update(num_heads=heads, head_dim=expand * rng.choice([1, 2, 3]), expand=expand,
+                   n_groups=rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+                   state_size=rng.randint(1, 12), conv_kernel=rng.randint(1, 5), use_conv_bias=rng.random() < 0.5)
+        cfg["hidden_size"] = heads * cfg["head_dim"] // expand
     for k in BOOLS:
         if k in cfg and rng.random() < 0.5: cfg[k] = not cfg[k] if isinstance(cfg[k], bool) else cfg[k]
     if "type_vocab_size" in cfg: cfg["type_vocab_size"] = rng.randint(1, 4)
