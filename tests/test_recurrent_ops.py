@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import archgraph
+from archgraph.load import load_config
 from archgraph.torch import to_module
 
 
@@ -120,3 +121,33 @@ def test_memory_reports_mamba2_layers_fixed_state(tmp_path, cli):
     assert [(e["rule"], e["state_values"], e["bytes"]) for e in doc["kv_cache"]] == \
         [("state-space (Mamba-2)", 128 * 4 + 64 * 16, 2 * 3 * 1536 * 4)]
     assert doc["state_cache_bytes"] == 2 * 3 * 1536 * 4 and doc["kv_cache_bytes"] is None
+
+
+def test_memory_reports_griffins_recurrent_states_and_local_attention_windows(tmp_path, cli):
+    config = tmp_path / "griffin.json"
+    config.write_text(json.dumps({"model_type": "recurrent_gemma", "architectures": ["RecurrentGemmaModel"],
+                                  "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 3, "lru_width": 24,
+                                  "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 40,
+                                  "attention_window_size": 16}))
+    for s, window in ((1000, 16), (10, 10)):  # local attention keeps min(S, window) tokens
+        _, out, _ = cli("memory", str(config), "--json", "--dtype", "fp32", "--set", "B=1", "--set", f"S={s}")
+        rows = [(e["path"], e["rule"], e["state_values"], e["values_per_token"], e["context"])
+                for e in json.loads(out)["kv_cache"]]
+        assert rows == [("layers.0.temporal_block.conv_1d", "convolution window of 3", 24 * 3, 0, 0),
+                        ("layers.0.temporal_block.rg_lru", "recurrent state (RG-LRU)", 24, 0, 0),
+                        ("layers.2.temporal_block", "sliding window of 16", 0, 2 * 2 * 8, window)]
+
+
+def test_the_embedding_scale_is_sqrt_hidden_in_a_bfloat16_scalar_buffer(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "recurrent_gemma", "architectures": ["RecurrentGemmaModel"],
+                                "vocab_size": 11, "hidden_size": 32, "num_hidden_layers": 1, "block_types": ["recurrent"],
+                                "num_attention_heads": 4, "intermediate_size": 4}))
+    model = load_config(path)
+    assert [(path, row.shape, row.persistent) for path, _, _, rows in model.params().nodes() for row in rows
+            if row.buffer and "rotary" not in path] == [("normalizer", (), False)]
+    module = to_module(model).eval()
+    assert "normalizer" not in module.state_dict()  # persistent: false, as transformers registers it
+    with torch.no_grad():
+        module(input_ids=torch.tensor([[1, 2]]))
+    assert module.tensor("normalizer").item() == 5.65625  # sqrt(32) = 5.65685... held in bfloat16

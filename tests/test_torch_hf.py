@@ -294,6 +294,12 @@ CASES["mamba2-causal"] = {**MAMBA2, "architectures": ["Mamba2ForCausalLM"]}
 CASES["mamba2-base-bias-gelu"] = {**MAMBA2, "architectures": ["Mamba2Model"], "use_bias": True,
                                   "use_conv_bias": False, "hidden_act": "gelu", "n_groups": 1,
                                   "time_step_limit": [0.05, 0.3]}
+RGEMMA = {"model_type": "recurrent_gemma", **TINY, "num_hidden_layers": 3, "attention_window_size": 4,
+          "num_key_value_heads": 2}
+CASES["recurrent_gemma-causal"] = {**RGEMMA, "architectures": ["RecurrentGemmaForCausalLM"]}
+CASES["recurrent_gemma-base-lru-width"] = {**RGEMMA, "architectures": ["RecurrentGemmaModel"], "lru_width": 24,
+                                           "block_types": ["attention", "recurrent"], "attention_bias": True,
+                                           "partial_rotary_factor": 1.0, "conv1d_width": 3}
 
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
@@ -411,6 +417,9 @@ FIXTURES = sorted((Path(__file__).parent / "data" / "hf").glob("*.json"))
 
 # configs transformers 5.23.0 builds (and counts) but cannot run forward
 CANNOT_RUN = {
+    "recurrent_gemma-all-recurrent": "its cache asks an attention layer for the length; there is none",
+    "recurrent_gemma-two-layers-no-attention-reached": "its cache asks an attention layer for the length; "
+                                                       "there is none",
     "falcon-new-arch-sequential": "FalconDecoderLayer has no ln_attn (new_decoder_architecture, "
                                   "num_ln_in_parallel_attn=1)",
     "falcon-parallel-two-ln-old-arch": "FalconDecoderLayer has no input_layernorm (old layout, two LayerNorms)",

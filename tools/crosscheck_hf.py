@@ -39,10 +39,11 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
 PREFIX.update({"electra": "Electra"})  # text encoders (issue 12)
 PREFIX.update({"mamba": "Mamba", "falcon_mamba": "FalconMamba", "jamba": "Jamba"})  # state-space families (issue 11)
 PREFIX.update({"deepseek_v3": "DeepseekV3"})  # issue 11
-PREFIX.update({"mamba2": "Mamba2"})  # fixed-state families
+PREFIX.update({"mamba2": "Mamba2", "recurrent_gemma": "RecurrentGemma"})  # fixed-state families
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen", "deepseek_v3"}
+ROTARY.add("recurrent_gemma")
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -147,6 +148,12 @@ def mutate(rng, cfg):
                    n_groups=rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
                    state_size=rng.randint(1, 12), conv_kernel=rng.randint(1, 5), use_conv_bias=rng.random() < 0.5)
         cfg["hidden_size"] = heads * cfg["head_dim"] // expand
+    if mt == "recurrent_gemma":
+        cfg.update(lru_width=rng.choice([None, heads * rng.choice([1, 2, 3])]), conv1d_width=rng.randint(1, 5),
+                   attention_window_size=rng.randint(1, 9), logits_soft_cap=rng.choice([10.0, 30.0]),
+                   block_types=[rng.choice(["recurrent", "attention"]) for _ in range(rng.randint(1, 3))],
+                   num_key_value_heads=rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+                   partial_rotary_factor=rng.choice([0.25, 0.5, 1.0]), num_hidden_layers=rng.randint(1, 4))
     for k in BOOLS:
         if k in cfg and rng.random() < 0.5: cfg[k] = not cfg[k] if isinstance(cfg[k], bool) else cfg[k]
     if "type_vocab_size" in cfg: cfg["type_vocab_size"] = rng.randint(1, 4)
