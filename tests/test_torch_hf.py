@@ -266,6 +266,10 @@ for arch in ("ElectraModel", "ElectraForPreTraining", "ElectraForMaskedLM", "Ele
     CASES[arch] = {**ELECTRA, "architectures": [arch], "num_labels": 2 if "Question" in arch else 3}
 CASES["ElectraForCausalLM"] = {**ELECTRA, "architectures": ["ElectraForCausalLM"], "is_decoder": True,
                                "embedding_size": 32}
+MPNET = {"model_type": "mpnet", **TINY, "relative_attention_num_buckets": 40, "hidden_act": "gelu_new"}
+for arch in ("MPNetModel", "MPNetForMaskedLM", "MPNetForSequenceClassification", "MPNetForTokenClassification",
+             "MPNetForQuestionAnswering"):
+    CASES[arch] = {**MPNET, "architectures": [arch], "num_labels": 2 if "Question" in arch else 3}
 
 DEEPSEEK = {"model_type": "deepseek_v3", **TINY, "num_hidden_layers": 3, "num_key_value_heads": 4, "moe_intermediate_size": 11,
             "n_routed_experts": 8, "num_experts_per_tok": 3, "n_group": 4, "topk_group": 2, "first_k_dense_replace": 1,

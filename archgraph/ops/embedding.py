@@ -201,15 +201,19 @@ class RotaryEmbedding(Op):
      aliases=("t5_relative_attention_bias",), example={"num_buckets": 32, "heads": 8})
 class RelativePositionBias(Op):
     """T5 bucketed relative positions: query [B, S, ..] (, key [B, T, ..]) -> bias [1, heads, S, T];
-    `bidirectional` (an encoder's) or causal buckets (a decoder's), logarithmic up to `max_distance`."""
+    `bidirectional` (an encoder's) or causal buckets (a decoder's), logarithmic up to `max_distance`.
+    The table has `num_buckets` rows; `bucket_space` (default: num_buckets) is the number of buckets
+    the distances are sorted into, when a model sorts them into another number than its table has
+    (MPNet: 32, whatever its relative_attention_num_buckets)."""
 
     num_buckets: int
     heads: int
     bidirectional: bool = True
     max_distance: int = 128
+    bucket_space: int | None = None
 
     def __post_init__(self):
-        positive(self, "num_buckets", "heads")
+        positive(self, "num_buckets", "heads", "bucket_space")
 
     def infer_shape(self, query, key=None):
         s = _seq_len(query, "query")
@@ -223,7 +227,8 @@ class RelativePositionBias(Op):
         torch = run.torch
         s, t = query.shape[1], (key if key is not None else query).shape[1]
         relative = torch.arange(t, device=query.device)[None, :] - torch.arange(s, device=query.device)[:, None]
-        buckets = _t5_bucket(torch, relative, self.bidirectional, self.num_buckets, self.max_distance)
+        space = self.num_buckets if self.bucket_space is None else self.bucket_space
+        buckets = _t5_bucket(torch, relative, self.bidirectional, space, self.max_distance)
         return run.F.embedding(buckets, run.tensor("weight")).permute(2, 0, 1).unsqueeze(0)
 
     def init(self, tensor, value, init):
