@@ -90,21 +90,20 @@ class SpecModule(nn.Module):
     def _build(self, graph: Graph, prefix: str, trainable: bool, factory: dict, seen: set) -> None:
         for name, node in graph.nodes.items():
             if isinstance(node, OpNode):
-                path = join(prefix, name)
-                if path in seen:
-                    continue
-                seen.add(path)
-                self._tensors(node, path, factory)
+                self._tensors(node, join(prefix, name), factory, seen)
                 continue
             for i in range(node.repeat if not node.shared else min(node.repeat, 1)):
                 self._build(node.body, body_prefix(node, prefix, i), trainable, factory, seen)
 
-    def _tensors(self, node: OpNode, path: str, factory: dict) -> None:
+    def _tensors(self, node: OpNode, path: str, factory: dict, seen: set) -> None:
+        """The node's tensors, each once: nodes at one path (a shared block's repetitions, or two
+        ops writing to one module, as ModernBERT's rotary_emb) add the tensors not placed yet."""
         op = node.op
         for t in op.params():
-            if t.name in node.ties:
-                continue  # one Parameter under both names: placed once the owner exists
             full = join(path, t.name)
+            if t.name in node.ties or full in seen:
+                continue  # a tie: one Parameter under both names, placed once the owner exists
+            seen.add(full)
             value = torch.empty(tuple(t.shape), **factory)
             if factory["device"] != "meta" and str(value.device) != "meta":
                 with torch.no_grad():
@@ -115,6 +114,9 @@ class SpecModule(nn.Module):
             self._where[full] = (container, attr)
         for t in op.buffers():
             full = join(path, t.name)
+            if full in seen:
+                continue
+            seen.add(full)
             value = torch.zeros(tuple(t.shape), **factory)
             container, attr = self._place(full)
             if factory["device"] != "meta" and str(value.device) != "meta":

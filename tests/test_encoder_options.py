@@ -1,5 +1,6 @@
 """Ops' options the text-encoder families added, each on its own: relative_position_bias's
-`bucket_space` (MPNet)."""
+`bucket_space` (MPNet), attention's `window_side: both` and rotary_embedding's `prefix` and
+`original` (ModernBERT), and two ops writing their tensors into one module (`to_module`)."""
 from __future__ import annotations
 
 import pytest
@@ -47,3 +48,68 @@ nodes:
 def test_bucket_space_must_be_positive():
     with pytest.raises(SpecError, match="bucket_space=0"):
         RelativePositionBias(num_buckets=32, heads=2, bucket_space=0)
+
+
+Attention = REGISTRY["attention"]
+RotaryEmbedding = REGISTRY["rotary_embedding"]
+
+
+@pytest.mark.parametrize("side, window, visible", [
+    ("past", 2, lambda i, j: 0 <= i - j < 2),     # the last 2 keys, and the future (not causal)
+    ("both", 3, lambda i, j: abs(i - j) < 3),     # ModernBERT's local_attention 4: 2 on either side
+])
+def test_window_side_both_keeps_a_window_around_each_query(tmp_path, side, window, visible):
+    torch = pytest.importorskip("torch")
+    module = _module(tmp_path, f"""
+inputs: {{x: [B, S, 8]}}
+nodes:
+  - {{name: attn, op: attention, in: x, hidden: 8, heads: 1, qkv_bias: false, out_bias: false, window: {window},
+     window_side: {side}}}
+""")
+    with torch.no_grad():
+        for name, p in module.state_dict().items():  # q = k = 0: every visible key weighs the same
+            p.copy_(torch.eye(8) if name.startswith(("attn.v_", "attn.o_")) else torch.zeros(8, 8))
+        x = torch.randn(1, 7, 8)
+        got = module(x=x)["attn"][0]
+    for i in range(7):
+        keys = [j for j in range(7) if visible(i, j) or (side == "past" and j > i)]
+        assert torch.allclose(got[i], x[0, keys].mean(0), atol=1e-6), (i, keys)
+
+
+def test_window_side_both_keeps_no_cache():
+    op = Attention(hidden=8, heads=2, window=3, window_side="both")
+    assert op.cache([(1, 16, 8)], [(1, 16, 8)], decoder=False) is None
+
+
+def test_rotary_prefix_names_the_buffers_and_original_adds_the_copy():
+    op = RotaryEmbedding(head_dim=8, base=160000.0, prefix="full_attention_", original=True)
+    assert [(t.name, tuple(t.shape), t.persistent) for t in op.buffers()] == [
+        ("full_attention_inv_freq", (4,), False), ("full_attention_original_inv_freq", (4,), False)]
+    assert [t.name for t in RotaryEmbedding(head_dim=8).buffers()] == ["inv_freq"]
+    with pytest.raises(SpecError, match="prefix must be letters, digits and _"):
+        RotaryEmbedding(head_dim=8, prefix="full attention")
+
+
+def test_two_rotary_tables_in_one_module(tmp_path):
+    torch = pytest.importorskip("torch")
+    module = _module(tmp_path, """
+inputs: {x: [B, S, 8]}
+blocks:
+  tables:
+    args: [full]
+    inputs: [x]
+    outputs: ["rotary_emb:0"]
+    nodes:
+      - {name: rotary_emb, op: rotary_embedding, in: x, head_dim: 4, base: 100.0, prefix: full_, original: true,
+         when: full}
+      - {name: rotary_emb, op: rotary_embedding, in: x, head_dim: 4, base: 10.0, prefix: local_, when: not full}
+nodes:
+  - {name: a, block: tables, path: "''", in: x, full: true}
+  - {name: b, block: tables, path: "''", in: x, full: false}
+""")
+    buffers = dict(module.named_buffers())
+    assert sorted(buffers) == ["rotary_emb.full_inv_freq", "rotary_emb.full_original_inv_freq",
+                               "rotary_emb.local_inv_freq"]
+    assert torch.allclose(buffers["rotary_emb.full_inv_freq"], torch.tensor([1.0, 0.1]))
+    assert torch.allclose(buffers["rotary_emb.local_inv_freq"], torch.tensor([1.0, 10 ** -0.5]))
+    assert module.state_dict().keys() == set()  # not persistent

@@ -270,6 +270,21 @@ MPNET = {"model_type": "mpnet", **TINY, "relative_attention_num_buckets": 40, "h
 for arch in ("MPNetModel", "MPNetForMaskedLM", "MPNetForSequenceClassification", "MPNetForTokenClassification",
              "MPNetForQuestionAnswering"):
     CASES[arch] = {**MPNET, "architectures": [arch], "num_labels": 2 if "Question" in arch else 3}
+MODERNBERT = {"model_type": "modernbert", **TINY, "num_hidden_layers": 4, "local_attention": 4, "pad_token_id": 0,
+              "bos_token_id": 1, "eos_token_id": 2, "cls_token_id": 1, "sep_token_id": 2,
+              "global_rope_theta": 500.0, "local_rope_theta": 20.0}
+for arch in ("ModernBertModel", "ModernBertForMaskedLM", "ModernBertForSequenceClassification",
+             "ModernBertForTokenClassification", "ModernBertForQuestionAnswering"):
+    CASES[arch] = {**MODERNBERT, "architectures": [arch], "num_labels": 2 if "Question" in arch else 3}
+CASES["modernbert-biases-mean-untied"] = {**MODERNBERT, "architectures": ["ModernBertForSequenceClassification"],
+                                          "attention_bias": True, "mlp_bias": True, "norm_bias": True,
+                                          "classifier_bias": True, "classifier_pooling": "mean",
+                                          "global_attn_every_n_layers": 2, "local_attention": 2,
+                                          "classifier_activation": "silu", "hidden_activation": "gelu_new"}
+CASES["modernbert-mlm-untied-no-decoder-bias"] = {**MODERNBERT, "architectures": ["ModernBertForMaskedLM"],
+                                                  "tie_word_embeddings": False, "decoder_bias": False,
+                                                  "layer_types": ["sliding_attention", "full_attention",
+                                                                  "sliding_attention", "sliding_attention"]}
 
 DEEPSEEK = {"model_type": "deepseek_v3", **TINY, "num_hidden_layers": 3, "num_key_value_heads": 4, "moe_intermediate_size": 11,
             "n_routed_experts": 8, "num_experts_per_tok": 3, "n_group": 4, "topk_group": 2, "first_k_dense_replace": 1,

@@ -39,11 +39,12 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
 PREFIX.update({"mamba": "Mamba", "falcon_mamba": "FalconMamba", "jamba": "Jamba"})  # state-space families (issue 11)
 PREFIX.update({"deepseek_v3": "DeepseekV3"})  # issue 11
 PREFIX.update({"mamba2": "Mamba2", "recurrent_gemma": "RecurrentGemma"})  # fixed-state families
-PREFIX.update({"electra": "Electra", "mpnet": "MPNet"})  # text encoders (issue 12)
+PREFIX.update({"electra": "Electra", "mpnet": "MPNet", "modernbert": "ModernBert"})  # text encoders (issue 12)
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen", "deepseek_v3"}
 ROTARY.add("recurrent_gemma")
+ROTARY |= {"modernbert"}  # text encoders (issue 12)
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -128,6 +129,11 @@ def mutate(rng, cfg):
     if mt == "whisper":
         cfg.update(num_mel_bins=rng.randint(2, 10), max_source_positions=rng.randint(4, 20))
     if "relative_attention_num_buckets" in cfg: cfg["relative_attention_num_buckets"] = rng.randint(2, 40)
+    if mt == "modernbert":  # text encoders (issue 12): the layer schedule, window, pooling and biases
+        cfg.update(global_attn_every_n_layers=rng.randint(1, 4), local_attention=rng.choice([2, 4, 6, 128]),
+                   classifier_pooling=rng.choice(["cls", "mean"]), layer_types=None)
+        for k in ("attention_bias", "mlp_bias", "norm_bias", "classifier_bias", "decoder_bias"):
+            cfg[k] = rng.random() < 0.5
     if mt in ("mamba", "falcon_mamba"):  # the mixer's sizes; intermediate_size (when kept) wins over expand
         cfg.update(state_size=rng.randint(1, 9), conv_kernel=rng.randint(1, 5), expand=rng.randint(1, 3),
                    time_step_rank=rng.choice(["auto", rng.randint(1, 9)]), use_conv_bias=rng.random() < 0.5,

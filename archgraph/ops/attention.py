@@ -36,7 +36,8 @@ class Attention(Op):
     first rotary_dim dims, as Hugging Face's rotate_half; `rotary: interleaved` pairs neighbouring dims, as GPT-J); or separate sources for keys and values, `k` [B, T, kdim] and
     `v` [B, T, vdim] (a Perceiver's latents attending to inputs of other widths).  `sinks` adds a
     learned logit per head (`sinks` [heads]) to every query's softmax, a share of the weight that
-    reads no value (gpt-oss).
+    reads no value (gpt-oss).  `window` keeps
+    the keys less than `window` positions before each query (`window_side: both`: on either side).
     """
 
     hidden: int
@@ -54,6 +55,8 @@ class Attention(Op):
     kdim: int | None = None  # width of the keys' source (default kv_hidden, else hidden)
     vdim: int | None = None  # width of the values' source
     window: int | None = None  # sliding window: each query sees the last `window` keys (Mistral, Gemma 2)
+    window_side: Literal["past", "both"] = "past"  # both: and the next window - 1 keys too, a window
+    #   around each query (ModernBERT's local attention: window = local_attention // 2 + 1)
     qkv_layout: Literal["blocks", "heads", "groups"] = "blocks"  # fused: [q|k|v], per head (BLOOM,
     #   NeoX: [q,k,v] of head 1, head 2, ...) or per key/value group (Falcon: [q..., k, v] per group)
     qkv_groups: int = 1  # blocks: the fused output is this many equal groups, each [q | k | v] of
@@ -222,7 +225,7 @@ class Attention(Op):
             pairs = self.rotary == "interleaved"
             q, key = _rotate(torch, q, rope, rope_sin, pairs), _rotate(torch, key, rope, rope_sin, pairs)
         out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
-                     run.tensor("sinks") if self.sinks else None)
+                     run.tensor("sinks") if self.sinks else None, self.window_side == "both")
         out = out.transpose(1, 2).reshape(b, s, q_ * d)
         return self._project(run, names[-1], out, self.out_bias)
 
@@ -468,7 +471,8 @@ def _rotate(torch, x, cos, sin, interleaved: bool = False):
     return torch.cat([rot * cos + turned * sin, rest], dim=-1)
 
 
-def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False, sinks=None):
+def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False, sinks=None,
+           both_sides: bool = False):
     """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors; keys and values repeated
     for grouped heads; the softmax in float32, as Hugging Face's eager attention.  `sinks` [heads]:
     one more logit per head in each softmax, dropped after it (its weight goes to no value)."""
@@ -488,7 +492,7 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
         j = torch.arange(t, device=q.device)[None, :]
         hidden = (j > i) if causal else torch.zeros(s, t, dtype=torch.bool, device=q.device)
         if window is not None:
-            hidden = hidden | (i - j >= window)
+            hidden = hidden | ((i - j).abs() >= window if both_sides else i - j >= window)
         scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
     if sinks is not None:
         column = sinks.reshape(1, -1, 1, 1).expand(scores.shape[0], -1, s, 1).to(scores.dtype)

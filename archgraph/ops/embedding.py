@@ -118,7 +118,11 @@ class RotaryEmbedding(Op):
     frequencies of dims that turn fewer than `beta_slow` times over `original_max` positions are
     divided by factor, those that turn more than `beta_fast` times are kept, and a linear ramp
     (its ends rounded out with `truncate`) blends the ones between.  The tables are multiplied by
-    `attention_factor` (YaRN's mscale ratio; 1 for plain RoPE)."""
+    `attention_factor` (YaRN's mscale ratio; 1 for plain RoPE).
+
+    Otherwise the buffer is named `{prefix}inv_freq`; `original: true` adds the copy transformers
+    5 keeps for dynamic rope updates, `{prefix}original_inv_freq` (ModernBERT's rotary_emb holds
+    full_attention_inv_freq, full_attention_original_inv_freq and the same for sliding_attention)."""
 
     head_dim: int
     rotary_dim: int | None = None
@@ -131,6 +135,8 @@ class RotaryEmbedding(Op):
     beta_slow: float = 1.0
     truncate: bool = True
     attention_factor: float = 1.0
+    prefix: str = ""
+    original: bool = False
 
     def __post_init__(self):
         positive(self, "head_dim", "positions")
@@ -143,6 +149,9 @@ class RotaryEmbedding(Op):
         if self.scaling == "yarn" and (self.original_max is None or self.original_max <= 0 or self.factor <= 0):
             raise invalid(self, f"scaling 'yarn' needs a positive factor and original_max (the positions it was "
                                 f"trained on); received factor={self.factor}, original_max={self.original_max}")
+        if self.prefix and not self.prefix.replace("_", "a").isalnum():
+            raise invalid(self, f"prefix must be letters, digits and _ (it starts the buffer's name); "
+                                f"received {self.prefix!r}")
 
     @property
     def dim(self) -> int:
@@ -162,7 +171,9 @@ class RotaryEmbedding(Op):
         if self.positions is not None:
             yield Tensor("", (self.positions, self.width), persistent=False)
         else:
-            yield Tensor("inv_freq", (ceil_div(self.dim, 2),), persistent=False)
+            yield Tensor(f"{self.prefix}inv_freq", (ceil_div(self.dim, 2),), persistent=False)
+            if self.original:
+                yield Tensor(f"{self.prefix}original_inv_freq", (ceil_div(self.dim, 2),), persistent=False)
 
     def forward(self, run, x):
         torch = run.torch
@@ -171,7 +182,7 @@ class RotaryEmbedding(Op):
             cos, sin = torch.cat([cos, cos], dim=-1)[None], torch.cat([sin, sin], dim=-1)[None]
         else:
             positions = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)
-            freqs = positions[:, None] * run.tensor("inv_freq").float()[None, :]
+            freqs = positions[:, None] * run.tensor(f"{self.prefix}inv_freq").float()[None, :]
             emb = torch.cat([freqs, freqs], dim=-1)[None]
             cos, sin = emb.cos(), emb.sin()
         if self.attention_factor != 1:
