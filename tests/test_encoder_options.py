@@ -113,3 +113,53 @@ nodes:
     assert torch.allclose(buffers["rotary_emb.full_inv_freq"], torch.tensor([1.0, 0.1]))
     assert torch.allclose(buffers["rotary_emb.local_inv_freq"], torch.tensor([1.0, 10 ** -0.5]))
     assert module.state_dict().keys() == set()  # not persistent
+
+
+DisentangledAttention = REGISTRY["disentangled_attention"]
+
+
+@pytest.mark.parametrize("hp, names", [
+    ({"c2p": True, "p2c": True}, ["query_proj", "key_proj", "value_proj", "pos_key_proj", "pos_query_proj"]),
+    ({"c2p": True, "p2c": False}, ["query_proj", "key_proj", "value_proj", "pos_key_proj"]),
+    ({"share_att_key": True}, ["query_proj", "key_proj", "value_proj"]),
+    ({"relative": False}, ["query_proj", "key_proj", "value_proj"]),
+])
+def test_disentangled_attention_tensors(hp, names):
+    op = DisentangledAttention(hidden=12, heads=3, span=4, **hp)
+    assert [t.name for t in op.params()] == [f"{n}.{w}" for n in names for w in ("weight", "bias")]
+    assert {tuple(t.shape) for t in op.params()} == {(12, 12), (12,)}
+    assert op.infer_shape((2, 7, 12), (8, 12) if op.relative else None) == (2, 7, 12)
+
+
+def test_disentangled_attention_log_buckets():
+    torch = pytest.importorskip("torch")
+    op = DisentangledAttention(hidden=12, heads=3, span=8, buckets=8, max_position=20)
+    distance = torch.tensor([-19, -5, -4, -3, 0, 3, 4, 5, 19, 100])
+    # exact within +-buckets/2 = 4; beyond: mid + ceil(log(|d| / 4) / log(19 / 4) * 3), signed
+    assert op._bucket(torch, distance).tolist() == [-7, -5, -4, -3, 0, 3, 4, 5, 7, 11]
+    assert DisentangledAttention(hidden=12, heads=3, span=8)._bucket(torch, distance).tolist() == distance.tolist()
+
+
+def test_disentangled_attention_without_positions_is_attention_scaled_by_the_terms(tmp_path):
+    torch = pytest.importorskip("torch")
+    module = _module(tmp_path, """
+inputs: {x: [B, S, 12]}
+nodes:
+  - {name: attn, op: disentangled_attention, in: [x], hidden: 12, heads: 3, span: 1, relative: false}
+""")
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.normal_()
+        x = torch.randn(2, 5, 12)
+        got = module(x=x)["attn"]
+    state = module.state_dict()
+    q, k, v = (torch.nn.functional.linear(x, state[f"attn.{n}_proj.weight"], state[f"attn.{n}_proj.bias"])
+               .view(2, 5, 3, 4).transpose(1, 2) for n in ("query", "key", "value"))
+    probs = ((q @ k.transpose(-1, -2)) / (4 * 3) ** 0.5).softmax(-1)  # c2p and p2c still count in the scale
+    assert torch.allclose(got, (probs @ v).transpose(1, 2).reshape(2, 5, 12), atol=1e-5)
+
+
+def test_disentangled_attention_reads_its_table():
+    with pytest.raises(SpecError, match="relative attention reads the relative embeddings"):
+        DisentangledAttention(hidden=12, heads=3, span=4).infer_shape((2, 7, 12))

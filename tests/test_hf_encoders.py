@@ -78,3 +78,18 @@ def test_a_class_the_family_does_not_have_is_refused(tmp_path, model_type, archi
     with pytest.raises(ArchgraphError) as err:
         load_config(write_config(tmp_path, model_type=model_type, architectures=[architecture]))
     assert err.value.message.endswith(f"model class '{architecture}' is not supported for model_type '{model_type}'")
+
+
+def test_deberta_v2_refuses_the_non_legacy_mlm_head_by_its_key(tmp_path):
+    base = dict(model_type="deberta-v2", architectures=["DebertaV2ForMaskedLM"], vocab_size=50, hidden_size=8,
+                num_attention_heads=2, num_hidden_layers=1, intermediate_size=4)
+    assert _params(tmp_path, **base, legacy=True).total == _params(tmp_path, **base).total
+    with pytest.raises(ArchgraphError, match="'legacy' is false, which archgraph does not know for model_type "
+                                             "'deberta-v2'"):
+        _params(tmp_path, **base, legacy=False)
+
+
+def test_deberta_v2_refuses_a_string_pos_att_type(tmp_path):
+    with pytest.raises(ArchgraphError, match="'pos_att_type' must be a list"):
+        _params(tmp_path, model_type="deberta-v2", hidden_size=8, num_attention_heads=2, num_hidden_layers=1,
+                intermediate_size=4, relative_attention=True, pos_att_type="p2c|c2p")

@@ -84,6 +84,17 @@ CASES = [
          {"weight": (32, 8)}),
     case("relative_position_bias", {"num_buckets": 32, "heads": 8}, [(B, S, 512), (B, T, 512)],
          (1, 8, S, T), {"weight": (32, 8)}, id="relative_position_bias-cross"),
+    # DeBERTa-v3-base: 256 buckets each side, the positions' keys and queries from key_proj and query_proj
+    case("disentangled_attention", {"hidden": 768, "heads": 12, "span": 256, "buckets": 256, "share_att_key": True},
+         [(2, 10, 768), (512, 768)], (2, 10, 768),
+         {f"{n}_proj.{w}": (768, 768) if w == "weight" else (768,) for n in ("query", "key", "value")
+          for w in ("weight", "bias")},
+         flops=3 * 2 * 2 * 10 * 768 * 768 + 2 * 2 * 2 * 12 * 10 * 10 * 64
+         + 2 * (2 * 2 * 256 * 768 * 768 + 2 * 2 * 12 * 10 * 512 * 64)),
+    case("disentangled_attention", {"hidden": 12, "heads": 3, "span": 4, "p2c": False}, [(B, S, 12), (8, 12)],
+         (B, S, 12), {f"{n}.{w}": (12, 12) if w == "weight" else (12,)
+                      for n in ("query_proj", "key_proj", "value_proj", "pos_key_proj") for w in ("weight", "bias")},
+         id="disentangled_attention-c2p-own-keys"),
 
     # ---- normalisation ------------------------------------------------------------------
     case("layer_norm", {"normalized_shape": 768}, [(B, S, 768)], (B, S, 768),

@@ -281,6 +281,19 @@ CASES["modernbert-biases-mean-untied"] = {**MODERNBERT, "architectures": ["Moder
                                           "classifier_bias": True, "classifier_pooling": "mean",
                                           "global_attn_every_n_layers": 2, "local_attention": 2,
                                           "classifier_activation": "silu", "hidden_activation": "gelu_new"}
+DEBERTA = {"model_type": "deberta-v2", **TINY, "type_vocab_size": 2, "relative_attention": True, "position_buckets": 4,
+           "max_relative_positions": 16, "pos_att_type": ["p2c", "c2p"], "norm_rel_ebd": "layer_norm",
+           "share_att_key": True, "position_biased_input": False}
+for arch in ("DebertaV2Model", "DebertaV2ForMaskedLM", "DebertaV2ForSequenceClassification",
+             "DebertaV2ForTokenClassification", "DebertaV2ForQuestionAnswering"):
+    CASES[arch] = {**DEBERTA, "architectures": [arch], "num_labels": 2 if "Question" in arch else 3}
+CASES["deberta-v2-separate-keys-conv"] = {**DEBERTA, "architectures": ["DebertaV2Model"], "share_att_key": False,
+                                          "position_buckets": -1, "max_relative_positions": 3,
+                                          "position_biased_input": True, "conv_kernel_size": 3, "conv_groups": 2,
+                                          "embedding_size": 16, "hidden_act": "gelu_new"}
+CASES["deberta-v2-c2p-only-mlm-untied"] = {**DEBERTA, "architectures": ["DebertaV2ForMaskedLM"],
+                                           "pos_att_type": ["c2p"], "tie_word_embeddings": False,
+                                           "embedding_size": 20}
 CASES["modernbert-mlm-untied-no-decoder-bias"] = {**MODERNBERT, "architectures": ["ModernBertForMaskedLM"],
                                                   "tie_word_embeddings": False, "decoder_bias": False,
                                                   "layer_types": ["sliding_attention", "full_attention",

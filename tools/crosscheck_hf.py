@@ -39,7 +39,7 @@ PREFIX = {"bert": "Bert", "roberta": "Roberta", "distilbert": "DistilBert", "alb
 PREFIX.update({"mamba": "Mamba", "falcon_mamba": "FalconMamba", "jamba": "Jamba"})  # state-space families (issue 11)
 PREFIX.update({"deepseek_v3": "DeepseekV3"})  # issue 11
 PREFIX.update({"mamba2": "Mamba2", "recurrent_gemma": "RecurrentGemma"})  # fixed-state families
-PREFIX.update({"electra": "Electra", "mpnet": "MPNet", "modernbert": "ModernBert"})  # text encoders (issue 12)
+PREFIX.update({"electra": "Electra", "mpnet": "MPNet", "modernbert": "ModernBert", "deberta-v2": "DebertaV2"})  # text encoders (issue 12)
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen", "deepseek_v3"}
@@ -129,6 +129,13 @@ def mutate(rng, cfg):
     if mt == "whisper":
         cfg.update(num_mel_bins=rng.randint(2, 10), max_source_positions=rng.randint(4, 20))
     if "relative_attention_num_buckets" in cfg: cfg["relative_attention_num_buckets"] = rng.randint(2, 40)
+    if mt == "deberta-v2":  # text encoders (issue 12): relative attention, its buckets and terms, the conv layer
+        cfg.update(relative_attention=rng.random() < 0.8, position_buckets=rng.choice([-1, 2, 4, 8]),
+                   max_relative_positions=rng.choice([-1, 3, 9]), share_att_key=rng.random() < 0.5,
+                   pos_att_type=rng.choice([["p2c", "c2p"], ["c2p"], ["p2c"], []]),
+                   norm_rel_ebd=rng.choice(["none", "layer_norm"]), position_biased_input=rng.random() < 0.5,
+                   conv_kernel_size=rng.choice([0, 0, 1, 3]), embedding_size=rng.choice([None, rng.randint(3, 20)]))
+        if cfg["embedding_size"] is None: del cfg["embedding_size"]
     if mt == "modernbert":  # text encoders (issue 12): the layer schedule, window, pooling and biases
         cfg.update(global_attn_every_n_layers=rng.randint(1, 4), local_attention=rng.choice([2, 4, 6, 128]),
                    classifier_pooling=rng.choice(["cls", "mean"]), layer_types=None)
