@@ -120,9 +120,10 @@ class RotaryEmbedding(Op):
     (its ends rounded out with `truncate`) blends the ones between.  The tables are multiplied by
     `attention_factor` (YaRN's mscale ratio; 1 for plain RoPE).
 
-    Otherwise the buffer is named `{prefix}inv_freq`; `original: true` adds the copy transformers
-    5 keeps for dynamic rope updates, `{prefix}original_inv_freq` (ModernBERT's rotary_emb holds
-    full_attention_inv_freq, full_attention_original_inv_freq and the same for sliding_attention)."""
+    Without `positions` the buffer is named `{prefix}inv_freq`; `original: true` adds the copy
+    transformers 5 keeps for dynamic rope updates, `{prefix}original_inv_freq` (ModernBERT's
+    rotary_emb holds full_attention_inv_freq, full_attention_original_inv_freq and the same for
+    sliding_attention)."""
 
     head_dim: int
     rotary_dim: int | None = None
