@@ -27,6 +27,7 @@ from ..passes.shapes import ShapeReport, infer_shapes
 from ..passes.walk import Run
 from ..spec.ties import find_tensor, tie_owner
 from .palette import SHARE_BINS, category_color, human, share_bin
+from .pattern import Pattern, kinds, repeating
 
 # Hyperparameters that are noise in a figure (naming and numerics, not architecture).
 HIDDEN_HPARAMS = frozenset({"eps", "weight_layout", "names", "momentum", "track_running_stats"})
@@ -68,7 +69,10 @@ def drawn_boxes(graph: Graph, options: DiagramOptions, level: int = 0, cache: di
     key = (id(graph), level)
     if key not in cache:
         count = 0
-        for node in graph.nodes.values():
+        skipped = set() if options.expand else {n for p in repeating(graph).values() for n in p.skipped}
+        for name, node in graph.nodes.items():
+            if name in skipped:
+                continue
             if isinstance(node, OpNode):
                 count += 1
             elif node.repeat == 0:
@@ -175,13 +179,32 @@ class _Drawer:
         return self.dot
 
     def _graph(self, container, scope: _Scope) -> None:
+        patterns = {} if self.options.expand else repeating(scope.graph)
+        done: set[str] = set()
         for name, node in scope.graph.nodes.items():
             path = join(scope.prefix, name)
+            if name in done:
+                continue
             if isinstance(node, OpNode):
                 self._op(container, scope, name, node, path)
                 scope.outs[name] = [(path, s) for s in scope.run.values[name]]
+            elif name in patterns:
+                done |= self._pattern(container, scope, patterns[name])
             else:
                 scope.outs[name] = self._block(container, scope, name, node)
+
+    def _pattern(self, container, scope: _Scope, pattern: Pattern) -> set[str]:
+        """One period of a repeating schedule, in a dashed cluster that says how often it repeats; the
+        runs it stands for hand on what its last run gives."""
+        with container.subgraph(name=f"cluster_{join(scope.prefix, pattern.drawn[0])} (pattern)") as sub:
+            sub.attr(label=_html(f"<b>{escape(_short(pattern.label))}</b>", align="left"), style="rounded,dashed",
+                     color="#777777", fontname=FONT, fontsize="11", labeljust="l", margin="10")
+            for name in pattern.drawn:
+                scope.outs[name] = self._block(sub, scope, name, scope.graph.nodes[name])
+        last = scope.outs[pattern.drawn[-1]]
+        for name in pattern.skipped:
+            scope.outs[name] = [(end[0], shape) for end, shape in zip(last, scope.run.values[name])]
+        return set(pattern.drawn) | set(pattern.skipped)
 
     def _op(self, container, scope: _Scope, name: str, node: OpNode, path: str) -> None:
         rows = node_tensors(node)
@@ -250,9 +273,12 @@ class _Drawer:
         """A block drawn as one node (below the depth limit)."""
         per = graph_totals(node.body, self.params.cache)
         total = call_totals(node, per).total
-        lines = [f"<b>{escape(_short(name))}{_times(node)}</b>",
+        shown = node.label if node.scheduled else name  # a run of a schedule: `layers.2..5`, not its key
+        lines = [f"<b>{escape(_short(shown))}{_times(node)}</b>",
                  _small(f"<i>{escape(node.block)}</i>")]
         lines += [_small(escape(t)) for t in _count_lines(node, per.total, total)]
+        if node.scheduled:  # which kind of layer this run is: the ops that hold its parameters
+            lines.append(_small(escape(" + ".join(kinds(node.body)))))
         fill, ink = self._fill(max(per.by_category, key=per.by_category.get, default="other"),
                                total * scope.times, total > 0)
         outline = "box3d" if node.repeat > 1 else "box"

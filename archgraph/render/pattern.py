@@ -1,0 +1,90 @@
+"""Layer schedules that repeat a pattern, for drawing them once.
+
+A call whose repetitions differ is built as one BlockNode per run of equal repetitions
+(`layers#0`, `layers#1`, ..., `layers`).  When the runs repeat with a period (Jamba: Mamba and
+MLP, Mamba and MoE, ..., attention every eighth layer), a diagram draws the first period and
+says how often it repeats, instead of one box per run.
+
+>>> from archgraph import load
+>>> repeating(load("gpt2").graph)
+{}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..graph import BlockNode, Graph
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """The runs `drawn` (one period) stand for those in `skipped`; `layers` repetitions in all,
+    `period` of them in one period."""
+
+    drawn: tuple[str, ...]
+    skipped: tuple[str, ...]
+    segment: str
+    start: int
+    layers: int
+    period: int
+
+    @property
+    def label(self) -> str:
+        """`layers.0..31: the 8 layers of layers.0..7 repeat (4 × 8)`."""
+        whole, rest = divmod(self.layers, self.period)
+        times = f"{whole} × {self.period}" + (f" + {rest}" if rest else "")
+        first, last = self.start, self.start + self.layers - 1
+        return (f"{self.segment}.{first}..{last}: the {self.period} layers of "
+                f"{self.segment}.{first}..{first + self.period - 1} repeat ({times})")
+
+
+def repeating(graph: Graph) -> dict[str, Pattern]:
+    """The first run of each schedule of `graph` whose runs repeat with a period of at least two
+    runs, covered twice or more (the last period may be cut short) -> its Pattern."""
+    out: dict[str, Pattern] = {}
+    for runs in _schedules(graph):
+        period = _period([(id(n.body), n.repeat) for n in runs])
+        if period is None:
+            continue
+        layers = sum(n.repeat for n in runs)
+        out[runs[0].name] = Pattern(tuple(n.name for n in runs[:period]), tuple(n.name for n in runs[period:]),
+                                    runs[0].segment, runs[0].start, layers, sum(n.repeat for n in runs[:period]))
+    return out
+
+
+def _schedules(graph: Graph) -> list[list[BlockNode]]:
+    """The runs of each scheduled call, in order (consecutive nodes of one segment, start after start)."""
+    groups: list[list[BlockNode]] = []
+    for node in graph.nodes.values():
+        if not (isinstance(node, BlockNode) and node.scheduled):
+            continue
+        last = groups[-1][-1] if groups else None
+        if last is not None and last.segment == node.segment and last.block == node.block \
+                and last.start + last.repeat == node.start:
+            groups[-1].append(node)
+        else:
+            groups.append([node])
+    return groups
+
+
+def _period(seq: list[tuple[int, int]]) -> int | None:
+    """The smallest p >= 2 with seq[i] == seq[i - p] for every i >= p (the last item may hold fewer
+    repetitions) and len(seq) >= 2p; None when there is none."""
+    for p in range(2, len(seq) // 2 + 1):
+        if all(seq[i] == seq[i - p] or (i == len(seq) - 1 and seq[i][0] == seq[i - p][0]
+                                        and seq[i][1] < seq[i - p][1]) for i in range(p, len(seq))):
+            return p
+    return None
+
+
+def kinds(graph: Graph) -> list[str]:
+    """The ops of a block's body that hold parameters, norms and embeddings aside, each once, in
+    order (`mamba_mixer`, `moe`): what tells the runs of a layer schedule apart."""
+    found: list[str] = []
+    for node in graph.nodes.values():
+        if isinstance(node, BlockNode):
+            found += [k for k in kinds(node.body) if k not in found]
+        elif node.op.category not in ("norm", "embedding") and any(True for _ in node.op.params()) \
+                and node.op.op_name not in found:
+            found.append(node.op.op_name)
+    return found
