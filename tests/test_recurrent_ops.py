@@ -151,3 +151,15 @@ def test_the_embedding_scale_is_sqrt_hidden_in_a_bfloat16_scalar_buffer(tmp_path
     with torch.no_grad():
         module(input_ids=torch.tensor([[1, 2]]))
     assert module.tensor("normalizer").item() == 5.65625  # sqrt(32) = 5.65685... held in bfloat16
+
+
+def test_recurrent_gemma_refuses_a_rope_type_transformers_cannot_build_by_its_key(tmp_path, cli):
+    config = {"model_type": "recurrent_gemma", "vocab_size": 11, "hidden_size": 32, "num_hidden_layers": 3,
+              "num_attention_heads": 4, "intermediate_size": 4}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "rope_parameters": {"rope_type": "default", "rope_theta": 500.0}}))
+    assert cli("params", str(path))[0] == 0
+    path.write_text(json.dumps({**config, "rope_parameters": {"rope_type": "linear", "factor": 2.0}}))
+    code, _, err = cli("params", str(path))
+    assert code == 2 and "'rope_parameters.rope_type' is \"linear\", which archgraph does not know for " \
+                         "model_type 'recurrent_gemma'" in err
