@@ -14,8 +14,8 @@ from . import base
 from .base import Op, Tensor
 
 INDEX = {  # op name -> the module of archgraph.ops that declares it
-    **dict.fromkeys(["activation", "dropout", "gelu", "glu", "identity", "relu", "sigmoid", "silu", "softmax",
-                     "tanh"],
+    **dict.fromkeys(["activation", "dropout", "gelu", "glu", "identity", "relu", "sigmoid", "silu", "softcap",
+                     "softmax", "tanh"],
                     "activation"),
     **dict.fromkeys(["attention", "multihead_attention", "sdpa"], "attention"),
     "latent_attention": "latent_attention",

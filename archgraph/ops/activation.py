@@ -106,6 +106,22 @@ class Tanh(Pointwise):
         return run.torch.tanh(x)
 
 
+@op("softcap", aliases=("logit_softcapping", "tanh_softcap"), example={"cap": 30.0})
+class Softcap(Pointwise):
+    """cap·tanh(x / cap): a smooth bound of x to (-cap, cap), near the identity for |x| much
+    below cap (Gemma 2's final_logit_softcapping; attention's `softcap` does it to the scores)."""
+
+    cap: float
+    cost = 6  # a division, a tanh, a product
+
+    def __post_init__(self):
+        if not self.cap > 0:
+            raise invalid(self, f"cap must be positive; received {self.cap}")
+
+    def forward(self, run, x):
+        return run.torch.tanh(x / self.cap) * self.cap
+
+
 @op("sigmoid", aliases=("nn.Sigmoid",))
 class Sigmoid(Pointwise):
     """1 / (1 + e^-x)."""

@@ -37,7 +37,9 @@ class Attention(Op):
     `v` [B, T, vdim] (a Perceiver's latents attending to inputs of other widths).  `sinks` adds a
     learned logit per head (`sinks` [heads]) to every query's softmax, a share of the weight that
     reads no value (gpt-oss).  `window` keeps
-    the keys less than `window` positions before each query (`window_side: both`: on either side).
+    the keys less than `window` positions before each query (`window_side: both`: on either side).  `softcap`
+    bounds the scaled scores smoothly to (-softcap, softcap) (Gemma 2); `qk_norm_offset: 1` makes
+    the q/k norms scale by 1 + weight (Gemma 3).
     """
 
     hidden: int
@@ -72,9 +74,14 @@ class Attention(Op):
     qk_norm_eps: float = 1e-6
     sinks: bool = False  # a learned logit per head (`sinks` [heads]) that joins each query's softmax and
     #   takes a share of the weight without a value (gpt-oss's attention sinks)
+    qk_norm_offset: float = 0.0  # the q/k norms scale by offset + weight (Gemma 3: 1, its norms' 1 + weight)
+    softcap: float | None = None  # the scaled scores (before the bias and the mask) become
+    #   softcap·tanh(scores / softcap): Gemma 2's attn_logit_softcapping
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups")
+        if self.softcap is not None and not self.softcap > 0:
+            raise invalid(self, f"softcap must be positive (or null: no capping); received {self.softcap}")
         if self.kv_hidden is not None and (self.kdim is not None or self.vdim is not None):
             raise invalid(self, "give kv_hidden (one source for keys and values) or kdim/vdim, not both")
         if self.heads % self.n_kv:
@@ -225,14 +232,21 @@ class Attention(Op):
             pairs = self.rotary == "interleaved"
             q, key = _rotate(torch, q, rope, rope_sin, pairs), _rotate(torch, key, rope, rope_sin, pairs)
         out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
-                     run.tensor("sinks") if self.sinks else None, self.window_side == "both")
+                     run.tensor("sinks") if self.sinks else None, self.window_side == "both",
+                     self.softcap)
         out = out.transpose(1, 2).reshape(b, s, q_ * d)
         return self._project(run, names[-1], out, self.out_bias)
 
     def _rms(self, run, name, x):
         """RMSNorm over the last dim with the weight `name`.weight (the rms_norm op's computation)."""
         from .norm import rms_normalize
-        return rms_normalize(run.torch, x, self.qk_norm_eps, run.tensor(f"{name}.weight"))
+        return rms_normalize(run.torch, x, self.qk_norm_eps, run.tensor(f"{name}.weight"), self.qk_norm_offset)
+
+    def init(self, tensor, value, init):
+        if tensor.name.endswith("_norm.weight") and self.qk_norm_offset:
+            init.zeros(value)  # offset + 0: the norm starts as the identity scale, as Gemma 3's
+        else:
+            init.default(value, tensor.name)
 
     def _project(self, run, name, x, bias):
         weight = run.tensor(f"{name}.weight")
@@ -472,20 +486,22 @@ def _rotate(torch, x, cos, sin, interleaved: bool = False):
 
 
 def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False, sinks=None,
-           both_sides: bool = False):
+           both_sides: bool = False, softcap=None):
     """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors; keys and values repeated
     for grouped heads; the softmax in float32, as Hugging Face's eager attention.  `sinks` [heads]:
-    one more logit per head in each softmax, dropped after it (its weight goes to no value)."""
+    one more logit per head in each softmax, dropped after it (its weight goes to no value).
+    `softcap` caps the scaled scores (softcap·tanh(s / softcap)) before the bias and the mask."""
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
         k = k.repeat_interleave(heads // kv_heads, dim=1)
         v = v.repeat_interleave(heads // kv_heads, dim=1)
     factor = q.shape[-1] ** -0.5 if scale is None else scale
     scores = torch.matmul(q, k.transpose(-1, -2))
+    cap = (lambda t: torch.tanh(t / softcap) * softcap) if softcap is not None else (lambda t: t)
     if bias is not None and bias_scaled:
-        scores = (scores + bias) * factor
-    else:
-        scores = scores * factor + (bias if bias is not None else 0)
+        scores = cap((scores + bias) * factor)
+    else:  # capped before the bias, as transformers adds its mask: a masked score stays masked
+        scores = cap(scores * factor) + (bias if bias is not None else 0)
     s, t = q.shape[-2], k.shape[-2]
     if causal or window is not None:
         i = torch.arange(s, device=q.device)[:, None] + (t - s)

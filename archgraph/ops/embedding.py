@@ -6,7 +6,7 @@ from typing import Literal
 
 import math
 
-from ..dims import Shape, ceil_div
+from ..dims import Shape, ceil_div, prod
 from .base import Op, Tensor, check, expect_rank, invalid, op, positive
 
 
@@ -23,10 +23,14 @@ def _fits(seq, limit: int, owner: str) -> None:
 @op("embedding", category="embedding",
      aliases=("nn.Embedding", "token_embedding"), example={"num_embeddings": 50257, "embedding_dim": 768})
 class Embedding(Op):
-    """Table of num_embeddings vectors of size embedding_dim; ids [..] -> [.., embedding_dim]."""
+    """Table of num_embeddings vectors of size embedding_dim; ids [..] -> [.., embedding_dim].
+
+    `scale` multiplies the vectors by a constant kept as a scalar buffer `embed_scale` that
+    state_dict() does not save (Gemma's scaled word embedding: scale √hidden)."""
 
     num_embeddings: int
     embedding_dim: int
+    scale: float | None = None
 
     def __post_init__(self):
         positive(self, "num_embeddings", "embedding_dim")
@@ -37,11 +41,23 @@ class Embedding(Op):
     def params(self):
         yield Tensor("weight", (self.num_embeddings, self.embedding_dim))
 
+    def buffers(self):
+        if self.scale is not None:
+            yield Tensor("embed_scale", (), persistent=False)
+
+    def flops(self, inputs, outputs):
+        return prod(outputs[0]) if self.scale is not None else 0
+
     def forward(self, run, ids):
-        return run.F.embedding(ids, run.tensor("weight"))
+        weight = run.tensor("weight")
+        out = run.F.embedding(ids, weight)
+        return out if self.scale is None else out * run.tensor("embed_scale").to(weight.dtype)
 
     def init(self, tensor, value, init):
-        init.normal(value)
+        if tensor.name == "embed_scale":
+            value.fill_(self.scale)
+        else:
+            init.normal(value)
 
 
 @op("position_embedding", category="embedding",
@@ -123,13 +139,14 @@ class RotaryEmbedding(Op):
     Without `positions` the buffer is named `{prefix}inv_freq`; `original: true` adds the copy
     transformers 5 keeps for dynamic rope updates, `{prefix}original_inv_freq` (ModernBERT's
     rotary_emb holds full_attention_inv_freq, full_attention_original_inv_freq and the same for
-    sliding_attention)."""
+    sliding_attention).  `scaling: linear` divides every frequency by `factor` (positions
+    interpolated: Gemma 3's full-attention layers)."""
 
     head_dim: int
     rotary_dim: int | None = None
     base: float = 10000.0
     positions: int | None = None  # a table of this many positions ([sin | cos]) instead of inv_freq
-    scaling: Literal["none", "yarn"] = "none"
+    scaling: Literal["none", "linear", "yarn"] = "none"
     factor: float = 1.0
     original_max: int | None = None
     beta_fast: float = 32.0
@@ -144,6 +161,8 @@ class RotaryEmbedding(Op):
         if self.rotary_dim is not None and (isinstance(self.rotary_dim, int) and self.rotary_dim < 0):
             raise invalid(self, f"rotary_dim must be 0 or more (0: nothing rotates, as transformers builds "
                                 f"int(head_dim * factor) = 0); received {self.rotary_dim}")
+        if self.scaling == "linear" and not self.factor > 0:
+            raise invalid(self, f"scaling 'linear' needs a positive factor; received factor={self.factor}")
         if self.width > self.head_dim:
             raise invalid(self, f"the tables ({self.width} columns for rotary_dim={self.dim}) must fit in "
                                 f"head_dim={self.head_dim}")
@@ -202,6 +221,8 @@ class RotaryEmbedding(Op):
             low, high = max(low, 0), min(high, dim - 1)
             ramp = ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low or 0.001)).clamp(0, 1)
             inv_freq = inv_freq / self.factor * ramp + inv_freq * (1 - ramp)
+        elif self.scaling == "linear":
+            inv_freq = inv_freq / self.factor
         if self.positions is None:
             value.copy_(inv_freq)
             return
