@@ -447,6 +447,8 @@ def _entry_range(spec, section: str, name: str, end: int) -> tuple[int, int]:
 
 
 def _yaml_value(value: Any) -> str:
+    if value is None:  # a key table's null (if_null: null, value: null): the switch is off
+        return "null"
     if isinstance(value, list):
         return "[" + ", ".join(_yaml_value(v) for v in value) + "]"
     if isinstance(value, bool):
