@@ -99,6 +99,14 @@ CASES = {
                              "tie_word_embeddings": True, "partial_rotary_factor": 1.0, "hidden_act": "gelu"},
     "gemma-causal": {"model_type": "gemma", "architectures": ["GemmaForCausalLM"], **TINY, "num_key_value_heads": 1,
                      "head_dim": 8},
+    "gemma2-causal-capped": {"model_type": "gemma2", "architectures": ["Gemma2ForCausalLM"], **TINY,
+                             "num_hidden_layers": 3, "num_key_value_heads": 2, "head_dim": 8, "sliding_window": 3,
+                             "attn_logit_softcapping": 0.5, "final_logit_softcapping": 2.0,
+                             "query_pre_attn_scalar": 11, "pad_token_id": 0},   # S = 7 > the window
+    "gemma2-base-layer-types": {"model_type": "gemma2", "architectures": ["Gemma2Model"], **TINY,
+                                "num_hidden_layers": 3, "head_dim": 16, "num_key_value_heads": 1, "sliding_window": 2,
+                                "layer_types": ["full_attention", "sliding_attention", "sliding_attention"],
+                                "attention_bias": True, "attn_logit_softcapping": None, "pad_token_id": 0},
     "mixtral-causal": {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], **TINY,
                        "num_local_experts": 4, "num_experts_per_tok": 2, "num_key_value_heads": 2},
     "qwen3_moe-causal": {"model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"], **TINY,
@@ -247,6 +255,10 @@ CASES["WhisperForCausalLM"] = {**CASES["whisper-cond-gen"], "architectures": ["W
 CASES["MixtralModel"] = {**CASES["mixtral-causal"], "architectures": ["MixtralModel"]}
 CASES["GemmaForSequenceClassification"] = {**CASES["gemma-causal"], "architectures": ["GemmaForSequenceClassification"],
                                            "pad_token_id": 0}
+CASES["Gemma2ForSequenceClassification"] = {**CASES["gemma2-causal-capped"], "num_labels": 3,
+                                            "architectures": ["Gemma2ForSequenceClassification"]}
+CASES["Gemma2ForTokenClassification"] = {**CASES["gemma2-causal-capped"],
+                                         "architectures": ["Gemma2ForTokenClassification"]}
 CASES["GPTNeoXForTokenClassification"] = {**CASES["gpt_neox-causal"],
                                           "architectures": ["GPTNeoXForTokenClassification"]}
 CASES["OPTForSequenceClassification"] = {**CASES["opt-causal"], "architectures": ["OPTForSequenceClassification"],

@@ -45,6 +45,9 @@ ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma",
           "gptj", "codegen", "deepseek_v3"}
 ROTARY.add("recurrent_gemma")
 ROTARY |= {"modernbert"}  # text encoders (issue 12)
+PREFIX.update({"gemma2": "Gemma2", "gemma3_text": "Gemma3Text"})  # issue 11
+ROTARY |= {"gemma2", "gemma3_text"}
+EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -86,8 +89,11 @@ def mutate(rng, cfg):
         cfg["partial_rotary_factor"] = rng.choice([0.25, 0.5, 1.0])
     if "no_rope_layers" in cfg: cfg.pop("no_rope_layers")
     if "rotary_dim" in cfg or mt in ("gptj", "codegen"): cfg["rotary_dim"] = rng.choice([r for r in (2, 4, 6, 8) if r <= hd])  # GPT-J, CodeGen
-    if "sliding_window" in cfg or mt in ("phi3", "starcoder2", "qwen3", "smollm3", "qwen3_moe", "gpt_oss"):
+    if "sliding_window" in cfg or mt in ("phi3", "starcoder2", "qwen3", "smollm3", "qwen3_moe", "gpt_oss",
+                                         "gemma2", "gemma3_text"):
         cfg["sliding_window"] = rng.choice([None, 2, 5])
+    if mt == "gemma3_text":
+        cfg["sliding_window_pattern"] = rng.randint(1, 4)
     if "d_kv" in cfg: cfg["d_kv"] = rng.randint(2, 9)
     if "embedding_size" in cfg and mt in ("albert", "electra"): cfg["embedding_size"] = rng.randint(3, 20)
     if "word_embed_proj_dim" in cfg: cfg["word_embed_proj_dim"] = rng.choice([heads * hd, rng.randint(3, 20)])
@@ -171,7 +177,7 @@ def mutate(rng, cfg):
         if k in cfg and rng.random() < 0.5: cfg[k] = not cfg[k] if isinstance(cfg[k], bool) else cfg[k]
     if "type_vocab_size" in cfg: cfg["type_vocab_size"] = rng.randint(1, 4)
     cfg["num_labels"] = rng.randint(1, 5)
-    classes = [PREFIX[mt] + s for s in SUFFIX if hasattr(transformers, PREFIX[mt] + s)]
+    classes = [PREFIX[mt] + s for s in SUFFIX if hasattr(transformers, PREFIX[mt] + s)] + EXTRA_CLASSES.get(mt, [])
     cfg["architectures"] = [rng.choice(classes)]
     return cfg
 
