@@ -107,6 +107,14 @@ CASES = {
                                 "num_hidden_layers": 3, "head_dim": 16, "num_key_value_heads": 1, "sliding_window": 2,
                                 "layer_types": ["full_attention", "sliding_attention", "sliding_attention"],
                                 "attention_bias": True, "attn_logit_softcapping": None, "pad_token_id": 0},
+    "gemma3_text-causal": {"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"], **TINY,
+                           "num_hidden_layers": 3, "num_key_value_heads": 2, "head_dim": 8, "sliding_window": 3,
+                           "sliding_window_pattern": 2, "rope_theta": 5000.0, "rope_local_base_freq": 100.0,
+                           "rope_scaling": {"rope_type": "linear", "factor": 4.0}, "final_logit_softcapping": 2.0,
+                           "attn_logit_softcapping": 0.5, "query_pre_attn_scalar": 11, "pad_token_id": 0},
+    "gemma3_text-base-all-sliding": {"model_type": "gemma3_text", "architectures": ["Gemma3TextModel"], **TINY,
+                                     "num_key_value_heads": 4, "head_dim": 8, "sliding_window": 4,
+                                     "attention_bias": True, "pad_token_id": 0},   # 2 layers of 6: both slide
     "mixtral-causal": {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], **TINY,
                        "num_local_experts": 4, "num_experts_per_tok": 2, "num_key_value_heads": 2},
     "qwen3_moe-causal": {"model_type": "qwen3_moe", "architectures": ["Qwen3MoeForCausalLM"], **TINY,
@@ -259,6 +267,8 @@ CASES["Gemma2ForSequenceClassification"] = {**CASES["gemma2-causal-capped"], "nu
                                             "architectures": ["Gemma2ForSequenceClassification"]}
 CASES["Gemma2ForTokenClassification"] = {**CASES["gemma2-causal-capped"],
                                          "architectures": ["Gemma2ForTokenClassification"]}
+CASES["Gemma3TextForSequenceClassification"] = {**CASES["gemma3_text-causal"], "num_labels": 3,
+                                                "architectures": ["Gemma3TextForSequenceClassification"]}
 CASES["GPTNeoXForTokenClassification"] = {**CASES["gpt_neox-causal"],
                                           "architectures": ["GPTNeoXForTokenClassification"]}
 CASES["OPTForSequenceClassification"] = {**CASES["opt-causal"], "architectures": ["OPTForSequenceClassification"],
