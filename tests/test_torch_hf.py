@@ -482,6 +482,7 @@ CANNOT_RUN = {
     "mixtral-qa-num-experts-alias": "top-k router asks for more experts than there are",
     "qwen3_moe-causal-topk-over-experts": "top-k router asks for more experts than there are",
     "whisper-condgen-untied-odd": "sinusoidal positions need an even d_model",
+    "gemma2-null-caps-window": "sliding layers without a sliding_window: its cache cannot be made",
 }
 
 
