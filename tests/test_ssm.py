@@ -1,15 +1,19 @@
 """State-space mixers on their own: `mamba_mixer`'s forward is Mamba's recurrence as its paper
 writes it (checked against a loop over tokens, channels and states written from the equations),
-its cache is a fixed state per sequence, and the Mamba families' memory report says so."""
+its cache is a fixed state per sequence, and the Mamba families' memory and compare reports say so."""
 from __future__ import annotations
 
 import json
 
 import pytest
+from rich.console import Console
 
+from archgraph import load
 from archgraph.load import load_config
 from archgraph.ops import REGISTRY
+from archgraph.passes.compare import compare
 from archgraph.passes.memory import estimate_memory
+from archgraph.render.compare import compare_table
 
 MAMBA_130M = {"model_type": "mamba", "architectures": ["MambaForCausalLM"], "hidden_size": 768,
               "num_hidden_layers": 24, "vocab_size": 50280, "state_size": 16, "expand": 2, "conv_kernel": 4,
@@ -129,3 +133,19 @@ def test_jamba_caches_keys_and_values_in_its_attention_layers_and_a_state_in_its
     assert sum(rule == "state space (conv + SSM state)" for rule in rules.values()) == 28
     assert m.kv_cache_bytes == 4 * 2 * 8 * 128 * 262144 * 2 == 4 * 2 ** 30  # 4 GiB at 256K tokens
     assert m.state_cache_bytes == 28 * 8192 * (4 + 16) * 2
+
+
+def test_compare_counts_the_layers_of_a_schedule_and_shows_the_state_caches(tmp_path):
+    paths = []
+    for name, config in (("mamba", MAMBA_130M), ("jamba", JAMBA_V01)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(config))
+        paths.append(str(tmp_path / name / "config.json"))
+    mamba, jamba = compare(paths, {"S": 4096}, load=load)
+    assert (mamba.layers, jamba.layers) == (24, 32)  # Jamba's 32 runs of one layer are one stack
+    assert (mamba.kv_cache_bytes, mamba.state_cache_bytes) == (None, 24 * 1536 * (4 + 16) * 2)
+    assert (jamba.kv_cache_bytes, jamba.state_cache_bytes) == (4 * 2 * 8 * 128 * 4096 * 2, 28 * 8192 * 20 * 2)
+    console = Console(width=200, record=True)
+    console.print(compare_table([mamba, jamba]))
+    text = console.export_text()
+    assert "— (a fixed state)" in text and "state cache (bf16)" in text and "1.41 MiB" in text

@@ -39,6 +39,7 @@ class ModelSummary:
     forward_flops: Any
     kv_cache_bytes: int | None
     bindings: dict[str, Any]
+    state_cache_bytes: int | None = None  # fixed states of state-space and recurrent layers
 
 
 def compare(models: list[str], settings: Mapping[str, Any] | None = None, optimizer: str = "adam", *,
@@ -92,7 +93,7 @@ def summarize(name: str, settings: dict, optimizer: str = "adam", *, load: Calla
         layers=layers, per_layer=per_layer, width=_width(model.graph),
         weights_bytes=memory.weights_bytes, training_bytes=memory.training_bytes,
         flops_per_token=flops.per_token, forward_flops=flops.forward,
-        kv_cache_bytes=memory.kv_cache_bytes, bindings=sizes)
+        kv_cache_bytes=memory.kv_cache_bytes, bindings=sizes, state_cache_bytes=memory.state_cache_bytes)
 
 
 def _has_attention(graph: Graph) -> bool:
@@ -121,10 +122,13 @@ def _stacks(graph: Graph) -> list[BlockNode]:
     # layers hold attention; without attention (a CNN), a residual connection (an add)
     chosen = ([n for n in calls if _has_attention(n.body)] or [n for n in calls if _has_op(n.body, {"add"})]
               or calls)
+    # a layer schedule is one stack: all its runs, when one of them is chosen (Jamba's attention layers)
+    scheduled = {(n.segment, n.block) for n in chosen if n.scheduled}
+    chosen = [n for n in calls if n in chosen or (n.scheduled and (n.segment, n.block) in scheduled)]
     found: list[BlockNode] = []
     for call in chosen:
-        inner = _stacks(call.body) if call.repeat == 1 else []
-        found += inner if any(n.repeat > 1 for n in inner) else [call]
+        inner = _stacks(call.body) if call.repeat == 1 and not call.scheduled else []
+        found += inner if any(n.repeat > 1 or n.scheduled for n in inner) else [call]
     return found
 
 

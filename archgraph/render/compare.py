@@ -51,7 +51,10 @@ def compare_table(rows: list[ModelSummary]) -> Table:
     add("training state (Adam, 16 B/param)", lambda r: binary(r.training_bytes))
     add("forward FLOPs per token", lambda r: flops_text(r.flops_per_token))
     add("forward FLOPs (all tokens)", lambda r: flops_text(r.forward_flops))
-    add("KV cache (bf16)", lambda r: binary(r.kv_cache_bytes) if r.kv_cache_bytes else "— (no decoder)")
+    add("KV cache (bf16)", lambda r: binary(r.kv_cache_bytes) if r.kv_cache_bytes
+        else "— (a fixed state)" if r.state_cache_bytes else "— (no decoder)")
+    if any(r.state_cache_bytes for r in rows):  # state-space and recurrent layers: the same at any S
+        add("state cache (bf16)", lambda r: binary(r.state_cache_bytes) if r.state_cache_bytes else "—")
     return table
 
 
