@@ -1,0 +1,101 @@
+"""Qwen3-MoE and gpt-oss (the mixtral template's switches) beyond what the recorded fixtures
+show: the public checkpoints' totals and active parameters, the layer schedules (dense layers,
+sliding layers), and the configs the template refuses, by key."""
+from __future__ import annotations
+
+import json
+
+from conftest import write_config
+
+from archgraph.load import load_config
+
+GPT_OSS_20B = {  # openai/gpt-oss-20b's config.json, as published (transformers 4.55)
+    "architectures": ["GptOssForCausalLM"], "attention_bias": True, "head_dim": 64, "hidden_act": "silu",
+    "hidden_size": 2880, "intermediate_size": 2880, "max_position_embeddings": 131072, "model_type": "gpt_oss",
+    "num_attention_heads": 64, "num_experts_per_tok": 4, "num_hidden_layers": 24, "num_key_value_heads": 8,
+    "num_local_experts": 32, "rms_norm_eps": 1e-05, "rope_theta": 150000, "sliding_window": 128,
+    "layer_types": ["sliding_attention", "full_attention"] * 12, "swiglu_limit": 7.0,
+    "rope_scaling": {"beta_fast": 32.0, "beta_slow": 1.0, "factor": 32.0, "original_max_position_embeddings": 4096,
+                     "rope_type": "yarn", "truncate": False},
+    "tie_word_embeddings": False, "vocab_size": 201088}
+QWEN3_30B_A3B = {  # Qwen/Qwen3-30B-A3B's config.json (its switches and sizes)
+    "architectures": ["Qwen3MoeForCausalLM"], "attention_bias": False, "decoder_sparse_step": 1, "head_dim": 128,
+    "hidden_act": "silu", "hidden_size": 2048, "intermediate_size": 6144, "max_position_embeddings": 40960,
+    "mlp_only_layers": [], "model_type": "qwen3_moe", "moe_intermediate_size": 768, "norm_topk_prob": True,
+    "num_attention_heads": 32, "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 48,
+    "num_key_value_heads": 4, "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000.0,
+    "sliding_window": None, "tie_word_embeddings": False, "use_sliding_window": False, "vocab_size": 151936}
+
+
+def test_gpt_oss_20b_total_and_active_parameters(tmp_path, cli):
+    code, out, _ = cli("params", write_config(tmp_path, **GPT_OSS_20B), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["total"] == 20_914_757_184  # GptOssForCausalLM on the meta device
+    # a token leaves 28 of 32 experts per layer idle: 3 matrices 2880 x 2880 and 3 x 2880 biases each
+    assert data["active"] == 20_914_757_184 - 24 * 28 * (3 * 2880 * 2880 + 3 * 2880) == 4_187_440_704
+
+
+def test_qwen3_30b_a3b_total_and_active_parameters(tmp_path, cli):
+    code, out, _ = cli("params", write_config(tmp_path, **QWEN3_30B_A3B), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["total"] == 30_532_122_624  # Qwen3MoeForCausalLM on the meta device
+    assert data["active"] == 30_532_122_624 - 48 * 120 * (3 * 2048 * 768) == 3_353_032_704
+
+
+def _layers(path) -> dict[str, object]:
+    """Each layer's feed-forward op and attention window."""
+    out = {}
+    for node_path, node, *_ in load_config(path).params().nodes():
+        if node_path.endswith(".mlp"):
+            out[node_path.split(".")[1] + ".mlp"] = node.op.op_name
+        if node_path.endswith(".self_attn"):
+            out[node_path.split(".")[1] + ".window"] = node.op.window
+    return out
+
+
+SMALL_QWEN = {"model_type": "qwen3_moe", "architectures": ["Qwen3MoeModel"], "vocab_size": 50, "hidden_size": 16,
+              "num_hidden_layers": 5, "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 12,
+              "moe_intermediate_size": 4, "num_experts": 3, "num_experts_per_tok": 2}
+
+
+def test_qwen3_moe_layer_schedule_follows_the_sparse_step_and_mlp_only_layers(tmp_path):
+    path = write_config(tmp_path, **SMALL_QWEN, decoder_sparse_step=2, mlp_only_layers=[3],
+                        use_sliding_window=True, sliding_window=4)
+    layers = _layers(path)
+    assert [layers[f"{i}.mlp"] for i in range(5)] == ["gated_mlp", "moe", "gated_mlp", "gated_mlp", "gated_mlp"]
+    assert [layers[f"{i}.window"] for i in range(5)] == [4] * 5  # use_sliding_window: every layer
+
+
+def test_qwen3_moe_without_experts_is_dense(tmp_path):
+    layers = _layers(write_config(tmp_path, **{**SMALL_QWEN, "num_experts": 0}))
+    assert {layers[f"{i}.mlp"] for i in range(5)} == {"gated_mlp"}
+
+
+SMALL_OSS = {"model_type": "gpt_oss", "architectures": ["GptOssModel"], "vocab_size": 50, "hidden_size": 16,
+             "num_hidden_layers": 4, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8,
+             "intermediate_size": 6, "num_local_experts": 3, "num_experts_per_tok": 2}
+
+
+def test_gpt_oss_layers_slide_every_other_one_unless_layer_types_say(tmp_path):
+    layers = _layers(write_config(tmp_path, **SMALL_OSS))
+    assert [layers[f"{i}.window"] for i in range(4)] == [128, None, 128, None]
+    kinds = ["full_attention", "sliding_attention", "sliding_attention", "full_attention"]
+    layers = _layers(write_config(tmp_path, **SMALL_OSS, layer_types=kinds, sliding_window=5))
+    assert [layers[f"{i}.window"] for i in range(4)] == [None, 5, 5, None]
+    layers = _layers(write_config(tmp_path, **SMALL_OSS, sliding_window=None))
+    assert [layers[f"{i}.window"] for i in range(4)] == [None] * 4
+
+
+def test_gpt_oss_rope_type_the_template_cannot_run_is_refused_by_key(tmp_path, cli):
+    path = write_config(tmp_path, **SMALL_OSS, rope_parameters={"rope_type": "llama3", "rope_theta": 1e4,
+                                                                 "factor": 8.0})
+    code, out, err = cli("params", path)
+    assert (code, out) == (2, "")
+    assert err == (f"archgraph: error: {path}: 'rope_parameters.rope_type' is \"llama3\", which archgraph does not "
+                   "know for model_type 'gpt_oss'\n  fix: known values: default, yarn\n")
+
+
+def test_gpt_oss_without_experts_is_refused(tmp_path, cli):
+    code, out, err = cli("params", write_config(tmp_path, **{**SMALL_OSS, "num_local_experts": 0}))
+    assert (code, out) == (2, "")
+    assert "expected a positive integer. Received: experts=0" in err and "node 'mlp'" in err
