@@ -30,6 +30,16 @@ def test_mamba_130m_counts_its_published_parameters(tmp_path):
     assert _load(tmp_path, MAMBA_130M).params().total == 129_135_360
 
 
+def test_falcon_mamba_7b_keeps_its_intermediate_size_over_expand(tmp_path):
+    # its config says expand 16 and intermediate_size 8192; transformers keeps the latter
+    config = {**MAMBA_130M, "model_type": "falcon_mamba", "architectures": ["FalconMambaForCausalLM"],
+              "hidden_size": 4096, "num_hidden_layers": 64, "vocab_size": 65024, "expand": 16,
+              "intermediate_size": 8192, "time_step_rank": 256, "tie_word_embeddings": False}
+    model = _load(tmp_path, config)
+    assert model.params().total == 7_272_665_088  # FalconMambaForCausalLM(config), transformers 5.23.0
+    assert estimate_memory(model, {"B": 1, "S": 8192}).state_cache_bytes == 64 * 8192 * (4 + 16) * 2
+
+
 def test_a_mamba_layer_caches_its_conv_and_ssm_states_and_no_keys_or_values(tmp_path):
     m = estimate_memory(_load(tmp_path, MAMBA_130M), {"B": 3, "S": 4096}, dtype="fp32")
     (entry,) = m.kv_cache
