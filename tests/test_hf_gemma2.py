@@ -22,6 +22,15 @@ def test_published_sizes(tmp_path):  # transformers 5.23 on the meta device give
     assert load_config(write_config(tmp_path, **GEMMA3_1B)).params().total == 999_885_952
 
 
+@pytest.mark.parametrize("config, total", [   # transformers 5.23 on the meta device, every key absent
+    ({"model_type": "gemma2"}, 2_614_341_888),                                          # Gemma2Model
+    ({"model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"]}, 2_628_658_432),
+])
+def test_absent_keys_take_the_config_class_defaults(tmp_path, config, total):
+    # the fixtures keep one layer (the parity test builds them in transformers); these, all 26
+    assert load_config(write_config(tmp_path, **config)).params().total == total
+
+
 def test_sliding_layers_cache_the_window_and_full_layers_every_token(tmp_path):
     cache = _cache(write_config(tmp_path, **GEMMA2_9B), S=8192)
     per_token = 2 * 8 * 256  # keys and values: kv_heads x head_dim each
