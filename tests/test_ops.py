@@ -506,6 +506,12 @@ CASES = [
          {"conv1d.weight": (88, 1, 4), "in_proj.weight": (164, 24), "in_proj.bias": (164,), "dt_bias": (4,),
           "A_log": (4,), "norm.weight": (72,), "D": (4,), "out_proj.weight": (24, 72), "out_proj.bias": (24,)},
          id="mamba2_mixer-biases"),
+    # Swin's windows: torch.roll keeps the shape; the shift mask is one [49, 49] per 7x7 window of
+    # a 14x21 map (6 windows) for each image; the bias table has (2·7-1)² rows, its index 7⁴ entries
+    case("roll", {"shifts": [-3, -3], "dims": [1, 2]}, [(B, 14, 14, 96)], (B, 14, 14, 96), flops=0),
+    case("window_mask", {"window": 7, "shift": 3}, [(B, 14, 21, 96)], (6 * B, 1, 49, 49), flops=0),
+    case("window_position_bias", {"window": 7, "heads": 3}, [], (1, 3, 49, 49),
+         {"relative_position_bias_table": (169, 3)}, {"relative_position_index": (2401,)}, flops=0),
 ]
 
 
@@ -629,6 +635,12 @@ ERRORS = [
            id="max_pool2d-padding-over-half-kernel"),
     reject("conv1d", {"in_channels": 3, "out_channels": 3, "kernel_size": 3, "padding": -1}, [(1, 3, 10)],
            (SpecError, ShapeError), [], id="conv1d-negative-padding"),
+    reject("roll", {"shifts": [1, 1], "dims": [1]}, None, SpecError, ["shifts", "dims"]),
+    reject("roll", {"shifts": [1], "dims": [4]}, [(2, 3, 4)], ShapeError, ["dim 4"]),
+    reject("window_mask", {"window": 7, "shift": 7}, None, SpecError, ["shift", "window"]),
+    reject("window_mask", {"window": 7, "shift": 3}, [(2, 14, 10, 8)], ShapeError, ["10", "7"],
+           id="window_mask-map-not-whole-windows"),
+    reject("window_position_bias", {"window": 0, "heads": 3}, None, SpecError, ["window"]),
 ]
 
 

@@ -41,6 +41,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     **dict.fromkeys(["fft_conv", "interpolate", "timestep_embedding"], "signal"),
     **dict.fromkeys(["concat", "expand", "flatten", "matmul", "pad", "permute", "reshape", "select", "split",
                      "transpose"], "tensor"),
+    **dict.fromkeys(["roll", "window_mask", "window_position_bias"], "windows"),
 }
 
 

@@ -1,0 +1,118 @@
+"""Attention in windows (Swin): `roll` (torch.roll, the cyclic shift of shifted windows),
+`window_mask` (the additive mask that keeps a shifted window's regions apart) and
+`window_position_bias` (a learned bias per head for each relative position inside a window).
+Cutting a [B, H, W, C] map into windows and back is plain reshape and permute."""
+from __future__ import annotations
+
+from ..dims import exact_div, fmt_shape
+from .base import Op, Tensor, check, expect_rank, invalid, op, positive
+
+
+@op("roll", aliases=("torch.roll", "cyclic_shift"), example={"shifts": [-3, -3], "dims": [1, 2]})
+class Roll(Op):
+    """torch.roll: shift the input by `shifts[k]` along `dims[k]`, the elements that leave at one
+    end entering at the other; the shape is unchanged (Swin's cyclic shift: shifts [-s, -s] on
+    the H and W dims of [B, H, W, C], and [s, s] to undo it)."""
+
+    shifts: tuple[int, ...]
+    dims: tuple[int, ...]
+
+    def __post_init__(self):
+        if not self.shifts or len(self.shifts) != len(self.dims):
+            raise invalid(self, f"shifts and dims must pair up, one shift per dim; received "
+                                f"shifts={list(self.shifts)}, dims={list(self.dims)}")
+
+    def infer_shape(self, x):
+        for d in self.dims:
+            check(-len(x) <= d < len(x), f"dim {d} is not a dim of the input {fmt_shape(x)}")
+        return tuple(x)
+
+    def forward(self, run, x):
+        return run.torch.roll(x, shifts=tuple(self.shifts), dims=tuple(self.dims))
+
+
+@op("window_mask", category="attention", aliases=("SwinLayer.get_attn_mask", "shifted_window_mask"),
+    example={"window": 7, "shift": 3})
+class WindowMask(Op):
+    """The attention mask of shifted windows: x [B, H, W, C] (the map after its cyclic shift, H and W
+    multiples of `window`) -> [B·(H/window)·(W/window), 1, window², window²], one mask per window in
+    the order windows are cut (batch, window row, window column), `fill` (Swin: -100) where query and
+    key come from different regions of the unshifted map and 0 where they share one.  Along each
+    axis the regions are [0, n - window), [n - window, n - shift) and [n - shift, n), as Swin
+    computes them; the mask is added to the scores with the relative position bias."""
+
+    window: int
+    shift: int
+    fill: float = -100.0
+
+    def __post_init__(self):
+        positive(self, "window", "shift")
+        if self.shift >= self.window:
+            raise invalid(self, f"shift must be smaller than window; received shift={self.shift}, "
+                                f"window={self.window}")
+
+    def infer_shape(self, x):
+        expect_rank(x, 4, "map [B, H, W, C]")
+        b, h, w, _ = x
+        rows = exact_div(h, self.window, f"the map's height {h} into windows of {self.window}")
+        cols = exact_div(w, self.window, f"the map's width {w} into windows of {self.window}")
+        n = self.window * self.window
+        return (b * rows * cols, 1, n, n)
+
+    def forward(self, run, x):
+        torch, ws, s = run.torch, self.window, self.shift
+        b, h, w = x.shape[0], x.shape[1], x.shape[2]
+
+        def regions(n):
+            idx = torch.arange(n, device=x.device)
+            return (idx >= n - ws).long() + (idx >= n - s).long()
+
+        img = (regions(h)[:, None] * 3 + regions(w)[None, :]).to(x.dtype)  # [H, W]
+        windows = img.view(h // ws, ws, w // ws, ws).transpose(1, 2).reshape(-1, ws * ws)  # [nW, ws²]
+        diff = windows.unsqueeze(1) - windows.unsqueeze(2)
+        mask = diff.masked_fill(diff != 0, self.fill).masked_fill(diff == 0, 0.0)
+        return mask.unsqueeze(0).expand(b, -1, -1, -1).reshape(-1, 1, ws * ws, ws * ws)
+
+
+@op("window_position_bias", category="attention",
+    aliases=("SwinRelativePositionBias", "relative_position_bias_table"), example={"window": 7, "heads": 3})
+class WindowPositionBias(Op):
+    """A learned bias per head for every pair of positions inside a window (Swin): no input ->
+    [1, heads, window², window²].  `relative_position_bias_table` [(2·window - 1)², heads] holds one
+    value per relative offset (dy, dx); the buffer `relative_position_index` [window⁴] (not saved
+    by state_dict) says which row each pair of positions reads."""
+
+    window: int
+    heads: int
+
+    def __post_init__(self):
+        positive(self, "window", "heads")
+
+    def infer_shape(self):
+        n = self.window * self.window
+        return (1, self.heads, n, n)
+
+    def params(self):
+        yield Tensor("relative_position_bias_table", ((2 * self.window - 1) ** 2, self.heads))
+
+    def buffers(self):
+        yield Tensor("relative_position_index", (self.window ** 4,), persistent=False)
+
+    def forward(self, run):
+        n = self.window * self.window
+        index = run.tensor("relative_position_index").long()
+        bias = run.tensor("relative_position_bias_table")[index].view(n, n, -1)
+        return bias.permute(2, 0, 1).contiguous().unsqueeze(0)
+
+    def init(self, tensor, value, init):
+        if tensor.name == "relative_position_index":
+            value.copy_(window_position_index(init.torch, self.window).view(-1))
+        else:
+            init.normal(value, std=0.02)
+
+
+def window_position_index(torch, window: int):
+    """[window², window²]: the table row of each (query, key) pair, (dy + w - 1)·(2w - 1) + dx + w - 1."""
+    coords = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window), indexing="ij")).flatten(1)
+    relative = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + (window - 1)
+    return relative[:, :, 0] * (2 * window - 1) + relative[:, :, 1]

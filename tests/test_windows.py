@@ -1,0 +1,48 @@
+"""Swin's window ops compute what transformers computes: the shifted-window mask of
+SwinLayer.get_attn_mask and the relative position index of SwinRelativePositionBias."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from archgraph.ops import REGISTRY
+from archgraph.ops.windows import window_position_index
+from archgraph.torch import Run
+
+RUN = Run(torch, torch.nn.functional, False, None, "", None)
+
+
+def test_roll_is_torch_roll_and_undoes_itself():
+    x = torch.arange(2 * 4 * 5 * 3, dtype=torch.float32).view(2, 4, 5, 3)
+    rolled = REGISTRY["roll"](shifts=[-1, -2], dims=[1, 2]).forward(RUN, x)
+    assert torch.equal(rolled[:, 0, 0], x[:, 1, 2])  # what was at (1, 2) moves to the corner
+    assert torch.equal(REGISTRY["roll"](shifts=[1, 2], dims=[1, 2]).forward(RUN, rolled), x)
+
+
+def test_window_mask_separates_the_regions_of_a_shifted_map():
+    # a 4x4 map, windows of 2 shifted by 1: regions [0, 2), [2, 3), [3, 4) along each axis
+    mask = REGISTRY["window_mask"](window=2, shift=1).forward(RUN, torch.zeros(3, 4, 4, 8))
+    assert mask.shape == (12, 1, 4, 4)
+    assert torch.equal(mask[:4], mask[4:8])  # the same masks for every image
+    assert mask[0].abs().sum() == 0  # the first window lies inside one region
+    # the last window holds (2,2), (2,3), (3,2), (3,3): four regions, only the diagonal is kept
+    assert torch.equal(mask[3, 0], torch.full((4, 4), -100.0).fill_diagonal_(0.0))
+
+
+def test_window_position_index_numbers_relative_offsets():
+    index = window_position_index(torch, 2)  # positions (0,0), (0,1), (1,0), (1,1); 3 offsets per axis
+    assert index.tolist() == [[4, 3, 1, 0], [5, 4, 2, 1], [7, 6, 4, 3], [8, 7, 5, 4]]
+
+
+def test_window_ops_match_transformers_swin():
+    swin = pytest.importorskip("transformers.models.swin.modeling_swin")
+    for h, w, window, shift in [(14, 14, 7, 3), (8, 12, 4, 2), (6, 6, 3, 1)]:
+        layer = swin.SwinLayer.__new__(swin.SwinLayer)
+        torch.nn.Module.__init__(layer)
+        layer.window_size, layer.shift_size = window, shift
+        want = layer.get_attn_mask(h, w, torch.float32, "cpu")
+        got = REGISTRY["window_mask"](window=window, shift=shift).forward(RUN, torch.zeros(2, h, w, 5))
+        assert torch.equal(got[:, 0], torch.cat([want, want]))
+    for window in (1, 3, 7):
+        bias = swin.SwinRelativePositionBias(2, (window, window))
+        assert torch.equal(window_position_index(torch, window).view(-1), bias.relative_position_index)
