@@ -218,3 +218,13 @@ def test_a_used_spec_may_be_a_hugging_face_template_by_its_file_name(tmp_path):
     layer = 2 * 16 + 4 * (16 * 16 + 16) + (16 * 8 + 8) + (8 * 16 + 16) + 2 * 16
     assert model.params().total == 16 + 16 * 3 * 16 * 16 + 5 * 16 + 2 * 16 + layer + 2 * 16 + 16 * 3 + 3
     assert model.shapes(B=2).outputs["probe"] == (2, 3)
+
+
+def test_a_scheduled_call_repeated_zero_times_passes_its_input_through():
+    # a stage of depth 0 (Swin, ConvNeXt allow it): the call's arguments use the index, yet it
+    # makes no repetition; the next node reads its input as if it had
+    text = SCHEDULE.replace("repeat: L", "repeat: 0").replace('moe: "i >= K"', 'moe: "depths[i] > K"')
+    text = text.replace("  K: 2\n", "  K: 2\n  depths: [1, 3]\n")
+    model = load_text(text, "sched.yaml")
+    assert model.params().total == 8  # the norm alone
+    assert model.shapes(B=1, S=3).outputs["norm"] == (1, 3, 8)

@@ -402,7 +402,12 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
         here = {**env, index: i} if index else env
         args = {k: argument(v, here, raw.key_loc(k), k) for k, v in raw.items() if k in params}
         bodies.append(_instantiate(ctx, block, definition, params, args, category, trainable, raw.loc))
-    body = bodies[0] if bodies else _instantiate(ctx, block, definition, params, {}, category, trainable, raw.loc)
+    if bodies:
+        body = bodies[0]
+    else:  # repeated 0 times: a pass-through; its body (built as repetition `start` would be) gives the arity
+        here = {**env, index: start} if index else env
+        args = {k: argument(v, here, raw.key_loc(k), k) for k, v in raw.items() if k in params} if index else {}
+        body = _instantiate(ctx, block, definition, params, args, category, trainable, raw.loc)
     if keywords:
         refs = keyword_inputs(block, body.inputs, refs, keywords, raw)
     if len(refs) != len(body.inputs):
@@ -413,7 +418,9 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
                         f"{len(body.outputs)} outputs but only {len(body.inputs)} inputs", loc=raw.key_loc("repeat"))
     indexed = "repeat" in raw or "start" in raw
     path = call_path(raw, env, indexed)
-    if not index:
+    if not index or not bodies:
+        if index:
+            decided(repeat)
         return BlockNode(name, block, body, refs, repeat, start, indexed, shared, raw.loc, path, _unused(raw, env))
     if shared:
         raise SpecError(f"the repetitions of a shared block are one module, so its arguments cannot depend on "
