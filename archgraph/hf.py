@@ -58,6 +58,9 @@ HEADS = {
     "ForConditionalGeneration": "cond_gen",
     "ForImageClassification": "image_cls",
     "ForPreTraining": "pretraining",
+    "ForMaskedImageModeling": "masked_im",
+    "ForSemanticSegmentation": "semantic_seg",
+    "ForObjectDetection": "object_detection",
 }
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[(\d+)\])?")

@@ -233,6 +233,14 @@ CASES = {
     "convnext-image-cls": {"model_type": "convnext", "architectures": ["ConvNextForImageClassification"],
                            "num_stages": 2, "hidden_sizes": [6, 10, 9, 10], "depths": [1, 2, 1, 1], "image_size": 24,
                            "patch_size": 3, "layer_scale_init_value": 0.0, "num_labels": 4, "num_channels": 2},
+    "swin-base": {"model_type": "swin", "architectures": ["SwinModel"], "image_size": 28, "patch_size": 2,
+                  "embed_dim": 8, "depths": [2, 3], "num_heads": [2, 4], "window_size": 3},
+    "swin-image-cls": {"model_type": "swin", "architectures": ["SwinForImageClassification"], "image_size": [18, 22],
+                       "patch_size": 2, "embed_dim": 6, "depths": [2, 2, 1], "num_heads": [1, 2, 3], "window_size": 2,
+                       "use_absolute_embeddings": True, "num_labels": 3, "mlp_ratio": 1.5},
+    "swin-masked-im": {"model_type": "swin", "architectures": ["SwinForMaskedImageModeling"], "image_size": 24,
+                       "patch_size": 3, "embed_dim": 8, "depths": [2, 2], "num_heads": [2, 2], "window_size": 2,
+                       "encoder_stride": 6, "num_channels": 2},
 }
 BERT = {"model_type": "bert", **TINY, "type_vocab_size": 3}
 ALBERT = {"model_type": "albert", **TINY, "embedding_size": 16, "num_hidden_layers": 3, "num_hidden_groups": 2}
@@ -373,7 +381,7 @@ for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal"
                        ("bert-mlm", "hidden_act", "gelu_new"), ("AlbertForMaskedLM", "hidden_act", "mish"),
                        ("DistilBertForMaskedLM", "activation", "relu"), ("vit-image-cls", "hidden_act", "quick_gelu"),
                        ("resnet-image-cls", "hidden_act", "leaky_relu"), ("dinov2-base", "hidden_act", "relu"),
-                       ("convnext-image-cls", "hidden_act", "silu")]:
+                       ("convnext-image-cls", "hidden_act", "silu"), ("swin-image-cls", "hidden_act", "gelu_new")]:
     CASES[f"{name}-{act}"] = {**CASES[name], key: act}
 
 
@@ -416,7 +424,7 @@ def _inputs(module, config: dict) -> dict:
                     config["model_type"] in ("bart", "t5"):
                 out[name][:, -1] = config.get("eos_token_id", 2 if config["model_type"] == "bart" else 1)
         elif name == "pixel_values":
-            size = vision.get("image_size", 224 if config["model_type"].split("_")[0] in ("clip", "siglip") else 32)
+            size = vision.get("image_size", 224 if config["model_type"].split("_")[0] in ("clip", "siglip", "swin") else 32)
             height, width = size if isinstance(size, list) else (size, size)
             out[name] = torch.randn(batch, vision.get("num_channels", 3), height, width)
         elif name == "encoder_hidden_states":

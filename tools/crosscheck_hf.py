@@ -40,6 +40,7 @@ PREFIX.update({"mamba": "Mamba", "falcon_mamba": "FalconMamba", "jamba": "Jamba"
 PREFIX.update({"deepseek_v3": "DeepseekV3"})  # issue 11
 PREFIX.update({"mamba2": "Mamba2", "recurrent_gemma": "RecurrentGemma"})  # fixed-state families
 PREFIX.update({"electra": "Electra", "mpnet": "MPNet", "modernbert": "ModernBert", "deberta-v2": "DebertaV2"})  # text encoders (issue 12)
+PREFIX.update({"swin": "Swin"})  # vision (issue 12)
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen", "deepseek_v3"}
@@ -48,6 +49,7 @@ ROTARY |= {"modernbert"}  # text encoders (issue 12)
 PREFIX.update({"gemma2": "Gemma2", "gemma3_text": "Gemma3Text"})  # issue 11
 ROTARY |= {"gemma2", "gemma3_text"}
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
+EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"]})  # vision heads other families do not build
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -173,6 +175,16 @@ def mutate(rng, cfg):
                    block_types=[rng.choice(["recurrent", "attention"]) for _ in range(rng.randint(1, 3))],
                    num_key_value_heads=rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
                    partial_rotary_factor=rng.choice([0.25, 0.5, 1.0]), num_hidden_layers=rng.randint(1, 4))
+    if mt == "swin":  # stages of doubling widths; every stage's map at least a window wide (else transformers fails)
+        n, window, patch = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 4)
+        embed = rng.choice([2, 3, 4, 6])
+        stage_heads = [rng.choice([h for h in (1, 2, 3, 4) if embed * 2 ** i % h == 0]) for i in range(n)]
+        grid = [window * 2 ** (n - 1) + rng.randint(0, 5) for _ in range(2)]
+        absolute = rng.random() < 0.3  # learned positions need whole patches (transformers cannot run others)
+        cfg.update(depths=[rng.randint(0, 3) for _ in range(n)], num_heads=stage_heads, embed_dim=embed, window_size=window,
+                   patch_size=patch, image_size=[g * patch - (0 if absolute else rng.randint(0, patch - 1)) for g in grid],
+                   mlp_ratio=rng.choice([1.0, 2.5, 4.0]), use_absolute_embeddings=absolute,
+                   num_channels=rng.choice([1, 3]), encoder_stride=rng.randint(1, 8))
     for k in BOOLS:
         if k in cfg and rng.random() < 0.5: cfg[k] = not cfg[k] if isinstance(cfg[k], bool) else cfg[k]
     if "type_vocab_size" in cfg: cfg["type_vocab_size"] = rng.randint(1, 4)
