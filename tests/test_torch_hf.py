@@ -241,6 +241,14 @@ CASES = {
     "swin-masked-im": {"model_type": "swin", "architectures": ["SwinForMaskedImageModeling"], "image_size": 24,
                        "patch_size": 3, "embed_dim": 8, "depths": [2, 2], "num_heads": [2, 2], "window_size": 2,
                        "encoder_stride": 6, "num_channels": 2},
+    "segformer-base": {"model_type": "segformer", "architectures": ["SegformerModel"], "image_size": 30,
+                       "hidden_sizes": [6, 8, 12, 16], "num_attention_heads": [1, 2, 3, 4], "depths": [1, 2, 1, 1],
+                       "sr_ratios": [3, 2, 2, 1]},
+    "segformer-semantic-seg": {"model_type": "segformer", "architectures": ["SegformerForSemanticSegmentation"],
+                               "image_size": [26, 34], "num_encoder_blocks": 3, "hidden_sizes": [6, 9, 12],
+                               "num_attention_heads": [2, 3, 4], "depths": [2, 1, 1], "patch_sizes": [5, 3, 3],
+                               "strides": [3, 2, 2], "sr_ratios": [2, 2, 1], "mlp_ratios": [2, 3, 4],
+                               "decoder_hidden_size": 10, "num_labels": 4},
 }
 BERT = {"model_type": "bert", **TINY, "type_vocab_size": 3}
 ALBERT = {"model_type": "albert", **TINY, "embedding_size": 16, "num_hidden_layers": 3, "num_hidden_groups": 2}
@@ -381,7 +389,8 @@ for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal"
                        ("bert-mlm", "hidden_act", "gelu_new"), ("AlbertForMaskedLM", "hidden_act", "mish"),
                        ("DistilBertForMaskedLM", "activation", "relu"), ("vit-image-cls", "hidden_act", "quick_gelu"),
                        ("resnet-image-cls", "hidden_act", "leaky_relu"), ("dinov2-base", "hidden_act", "relu"),
-                       ("convnext-image-cls", "hidden_act", "silu"), ("swin-image-cls", "hidden_act", "gelu_new")]:
+                       ("convnext-image-cls", "hidden_act", "silu"), ("swin-image-cls", "hidden_act", "gelu_new"),
+                       ("segformer-semantic-seg", "hidden_act", "relu")]:
     CASES[f"{name}-{act}"] = {**CASES[name], key: act}
 
 
@@ -424,7 +433,7 @@ def _inputs(module, config: dict) -> dict:
                     config["model_type"] in ("bart", "t5"):
                 out[name][:, -1] = config.get("eos_token_id", 2 if config["model_type"] == "bart" else 1)
         elif name == "pixel_values":
-            size = vision.get("image_size", 224 if config["model_type"].split("_")[0] in ("clip", "siglip", "swin") else 32)
+            size = vision.get("image_size", 224 if config["model_type"].split("_")[0] in ("clip", "siglip", "swin", "segformer") else 32)
             height, width = size if isinstance(size, list) else (size, size)
             out[name] = torch.randn(batch, vision.get("num_channels", 3), height, width)
         elif name == "encoder_hidden_states":

@@ -40,7 +40,7 @@ PREFIX.update({"mamba": "Mamba", "falcon_mamba": "FalconMamba", "jamba": "Jamba"
 PREFIX.update({"deepseek_v3": "DeepseekV3"})  # issue 11
 PREFIX.update({"mamba2": "Mamba2", "recurrent_gemma": "RecurrentGemma"})  # fixed-state families
 PREFIX.update({"electra": "Electra", "mpnet": "MPNet", "modernbert": "ModernBert", "deberta-v2": "DebertaV2"})  # text encoders (issue 12)
-PREFIX.update({"swin": "Swin"})  # vision (issue 12)
+PREFIX.update({"swin": "Swin", "segformer": "Segformer"})  # vision (issue 12)
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen", "deepseek_v3"}
@@ -49,7 +49,7 @@ ROTARY |= {"modernbert"}  # text encoders (issue 12)
 PREFIX.update({"gemma2": "Gemma2", "gemma3_text": "Gemma3Text"})  # issue 11
 ROTARY |= {"gemma2", "gemma3_text"}
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
-EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"]})  # vision heads other families do not build
+EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"], "segformer": ["SegformerForSemanticSegmentation"]})  # vision heads other families do not build
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -185,6 +185,15 @@ def mutate(rng, cfg):
                    patch_size=patch, image_size=[g * patch - (0 if absolute else rng.randint(0, patch - 1)) for g in grid],
                    mlp_ratio=rng.choice([1.0, 2.5, 4.0]), use_absolute_embeddings=absolute,
                    num_channels=rng.choice([1, 3]), encoder_stride=rng.randint(1, 8))
+    if mt == "segformer":  # stages from lists (the classifier reads hidden_sizes[-1], so the lists match the stages)
+        n = rng.randint(1, 4)
+        cfg.update(num_encoder_blocks=n, hidden_sizes=[rng.choice([4, 6, 8, 9, 12]) for _ in range(n)],
+                   depths=[rng.randint(0, 2) for _ in range(n)], num_attention_heads=[rng.randint(1, 4) for _ in range(n)],
+                   sr_ratios=[rng.randint(1, 2) for _ in range(n)], patch_sizes=[rng.randint(1, 5) for _ in range(n)],
+                   strides=[rng.randint(1, 2) for _ in range(n)], mlp_ratios=[rng.randint(1, 4) for _ in range(n)],
+                   decoder_hidden_size=rng.randint(2, 12), image_size=[rng.randint(8, 24), rng.randint(8, 24)],
+                   num_channels=rng.choice([1, 3]), hidden_act=rng.choice(["gelu", "relu", "silu"]),
+                   reshape_last_stage=rng.random() < 0.7)
     for k in BOOLS:
         if k in cfg and rng.random() < 0.5: cfg[k] = not cfg[k] if isinstance(cfg[k], bool) else cfg[k]
     if "type_vocab_size" in cfg: cfg["type_vocab_size"] = rng.randint(1, 4)
