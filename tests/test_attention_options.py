@@ -137,3 +137,67 @@ def test_a_table_of_positions_gives_the_tables_inv_freq_gives(tmp_path):
     x = torch.randn(2, 7, 32)
     got, want = table(x=x)["rot"], plain(x=x)["rot"]  # the cos table (the node's first output)
     assert got.shape == want.shape == (1, 7, 6) and (got - want).abs().max().item() < 1e-6
+
+
+@pytest.mark.parametrize("options, shapes", [
+    # Cohere's use_qk_norm: a bias-free LayerNorm with a weight per head
+    ({"qk_norm": "each_head", "qk_norm_type": "layer"}, {"q_norm.weight": (4, 8), "k_norm.weight": (2, 8)}),
+    # StableLM's qk_layernorm: one bias-free LayerNorm module per head
+    ({"qk_norm": "each_head", "qk_norm_type": "layer", "qk_norm_modules": True,
+      "qk_norm_name": "layernorm"},
+     {**{f"q_layernorm.norms.{h}.weight": (8,) for h in range(4)},
+      **{f"k_layernorm.norms.{h}.weight": (8,) for h in range(2)}}),
+    # Phi's qk_layernorm: one LayerNorm with a bias over each head's dims, shared by the heads
+    ({"qk_norm": "head", "qk_norm_type": "layer", "qk_norm_bias": True, "qk_norm_name": "layernorm"},
+     {"q_layernorm.weight": (8,), "q_layernorm.bias": (8,), "k_layernorm.weight": (8,), "k_layernorm.bias": (8,)}),
+])
+def test_qk_layer_norms_per_head_and_their_names(options, shapes):
+    op = Attention(hidden=32, heads=4, kv_heads=2, qkv_bias=False, out_bias=False, **options)
+    assert {t.name: tuple(t.shape) for t in op.params() if "norm" in t.name} == shapes
+
+
+@pytest.mark.parametrize("options, words", [
+    ({"qk_norm": "head", "qk_norm_bias": True}, "qk_norm_bias is the bias of a LayerNorm: give qk_norm_type: layer"),
+    ({"qk_norm": "head", "qk_norm_modules": True}, "qk_norm_modules keeps one norm per head: give qk_norm: each_head"),
+])
+def test_qk_norm_options_that_do_not_fit_are_refused(options, words):
+    with pytest.raises(SpecError, match=words):
+        Attention(hidden=32, heads=4, **options)
+
+
+@pytest.mark.parametrize("options", [
+    {"qk_norm": "each_head", "qk_norm_type": "layer"},
+    {"qk_norm": "each_head", "qk_norm_type": "layer", "qk_norm_modules": True},
+    {"qk_norm": "head", "qk_norm_type": "layer", "qk_norm_bias": True},
+])
+def test_qk_layer_norms_compute_torchs_layer_norm_of_each_head(options):
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import Run
+    op = Attention(hidden=32, heads=4, kv_heads=2, qkv_bias=False, out_bias=False, causal=True, **options)
+    torch.manual_seed(0)
+    tensors = {t.name: torch.randn(t.shape) for t in op.params()}
+    run = Run(torch, torch.nn.functional, False, None, "", None)
+    run.tensor = tensors.__getitem__
+    x = torch.randn(2, 5, 32)
+    got = op.forward(run, x)
+
+    def norm(t, name, heads):  # nn.LayerNorm(8) of each head [B, heads, S, 8], with that head's weights
+        out = []
+        for h in range(heads):
+            if options.get("qk_norm_modules"):
+                w, b = tensors[f"{name}.norms.{h}.weight"], None
+            elif options["qk_norm"] == "each_head":
+                w, b = tensors[f"{name}.weight"][h], None
+            else:
+                w, b = tensors[f"{name}.weight"], tensors[f"{name}.bias"]
+            out.append(torch.nn.functional.layer_norm(t[:, h], (8,), w, b, 1e-6))
+        return torch.stack(out, 1)
+
+    names = ("q_norm", "k_norm")
+    q = norm((x @ tensors["q_proj.weight"].T).view(2, 5, 4, 8).transpose(1, 2), names[0], 4)
+    k = norm((x @ tensors["k_proj.weight"].T).view(2, 5, 2, 8).transpose(1, 2), names[1], 2)
+    v = (x @ tensors["v_proj.weight"].T).view(2, 5, 2, 8).transpose(1, 2)
+    k, v = k.repeat_interleave(2, 1), v.repeat_interleave(2, 1)
+    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    want = want.transpose(1, 2).reshape(2, 5, 32) @ tensors["o_proj.weight"].T
+    assert torch.allclose(got, want, rtol=1e-5, atol=1e-4)

@@ -69,9 +69,15 @@ class Attention(Op):
     bias_scaled: bool = False  # the bias is added before the scale (Falcon's ALiBi), not after (BLOOM's)
     rotary: Literal["half", "interleaved"] = "half"  # how rope pairs dims: halves (Llama's rotate_half)
     #   or neighbours (GPT-J, CodeGen, Helium: dims 2i and 2i+1)
-    qk_norm: Literal["none", "head", "full"] = "none"  # RMSNorm of queries and keys before rotary positions:
-    #   over each head's dims (Qwen3, Gemma 3: q_norm/k_norm [head_dim]) or the whole projection (OLMo 2)
+    qk_norm: Literal["none", "head", "full", "each_head"] = "none"  # norms of queries and keys before rotary
+    #   positions: over each head's dims with one weight (Qwen3, Gemma 3: q_norm/k_norm [head_dim]), a
+    #   weight of its own per head (each_head: Cohere's [heads, head_dim]), or the whole projection (OLMo 2)
     qk_norm_eps: float = 1e-6
+    qk_norm_type: Literal["rms", "layer"] = "rms"  # RMSNorm, or LayerNorm (mean removed: Cohere, StableLM, Phi)
+    qk_norm_bias: bool = False  # the q/k LayerNorms have a bias (Phi's q_layernorm/k_layernorm)
+    qk_norm_name: Literal["norm", "layernorm"] = "norm"  # the norms are q_<name> and k_<name> (Phi, StableLM:
+    #   q_layernorm, k_layernorm)
+    qk_norm_modules: bool = False  # each_head kept as one norm per head (StableLM: q_layernorm.norms.{h}.weight)
     sinks: bool = False  # a learned logit per head (`sinks` [heads]) that joins each query's softmax and
     #   takes a share of the weight without a value (gpt-oss's attention sinks)
     qk_norm_offset: float = 0.0  # the q/k norms scale by offset + weight (Gemma 3: 1, its norms' 1 + weight)
@@ -100,6 +106,10 @@ class Attention(Op):
                                     f"qkv_groups={self.qkv_groups} (each group holds as many heads)")
         if self.qk_norm != "none" and self.qkv == "fused":
             raise invalid(self, "qk_norm needs separate q, k and v projections")
+        if self.qk_norm_bias and self.qk_norm_type != "layer":
+            raise invalid(self, "qk_norm_bias is the bias of a LayerNorm: give qk_norm_type: layer")
+        if self.qk_norm_modules and self.qk_norm != "each_head":
+            raise invalid(self, "qk_norm_modules keeps one norm per head: give qk_norm: each_head")
         if self.names is not None and len(self.names) != len(self._default_names()):
             raise invalid(self, f"names needs {len(self._default_names())} entries "
                                 f"({', '.join(self._default_names())}); received {list(self.names)}")
@@ -175,10 +185,25 @@ class Attention(Op):
             yield from self._linear(names[2], kv * d, self.v_width, self.qkv_bias)
         yield from self._linear(names[-1], h, q * d, self.out_bias)
         if self.qk_norm != "none":
-            yield Tensor("q_norm.weight", (d,) if self.qk_norm == "head" else (q * d,))
-            yield Tensor("k_norm.weight", (d,) if self.qk_norm == "head" else (kv * d,))
+            for name, heads in zip(self._qk_norm_names, (q, kv)):
+                yield from self._qk_norm_tensors(name, heads, d)
         if self.sinks:
             yield Tensor("sinks", (q,))
+
+    @property
+    def _qk_norm_names(self) -> tuple[str, str]:
+        return f"q_{self.qk_norm_name}", f"k_{self.qk_norm_name}"
+
+    def _qk_norm_tensors(self, name: str, heads: int, d: int):
+        kinds = ("weight", "bias") if self.qk_norm_bias else ("weight",)
+        if self.qk_norm_modules:
+            for h in range(heads):
+                for kind in kinds:
+                    yield Tensor(f"{name}.norms.{h}.{kind}", (d,))
+            return
+        shape = {"head": (d,), "full": (heads * d,), "each_head": (heads, d)}[self.qk_norm]
+        for kind in kinds:
+            yield Tensor(f"{name}.{kind}", shape)
 
     def flops(self, inputs, outputs):
         x = inputs[0]
@@ -218,12 +243,13 @@ class Attention(Op):
             k_bias = self.qkv_bias if self.k_bias is None else self.k_bias
             q = self._project(run, names[0], x, self.qkv_bias)
             key = self._project(run, names[1], k_src, k_bias)
+            qn, kn = self._qk_norm_names
             if self.qk_norm == "full":
-                q, key = self._rms(run, "q_norm", q), self._rms(run, "k_norm", key)
+                q, key = self._qk_normalize(run, qn, q, q_), self._qk_normalize(run, kn, key, kv_)
             q = q.view(b, s, q_, d).transpose(1, 2)
             key = key.view(b, k_src.shape[1], kv_, d).transpose(1, 2)
-            if self.qk_norm == "head":
-                q, key = self._rms(run, "q_norm", q), self._rms(run, "k_norm", key)
+            if self.qk_norm in ("head", "each_head"):
+                q, key = self._qk_normalize(run, qn, q, q_), self._qk_normalize(run, kn, key, kv_)
             value = self._project(run, names[2], v_src, self.qkv_bias).view(b, v_src.shape[1], kv_, d).transpose(1, 2)
         if rope is not None:
             if rope_sin is None:
@@ -237,14 +263,33 @@ class Attention(Op):
         out = out.transpose(1, 2).reshape(b, s, q_ * d)
         return self._project(run, names[-1], out, self.out_bias)
 
-    def _rms(self, run, name, x):
-        """RMSNorm over the last dim with the weight `name`.weight (the rms_norm op's computation)."""
+    def _qk_normalize(self, run, name, x, heads):
+        """The q or k norm `name` over the last dim of x ([B, S, heads·d] for full, else [B, heads,
+        S, d]): RMSNorm (the rms_norm op's computation) or LayerNorm, in float32, by its weights."""
         from .norm import rms_normalize
-        return rms_normalize(run.torch, x, self.qk_norm_eps, run.tensor(f"{name}.weight"), self.qk_norm_offset)
+        kinds = ("weight", "bias") if self.qk_norm_bias else ("weight",)
+        if self.qk_norm_modules:
+            found = [run.torch.stack([run.tensor(f"{name}.norms.{h}.{k}") for h in range(heads)]) for k in kinds]
+        else:
+            found = [run.tensor(f"{name}.{k}") for k in kinds]
+        if self.qk_norm in ("each_head",):
+            found = [t[:, None, :] for t in found]  # [heads, 1, d] against [B, heads, S, d]
+        if self.qk_norm_type == "rms":
+            return rms_normalize(run.torch, x, self.qk_norm_eps, found[0], self.qk_norm_offset)
+        h = x.float()
+        h = h - h.mean(-1, keepdim=True)
+        h = h * run.torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.qk_norm_eps) * found[0].float()
+        if self.qk_norm_bias:
+            h = h + found[1].float()
+        return h.to(x.dtype)
 
     def init(self, tensor, value, init):
-        if tensor.name.endswith("_norm.weight") and self.qk_norm_offset:
-            init.zeros(value)  # offset + 0: the norm starts as the identity scale, as Gemma 3's
+        qk = self._qk_norm_names if self.qk_norm != "none" else ()
+        if tensor.name.split(".", 1)[0] in qk:
+            if tensor.name.endswith("bias") or self.qk_norm_offset:
+                init.zeros(value)  # offset + 0: the norm starts as the identity scale, as Gemma 3's
+            else:
+                init.ones(value)
         else:
             init.default(value, tensor.name)
 
