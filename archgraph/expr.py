@@ -2,7 +2,10 @@
 
 Expressions are parsed with `ast` and evaluated by walking a whitelist of node
 types; nothing is ever passed to `eval`.  `/` is exact division: it fails when
-the division leaves a remainder (use `//` to floor).  Values may be ints,
+the division leaves a remainder (use `//` to floor).  Lists may be written
+(`[16, 24, 32]`), made by `range` and by comprehensions over lists
+(`[round(w * dm) for w in widths]`, nested `for`s and `if`s as in Python), at
+most MAX_ITEMS items or steps each.  Values may be ints,
 floats, bools, words, symbolic sizes (`dims.Poly`: `B`, `S * 2`) or SymInts
 (`numbers`: ints that carry a formula); a choice that depends on a SymInt (a
 comparison, `x if c else y`, `min`) records its names as decided.
@@ -13,10 +16,13 @@ comparison, `x if c else y`, `min`) records its names as decided.
 64
 >>> evaluate("act == 'gelu'", {"act": "gelu"})
 True
+>>> evaluate("[s for s in range(len(r)) for _ in range(r[s])]", {"r": [1, 2]})
+[0, 1, 1]
 """
 from __future__ import annotations
 
 import ast
+import collections
 import math
 import operator
 from functools import lru_cache
@@ -30,6 +36,7 @@ MAX_LEN = 1000
 MAX_POW = 64  # exponent bound: keeps 10 ** 10 ** 10 from eating the machine
 MAX_DEPTH = 60  # nesting bound: keeps '------1' from exhausting the stack
 MAX_MAGNITUDE = 10 ** 30  # no size, count or setting of a model comes near this
+MAX_ITEMS = 100_000  # a list built by range or a comprehension (and a comprehension's steps)
 
 
 def _exact_div(a: Any, b: Any) -> Any:
@@ -132,12 +139,34 @@ def _real(fn):
     return call
 
 
+def _round(x: Any) -> Any:
+    """round(x): the nearest whole number, halves to even (Python's round)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        raise ExprError(f"round({x}) is not a whole number", hint="sizes and values are at most 10**30")
+    return x if isinstance(x, (int, dims.Poly)) else round(x)
+
+
+def _range(*args: Any) -> list:
+    """range(stop), range(start, stop[, step]) as a list (a comprehension runs over it)."""
+    if any(isinstance(a, bool) or not isinstance(a, int) for a in args):
+        raise ExprError(f"range() takes whole numbers; received {', '.join(str(a) for a in args)}")
+    decided(*args)
+    if len(args) == 3 and args[2] == 0:
+        raise ExprError("range() with step 0 has no end")
+    steps = range(*(int(a) for a in args))
+    if len(steps) > MAX_ITEMS:
+        raise ExprError(f"range() of {len(steps)} items is too long (at most {MAX_ITEMS})")
+    return list(steps)
+
+
 FUNCTIONS = {"min": _chosen(min), "max": _chosen(max), "abs": abs, "ceil_div": _ceil_div,
-             "ceil": _rounded(math.ceil), "floor": _rounded(math.floor), "len": _list_fn(len),
-             "sum": _list_fn(sum), "log": _real(math.log), "exp": _real(math.exp), "sqrt": _real(math.sqrt)}
+             "ceil": _rounded(math.ceil), "floor": _rounded(math.floor), "round": _round, "len": _list_fn(len),
+             "sum": _list_fn(sum), "range": _range, "log": _real(math.log), "exp": _real(math.exp),
+             "sqrt": _real(math.sqrt)}
 LIST_FUNCTIONS = {"len", "sum"}
 ARITY = {"min": (2, None), "max": (2, None), "abs": (1, 1), "ceil_div": (2, 2), "ceil": (1, 1),
-         "floor": (1, 1), "len": (1, 1), "sum": (1, 1), "log": (1, 1), "exp": (1, 1), "sqrt": (1, 1)}
+         "floor": (1, 1), "round": (1, 1), "len": (1, 1), "sum": (1, 1), "range": (1, 3), "log": (1, 1),
+         "exp": (1, 1), "sqrt": (1, 1)}
 
 
 def _takes(name: str) -> str:
@@ -171,6 +200,10 @@ def parse(text: str) -> ast.Expression:
             raise ExprError(f"only the functions {', '.join(sorted(FUNCTIONS))} may be called")
         if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool, str, type(None))):
             raise ExprError(f"constant {node.value!r} is not a number or a word")
+        if isinstance(node, ast.comprehension) and (node.is_async or not isinstance(node.target, ast.Name)):
+            raise ExprError("each 'for' of a list comprehension takes one name: [w * 2 for w in widths]")
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in FUNCTIONS:
+            raise ExprError(f"'{node.id}' is a function; name the comprehension's variable otherwise")
     return tree
 
 
@@ -185,14 +218,16 @@ def _check_depth(tree: ast.AST) -> None:
 
 _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
             ast.Name, ast.Load, ast.Constant, ast.Call, ast.And, ast.Or, ast.Subscript,
+            ast.List, ast.ListComp, ast.comprehension, ast.Store,
             *_BINOPS, *_UNARY, *_COMPARE)
 
 
 def names(text: str) -> set[str]:
-    """Free variable names of an expression (function names excluded)."""
+    """Free variable names of an expression (function names and a comprehension's own names excluded)."""
     tree = parse(text)
     calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in calls}
+    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in calls} - bound
 
 
 def evaluate(text: str, env: Mapping[str, Any]) -> Any:
@@ -250,7 +285,44 @@ def _item(items: Any, index: Any) -> Any:
     return items[index]
 
 
+def _comprehension(node: ast.ListComp, env: Mapping[str, Any]) -> list:
+    """[elt for a in A if c for b in B ...]: Python's order, each `for` binding one name."""
+    out: list = []
+    steps = 0
+
+    def run(k: int, scope: Mapping[str, Any]) -> None:
+        nonlocal steps
+        if k == len(node.generators):
+            out.append(_eval(node.elt, scope))
+            return
+        gen = node.generators[k]
+        items = _eval(gen.iter, scope)
+        if not isinstance(items, (list, tuple)):
+            raise ExprError(f"a comprehension's 'for' runs over a list; received {items!r}")
+        for item in items:
+            steps += 1
+            if steps > MAX_ITEMS:
+                raise ExprError(f"the list comprehension takes more than {MAX_ITEMS} steps")
+            inner = collections.ChainMap({gen.target.id: item}, scope)
+            if all(_truth(_eval(c, inner)) for c in gen.ifs):
+                run(k + 1, inner)
+
+    run(0, env)
+    return out
+
+
+def _truth(value: Any) -> bool:
+    decided(value)
+    return bool(value)
+
+
 def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.List):
+        if len(node.elts) > MAX_ITEMS:
+            raise ExprError(f"a list of {len(node.elts)} items is too long (at most {MAX_ITEMS})")
+        return [_eval(e, env) for e in node.elts]
+    if isinstance(node, ast.ListComp):
+        return _comprehension(node, env)
     if isinstance(node, ast.Constant):
         return check_value(node.value)
     if isinstance(node, ast.Name):

@@ -228,3 +228,69 @@ def test_a_scheduled_call_repeated_zero_times_passes_its_input_through():
     model = load_text(text, "sched.yaml")
     assert model.params().total == 8  # the norm alone
     assert model.shapes(B=1, S=3).outputs["norm"] == (1, 3, 8)
+STAGES = """\
+name: stages
+variables:
+  widths: [8, 12]
+  repeats: [1, 3]
+  dm: 0.5
+  scaled: "[round(w * dm) * 2 for w in widths]"          # 8, 12 (round halves to even: 2.0, 3.0)
+  stage_of: "[s for s in range(len(repeats)) for j in range(repeats[s])]"
+  first_of: "[j == 0 for s in range(len(repeats)) for j in range(repeats[s])]"
+inputs:
+  x: [B, 8]
+blocks:
+  block:
+    args: [C_in, C_out]
+    nodes:
+      - {name: fc, op: linear, in: x, in_features: C_in, out_features: C_out}
+nodes:
+  - {name: blocks, block: block, in: x, repeat: "len(stage_of)",
+     C_in: "widths[0] if i == 0 else scaled[stage_of[i]] if not first_of[i] else scaled[stage_of[i] - 1]",
+     C_out: "scaled[stage_of[i]]"}
+"""
+
+
+def test_blocks_numbered_through_stages_by_lists_made_with_comprehensions():
+    model = load_text(STAGES, "stages.yaml")
+    assert model.variables["stage_of"] == [0, 1, 1, 1]
+    assert model.variables["first_of"] == [True, True, False, False]
+    tensors = dict((n, tuple(t.shape)) for n, t in model.params().tensors())
+    assert tensors["blocks.0.fc.weight"] == (8, 8) and tensors["blocks.1.fc.weight"] == (12, 8)
+    assert tensors["blocks.3.fc.weight"] == (12, 12)
+    assert model.params().total == (8 * 8 + 8) + (12 * 8 + 12) + 2 * (12 * 12 + 12)
+
+
+@pytest.mark.parametrize("text, value", [
+    ("[16, 24, 32]", [16, 24, 32]),
+    ("[w * 2 for w in ws if w > 1]", [4, 6]),
+    ("[a * b for a in [1, 2] for b in range(a, 3)]", [1, 2, 4]),
+    ("range(2, 9, 3)", [2, 5, 8]),
+    ("[round(x) for x in [0.5, 1.5, 2.5, 2.6]]", [0, 2, 2, 3]),   # Python's round: halves to even
+    ("ws + [9]", [1, 2, 3, 9]),
+    ("sum([w for w in ws])", 6),
+])
+def test_list_expressions(text, value):
+    from archgraph.expr import evaluate
+    assert evaluate(text, {"ws": [1, 2, 3]}) == value
+
+
+@pytest.mark.parametrize("text, says", [
+    ("[a for (a, b) in ws]", "each 'for' of a list comprehension takes one name"),
+    ("[w for w in 3]", "a comprehension's 'for' runs over a list; received 3"),
+    ("range(1000000)", "range() of 1000000 items is too long (at most 100000)"),
+    ("[a for a in range(1000) for b in range(1000)]", "the list comprehension takes more than 100000 steps"),
+    ("range(1.5)", "range() takes whole numbers; received 1.5"),
+    ("[len for len in ws]", "'len' is a function"),
+])
+def test_list_expression_errors(text, says):
+    from archgraph.errors import ExprError
+    from archgraph.expr import evaluate
+    with pytest.raises(ExprError) as info:
+        evaluate(text, {"ws": [1, 2, 3]})
+    assert says in info.value.message
+
+
+def test_a_comprehension_names_only_its_free_variables():
+    from archgraph.expr import names
+    assert names("[w * dm for w in widths if w > least]") == {"dm", "widths", "least"}

@@ -140,6 +140,13 @@ CASES = [
          {"weight": (8, 3, 3, 3), "bias": (8,)}, id="conv2d-symbolic-stride2"),
     case("conv2d", {"in_channels": 3, "out_channels": 8, "kernel_size": 5, "padding": "same"},
          [(1, 3, 9, 9)], (1, 8, 9, 9), {"weight": (8, 3, 5, 5), "bias": (8,)}, id="conv2d-same"),
+    # TensorFlow's SAME (MobileNet's tf_padding): ceil(n / stride) outputs, whatever the kernel
+    case("conv2d", {"in_channels": 8, "out_channels": 8, "kernel_size": 3, "stride": 2, "padding": "tf_same",
+                    "groups": 8, "bias": False}, [(1, 8, 7, 8)], (1, 8, 4, 4), {"weight": (8, 1, 3, 3)},
+         flops=2 * (8 * 4 * 4) * (1 * 3 * 3), id="conv2d-tf-same"),
+    case("conv2d", {"in_channels": 3, "out_channels": 4, "kernel_size": 3, "stride": 2, "padding": "tf_same"},
+         [(B, 3, H, W)], (B, 4, sympy.ceiling(sym.H / 2), sympy.ceiling(sym.W / 2)),
+         {"weight": (4, 3, 3, 3), "bias": (4,)}, id="conv2d-tf-same-symbolic"),
     case("conv1d", {"in_channels": 80, "out_channels": 384, "kernel_size": 3, "padding": 1},
          [(B, 80, 3000)], (B, 384, 3000), {"weight": (384, 80, 3), "bias": (384,)},
          flops=2 * (B * 384 * 3000) * (80 * 3), id="conv1d-whisper-conv1"),
@@ -171,6 +178,9 @@ CASES = [
     # kernel 1 stride 2 on 4: windows at 0 and 2; a third would start at 4, past the input.
     case("max_pool2d", {"kernel_size": 1, "stride": 2, "ceil_mode": True}, [(1, 4, 4, 4)], (1, 4, 2, 2),
          id="max_pool2d-ceil-stride-gt-kernel"),
+    # a window wider than the input: ceil_mode still gives one (EfficientNet's AvgPool2d(hidden_dim))
+    case("avg_pool2d", {"kernel_size": 2560, "ceil_mode": True}, [(2, 16, 19, 19)], (2, 16, 1, 1),
+         id="avg_pool2d-ceil-window-wider-than-input"),
     case("max_pool1d", {"kernel_size": 3, "stride": 2}, [(2, 4, 11)], (2, 4, 5)),
     case("avg_pool2d", {"kernel_size": 2}, [(B, 3, H, W)], (B, 3, sympy.floor(sym.H / 2), sympy.floor(sym.W / 2)),
          id="avg_pool2d-symbolic"),
@@ -594,6 +604,8 @@ ERRORS = [
     reject("conv1d", {"in_channels": 3, "out_channels": 8, "kernel_size": 0}, None, SpecError, []),
     reject("max_pool2d", {"kernel_size": 3}, [(1, 3, 2, 2)], ShapeError, []),
     reject("max_pool2d", {"kernel_size": 2}, [(1, 3, 8)], ShapeError, []),
+    reject("avg_pool2d", {"kernel_size": 5, "stride": 2, "ceil_mode": True}, [(1, 3, 2, 2)], ShapeError,
+           ["smaller than the window"], id="avg_pool2d-ceil-no-window"),
     reject("softmax", {"dim": 4}, [(2, 3, 4, 5)], ShapeError, []),
     reject("dropout", {"p": 1.5}, None, SpecError, ["1.5"]),
     reject("add", {}, [(2, 3), (4,)], ShapeError, []),

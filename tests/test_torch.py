@@ -116,3 +116,29 @@ def test_argmax_of_a_mask_is_the_first_true_and_of_ids_the_largest():
     assert argmax.forward(run, ids == 9).tolist() == [1, 0]  # row 2 has none: 0, as torch gives
     assert argmax.forward(run, ids).tolist() == [1, 2]
     assert REGISTRY["argmax"](dim=1, keepdim=True).forward(run, ids).shape == (2, 1)
+
+
+@pytest.mark.parametrize("size, stride, kernel, dilation", [(7, 2, 3, 1), (8, 2, 3, 1), (9, 3, 5, 1), (10, 1, 3, 2),
+                                                            (5, 2, 1, 1)])
+def test_tf_same_padding_pads_as_tensorflow(size, stride, kernel, dilation):
+    """conv2d padding tf_same: TensorFlow's SAME, worked out here from TensorFlow's documented rule
+    (total = max((out - 1)·s + d·(k - 1) + 1 - n, 0), half before rounded down, out = ceil(n / s))."""
+    from archgraph.load import load_text
+    spec = (f"name: tf\ninputs:\n  x: [1, 2, {size}, {size + 1}]\nnodes:\n"
+            f"  - {{name: conv, op: conv2d, in: x, in_channels: 2, out_channels: 3, kernel_size: {kernel}, "
+            f"stride: {stride}, dilation: {dilation}, padding: tf_same}}\n")
+    model = load_text(spec, "tf.yaml")
+    module = to_module(model)
+    torch.manual_seed(0)
+    x = torch.randn(1, 2, size, size + 1)
+    pads = []
+    for n in (size + 1, size):  # F.pad lists the last dim first
+        out = -(-n // stride)
+        total = max((out - 1) * stride + dilation * (kernel - 1) + 1 - n, 0)
+        pads += [total // 2, total - total // 2]
+    weight, bias = module.state_dict()["conv.weight"], module.state_dict()["conv.bias"]
+    want = torch.nn.functional.conv2d(torch.nn.functional.pad(x, pads), weight, bias, stride, 0, dilation)
+    with torch.no_grad():
+        got = module(x=x)["conv"]
+    assert tuple(got.shape) == tuple(int(d) for d in model.shapes().outputs["conv"]) == tuple(want.shape)
+    assert torch.allclose(got, want)

@@ -1,6 +1,8 @@
 """Convolutions over [B, C, L], [B, C, H, W] and [B, C, D, H, W]: `conv1d`, `conv2d`, `conv3d`,
 and the transposed ones that upsample, `conv_transpose1d`, `conv_transpose2d` (PyTorch's
-names, hyperparameters, weight layouts and output-size rules)."""
+names, hyperparameters, weight layouts and output-size rules).  Besides PyTorch's paddings,
+`padding: tf_same` pads as TensorFlow's SAME: ceil(size / stride) outputs, the padding
+computed from each input's size, the odd pixel after (MobileNet's tf_padding)."""
 from __future__ import annotations
 
 from typing import Literal
@@ -15,7 +17,7 @@ def window_out(size: Dim, kernel: int, stride: int, padding: int, dilation: int 
     """Output length of a sliding window (PyTorch's rule); symbolic sizes stay exact (`ceil(S/2)`)."""
     span = dilation * (kernel - 1) + 1
     reach = size + 2 * padding - span  # (out - 1) * stride <= reach
-    if isinstance(reach, int) and reach < 0:
+    if isinstance(reach, int) and reach < 0 and not (ceil_mode and reach > -stride):  # ceil_mode: one window
         raise ShapeError(f"input size {size} (padding {padding}) is smaller than the window {span}")
     if not ceil_mode:
         return norm(_readable(ceil_div(reach + 1, stride), floor_div(reach, stride) + 1))
@@ -50,7 +52,7 @@ class _Conv(Op):
                                 f"must both be divisible by groups={self.groups}")
         if self.padding == "same" and any(s != 1 for s in _tuple(self.stride, self.rank)):
             raise invalid(self, "padding 'same' needs stride 1")
-        if self.padding not in ("same", "valid") and any(p < 0 for p in _tuple(self.padding, self.rank)):
+        if self.padding not in ("same", "valid", "tf_same") and any(p < 0 for p in _tuple(self.padding, self.rank)):
             raise invalid(self, f"padding must not be negative; received {self.padding}")
 
     def _pads(self) -> tuple[int, ...]:
@@ -66,10 +68,22 @@ class _Conv(Op):
         expect_dim(x[1], self.in_channels, "channel dimension (dim 1) of the input (in_channels)")
         if self.padding == "same":  # PyTorch pads d·(k-1) in total, the odd one on the right
             return (x[0], self.out_channels, *x[2:])
+        if self.padding == "tf_same":  # TensorFlow's SAME: one output per stride step
+            return (x[0], self.out_channels, *(norm(ceil_div(n, s)) for n, s in zip(x[2:], _tuple(self.stride, self.rank))))
         spatial = tuple(window_out(n, k, s, p, d) for n, k, s, p, d in zip(
             x[2:], _tuple(self.kernel_size, self.rank), _tuple(self.stride, self.rank),
             self._pads(), _tuple(self.dilation, self.rank)))
         return (x[0], self.out_channels, *spatial)
+
+    def _tf_pads(self, sizes) -> list[int]:
+        """F.pad's list (last dim first) for TensorFlow's SAME: (ceil(n/s) - 1)·s + d·(k - 1) + 1 - n in
+        total per dim, half before (rounded down) and the rest after."""
+        pads: list[int] = []
+        for n, k, s, d in zip(sizes, _tuple(self.kernel_size, self.rank), _tuple(self.stride, self.rank),
+                              _tuple(self.dilation, self.rank)):
+            total = max((-(-n // s) - 1) * s + d * (k - 1) + 1 - n, 0)
+            pads[:0] = [total // 2, total - total // 2]
+        return pads
 
     def params(self):
         yield Tensor("weight", (self.out_channels, quotient(self.in_channels, self.groups),
@@ -85,6 +99,8 @@ class _Conv(Op):
         conv = (run.F.conv1d, run.F.conv2d, run.F.conv3d)[self.rank - 1]
         bias = run.tensor("bias") if self.bias else None
         padding = self.padding if isinstance(self.padding, str) else _tuple(self.padding, self.rank)
+        if padding == "tf_same":
+            x, padding = run.F.pad(x, self._tf_pads(x.shape[2:])), 0
         return conv(x, run.tensor("weight"), bias, _tuple(self.stride, self.rank), padding,
                     _tuple(self.dilation, self.rank), self.groups)
 
@@ -98,7 +114,7 @@ class Conv1d(_Conv):
     out_channels: int
     kernel_size: int | tuple[int]
     stride: int | tuple[int] = 1
-    padding: int | tuple[int] | Literal["same", "valid"] = 0
+    padding: int | tuple[int] | Literal["same", "valid", "tf_same"] = 0
     dilation: int | tuple[int] = 1
     groups: int = 1
     bias: bool = True
@@ -109,13 +125,16 @@ class Conv1d(_Conv):
      aliases=("nn.Conv2d", "convolution"),
      example={"in_channels": 3, "out_channels": 64, "kernel_size": 7, "stride": 2, "padding": 3})
 class Conv2d(_Conv):
-    """2-D convolution: [B, in_channels, H, W] -> [B, out_channels, H', W']."""
+    """2-D convolution: [B, in_channels, H, W] -> [B, out_channels, H', W'].
+
+    `padding` is PyTorch's (a size, same, valid) or tf_same: TensorFlow's SAME, ceil(H / stride)
+    outputs, the padding computed from the input's size with the odd pixel after."""
 
     in_channels: int
     out_channels: int
     kernel_size: int | tuple[int, int]
     stride: int | tuple[int, int] = 1
-    padding: int | tuple[int, int] | Literal["same", "valid"] = 0
+    padding: int | tuple[int, int] | Literal["same", "valid", "tf_same"] = 0
     dilation: int | tuple[int, int] = 1
     groups: int = 1
     bias: bool = True
@@ -131,7 +150,7 @@ class Conv3d(_Conv):
     out_channels: int
     kernel_size: int | tuple[int, int, int]
     stride: int | tuple[int, int, int] = 1
-    padding: int | tuple[int, int, int] | Literal["same", "valid"] = 0
+    padding: int | tuple[int, int, int] | Literal["same", "valid", "tf_same"] = 0
     dilation: int | tuple[int, int, int] = 1
     groups: int = 1
     bias: bool = True
