@@ -249,6 +249,15 @@ CASES = {
                                "num_attention_heads": [2, 3, 4], "depths": [2, 1, 1], "patch_sizes": [5, 3, 3],
                                "strides": [3, 2, 2], "sr_ratios": [2, 2, 1], "mlp_ratios": [2, 3, 4],
                                "decoder_hidden_size": 10, "num_labels": 4},
+    "mobilenet_v2-base": {"model_type": "mobilenet_v2", "architectures": ["MobileNetV2Model"],
+                          "depth_multiplier": 0.25, "image_size": 34},
+    "mobilenet_v2-image-cls-dilated": {"model_type": "mobilenet_v2",
+                                       "architectures": ["MobileNetV2ForImageClassification"], "depth_multiplier": 0.3,
+                                       "output_stride": 8, "image_size": 29, "first_layer_is_expansion": False,
+                                       "expand_ratio": 2.0, "num_labels": 3},
+    "mobilenet_v2-no-tf-padding": {"model_type": "mobilenet_v2", "architectures": ["MobileNetV2Model"],
+                                   "depth_multiplier": 0.2, "tf_padding": False, "image_size": 32,
+                                   "finegrained_output": False},
 }
 BERT = {"model_type": "bert", **TINY, "type_vocab_size": 3}
 ALBERT = {"model_type": "albert", **TINY, "embedding_size": 16, "num_hidden_layers": 3, "num_hidden_groups": 2}

@@ -131,6 +131,12 @@ def mutate(rng, cfg):
         cfg.update(num_stages=n, hidden_sizes=[rng.choice([4, 6, 8, 12]) for _ in range(n)],
                    depths=[rng.randint(0, 2) for _ in range(n)], patch_size=rng.choice([2, 4]),
                    layer_scale_init_value=rng.choice([0.0, 1e-6]), num_channels=rng.choice([1, 3]))
+    if mt == "mobilenet_v2":
+        cfg.update(depth_multiplier=rng.choice([0.1, 0.25, 0.35, 0.5, 0.75, 1.0, 1.3]),
+                   depth_divisible_by=rng.choice([4, 6, 8]), min_depth=rng.choice([2, 8, 12]),
+                   expand_ratio=rng.choice([1.0, 2.5, 4.0, 6.0]), output_stride=rng.choice([8, 16, 32]),
+                   first_layer_is_expansion=rng.random() < 0.5, finegrained_output=rng.random() < 0.5,
+                   tf_padding=rng.random() < 0.5, image_size=rng.choice([32, 33, 64]), num_channels=rng.choice([1, 3]))
     if mt == "resnet":
         n = rng.randint(1, 4)
         cfg.update(embedding_size=rng.choice([4, 8]), hidden_sizes=[rng.choice([4, 8, 12, 16]) for _ in range(n)],
