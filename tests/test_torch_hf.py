@@ -258,6 +258,15 @@ CASES = {
     "mobilenet_v2-no-tf-padding": {"model_type": "mobilenet_v2", "architectures": ["MobileNetV2Model"],
                                    "depth_multiplier": 0.2, "tf_padding": False, "image_size": 32,
                                    "finegrained_output": False},
+    "efficientnet-base": {"model_type": "efficientnet", "architectures": ["EfficientNetModel"],
+                          "width_coefficient": 0.25, "depth_coefficient": 0.7, "in_channels": [32, 8, 12],
+                          "out_channels": [8, 12, 20], "kernel_sizes": [3, 5, 3], "strides": [1, 2, 2],
+                          "num_block_repeats": [1, 2, 3], "expand_ratios": [1, 4, 6], "hidden_dim": 320,
+                          "image_size": 33},
+    "efficientnet-image-cls": {"model_type": "efficientnet", "architectures": ["EfficientNetForImageClassification"],
+                               "width_coefficient": 0.2, "depth_coefficient": 0.5, "depthwise_padding": [1, 3],
+                               "pooling_type": "max", "hidden_dim": 256, "num_labels": 3, "image_size": 40,
+                               "squeeze_expansion_ratio": 0.1},
 }
 BERT = {"model_type": "bert", **TINY, "type_vocab_size": 3}
 ALBERT = {"model_type": "albert", **TINY, "embedding_size": 16, "num_hidden_layers": 3, "num_hidden_groups": 2}

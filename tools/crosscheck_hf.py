@@ -137,6 +137,20 @@ def mutate(rng, cfg):
                    expand_ratio=rng.choice([1.0, 2.5, 4.0, 6.0]), output_stride=rng.choice([8, 16, 32]),
                    first_layer_is_expansion=rng.random() < 0.5, finegrained_output=rng.random() < 0.5,
                    tf_padding=rng.random() < 0.5, image_size=rng.choice([32, 33, 64]), num_channels=rng.choice([1, 3]))
+    if mt == "efficientnet":
+        n = rng.randint(1, 4)
+        ins = [32] + [rng.choice([8, 12, 16, 24]) for _ in range(n - 1)]
+        cfg.update(width_coefficient=rng.choice([0.1, 0.25, 0.5, 1.1]), depth_coefficient=rng.choice([0.4, 1.0, 1.3]),
+                   depth_divisor=rng.choice([4, 8]), in_channels=ins,
+                   out_channels=ins[1:] + [rng.choice([8, 16, 20])], kernel_sizes=[rng.choice([3, 5]) for _ in ins],
+                   strides=[rng.choice([1, 2]) for _ in ins], num_block_repeats=[rng.randint(1, 3) for _ in ins],
+                   expand_ratios=[rng.choice([1, 3, 6]) for _ in ins], depthwise_padding=rng.choice([[], [1], [0, 2]]),
+                   squeeze_expansion_ratio=rng.choice([0.1, 0.25]),
+                   pooling_type=rng.choice(["mean", "max"]), image_size=rng.choice([32, 33]),
+                   num_channels=rng.choice([1, 3]))
+        wc, d = cfg["width_coefficient"], cfg["depth_divisor"]  # the top BatchNorm has round_filters(1280)
+        top = max(d, int(1280 * wc + d / 2) // d * d)
+        cfg["hidden_dim"] = top + d if top < 0.9 * 1280 * wc else top
     if mt == "resnet":
         n = rng.randint(1, 4)
         cfg.update(embedding_size=rng.choice([4, 8]), hidden_sizes=[rng.choice([4, 8, 12, 16]) for _ in range(n)],
