@@ -233,3 +233,23 @@ def test_module_examples(module):
     import importlib
     result = doctest.testmod(importlib.import_module(module))
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_collapsed_run_of_a_schedule_is_named_by_the_repetitions_it_covers():
+    from archgraph.load import load_text
+    spec = """\
+name: sched
+variables: {L: 6}
+inputs:
+  x: [B, 8]
+blocks:
+  layer:
+    args: [wide]
+    nodes:
+      - {name: fc, op: linear, in: x, in_features: 8, out_features: 8, bias: wide}
+nodes:
+  - {name: layers, block: layer, in: x, repeat: L, wide: "i >= 2"}
+"""
+    source = diagram_dot(load_text(spec, "sched.yaml"), DiagramOptions(depth=0))
+    assert "<b>layers.0..1 × 2</b>" in source and "<b>layers.2..5 × 4</b>" in source
+    assert "<b>layers#" not in source  # the key is only the DOT id
