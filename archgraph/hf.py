@@ -18,6 +18,7 @@ spec whose variables carry a typical checkpoint's values) and an entry in
         stages: {key: depths[6], error: "the template builds at most 6 stages"}  # refuse a config
         bias: {key: bias?, if_null: false}  # an explicit null means false
         R: {key: rotary_dim, if_null: {error: "..."}}  # refuse an explicit null
+        timm: {key: use_timm_backbone, default: true, unless: backbone_config, error: "..."}  # and absent
 
 Two variables come from the config itself rather than a key: `head`, the word
 for `architectures[0]` (`LlamaForCausalLM` -> 'causal_lm', see HEADS), and
@@ -275,9 +276,14 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
         if "value" in rule:
             return rule["value"], "constant for " + model_type
         if "error" in rule:
+            if "unless" in rule and _lookup(config, str(rule["unless"])) is not None:
+                return None  # another key decides instead (DETR: a backbone_config, not use_timm_backbone)
             for key in str(rule["key"]).rstrip("?").split("|"):
-                if _lookup(config, key) not in (None, False):  # false: the switch is off
-                    raise ArchgraphError(f"'{key}' is set, but archgraph's '{model_type}' template cannot "
+                value, told = _lookup(config, key), f"'{key}' is set"
+                if value is None and not _present(config, key):  # absent: the config class's default
+                    value, told = rule.get("default"), f"'{key}' is absent ({model_type}'s default: on)"
+                if value not in (None, False):  # false: the switch is off
+                    raise ArchgraphError(f"{told}, but archgraph's '{model_type}' template cannot "
                                          f"build it: {rule['error']}", loc=loc,
                                          hint="write a spec for it: start from 'archgraph import-hf' "
                                               "of a config the template builds, and edit that")

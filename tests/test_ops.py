@@ -70,6 +70,8 @@ CASES = [
     case("sinusoidal_position", {"embedding_dim": 512}, [(B, S, 512)], (1, S, 512)),
     case("sinusoidal_position", {"embedding_dim": 512, "num_positions": 1500}, [(2, 1500, 512)],
          (1, 1500, 512), buffers={"weight": (1500, 512)}, id="sinusoidal_position-table"),
+    case("sine_position_2d", {"num_position_features": 128, "normalize": True}, [(B, 2048, 25, 34)],
+         (B, 256, 25, 34)),
     # RoPE: inv_freq has rotary_dim/2 entries; cos/sin = cat(freqs, freqs) -> rotary_dim wide.
     case("rotary_embedding", {"head_dim": 128}, [(B, S, 4096)], [(1, S, 128), (1, S, 128)],
          buffers={"inv_freq": (64,)}),
@@ -117,6 +119,9 @@ CASES = [
          {"running_mean": (64,), "running_var": (64,), "num_batches_tracked": ()}),
     case("batch_norm", {"num_features": 10, "affine": False, "track_running_stats": False},
          [(4, 10)], (4, 10), id="batch_norm-bare"),
+    case("batch_norm", {"num_features": 8, "frozen": True}, [(B, 8, 5, 5)], (B, 8, 5, 5),
+         buffers={"weight": (8,), "bias": (8,), "running_mean": (8,), "running_var": (8,)},
+         id="batch_norm-frozen"),
     case("group_norm", {"num_groups": 32, "num_channels": 256}, [(2, 256, 8, 8)], (2, 256, 8, 8),
          {"weight": (256,), "bias": (256,)}),
     case("group_norm", {"num_groups": 4, "num_channels": 8, "affine": False}, [(2, 8, 10)], (2, 8, 10),

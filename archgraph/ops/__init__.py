@@ -23,7 +23,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     "disentangled_attention": "disentangled",
     **dict.fromkeys(["add", "mul", "scale"], "elementwise"),
     **dict.fromkeys(["alibi", "embedding", "position_embedding", "relative_position_bias", "rotary_embedding",
-                     "sinusoidal_position"], "embedding"),
+                     "sine_position_2d", "sinusoidal_position"], "embedding"),
     **dict.fromkeys(["buffer", "class_token", "parameter"], "encoders"),
     **dict.fromkeys(["slice", "squeeze", "unsqueeze"], "indexing"),
     "linear": "linear",

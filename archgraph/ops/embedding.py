@@ -120,6 +120,51 @@ class SinusoidalPosition(Op):
         return table.unsqueeze(0)
 
 
+@op("sine_position_2d", category="embedding",
+    aliases=("DetrSinePositionEmbedding", "PositionEmbeddingSine"), example={"num_position_features": 128})
+class SinePosition2d(Op):
+    """Fixed sin/cos positions of a feature map (DETR's): x [B, C, H, W] -> [B, 2·F, H, W], no tensors.
+
+    F = num_position_features per axis: the row's F features, then the column's, each the sine of
+    (position / temperature^(2·floor(i/2)/F)) at even i and its cosine at odd i, positions 1..H and
+    1..W (every pixel valid: the all-ones pixel mask).  `normalize` divides the positions by the
+    last one (+ 1e-6) and multiplies by `scale` (2π), as DetrSinePositionEmbedding(normalize=True).
+    """
+
+    num_position_features: int
+    temperature: float = 10000.0
+    normalize: bool = False
+    scale: float = 2 * math.pi
+
+    def __post_init__(self):
+        positive(self, "num_position_features")
+        if self.num_position_features % 2:
+            raise invalid(self, f"num_position_features must be even (sine and cosine pairs); "
+                                f"received {self.num_position_features}")
+
+    def infer_shape(self, x):
+        expect_rank(x, (4,))
+        b, _, h, w = x
+        return (b, 2 * self.num_position_features, h, w)
+
+    def forward(self, run, x):
+        torch = run.torch
+        b, _, h, w = x.shape
+        y_embed = torch.arange(1, h + 1, dtype=x.dtype, device=x.device)[None, :, None].expand(b, h, w)
+        x_embed = torch.arange(1, w + 1, dtype=x.dtype, device=x.device)[None, None, :].expand(b, h, w)
+        if self.normalize:
+            y_embed = y_embed / (y_embed[:, -1:, :] + 1e-6) * self.scale
+            x_embed = x_embed / (x_embed[:, :, -1:] + 1e-6) * self.scale
+        f = self.num_position_features
+        dim_t = torch.arange(f, dtype=torch.int64, device=x.device).to(x.dtype)
+        dim_t = self.temperature ** (2 * torch.div(dim_t, 2, rounding_mode="floor") / f)
+        pos_x = x_embed[:, :, :, None] / dim_t
+        pos_y = y_embed[:, :, :, None] / dim_t
+        pos_x = torch.stack((pos_x[:, :, :, 0::2].sin(), pos_x[:, :, :, 1::2].cos()), dim=4).flatten(3)
+        pos_y = torch.stack((pos_y[:, :, :, 0::2].sin(), pos_y[:, :, :, 1::2].cos()), dim=4).flatten(3)
+        return torch.cat((pos_y, pos_x), dim=3).permute(0, 3, 1, 2)
+
+
 @op("rotary_embedding", category="embedding", aliases=("rope", "RotaryEmbedding"), example={"head_dim": 128})
 class RotaryEmbedding(Op):
     """Rotary position tables (RoPE): [B, S, ..] -> cos, sin each [1, S, width]; buffer inv_freq.

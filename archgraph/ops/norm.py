@@ -81,13 +81,21 @@ class RMSNorm(Op):
 @op("batch_norm", category="norm",
      aliases=("nn.BatchNorm1d", "nn.BatchNorm2d", "nn.BatchNorm3d"), example={"num_features": 64})
 class BatchNorm(Op):
-    """Per-channel norm of [B, C, ...]; weight, bias; buffers running_mean, running_var, num_batches_tracked."""
+    """Per-channel norm of [B, C, ...]; weight, bias; buffers running_mean, running_var, num_batches_tracked.
+
+    `frozen: true` is a batch norm whose statistics and affine weights are all fixed buffers
+    (torchvision's FrozenBatchNorm2d, DETR's DetrFrozenBatchNorm2d): weight, bias, running_mean and
+    running_var are buffers, no parameters, no num_batches_tracked; it computes
+    x · scale + (bias − running_mean · scale) with scale = weight · rsqrt(running_var + eps), in
+    training too.
+    """
 
     num_features: int
     eps: float = 1e-5
     momentum: float = 0.1
     affine: bool = True
     track_running_stats: bool = True
+    frozen: bool = False
 
     def __post_init__(self):
         positive(self, "num_features")
@@ -98,12 +106,15 @@ class BatchNorm(Op):
         return x
 
     def params(self):
-        if self.affine:
+        if self.affine and not self.frozen:
             yield Tensor("weight", (self.num_features,))
             yield Tensor("bias", (self.num_features,))
 
     def buffers(self):
-        if self.track_running_stats:
+        if self.frozen:
+            for name in ("weight", "bias", "running_mean", "running_var"):
+                yield Tensor(name, (self.num_features,))
+        elif self.track_running_stats:
             yield Tensor("running_mean", (self.num_features,))
             yield Tensor("running_var", (self.num_features,))
             yield Tensor("num_batches_tracked", ())
@@ -112,6 +123,11 @@ class BatchNorm(Op):
         return 2 * prod(inputs[0])
 
     def forward(self, run, x):
+        if self.frozen:
+            shape = (1, -1) + (1,) * (x.dim() - 2)
+            scale = run.tensor("weight") * (run.tensor("running_var") + self.eps).rsqrt()
+            shift = run.tensor("bias") - run.tensor("running_mean") * scale
+            return x * scale.reshape(shape) + shift.reshape(shape)
         stats = self.track_running_stats
         mean = run.tensor("running_mean") if stats else None
         var = run.tensor("running_var") if stats else None
