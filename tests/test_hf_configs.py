@@ -34,6 +34,7 @@ EXACT_BUFFERS |= {"gemma2", "gemma3_text"}
 EXACT_BUFFERS |= {"mamba2", "recurrent_gemma"}
 EXACT_BUFFERS |= {"swin"}
 EXACT_BUFFERS |= {"segformer"}
+EXACT_BUFFERS |= {"detr"}
 BUFFERED = [n for n in FILES if json.loads((DATA / f"{n}.json").read_text())["config"]["model_type"] in EXACT_BUFFERS]
 
 

@@ -41,6 +41,7 @@ PREFIX.update({"deepseek_v3": "DeepseekV3"})  # issue 11
 PREFIX.update({"mamba2": "Mamba2", "recurrent_gemma": "RecurrentGemma"})  # fixed-state families
 PREFIX.update({"electra": "Electra", "mpnet": "MPNet", "modernbert": "ModernBert", "deberta-v2": "DebertaV2"})  # text encoders (issue 12)
 PREFIX.update({"swin": "Swin", "segformer": "Segformer"})  # vision (issue 12)
+PREFIX.update({"detr": "Detr"})  # vision (issue 12): transformers' ResNet backbone (timm's is refused)
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen", "deepseek_v3"}
@@ -51,6 +52,7 @@ ROTARY |= {"gemma2", "gemma3_text"}
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
+EXTRA_CLASSES.update({"detr": ["DetrForObjectDetection"]})
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
@@ -215,6 +217,19 @@ def mutate(rng, cfg):
                    decoder_hidden_size=rng.randint(2, 12), image_size=[rng.randint(8, 24), rng.randint(8, 24)],
                    num_channels=rng.choice([1, 3]), hidden_act=rng.choice(["gelu", "relu", "silu"]),
                    reshape_last_stage=rng.random() < 0.7)
+    if mt == "detr":  # a random ResNet backbone (its last stage feeds the projection), queries, activation;
+        # d_model a multiple of 4 (DETR's sine positions run only then; the template refuses the others)
+        n = rng.randint(1, 5)
+        cfg.update(use_timm_backbone=False, num_queries=rng.randint(1, 9), d_model=heads * rng.choice([4, 8]),
+                   encoder_attention_heads=heads, decoder_attention_heads=heads,
+                   activation_function=rng.choice(["relu", "gelu", "silu"]),
+                   backbone_config={"model_type": "resnet", "embedding_size": rng.choice([4, 8]),
+                                    "hidden_sizes": [rng.choice([4, 8, 12]) for _ in range(n)],
+                                    "depths": [rng.randint(0, 2) for _ in range(n)],
+                                    "layer_type": rng.choice(["basic", "bottleneck"]),
+                                    "downsample_in_first_stage": rng.random() < 0.3,
+                                    "downsample_in_bottleneck": rng.random() < 0.3,
+                                    "num_channels": rng.choice([1, 3]), "out_features": [f"stage{n}"]})
     for k in BOOLS:
         if k in cfg and rng.random() < 0.5: cfg[k] = not cfg[k] if isinstance(cfg[k], bool) else cfg[k]
     if "type_vocab_size" in cfg: cfg["type_vocab_size"] = rng.randint(1, 4)

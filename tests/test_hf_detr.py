@@ -1,0 +1,90 @@
+"""DETR beyond the recorded fixtures: DetrConfig's timm backbone (its default) refused by the
+key, transformers' ResNet-50 when use_timm_backbone is false (totals recorded with transformers
+5.23.0), and the two constructs the template needs: a frozen batch norm and sine positions of a
+feature map."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import write_config
+
+from archgraph.errors import ArchgraphError
+from archgraph.load import load_config
+
+
+@pytest.mark.parametrize("config", [{}, {"use_timm_backbone": True}, {"backbone": "resnet50"}])
+def test_the_timm_backbone_is_refused_by_its_key(tmp_path, config):
+    path = write_config(tmp_path, model_type="detr", architectures=["DetrForObjectDetection"], **config)
+    with pytest.raises(ArchgraphError) as err:
+        load_config(path)
+    assert "'use_timm_backbone' is" in str(err.value)
+    assert "set use_timm_backbone to false" in str(err.value)
+
+
+def test_backbone_kwargs_are_refused(tmp_path):
+    path = write_config(tmp_path, model_type="detr", use_timm_backbone=False, backbone_kwargs={"out_indices": [4]})
+    with pytest.raises(ArchgraphError, match="'backbone_kwargs' is set"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("architecture, total, buffers", [("DetrModel", 41_368_512, 212),
+                                                          ("DetrForObjectDetection", 41_501_895, 212)])
+def test_without_timm_it_is_transformers_resnet_50(tmp_path, architecture, total, buffers):
+    path = write_config(tmp_path, model_type="detr", architectures=[architecture], use_timm_backbone=False)
+    report = load_config(path).params()
+    assert report.total == total  # two labels (DetrConfig's default) and the no-object class
+    # transformers freezes the whole backbone (its names are stages.N, not the stage.N it spares)
+    assert report.total - report.totals.trainable == 23_454_912
+    assert sum(1 for _, row in report.state_dict() if row.buffer) == buffers  # the frozen norms' four each
+
+
+def test_a_backbone_config_decides_even_without_use_timm_backbone(tmp_path):
+    # transformers reads use_timm_backbone only when backbone_config is absent; a saved config omits it
+    path = write_config(tmp_path, model_type="detr", architectures=["DetrModel"],
+                        backbone_config={"model_type": "resnet", "out_features": ["stage4"]})
+    assert load_config(path).params().total == 41_368_512
+
+
+def test_learned_positions_and_other_backbones_are_refused_by_their_keys(tmp_path):
+    path = write_config(tmp_path, model_type="detr", use_timm_backbone=False, position_embedding_type="learned")
+    with pytest.raises(ArchgraphError, match="'position_embedding_type' is \"learned\""):
+        load_config(path)
+    path = write_config(tmp_path, model_type="detr", backbone_config={"model_type": "convnext"})
+    with pytest.raises(ArchgraphError, match="'backbone_config.model_type' is \"convnext\""):
+        load_config(path)
+
+
+def test_frozen_batch_norm_is_an_affine_map_of_fixed_buffers():
+    torch = pytest.importorskip("torch")
+    from archgraph.ops.norm import BatchNorm
+    from archgraph.torch import Run
+    bn = BatchNorm(num_features=2, frozen=True)
+    tensors = {"weight": torch.tensor([2.0, 0.5]), "bias": torch.tensor([1.0, -1.0]),
+               "running_mean": torch.tensor([3.0, 0.0]), "running_var": torch.tensor([4.0 - 1e-5, 1.0 - 1e-5])}
+    run = Run(torch, torch.nn.functional, True, None, "", None)  # training: still the fixed statistics
+    run.tensor = tensors.__getitem__
+    x = torch.tensor([5.0, 2.0]).reshape(1, 2, 1, 1)
+    out = bn.forward(run, x).flatten().tolist()
+    assert out == pytest.approx([2.0 * (5 - 3) / 2 + 1, 0.5 * 2 / 1 - 1])
+    assert [t.name for t in bn.params()] == []
+
+
+def test_sine_positions_of_a_map_are_rows_then_columns():
+    torch = pytest.importorskip("torch")
+    from archgraph.ops.embedding import SinePosition2d
+    op = SinePosition2d(num_position_features=2, normalize=True)
+    out = op.forward(type("Run", (), {"torch": torch})(), torch.zeros(1, 7, 1, 2))
+    assert tuple(out.shape) == (1, 4, 1, 2)
+    y = 1 / (1 + 1e-6) * 2 * math.pi                     # the only row, normalized
+    xs = [c / (2 + 1e-6) * 2 * math.pi for c in (1, 2)]   # columns 1 and 2 of 2
+    want = [[math.sin(y)] * 2, [math.cos(y)] * 2, [math.sin(x) for x in xs], [math.cos(x) for x in xs]]
+    assert out[0, :, 0, :].flatten().tolist() == pytest.approx([v for row in want for v in row], abs=1e-6)
+
+
+def test_a_d_model_the_sine_positions_cannot_pair_is_refused(tmp_path):
+    # d_model 10: five sines and five cosines per axis, which transformers' torch.stack cannot pair
+    path = write_config(tmp_path, model_type="detr", use_timm_backbone=False, d_model=10,
+                        encoder_attention_heads=2, decoder_attention_heads=2)
+    with pytest.raises(ArchgraphError, match=r"'D % 4 == 0' does not hold \(D=10\)"):
+        load_config(path)
