@@ -461,6 +461,7 @@ CASES = [
     case("clamp", {"min": -1.0, "max": 1.0}, [(B, 3)], (B, 3)),
     case("where", {}, [(S, S), (B, 1, S, S), ()], (B, 1, S, S)),
     case("masked_fill", {"value": -1e9}, [(B, 4, S, S), (S, S)], (B, 4, S, S)),
+    case("masked_scatter", {}, [(B, S, 8), (B, S, 1), (2, 5, 8)], (B, S, 8), flops=0),
     case("tril", {}, [(S, S)], (S, S)),
     case("triu", {"diagonal": 1}, [(B, S, S)], (B, S, S)),
     case("cumsum", {"dim": -1}, [(B, S)], (B, S)),

@@ -406,6 +406,17 @@ CASES["recurrent_gemma-base-lru-width"] = {**RGEMMA, "architectures": ["Recurren
                                            "block_types": ["attention", "recurrent"], "attention_bias": True,
                                            "partial_rotary_factor": 1.0, "conv1d_width": 3}
 
+# LLaVA (issue 12): CLIP's vision tower, a projector and a Llama; image tokens as many as features
+LLAVA = {"model_type": "llava", "image_token_index": 100, "image_seq_length": 25,
+         "text_config": {"model_type": "llama", "vocab_size": 120, "hidden_size": 32, "num_hidden_layers": 2,
+                         "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 37},
+         "vision_config": {"model_type": "clip_vision_model", "hidden_size": 24, "num_hidden_layers": 3,
+                           "num_attention_heads": 4, "intermediate_size": 29, "image_size": 30, "patch_size": 6}}
+CASES["llava-cond-gen"] = {**LLAVA, "architectures": ["LlavaForConditionalGeneration"]}
+CASES["llava-base-full-layer1"] = {**LLAVA, "architectures": ["LlavaModel"], "vision_feature_layer": 1,
+                                   "vision_feature_select_strategy": "full", "image_seq_length": 26,
+                                   "multimodal_projector_bias": False, "projector_hidden_act": "gelu_new"}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
@@ -454,6 +465,12 @@ def _inputs(module, config: dict) -> dict:
     for name in module.input_names:
         if name in ("input_ids", "decoder_input_ids"):
             out[name] = torch.randint(3, text.get("vocab_size", 100), (batch, length))  # no padding, start or end token
+            if name == "input_ids" and "image_seq_length" in config:  # LLaVA: image_seq_length image tokens per image
+                token, count = config.get("image_token_index", 32000), config["image_seq_length"]
+                ids = torch.randint(3, text.get("vocab_size", 100), (batch, length + count))
+                ids[ids == token] = token - 1
+                ids[:, 2:2 + count] = token
+                out[name] = ids
             if name == "input_ids" and "SequenceClassification" in arch and \
                     config["model_type"] in ("bart", "t5"):
                 out[name][:, -1] = config.get("eos_token_id", 2 if config["model_type"] == "bart" else 1)

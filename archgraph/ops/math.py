@@ -1,6 +1,6 @@
 """Parameter-free arithmetic with torch's names: `sub`, `div`, `maximum`, `minimum`, `pow`, the
 comparisons (`eq` ... `ge`), unary functions (`exp`, `log`, `sin`, `cos`, `abs`, `sqrt`, `rsqrt`,
-`neg`, `reciprocal`, `square`), `clamp`, `where`, `masked_fill`, `tril`/`triu`, `cumsum`, and
+`neg`, `reciprocal`, `square`), `clamp`, `where`, `masked_fill`, `masked_scatter`, `tril`/`triu`, `cumsum`, and
 tensors made from sizes alone (`arange`, `full`): decay masks, 1 + scale, x · C^-0.5.
 """
 from __future__ import annotations
@@ -280,6 +280,25 @@ class MaskedFill(Op):
 
     def forward(self, run, x, mask):
         return x.masked_fill(mask.bool(), self.value)
+
+
+@op("masked_scatter", aliases=("torch.Tensor.masked_scatter",))
+class MaskedScatter(Op):
+    """x with the elements of `source`, in order, written where mask is true (mask broadcasts to x;
+    source holds at least as many elements as the mask's true places): LLaVA puts the projected
+    image features at the image-token positions of the token embeddings."""
+
+    def infer_shape(self, x, mask, source):
+        out = broadcast(x, mask)
+        check(len(out) == len(x) and all(a is b or a == b for a, b in zip(out, x)),
+              "the mask must broadcast to the input's shape, not grow it")
+        return x
+
+    def flops(self, inputs, outputs):
+        return 0
+
+    def forward(self, run, x, mask, source):
+        return x.masked_scatter(mask.bool(), source.to(x.dtype))
 
 
 class _Triangle(Op):
