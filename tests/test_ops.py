@@ -72,6 +72,8 @@ CASES = [
          (1, 1500, 512), buffers={"weight": (1500, 512)}, id="sinusoidal_position-table"),
     case("sine_position_2d", {"num_position_features": 128, "normalize": True}, [(B, 2048, 25, 34)],
          (B, 256, 25, 34)),
+    case("learned_position_2d", {"num_position_features": 128}, [(B, 2048, 25, 34)], (B, 256, 25, 34),
+         {"row_embeddings.weight": (50, 128), "column_embeddings.weight": (50, 128)}),
     # RoPE: inv_freq has rotary_dim/2 entries; cos/sin = cat(freqs, freqs) -> rotary_dim wide.
     case("rotary_embedding", {"head_dim": 128}, [(B, S, 4096)], [(1, S, 128), (1, S, 128)],
          buffers={"inv_freq": (64,)}),

@@ -223,6 +223,8 @@ def mutate(rng, cfg):
         cfg.update(use_timm_backbone=False, num_queries=rng.randint(1, 9), d_model=heads * rng.choice([4, 8]),
                    encoder_attention_heads=heads, decoder_attention_heads=heads,
                    activation_function=rng.choice(["relu", "gelu", "silu"]),
+                   position_embedding_type=rng.choice(["sine", "learned"]),
+                   image_size=rng.randint(24, 160),  # learned positions cover maps up to 50 x 50
                    backbone_config={"model_type": "resnet", "embedding_size": rng.choice([4, 8]),
                                     "hidden_sizes": [rng.choice([4, 8, 12]) for _ in range(n)],
                                     "depths": [rng.randint(0, 2) for _ in range(n)],

@@ -165,6 +165,45 @@ class SinePosition2d(Op):
         return torch.cat((pos_y, pos_x), dim=3).permute(0, 3, 1, 2)
 
 
+@op("learned_position_2d", category="embedding",
+    aliases=("DetrLearnedPositionEmbedding",), example={"num_position_features": 128})
+class LearnedPosition2d(Op):
+    """Learned positions of a feature map (DETR's): x [B, C, H, W] -> [B, 2·F, H, W].
+
+    Two tables of num_positions rows and F = num_position_features columns, row_embeddings and
+    column_embeddings: each pixel's vector is its column's row of column_embeddings, then its
+    row's row of row_embeddings (DetrLearnedPositionEmbedding; H and W at most num_positions).
+    """
+
+    num_position_features: int
+    num_positions: int = 50
+
+    def __post_init__(self):
+        positive(self, "num_position_features", "num_positions")
+
+    def infer_shape(self, x):
+        expect_rank(x, (4,))
+        b, _, h, w = x
+        _fits(h, self.num_positions, "row_embeddings")
+        _fits(w, self.num_positions, "column_embeddings")
+        return (b, 2 * self.num_position_features, h, w)
+
+    def params(self):
+        yield Tensor("row_embeddings.weight", (self.num_positions, self.num_position_features))
+        yield Tensor("column_embeddings.weight", (self.num_positions, self.num_position_features))
+
+    def forward(self, run, x):
+        torch = run.torch
+        b, _, h, w = x.shape
+        x_emb = run.F.embedding(torch.arange(w, device=x.device), run.tensor("column_embeddings.weight"))
+        y_emb = run.F.embedding(torch.arange(h, device=x.device), run.tensor("row_embeddings.weight"))
+        pos = torch.cat([x_emb.unsqueeze(0).repeat(h, 1, 1), y_emb.unsqueeze(1).repeat(1, w, 1)], dim=-1)
+        return pos.permute(2, 0, 1).unsqueeze(0).repeat(b, 1, 1, 1)
+
+    def init(self, tensor, value, init):
+        init.uniform(value)
+
+
 @op("rotary_embedding", category="embedding", aliases=("rope", "RotaryEmbedding"), example={"head_dim": 128})
 class RotaryEmbedding(Op):
     """Rotary position tables (RoPE): [B, S, ..] -> cos, sin each [1, S, width]; buffer inv_freq.
