@@ -70,3 +70,21 @@ def test_llama_embeds_reads_inputs_embeds_and_leaves_the_table_to_its_caller():
         want = a(input_ids=ids)["last_hidden_state"]
         got = b(input_ids=ids, inputs_embeds=a.tensor("embed_tokens.weight")[ids])["last_hidden_state"]
     assert torch.allclose(want, got, atol=1e-6)
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"vision_feature_layer": [-2, -1]}, "'vision_feature_layer' must be a number"),
+    ({"text_config": {"model_type": "mistral"}}, "'text_config.model_type' is \"mistral\""),
+    ({"vision_config": {"model_type": "siglip_vision_model"}}, "'vision_config.model_type' is \"siglip_vision_model\""),
+])
+def test_llava_refuses_what_its_template_cannot_build_by_key(tmp_path, change, message):
+    import json
+
+    from archgraph import ArchgraphError
+    config = json.loads((Path(__file__).parent / "data" / "hf" / "llava-cond-gen.json").read_text())["config"]
+    for key, value in change.items():
+        config[key] = {**config[key], **value} if isinstance(value, dict) else value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with pytest.raises(ArchgraphError, match=message):
+        load(str(path))

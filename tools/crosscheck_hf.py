@@ -42,6 +42,7 @@ PREFIX.update({"mamba2": "Mamba2", "recurrent_gemma": "RecurrentGemma"})  # fixe
 PREFIX.update({"electra": "Electra", "mpnet": "MPNet", "modernbert": "ModernBert", "deberta-v2": "DebertaV2"})  # text encoders (issue 12)
 PREFIX.update({"swin": "Swin", "segformer": "Segformer"})  # vision (issue 12)
 PREFIX.update({"detr": "Detr"})  # vision (issue 12): transformers' ResNet backbone (timm's is refused)
+PREFIX.update({"llava": "Llava"})  # multimodal (issue 12): CLIP's vision tower, a projector, a Llama
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen", "deepseek_v3"}
@@ -238,6 +239,25 @@ def mutate(rng, cfg):
     cfg["num_labels"] = rng.randint(1, 5)
     classes = [PREFIX[mt] + s for s in SUFFIX if hasattr(transformers, PREFIX[mt] + s)] + EXTRA_CLASSES.get(mt, [])
     cfg["architectures"] = [rng.choice(classes)]
+    if mt == "llava":  # multimodal (issue 12): a random Llama and CLIP vision tower, and the bridge's switches
+        ta, va, vl = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 4)
+        vocab = rng.randint(50, 300)
+        text = {"model_type": "llama", "vocab_size": vocab, "hidden_size": ta * rng.choice([2, 4, 8]),
+                "num_hidden_layers": rng.randint(1, 3), "num_attention_heads": ta,
+                "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "intermediate_size": rng.randint(3, 40), "attention_bias": rng.random() < 0.5,
+                "mlp_bias": rng.random() < 0.5, "tie_word_embeddings": rng.random() < 0.3,
+                "hidden_act": rng.choice(["silu", "gelu", "relu"])}
+        if rng.random() < 0.3: text["head_dim"] = rng.choice([2, 4, 6])
+        vision = {"model_type": "clip_vision_model", "hidden_size": va * rng.choice([2, 4, 6, 8]),
+                  "num_hidden_layers": vl, "num_attention_heads": va, "intermediate_size": rng.randint(3, 40),
+                  "image_size": rng.choice([12, 16, 30]), "patch_size": rng.choice([2, 4, 6]),
+                  "num_channels": rng.choice([1, 3]), "hidden_act": rng.choice(["quick_gelu", "gelu"])}
+        cfg.update(text_config=text, vision_config=vision, image_token_index=rng.randrange(vocab),
+                   vision_feature_layer=rng.randint(-(vl + 1), vl),
+                   vision_feature_select_strategy=rng.choice(["default", "full"]),
+                   multimodal_projector_bias=rng.random() < 0.5, projector_hidden_act=rng.choice(["gelu", "relu"]),
+                   tie_word_embeddings=rng.random() < 0.2)
     return cfg
 
 
