@@ -64,7 +64,7 @@ HEADS = {
     "ForObjectDetection": "object_detection",
 }
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
-_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[(\d+)\])?")
+_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[(-?\d+)\])?")  # a[-1]: the last element
 
 
 def head_of(architecture: str) -> str | None:
@@ -256,7 +256,7 @@ def _lookup(config: Mapping[str, Any], key: str) -> Any:
             return None
         value = value.get(m.group(1))
         if m.group(3) is not None:
-            if not isinstance(value, list) or int(m.group(3)) >= len(value):
+            if not isinstance(value, list) or not -len(value) <= int(m.group(3)) < len(value):
                 return None
             value = value[int(m.group(3))]
     return value

@@ -97,3 +97,19 @@ def test_a_d_model_the_sine_positions_cannot_pair_is_refused(tmp_path):
                         encoder_attention_heads=2, decoder_attention_heads=2)
     with pytest.raises(ArchgraphError, match=r"'D % 4 == 0 if pos_type == 'sine' else D % 2 == 0' does not hold"):
         load_config(path)
+
+
+def test_a_backbone_read_at_an_earlier_stage_is_refused(tmp_path):
+    # DetrModel would project stage2's map (512 channels) and keep stages 3 and 4 unused; the template reads stage4
+    path = write_config(tmp_path, model_type="detr", use_timm_backbone=False,
+                        backbone_config={"model_type": "resnet", "out_features": ["stage1", "stage2"]})
+    with pytest.raises(ArchgraphError, match=r"does not hold \(out_last=2, stages=4\)"):
+        load_config(path)
+
+
+def test_a_key_may_index_a_list_from_its_end():
+    from archgraph.hf import _lookup
+    config = {"backbone_config": {"out_features": ["stage1", "stage4"]}}
+    assert _lookup(config, "backbone_config.out_features[-1]") == "stage4"
+    assert _lookup(config, "backbone_config.out_features[-2]") == "stage1"
+    assert _lookup(config, "backbone_config.out_features[-3]") is None
