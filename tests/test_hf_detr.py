@@ -22,6 +22,12 @@ def test_the_timm_backbone_is_refused_by_its_key(tmp_path, config):
     assert "set use_timm_backbone to false" in str(err.value)
 
 
+def test_a_backbone_named_by_checkpoint_is_refused(tmp_path):
+    path = write_config(tmp_path, model_type="detr", use_timm_backbone=False, backbone="microsoft/resnet-50")
+    with pytest.raises(ArchgraphError, match="'backbone' is set.*give its backbone_config"):
+        load_config(path)
+
+
 def test_backbone_kwargs_are_refused(tmp_path):
     path = write_config(tmp_path, model_type="detr", use_timm_backbone=False, backbone_kwargs={"out_indices": [4]})
     with pytest.raises(ArchgraphError, match="'backbone_kwargs' is set"):
