@@ -201,3 +201,20 @@ def test_qk_layer_norms_compute_torchs_layer_norm_of_each_head(options):
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
     want = want.transpose(1, 2).reshape(2, 5, 32) @ tensors["o_proj.weight"].T
     assert torch.allclose(got, want, rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.parametrize("op, options", [
+    ("attention", {"hidden": 16, "heads": 2}),
+    ("latent_attention", {"hidden": 16, "heads": 2, "kv_rank": 8, "nope_dim": 4, "rope_dim": 4, "v_dim": 4}),
+])
+def test_rotary_positions_need_both_tables_when_run(op, options):
+    torch = pytest.importorskip("torch")
+    from archgraph.errors import ShapeError
+    from archgraph.torch import Run
+    attn = REGISTRY[op](**options)
+    tensors = {t.name: torch.randn(t.shape) for t in attn.params()}
+    run = Run(torch, torch.nn.functional, False, None, "", None)
+    run.tensor = tensors.__getitem__
+    words = "running (latent attention|attention) with rotary positions needs both tables"
+    with pytest.raises(ShapeError, match=words):
+        attn.forward(run, torch.randn(1, 3, 16), rope=torch.ones(1, 3, 4))

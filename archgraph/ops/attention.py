@@ -252,11 +252,7 @@ class Attention(Op):
                 q, key = self._qk_normalize(run, qn, q, q_), self._qk_normalize(run, kn, key, kv_)
             value = self._project(run, names[2], v_src, self.qkv_bias).view(b, v_src.shape[1], kv_, d).transpose(1, 2)
         if rope is not None:
-            if rope_sin is None:
-                raise ShapeError("running attention with rotary positions needs both tables: "
-                                 "in: {..., rope: rotary:0, rope_sin: rotary:1}")
-            pairs = self.rotary == "interleaved"
-            q, key = _rotate(torch, q, rope, rope_sin, pairs), _rotate(torch, key, rope, rope_sin, pairs)
+            q, key = rotate_pair(torch, q, key, rope, rope_sin, self.rotary, "attention")
         out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
                      run.tensor("sinks") if self.sinks else None, self.window_side == "both",
                      self.softcap)
@@ -511,6 +507,15 @@ def _smaller(seq, window: int):
         raise ShapeError(f"the sliding window's cache holds min({fmt(seq)}, {window}) tokens",
                          hint="give the sequence length a value with --set")
     return seq if order else window
+
+
+def rotate_pair(torch, q, k, cos, sin, rotary: str, op: str):
+    """Queries and keys with rotary positions (`rotary`: half or interleaved), from both tables."""
+    if sin is None:
+        raise ShapeError(f"running {op} with rotary positions needs both tables: "
+                         "in: {..., rope: rotary:0, rope_sin: rotary:1}")
+    pairs = rotary == "interleaved"
+    return _rotate(torch, q, cos, sin, pairs), _rotate(torch, k, cos, sin, pairs)
 
 
 def _rotate(torch, x, cos, sin, interleaved: bool = False):

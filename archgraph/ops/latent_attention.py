@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ..dims import ceil_div, prod
-from ..errors import ShapeError
-from .attention import _rotate, attend
+from .attention import attend, rotate_pair
 from .base import Cache, Op, Tensor, expect_dim, expect_rank, op, positive
 from .norm import rms_normalize
 
@@ -126,11 +125,7 @@ class LatentAttention(Op):
         k_pass, value = kv.split([nope, self.v_dim], dim=-1)
         k_rot = k_rot.view(b, 1, s, rd)                                        # one rotary key for all heads
         if rope is not None:
-            if rope_sin is None:
-                raise ShapeError("running latent attention with rotary positions needs both tables: "
-                                 "in: {x: ..., rope: rotary:0, rope_sin: rotary:1}")
-            pairs = self.rotary == "interleaved"
-            q_rot, k_rot = _rotate(torch, q_rot, rope, rope_sin, pairs), _rotate(torch, k_rot, rope, rope_sin, pairs)
+            q_rot, k_rot = rotate_pair(torch, q_rot, k_rot, rope, rope_sin, self.rotary, "latent attention")
         query = torch.cat([q_pass, q_rot], dim=-1)
         key = torch.cat([k_pass, k_rot.expand(-1, n, -1, -1)], dim=-1)
         scale = self.qk_dim ** -0.5 if self.scale is None else self.scale
