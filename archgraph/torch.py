@@ -50,6 +50,11 @@ class Run:
         """The op's parameter or buffer `local` (`weight`, `q_proj.bias`, '' for the node itself)."""
         return self.module.tensor(join(self.path, local))
 
+    def linear(self, name: str, x: Any, bias: bool = False) -> Any:
+        """F.linear of x by the op's `name`.weight [out, in] (and `name`.bias with `bias`): the
+        projections ops name after their modules (q_a_proj, in_proj, fc1, ...)."""
+        return self.F.linear(x, self.tensor(f"{name}.weight"), self.tensor(f"{name}.bias") if bias else None)
+
     def has(self, local: str) -> bool:
         return join(self.path, local) in self.module._where
 

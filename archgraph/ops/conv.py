@@ -28,6 +28,13 @@ def window_out(size: Dim, kernel: int, stride: int, padding: int, dilation: int 
     return norm(out)
 
 
+def causal_depthwise(F, x, weight, bias):
+    """Depthwise convolution of x [B, C, S] along S with weight [C, 1, K]: output t sees inputs
+    t-K+1 .. t (zeros before the start), nn.Conv1d(padding=K-1) cut to the first S outputs (the
+    short convolutions of Mamba, Mamba-2 and Griffin)."""
+    return F.conv1d(x, weight, bias, padding=weight.shape[-1] - 1, groups=x.shape[1])[..., :x.shape[-1]]
+
+
 def _readable(*forms: Dim) -> Dim:
     """Equal forms of one size; for symbols, the shortest to read (`floor(H/2)` over `ceil(H/2 - 1/2)`)."""
     return min(forms, key=lambda f: len(str(f))) if not isinstance(forms[0], int) else forms[0]

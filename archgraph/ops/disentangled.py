@@ -79,7 +79,7 @@ class DisentangledAttention(Op):
         b, s, h, d = x.shape[0], x.shape[1], self.heads, self.d
 
         def heads_of(name, t):  # [.., n, hidden] -> [B|1, heads, n, d]
-            out = run.F.linear(t, run.tensor(f"{name}.weight"), run.tensor(f"{name}.bias"))
+            out = run.linear(name, t, bias=True)
             return out.view(-1, t.shape[-2], h, d).transpose(1, 2)
 
         q, k, v = heads_of("query_proj", x), heads_of("key_proj", x), heads_of("value_proj", x)

@@ -103,12 +103,9 @@ class LatentAttention(Op):
                      inputs[0][1])
 
     def forward(self, run, x, rope=None, rope_sin=None):
-        torch, F = run.torch, run.F
+        torch, dense = run.torch, run.linear
         b, s = x.shape[0], x.shape[1]
         n, nope, rd = self.heads, self.nope_dim, self.rope_dim
-
-        def dense(name, t, bias=False):
-            return F.linear(t, run.tensor(f"{name}.weight"), run.tensor(f"{name}.bias") if bias else None)
 
         def norm(name, t):
             return rms_normalize(torch, t, self.eps, run.tensor(f"{name}.weight"))

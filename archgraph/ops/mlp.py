@@ -34,7 +34,7 @@ class _FeedForward(Op):
         return activate(self.activation, run, x)
 
     def dense(self, run, name, x):
-        return run.F.linear(x, run.tensor(f"{name}.weight"), run.tensor(f"{name}.bias") if self.bias else None)
+        return run.linear(name, x, self.bias)
 
 
 @op("mlp", category="mlp",

@@ -19,6 +19,8 @@ from .base import (
     positive,
     quotient,
 )
+from .conv import causal_depthwise
+from .norm import rms_normalize
 
 
 def _sequence(x, width: int, what: str):
@@ -29,11 +31,8 @@ def _sequence(x, width: int, what: str):
 
 
 def _causal_conv(run, x, weight, bias):
-    """Depthwise convolution of x [B, S, C] along S with weight [C, 1, K]: output t sees inputs
-    t-K+1 .. t (zeros before the start), as nn.Conv1d(padding=K-1) cut to the first S outputs."""
-    k, s = weight.shape[-1], x.shape[1]
-    out = run.F.conv1d(x.transpose(1, 2), weight, bias, padding=k - 1, groups=x.shape[-1])
-    return out[..., :s].transpose(1, 2)
+    """conv.causal_depthwise of x [B, S, C], channels last as the ops here read and write them."""
+    return causal_depthwise(run.F, x.transpose(1, 2), weight, bias).transpose(1, 2)
 
 
 @op("causal_conv1d", category="conv", aliases=("short_conv", "conv_1d"),
@@ -228,8 +227,7 @@ class Mamba2Mixer(Op):
         torch, F = run.torch, run.F
         b, s, _ = x.shape
         i, g, n, nh, hd = self.inner, self.groups, self.state, self.heads, self.head_dim
-        z, xbc, dt = F.linear(x, run.tensor("in_proj.weight"),
-                              run.tensor("in_proj.bias") if self.bias else None).split([i, self.conv_dim, nh], dim=-1)
+        z, xbc, dt = run.linear("in_proj", x, self.bias).split([i, self.conv_dim, nh], dim=-1)
         xbc = activate(self.activation, run, _causal_conv(run, xbc, run.tensor("conv1d.weight"),
                                                           run.tensor("conv1d.bias") if self.conv_bias else None))
         xs, bs, cs = xbc.split([i, g * n, g * n], dim=-1)
@@ -239,11 +237,9 @@ class Mamba2Mixer(Op):
         y = y + run.tensor("D").float()[:, None] * xs.reshape(b, s, nh, hd).float()
         y = y.reshape(b, s, i).to(x.dtype)
         gated = y.float() * F.silu(z.float())  # transformers' MambaRMSNormGated: gate, then norm per group
-        grouped = gated.view(b, s, g, i // g)
-        grouped = grouped * torch.rsqrt(grouped.pow(2).mean(-1, keepdim=True) + self.eps)
+        grouped = rms_normalize(torch, gated.view(b, s, g, i // g), self.eps)
         normed = run.tensor("norm.weight") * grouped.view(b, s, i).to(x.dtype)
-        return F.linear(normed.to(x.dtype), run.tensor("out_proj.weight"),
-                        run.tensor("out_proj.bias") if self.bias else None)
+        return run.linear("out_proj", normed.to(x.dtype), self.bias)
 
     def init(self, tensor, value, init):
         torch = init.torch

@@ -12,6 +12,7 @@ from ..dims import prod
 from .activation import ActivationName as Activation
 from .activation import activate
 from .base import Cache, Op, Tensor, expect_dim, expect_rank, op, positive
+from .conv import causal_depthwise
 
 
 # -- mamba_mixer: Mamba (v1), selective scan ---------------------------------------------------
@@ -110,11 +111,9 @@ class MambaMixer(Op):
 
     def forward(self, run, x):
         torch, F = run.torch, run.F
-        s, i, n, r = x.shape[1], self.intermediate, self.state_size, self.rank
-        dense = self._dense(run)
+        n, r, dense = self.state_size, self.rank, run.linear
         u, z = dense("in_proj", x, self.bias).transpose(1, 2).chunk(2, dim=1)          # [B, I, S] each
-        conv_b = run.tensor("conv1d.bias") if self.conv_bias else None
-        u = F.conv1d(u, run.tensor("conv1d.weight"), conv_b, padding=self.conv_kernel - 1, groups=i)[..., :s]
+        u = causal_depthwise(F, u, run.tensor("conv1d.weight"), run.tensor("conv1d.bias") if self.conv_bias else None)
         u = activate(self.activation, run, u)
         dt, b, c = torch.split(dense("x_proj", u.transpose(1, 2), False), [r, n, n], dim=-1)  # [B, S, r|n|n]
         if self.bcdt_norm != "none":
@@ -124,11 +123,6 @@ class MambaMixer(Op):
         y = selective_scan(torch, u, dt, -torch.exp(run.tensor("A_log").float()), b, c)
         y = (y + u * run.tensor("D").float()[None, :, None]) * F.silu(z)
         return dense("out_proj", y.transpose(1, 2).to(x.dtype), self.bias)
-
-    def _dense(self, run):
-        def dense(name, x, bias):
-            return run.F.linear(x, run.tensor(f"{name}.weight"), run.tensor(f"{name}.bias") if bias else None)
-        return dense
 
     def _norm(self, run, name, x):
         from .norm import rms_normalize
