@@ -268,16 +268,12 @@ class Attention(Op):
             found = [run.torch.stack([run.tensor(f"{name}.norms.{h}.{k}") for h in range(heads)]) for k in kinds]
         else:
             found = [run.tensor(f"{name}.{k}") for k in kinds]
-        if self.qk_norm in ("each_head",):
+        if self.qk_norm == "each_head":
             found = [t[:, None, :] for t in found]  # [heads, 1, d] against [B, heads, S, d]
         if self.qk_norm_type == "rms":
             return rms_normalize(run.torch, x, self.qk_norm_eps, found[0], self.qk_norm_offset)
-        h = x.float()
-        h = h - h.mean(-1, keepdim=True)
-        h = h * run.torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.qk_norm_eps) * found[0].float()
-        if self.qk_norm_bias:
-            h = h + found[1].float()
-        return h.to(x.dtype)
+        h = run.F.layer_norm(x.float(), x.shape[-1:], eps=self.qk_norm_eps) * found[0].float()
+        return (h + found[1].float() if self.qk_norm_bias else h).to(x.dtype)
 
     def init(self, tensor, value, init):
         qk = self._qk_norm_names if self.qk_norm != "none" else ()

@@ -60,7 +60,7 @@ class AMax(_Reduce):
 
 
 @op("argmax", aliases=("torch.argmax", "Tensor.argmax"), example={"dim": -1})
-class ArgMax(Op):
+class ArgMax(_Reduce):
     """The index of the largest value along `dim` (torch.argmax), the dim dropped or (`keepdim`) kept
     with size 1.  A mask counts as 0 and 1 (torch wants the `.int()` first), so the argmax of
     `input_ids == eos` is the first end-of-text token: CLIP's text pooling."""
@@ -70,13 +70,7 @@ class ArgMax(Op):
 
     def infer_shape(self, x):
         check(len(x) > 0, "argmax needs a dim to search; received a single value")
-        d = axis(self.dim, len(x))
-        if self.keepdim:
-            return tuple(1 if i == d else n for i, n in enumerate(x))
-        return tuple(n for i, n in enumerate(x) if i != d)
-
-    def flops(self, inputs, outputs):
-        return prod(inputs[0])
+        return super().infer_shape(x)
 
     def forward(self, run, x):
         if x.dtype == run.torch.bool:

@@ -19,8 +19,6 @@ from ..errors import Loc, SpecError
 MAX_BYTES = 1024 * 1024  # a 1,000-node spec is about 100 KB
 
 
-
-
 class LocDict(dict):
     """A mapping that remembers the line of each key (`lines`) and its own (`loc`).  Slots, not an
     attribute dictionary: a spec built in Python may hold a million of them.  Whoever makes one
