@@ -292,6 +292,7 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
         if isinstance(mapping, str):  # a map families.yaml names under 'maps:'
             mapping = named_map(mapping)
         optional = bool(rule.get("optional", False)) or keys.endswith("?")
+        separator = rule.get("split")
         if "if_null" in rule:  # an explicit null means this value (transformers reads None as false, say)
             for key in keys.rstrip("?").split("|"):
                 if _lookup(config, key) is None and _present(config, key):
@@ -302,12 +303,14 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
                                              hint=f"give '{key}' a value, or leave it out for the default")
                     return null, f"{key} (null)"
     else:
-        keys, optional = str(rule), str(rule).endswith("?")
+        keys, optional, separator = str(rule), str(rule).endswith("?"), None
     keys = keys.rstrip("?")
     for key in keys.split("|"):
         value = _lookup(config, key)
         if value is None:
             continue
+        if separator is not None and isinstance(value, str):  # a list written as one word ("p2c|c2p")
+            value = [part.strip() for part in (value.lower() if rule.get("lower") else value).split(separator)]
         if isinstance(value, list) and mapping is not None:  # a key table's map translates one word
             raise ArchgraphError(f"'{key}' must be a number, true/false or a word; received "
                                  f"{json.dumps(value)[:60]}", loc=loc)

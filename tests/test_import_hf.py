@@ -199,3 +199,15 @@ def test_a_null_the_config_class_refuses_is_refused_by_name(tmp_path, cli, model
     assert err == (f"archgraph: error: {path}: 'rotary_dim' is null, but a '{model_type}' model needs a value: "
                    f"{'GPTJ' if model_type == 'gptj' else 'CodeGen'}Config's rotary_dim is a number of dims\n"
                    "  fix: give 'rotary_dim' a value, or leave it out for the default\n")
+
+
+@pytest.mark.parametrize("written, read", [("p2c|c2p", ["p2c", "c2p"]), (" C2P | p2c", ["c2p", "p2c"]),
+                                           ("c2p", ["c2p"]), (["P2C"], ["P2C"])])
+def test_a_list_written_as_one_word_is_split_as_the_config_class_splits_it(written, read):
+    """`{key: k, split: "|", lower: true}`: DebertaV2Config turns pos_att_type "p2c|c2p" (every
+    DeBERTa v2/v3 checkpoint on the Hub writes it so) into ["p2c", "c2p"], lower-cased and stripped;
+    a list is taken as it is."""
+    from archgraph.hf import import_config
+    imported = import_config({"model_type": "deberta-v2", "pos_att_type": written})
+    assert imported.variables["pos_att_type"] == read
+    assert imported.sources["pos_att_type"] == "pos_att_type"
