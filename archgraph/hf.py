@@ -19,6 +19,10 @@ spec whose variables carry a typical checkpoint's values) and an entry in
         bias: {key: bias?, if_null: false}  # an explicit null means false
         R: {key: rotary_dim, if_null: {error: "..."}}  # refuse an explicit null
         timm: {key: use_timm_backbone, default: true, unless: backbone_config, error: "..."}  # and absent
+        FLS: {key: vision_feature_layer, list: true}   # -2 reads as [-2]
+
+An entry's `configs:` reads a sub-config by its own model_type's table (LLaVA's text_config by
+llama's, mistral's or qwen2's; `_sub_config`), on top of that table's `defaults:`.
 
 Two variables come from the config itself rather than a key: `head`, the word
 for `architectures[0]` (`LlamaForCausalLM` -> 'causal_lm', see HEADS), and
@@ -185,6 +189,8 @@ def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -
             variables[var], sources[var] = found
     template = _spec_dir() / str(entry["template"])
     declared = _template_variables(template)
+    for key, rule in (entry.get("configs") or {}).items():
+        _sub_config(config, key, rule, model_type, loc, variables, sources)
     for var in [v for v in variables if v not in declared]:
         if var in ("head", "num_labels"):
             del variables[var], sources[var]
@@ -195,6 +201,48 @@ def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -
     for var, value in variables.items():
         _check_kind(sources[var], value, declared[var], loc)
     return Imported(_model_name(config, path), model_type, architecture, template, variables, sources)
+
+
+def _sub_config(config: Mapping[str, Any], key: str, rule: Mapping[str, Any], model_type: str, loc: Loc,
+                variables: dict[str, Any], sources: dict[str, str]) -> None:
+    """A sub-config (LLaVA's text_config, vision_config) read by the key table of its own model_type,
+    its variables renamed with the rule's `prefix`.  The sub-config is the config class's defaults
+    (that table's `defaults:`; a saved sub-config leaves them out) under the config's keys; a key
+    the table leaves unset takes the value of that family's own template where it is a constant."""
+    sub = config.get(key)
+    if sub is None:
+        sub = dict(rule.get("absent") or {})  # what the config class builds without it
+    if not isinstance(sub, Mapping):
+        raise ArchgraphError(f"'{key}' must be a JSON object; received {json.dumps(sub)[:60]}", loc=loc)
+    types = list(rule.get("types") or [])
+    sub_type = sub.get("model_type") or rule.get("default")
+    if sub_type not in types:
+        raise ArchgraphError(f"'{key}.model_type' is {json.dumps(sub_type)}, but archgraph's '{model_type}' "
+                             f"template cannot build it", loc=loc, hint="known: " + ", ".join(types))
+    entry = families()[sub_type]
+    merged = {**(entry.get("defaults") or {}), **sub}
+    own = _template_variables(_spec_dir() / str(entry["template"]))
+    prefix, ignore = str(rule.get("prefix") or ""), set(rule.get("ignore") or [])
+    for var, var_rule in (entry.get("variables") or {}).items():
+        if var in ignore:
+            continue
+        try:
+            found = _value(merged, var_rule, var, sub_type, loc)
+        except ArchgraphError as exc:
+            raise ArchgraphError(f"in '{key}' ({sub_type}): {exc.message}", loc=loc, hint=exc.hint) from None
+        if found is None:  # absent: the family template's value, when it is a constant
+            value = own.get(var)
+            word = isinstance(value, str) and re.fullmatch(r"'(\w+)'", value)
+            if isinstance(value, (bool, int, float, list)) or word:
+                keys = str(var_rule.get("key") if isinstance(var_rule, Mapping) else var_rule).rstrip("?")
+                found = (word.group(1) if word else value), f"{keys} (absent: {sub_type}'s template)"
+        if found is not None:
+            source = f"{key}.{found[1]}"
+            if found[1] in merged and _lookup(sub, found[1]) is None:  # from the class's defaults
+                source += f" (absent: {sub_type}'s default)"
+            variables[prefix + var], sources[prefix + var] = found[0], source
+    if rule.get("type"):
+        variables[str(rule["type"])], sources[str(rule["type"])] = sub_type, f"{key}.model_type"
 
 
 def _architecture(config: Mapping[str, Any], model_type: str, entry: Mapping[str, Any], loc: Loc) -> str:
@@ -318,6 +366,8 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
                                        not all(isinstance(v, (int, float, str)) for v in value)):
             raise ArchgraphError(f"'{key}' must be a number, true/false, a word or a list of them; received "
                                  f"{json.dumps(value)[:60]}", loc=loc)
+        if isinstance(rule, Mapping) and rule.get("list") and not isinstance(value, list):
+            value = [value]  # transformers' `int | list[int]` fields: one value is a list of one
         convert = lambda v: _scalar(v, key, var, mapping, model_type, loc)  # noqa: E731
         return ([convert(v) for v in value] if isinstance(value, list) else convert(value)), key
     if isinstance(rule, Mapping) and "default" in rule:  # the family's config class default

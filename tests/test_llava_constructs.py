@@ -1,6 +1,7 @@
-"""The constructs LLaVA's template is made of, each on its own: `masked_scatter`, clip_vision.yaml's
-feature layer (the hidden state after FL layers), and llama.yaml's `embeds` (its decoder reads
-inputs_embeds; the embedding table is its caller's)."""
+"""The constructs LLaVA's template is made of, each on its own: `masked_scatter`, the vision towers'
+feature layers (the hidden states after FLS layers, side by side; `index_select` by constant
+`indices`), llama.yaml's `embeds` (its decoder reads inputs_embeds; the embedding table is its
+caller's), and the key table's sub-configs (`configs:`, each read by its own model_type's table)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,9 +32,9 @@ def test_masked_scatter_writes_the_source_in_order_where_the_mask_holds():
 
 
 def test_clip_vision_feature_is_the_hidden_state_after_fl_layers():
-    sizes = {"H": 16, "L": 3, "A": 2, "I": 20, "C": 3, "IS": 12, "PS": 4, "feature": True}
-    whole = load(str(SPECS / "clip_vision.yaml"), {**sizes, "FL": 3})
-    split = load(str(SPECS / "clip_vision.yaml"), {**sizes, "FL": 1})
+    sizes = {"H": 16, "L": 3, "A": 2, "I": 20, "C": 3, "IS": 12, "PS": 4}
+    whole = load(str(SPECS / "clip_vision.yaml"), {**sizes, "FLS": [3]})
+    split = load(str(SPECS / "clip_vision.yaml"), {**sizes, "FLS": [1]})
     # the split changes no tensor: the layers keep their numbers
     names = [n for n, _ in split.params().state_dict()]
     assert names == [n for n, _ in whole.params().state_dict()]
@@ -44,9 +45,40 @@ def test_clip_vision_feature_is_the_hidden_state_after_fl_layers():
     with torch.no_grad():
         full, part = a(pixel_values=pixels), b(pixel_values=pixels)
         assert torch.allclose(full["last_hidden_state"], part["last_hidden_state"], atol=1e-6)
-        assert torch.allclose(full["feature"], full["last_hidden_state"], atol=1e-6)  # FL = L: the last
-        assert not torch.allclose(part["feature"], part["last_hidden_state"], atol=1e-3)
-    assert part["feature"].shape == (2, 10, 16)
+        assert torch.allclose(full["features"], full["last_hidden_state"], atol=1e-6)  # FL = L: the last
+        assert not torch.allclose(part["features"], part["last_hidden_state"], atol=1e-3)
+    assert part["features"].shape == (2, 10, 16)
+
+
+@pytest.mark.parametrize("spec", ["clip_vision.yaml", "siglip_vision.yaml"])
+def test_vision_features_of_several_layers_are_those_hidden_states_side_by_side_in_order(spec):
+    sizes = {"H": 8, "L": 3, "A": 2, "I": 12, "C": 3, "IS": 8, "PS": 4}
+    single = {d: load(str(SPECS / spec), {**sizes, "FLS": [d]}) for d in range(4)}
+    several = load(str(SPECS / spec), {**sizes, "FLS": [2, 0, 3, 2]})   # unsorted, the embeddings, twice
+    assert [n for n, _ in several.params().state_dict()] == [n for n, _ in single[0].params().state_dict()]
+    module = to_module(several).eval()
+    pixels = torch.randn(2, 3, 8, 8)
+    with torch.no_grad():
+        got = module(pixel_values=pixels)["features"]
+        want = []
+        for d in (2, 0, 3, 2):
+            one = to_module(single[d]).eval()
+            one.load_state_dict(module.state_dict(), strict=True)
+            want.append(one(pixel_values=pixels)["features"])
+    assert got.shape == (2, want[0].shape[1], 4 * 8)
+    assert torch.equal(got, torch.cat(want, dim=-1))
+
+
+def test_index_select_by_constant_indices_takes_them_in_order_and_repeated():
+    model = load_text("name: pick\ninputs:\n  x: [2, 4, 3]\n"
+                      "nodes:\n  - {name: out, op: index_select, dim: 1, indices: [3, 0, 0, -1]}\n", "pick.yaml")
+    x = torch.arange(24.0).reshape(2, 4, 3)
+    got = to_module(model)(x=x)["out"]
+    assert torch.equal(got, x[:, [3, 0, 0, 3]])
+    from archgraph import ArchgraphError
+    with pytest.raises(ArchgraphError, match=r"indices \[4\] are outside dim 1 of size 4"):
+        load_text("name: pick\ninputs:\n  x: [2, 4, 3]\n"
+                  "nodes:\n  - {name: out, op: index_select, dim: 1, indices: [1, 4]}\n", "pick.yaml").shapes()
 
 
 def test_clip_vision_without_feature_has_its_usual_outputs():
@@ -72,19 +104,54 @@ def test_llama_embeds_reads_inputs_embeds_and_leaves_the_table_to_its_caller():
     assert torch.allclose(want, got, atol=1e-6)
 
 
-@pytest.mark.parametrize("change, message", [
-    ({"vision_feature_layer": [-2, -1]}, "'vision_feature_layer' must be a number"),
-    ({"text_config": {"model_type": "mistral"}}, "'text_config.model_type' is \"mistral\""),
-    ({"vision_config": {"model_type": "siglip_vision_model"}}, "'vision_config.model_type' is \"siglip_vision_model\""),
-])
-def test_llava_refuses_what_its_template_cannot_build_by_key(tmp_path, change, message):
+def _llava(tmp_path, **change):
     import json
-
-    from archgraph import ArchgraphError
     config = json.loads((Path(__file__).parent / "data" / "hf" / "llava-cond-gen.json").read_text())["config"]
     for key, value in change.items():
-        config[key] = {**config[key], **value} if isinstance(value, dict) else value
+        config[key] = value
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"text_config": {"model_type": "gemma", "hidden_size": 32}},
+     "'text_config.model_type' is \"gemma\", but archgraph's 'llava' template cannot build it"),
+    ({"vision_config": {"model_type": "dinov2"}}, "'vision_config.model_type' is \"dinov2\""),
+    ({"text_config": {"model_type": "qwen2", "hidden_size": [32]}}, "'text_config.hidden_size' must be a number"),
+])
+def test_llava_refuses_what_its_template_cannot_build_by_key(tmp_path, change, message):
+    from archgraph import ArchgraphError
     with pytest.raises(ArchgraphError, match=message):
-        load(str(path))
+        load(str(_llava(tmp_path, **change)))
+
+
+# transformers 5.23.0's LlavaForConditionalGeneration on the meta device, text_config a one-layer model
+TEXT = {"model_type": "llama", "vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
+        "intermediate_size": 40}
+
+
+@pytest.mark.parametrize("change, total", [
+    ({"text_config": TEXT}, 303_555_744),   # no vision_config: LlavaConfig's ViT-L/14 at 336 pixels
+    ({"text_config": TEXT, "vision_config": {"model_type": "clip_vision_model"}}, 87_496_096),   # CLIPVisionConfig's
+    ({"text_config": {"model_type": "qwen2", "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
+                      "num_key_value_heads": 2},
+      "vision_config": {"model_type": "siglip_vision_model", "num_hidden_layers": 1}}, 26_783_968),  # Qwen2Config's
+])
+def test_llava_sub_configs_take_their_own_config_class_defaults(tmp_path, change, total):
+    import json
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "llava", "architectures": ["LlavaForConditionalGeneration"], **change}))
+    assert load(str(path)).params().total == total
+
+
+def test_sub_config_values_say_where_they_came_from(tmp_path):
+    from archgraph.hf import import_file
+    imported = import_file(_llava(tmp_path, text_config={"model_type": "mistral", "hidden_size": 32,
+                                                         "num_attention_heads": 8, "num_hidden_layers": 1},
+                                  vision_feature_layer=-1))
+    v, src = imported.variables, imported.sources
+    assert (v["I"], v["KV"], v["W"], v["text_type"]) == (14336, 8, 4096, "mistral")
+    assert src["I"] == "text_config.intermediate_size (absent: mistral's default)"
+    assert (v["v_H"], v["v_act"], src["v_act"]) == (24, "quick_gelu", "vision_config.hidden_act (absent: clip_vision_model's template)")
+    assert (v["FLS"], v["vision_type"]) == ([-1], "clip_vision_model")

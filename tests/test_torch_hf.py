@@ -416,6 +416,15 @@ CASES["llava-cond-gen"] = {**LLAVA, "architectures": ["LlavaForConditionalGenera
 CASES["llava-base-full-layer1"] = {**LLAVA, "architectures": ["LlavaModel"], "vision_feature_layer": 1,
                                    "vision_feature_select_strategy": "full", "image_seq_length": 26,
                                    "multimodal_projector_bias": False, "projector_hidden_act": "gelu_new"}
+# other language models (each config read by its own key table), SigLIP's tower, several feature layers
+CASES["llava-mistral-window"] = {**CASES["llava-cond-gen"], "text_config": {
+    **LLAVA["text_config"], "model_type": "mistral", "sliding_window": 4}}
+CASES["llava-qwen2-siglip-full"] = {**LLAVA, "architectures": ["LlavaForConditionalGeneration"], "text_config": {
+    **LLAVA["text_config"], "model_type": "qwen2", "tie_word_embeddings": True}, "vision_config": {
+    "model_type": "siglip_vision_model", "hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "intermediate_size": 29, "image_size": 30, "patch_size": 6}, "vision_feature_layer": -1,
+    "vision_feature_select_strategy": "full", "image_seq_length": 25}
+CASES["llava-feature-layers"] = {**CASES["llava-cond-gen"], "vision_feature_layer": [-1, 0, 2, -1]}
 
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),

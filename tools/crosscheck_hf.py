@@ -249,12 +249,20 @@ def mutate(rng, cfg):
                 "mlp_bias": rng.random() < 0.5, "tie_word_embeddings": rng.random() < 0.3,
                 "hidden_act": rng.choice(["silu", "gelu", "relu"])}
         if rng.random() < 0.3: text["head_dim"] = rng.choice([2, 4, 6])
-        vision = {"model_type": "clip_vision_model", "hidden_size": va * rng.choice([2, 4, 6, 8]),
+        text["model_type"] = rng.choice(["llama", "mistral", "qwen2"])  # each read by its own key table
+        if text["model_type"] != "llama":
+            text["sliding_window"] = rng.choice([None, 2, 5, 64])
+        if text["model_type"] == "qwen2":
+            text.update(use_sliding_window=rng.random() < 0.5, max_window_layers=rng.randint(0, 3))
+        vision = {"model_type": rng.choice(["clip_vision_model", "siglip_vision_model"]),
+                  "hidden_size": va * rng.choice([2, 4, 6, 8]),
                   "num_hidden_layers": vl, "num_attention_heads": va, "intermediate_size": rng.randint(3, 40),
                   "image_size": rng.choice([12, 16, 30]), "patch_size": rng.choice([2, 4, 6]),
                   "num_channels": rng.choice([1, 3]), "hidden_act": rng.choice(["quick_gelu", "gelu"])}
+        if vision["model_type"] == "siglip_vision_model": vision["vision_use_head"] = rng.random() < 0.5
+        layers = [rng.choice([d for d in range(-(vl + 1), vl + 1) if d != 0]) for _ in range(rng.randint(1, 4))]
         cfg.update(text_config=text, vision_config=vision, image_token_index=rng.randrange(vocab),
-                   vision_feature_layer=rng.randint(-(vl + 1), vl),
+                   vision_feature_layer=layers if len(layers) > 1 else layers[0],
                    vision_feature_select_strategy=rng.choice(["default", "full"]),
                    multimodal_projector_bias=rng.random() < 0.5, projector_hidden_act=rng.choice(["gelu", "relu"]),
                    tie_word_embeddings=rng.random() < 0.2)

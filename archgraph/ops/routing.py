@@ -58,16 +58,29 @@ class Gather(Op):
 
 @op("index_select", aliases=("torch.index_select",), example={"dim": 1})
 class IndexSelect(Op):
-    """torch.index_select(x, dim, index): the entries of a 1-D index along `dim`."""
+    """torch.index_select(x, dim, index): the entries of a 1-D index along `dim`; or, with `indices`
+    and no index input, the entries at those constant positions, in that order and repeated as they
+    repeat (x[:, [2, 0, 0]]: LLaVA's feature layers put side by side in the config's order)."""
 
     dim: int
+    indices: tuple[int, ...] | None = None
 
-    def infer_shape(self, x, index):
-        expect_rank(index, 1, "index")
+    def infer_shape(self, x, index=None):
         d = axis(self.dim, len(x))
-        return (*x[:d], index[0], *x[d + 1:])
+        if self.indices is None:
+            check(index is not None, "index_select needs an index input, or constant `indices`")
+            expect_rank(index, 1, "index")
+            return (*x[:d], index[0], *x[d + 1:])
+        check(index is None, "index_select takes an index input or constant `indices`, not both")
+        check(len(self.indices) > 0, "`indices` must name at least one position")
+        if isinstance(x[d], int):
+            bad = [k for k in self.indices if not -x[d] <= k < x[d]]
+            check(not bad, f"indices {bad} are outside dim {self.dim} of size {x[d]}")
+        return (*x[:d], len(self.indices), *x[d + 1:])
 
-    def forward(self, run, x, index):
+    def forward(self, run, x, index=None):
+        if index is None:
+            index = run.torch.tensor(self.indices, dtype=run.torch.long, device=x.device) % x.shape[self.dim]
         return run.torch.index_select(x, self.dim, index)
 
 
