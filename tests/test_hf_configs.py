@@ -35,6 +35,7 @@ EXACT_BUFFERS |= {"mamba2", "recurrent_gemma"}
 EXACT_BUFFERS |= {"swin"}
 EXACT_BUFFERS |= {"segformer"}
 EXACT_BUFFERS |= {"detr"}
+EXACT_BUFFERS |= {"dinov2_with_registers"}
 BUFFERED = [n for n in FILES if json.loads((DATA / f"{n}.json").read_text())["config"]["model_type"] in EXACT_BUFFERS]
 
 

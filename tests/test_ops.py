@@ -248,6 +248,9 @@ CASES = [
     # tensor '': named by the node alone, as a module's own nn.Parameter (DiT's pos_embed, BLIP-2's query_tokens)
     case("parameter", {"shape": [1, 8, 64], "tensor": ""}, [], (1, 8, 64), {"": (1, 8, 64)}, flops=0,
          id="parameter-named-by-its-node"),
+    # nn.Parameter(torch.zeros(1, 0, H)): an empty tensor state_dict() still names (DINOv2 with 0 registers)
+    case("parameter", {"shape": [1, 0, 64], "tensor": ""}, [], (1, 0, 64), {"": (1, 0, 64)}, flops=0,
+         id="parameter-empty"),
     # ViT-B/16 at 224: 196 patches + the class token; cls_token [1, 1, 768], positions [1, 197, 768];
     # FLOPs: the position add, one per output element
     case("class_token", {"hidden": 768, "num_patches": 196}, [(B, 196, 768)], (B, 197, 768),
@@ -631,7 +634,7 @@ ERRORS = [
     reject("split", {"sections": 3}, [(2, 10)], ShapeError, []),
     reject("flatten", {"start_dim": 2, "end_dim": 1}, [(2, 3, 4)], ShapeError, []),
     reject("select", {"dim": 1, "index": 5}, [(2, 5)], ShapeError, []),
-    reject("parameter", {"shape": [4, 0]}, None, SpecError, ["[4, 0]"]),
+    reject("parameter", {"shape": [4, -1]}, None, SpecError, ["[4, -1]"]),
     reject("parameter", {"shape": [4], "tensor": "my.bias"}, None, SpecError, ["my.bias"]),
     reject("class_token", {"hidden": 768, "num_patches": 196}, [(2, 197, 768)], ShapeError, ["197", "196"]),
     reject("class_token", {"hidden": 768, "num_patches": 196}, [(2, 196, 512)], ShapeError, ["512", "768"]),

@@ -42,6 +42,7 @@ PREFIX.update({"mamba2": "Mamba2", "recurrent_gemma": "RecurrentGemma"})  # fixe
 PREFIX.update({"electra": "Electra", "mpnet": "MPNet", "modernbert": "ModernBert", "deberta-v2": "DebertaV2"})  # text encoders (issue 12)
 PREFIX.update({"swin": "Swin", "segformer": "Segformer"})  # vision (issue 12)
 PREFIX.update({"detr": "Detr"})  # vision (issue 12): transformers' ResNet backbone (timm's is refused)
+PREFIX.update({"dinov2_with_registers": "Dinov2WithRegisters"})  # vision (issue 12): DINOv2 with register tokens
 PREFIX.update({"llava": "Llava"})  # multimodal (issue 12): CLIP's vision tower, a projector, a Llama
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
@@ -125,6 +126,9 @@ def mutate(rng, cfg):
     if "feed_forward_proj" in cfg: cfg["feed_forward_proj"] = rng.choice(["relu", "gated-gelu", "gelu", "gated-silu"])
     if mt == "vit":
         cfg.update(image_size=rng.choice([16, 24, 32]), patch_size=rng.choice([4, 8]), num_channels=rng.choice([1, 3]))
+    if mt == "dinov2_with_registers":  # transformers interpolates positions on a square grid only
+        cfg.update(image_size=rng.choice([16, 24, 28]), patch_size=rng.choice([4, 7]), mlp_ratio=rng.randint(1, 4),
+                   use_swiglu_ffn=rng.random() < 0.5, num_register_tokens=rng.randint(0, 5))
     if mt == "dinov2":
         cfg.update(image_size=rng.choice([16, 24, 28]), patch_size=rng.choice([4, [4, 2], 7]),
                    num_channels=rng.choice([1, 3]), mlp_ratio=rng.randint(1, 4),

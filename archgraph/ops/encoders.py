@@ -13,15 +13,17 @@ class Parameter(Op):
 
     `tensor: ''` names it by the node alone, as an nn.Parameter that is a module's own attribute
     (DiT's `pos_embed`, BLIP-2's `query_tokens` on the model itself); `shape: []` is a single
-    value (CLIP's `logit_scale`, a 0-dim tensor).
+    value (CLIP's `logit_scale`, a 0-dim tensor).  A size may be 0, an empty tensor that
+    state_dict() still names, as nn.Parameter(torch.zeros(1, 0, H)) (DINOv2 with 0 register tokens).
     """
 
     shape: tuple[int, ...]
     tensor: str = "weight"
 
     def __post_init__(self):
-        if any(d <= 0 for d in self.shape):
-            raise invalid(self, f"shape must list positive sizes ([] for a single value); received {list(self.shape)}")
+        if any(d < 0 for d in self.shape):
+            raise invalid(self, f"shape must list sizes of 0 or more ([] for a single value); "
+                                f"received {list(self.shape)}")
         if self.tensor and not self.tensor.isidentifier():
             raise invalid(self, f"tensor must be a tensor name such as bias (or '' for the node's own name); "
                                 f"received {self.tensor!r}")
