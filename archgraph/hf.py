@@ -233,6 +233,8 @@ def _sub_config(config: Mapping[str, Any], key: str, rule: Mapping[str, Any], mo
         if found is None:  # absent: the family template's value, when it is a constant
             value = own.get(var)
             word = isinstance(value, str) and re.fullmatch(r"'(\w+)'", value)
+            if isinstance(value, str) and re.fullmatch(r"\d+(\.\d*)?[eE][-+]?\d+", value):
+                value = float(value)  # 1e-6 (YAML reads it as a word)
             if isinstance(value, (bool, int, float, list)) or word:
                 keys = str(var_rule.get("key") if isinstance(var_rule, Mapping) else var_rule).rstrip("?")
                 found = (word.group(1) if word else value), f"{keys} (absent: {sub_type}'s template)"

@@ -155,3 +155,42 @@ def test_sub_config_values_say_where_they_came_from(tmp_path):
     assert src["I"] == "text_config.intermediate_size (absent: mistral's default)"
     assert (v["v_H"], v["v_act"], src["v_act"]) == (24, "quick_gelu", "vision_config.hidden_act (absent: clip_vision_model's template)")
     assert (v["FLS"], v["vision_type"]) == ([-1], "clip_vision_model")
+    assert (v["eps"], v["v_eps"]) == (1e-6, 1e-5)   # the templates write them 1e-6, which YAML reads as a word
+    siglip = import_file(_llava(tmp_path, vision_config={"model_type": "siglip_vision_model"})).variables
+    assert (siglip["v_eps"], siglip["v_PS"], siglip["v_act"], siglip["v_use_head"]) == (1e-6, 16, "gelu_tanh", True)
+
+
+# public checkpoints' configs (llava-hf/...), their totals from transformers 5.23.0 on the meta device
+BAKLLAVA = {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava", "image_token_index": 32000,
+            "text_config": {"model_type": "mistral", "intermediate_size": 14336, "max_position_embeddings": 32768,
+                            "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 10000.0,
+                            "sliding_window": 4096, "vocab_size": 32064},
+            "vision_config": {"model_type": "clip_vision_model", "hidden_size": 1024, "image_size": 336,
+                              "intermediate_size": 4096, "num_attention_heads": 16, "num_hidden_layers": 24,
+                              "patch_size": 14, "projection_dim": 768},
+            "vision_feature_layer": -2, "vision_feature_select_strategy": "default"}
+INTERLEAVE = {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava", "image_token_index": 151646,
+              "text_config": {"model_type": "qwen2", "hidden_size": 1024, "intermediate_size": 2816,
+                              "max_window_layers": 21, "num_attention_heads": 16, "num_hidden_layers": 24,
+                              "num_key_value_heads": 16, "rope_theta": 1000000.0, "sliding_window": 32768,
+                              "tie_word_embeddings": True, "use_sliding_window": False, "vocab_size": 152000},
+              "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "image_size": 384,
+                                "intermediate_size": 4304, "num_attention_heads": 16, "num_hidden_layers": 26,
+                                "patch_size": 14, "vision_use_head": False},
+              "vision_feature_layer": -1, "vision_feature_select_strategy": "full"}
+
+
+@pytest.mark.parametrize("config, total, vision", [
+    (BAKLLAVA, 7_566_743_552, 303_507_456),                                        # bakLlava-v1-hf
+    (INTERLEAVE, 864_031_264, 397_747_744),                                        # llava-interleave-qwen-0.5b-hf
+    ({**BAKLLAVA, "text_config": {"model_type": "llama", "vocab_size": 32064},
+      "vision_feature_layer": [-2, -5, -8, -11, 6]}, 7_080_204_288, 303_507_456),  # llava-1.5-7b, five feature layers
+])
+def test_public_llava_checkpoints_count_what_transformers_builds(tmp_path, config, total, vision):
+    import json
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    model = load(str(path))
+    assert model.params().total == total
+    assert sum(row.count for name, row in model.params().tensors()
+               if name.startswith("model.vision_tower.") and row.tied_to is None) == vision
