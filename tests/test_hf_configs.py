@@ -36,6 +36,7 @@ EXACT_BUFFERS |= {"swin"}
 EXACT_BUFFERS |= {"segformer"}
 EXACT_BUFFERS |= {"detr"}
 EXACT_BUFFERS |= {"dinov2_with_registers"}
+EXACT_BUFFERS |= {"qwen2_vl"}
 BUFFERED = [n for n in FILES if json.loads((DATA / f"{n}.json").read_text())["config"]["model_type"] in EXACT_BUFFERS]
 
 

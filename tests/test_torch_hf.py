@@ -434,6 +434,19 @@ CASES["llava-qwen2-siglip-full"] = {**LLAVA, "architectures": ["LlavaForConditio
     "vision_feature_select_strategy": "full", "image_seq_length": 25}
 CASES["llava-feature-layers"] = {**CASES["llava-cond-gen"], "vision_feature_layer": [-1, 0, 2, -1]}
 
+# Qwen2-VL (issue 12): a vision transformer over 3-D patches and a Qwen2 with M-RoPE; one image per sequence
+QWEN2_VL = {"model_type": "qwen2_vl", "image_token_id": 100,
+            "text_config": {"vocab_size": 120, "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4,
+                            "num_key_value_heads": 2, "intermediate_size": 37,
+                            "rope_parameters": {"rope_type": "default", "mrope_section": [2, 2, 2],
+                                                "rope_theta": 1000.0}},
+            "vision_config": {"depth": 2, "embed_dim": 32, "num_heads": 4, "hidden_size": 48, "patch_size": 4,
+                              "mlp_ratio": 2}}
+CASES["qwen2_vl-cond-gen"] = {**QWEN2_VL, "architectures": ["Qwen2VLForConditionalGeneration"]}
+CASES["qwen2_vl-base-merge3"] = {**QWEN2_VL, "architectures": ["Qwen2VLModel"],
+                                 "vision_config": {**QWEN2_VL["vision_config"], "spatial_merge_size": 3,
+                                                   "temporal_patch_size": 1, "hidden_act": "gelu"}}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
@@ -469,9 +482,37 @@ def _hf_model(config: dict):
     return model
 
 
+def _image_grid(config: dict) -> tuple[int, int] | None:
+    """A Qwen2-VL image's patch grid (rows, columns) for the tests: 2 x 3 merged tokens."""
+    if config["model_type"] != "qwen2_vl":
+        return None
+    merge = config.get("vision_config", {}).get("spatial_merge_size", 2)
+    return 2 * merge, 3 * merge
+
+
+def _settings(config: dict) -> dict:
+    """The template variables a test sets: Qwen2-VL's image size (pixels) to a small grid."""
+    grid = _image_grid(config)
+    if grid is None:
+        return {}
+    patch = config.get("vision_config", {}).get("patch_size", 14)
+    return {"IH": grid[0] * patch, "IW": grid[1] * patch}
+
+
+def _hf_only(config: dict, inputs: dict) -> dict:
+    """What transformers' forward needs besides the module's inputs: Qwen2-VL's grid and token types."""
+    grid = _image_grid(config)
+    if grid is None:
+        return {}
+    ids = inputs["input_ids"]
+    return {"image_grid_thw": torch.tensor([[1, *grid]] * ids.shape[0]),
+            "mm_token_type_ids": (ids == config["image_token_id"]).int()}
+
+
 def _inputs(module, config: dict) -> dict:
     torch.manual_seed(1)
     out = {}
+    grid = _image_grid(config)
     arch = config.get("architectures", [""])[0]
     # without a padding token transformers classifies one sequence at a time
     batch = 1 if "SequenceClassification" in arch and config.get("pad_token_id") is None else 2
@@ -488,9 +529,19 @@ def _inputs(module, config: dict) -> dict:
                 ids[ids == token] = token - 1
                 ids[:, 2:2 + count] = token
                 out[name] = ids
+            if name == "input_ids" and grid is not None:  # Qwen2-VL: one image's tokens, 2 x 2 patches each
+                token, merge = config["image_token_id"], config["vision_config"].get("spatial_merge_size", 2)
+                count = grid[0] * grid[1] // merge ** 2
+                ids = torch.randint(3, text.get("vocab_size", 100), (batch, length + count))
+                ids[ids == token] = token - 1
+                ids[:, 2:2 + count] = token
+                out[name] = ids
             if name == "input_ids" and "SequenceClassification" in arch and \
                     config["model_type"] in ("bart", "t5"):
                 out[name][:, -1] = config.get("eos_token_id", 2 if config["model_type"] == "bart" else 1)
+        elif name == "pixel_values" and grid is not None:  # patches flattened as Qwen2VLImageProcessor gives them
+            width = vision.get("in_channels", 3) * vision.get("temporal_patch_size", 2) * vision.get("patch_size", 14) ** 2
+            out[name] = torch.randn(batch * grid[0] * grid[1], width)
         elif name == "pixel_values":
             size = vision.get("image_size", 224 if config["model_type"].split("_")[0] in ("clip", "siglip", "swin", "segformer") else 32)
             height, width = size if isinstance(size, list) else (size, size)
@@ -513,15 +564,16 @@ def test_template_computes_what_transformers_computes(tmp_path, name):
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     reference = _hf_model(config)
-    model = load_config(path)
+    model = load_config(path, _settings(config))
     module = to_module(model).eval()
     module.load_state_dict(reference.state_dict(), strict=True)
-    _assert_same_outputs(reference, module, _inputs(module, config))
+    inputs = _inputs(module, config)
+    _assert_same_outputs(reference, module, inputs, _hf_only(config, inputs))
 
 
-def _assert_same_outputs(reference, module, inputs: dict) -> None:
+def _assert_same_outputs(reference, module, inputs: dict, hf_only: dict | None = None) -> None:
     with torch.no_grad():
-        want = reference(**inputs)
+        want = reference(**inputs, **(hf_only or {}))
         got = module(**inputs)
     assert got, "the template names no outputs"
     for key, value in got.items():
@@ -570,6 +622,8 @@ CANNOT_RUN = {
     "gpt_oss-causal-no-window": "sliding layers with sliding_window null: its DynamicCache wants a window",
     "whisper-condgen-untied-odd": "sinusoidal positions need an even d_model",
     "gemma2-null-caps-window": "sliding layers without a sliding_window: its cache cannot be made",
+    "qwen2_vl-2b-instruct": "Qwen2-VL-2B's real sizes: 2.2 billion parameters are too many to run in the suite "
+                            "(its counts, names and buffers are checked)",
     "detr-resnet-50": "the test's random weights (std 0.2) grow through ResNet-50's 16 frozen-norm blocks to "
                       "1e25 and transformers' own outputs are NaN (detr-object-detection runs a small backbone)",
 }
@@ -582,9 +636,10 @@ def test_every_recorded_config_computes_what_transformers_computes(tmp_path, fix
     config = json.loads(fixture.read_text())["config"]
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    model = load_config(path)
+    model = load_config(path, _settings(config))
     assert not model.warnings, [w.message for w in model.warnings]
     reference = _hf_model(config)
     module = to_module(model).eval()
     module.load_state_dict(reference.state_dict(), strict=True)
-    _assert_same_outputs(reference, module, _inputs(module, config))
+    inputs = _inputs(module, config)
+    _assert_same_outputs(reference, module, inputs, _hf_only(config, inputs))

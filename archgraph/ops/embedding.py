@@ -1,5 +1,6 @@
 """Lookup tables and position encodings: `embedding`, `position_embedding`,
-`sinusoidal_position`, `rotary_embedding`, `relative_position_bias`."""
+`sinusoidal_position`, `rotary_embedding`, `grid_positions`, `multimodal_positions`,
+`relative_position_bias`."""
 from __future__ import annotations
 
 from typing import Literal
@@ -7,7 +8,8 @@ from typing import Literal
 import math
 
 from ..dims import Shape, ceil_div, prod
-from .base import Op, Tensor, check, expect_rank, invalid, op, positive
+from ..errors import ShapeError
+from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
 
 
 def _seq_len(x: Shape, what: str = "input") -> object:
@@ -224,7 +226,15 @@ class RotaryEmbedding(Op):
     transformers 5 keeps for dynamic rope updates, `{prefix}original_inv_freq` (ModernBERT's
     rotary_emb holds full_attention_inv_freq, full_attention_original_inv_freq and the same for
     sliding_attention).  `scaling: linear` divides every frequency by `factor` (positions
-    interpolated: Gemma 3's full-attention layers)."""
+    interpolated: Gemma 3's full-attention layers).
+
+    A second input gives the positions instead of 0..S-1: position_ids [B, S] -> tables
+    [B, S, width].  With `axes: n` the positions have n axes, [n, B, S] (a `grid_positions` or
+    `multimodal_positions` table), and each frequency takes its angle from one axis: with
+    `sections` (M-RoPE, Qwen2-VL's mrope_section) the ceil(rotary_dim/2) frequencies are cut into
+    runs of those lengths and run i reads axis i mod n; without, the rotation is axial (a 2-D
+    ViT's): each axis has its own copy of the frequencies of rotary_dim // n dims, laid side by
+    side (inv_freq holds one copy)."""
 
     head_dim: int
     rotary_dim: int | None = None
@@ -239,9 +249,22 @@ class RotaryEmbedding(Op):
     attention_factor: float = 1.0
     prefix: str = ""
     original: bool = False
+    axes: int = 1  # the position_ids input's axes: [axes, B, S] when more than 1
+    sections: tuple[int, ...] | None = None  # M-RoPE: frequencies per run, run i from axis i mod axes
 
     def __post_init__(self):
-        positive(self, "head_dim", "positions")
+        positive(self, "head_dim", "positions", "axes")
+        if self.sections is not None:
+            if self.axes < 2 or any(not isinstance(n, int) or n < 0 for n in self.sections):
+                raise invalid(self, f"sections are counts of frequencies (0 or more) taken from each of "
+                                    f"axes >= 2 position axes; received sections={list(self.sections)}, "
+                                    f"axes={self.axes}")
+            if sum(self.sections) != self.frequencies:
+                raise invalid(self, f"sections {list(self.sections)} add up to {sum(self.sections)}; the "
+                                    f"{self.dim} rotary dims have {self.frequencies} frequencies")
+        if self.axes > 1 and (self.positions is not None or self.scaling != "none"):
+            raise invalid(self, "positions along several axes come as an input; they take no `positions` "
+                                "table and no `scaling`")
         if self.rotary_dim is not None and (isinstance(self.rotary_dim, int) and self.rotary_dim < 0):
             raise invalid(self, f"rotary_dim must be 0 or more (0: nothing rotates, as transformers builds "
                                 f"int(head_dim * factor) = 0); received {self.rotary_dim}")
@@ -262,39 +285,71 @@ class RotaryEmbedding(Op):
         return self.rotary_dim if self.rotary_dim is not None else self.head_dim
 
     @property
-    def width(self):
-        return 2 * ceil_div(self.dim, 2)
+    def axial(self) -> bool:
+        return self.axes > 1 and self.sections is None
 
-    def infer_shape(self, x):
+    @property
+    def ladder(self) -> int:
+        """The dims one copy of the frequencies is computed over (an axis' share when axial)."""
+        return self.dim // self.axes if self.axial else self.dim
+
+    @property
+    def frequencies(self) -> int:
+        return ceil_div(self.ladder, 2)
+
+    @property
+    def width(self):
+        return 2 * self.frequencies * (self.axes if self.axial else 1)
+
+    def infer_shape(self, x, position_ids=None):
         seq = _seq_len(x)
-        if self.positions is not None:
-            _fits(seq, self.positions, "the rotary table")
-        return [(1, seq, self.width), (1, seq, self.width)]
+        if position_ids is None:
+            check(self.axes == 1, f"rotary positions along {self.axes} axes need their position_ids "
+                                  f"[{self.axes}, B, S] as a second input")
+            if self.positions is not None:
+                _fits(seq, self.positions, "the rotary table")
+            return [(1, seq, self.width), (1, seq, self.width)]
+        check(self.positions is None, "a rotary table of `positions` takes no position_ids input")
+        if self.axes == 1:
+            expect_rank(position_ids, 2, "position_ids")
+            batch = position_ids[0]
+        else:
+            expect_rank(position_ids, 3, "position_ids")
+            expect_dim(position_ids[0], self.axes, "position_ids' first dim (its axes)")
+            batch = position_ids[1]
+        expect_dim(position_ids[-1], seq, "position_ids' length")
+        return [(batch, seq, self.width), (batch, seq, self.width)]
 
     def buffers(self):
         if self.positions is not None:
             yield Tensor("", (self.positions, self.width), persistent=False)
         else:
-            yield Tensor(f"{self.prefix}inv_freq", (ceil_div(self.dim, 2),), persistent=False)
+            yield Tensor(f"{self.prefix}inv_freq", (self.frequencies,), persistent=False)
             if self.original:
-                yield Tensor(f"{self.prefix}original_inv_freq", (ceil_div(self.dim, 2),), persistent=False)
+                yield Tensor(f"{self.prefix}original_inv_freq", (self.frequencies,), persistent=False)
 
-    def forward(self, run, x):
+    def forward(self, run, x, position_ids=None):
         torch = run.torch
         if self.positions is not None:  # rows 0..S-1 of the [sin | cos] table
             sin, cos = run.tensor("")[: x.shape[1]].float().chunk(2, dim=-1)
             cos, sin = torch.cat([cos, cos], dim=-1)[None], torch.cat([sin, sin], dim=-1)[None]
         else:
-            positions = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)
-            freqs = positions[:, None] * run.tensor(f"{self.prefix}inv_freq").float()[None, :]
-            emb = torch.cat([freqs, freqs], dim=-1)[None]
+            if position_ids is None:
+                position_ids = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)[None]
+            freqs = position_ids.float()[..., None] * run.tensor(f"{self.prefix}inv_freq").float()
+            if self.sections is not None:  # run i of the frequencies turns with axis i mod axes
+                runs = freqs.split(list(self.sections), dim=-1)
+                freqs = torch.cat([part[i % self.axes] for i, part in enumerate(runs)], dim=-1)
+            elif self.axes > 1:  # each axis its own copy of the frequencies, side by side
+                freqs = torch.cat(list(freqs), dim=-1)
+            emb = torch.cat([freqs, freqs], dim=-1)
             cos, sin = emb.cos(), emb.sin()
         if self.attention_factor != 1:
             return cos * self.attention_factor, sin * self.attention_factor
         return cos, sin
 
     def init(self, tensor, value, init):
-        torch, dim = init.torch, self.dim
+        torch, dim = init.torch, self.ladder
         inv_freq = 1.0 / (self.base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
         if self.scaling == "yarn":
             def turns(rotations):  # the dim that turns `rotations` times over original_max positions
@@ -312,6 +367,85 @@ class RotaryEmbedding(Op):
             return
         angles = torch.arange(self.positions, dtype=torch.int64).float()[:, None] * inv_freq
         value.copy_(torch.cat([angles.sin(), angles.cos()], dim=1))
+
+
+@op("grid_positions", category="embedding", example={"grid": [16, 16], "tile": [2, 2]})
+class GridPositions(Op):
+    """The coordinates of a grid's cells in the order a patch sequence lists them: no input ->
+    [n, 1, N] for an n-dim `grid` of N cells (row, column, ...), row by row; with `tile` the
+    cells of each tile together, tiles row by row (Qwen2-VL's patches, each 2x2 tile side by
+    side for its merger).  The position_ids of an axial `rotary_embedding` (`axes: n`)."""
+
+    grid: tuple[int, ...]
+    tile: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        if not self.grid or any(not isinstance(n, int) or n <= 0 for n in self.grid):
+            raise invalid(self, f"grid must list positive sizes; received {list(self.grid)}")
+        tile = self.tile or (1,) * len(self.grid)
+        if len(tile) != len(self.grid) or any(not isinstance(b, int) or b <= 0 for b in tile):
+            raise invalid(self, f"tile must list a positive size for each of the grid's {len(self.grid)} "
+                                f"dims; received {list(tile)}")
+        if any(n % b for n, b in zip(self.grid, tile)):
+            raise invalid(self, f"the grid {list(self.grid)} is not made of whole {list(tile)} tiles")
+
+    def infer_shape(self):
+        return (len(self.grid), 1, prod(self.grid))
+
+    def forward(self, run):
+        torch, n = run.torch, len(self.grid)
+        tile = self.tile or (1,) * n
+        coords = torch.stack(torch.meshgrid(*[torch.arange(g, device=run.device) for g in self.grid],
+                                            indexing="ij"))
+        # [n, g0/b0, b0, g1/b1, b1, ...] -> [n, g0/b0, g1/b1, ..., b0, b1, ...]
+        coords = coords.reshape(n, *[d for g, b in zip(self.grid, tile) for d in (g // b, b)])
+        coords = coords.permute(0, *range(1, 2 * n + 1, 2), *range(2, 2 * n + 1, 2))
+        return coords.reshape(n, 1, -1)
+
+
+@op("multimodal_positions", category="embedding", aliases=("mrope_positions",),
+    example={"token": 151655, "grid": [1, 8, 8]})
+class MultimodalPositions(Op):
+    """M-RoPE position ids (Qwen2-VL): input_ids [B, S] -> [3, B, S] (time, row, column).
+
+    Text tokens count up by one on all three axes.  The input's `token`s are image features,
+    t·h·w per image (`grid: [t, h, w]`, in the language model's tokens): each image's token at
+    frame f, row r, column c is at (p + f, p + r, p + c), where p is the position after the text
+    before it, and the text after the image continues from p + max(h, w).  The rotary_embedding
+    (`axes: 3`, `sections`) that reads them turns each run of frequencies by one axis."""
+
+    token: int
+    grid: tuple[int, int, int]
+
+    def __post_init__(self):
+        if len(self.grid) != 3 or any(not isinstance(n, int) or n <= 0 for n in self.grid):
+            raise invalid(self, f"grid must be three positive sizes [t, h, w]; received {list(self.grid)}")
+
+    def infer_shape(self, ids):
+        expect_rank(ids, 2, "input_ids")
+        return (3, *ids)
+
+    def forward(self, run, ids):
+        torch = run.torch
+        t, h, w = self.grid
+        size = t * h * w
+        item = torch.stack(torch.meshgrid(torch.arange(t), torch.arange(h), torch.arange(w), indexing="ij"))
+        item = item.reshape(3, size).to(ids.device)
+        out = torch.zeros(3, *ids.shape, dtype=torch.int64, device=ids.device)
+        for row, tokens in enumerate((ids == self.token).tolist()):
+            position, i = 0, 0
+            while i < len(tokens):
+                if not tokens[i]:
+                    out[:, row, i] = position
+                    position, i = position + 1, i + 1
+                    continue
+                end = i + size
+                if end > len(tokens) or not all(tokens[i:end]):
+                    raise ShapeError(f"input_ids row {row}: the image tokens from position {i} are fewer than "
+                                     f"an image's {t}x{h}x{w} = {size}")
+                out[:, row, i:end] = item + position
+                position, i = position + max(h, w), end
+        return out
 
 
 @op("relative_position_bias", category="attention",
