@@ -1,0 +1,132 @@
+"""Positions along several axes: `grid_positions` (a patch grid's coordinates, tile by tile),
+`multimodal_positions` (M-RoPE's ids from a sequence's image tokens) and `rotary_embedding` with
+`axes` (axial, or M-RoPE `sections`), each against its own values and against transformers'
+Qwen2-VL code where that exists."""
+from __future__ import annotations
+
+import pytest
+
+from archgraph.errors import ShapeError, SpecError
+from archgraph.ops import REGISTRY
+
+torch = pytest.importorskip("torch")
+from archgraph.torch import Run  # noqa: E402
+
+RUN = Run(torch, torch.nn.functional, False, None, "", None)
+
+
+def _rope(run_tensors: dict, op, *inputs):
+    run = Run(torch, torch.nn.functional, False, None, "", None)
+    run.tensor = run_tensors.__getitem__
+    return op.forward(run, *inputs)
+
+
+def test_grid_positions_list_each_tiles_cells_together():
+    op = REGISTRY["grid_positions"](grid=(2, 4), tile=(2, 2))
+    assert op.infer_shape() == (2, 1, 8)
+    rows, cols = op.forward(RUN)[:, 0].tolist()
+    assert rows == [0, 0, 1, 1, 0, 0, 1, 1]  # the left 2x2 tile, then the right one
+    assert cols == [0, 1, 0, 1, 2, 3, 2, 3]
+    plain = REGISTRY["grid_positions"](grid=(2, 3)).forward(RUN)[:, 0].tolist()
+    assert plain == [[0, 0, 0, 1, 1, 1], [0, 1, 2, 0, 1, 2]]  # row by row
+
+
+def test_grid_positions_are_transformers_vision_position_ids():
+    from transformers.vision_utils import get_vision_position_ids
+    want = get_vision_position_ids(torch.tensor([[1, 6, 8]]), 2)  # [N, 2]: (row, column) of each patch
+    got = REGISTRY["grid_positions"](grid=(6, 8), tile=(2, 2)).forward(RUN)
+    assert torch.equal(got[:, 0].T, want)
+
+
+def test_grid_positions_refuse_a_grid_of_partial_tiles():
+    with pytest.raises(SpecError, match=r"the grid \[6, 7\] is not made of whole \[2, 2\] tiles"):
+        REGISTRY["grid_positions"](grid=(6, 7), tile=(2, 2))
+
+
+def test_multimodal_positions_lay_each_image_out_as_its_grid():
+    op = REGISTRY["multimodal_positions"](token=9, grid=(1, 2, 3))
+    ids = torch.tensor([[5, 5, 9, 9, 9, 9, 9, 9, 5, 5]])
+    assert op.infer_shape((1, 10)) == (3, 1, 10)
+    time, row, col = op.forward(RUN, ids)[:, 0].tolist()
+    # text 0, 1; the image from 2: rows 2..3, columns 2..4; the text after it from 2 + max(2, 3)
+    assert time == [0, 1, 2, 2, 2, 2, 2, 2, 5, 6]
+    assert row == [0, 1, 2, 2, 2, 3, 3, 3, 5, 6]
+    assert col == [0, 1, 2, 3, 4, 2, 3, 4, 5, 6]
+
+
+def test_multimodal_positions_are_transformers_rope_index():
+    from transformers import Qwen2VLConfig, Qwen2VLModel
+    config = Qwen2VLConfig(text_config={"vocab_size": 50, "hidden_size": 16, "num_hidden_layers": 1,
+                                        "num_attention_heads": 2, "intermediate_size": 8},
+                           vision_config={"depth": 1, "embed_dim": 8, "num_heads": 2, "hidden_size": 16},
+                           image_token_id=9)
+    with torch.device("meta"):
+        model = Qwen2VLModel(config)
+    ids = torch.tensor([[1, 2, *[9] * 6, 3, 4, 5, *[9] * 6, 6], [7, *[9] * 6, 8, 1, 2, 3, *[9] * 6, 5]])
+    grid = torch.tensor([[1, 4, 6]] * 4)  # patches; 2 x 3 tokens after the 2x2 merge
+    want, _ = model.get_rope_index(ids, (ids == 9).int(), image_grid_thw=grid)
+    got = REGISTRY["multimodal_positions"](token=9, grid=(1, 2, 3)).forward(RUN, ids)
+    assert torch.equal(got, want)
+
+
+def test_multimodal_positions_refuse_an_image_cut_short():
+    op = REGISTRY["multimodal_positions"](token=9, grid=(1, 2, 2))
+    with pytest.raises(ShapeError, match="input_ids row 0: the image tokens from position 1 are fewer than "
+                                         r"an image's 1x2x2 = 4"):
+        op.forward(RUN, torch.tensor([[5, 9, 9, 9, 5]]))
+
+
+def test_mrope_tables_are_transformers_qwen2_vl_rotary_embedding():
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import (
+        Qwen2VLRotaryEmbedding,
+        Qwen2VLTextConfig,
+    )
+    config = Qwen2VLTextConfig(hidden_size=64, num_attention_heads=4,
+                               rope_parameters={"rope_type": "default", "mrope_section": [2, 3, 3],
+                                                "rope_theta": 500.0})
+    reference = Qwen2VLRotaryEmbedding(config)
+    op = REGISTRY["rotary_embedding"](head_dim=16, base=500.0, axes=3, sections=(2, 3, 3))
+    assert [(t.name, t.shape) for t in op.buffers()] == [("inv_freq", (8,))]
+    assert torch.allclose(reference.inv_freq, 1 / 500.0 ** (torch.arange(0, 16, 2) / 16))
+    positions = torch.randint(0, 40, (3, 2, 5))
+    x = torch.zeros(2, 5, 64)
+    assert op.infer_shape((2, 5, 64), (3, 2, 5)) == [(2, 5, 16), (2, 5, 16)]
+    cos, sin = _rope({"inv_freq": reference.inv_freq}, op, x, positions)
+    want_cos, want_sin = reference(x, positions)
+    assert torch.allclose(cos, want_cos, atol=1e-6) and torch.allclose(sin, want_sin, atol=1e-6)
+
+
+def test_axial_tables_are_transformers_qwen2_vl_vision_rotary_embedding():
+    from transformers.models.qwen2_vl.modeling_qwen2_vl import (
+        Qwen2VLVisionConfig,
+        Qwen2VLVisionRotaryEmbedding,
+    )
+    from transformers.vision_utils import get_vision_position_ids
+    config = Qwen2VLVisionConfig(embed_dim=80, num_heads=4, rope_parameters={"rope_type": "axial",
+                                                                              "rope_theta": 300.0})
+    reference = Qwen2VLVisionRotaryEmbedding(config)
+    op = REGISTRY["rotary_embedding"](head_dim=20, base=300.0, axes=2, original=True)
+    # head_dim 20: each axis has the frequencies of 10 dims (5), the tables are [rows | columns] twice
+    assert [(t.name, t.shape) for t in op.buffers()] == [("inv_freq", (5,)), ("original_inv_freq", (5,))]
+    inv_freq = torch.zeros(5)
+    op.init(None, inv_freq, type("Init", (), {"torch": torch})())
+    assert torch.allclose(inv_freq, reference.inv_freq)
+    grid = REGISTRY["grid_positions"](grid=(4, 6), tile=(2, 2)).forward(RUN)
+    cos, sin = _rope({"inv_freq": inv_freq}, op, torch.zeros(1, 24, 80), grid)
+    want_cos, want_sin = reference(torch.zeros(1), get_vision_position_ids(torch.tensor([[1, 4, 6]]), 2))
+    assert cos.shape == (1, 24, 20)
+    assert torch.allclose(cos[0], want_cos, atol=1e-6) and torch.allclose(sin[0], want_sin, atol=1e-6)
+
+
+def test_rotary_axes_need_their_positions_and_whole_sections():
+    with pytest.raises(SpecError, match=r"sections \[2, 3, 2\] add up to 7; the 16 rotary dims have 8 frequencies"):
+        REGISTRY["rotary_embedding"](head_dim=16, axes=3, sections=(2, 3, 2))
+    with pytest.raises(SpecError, match="sections are counts of frequencies"):
+        REGISTRY["rotary_embedding"](head_dim=16, sections=(8,))
+    op = REGISTRY["rotary_embedding"](head_dim=16, axes=3, sections=(2, 3, 3))
+    with pytest.raises(ShapeError, match=r"rotary positions along 3 axes need their position_ids \[3, B, S\]"):
+        op.infer_shape((2, 5, 64))
+    with pytest.raises(ShapeError, match=r"position_ids' first dim \(its axes\) is 2, expected 3"):
+        op.infer_shape((2, 5, 64), (2, 2, 5))
+    with pytest.raises(ShapeError, match="position_ids' length is 4, expected 5"):
+        op.infer_shape((2, 5, 64), (3, 2, 4))
