@@ -183,7 +183,8 @@ class SpecModule(nn.Module):
         return sizes
 
     def run_graph(self, graph: Graph, prefix: str, values: tuple) -> tuple:
-        env: dict[str, tuple] = {name: (value,) for name, value in zip(graph.inputs, values)}
+        padded = (*values, *(None,) * (len(graph.inputs) - len(values)))  # inputs left out: never read
+        env: dict[str, tuple] = {name: (value,) for name, value in zip(graph.inputs, padded)}
         for name, node in graph.nodes.items():
             args = [env[ref.node][ref.index] for ref in node.inputs]
             if isinstance(node, OpNode):

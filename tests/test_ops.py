@@ -87,6 +87,16 @@ CASES = [
          [(1, 9, 64), (1, 9, 64)], buffers={"": (2048, 64)}, id="rotary_embedding-positions-table"),
     case("rotary_embedding", {"head_dim": 8, "scaling": "linear", "factor": 8.0}, [(B, S)], [(1, S, 8), (1, S, 8)],
          buffers={"inv_freq": (4,)}, id="rotary_embedding-linear-factor"),
+    # Qwen2-VL: M-RoPE (the head's 64 frequencies in runs turned by time, row, column) and the
+    # vision tower's axial 2-D rotation (rows and columns each with the 20 frequencies of 40 dims)
+    case("rotary_embedding", {"head_dim": 128, "axes": 3, "sections": [16, 24, 24]}, [(B, S, 1536), (3, B, S)],
+         [(B, S, 128), (B, S, 128)], buffers={"inv_freq": (64,)}, id="rotary_embedding-mrope"),
+    case("rotary_embedding", {"head_dim": 80, "axes": 2}, [(B, 256, 1280), (2, 1, 256)],
+         [(1, 256, 80), (1, 256, 80)], buffers={"inv_freq": (20,)}, id="rotary_embedding-axial"),
+    case("rotary_embedding", {"head_dim": 16}, [(B, S, 64), (B, S)], [(B, S, 16), (B, S, 16)],
+         buffers={"inv_freq": (8,)}, id="rotary_embedding-position-ids"),
+    case("grid_positions", {"grid": [16, 16], "tile": [2, 2]}, [], (2, 1, 256)),
+    case("multimodal_positions", {"token": 151655, "grid": [1, 8, 8]}, [(B, S)], (3, B, S)),
     case("alibi", {"heads": 8}, [(B, S)], (1, 8, 1, S)),
     case("alibi", {"heads": 12, "dtype": "bfloat16"}, [(2, 7, 64)], (1, 12, 1, 7), id="alibi-bfloat16"),
     case("relative_position_bias", {"num_buckets": 32, "heads": 8}, [(B, S, 512)], (1, 8, S, S),

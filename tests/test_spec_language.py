@@ -338,3 +338,51 @@ def test_bad_block_path(path, message):
 def test_repeated_block_needs_a_path_segment():
     with pytest.raises(archgraph.SpecError, match="a repeated block needs a path segment"):
         build(PATHS.replace("{name: layers, block: layer, repeat: 2}", "{name: layers, block: layer, repeat: 2, path: \"''\"}"))
+
+
+OPTIONAL_INPUT = """\
+name: optional
+variables:
+  gated: false
+inputs:
+  x: {shape: [B, 8]}
+  g: {shape: [B, 8]}
+blocks:
+  mix:                     # reads g only when gated
+    args: [gated]
+    inputs: [x, g]
+    nodes:
+      - {name: proj, op: linear, in: x, in_features: 8, out_features: 8}
+      - {name: gate, op: mul, in: [proj, g], when: gated}
+  outer:                   # passes g on to mix
+    args: [gated]
+    inputs: [x, g]
+    nodes:
+      - {name: inner, block: mix, in: [x, g], gated: gated}
+nodes:
+  - {name: body, block: outer, in: x, gated: gated}
+"""
+
+
+def test_a_call_may_leave_out_inputs_its_body_never_reads():
+    model = build(OPTIONAL_INPUT)  # outer passes g to mix, which does not read it: `in: x` is enough
+    assert model.params().total == 72
+    assert [to_json(d) for d in model.shapes().shape_of("body.inner.proj")[0]] == ["B", 8]
+    keyword = build(OPTIONAL_INPUT.replace("in: x, gated", "in: {x: x}, gated"))
+    assert keyword.params().total == 72
+    with pytest.raises(archgraph.SpecError, match=re.escape(
+            "block 'outer' takes 2 input(s) (x, g); 'in' gives 1")):
+        build(OPTIONAL_INPUT, {"gated": True})
+    with pytest.raises(archgraph.SpecError, match="block 'outer' needs the input\\(s\\) g"):
+        build(OPTIONAL_INPUT.replace("in: x, gated", "in: {x: x}, gated"), {"gated": True})
+
+
+def test_a_module_runs_without_the_inputs_its_blocks_never_read():
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    module = to_module(build(OPTIONAL_INPUT))
+    assert module.input_names == ("x",)
+    x = torch.randn(2, 8)
+    out = next(iter(module(x=x).values()))
+    weight, bias = module.state_dict()["body.inner.proj.weight"], module.state_dict()["body.inner.proj.bias"]
+    assert torch.allclose(out, x @ weight.T + bias)

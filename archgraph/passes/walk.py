@@ -50,7 +50,9 @@ def walk(graph: Graph, inputs: tuple[Any, ...], visit: Visit, prefix: str = "",
     key = (id(graph), inputs)
     if key in cache:
         return cache[key]
-    env: dict[str, tuple[Any, ...]] = {name: (value,) for name, value in zip(graph.inputs, inputs)}
+    # a call may leave out inputs its body never reads (at the end): they are None here
+    padded = (*inputs, *(None,) * (len(graph.inputs) - len(inputs)))
+    env: dict[str, tuple[Any, ...]] = {name: (value,) for name, value in zip(graph.inputs, padded)}
     results: dict[str, Any] = {}
     for name, node in graph.nodes.items():
         if node.__class__ is OpNode:  # the common case, written out (a flat graph may have a million)

@@ -56,8 +56,11 @@ class _Scope:
     times: int                    # how often these weights occur in the model (0: shared copy)
     outs: dict[str, list[End]] = field(default_factory=dict)
 
-    def end(self, ref) -> End:
-        return self.inputs[ref.node] if ref.node in self.inputs else self.outs[ref.node][ref.index]
+    def end(self, ref) -> End | None:
+        """What feeds `ref`; None for an input its call left out (one the body never reads)."""
+        if ref.node in self.graph.inputs:
+            return self.inputs.get(ref.node)
+        return self.outs[ref.node][ref.index]
 
 
 MAX_BOXES = 5_000  # boxes a diagram may have: Graphviz takes minutes, and no one reads, beyond
@@ -285,7 +288,7 @@ class _Drawer:
         container.node(base, label=_html(*lines, ink=ink), fillcolor=fill, shape=outline, style="filled")
         self.ids[base] = base
         self.redirects.append((base, None, base))
-        for end in ins:
+        for end in filter(None, ins):
             self._edge(end[0], base, end[1])
         return [(base, shape) for shape in final]
 

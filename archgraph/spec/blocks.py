@@ -67,18 +67,21 @@ def call_path(raw: LocDict, env, indexed: bool) -> str | None:
     return value
 
 
-def keyword_inputs(block: str, inputs: tuple[str, ...], refs, keywords, raw: LocDict) -> tuple[Ref, ...]:
-    """`in: {x: a, kv: b}` on a block call: the refs in the order of the block's inputs."""
+def keyword_inputs(block: str, inputs: tuple[str, ...], refs, keywords, raw: LocDict,
+                   needed: int | None = None) -> tuple[Ref, ...]:
+    """`in: {x: a, kv: b}` on a block call: the refs in the order of the block's inputs.  Inputs
+    after the first `needed` (those the body never reads) may be left out after the last given."""
     given = dict(zip(keywords, refs))
     for key in keywords:
         if key not in inputs:
             hint = did_you_mean(key, inputs)
             raise SpecError(f"block '{block}' has no input '{key}'", loc=raw.key_loc("in"),
                             hint=hint or f"its inputs: {', '.join(inputs)}")
-    missing = [i for i in inputs if i not in given]
+    count = max([len(inputs) if needed is None else needed, *(inputs.index(k) + 1 for k in given)])
+    missing = [i for i in inputs[:count] if i not in given]
     if missing:
         raise SpecError(f"block '{block}' needs the input(s) {', '.join(missing)}", loc=raw.key_loc("in"))
-    return tuple(given[i] for i in inputs)
+    return tuple(given[i] for i in inputs[:count])
 
 
 def instance_key(block: str, args: dict, category, trainable) -> tuple:

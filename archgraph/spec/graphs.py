@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from .. import expr
 from ..errors import ArchgraphError, Loc, SpecError, did_you_mean, printable
-from ..graph import NO_TIES, BlockNode, Graph, OpNode, Ref, SpecWarning, wiring
+from ..graph import NO_TIES, BlockNode, Graph, OpNode, Ref, SpecWarning, read_inputs, wiring
 from ..numbers import decided, decided_names
 from ..ops import REGISTRY
 from ..ops.base import REGISTRY as _LOADED_OPS  # a plain dict of the op classes imported so far
@@ -408,11 +408,16 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
         here = {**env, index: start} if index else env
         args = {k: argument(v, here, raw.key_loc(k), k) for k, v in raw.items() if k in params} if index else {}
         body = _instantiate(ctx, block, definition, params, args, category, trainable, raw.loc)
+    # inputs the body never reads (a switched-off feature's) may be left out at the end of a call
+    read = read_inputs(body)
+    needed = max((i + 1 for i, name in enumerate(body.inputs) if name in read), default=0)
     if keywords:
-        refs = keyword_inputs(block, body.inputs, refs, keywords, raw)
-    if len(refs) != len(body.inputs):
+        refs = keyword_inputs(block, body.inputs, refs, keywords, raw, needed)
+    if not needed <= len(refs) <= len(body.inputs):
+        unread = f"; it never reads {', '.join(body.inputs[needed:])}, which may be left out" \
+            if needed < len(body.inputs) else ""
         raise SpecError(f"block '{block}' takes {len(body.inputs)} input(s) ({', '.join(body.inputs)}); "
-                        f"'in' gives {len(refs)}", loc=raw.key_loc("in") if "in" in raw else raw.loc)
+                        f"'in' gives {len(refs)}{unread}", loc=raw.key_loc("in") if "in" in raw else raw.loc)
     if repeat != 1 and len(body.outputs) > len(body.inputs):
         raise SpecError(f"block '{block}' is repeated, so its outputs feed its next repetition: it has "
                         f"{len(body.outputs)} outputs but only {len(body.inputs)} inputs", loc=raw.key_loc("repeat"))
