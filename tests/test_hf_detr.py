@@ -1,7 +1,7 @@
-"""DETR beyond the recorded fixtures: DetrConfig's timm backbone (its default) refused by the
-key, transformers' ResNet-50 when use_timm_backbone is false (totals recorded with transformers
-5.23.0), and the two constructs the template needs: a frozen batch norm and sine positions of a
-feature map."""
+"""DETR beyond the recorded fixtures: DetrConfig's timm backbone (its default: timm's resnet50,
+named by `backbone`, dilated by `dilation`), transformers' ResNet-50 when use_timm_backbone is false
+(totals recorded with transformers 5.23.0 and timm 1.0.31), the keys refused, and the two constructs
+the template needs: a frozen batch norm and sine positions of a feature map."""
 from __future__ import annotations
 
 import math
@@ -14,17 +14,48 @@ from archgraph.load import load_config
 
 
 @pytest.mark.parametrize("config", [{}, {"use_timm_backbone": True}, {"backbone": "resnet50"}])
-def test_the_timm_backbone_is_refused_by_its_key(tmp_path, config):
+def test_the_default_backbone_is_timms_resnet50_none_of_it_frozen(tmp_path, config):
     path = write_config(tmp_path, model_type="detr", architectures=["DetrForObjectDetection"], **config)
-    with pytest.raises(ArchgraphError) as err:
+    report = load_config(path).params()
+    assert report.total == 41_501_895  # as transformers' ResNet-50, but every tensor trainable:
+    assert report.totals.trainable == report.total  # DetrConvEncoder freezes a model_type with "resnet" in it
+    rows = dict(report.tensors())
+    assert rows["model.backbone.model.layer4.2.conv3.weight"].shape == (2048, 512, 1, 1)
+    buffers = [name for name, row in report.state_dict() if row.buffer]
+    assert len(buffers) == 212 and "model.backbone.model.layer1.0.downsample.1.running_var" in buffers
+
+
+def test_dilation_keeps_the_last_stage_at_stride_16_and_the_counts(tmp_path):
+    def backbone(**config):
+        path = write_config(tmp_path, model_type="detr", architectures=["DetrModel"], image_size=64,
+                            backbone="resnet18", **config)
+        model = load_config(path)
+        shapes = model.shapes(B=1)
+        return model.params().total, shapes.shape_of("backbone.model.layer4.1.act2"), shapes.outputs
+    plain, dilated = backbone(), backbone(dilation=True)
+    assert plain[0] == dilated[0] == 28_687_296  # transformers 5.23.0, timm 1.0.31: DetrModel(DetrConfig(backbone="resnet18"))
+    assert plain[1] == [(1, 512, 2, 2)] and dilated[1] == [(1, 512, 4, 4)]
+    assert plain[2]["encoder_last_hidden_state"] == (1, 4, 256) and dilated[2]["encoder_last_hidden_state"] == (1, 16, 256)
+
+
+def test_a_backbone_named_for_transformers_resnet_is_refused(tmp_path):
+    path = write_config(tmp_path, model_type="detr", use_timm_backbone=False, backbone="resnet50")
+    with pytest.raises(ArchgraphError, match="'backbone' names a timm backbone, but use_timm_backbone is false"):
         load_config(path)
-    assert "'use_timm_backbone' is" in str(err.value)
-    assert "set use_timm_backbone to false" in str(err.value)
 
 
-def test_a_backbone_named_by_checkpoint_is_refused(tmp_path):
-    path = write_config(tmp_path, model_type="detr", use_timm_backbone=False, backbone="microsoft/resnet-50")
-    with pytest.raises(ArchgraphError, match="'backbone' is set.*give its backbone_config"):
+@pytest.mark.parametrize("name", ["microsoft/resnet-50", "resnet50d", "resnet50.a1_in1k"])
+def test_a_timm_name_the_template_does_not_build_is_refused_by_the_key(tmp_path, name):
+    path = write_config(tmp_path, model_type="detr", backbone=name)
+    with pytest.raises(ArchgraphError, match=f"'backbone' is \"{name}\", which archgraph does not know"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("key, value", [("features_only", False), ("out_indices", [1, 2, 3])])
+def test_a_timm_backbone_config_detr_cannot_read_is_refused_by_the_key(tmp_path, key, value):
+    path = write_config(tmp_path, model_type="detr",
+                        backbone_config={"model_type": "timm_backbone", "backbone": "resnet18", key: value})
+    with pytest.raises(ArchgraphError, match=f"'backbone_config.{key}"):
         load_config(path)
 
 
@@ -109,7 +140,7 @@ def test_a_backbone_read_at_an_earlier_stage_is_refused(tmp_path):
     # DetrModel would project stage2's map (512 channels) and keep stages 3 and 4 unused; the template reads stage4
     path = write_config(tmp_path, model_type="detr", use_timm_backbone=False,
                         backbone_config={"model_type": "resnet", "out_features": ["stage1", "stage2"]})
-    with pytest.raises(ArchgraphError, match=r"does not hold \(out_last=2, stages=4\)"):
+    with pytest.raises(ArchgraphError, match=r"does not hold \(out_last=2, stages=4, timm_path=False\)"):
         load_config(path)
 
 

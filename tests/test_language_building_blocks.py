@@ -44,6 +44,20 @@ def test_a_size_that_breaks_a_constraint_is_refused(cli):
     assert "unet.yaml:" in err and "the constraint 'H % 4 == 0' does not hold (H=30)" in err
 
 
+def test_a_constraint_may_say_why_it_refuses(tmp_path, cli):
+    spec = tmp_path / "c.yaml"
+    spec.write_text("name: c\nvariables:\n  mode: \"'a'\"\n  K: 0\nconstraints:\n"
+                    "  - {check: \"K == 0 or mode == 'b'\", message: \"'K' is read in mode b only\"}\n"
+                    "inputs:\n  x: [B, 8]\nnodes:\n  - {name: fc, op: linear, in: x, in_features: 8, out_features: 4}\n")
+    assert archgraph.load(str(spec)).params().total == 36
+    code, out, err = cli("params", str(spec), "--set", "K=2")
+    assert code == 2 and out == ""
+    assert "'K' is read in mode b only (the constraint 'K == 0 or mode == 'b'' does not hold: K=2, mode=a)" in err
+    spec.write_text(spec.read_text().replace(", message: \"'K' is read in mode b only\"", ""))
+    code, out, err = cli("params", str(spec))
+    assert code == 2 and "'constraints' must be a list of conditions" in err
+
+
 def test_perceiver_latents_expand_over_the_batch():
     report = archgraph.load(str(SPECS / "perceiver.yaml")).shapes(B=3, T=20)
     assert report.shape_of("batch_latents") == [(3, 16, 64)]

@@ -121,6 +121,22 @@ def test_expand_draws_every_repetition_in_order():
     assert "× 12" not in source
 
 
+@NEEDS_DOT
+@pytest.mark.parametrize("expand", [False, True])
+def test_a_block_called_with_an_empty_path_inside_another_gets_its_own_cluster(tmp_path, expand):
+    # DETR's backbone.model is timm_resnet.yaml, whose body is a block called with `path: ''`: the same
+    # path as its caller, so the same cluster id, and in --expand an empty title, which dot refuses
+    spec = tmp_path / "nested.yaml"
+    spec.write_text("archgraph: 1\nname: nested\ninputs:\n  x: [B, 4]\nblocks:\n"
+                    "  body:\n    nodes:\n      - {name: fc, op: linear, in_features: 4, out_features: 4}\n"
+                    "  outer:\n    nodes:\n      - {name: model, block: body, path: \"''\"}\n"
+                    "nodes:\n  - {name: backbone, block: outer, in: x}\n")
+    source = diagram_dot(load(str(spec)), DiagramOptions(expand=expand))
+    assert re.findall(r'subgraph "?(cluster_[^" ]*)', source) == ["cluster_backbone", "cluster_backbone'"]
+    assert "<b></b>" not in source and "<b>model</b>" in source and '"backbone.fc"' in source
+    assert dot_image(source, "svg").startswith(b"<?xml")  # dot lays it out
+
+
 def test_depth_collapses_blocks_into_boxes():
     top = diagram_dot(load("bert-base-uncased"), DiagramOptions(depth=0))
     assert "subgraph" not in top

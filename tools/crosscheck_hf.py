@@ -41,7 +41,7 @@ PREFIX.update({"deepseek_v3": "DeepseekV3"})  # issue 11
 PREFIX.update({"mamba2": "Mamba2", "recurrent_gemma": "RecurrentGemma"})  # fixed-state families
 PREFIX.update({"electra": "Electra", "mpnet": "MPNet", "modernbert": "ModernBert", "deberta-v2": "DebertaV2"})  # text encoders (issue 12)
 PREFIX.update({"swin": "Swin", "segformer": "Segformer"})  # vision (issue 12)
-PREFIX.update({"detr": "Detr"})  # vision (issue 12): transformers' ResNet backbone (timm's is refused)
+PREFIX.update({"detr": "Detr"})  # vision (issue 12): timm's ResNet backbone (recording needs timm) or transformers'
 PREFIX.update({"dinov2_with_registers": "Dinov2WithRegisters"})  # vision (issue 12): DINOv2 with register tokens
 PREFIX.update({"llava": "Llava"})  # multimodal (issue 12): CLIP's vision tower, a projector, a Llama
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
@@ -225,6 +225,8 @@ def mutate(rng, cfg):
     if mt == "detr":  # a random ResNet backbone (its last stage feeds the projection), queries, activation;
         # d_model a multiple of 4 (DETR's sine positions run only then; the template refuses the others)
         n = rng.randint(1, 5)
+        for key in ("backbone", "dilation", "num_channels"):  # a timm fixture's, drawn again below
+            cfg.pop(key, None)
         cfg.update(use_timm_backbone=False, num_queries=rng.randint(1, 9), d_model=heads * rng.choice([4, 8]),
                    encoder_attention_heads=heads, decoder_attention_heads=heads,
                    activation_function=rng.choice(["relu", "gelu", "silu"]),
@@ -237,6 +239,17 @@ def mutate(rng, cfg):
                                     "downsample_in_first_stage": rng.random() < 0.3,
                                     "downsample_in_bottleneck": rng.random() < 0.3,
                                     "num_channels": rng.choice([1, 3]), "out_features": [f"stage{n}"]})
+        if rng.random() < 0.5:  # timm's ResNet (DetrConfig's default), by name or by a timm_backbone config
+            name = rng.choice(["resnet18", "resnet34", "resnet26", "resnet50", "resnet101", "resnet152", "resnet200",
+                               "wide_resnet50_2", "wide_resnet101_2", "resnext50_32x4d", "resnext101_32x4d",
+                               "resnext101_32x8d", "resnext101_32x16d", "resnext101_32x32d", "resnext101_64x4d"])
+            del cfg["backbone_config"], cfg["use_timm_backbone"]
+            if rng.random() < 0.6:
+                cfg.update(backbone=name, dilation=rng.random() < 0.5, num_channels=rng.choice([1, 3]))
+            else:
+                cfg["backbone_config"] = {"model_type": "timm_backbone", "backbone": name,
+                                          "output_stride": rng.choice([8, 16, 32]), "num_channels": rng.choice([1, 3]),
+                                          "out_indices": rng.choice([[1, 2, 3, 4], [4], [-1]])}
     for k in BOOLS:
         if k in cfg and rng.random() < 0.5: cfg[k] = not cfg[k] if isinstance(cfg[k], bool) else cfg[k]
     if "type_vocab_size" in cfg: cfg["type_vocab_size"] = rng.randint(1, 4)

@@ -143,6 +143,7 @@ class _Drawer:
         self.edges: dict[tuple[str, str, str], None] = {}  # in drawing order, emitted last
         self.used: set[str] = set()                       # legend entries in use
         self.ties: list[tuple[str, str, str]] = []        # (node id, tensor, owner tensor path)
+        self.clusters: set[str] = set()                   # cluster ids drawn (a `path: ''` call repeats its parent's path)
         title = f"<b>{escape(_short(model.name))}</b> · {human(self.total)} parameters"
         if options.collapsed:
             title += (f'<br/><font point-size="11" color="#59636e">blocks nested deeper than {options.depth} '
@@ -256,7 +257,7 @@ class _Drawer:
             for _ in range(segment.count):
                 rep = node.rep_path(scope.prefix, index)
                 times = scope.times if index == 0 or not node.shared else 0
-                local = rep[len(scope.prefix) + 1:] if scope.prefix else rep
+                local = (rep[len(scope.prefix) + 1:] if scope.prefix else rep) or name  # `path: ''`: its name
                 outs = self._cluster(container, scope, node, segment.run, rep, current, level, times,
                                      self._cluster_label(node, local, collapsed=False))
                 current = outs + current[len(outs):]
@@ -265,7 +266,11 @@ class _Drawer:
 
     def _cluster(self, container, scope, node: BlockNode, run: Run, prefix: str, ins: list[End],
                  level: int, times: int, label: str) -> list[End]:
-        with container.subgraph(name=f"cluster_{prefix}") as sub:
+        cid = f"cluster_{prefix}"
+        while cid in self.clusters:  # a block called with `path: ''` inside another: the same path, another cluster
+            cid += "'"
+        self.clusters.add(cid)
+        with container.subgraph(name=cid) as sub:
             sub.attr(label=label, style="rounded,filled", fillcolor="#f7f7f7" if level % 2 else "#ececec",
                      color="#999999", fontname=FONT, fontsize="11", labeljust="l", margin="10")
             inner = _Scope(node.body, run, prefix, dict(zip(node.body.inputs, ins)), level, times)

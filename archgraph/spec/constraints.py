@@ -6,7 +6,9 @@ U-Net's skip connections line up symbolically; `L <= LMAX` makes `x[..., :L]` of
 LMAX-long table L long); once the size has a value, and for every other constraint,
 the expression must hold for the values given (`--set H=30` is refused with the
 constraint's line).  A constraint that still names an unbound size, and is
-not a divisibility, is checked when the size gets a value.
+not a divisibility, is checked when the size gets a value.  A constraint may be written
+`{check: EXPR, message: TEXT}`: its failure then says TEXT (a family template refusing a
+combination of config keys names the keys).
 """
 from __future__ import annotations
 
@@ -26,21 +28,27 @@ class Constraint:
     loc: Loc
     divisor: tuple[str, int] | None = None  # (size, K) for `size % K == 0`
     bound: tuple[str, int] | None = None    # (size, K) for `size <= K` (K - 1 for `size < K`)
+    message: str | None = None              # what a failure says, when the spec wrote one
 
 
 def read_constraints(raw: Any, loc: Loc, env: Mapping[str, Any]) -> list[Constraint]:
     """The spec's `constraints:` (a list of expressions), with the divisibility ones recognised."""
     if raw is None:
         return []
-    if not isinstance(raw, list) or not all(isinstance(c, str) for c in raw):
-        raise SpecError("'constraints' must be a list of conditions, such as '- H % 4 == 0'", loc=loc)
+    def form(c: Any) -> bool:
+        return isinstance(c, str) or (isinstance(c, Mapping) and set(c) == {"check", "message"}
+                                      and isinstance(c["check"], str) and isinstance(c["message"], str))
+    if not isinstance(raw, list) or not all(form(c) for c in raw):
+        raise SpecError("'constraints' must be a list of conditions, such as '- H % 4 == 0' or "
+                        "'- {check: H % 4 == 0, message: why}'", loc=loc)
     out = []
-    for text in raw:
+    for item in raw:
+        text, message = (item, None) if isinstance(item, str) else (item["check"], item["message"])
         try:
             tree = expr.parse(text)
         except ArchgraphError as exc:
             raise exc.with_context(loc=loc)
-        out.append(Constraint(text, loc, _divisibility(tree.body, env), _bound(tree.body, env)))
+        out.append(Constraint(text, loc, _divisibility(tree.body, env), _bound(tree.body, env), message))
     return out
 
 
@@ -105,5 +113,7 @@ def check_constraints(constraints: list[Constraint], env: Mapping[str, Any]) -> 
             raise exc.with_context(loc=c.loc)
         if holds is not True:
             values = ", ".join(f"{n}={env[n]}" for n in sorted(expr.names(c.text)) if n in env)
+            if c.message:
+                raise SpecError(f"{c.message} (the constraint '{c.text}' does not hold: {values})", loc=c.loc)
             raise SpecError(f"the constraint '{c.text}' does not hold ({values})", loc=c.loc,
                             hint="choose values that satisfy it (the spec's 'constraints:')")
