@@ -37,6 +37,7 @@ EXACT_BUFFERS |= {"segformer"}
 EXACT_BUFFERS |= {"detr"}
 EXACT_BUFFERS |= {"dinov2_with_registers"}
 EXACT_BUFFERS |= {"qwen2_vl"}
+EXACT_BUFFERS |= {"dinov2", "convnext", "mobilenet_v2", "efficientnet"}   # BatchNorm statistics; DINOv2 none
 BUFFERED = [n for n in FILES if json.loads((DATA / f"{n}.json").read_text())["config"]["model_type"] in EXACT_BUFFERS]
 
 

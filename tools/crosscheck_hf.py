@@ -55,6 +55,7 @@ EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the fa
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
 EXTRA_CLASSES.update({"detr": ["DetrForObjectDetection"]})
+EXTRA_CLASSES.update({"mobilenet_v2": ["MobileNetV2ForSemanticSegmentation"]})  # DeepLabV3
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
           "EncoderModel", "ForPreTraining"]
