@@ -548,6 +548,9 @@ CASES = [
 
 # Each: (op name, hyperparameters, input shapes or None for "fails at build", error, words in message).
 ERRORS = [
+    # LLaVA / Qwen2-VL: image features must be as wide as the token embeddings they replace
+    reject("masked_scatter", {}, [(B, S, 8), (B, S, 1), (2, 5, 6)], ShapeError,
+           ["the source's rows [6] must be the input's [8]", "mask [B, S, 1]"], id="masked_scatter-rows"),
     reject("mamba2_mixer", {"hidden": 64, "heads": 6, "head_dim": 16, "state": 8, "groups": 4}, None, SpecError,
            ["heads=6 is not divisible by groups=4"]),
     reject("rg_lru", {"width": 10, "heads": 4}, None, SpecError, ["width=10 is not divisible by heads=4"]),

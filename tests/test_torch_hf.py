@@ -524,7 +524,7 @@ def _hf_only(config: dict, inputs: dict) -> dict:
         return {}
     ids = inputs["input_ids"]
     return {"image_grid_thw": torch.tensor([[1, *grid]] * ids.shape[0]),
-            "mm_token_type_ids": (ids == config["image_token_id"]).int()}
+            "mm_token_type_ids": (ids == config.get("image_token_id", 151655)).int()}
 
 
 def _inputs(module, config: dict) -> dict:
@@ -548,7 +548,7 @@ def _inputs(module, config: dict) -> dict:
                 ids[:, 2:2 + count] = token
                 out[name] = ids
             if name == "input_ids" and grid is not None:  # Qwen2-VL: one image's tokens, 2 x 2 patches each
-                token, merge = config["image_token_id"], config["vision_config"].get("spatial_merge_size", 2)
+                token, merge = config.get("image_token_id", 151655), config["vision_config"].get("spatial_merge_size", 2)
                 count = grid[0] * grid[1] // merge ** 2
                 ids = torch.randint(3, text.get("vocab_size", 100), (batch, length + count))
                 ids[ids == token] = token - 1

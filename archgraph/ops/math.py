@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..dims import prod
+from ..dims import equal, fmt_shape, prod
 from ..errors import ShapeError
 from .activation import Pointwise
 from .base import Op, Size, axis, check, expect_rank, invalid, op
@@ -292,6 +292,15 @@ class MaskedScatter(Op):
         out = broadcast(x, mask)
         check(len(out) == len(x) and all(a is b or a == b for a, b in zip(out, x)),
               "the mask must broadcast to the input's shape, not grow it")
+        # where the mask broadcasts over the last dims, each true place takes a whole row of the source
+        rows = 0
+        while rows < min(len(x), len(mask)) and mask[-1 - rows] == 1 and x[-1 - rows] != 1:
+            rows += 1
+        if rows:
+            check(len(source) >= rows and all(equal(a, b) for a, b in zip(source[-rows:], x[-rows:])),
+                  f"the source's rows {fmt_shape(source[-rows:])} must be the input's {fmt_shape(x[-rows:])}: "
+                  f"each true place of the mask {fmt_shape(mask)} takes one whole row (source "
+                  f"{fmt_shape(source)}, input {fmt_shape(x)})")
         return x
 
     def flops(self, inputs, outputs):
