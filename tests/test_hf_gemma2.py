@@ -110,3 +110,21 @@ def test_gemma3_rope_types_other_than_linear_are_refused_by_name(tmp_path, cli, 
     code, _, err = cli("params", path)
     assert code == 2
     assert f"'{key}' is " in err and "which archgraph does not know for model_type 'gemma3_text'" in err
+
+
+def test_memory_table_gives_one_cache_row_per_rule(tmp_path):
+    # Gemma 3 27B's schedule (Gemma3TextModel): 5 sliding layers then a full one, 10 times, and 2 sliding
+    from archgraph.passes.memory import estimate_memory
+    from archgraph.render.memory import cache_rows
+    config = write_config(tmp_path, model_type="gemma3_text", num_hidden_layers=62, hidden_size=64,
+                          intermediate_size=32, num_attention_heads=2, num_key_value_heads=1, head_dim=16,
+                          vocab_size=100, sliding_window=1024)
+    report = estimate_memory(load_config(config), {"B": 1, "S": 8192})
+    assert len(report.kv_cache) == 21
+    per_token = 2 * 16  # keys and values: 1 kv head x 16
+    assert cache_rows(report.kv_cache) == [
+        ("cache, sliding window of 1024: 52 layers in 11 runs from layers.0.self_attn "
+         f"({per_token} values/token, 1024 tokens)", 52 * 1024 * per_token * 2),
+        ("cache, full attention: 10 layers in 10 runs from layers.5.self_attn "
+         f"({per_token} values/token, 8192 tokens)", 10 * 8192 * per_token * 2),
+    ]

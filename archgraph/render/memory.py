@@ -72,6 +72,26 @@ def _row(table: Table, label: str, n: int | None, bold: bool = False) -> None:
     table.add_row(*[Text(c, style="bold") if bold else c for c in cells])
 
 
+def cache_rows(entries) -> list[tuple[str, int | None]]:
+    """One row per rule and size: the runs of layers that cache alike (Gemma 3's five sliding
+    layers between full ones, 10 times over) are summed into one line that counts them."""
+    groups: dict[tuple, list] = {}
+    for e in entries:
+        groups.setdefault((e.rule, e.op, str(e.width), str(e.context), str(e.state)), []).append(e)
+    rows = []
+    for runs in groups.values():
+        e = runs[0]
+        what = f"{e.width} values/token, {e.context} tokens" if e.width else f"{e.state} values per sequence"
+        sizes = [r.bytes for r in runs]
+        total = None if None in sizes else sum(sizes)
+        if len(runs) == 1:
+            rows.append((f"cache, {e.rule}: {e.path} × {e.layers} ({what})", total))
+        else:
+            layers = sum(r.layers for r in runs)
+            rows.append((f"cache, {e.rule}: {layers} layers in {len(runs)} runs from {e.path} ({what})", total))
+    return rows
+
+
 def memory_table(m: MemoryReport) -> Group:
     from rich.console import Group
     from rich.text import Text
@@ -96,9 +116,8 @@ def memory_table(m: MemoryReport) -> Group:
     _row(run, "  of which attention probabilities", m.attention_probs_bytes)
     if m.activation_bytes is not None:
         _row(run, "training state + activations", m.training_bytes + m.activation_bytes, True)
-    for e in m.kv_cache:
-        what = f"{e.width} values/token, {e.context} tokens" if e.width else f"{e.state} values per sequence"
-        _row(run, f"cache, {e.rule}: {e.path} × {e.layers} ({what})", e.bytes)
+    for label, n in cache_rows(m.kv_cache):
+        _row(run, label, n)
     if m.kv_cache_bytes is not None:
         _row(run, "KV cache total", m.kv_cache_bytes, True)
     if m.state_cache_bytes is not None:
