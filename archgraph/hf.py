@@ -66,6 +66,7 @@ HEADS = {
     "ForMaskedImageModeling": "masked_im",
     "ForSemanticSegmentation": "semantic_seg",
     "ForObjectDetection": "object_detection",
+    "ForSegmentation": "segmentation",
 }
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[(-?\d+)\])?")  # a[-1]: the last element

@@ -1,7 +1,8 @@
 """DETR beyond the recorded fixtures: DetrConfig's timm backbone (its default: timm's resnet50,
 named by `backbone`, dilated by `dilation`), transformers' ResNet-50 when use_timm_backbone is false
 (totals recorded with transformers 5.23.0 and timm 1.0.31), the keys refused, and the two constructs
-the template needs: a frozen batch norm and sine positions of a feature map."""
+the template needs: a frozen batch norm and sine positions of a feature map; DetrForSegmentation's
+refusals."""
 from __future__ import annotations
 
 import math
@@ -150,3 +151,29 @@ def test_a_key_may_index_a_list_from_its_end():
     assert _lookup(config, "backbone_config.out_features[-1]") == "stage4"
     assert _lookup(config, "backbone_config.out_features[-2]") == "stage1"
     assert _lookup(config, "backbone_config.out_features[-3]") is None
+
+
+def test_segmentation_is_detection_under_detr_with_an_attention_map_and_a_mask_head(tmp_path):
+    path = write_config(tmp_path, model_type="detr", architectures=["DetrForSegmentation"], image_size=64)
+    report = load_config(path).params()
+    assert report.total == 42_835_552  # DetrForSegmentation(DetrConfig()) in transformers 5.23.0 with timm 1.0.31
+    rows = dict(report.tensors())
+    assert rows["detr.model.backbone.model.conv1.weight"].shape == (64, 3, 7, 7)
+    assert rows["detr.class_labels_classifier.weight"].shape == (3, 256)
+    assert rows["bbox_attention.k_proj.weight"].shape == (256, 256)
+    assert rows["mask_head.conv1.conv.weight"].shape == (264, 264, 3, 3)  # d_model + 8 heads
+    assert rows["mask_head.fpn_stages.0.fpn_adapter.weight"].shape == (128, 1024, 1, 1)  # layer3's map
+    assert rows["mask_head.output_conv.weight"].shape == (1, 16, 3, 3)
+    assert load_config(path).shapes(B=2).outputs["pred_masks"] == (2, 100, 16, 16)  # layer1's size
+
+
+@pytest.mark.parametrize("config, message", [
+    ({"use_timm_backbone": False}, "DetrForSegmentation: archgraph builds its mask head on timm's backbone only"),
+    ({"d_model": 20, "encoder_attention_heads": 5, "decoder_attention_heads": 5},
+     "d_model \\+ encoder_attention_heads must be a multiple of 8"),
+    ({"d_model": 48}, "d_model / 2, / 4, / 8 and / 16 must each be a multiple of 8 or below 8"),
+])
+def test_segmentation_sizes_transformers_refuses_are_refused_by_their_keys(tmp_path, config, message):
+    path = write_config(tmp_path, model_type="detr", architectures=["DetrForSegmentation"], **config)
+    with pytest.raises(ArchgraphError, match=message):
+        load_config(path)

@@ -54,7 +54,7 @@ ROTARY |= {"gemma2", "gemma3_text"}
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
-EXTRA_CLASSES.update({"detr": ["DetrForObjectDetection"]})
+EXTRA_CLASSES.update({"detr": ["DetrForObjectDetection", "DetrForSegmentation"]})
 EXTRA_CLASSES.update({"mobilenet_v2": ["MobileNetV2ForSemanticSegmentation"]})  # DeepLabV3
 SUFFIX = ["Model", "ForCausalLM", "LMHeadModel", "ForMaskedLM", "ForSequenceClassification",
           "ForTokenClassification", "ForQuestionAnswering", "ForConditionalGeneration", "ForImageClassification",
@@ -240,6 +240,8 @@ def mutate(rng, cfg):
                                     "downsample_in_first_stage": rng.random() < 0.3,
                                     "downsample_in_bottleneck": rng.random() < 0.3,
                                     "num_channels": rng.choice([1, 3]), "out_features": [f"stage{n}"]})
+        if rng.random() < 0.4:  # sizes DetrForSegmentation's mask head takes: d_model + heads in groups of 8, ...
+            cfg.update(d_model=rng.choice([16, 32, 48, 64]), encoder_attention_heads=8, decoder_attention_heads=8)
         if rng.random() < 0.5:  # timm's ResNet (DetrConfig's default), by name or by a timm_backbone config
             name = rng.choice(["resnet18", "resnet34", "resnet26", "resnet50", "resnet101", "resnet152", "resnet200",
                                "wide_resnet50_2", "wide_resnet101_2", "resnext50_32x4d", "resnext101_32x4d",
