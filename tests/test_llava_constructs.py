@@ -115,8 +115,8 @@ def _llava(tmp_path, **change):
 
 
 @pytest.mark.parametrize("change, message", [
-    ({"text_config": {"model_type": "gemma", "hidden_size": 32}},
-     "'text_config.model_type' is \"gemma\", but archgraph's 'llava' template cannot build it"),
+    ({"text_config": {"model_type": "mixtral", "hidden_size": 32}},
+     "'text_config.model_type' is \"mixtral\", but archgraph's 'llava' template cannot build it"),
     ({"vision_config": {"model_type": "dinov2"}}, "'vision_config.model_type' is \"dinov2\""),
     ({"text_config": {"model_type": "qwen2", "hidden_size": [32]}}, "'text_config.hidden_size' must be a number"),
 ])
@@ -185,6 +185,10 @@ INTERLEAVE = {"architectures": ["LlavaForConditionalGeneration"], "model_type": 
     (INTERLEAVE, 864_031_264, 397_747_744),                                        # llava-interleave-qwen-0.5b-hf
     ({**BAKLLAVA, "text_config": {"model_type": "llama", "vocab_size": 32064},
       "vision_feature_layer": [-2, -5, -8, -11, 6]}, 7_080_204_288, 303_507_456),  # llava-1.5-7b, five feature layers
+    ({**BAKLLAVA, "image_token_index": 256000, "text_config": {                     # Intel/llava-gemma-2b (tied)
+        "model_type": "gemma", "head_dim": 256, "hidden_act": "gelu", "hidden_size": 2048, "intermediate_size": 16384,
+        "num_attention_heads": 8, "num_hidden_layers": 18, "num_key_value_heads": 1, "vocab_size": 256000}},
+     2_815_975_424, 303_507_456),
 ])
 def test_public_llava_checkpoints_count_what_transformers_builds(tmp_path, config, total, vision):
     import json

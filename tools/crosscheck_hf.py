@@ -270,7 +270,7 @@ def mutate(rng, cfg):
                 "hidden_act": rng.choice(["silu", "gelu", "relu"])}
         if rng.random() < 0.3: text["head_dim"] = rng.choice([2, 4, 6])
         text["model_type"] = rng.choice(["llama", "mistral", "qwen2", "phi3", "qwen3", "granite", "helium",
-                                         "starcoder2", "smollm3", "stablelm", "glm"])  # each read by its own key table
+                                         "starcoder2", "smollm3", "stablelm", "glm", "gemma"])  # each by its own key table
         text["pad_token_id"] = 0  # inside the vocabulary (several config classes default to a larger id)
         if text["model_type"] == "helium":  # its o_proj is [H, H] whatever the heads: A * head_dim must be H to run
             text["head_dim"] = text["hidden_size"] // ta
