@@ -178,6 +178,10 @@ def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -
         raise ArchgraphError(f"model_type '{model_type}' is not supported", loc=loc,
                              hint=f"supported model types: {supported}")
     architecture = _architecture(config, model_type, entry, loc)
+    overridden = {}
+    for legacy, key in (entry.get("overrides") or {}).items():  # CLIPConfig's text_config_dict
+        if isinstance(config.get(legacy), Mapping):
+            config, overridden[key] = {**config, key: config[legacy]}, legacy
     variables: dict[str, Any] = {"head": head_of(architecture) or "base"}
     sources: dict[str, str] = {"head": f"architectures[0] {architecture.split(' ')[0]}"}
     labels = _num_labels(config, loc)
@@ -188,6 +192,9 @@ def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -
         found = _value(config, rule, var, model_type, loc)
         if found is not None:
             variables[var], sources[var] = found
+            head, dot, rest = sources[var].partition(".")
+            if dot and head in overridden:  # say where the value came from
+                sources[var] = f"{overridden[head]}.{rest}"
     template = _spec_dir() / str(entry["template"])
     declared = _template_variables(template)
     for key, rule in (entry.get("configs") or {}).items():

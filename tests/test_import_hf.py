@@ -211,3 +211,18 @@ def test_a_list_written_as_one_word_is_split_as_the_config_class_splits_it(writt
     imported = import_config({"model_type": "deberta-v2", "pos_att_type": written})
     assert imported.variables["pos_att_type"] == read
     assert imported.sources["pos_att_type"] == "pos_att_type"
+
+
+def test_a_legacy_config_dict_replaces_the_sub_config_it_overrides():
+    """`overrides: {text_config_dict: text_config}`: CLIPConfig builds the text tower from
+    text_config_dict alone (its values, else CLIPTextConfig's defaults), as openai/clip-vit-large-patch14
+    writes it; text_config is not read, and the sources name the key the value came from."""
+    from archgraph.hf import import_config
+    config = {"model_type": "clip", "text_config": {"hidden_size": 40, "max_position_embeddings": 20},
+              "text_config_dict": {"hidden_size": 24}, "vision_config": {"patch_size": 16},
+              "vision_config_dict": None}
+    imported = import_config(config)
+    assert (imported.variables["TH"], imported.variables["TP"], imported.variables["PS"]) == (24, 77, 16)
+    assert imported.sources["TH"] == "text_config_dict.hidden_size"
+    assert imported.sources["TP"] == "text_config_dict.max_position_embeddings (absent: clip's default)"
+    assert imported.sources["PS"] == "vision_config.patch_size"
