@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import write_config
+from conftest import ROOT, write_config
 
 from archgraph.errors import ArchgraphError
 from archgraph.load import load_config
@@ -24,6 +24,29 @@ def test_the_default_backbone_is_timms_resnet50_none_of_it_frozen(tmp_path, conf
     assert rows["model.backbone.model.layer4.2.conv3.weight"].shape == (2048, 512, 1, 1)
     buffers = [name for name, row in report.state_dict() if row.buffer]
     assert len(buffers) == 212 and "model.backbone.model.layer1.0.downsample.1.running_var" in buffers
+
+
+# timm 1.0.31: timm.create_model(name, features_only=True, out_indices=[1, 2, 3, 4]), its parameters and
+# its buffer values (batch norms not frozen: running_mean, running_var, num_batches_tracked)
+TIMM_RESNETS = {"resnet18": (11_176_512, 9_620), "resnet34": (21_284_672, 17_060), "resnet26": (13_946_176, 30_877),
+                "resnet50": (23_508_032, 53_173), "resnet101": (42_500_160, 105_448),
+                "resnet152": (58_143_808, 151_579), "resnet200": (62_624_832, 176_203),
+                "wide_resnet50_2": (66_834_240, 68_277), "wide_resnet101_2": (124_837_696, 137_960),
+                "resnext50_32x4d": (22_979_904, 68_277), "resnext101_32x4d": (42_128_704, 137_960),
+                "resnext101_32x8d": (86_742_336, 202_984), "resnext101_32x16d": (191_977_792, 333_032),
+                "resnext101_32x32d": (466_481_472, 593_128), "resnext101_64x4d": (81_406_272, 202_984)}
+
+
+@pytest.mark.parametrize("name", sorted(TIMM_RESNETS))
+def test_timm_resnet_is_timms_features_only_model(name):
+    import archgraph
+    report = archgraph.load(str(ROOT / "specs" / "hf" / "timm_resnet.yaml"), {"backbone": name}).params()
+    assert (report.total, sum(row.count for _, row in report.state_dict() if row.buffer)) == TIMM_RESNETS[name]
+
+
+def test_detrs_key_table_takes_the_names_timm_resnet_builds():
+    from archgraph.hf import families
+    assert set(families()["detr"]["variables"]["backbone"]["map"]) == set(TIMM_RESNETS)
 
 
 def test_dilation_keeps_the_last_stage_at_stride_16_and_the_counts(tmp_path):
