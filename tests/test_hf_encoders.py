@@ -91,8 +91,8 @@ def test_deberta_v2_refuses_the_non_legacy_mlm_head_by_its_key(tmp_path):
 
 def test_deberta_v2_reads_pos_att_type_written_as_one_word(tmp_path):
     """DebertaV2Config splits "p2c|c2p" (as every DeBERTa v2/v3 checkpoint writes it) into a list."""
-    base = dict(model_type="deberta-v2", hidden_size=8, num_attention_heads=2, num_hidden_layers=1,
-                intermediate_size=4, relative_attention=True, share_att_key=False)
+    base = {"model_type": "deberta-v2", "hidden_size": 8, "num_attention_heads": 2, "num_hidden_layers": 1,
+            "intermediate_size": 4, "relative_attention": True, "share_att_key": False}
     word = _params(tmp_path, **base, pos_att_type="P2C | c2p").total
     assert word == _params(tmp_path, **base, pos_att_type=["p2c", "c2p"]).total
     assert word - _params(tmp_path, **base, pos_att_type=["c2p"]).total == 8 * 8 + 8   # pos_query_proj
