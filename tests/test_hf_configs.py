@@ -27,21 +27,8 @@ def test_config_matches_transformers(tmp_path, name):
     assert report.total == fixture["expected_params"]
 
 
-# families whose templates declare every buffer transformers registers (name, shape, persistent)
-EXACT_BUFFERS = {"xlm-roberta", "electra", "mpnet", "modernbert", "deberta-v2", "clip", "clip_text_model",
-                 "clip_vision_model", "siglip", "siglip_text_model", "siglip_vision_model"}
-EXACT_BUFFERS |= {"gemma2", "gemma3_text"}
-EXACT_BUFFERS |= {"mamba2", "recurrent_gemma"}
-EXACT_BUFFERS |= {"swin"}
-EXACT_BUFFERS |= {"segformer"}
-EXACT_BUFFERS |= {"detr"}
-EXACT_BUFFERS |= {"dinov2_with_registers"}
-EXACT_BUFFERS |= {"qwen2_vl"}
-EXACT_BUFFERS |= {"dinov2", "convnext", "mobilenet_v2", "efficientnet"}   # BatchNorm statistics; DINOv2 none
-BUFFERED = [n for n in FILES if json.loads((DATA / f"{n}.json").read_text())["config"]["model_type"] in EXACT_BUFFERS]
-
-
-@pytest.mark.parametrize("name", BUFFERED)
+# every template declares each buffer transformers registers (name, shape, persistent)
+@pytest.mark.parametrize("name", FILES)
 def test_buffers_match_transformers(tmp_path, name):
     fixture = json.loads((DATA / f"{name}.json").read_text())
     path = tmp_path / "config.json"
