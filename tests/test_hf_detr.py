@@ -75,6 +75,13 @@ def test_a_timm_name_the_template_does_not_build_is_refused_by_the_key(tmp_path,
         load_config(path)
 
 
+def test_a_timm_backbone_config_without_a_name_is_refused(tmp_path):
+    # TimmBackbone raises "backbone is not set in the config"
+    path = write_config(tmp_path, model_type="detr", backbone_config={"model_type": "timm_backbone"})
+    with pytest.raises(ArchgraphError, match="needs its 'backbone' \\(backbone_config.backbone\\)"):
+        load_config(path)
+
+
 @pytest.mark.parametrize("key, value", [("features_only", False), ("out_indices", [1, 2, 3])])
 def test_a_timm_backbone_config_detr_cannot_read_is_refused_by_the_key(tmp_path, key, value):
     path = write_config(tmp_path, model_type="detr",
