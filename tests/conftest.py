@@ -10,6 +10,11 @@ from pathlib import Path
 
 import pytest
 
+# The torch tests run small models, whose ops are too short to gain from OpenMP's threads; on a
+# busy two-core machine the threads' waits made tests/test_torch_hf.py three times slower. Set
+# before anything imports torch; a caller's own setting wins.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = Path(os.environ.get("ARCHGRAPH_REFERENCE", ROOT / "tests" / "data" / "reference"))
 
