@@ -155,3 +155,18 @@ def test_cli_table_states_conventions(cli):
     assert code == 0
     assert "413.17 MiB" in out and "1.61 GiB" in out and "16 bytes/param" in out
     assert "fp32 master weights 4" in out
+
+
+@pytest.mark.parametrize("model_type, positions", [("clip", 77), ("siglip", 64)])
+def test_the_default_length_stays_within_a_bound_the_spec_states(tmp_path, cli, model_type, positions):
+    """`S <= TP` in CLIP's and SigLIP's templates: `memory` takes S = 77 (64) rather than 512, which
+    the text tower's position table cannot embed (activations were 'not computed'); --set beyond is refused."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type}))
+    code, out, err = cli("memory", str(path), "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["bindings"] == {"B": 1, "S": positions}
+    assert data["note"] == f"defaults B=1, S={positions} (set with --set)"
+    code, out, err = cli("memory", str(path), "--set", f"S={positions + 1}")
+    assert code == 2 and f"the constraint 'S <= TP' does not hold (S={positions + 1}, TP={positions})" in err

@@ -31,7 +31,8 @@ OPTIMIZER_NOTE = {"adam": "Adam: two fp32 moments (m, v), 8 bytes/param",
                   "sgd-nomomentum": "plain SGD: no optimizer state"}
 VIEW_OPS = {"reshape", "transpose", "permute", "split", "select", "flatten", "identity", "dropout"}
 DEFAULT_BINDINGS = {"B": 1}
-DEFAULT_SIZE = 512  # any other unbound size (S, T, ...) when not given with --set
+DEFAULT_SIZE = 512  # any other unbound size (S, T, ...) when not given with --set, or its bound when
+                   # the spec's constraints bound it lower (`S <= P`: CLIP's 77 text positions)
 
 ASSUMPTIONS = {
     "weights": "weights = parameters x bytes per value (fp32 4, bf16/fp16 2, int8 1, int4 0.5); tied or "
@@ -170,7 +171,11 @@ def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
                 names |= expr.names(dim)
     bound = {**model.bindings, **settings}
     free = sorted(n for n in names if n not in model.variables and n not in bound)
-    defaults = {n: DEFAULT_BINDINGS.get(n, DEFAULT_SIZE) for n in free}
+    limits: dict[str, int] = {}  # `S <= P` constraints: a default never beyond what the model takes
+    for c in model.constraints:
+        if c.bound and c.bound[0] in free:
+            limits[c.bound[0]] = min(limits.get(c.bound[0], c.bound[1]), c.bound[1])
+    defaults = {n: min(DEFAULT_BINDINGS.get(n, DEFAULT_SIZE), limits.get(n, DEFAULT_SIZE)) for n in free}
     bindings = {**model.bindings, **{k: v for k, v in settings.items() if k not in model.variables},
                 **defaults}
     mem.bindings = bindings
