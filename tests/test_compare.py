@@ -81,3 +81,17 @@ def test_compare_applies_a_variable_to_the_models_that_have_it(cli):
     code, out, _ = cli("compare", "gpt2", "llama-2-7b", "--set", "L=2", "--json")
     assert code == 0
     assert [m["params"] for m in json.loads(out)["models"]] == [53_561_088, 666_914_816]
+
+
+def test_a_model_whose_spec_bounds_the_length_is_compared_at_that_bound(cli, tmp_path):
+    """CLIP's text tower embeds at most 77 tokens (`S <= TP`): compare measures it at S=77 beside
+    GPT-2 at 512 and says so, instead of failing on S=512."""
+    path = tmp_path / "clip.json"
+    path.write_text(json.dumps({"model_type": "clip"}))
+    code, out, err = cli("compare", str(path), "gpt2", "--json")
+    assert code == 0, err
+    clip, gpt2 = json.loads(out)["models"]
+    assert (clip["bindings"], gpt2["bindings"]) == ({"B": 1, "S": 77}, {"B": 1, "S": 512})
+    code, out, err = cli("compare", str(path), "gpt2")
+    assert code == 0, err
+    assert "at clip: B=1, S=77; gpt2: B=1, S=512)" in " ".join(out.split())

@@ -17,7 +17,7 @@ from ..errors import SpecError, did_you_mean
 from ..graph import BlockNode, Graph, Model, OpNode
 from ..spec.settings import size_names
 from .flops import count_flops
-from .memory import DEFAULT_SIZE, estimate_memory
+from .memory import DEFAULT_SIZE, default_size, estimate_memory
 from .params import count_params, graph_totals
 
 ATTENTION_OPS = {"attention", "sdpa"}
@@ -68,10 +68,11 @@ def _names(model: Model) -> set[str]:
 
 def _bindings_for(model: Model, settings: dict) -> tuple[dict, dict]:
     """(variable overrides, size bindings) for one model: sizes it does not use are dropped;
-    unbound sizes other than B take S (or 512)."""
+    unbound sizes other than B take S (or 512, or less where the spec bounds them: CLIP's 77 tokens)."""
     overrides = {k: v for k, v in settings.items() if k in model.variables}
     seq = settings.get("S", DEFAULT_SIZE)
-    sizes_bound = {n: settings.get(n, 1 if n == "B" else seq) for n in sorted(size_names(model.inputs, model.variables))}
+    sizes_bound = {n: settings[n] if n in settings else 1 if n == "B" else default_size(model, n, seq)
+                   for n in sorted(size_names(model.inputs, model.variables))}
     return overrides, sizes_bound
 
 

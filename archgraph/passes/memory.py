@@ -161,6 +161,13 @@ def estimate_memory(model: Model, settings: Mapping[str, Any] | None = None, dty
     return mem
 
 
+def default_size(model: Model, name: str, wanted: int | None = None) -> int:
+    """A size not given: `wanted` (else B=1, else 512), but never beyond a bound the spec's
+    constraints state (`S <= P`: CLIP's text tower embeds at most 77 positions)."""
+    size = DEFAULT_BINDINGS.get(name, DEFAULT_SIZE) if wanted is None else wanted
+    return min([size] + [c.bound[1] for c in model.constraints if c.bound and c.bound[0] == name])
+
+
 def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
     """Activations and KV cache at concrete sizes (defaults for sizes not given)."""
     names = set()
@@ -171,11 +178,7 @@ def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
                 names |= expr.names(dim)
     bound = {**model.bindings, **settings}
     free = sorted(n for n in names if n not in model.variables and n not in bound)
-    limits: dict[str, int] = {}  # `S <= P` constraints: a default never beyond what the model takes
-    for c in model.constraints:
-        if c.bound and c.bound[0] in free:
-            limits[c.bound[0]] = min(limits.get(c.bound[0], c.bound[1]), c.bound[1])
-    defaults = {n: min(DEFAULT_BINDINGS.get(n, DEFAULT_SIZE), limits.get(n, DEFAULT_SIZE)) for n in free}
+    defaults = {n: default_size(model, n) for n in free}
     bindings = {**model.bindings, **{k: v for k, v in settings.items() if k not in model.variables},
                 **defaults}
     mem.bindings = bindings

@@ -31,8 +31,17 @@ def _f(n: Any) -> str:
     return f"{int(n):,}" if isinstance(n, (int, float)) else str(n)
 
 
+def _sizes(rows: list[ModelSummary]) -> str:
+    """The sizes the figures are at: one list when every model has them, else each model's own
+    (a model whose spec bounds S lower, CLIP's 77 text tokens, is measured at that bound)."""
+    each = [", ".join(f"{k}={v}" for k, v in r.bindings.items()) for r in rows]
+    if len(set(each)) <= 1:
+        return each[0] if each else ""
+    return "; ".join(f"{r.name}: {text}" for r, text in zip(rows, each))
+
+
 def compare_table(rows: list[ModelSummary]) -> Table:
-    sizes = ", ".join(f"{k}={v}" for k, v in rows[0].bindings.items()) if rows else ""
+    sizes = _sizes(rows)
     table = Table(title=f"comparison (FLOPs and KV cache at {sizes})", title_justify="left")
     table.add_column("")
     for r in rows:
@@ -79,7 +88,7 @@ def compare_chart(rows: list[ModelSummary], fmt: str = "png") -> bytes:
     axes[0].legend(fontsize=8)
     flops = [float(r.flops_per_token) / 1e9 if isinstance(r.flops_per_token, (int, float)) else 0 for r in rows]
     axes[1].bar(names, flops, color="tab:gray")
-    sizes = ", ".join(f"{k}={v}" for k, v in rows[0].bindings.items())
+    sizes = _sizes(rows)
     axes[1].set_title(f"forward GFLOPs per token ({sizes})")
     width = 0.2
     for j, dtype in enumerate(("fp32", "bf16", "int8", "int4")):
