@@ -35,8 +35,8 @@ def _sizes(rows: list[ModelSummary]) -> str:
     """The sizes the figures are at: one list when every model has them, else each model's own
     (a model whose spec bounds S lower, CLIP's 77 text tokens, is measured at that bound)."""
     each = [", ".join(f"{k}={v}" for k, v in r.bindings.items()) for r in rows]
-    if len(set(each)) <= 1:
-        return each[0] if each else ""
+    if all(r.bindings.get(k, v) == v for r in rows for k, v in rows[0].bindings.items()):
+        return each[0] if each else ""  # the sizes they share agree (T5's T besides S is not a difference)
     return "; ".join(f"{r.name}: {text}" for r, text in zip(rows, each))
 
 
