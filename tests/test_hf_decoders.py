@@ -91,3 +91,14 @@ def test_falcon_key_value_heads_that_do_not_divide_the_heads_are_refused(tmp_pat
                         new_decoder_architecture=True, num_hidden_layers=1, vocab_size=10)
     with pytest.raises(ArchgraphError, match="heads=4 is not a multiple of kv_heads=3"):
         load_config(path)
+
+
+def test_helium_heads_that_do_not_span_the_hidden_size_are_refused(tmp_path):
+    # HeliumAttention's o_proj is [hidden, hidden]: transformers builds [64, 64] here and cannot run it
+    path = write_config(tmp_path, model_type="helium", hidden_size=64, num_attention_heads=4, head_dim=8,
+                        num_key_value_heads=4, num_hidden_layers=1, vocab_size=50, intermediate_size=20)
+    with pytest.raises(ArchgraphError, match="num_attention_heads x head_dim must equal hidden_size"):
+        load_config(path)
+    fits = write_config(tmp_path, model_type="helium", hidden_size=64, num_attention_heads=4, head_dim=16,
+                        num_key_value_heads=4, num_hidden_layers=1, vocab_size=50, intermediate_size=20)
+    assert load_config(fits).params().total == 50 * 64 + 4 * 64 * 64 + 3 * 64 * 20 + 3 * 64   # HeliumModel
