@@ -207,6 +207,15 @@ def test_a_used_spec_refuses_what_it_does_not_have_and_its_own_ties(tmp_path):
         _composed(tmp_path, TOP.replace("spec: tower.yaml", "spec: towr.yaml"))
 
 
+def test_a_used_spec_checks_its_constraints_with_the_calls_arguments(tmp_path):
+    checked = TOWER.replace("inputs:\n", "constraints:\n  - {check: W % 4 == 0, message: W must be a multiple of 4}\n"
+                                          "  - N <= 64\ninputs:\n", 1)
+    top = TOP.replace('in: ["vision:pooler_output", "language:1"]', 'in: ["vision:pooler_output", "vision:1"]')
+    assert _composed(tmp_path, top, checked).params().total == 2 * (16 * 16 + 16) + 3 * (8 * 8 + 8) + (16 * 8 + 8)
+    with pytest.raises(archgraph.SpecError, match="W must be a multiple of 4"):  # the language tower's W: D = 6
+        _composed(tmp_path, top.replace("D: 8", "D: 6"), checked)
+
+
 def test_a_used_spec_may_be_a_hugging_face_template_by_its_file_name(tmp_path):
     # CLIP's vision tower (specs/hf/clip_vision.yaml) as a block of a spec in another folder
     (tmp_path / "probe.yaml").write_text(

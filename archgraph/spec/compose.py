@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .. import expr
 from ..errors import Loc, SpecError
 from ..graph import Graph, OpNode
+from .constraints import check_constraints, read_constraints
 from .extends import merge_extends
-from .values import check_keys, evaluate_variables
+from .values import check_keys, evaluate_variables, loc_of
 from .yamlload import LocDict
 
 SPEC_BLOCK_KEYS = {"spec", "description", "category", "trainable"}
@@ -61,6 +63,9 @@ def instantiate_spec(ctx, block: str, definition: LocDict, args: dict, category,
         raise SpecError(f"the spec of block '{block}' has no 'inputs:'", loc=spec.loc)
     sizes = {n: ctx.globals[n] for n in _size_names(inputs) if n not in variables and n in ctx.globals}
     inner = make_ctx(spec.get("blocks") or {}, {**variables, **sizes}, ctx)
+    # its constraints hold for these arguments (those on its inputs' sizes are the caller's shapes' to keep)
+    constraints = read_constraints(spec.get("constraints"), loc_of(spec, "constraints"), inner.globals)
+    check_constraints([c for c in constraints if expr.names(c.text) <= set(inner.globals)], inner.globals)
     body = build_graph(inner, f"spec '{definition['spec']}'", spec.get("nodes"), tuple(names), inner.globals,
                        category, trainable, spec.get("outputs"), loc)
     _refuse_ties(body, block, set())
@@ -68,7 +73,6 @@ def instantiate_spec(ctx, block: str, definition: LocDict, args: dict, category,
 
 
 def _size_names(inputs: dict) -> set[str]:
-    from .. import expr
     out: set[str] = set()
     for value in inputs.values():
         shape = value.get("shape") if isinstance(value, dict) else value
