@@ -168,5 +168,6 @@ def test_the_default_length_stays_within_a_bound_the_spec_states(tmp_path, cli, 
     data = json.loads(out)
     assert data["bindings"] == {"B": 1, "S": positions}
     assert data["note"] == f"defaults B=1, S={positions} (set with --set)"
+    assert "kv_cache_bytes" not in data  # CLIP's text tower is causal but never decodes: no cache
     code, out, err = cli("memory", str(path), "--set", f"S={positions + 1}")
     assert code == 2 and f"the constraint 'S <= TP' does not hold (S={positions + 1}, TP={positions})" in err

@@ -39,7 +39,8 @@ class Attention(Op):
     reads no value (gpt-oss).  `window` keeps
     the keys less than `window` positions before each query (`window_side: both`: on either side).  `softcap`
     bounds the scaled scores smoothly to (-softcap, softcap) (Gemma 2); `qk_norm_offset: 1` makes
-    the q/k norms scale by 1 + weight (Gemma 3).
+    the q/k norms scale by 1 + weight (Gemma 3).  `cached: false` says a causal attention is never
+    decoded token by token (CLIP's text encoder), so `memory` gives it no KV cache.
     """
 
     hidden: int
@@ -83,6 +84,8 @@ class Attention(Op):
     qk_norm_offset: float = 0.0  # the q/k norms scale by offset + weight (Gemma 3: 1, its norms' 1 + weight)
     softcap: float | None = None  # the scaled scores (before the bias and the mask) become
     #   softcap·tanh(scores / softcap): Gemma 2's attn_logit_softcapping
+    cached: bool = True  # false: causal, but never decoded token by token, so it keeps no cache (CLIP's
+    #   text encoder)
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups")
@@ -218,7 +221,9 @@ class Attention(Op):
     def cache(self, inputs, outputs, decoder):
         """Self-attention that is causal keeps its keys and values (kv_heads · head_dim each per
         token: all S tokens, or the last `window`); a decoder's cross-attention keeps those of the
-        encoder output, computed once."""
+        encoder output, computed once; `cached: false` keeps none (an encoder that is causal)."""
+        if not self.cached:
+            return None
         source = next((s for s in (inputs[1:2] + inputs[4:5]) if s is not None), None)
         per_token = 2 * self.n_kv * self.d
         if source is None and self.causal:
