@@ -72,6 +72,7 @@ class BlockNode:
     path: str | None = None  # the segment tensor paths use, when not the name ('' adds none)
     unused: bool = False  # nothing reads it, on purpose (`unused: true`)
     scheduled: bool = False  # one run of a call whose repetitions differ (a layer schedule)
+    group: tuple[str, Any] | None = None  # (name, value) its repetitions share (`group: {stage: ...}`)
 
     @property
     def segment(self) -> str:

@@ -269,3 +269,53 @@ nodes:
     source = diagram_dot(load_text(spec, "sched.yaml"), DiagramOptions(depth=0))
     assert "<b>layers.0..1 × 2</b>" in source and "<b>layers.2..5 × 4</b>" in source
     assert "<b>layers#" not in source  # the key is only the DOT id
+
+
+GROUPED = """\
+name: grouped
+variables: {stage_of: [0, 0, 0, 1, 1, 2]}
+inputs:
+  x: [B, 8]
+blocks:
+  layer:
+    args: [wide]
+    nodes:
+      - {name: fc, op: linear, in: x, in_features: 8, out_features: 8, bias: wide}
+nodes:
+  - {name: layers, block: layer, in: x, repeat: 6, wide: "i == 0", group: {stage: "stage_of[i] + 1"}}
+"""
+
+
+def test_a_schedules_groups_are_drawn_as_one_box_each_or_a_labelled_cluster():
+    from archgraph.load import load_text
+    model = load_text(GROUPED, "grouped.yaml")
+    runs = [(n.label, n.group) for n in model.graph.nodes.values()]
+    # runs split where the group changes, though layers 1..5 make one body
+    assert runs == [("layers.0", ("stage", 1)), ("layers.1..2", ("stage", 1)), ("layers.3..4", ("stage", 2)),
+                    ("layers.5", ("stage", 3))]
+    boxed = diagram_dot(model, DiagramOptions(depth=0))
+    assert re.findall(r"<b>stage (\d)</b>  (layers[.\d]+)", boxed) == [("1", "layers.0..2"), ("2", "layers.3..4"),
+                                                                     ("3", "layers.5")]
+    assert "3 × layer · 200 params" in boxed and "<b>layers.1..2" not in boxed  # the stage, not its runs
+    drawn = diagram_dot(model, DiagramOptions(depth=1))
+    assert "cluster_layers#0 (group)" in drawn and "<b>layers.1..2 × 2</b>" in drawn  # runs inside the stage
+
+
+def test_group_needs_a_schedule_and_one_named_expression():
+    from archgraph.errors import SpecError
+    from archgraph.load import load_text
+    with pytest.raises(SpecError, match="no argument of this call uses the repetition index"):
+        load_text(GROUPED.replace('wide: "i == 0"', "wide: true"), "grouped.yaml")
+    with pytest.raises(SpecError, match=r"'group' names what the repetitions are grouped by"):
+        load_text(GROUPED.replace('group: {stage: "stage_of[i] + 1"}', 'group: "stage_of[i]"'), "grouped.yaml")
+
+
+def test_efficientnet_is_drawn_by_stage(tmp_path):
+    from archgraph.load import load_config
+    path = tmp_path / "config.json"
+    path.write_text('{"model_type": "efficientnet", "architectures": ["EfficientNetForImageClassification"]}')
+    source = diagram_dot(load_config(path))
+    stages = re.findall(r"<b>stage (\d)</b>  encoder\.blocks\.([\d.]+)", source)
+    # EfficientNetConfig's defaults are B7's: repeats ceil(3.1 x [1, 2, 2, 3, 3, 4, 1])
+    assert stages == [("1", "0..3"), ("2", "4..10"), ("3", "11..17"), ("4", "18..27"), ("5", "28..37"),
+                      ("6", "38..50"), ("7", "51..54")]

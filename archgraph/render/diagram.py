@@ -194,8 +194,51 @@ class _Drawer:
                 scope.outs[name] = [(path, s) for s in scope.run.values[name]]
             elif name in patterns:
                 done |= self._pattern(container, scope, patterns[name])
+            elif node.group is not None:
+                done |= self._group(container, scope, name, node)
             else:
                 scope.outs[name] = self._block(container, scope, name, node)
+
+    def _group(self, container, scope: _Scope, name: str, node: BlockNode) -> set[str]:
+        """The consecutive runs of a schedule that share its `group` value (a stage), in one cluster
+        labelled by it, with their repetitions and parameters."""
+        names = list(scope.graph.nodes)
+        members = []
+        for other in names[names.index(name):]:
+            run = scope.graph.nodes[other]
+            if not (isinstance(run, BlockNode) and run.segment == node.segment and run.group == node.group):
+                break
+            members.append(other)
+        runs = [scope.graph.nodes[m] for m in members]
+        count = sum(r.repeat for r in runs)
+        params = sum(call_totals(r, graph_totals(r.body, self.params.cache)).total for r in runs)
+        first, last = runs[0].start, runs[-1].start + runs[-1].repeat - 1
+        where = f"{node.segment}.{first}" if first == last else f"{node.segment}.{first}..{last}"
+        title = f"<b>{escape(str(node.group[0]))} {escape(str(node.group[1]))}</b>  {escape(where)}"
+        counts = _small(f"{count} × {escape(node.block)} · {human(params * scope.times)} params")
+        if self.options.depth is not None and scope.level + 1 > self.options.depth:  # the group as one box
+            box = join(scope.prefix, f"{name} (group)")
+            per = graph_totals(runs[0].body, self.params.cache)
+            fill, ink = self._fill(max(per.by_category, key=per.by_category.get, default="other"),
+                                   params * scope.times, params > 0)
+            container.node(box, label=_html(title, counts, ink=ink), fillcolor=fill,
+                           shape="box3d" if count > 1 else "box", style="filled")
+            self.ids[box] = box
+            for index in range(first, last + 1):  # a tensor of any repetition points at the box
+                self.redirects.append((join(scope.prefix, f"{node.segment}.{index}"), None, box))
+            for run in runs:
+                for ref in run.inputs:
+                    if ref.node not in members and (end := scope.end(ref)) is not None:
+                        self._edge(end[0], box, end[1])
+            for member in members:
+                scope.outs[member] = [(box, shape) for shape in scope.run.values[member]]
+            return set(members)
+        with container.subgraph(name=f"cluster_{join(scope.prefix, name)} (group)") as sub:
+            sub.attr(label=_html(title, counts, align="left"), style="rounded,dashed", color="#777777", fontname=FONT,
+                     fontsize="11", labeljust="l", margin="10")
+            for member in members:
+                scope.outs[member] = self._block(sub, scope, member, scope.graph.nodes[member])
+        return set(members)
 
     def _pattern(self, container, scope: _Scope, pattern: Pattern) -> set[str]:
         """One period of a repeating schedule, in a dashed cluster that says how often it repeats; the

@@ -39,7 +39,7 @@ from .values import (
 from .yamlload import LocDict
 
 NODE_KEYS = {"name", "op", "block", "in", "category", "trainable", "tie", "repeat", "start", "shared",
-             "when", "description", "dtype", "path", "unused", "index"}
+             "when", "description", "dtype", "path", "unused", "index", "group"}
 GENERIC_CATEGORIES = {"linear", "other"}  # a block's category replaces these, not 'norm' or 'embedding'
 MAX_BLOCK_DEPTH = 64        # blocks calling blocks
 MAX_BLOCK_INSTANCES = 10_000  # distinct (block, arguments) bodies: stops exponential call trees
@@ -236,7 +236,7 @@ def _field_names(cls) -> tuple[str, ...]:
 @functools.cache
 def _op_keys(cls) -> frozenset[str]:
     """The keys a node of this op may have."""
-    return frozenset(NODE_KEYS - {"block", "repeat", "start", "shared", "path"} | set(cls.hyperparameters()))
+    return frozenset(NODE_KEYS - {"block", "repeat", "start", "shared", "path", "group"} | set(cls.hyperparameters()))
 
 
 _PLANS: dict[type, tuple] = {}
@@ -397,11 +397,14 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
     if not isinstance(shared, bool):
         raise SpecError("'shared' must be true or false", loc=raw.key_loc("shared"))
     index = _index_name(raw, params)
-    bodies = []
+    group = _group_rule(raw, index)
+    bodies, groups = [], []
     for i in range(start, start + repeat) if index else [None]:
         here = {**env, index: i} if index else env
         args = {k: argument(v, here, raw.key_loc(k), k) for k, v in raw.items() if k in params}
         bodies.append(_instantiate(ctx, block, definition, params, args, category, trainable, raw.loc))
+        if group:
+            groups.append((group[0], argument(group[1], here, raw.key_loc("group"), "group")))
     if bodies:
         body = bodies[0]
     else:  # repeated 0 times: a pass-through; its body (built as repetition `start` would be) gives the arity
@@ -431,7 +434,24 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
         raise SpecError(f"the repetitions of a shared block are one module, so its arguments cannot depend on "
                         f"'{index}'", loc=raw.key_loc("shared"), hint="drop 'shared: true', or the index")
     decided(repeat)  # the runs' lengths are numbers now
-    return _runs(name, block, bodies, refs, start, raw, path if path is not None else name, _unused(raw, env))
+    return _runs(name, block, bodies, refs, start, raw, path if path is not None else name, _unused(raw, env),
+                 groups or [None] * len(bodies))
+
+
+def _group_rule(raw: LocDict, index: str | None) -> tuple[str, Any] | None:
+    """`group: {stage: EXPR}`: what the repetitions of a schedule are grouped by (diagrams draw each
+    group, consecutive repetitions with one value, as a labelled box: EfficientNet's stages)."""
+    if "group" not in raw:
+        return None
+    rule = raw["group"]
+    if not (isinstance(rule, Mapping) and len(rule) == 1 and isinstance(next(iter(rule)), str)):
+        raise SpecError("'group' names what the repetitions are grouped by and how: {stage: EXPR}",
+                        loc=raw.key_loc("group"), hint="write group: {stage: \"stage_of[i]\"}")
+    if index is None:
+        raise SpecError("'group' groups the repetitions of a schedule, but no argument of this call uses the "
+                        "repetition index", loc=raw.key_loc("group"),
+                        hint="drop 'group', or pass the index to the block's arguments")
+    return next(iter(rule.items()))
 
 
 def _index_name(raw: LocDict, params) -> str | None:
@@ -448,23 +468,23 @@ def _index_name(raw: LocDict, params) -> str | None:
 
 
 def _runs(name: str, block: str, bodies: list[Graph], refs, start: int, raw: LocDict, segment: str,
-          unused: bool) -> list:
-    """Consecutive repetitions with the same body as one BlockNode each; the last run carries the
-    call's name, so what reads the call reads the last repetition."""
+          unused: bool, groups: list) -> list:
+    """Consecutive repetitions with the same body (and group) as one BlockNode each; the last run
+    carries the call's name, so what reads the call reads the last repetition."""
     runs: list[list] = []
-    for body in bodies:
-        if runs and runs[-1][0] is body:
+    for body, group in zip(bodies, groups):
+        if runs and runs[-1][0] is body and runs[-1][2] == group:
             runs[-1][1] += 1
         else:
-            runs.append([body, 1])
+            runs.append([body, 1, group])
     out, offset = [], start
-    for k, (body, count) in enumerate(runs):
+    for k, (body, count, group) in enumerate(runs):
         key = name if k == len(runs) - 1 else f"{name}#{offset}"
         if out:
             previous = out[-1].name
             refs = tuple(Ref(previous, j) for j in range(len(body.outputs))) + tuple(refs[len(body.outputs):])
         out.append(BlockNode(key, block, body, refs, count, offset, True, False, raw.loc, segment, unused,
-                             scheduled=True))
+                             scheduled=True, group=group))
         offset += count
     return out
 
