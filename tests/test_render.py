@@ -251,11 +251,9 @@ def test_module_examples(module):
     assert result.attempted > 0 and result.failed == 0
 
 
-def test_a_collapsed_run_of_a_schedule_is_named_by_the_repetitions_it_covers():
-    from archgraph.load import load_text
-    spec = """\
+SCHEDULE = """\
 name: sched
-variables: {L: 6}
+variables: {L: 6, stage_of: [0, 0, 0, 1, 1, 2]}
 inputs:
   x: [B, 8]
 blocks:
@@ -266,24 +264,14 @@ blocks:
 nodes:
   - {name: layers, block: layer, in: x, repeat: L, wide: "i >= 2"}
 """
-    source = diagram_dot(load_text(spec, "sched.yaml"), DiagramOptions(depth=0))
+GROUPED = SCHEDULE.replace('wide: "i >= 2"', 'wide: "i == 0", group: {stage: "stage_of[i] + 1"}')
+
+
+def test_a_collapsed_run_of_a_schedule_is_named_by_the_repetitions_it_covers():
+    from archgraph.load import load_text
+    source = diagram_dot(load_text(SCHEDULE, "sched.yaml"), DiagramOptions(depth=0))
     assert "<b>layers.0..1 × 2</b>" in source and "<b>layers.2..5 × 4</b>" in source
     assert "<b>layers#" not in source  # the key is only the DOT id
-
-
-GROUPED = """\
-name: grouped
-variables: {stage_of: [0, 0, 0, 1, 1, 2]}
-inputs:
-  x: [B, 8]
-blocks:
-  layer:
-    args: [wide]
-    nodes:
-      - {name: fc, op: linear, in: x, in_features: 8, out_features: 8, bias: wide}
-nodes:
-  - {name: layers, block: layer, in: x, repeat: 6, wide: "i == 0", group: {stage: "stage_of[i] + 1"}}
-"""
 
 
 def test_a_schedules_groups_are_drawn_as_one_box_each_or_a_labelled_cluster():
