@@ -96,3 +96,18 @@ def test_deberta_v2_reads_pos_att_type_written_as_one_word(tmp_path):
     word = _params(tmp_path, **base, pos_att_type="P2C | c2p").total
     assert word == _params(tmp_path, **base, pos_att_type=["p2c", "c2p"]).total
     assert word - _params(tmp_path, **base, pos_att_type=["c2p"]).total == 8 * 8 + 8   # pos_query_proj
+
+
+@pytest.mark.parametrize("model_type, arch", [
+    ("bert", "BertForQuestionAnswering"), ("electra", "ElectraForQuestionAnswering"),
+    ("albert", "AlbertForQuestionAnswering"), ("distilbert", "DistilBertForQuestionAnswering"),
+    ("mpnet", "MPNetForQuestionAnswering"), ("deberta-v2", "DebertaV2ForQuestionAnswering"),
+    ("t5", "T5ForQuestionAnswering")])
+def test_a_question_answering_head_with_other_than_two_labels_is_refused_by_name(tmp_path, model_type, arch):
+    config = dict(model_type=model_type, architectures=[arch], hidden_size=32, d_model=32, num_hidden_layers=1,
+                  num_layers=1, num_attention_heads=4, num_heads=4, intermediate_size=37, d_ff=37, d_kv=8,
+                  vocab_size=99)
+    with pytest.raises(ArchgraphError, match="a ...ForQuestionAnswering head has 2 outputs, start and end "
+                                             "logits: set num_labels to 2"):
+        load_config(write_config(tmp_path, **config, num_labels=3))
+    assert load_config(write_config(tmp_path, **config, num_labels=2)).params().total > 0
