@@ -50,6 +50,23 @@ def write_config(tmp_path, **config) -> str:
     return str(path)
 
 
+def spec_module(tmp_path, text: str, std: float | None = None):
+    """The PyTorch module of a spec given as text, in eval mode; with `std`, every parameter (norms
+    and biases too, so they matter) drawn from N(0, std) after torch.manual_seed(0)."""
+    torch = pytest.importorskip("torch")
+    from archgraph import load
+    from archgraph.torch import to_module
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    module = to_module(load(str(path))).eval()
+    if std is not None:
+        torch.manual_seed(0)
+        with torch.no_grad():
+            for p in module.parameters():
+                p.normal_(0, std)
+    return module
+
+
 def measured_shapes(name: str) -> dict:
     """Leaf-module output shapes measured in a real forward pass (shapes.json)."""
     return _read("shapes.json")[name]

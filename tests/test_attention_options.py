@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from archgraph import SpecError, load
+from archgraph import SpecError
 from archgraph.ops import REGISTRY
+
+from conftest import spec_module
 
 Attention = REGISTRY["attention"]
 
@@ -41,14 +43,7 @@ nodes:
                                              ("interleaved", "full")])
 def test_the_module_computes_what_the_options_say(tmp_path, rotary, qk_norm):
     torch = pytest.importorskip("torch")
-    from archgraph.torch import to_module
-    path = tmp_path / "spec.yaml"
-    path.write_text(SPEC.replace("ROT", rotary).replace("QK", qk_norm))
-    module = to_module(load(str(path))).eval()
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.normal_(0, 0.5)
+    module = spec_module(tmp_path, SPEC.replace("ROT", rotary).replace("QK", qk_norm), 0.5)
     state = dict(module.state_dict())
     x = torch.randn(2, 5, 32)
     with torch.no_grad():
@@ -87,20 +82,13 @@ nodes:
 """
 
 
-def _module(tmp_path, text):
-    from archgraph.torch import to_module
-    path = tmp_path / "spec.yaml"
-    path.write_text(text)
-    return to_module(load(str(path))).eval()
-
-
 def test_a_fused_projection_in_groups_is_separate_projections_with_its_rows_regrouped(tmp_path):
     """qkv_groups: 2, qkv_order: vkq: the 64 rows of qkv_proj are two groups of 32, each
     [v (1 head of 8) | k (1 head of 8) | q (2 heads of 8)]; picking those rows out gives q_proj,
     k_proj and v_proj of the same attention, which must compute the same thing."""
     torch = pytest.importorskip("torch")
-    fused = _module(tmp_path, GROUPED.replace("QKV", "qkv: fused, qkv_groups: 2, qkv_order: vkq"))
-    separate = _module(tmp_path, GROUPED.replace("QKV", "qkv: separate"))
+    fused = spec_module(tmp_path, GROUPED.replace("QKV", "qkv: fused, qkv_groups: 2, qkv_order: vkq"))
+    separate = spec_module(tmp_path, GROUPED.replace("QKV", "qkv: separate"))
     torch.manual_seed(0)
     with torch.no_grad():
         for p in fused.parameters():
@@ -127,8 +115,8 @@ def test_a_table_of_positions_gives_the_tables_inv_freq_gives(tmp_path):
     """positions: 12 keeps [sin | cos] of 12 positions as one unsaved buffer named by the node
     (GPT-J's embed_positions) and gives the same cos and sin as the inv_freq form."""
     torch = pytest.importorskip("torch")
-    table = _module(tmp_path, TABLE.replace("POSITIONS", "positions: 12"))
-    plain = _module(tmp_path, TABLE.replace(", POSITIONS", ""))
+    table = spec_module(tmp_path, TABLE.replace("POSITIONS", "positions: 12"))
+    plain = spec_module(tmp_path, TABLE.replace(", POSITIONS", ""))
     assert dict(table.state_dict()) == {}
     buffer = dict(table.named_buffers())["rot"]
     angles = 3 * 1.0 / (10000 ** (torch.arange(0, 6, 2).float() / 6))  # position 3

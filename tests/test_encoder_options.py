@@ -5,25 +5,19 @@ from __future__ import annotations
 
 import pytest
 
-from archgraph import SpecError, load
+from archgraph import SpecError
 from archgraph.ops import REGISTRY
 
+from conftest import spec_module
+
 RelativePositionBias = REGISTRY["relative_position_bias"]
-
-
-def _module(tmp_path, text):
-    pytest.importorskip("torch")
-    from archgraph.torch import to_module
-    path = tmp_path / "spec.yaml"
-    path.write_text(text)
-    return to_module(load(str(path))).eval()
 
 
 def test_bucket_space_sorts_distances_into_other_buckets_than_the_table_has(tmp_path):
     torch = pytest.importorskip("torch")
     op = RelativePositionBias(num_buckets=40, heads=3, bucket_space=32)
     assert {t.name: tuple(t.shape) for t in op.params()} == {"weight": (40, 3)}
-    module = _module(tmp_path, """
+    module = spec_module(tmp_path, """
 inputs: {x: [B, S, 8]}
 nodes:
   - {name: bias, op: relative_position_bias, in: x, num_buckets: 40, heads: 1, bucket_space: 32}
@@ -35,7 +29,7 @@ nodes:
     rel = torch.arange(7)[None, :] - torch.arange(7)[:, None]
     assert torch.equal(got, torch.where(rel > 0, 16 + rel, rel.abs()).float())
     # without bucket_space the table's 40: keys after the query from 20 on
-    plain = _module(tmp_path, """
+    plain = spec_module(tmp_path, """
 inputs: {x: [B, S, 8]}
 nodes:
   - {name: bias, op: relative_position_bias, in: x, num_buckets: 40, heads: 1}
@@ -60,7 +54,7 @@ RotaryEmbedding = REGISTRY["rotary_embedding"]
 ])
 def test_window_side_both_keeps_a_window_around_each_query(tmp_path, side, window, visible):
     torch = pytest.importorskip("torch")
-    module = _module(tmp_path, f"""
+    module = spec_module(tmp_path, f"""
 inputs: {{x: [B, S, 8]}}
 nodes:
   - {{name: attn, op: attention, in: x, hidden: 8, heads: 1, qkv_bias: false, out_bias: false, window: {window},
@@ -92,7 +86,7 @@ def test_rotary_prefix_names_the_buffers_and_original_adds_the_copy():
 
 def test_two_rotary_tables_in_one_module(tmp_path):
     torch = pytest.importorskip("torch")
-    module = _module(tmp_path, """
+    module = spec_module(tmp_path, """
 inputs: {x: [B, S, 8]}
 blocks:
   tables:
@@ -142,7 +136,7 @@ def test_disentangled_attention_log_buckets():
 
 def test_disentangled_attention_without_positions_is_attention_scaled_by_the_terms(tmp_path):
     torch = pytest.importorskip("torch")
-    module = _module(tmp_path, """
+    module = spec_module(tmp_path, """
 inputs: {x: [B, S, 12]}
 nodes:
   - {name: attn, op: disentangled_attention, in: [x], hidden: 12, heads: 3, span: 1, relative: false}

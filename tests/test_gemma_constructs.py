@@ -7,25 +7,14 @@ import math
 
 import pytest
 
-from archgraph import load
+from conftest import spec_module
 
 torch = pytest.importorskip("torch")
-from archgraph.torch import to_module
-
-
-def _module(tmp_path, text: str):
-    path = tmp_path / "spec.yaml"
-    path.write_text(text)
-    module = to_module(load(str(path))).eval()
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.normal_(0, 0.5)
-    return module
 
 
 def test_softcap_bounds_smoothly(tmp_path):
-    module = _module(tmp_path, "inputs: {x: [B, 4]}\nnodes:\n  - {name: c, op: softcap, in: x, cap: 2.0}\n")
+    module = spec_module(tmp_path, "inputs: {x: [B, 4]}\nnodes:\n  - {name: c, op: softcap, in: x, cap: 2.0}\n",
+                         0.5)
     x = torch.tensor([[0.0, 0.01, 3.0, -100.0]])
     got = module(x=x)["c"]
     assert got[0, 0] == 0 and abs(got[0, 1].item() - 0.01) < 1e-6   # near the identity for small x
@@ -44,7 +33,7 @@ nodes:
 @pytest.mark.parametrize("cap, offset", [(0.3, 0), (None, 1), (0.3, 1)])
 def test_attention_caps_scores_before_the_mask_and_offsets_its_qk_norms(tmp_path, cap, offset):
     text = ATTENTION.replace("CAP", "null" if cap is None else str(cap)).replace("OFFSET", str(offset))
-    module = _module(tmp_path, text)
+    module = spec_module(tmp_path, text, 0.5)
     state = dict(module.state_dict())
     x = torch.randn(2, 5, 16)
     with torch.no_grad():
@@ -64,9 +53,9 @@ def test_attention_caps_scores_before_the_mask_and_offsets_its_qk_norms(tmp_path
 
 
 def test_scaled_embedding_keeps_its_scale_out_of_the_state_dict(tmp_path):
-    module = _module(tmp_path, "inputs: {ids: {shape: [B, S], dtype: int64}}\nnodes:\n"
-                               "  - {name: emb, op: embedding, in: ids, num_embeddings: 10, embedding_dim: 4, "
-                               "scale: 2.5}\n")
+    module = spec_module(tmp_path, "inputs: {ids: {shape: [B, S], dtype: int64}}\nnodes:\n"
+                                   "  - {name: emb, op: embedding, in: ids, num_embeddings: 10, embedding_dim: 4, "
+                                   "scale: 2.5}\n", 0.5)
     assert list(module.state_dict()) == ["emb.weight"]
     assert dict(module.named_buffers())["emb.embed_scale"].item() == 2.5
     ids = torch.tensor([[1, 7]])
@@ -74,9 +63,9 @@ def test_scaled_embedding_keeps_its_scale_out_of_the_state_dict(tmp_path):
 
 
 def test_rotary_factor_interpolates_positions(tmp_path):
-    module = _module(tmp_path, "inputs: {x: [B, S]}\nnodes:\n"
-                               "  - {name: rope, op: rotary_embedding, in: x, head_dim: 4, base: 100.0, "
-                               "scaling: linear, factor: 4.0}\noutputs: {cos: 'rope:0', sin: 'rope:1'}\n")
+    module = spec_module(tmp_path, "inputs: {x: [B, S]}\nnodes:\n"
+                                   "  - {name: rope, op: rotary_embedding, in: x, head_dim: 4, base: 100.0, "
+                                   "scaling: linear, factor: 4.0}\noutputs: {cos: 'rope:0', sin: 'rope:1'}\n", 0.5)
     out = module(x=torch.zeros(1, 3))
     cos, sin = out["cos"], out["sin"]
     inv = 1.0 / (100.0 ** (torch.arange(0, 4, 2).float() / 4)) / 4.0

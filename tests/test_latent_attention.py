@@ -9,13 +9,15 @@ import math
 
 import pytest
 
-from archgraph import SpecError, load
+from archgraph import SpecError
 from archgraph.dims import symbol
 from archgraph.errors import ShapeError
 from archgraph.load import load_config
 from archgraph.ops import REGISTRY
 from archgraph.passes.flops import counted
 from archgraph.passes.memory import estimate_memory
+
+from conftest import spec_module
 
 MLA = REGISTRY["latent_attention"]
 MoE = REGISTRY["moe"]
@@ -77,14 +79,7 @@ nodes:
 @pytest.mark.parametrize("rotary, q_rank", [("interleaved", 12), ("half", "null")])
 def test_the_module_computes_latent_attention(tmp_path, rotary, q_rank):
     torch = pytest.importorskip("torch")
-    from archgraph.torch import to_module
-    path = tmp_path / "spec.yaml"
-    path.write_text(MLA_SPEC.replace("QR", str(q_rank)).replace("ROT", rotary))
-    module = to_module(load(str(path))).eval()
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.normal_(0, 0.5)
+    module = spec_module(tmp_path, MLA_SPEC.replace("QR", str(q_rank)).replace("ROT", rotary), 0.5)
     w = {k.removeprefix("attn."): v for k, v in module.state_dict().items()}
     x = torch.randn(2, 5, 32)
     with torch.no_grad():
@@ -157,15 +152,9 @@ nodes:
 @pytest.mark.parametrize("top_k, normalize", [(1, "true"), (2, "false")])
 def test_group_limited_routing_with_a_correction_bias(tmp_path, top_k, normalize):
     torch = pytest.importorskip("torch")
-    from archgraph.torch import to_module
-    path = tmp_path / "spec.yaml"
-    path.write_text(MOE_SPEC.replace("K", str(top_k)).replace("NORM", normalize))
-    module = to_module(load(str(path))).eval()
-    torch.manual_seed(0)
+    module = spec_module(tmp_path, MOE_SPEC.replace("K", str(top_k)).replace("NORM", normalize), 0.5)
     state = module.state_dict()
     with torch.no_grad():
-        for name, p in module.named_parameters():
-            p.normal_(0, 0.5)
         state["mlp.gate.weight"].copy_(torch.eye(4) * 4)  # the scores are sigmoid(4 x) of the input itself
         state["mlp.gate.e_score_correction_bias"].copy_(torch.tensor([0.3, 0.0, 0.0, 0.2]))
     # scores 0.98, 0.02, 0.77, 0.69; for the choice 1.28, 0.02, 0.77, 0.89: expert 0 is the best alone, but
@@ -244,10 +233,7 @@ nodes:
 
 def test_yarn_divides_the_slow_frequencies_by_the_factor(tmp_path):
     torch = pytest.importorskip("torch")
-    from archgraph.torch import to_module
-    path = tmp_path / "spec.yaml"
-    path.write_text(YARN_SPEC)
-    module = to_module(load(str(path))).eval()
+    module = spec_module(tmp_path, YARN_SPEC)
     (inv_freq,) = [b for name, b in module.named_buffers() if name.endswith("inv_freq")]
     plain = 10000.0 ** (-torch.arange(0, 8, 2) / 8)
     # dims turning more than 32 times over 16 positions: none below 8*ln(16/(64*pi))/(2*ln(1e4)) < 0 (kept: 0);

@@ -8,8 +8,10 @@ import json
 
 import pytest
 
-from archgraph import SpecError, load
+from archgraph import SpecError
 from archgraph.ops import REGISTRY
+
+from conftest import spec_module
 
 MoE, Attention = REGISTRY["moe"], REGISTRY["attention"]
 H, I, E = 6, 5, 4
@@ -85,14 +87,7 @@ nodes:
 ])
 def test_the_module_computes_what_the_options_say(tmp_path, options):
     torch = pytest.importorskip("torch")
-    from archgraph.torch import to_module
-    path = tmp_path / "spec.yaml"
-    path.write_text(MOE_SPEC.replace("OPTIONS", options))
-    module = to_module(load(str(path))).eval()
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.normal_(0, 0.7)
+    module = spec_module(tmp_path, MOE_SPEC.replace("OPTIONS", options), 0.7)
     w = dict(module.state_dict())
     x = torch.randn(2, 3, 6)
     with torch.no_grad():
@@ -142,14 +137,7 @@ nodes:
 @pytest.mark.parametrize("window", ["null", "2"])
 def test_sinks_take_a_share_of_each_softmax_and_read_no_value(tmp_path, window):
     torch = pytest.importorskip("torch")
-    from archgraph.torch import to_module
-    path = tmp_path / "spec.yaml"
-    path.write_text(ATTN_SPEC.replace("WINDOW", window))
-    module = to_module(load(str(path))).eval()
-    torch.manual_seed(0)
-    with torch.no_grad():
-        for p in module.parameters():
-            p.normal_(0, 0.5)
+    module = spec_module(tmp_path, ATTN_SPEC.replace("WINDOW", window), 0.5)
     w = dict(module.state_dict())
     x = torch.randn(2, 5, 16)
     with torch.no_grad():
