@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import itertools
 import math
 
 from ..dims import Shape, ceil_div, prod
@@ -434,17 +435,20 @@ class MultimodalPositions(Op):
         out = torch.zeros(3, *ids.shape, dtype=torch.int64, device=ids.device)
         for row, tokens in enumerate((ids == self.token).tolist()):
             position, i = 0, 0
-            while i < len(tokens):
-                if not tokens[i]:
-                    out[:, row, i] = position
-                    position, i = position + 1, i + 1
-                    continue
-                end = i + size
-                if end > len(tokens) or not all(tokens[i:end]):
-                    raise ShapeError(f"input_ids row {row}: the image tokens from position {i} are fewer than "
+            for is_image, run in itertools.groupby(tokens):  # runs of text tokens and of image tokens
+                length = len(list(run))
+                if not is_image:
+                    out[:, row, i:i + length] = torch.arange(position, position + length, device=ids.device)
+                    position += length
+                elif length % size:
+                    raise ShapeError(f"input_ids row {row}: the image tokens from position "
+                                     f"{i + length - length % size} are fewer than "
                                      f"an image's {t}x{h}x{w} = {size}")
-                out[:, row, i:end] = item + position
-                position, i = position + max(h, w), end
+                else:  # one image after another
+                    for start in range(i, i + length, size):
+                        out[:, row, start:start + size] = item + position
+                        position += max(h, w)
+                i += length
         return out
 
 
