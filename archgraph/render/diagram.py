@@ -218,18 +218,11 @@ class _Drawer:
         counts = _small(f"{count} × {escape(node.block)} · {human(params * scope.times)} params")
         if self.options.depth is not None and scope.level + 1 > self.options.depth:  # the group as one box
             box = join(scope.prefix, f"{name} (group)")
-            per = graph_totals(runs[0].body, self.params.cache)
-            fill, ink = self._fill(max(per.by_category, key=per.by_category.get, default="other"),
-                                   params * scope.times, params > 0)
-            container.node(box, label=_html(title, counts, ink=ink), fillcolor=fill,
-                           shape="box3d" if count > 1 else "box", style="filled")
-            self.ids[box] = box
+            ins = [scope.end(ref) for run in runs for ref in run.inputs if ref.node not in members]
+            self._box_node(container, box, [title, counts], graph_totals(runs[0].body, self.params.cache),
+                           params, scope.times, count > 1, ins)
             for index in range(first, last + 1):  # a tensor of any repetition points at the box
                 self.redirects.append((join(scope.prefix, f"{node.segment}.{index}"), None, box))
-            for run in runs:
-                for ref in run.inputs:
-                    if ref.node not in members and (end := scope.end(ref)) is not None:
-                        self._edge(end[0], box, end[1])
             for member in members:
                 scope.outs[member] = [(box, shape) for shape in scope.run.values[member]]
             return set(members)
@@ -330,15 +323,21 @@ class _Drawer:
         lines += [_small(escape(t)) for t in _count_lines(node, per.total, total)]
         if node.scheduled:  # which kind of layer this run is: the ops that hold its parameters
             lines.append(_small(escape(" + ".join(kinds(node.body)))))
-        fill, ink = self._fill(max(per.by_category, key=per.by_category.get, default="other"),
-                               total * scope.times, total > 0)
-        outline = "box3d" if node.repeat > 1 else "box"
-        container.node(base, label=_html(*lines, ink=ink), fillcolor=fill, shape=outline, style="filled")
-        self.ids[base] = base
+        self._box_node(container, base, lines, per, total, scope.times, node.repeat > 1, ins)
         self.redirects.append((base, None, base))
-        for end in filter(None, ins):
-            self._edge(end[0], base, end[1])
         return [(base, shape) for shape in final]
+
+    def _box_node(self, container, box: str, lines: list[str], per, total: int, times: int, stacked: bool,
+                  ins: list[End | None]) -> None:
+        """One node for blocks drawn whole (a call, or a group of runs), shaded by its parameters'
+        main category and share; `stacked` (repeated) draws it as a 3-D box; edges from `ins`."""
+        fill, ink = self._fill(max(per.by_category, key=per.by_category.get, default="other"),
+                               total * times, total > 0)
+        container.node(box, label=_html(*lines, ink=ink), fillcolor=fill, shape="box3d" if stacked else "box",
+                       style="filled")
+        self.ids[box] = box
+        for end in filter(None, ins):
+            self._edge(end[0], box, end[1])
 
     # -- labels, colours and edges -------------------------------------------------------
     def _cluster_label(self, node: BlockNode, path: str, collapsed: bool) -> str:
