@@ -68,7 +68,7 @@ def call_path(raw: LocDict, env, indexed: bool) -> str | None:
 
 
 def keyword_inputs(block: str, inputs: tuple[str, ...], refs, keywords, raw: LocDict,
-                   needed: int | None = None) -> tuple[Ref, ...]:
+                   needed: int) -> tuple[Ref, ...]:
     """`in: {x: a, kv: b}` on a block call: the refs in the order of the block's inputs.  Inputs
     after the first `needed` (those the body never reads) may be left out after the last given."""
     given = dict(zip(keywords, refs))
@@ -77,7 +77,7 @@ def keyword_inputs(block: str, inputs: tuple[str, ...], refs, keywords, raw: Loc
             hint = did_you_mean(key, inputs)
             raise SpecError(f"block '{block}' has no input '{key}'", loc=raw.key_loc("in"),
                             hint=hint or f"its inputs: {', '.join(inputs)}")
-    count = max([len(inputs) if needed is None else needed, *(inputs.index(k) + 1 for k in given)])
+    count = max([needed, *(inputs.index(k) + 1 for k in given)])
     missing = [i for i in inputs[:count] if i not in given]
     if missing:
         raise SpecError(f"block '{block}' needs the input(s) {', '.join(missing)}", loc=raw.key_loc("in"))
