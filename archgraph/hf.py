@@ -45,6 +45,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping
 
+from . import expr
 from .errors import ArchgraphError, Loc, SpecError
 from .spec.sources import spec_dir
 
@@ -240,12 +241,11 @@ def _sub_config(config: Mapping[str, Any], key: str, rule: Mapping[str, Any], mo
             raise ArchgraphError(f"in '{key}' ({sub_type}): {exc.message}", loc=loc, hint=exc.hint) from None
         if found is None:  # absent: the family template's value, when it is a constant
             value = own.get(var)
-            word = isinstance(value, str) and re.fullmatch(r"'(\w+)'", value)
-            if isinstance(value, str) and re.fullmatch(r"\d+(\.\d*)?[eE][-+]?\d+", value):
-                value = float(value)  # 1e-6 (YAML reads it as a word)
-            if isinstance(value, (bool, int, float, list)) or word:
+            if isinstance(value, str):  # an expression: a constant only when it names nothing ('silu', 1e-6)
+                value = None if expr.names(value) else expr.evaluate(value, {})
+            if isinstance(value, (bool, int, float, list, str)):
                 keys = str(var_rule.get("key") if isinstance(var_rule, Mapping) else var_rule).rstrip("?")
-                found = (word.group(1) if word else value), f"{keys} (absent: {sub_type}'s template)"
+                found = value, f"{keys} (absent: {sub_type}'s template)"
         if found is not None:
             source = f"{key}.{found[1]}"
             if found[1] in merged and _lookup(sub, found[1]) is None:  # from the class's defaults
