@@ -1,7 +1,9 @@
 """Tensor dimensions: plain ints, or `Poly` when symbolic (`B`, `S`, `B*S`, `ceil(H/2)`).
 
-A symbolic dimension is a polynomial in atoms: named sizes (positive integers)
-and floors of such a polynomial divided by a positive integer.  Its normal form is
+A symbolic dimension is a polynomial in atoms: named sizes (positive integers),
+floors of such a polynomial divided by a positive integer, and the max or min of
+sizes that no bound orders (`max(1, floor(S/2))`; orderings are decided by interval
+bounds over the atoms, or raise `InconclusiveDimError`).  Its normal form is
 unique (a floor's numerator keeps coefficients in [0, divisor), the rest moves
 outside), so equal sizes compare equal, and a polynomial that turns out constant
 collapses to an `int`.  Coefficients are whole numbers, or fractions where a
@@ -83,7 +85,26 @@ class Log2:
         return f"ceil(log2({self.num.text()}))"
 
 
-Atom = Union[str, Floor, Log2]
+class Extreme:
+    """The atom max(args) or min(args) of two or more sizes that no bound orders (`max(floor(S/2), 1)`)."""
+
+    __slots__ = ("kind", "args", "key")
+
+    def __init__(self, kind: str, args: tuple):
+        self.kind, self.args = kind, args
+        self.key = (3, f"{kind}({', '.join(fmt(a) for a in args)})")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Extreme) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def text(self) -> str:
+        return self.key[1]
+
+
+Atom = Union[str, Floor, Log2, Extreme]
 Mono = tuple  # tuple[tuple[Atom, int], ...], sorted by the atoms' keys
 
 
@@ -170,12 +191,18 @@ class Poly:
             return self - other * floor_div(self, other)
         raise InconclusiveDimError(f"cannot take {self.text()} modulo {fmt(other)}", hint=_set_hint(self))
 
-    # -- what a symbolic size cannot do without values ------------------------------------------
-    def _undecided(self, *_: Any) -> bool:
-        raise InconclusiveDimError(f"cannot compare the symbolic size {self.text()} with a number",
-                                   hint=_set_hint(self))
+    # -- orderings: decided where every value of the sizes agrees, else InconclusiveDimError ----
+    def __le__(self, other: Any) -> bool:
+        return _le(self, other, f"{self.text()} <= {fmt(other)}")
 
-    __lt__ = __le__ = __gt__ = __ge__ = _undecided
+    def __lt__(self, other: Any) -> bool:
+        return not _le(other, self, f"{self.text()} < {fmt(other)}")
+
+    def __ge__(self, other: Any) -> bool:
+        return _le(other, self, f"{self.text()} >= {fmt(other)}")
+
+    def __gt__(self, other: Any) -> bool:
+        return not _le(self, other, f"{self.text()} > {fmt(other)}")
 
     def __index__(self) -> int:
         raise InconclusiveDimError(f"the symbolic size {self.text()} is used where a number is needed",
@@ -205,6 +232,18 @@ class Poly:
 
 
 _NUMBERS = (int, Fraction, Poly)
+
+
+def _le(a: Dim, b: Dim, shown: str) -> bool:
+    """Whether a <= b for every value of the sizes (False: a > b for every value); else
+    InconclusiveDimError naming the comparison `shown`: never a guess."""
+    if any(isinstance(x, bool) or not isinstance(x, _NUMBERS) for x in (a, b)):
+        raise InconclusiveDimError(f"cannot compare {shown}: a symbolic size orders with whole numbers "
+                                   "and other sizes only")
+    outcome = provably_le(a, b)
+    if outcome is None:
+        raise InconclusiveDimError(f"cannot decide whether {shown}", hint=_set_hint(b - a))
+    return outcome
 
 
 def _terms(x: Dim) -> dict:
@@ -309,7 +348,9 @@ def free_names(d: Dim) -> set[str]:
     if isinstance(d, Poly):
         for mono in d.terms:
             for atom, _ in mono:
-                out |= {atom} if isinstance(atom, str) else free_names(atom.num)
+                out |= {atom} if isinstance(atom, str) \
+                    else set().union(*map(free_names, atom.args)) if isinstance(atom, Extreme) \
+                    else free_names(atom.num)
     return out
 
 
@@ -325,7 +366,7 @@ def provably_le(a: Dim, b: Dim) -> bool | None:
     diff = b - a
     if isinstance(diff, (int, Fraction)):
         return diff >= 0
-    low, high = _range(diff)
+    low, high = _bounds(diff)
     if low is not None and low >= 0:
         return True
     if high is not None and high < 0:
@@ -333,25 +374,115 @@ def provably_le(a: Dim, b: Dim) -> bool | None:
     return None
 
 
+def _bounds(p: Poly) -> tuple[Any, Any]:
+    """The tighter of `_range(p)` and the range with each floor(n/d) term read as n/d less up to
+    (d-1)/d (so S - floor(S/2) is seen to be at least 0)."""
+    low, high = _range(p)
+    relaxed: Dim = 0
+    slack_low: Any = 0
+    slack_high: Any = 0
+    for mono, c in p.terms.items():
+        atom = mono[0][0] if len(mono) == 1 and mono[0][1] == 1 else None
+        if isinstance(atom, Floor):
+            relaxed = relaxed + _make({m: Fraction(c) * k / atom.den for m, k in atom.num.terms.items()})
+            gap = Fraction(c * (atom.den - 1), atom.den)
+            slack_low, slack_high = (slack_low - gap, slack_high) if c > 0 else (slack_low, slack_high - gap)
+        else:
+            relaxed = relaxed + Poly({mono: c})
+    if relaxed == p:
+        return low, high
+    lo, hi = _range(relaxed) if isinstance(relaxed, Poly) else (relaxed, relaxed)
+    if lo is not None:
+        low = lo + slack_low if low is None else max(low, lo + slack_low)
+    if hi is not None:
+        high = hi + slack_high if high is None else min(high, hi + slack_high)
+    return low, high
+
+
 def _range(p: Poly) -> tuple[Any, Any]:
-    """(least, greatest) value of `p` over its sizes (each at least 1, at most its bound), None where
-    unknown: named sizes only."""
-    bounds = _BOUNDS.get()
+    """(least, greatest) value of `p` over its sizes (each named size at least 1 and at most its
+    bound), None where unknown: interval arithmetic over the atoms."""
     low: Any = 0
     high: Any = 0
     for mono, c in p.terms.items():
-        if not all(isinstance(x, str) for x, _ in mono):
-            return None, None
-        top = 1
-        for atom, power in mono:
-            top = None if top is None or atom not in bounds else top * bounds[atom] ** power
-        if c > 0:
-            low = None if low is None else low + c
-            high = None if high is None or top is None else high + c * top
-        else:
-            low = None if low is None or top is None else low + c * top
-            high = None if high is None else high + c
+        lo, hi = _mono_range(mono)
+        if c < 0:
+            lo, hi = hi, lo
+        low = None if low is None or lo is None else low + c * lo
+        high = None if high is None or hi is None else high + c * hi
     return low, high
+
+
+def _mono_range(mono: Mono) -> tuple[Any, Any]:
+    """The range of a product of atoms: exact when every atom is at least 0."""
+    low: Any = 1
+    high: Any = 1
+    for atom, power in mono:
+        lo, hi = _atom_range(atom)
+        if lo is None or lo < 0:
+            return (lo, hi) if len(mono) == 1 and power == 1 else (None, None)
+        low = low * lo ** power
+        high = None if high is None or hi is None else high * hi ** power
+    return low, high
+
+
+def _atom_range(atom: Atom) -> tuple[Any, Any]:
+    if isinstance(atom, str):
+        return 1, _BOUNDS.get().get(atom)
+    if isinstance(atom, Extreme):
+        ranges = [_range(a) if isinstance(a, Poly) else (a, a) for a in atom.args]
+        lows, highs = [r[0] for r in ranges], [r[1] for r in ranges]
+        if atom.kind == "min":  # min <= each argument; at least the least of all lows
+            return (None if None in lows else min(lows)), min((h for h in highs if h is not None), default=None)
+        return max((x for x in lows if x is not None), default=None), (None if None in highs else max(highs))
+    lo, hi = _range(atom.num)
+    if isinstance(atom, Log2):
+        return (None if lo is None or lo < 1 else ceil_log2(int(lo))), \
+            (None if hi is None or hi < 1 else ceil_log2(int(-(-hi // 1))))
+    return (None if lo is None else lo // atom.den), (None if hi is None else hi // atom.den)
+
+
+def maximum(*args: Dim) -> Dim:
+    """max(args), exact: an argument when bounds order it above the rest (an int when all are
+    known), else the atom max(...) of those no other argument is known to exceed."""
+    return _extreme("max", args)
+
+
+def minimum(*args: Dim) -> Dim:
+    """min(args), exact, as `maximum`."""
+    return _extreme("min", args)
+
+
+def _extreme(kind: str, args: tuple) -> Dim:
+    flat: list = []
+    for a in args:  # max(max(a, b), c) is max(a, b, c)
+        inner = _single_atom(a)
+        flat.extend(inner.args if isinstance(inner, Extreme) and inner.kind == kind else [a])
+    keep: list = []
+    for i, a in enumerate(flat):  # drop an argument another one is known to bound (ties: the first)
+        beaten = False
+        for j, b in enumerate(flat):
+            if i == j:
+                continue
+            order = provably_le(a, b) if kind == "max" else provably_le(b, a)
+            if order and (j < i or (provably_le(b, a) if kind == "max" else provably_le(a, b)) is not True):
+                beaten = True
+                break
+        if not beaten:
+            keep.append(a)
+    if len(keep) == 1:
+        return keep[0]
+    keep = sorted(set(keep), key=lambda d: (isinstance(d, Poly), fmt(d)))
+    return Poly({((Extreme(kind, tuple(keep)), 1),): 1})
+
+
+def _single_atom(d: Dim) -> Atom | None:
+    """The atom `d` is, when it is exactly one atom."""
+    if isinstance(d, Poly) and len(d.terms) == 1:
+        ((mono, c),) = d.terms.items()
+        if c == 1 and len(mono) == 1 and mono[0][1] == 1:
+            return mono[0][0]
+    return None
 
 
 def equal(a: Dim, b: Dim) -> bool:
@@ -369,7 +500,10 @@ def equal(a: Dim, b: Dim) -> bool:
 def _surely_nonzero(p: Poly) -> bool:
     """All coefficients of one sign and a term of named sizes only (each at least 1): never 0."""
     signs = {c > 0 for c in p.terms.values()}  # a multiple of a constant never vanishes either
-    return len(signs) == 1 and any(all(isinstance(a, str) for a, _ in m) for m in p.terms)
+    if len(signs) == 1 and any(all(isinstance(a, str) for a, _ in m) for m in p.terms):
+        return True
+    low, high = _bounds(p)
+    return (low is not None and low > 0) or (high is not None and high < 0)
 
 
 def prod(dims: Iterable[Dim]) -> Dim:
@@ -469,6 +603,7 @@ def subs(d: Dim, values: Mapping[str, Dim]) -> Dim:
         term: Dim = c
         for atom, p in mono:
             value = values.get(atom, symbol(atom)) if isinstance(atom, str) \
+                else _extreme(atom.kind, tuple(subs(a, values) for a in atom.args)) if isinstance(atom, Extreme) \
                 else ceil_log2(subs(atom.num, values)) if isinstance(atom, Log2) \
                 else floor_div(subs(atom.num, values), atom.den)
             for _ in range(p):
@@ -504,6 +639,8 @@ def to_sympy(d: Dim) -> Any:
         term = sympy.Integer(c)
         for atom, p in mono:
             base = sympy.Symbol(atom, integer=True, positive=True) if isinstance(atom, str) \
+                else (sympy.Max if atom.kind == "max" else sympy.Min)(*map(to_sympy, atom.args)) \
+                if isinstance(atom, Extreme) \
                 else sympy.ceiling(sympy.log(to_sympy(atom.num), 2)) if isinstance(atom, Log2) \
                 else sympy.floor(to_sympy(atom.num) / atom.den)
             term = term * base ** p

@@ -8,12 +8,16 @@ the division leaves a remainder (use `//` to floor).  Lists may be written
 most MAX_ITEMS items or steps each.  Values may be ints,
 floats, bools, words, symbolic sizes (`dims.Poly`: `B`, `S * 2`) or SymInts
 (`numbers`: ints that carry a formula); a choice that depends on a SymInt (a
-comparison, `x if c else y`, `min`) records its names as decided.
+comparison, `x if c else y`) records its names as decided.  `min` and `max` stay
+exact: of sizes a size (`max(1, floor(S/2))`), of SymInts a formula with sympy's
+Max/Min.  `log`, `exp`, `sqrt` and the constant `pi` give floats.
 
 >>> evaluate("4 * H", {"H": 768})
 3072
 >>> evaluate("H / A", {"H": 768, "A": 12})
 64
+>>> evaluate("max(S // 2, 1)", {"S": dims.symbol("S")})
+Poly(max(1, floor(S/2)))
 >>> evaluate("act == 'gelu'", {"act": "gelu"})
 True
 >>> evaluate("[s for s in range(len(r)) for _ in range(r[s])]", {"r": [1, 2]})
@@ -30,7 +34,7 @@ from typing import Any, Mapping
 
 from . import dims
 from .errors import ExprError, ShapeError, did_you_mean
-from .numbers import decided, plain, quotient
+from .numbers import SymInt, decided, expr_of, plain, quotient
 
 MAX_LEN = 1000
 MAX_POW = 64  # exponent bound: keeps 10 ** 10 ** 10 from eating the machine
@@ -102,11 +106,27 @@ def _ceil_div(a: Any, b: Any) -> Any:
 
 
 def _chosen(fn):
-    """min/max: the result is one of the arguments, chosen by comparing them."""
+    """min/max, exact over every kind of number: of symbolic sizes a size (`max(1, floor(S/2))`,
+    one argument where bounds decide), of SymInts a SymInt whose formula is sympy's Max/Min; a
+    float among them decides the names."""
     def pick(*args: Any) -> Any:
+        if any(isinstance(a, dims.Poly) for a in args):
+            if any(isinstance(a, float) for a in args):
+                raise ExprError(f"{fn.__name__}() of a symbolic size takes whole numbers and sizes; received "
+                                + ", ".join(dims.fmt(a) for a in args))
+            return (dims.maximum if fn is max else dims.minimum)(*(plain(a) for a in args))
+        if all(isinstance(a, int) for a in args) and any(isinstance(a, SymInt) for a in args):
+            formula = (_sympy().Max if fn is max else _sympy().Min)(*(expr_of(a) for a in args))
+            return SymInt(fn(int(a) for a in args), formula)
         decided(*args)
         return fn(*args)
+    pick.__name__ = fn.__name__
     return pick
+
+
+def _sympy():
+    import sympy
+    return sympy
 
 
 def _rounded(fn):
@@ -130,6 +150,9 @@ def _list_fn(fn):
 def _real(fn):
     """log, exp, sqrt: real numbers (a whole-number variable's formula is decided here)."""
     def call(x: Any) -> Any:
+        if isinstance(x, dims.Poly):
+            raise ExprError(f"{fn.__name__}() of the symbolic size {dims.fmt(x)} is not a size",
+                            hint=f"give {', '.join(sorted(dims.free_names(x)))} a value with --set")
         decided(x)
         try:
             return fn(float(x))
@@ -164,6 +187,7 @@ FUNCTIONS = {"min": _chosen(min), "max": _chosen(max), "abs": abs, "ceil_div": _
              "sum": _list_fn(sum), "range": _range, "log": _real(math.log), "exp": _real(math.exp),
              "sqrt": _real(math.sqrt)}
 LIST_FUNCTIONS = {"len", "sum"}
+CONSTANTS = {"pi": math.pi}  # names no variable may take (a spec's variables are checked)
 ARITY = {"min": (2, None), "max": (2, None), "abs": (1, 1), "ceil_div": (2, 2), "ceil": (1, 1),
          "floor": (1, 1), "round": (1, 1), "len": (1, 1), "sum": (1, 1), "range": (1, 3), "log": (1, 1),
          "exp": (1, 1), "sqrt": (1, 1)}
@@ -227,7 +251,7 @@ def names(text: str) -> set[str]:
     tree = parse(text)
     calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in calls} - bound
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in calls} - bound - set(CONSTANTS)
 
 
 def evaluate(text: str, env: Mapping[str, Any]) -> Any:
@@ -259,14 +283,21 @@ def check_value(value: Any) -> Any:
 def _compare(op: type, left: Any, right: Any) -> bool:
     """A comparison; symbolic sizes are equal or not only when that is decidable."""
     if isinstance(left, dims.Poly) or isinstance(right, dims.Poly):
-        if op not in (ast.Eq, ast.NotEq):
-            raise ExprError(f"cannot compare the symbolic size {dims.fmt(left)} with {dims.fmt(right)}",
-                            hint="give the symbolic sizes values with --set, or compare variables")
+        if op in (ast.In, ast.NotIn):
+            raise ExprError(f"cannot decide whether the symbolic size {dims.fmt(left)} is in {right!r}",
+                            hint="give the symbolic sizes values with --set")
+        if any(isinstance(v, (float, str, bool)) for v in (left, right)):
+            raise ExprError(f"cannot compare the symbolic size {dims.fmt(left)} with {right!r}"
+                            if isinstance(left, dims.Poly) else
+                            f"cannot compare {left!r} with the symbolic size {dims.fmt(right)}",
+                            hint="symbolic sizes compare with whole numbers and other sizes")
         try:
-            same = dims.equal(left, right)
+            if op in (ast.Eq, ast.NotEq):
+                same = dims.equal(left, right)
+                return same if op is ast.Eq else not same
+            return _COMPARE[op](plain(left), plain(right))  # decided by the sizes' bounds, or refused
         except ShapeError as exc:
             raise ExprError(exc.message, hint=exc.hint) from None
-        return same if op is ast.Eq else not same
     if op not in (ast.Eq, ast.NotEq, ast.In, ast.NotIn) and (isinstance(left, str) != isinstance(right, str)):
         raise ExprError(f"cannot order a word and a number ({left!r} and {right!r})",
                         hint="words can be compared with '==' and '!=' only")
@@ -330,6 +361,8 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
             return env[node.id]
         if node.id in ("true", "false", "True", "False"):
             return node.id in ("true", "True")
+        if node.id in CONSTANTS:
+            return CONSTANTS[node.id]
         hint = did_you_mean(node.id, env)
         raise ExprError(f"unknown variable '{node.id}'",
                         hint=hint or "define it under 'variables:' or pass --set "

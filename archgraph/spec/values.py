@@ -71,6 +71,10 @@ def hints(cls: type) -> dict[str, Any]:
 def evaluate_variables(raw: Mapping[str, Any], locs: Mapping[str, Loc], base: Mapping[str, Any],
                        overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Evaluate `raw` variables in dependency order, on top of `base`; `overrides` win."""
+    for name in raw:
+        if name in expr.CONSTANTS:
+            raise SpecError(f"variable '{name}': '{name}' is a constant of expressions "
+                            f"({expr.CONSTANTS[name]!r})", loc=locs.get(name), hint="name the variable otherwise")
     env = dict(base)
     pending = {k: v for k, v in raw.items() if k not in overrides}
     env.update(overrides)

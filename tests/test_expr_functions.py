@@ -1,0 +1,109 @@
+"""Expression functions on their own: exact `max`/`min` over symbolic sizes and formulas, orderings
+decided by the sizes' bounds, and `log`, `exp`, `pi`."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from archgraph import dims
+from archgraph.errors import ExprError, InconclusiveDimError, SpecError
+from archgraph.expr import evaluate
+from archgraph.load import load_text
+from archgraph.numbers import SymInt, Trace
+
+S, T = dims.symbol("S"), dims.symbol("T")
+HALF = dims.floor_div(S, 2)
+
+MAX_SPEC = """\
+name: capacity
+inputs:
+  x: {shape: [B, S, 8]}
+nodes:
+  - {name: top, op: topk, in: x, k: "max(S // 2, 1)", dim: 1}
+"""
+
+
+def test_max_of_a_symbolic_size_stays_exact():
+    half_or_one = evaluate("max(S // 2, 1)", {"S": S})
+    assert dims.fmt(half_or_one) == "max(1, floor(S/2))"
+    assert [dims.subs(half_or_one, {"S": s}) for s in (1, 2, 7)] == [1, 1, 3]
+    assert str(dims.to_sympy(half_or_one)) == "Max(1, floor(S/2))"
+    assert dims.fmt(evaluate("min(S, 4) * 2", {"S": S})) == "2*min(4, S)"
+
+
+@pytest.mark.parametrize("text, result", [
+    ("max(S, 1)", S),                  # every size is at least 1
+    ("min(S, 1)", 1),
+    ("max(S, S + 1)", S + 1),
+    ("min(S // 2, S)", HALF),          # floor(S/2) <= S/2 <= S
+    ("max(S, 3, 5)", dims.maximum(S, 5)),
+    ("max(max(S, T), 4)", dims.maximum(S, T, 4)),
+    ("max(3, 5)", 5),
+])
+def test_max_and_min_decide_where_bounds_order_the_arguments(text, result):
+    assert evaluate(text, {"S": S, "T": T}) == result
+
+
+def test_a_spec_constraint_bounds_a_size():
+    with dims.assuming({}, {"S": 8}):
+        assert dims.minimum(S, 8) == S
+        assert dims.maximum(S, 9) == 9
+
+
+def test_orderings_of_sizes_are_decided_when_provable_and_refused_otherwise():
+    assert evaluate("S // 2 >= 0", {"S": S}) is True
+    assert evaluate("S + 1 > S", {"S": S}) is True
+    assert evaluate("max(S // 2, 1) >= 1", {"S": S}) is True
+    assert (HALF < 0, S >= 1, dims.equal(dims.maximum(HALF, 1), 0)) == (False, True, False)
+    with pytest.raises(InconclusiveDimError, match=r"cannot decide whether floor\(S/2\) >= 1"):
+        HALF >= 1
+    with pytest.raises(ExprError, match="cannot decide whether S < 3"):
+        evaluate("S < 3", {"S": S})
+
+
+def test_max_of_formulas_keeps_the_formula_and_decides_nothing():
+    with Trace() as trace:
+        value = evaluate("max(H // 2, 3)", {"H": SymInt.named("H", 8)})
+    assert (int(value), str(value.expr), trace.frozen) == (4, "Max(3, floor(H/2))", set())
+
+
+def test_a_symbolic_max_gives_shapes_and_runs(tmp_path):
+    model = load_text(MAX_SPEC, "capacity.yaml")
+    assert dims.fmt_shape(model.shapes().outputs["top"]) == "[B, max(1, floor(S/2)), 8]"
+    assert model.shapes(S=7).outputs["top"] == (dims.symbol("B"), 3, 8)
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    module = to_module(model)
+    assert tuple(module(x=torch.randn(2, 7, 8))["top"].shape) == (2, 3, 8)
+    assert tuple(module(x=torch.randn(2, 1, 8))["top"].shape) == (2, 1, 8)
+
+
+def test_log_exp_and_pi():
+    assert evaluate("log(exp(2))", {}) == 2.0
+    assert evaluate("exp(0)", {}) == 1.0
+    assert evaluate("log(H)", {"H": 1024}) == math.log(1024)
+    assert evaluate("pi", {}) == math.pi
+    assert evaluate("2 * pi * r", {"r": 3}) == 6 * math.pi
+    assert evaluate("round(log(10000) * 100)", {}) == 921
+
+
+@pytest.mark.parametrize("text, message", [
+    ("log(0)", "log(0) is not defined"),
+    ("log(-1)", "log(-1) is not defined"),
+    ("exp(1000)", "exp(1000) is not defined"),
+    ("log(1, 2)", "log() takes 1 number; received 2"),
+    ("log('a')", "log() takes 1 number; received 'a'"),
+    ("log(S)", "log() of the symbolic size S is not a size"),
+    ("max(S, 0.5)", "max() of a symbolic size takes whole numbers and sizes; received S, 0.5"),
+    ("pi()", "only the functions"),
+])
+def test_function_errors(text, message):
+    with pytest.raises(ExprError) as info:
+        evaluate(text, {"S": S})
+    assert message in info.value.message
+
+
+def test_pi_is_not_a_variable_name():
+    with pytest.raises(SpecError, match=r"variable 'pi': 'pi' is a constant of expressions \(3.14159"):
+        load_text("name: p\nvariables:\n  pi: 3\ninputs:\n  x: [B, 4]\nnodes:\n  - {name: g, op: gelu}\n", "p.yaml")
