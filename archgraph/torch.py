@@ -58,6 +58,11 @@ class Run:
     def has(self, local: str) -> bool:
         return join(self.path, local) in self.module._where
 
+    def state(self) -> dict:
+        """Values the node keeps from one forward to the next (transformers' dynamic rope keeps the
+        longest length it has seen): a dict per node path, empty at first."""
+        return self.module._state.setdefault(self.path, {})
+
 
 class SpecModule(nn.Module):
     """The module `to_module` returns (see the module docstring)."""
@@ -70,6 +75,7 @@ class SpecModule(nn.Module):
         self._device = torch.device("cpu")
         self._trace: list | None = None  # the output shapes of every op run, when tracing
         self._expect = None              # called with (index, shapes) after each op, when checking
+        self._state: dict[str, dict] = {}  # Run.state(): what ops keep between forwards, by node path
         factory = {"device": device, "dtype": dtype or torch.get_default_dtype()}
         self._build(model.graph, "", True, factory, set())
         self._tie(model)

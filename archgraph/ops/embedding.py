@@ -217,17 +217,33 @@ class RotaryEmbedding(Op):
     keeps the values of N positions instead, one buffer [N, width] = [sin | cos] named by the
     node, not saved by state_dict (GPT-J's and CodeGen's per-layer `attn.embed_positions`).
 
-    `scaling: yarn` stretches the context by `factor` (YaRN, as transformers computes it): the
-    frequencies of dims that turn fewer than `beta_slow` times over `original_max` positions are
-    divided by factor, those that turn more than `beta_fast` times are kept, and a linear ramp
-    (its ends rounded out with `truncate`) blends the ones between.  The tables are multiplied by
-    `attention_factor` (YaRN's mscale ratio; 1 for plain RoPE).
+    `scaling` is transformers' rope_type (its ROPE_INIT_FUNCTIONS and dynamic_rope_update),
+    computed as transformers computes it:
+      - `none`: the frequencies above ('default').
+      - `linear`: every frequency divided by `factor` (positions interpolated: Gemma 3).
+      - `llama3`: wavelengths 2π/f longer than original_max / low_freq_factor are divided by
+        `factor`, those shorter than original_max / high_freq_factor kept, and the ones between
+        blended by (original_max / wavelength - low_freq_factor) / (high_freq_factor -
+        low_freq_factor) (Llama 3.1-3.3).
+      - `dynamic` (NTK): in forward, at L = the largest position + 1 (S without position_ids)
+        beyond `max_positions`, the base becomes base·(factor·L/max_positions - factor + 1)^(d/(d-2))
+        (d = rotary_dim) and inv_freq is rewritten; back at fewer than max_positions it is
+        reset, and between, the last one stays (transformers' cached length, kept per module).
+      - `yarn`: dims that turn fewer than `beta_slow` times over `original_max` positions are
+        divided by factor, those that turn more than `beta_fast` times are kept, and a linear
+        ramp (its ends rounded out with `truncate`) blends the ones between.
+      - `longrope`: frequencies divided by `short_factor` (one per frequency), or in forward by
+        `long_factor` when L exceeds `original_max` (inv_freq is rewritten with the set in use).
+    `factor` is required by linear, dynamic and llama3; yarn and longrope default it to
+    max_positions / original_max.  The tables are multiplied by `attention_factor`; without
+    one, 1, except yarn's 0.1·ln(factor) + 1 (or the ratio of that with `mscale` to that with
+    `mscale_all_dim`, when both are non-zero) and longrope's √(1 + ln(factor) / ln(original_max))
+    (1 when factor <= 1).  `max_positions` is the config's max_position_embeddings.
 
     Without `positions` the buffer is named `{prefix}inv_freq`; `original: true` adds the copy
     transformers 5 keeps for dynamic rope updates, `{prefix}original_inv_freq` (ModernBERT's
     rotary_emb holds full_attention_inv_freq, full_attention_original_inv_freq and the same for
-    sliding_attention).  `scaling: linear` divides every frequency by `factor` (positions
-    interpolated: Gemma 3's full-attention layers).
+    sliding_attention).
 
     A second input gives the positions instead of 0..S-1: position_ids [B, S] -> tables
     [B, S, width].  With `axes: n` the positions have n axes, [n, B, S] (a `grid_positions` or
@@ -241,20 +257,27 @@ class RotaryEmbedding(Op):
     rotary_dim: int | None = None
     base: float = 10000.0
     positions: int | None = None  # a table of this many positions ([sin | cos]) instead of inv_freq
-    scaling: Literal["none", "linear", "yarn"] = "none"
-    factor: float = 1.0
-    original_max: int | None = None
+    scaling: Literal["none", "linear", "dynamic", "yarn", "longrope", "llama3"] = "none"
+    factor: float | None = None
+    original_max: int | None = None    # yarn, longrope, llama3: the positions the model was trained on
+    max_positions: int | None = None   # dynamic (and yarn's, longrope's default factor): max_position_embeddings
     beta_fast: float = 32.0
     beta_slow: float = 1.0
     truncate: bool = True
-    attention_factor: float = 1.0
+    mscale: float | None = None
+    mscale_all_dim: float | None = None
+    low_freq_factor: float | None = None
+    high_freq_factor: float | None = None
+    short_factor: tuple[float, ...] | None = None
+    long_factor: tuple[float, ...] | None = None
+    attention_factor: float | None = None
     prefix: str = ""
     original: bool = False
     axes: int = 1  # the position_ids input's axes: [axes, B, S] when more than 1
     sections: tuple[int, ...] | None = None  # M-RoPE: frequencies per run, run i from axis i mod axes
 
     def __post_init__(self):
-        positive(self, "head_dim", "positions", "axes")
+        positive(self, "head_dim", "positions", "axes", "original_max", "max_positions")
         if self.sections is not None:
             if self.axes < 2 or any(not isinstance(n, int) or n < 0 for n in self.sections):
                 raise invalid(self, f"sections are counts of frequencies (0 or more) taken from each of "
@@ -269,17 +292,71 @@ class RotaryEmbedding(Op):
         if self.rotary_dim is not None and (isinstance(self.rotary_dim, int) and self.rotary_dim < 0):
             raise invalid(self, f"rotary_dim must be 0 or more (0: nothing rotates, as transformers builds "
                                 f"int(head_dim * factor) = 0); received {self.rotary_dim}")
-        if self.scaling == "linear" and not self.factor > 0:
-            raise invalid(self, f"scaling 'linear' needs a positive factor; received factor={self.factor}")
         if self.width > self.head_dim:
             raise invalid(self, f"the tables ({self.width} columns for rotary_dim={self.dim}) must fit in "
                                 f"head_dim={self.head_dim}")
-        if self.scaling == "yarn" and (self.original_max is None or self.original_max <= 0 or self.factor <= 0):
-            raise invalid(self, f"scaling 'yarn' needs a positive factor and original_max (the positions it was "
-                                f"trained on); received factor={self.factor}, original_max={self.original_max}")
         if self.prefix and not self.prefix.replace("_", "a").isalnum():
             raise invalid(self, f"prefix must be letters, digits and _ (it starts the buffer's name); "
                                 f"received {self.prefix!r}")
+        self._check_scaling()
+
+    def _check_scaling(self) -> None:
+        kind = self.scaling
+        if kind == "none":
+            return
+        needs = {"linear": ("factor",), "dynamic": ("factor", "max_positions"),
+                 "llama3": ("factor", "original_max", "low_freq_factor", "high_freq_factor"),
+                 "yarn": ("original_max",), "longrope": ("original_max", "short_factor", "long_factor")}[kind]
+        missing = [name for name in needs if getattr(self, name) is None]
+        if missing:
+            raise invalid(self, f"scaling '{kind}' needs {', '.join(missing)}; received "
+                                + ", ".join(f"{n}={getattr(self, n)}" for n in needs))
+        if kind in ("yarn", "longrope") and self.factor is None and self.max_positions is None:
+            raise invalid(self, f"scaling '{kind}' needs a factor, or max_positions to take it from "
+                                f"(max_positions / original_max)")
+        if not self.scale_factor > 0:
+            raise invalid(self, f"scaling '{kind}' needs a positive factor; received factor={self.scale_factor}")
+        if self.positions is not None and kind in ("dynamic", "longrope"):
+            raise invalid(self, f"scaling '{kind}' changes the frequencies with the sequence length; a "
+                                f"table of `positions` cannot")
+        if kind == "dynamic" and self.dim <= 2:
+            raise invalid(self, f"scaling 'dynamic' raises the base to d/(d-2) for d = rotary_dim; "
+                                f"received rotary_dim={self.dim}")
+        if kind == "llama3" and not self.high_freq_factor > self.low_freq_factor:
+            raise invalid(self, f"scaling 'llama3' needs high_freq_factor > low_freq_factor; received "
+                                f"low_freq_factor={self.low_freq_factor}, high_freq_factor={self.high_freq_factor}")
+        if kind == "longrope":
+            for name in ("short_factor", "long_factor"):
+                values = getattr(self, name)
+                if len(values) != self.frequencies or not all(v > 0 for v in values):
+                    raise invalid(self, f"scaling 'longrope' needs {name} to list {self.frequencies} positive "
+                                        f"numbers (one per frequency of rotary_dim={self.dim}); received "
+                                        f"{len(values)}: {list(values)[:8]}")
+
+    @property
+    def scale_factor(self) -> float:
+        """`factor`, or yarn's and longrope's default, max_positions / original_max."""
+        if self.factor is not None:
+            return self.factor
+        if self.scaling in ("yarn", "longrope") and self.max_positions and self.original_max:
+            return self.max_positions / self.original_max
+        return 1.0
+
+    @property
+    def table_scale(self) -> float:
+        """What the tables are multiplied by: attention_factor, or transformers' default for the scaling."""
+        if self.attention_factor is not None:
+            return self.attention_factor
+        factor = self.scale_factor
+        if self.scaling == "yarn":
+            def get_mscale(scale: float, m: float = 1.0) -> float:
+                return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+            if self.mscale and self.mscale_all_dim:
+                return float(get_mscale(factor, self.mscale) / get_mscale(factor, self.mscale_all_dim))
+            return get_mscale(factor)
+        if self.scaling == "longrope" and factor > 1.0:
+            return math.sqrt(1 + math.log(factor) / math.log(self.original_max))
+        return 1.0
 
     @property
     def dim(self) -> int:
@@ -335,6 +412,8 @@ class RotaryEmbedding(Op):
             sin, cos = run.tensor("")[: x.shape[1]].float().chunk(2, dim=-1)
             cos, sin = torch.cat([cos, cos], dim=-1)[None], torch.cat([sin, sin], dim=-1)[None]
         else:
+            if self.scaling in ("dynamic", "longrope"):
+                self._update(run, x, position_ids)
             if position_ids is None:
                 position_ids = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)[None]
             freqs = position_ids.float()[..., None] * run.tensor(f"{self.prefix}inv_freq").float()
@@ -345,24 +424,82 @@ class RotaryEmbedding(Op):
                 freqs = torch.cat(list(freqs), dim=-1)
             emb = torch.cat([freqs, freqs], dim=-1)
             cos, sin = emb.cos(), emb.sin()
-        if self.attention_factor != 1:
-            return cos * self.attention_factor, sin * self.attention_factor
-        return cos, sin
+        scale = self.table_scale
+        return (cos * scale, sin * scale) if scale != 1 else (cos, sin)
+
+    def _update(self, run, x, position_ids) -> None:
+        """transformers' dynamic_rope_update: rewrite inv_freq for this call's length L."""
+        torch = run.torch
+        seq_len = position_ids.max() + 1 if position_ids is not None else \
+            torch.tensor(x.shape[1], device=x.device)
+        inv_freq = run.tensor(f"{self.prefix}inv_freq")
+        original = (run.tensor(f"{self.prefix}original_inv_freq") if self.original
+                    else self.inv_freq(torch, device=x.device))
+        if self.scaling == "longrope":  # the long factors beyond original_max, else the short ones
+            long = self.inv_freq(torch, device=x.device, long=True)
+            inv_freq.copy_(torch.where(seq_len > self.original_max, long, original.to(x.device)))
+            return
+        state = run.state()  # the longest length since the last reset, as transformers caches it
+        cached = state.get(f"{self.prefix}max_seq_len_cached", self.max_positions)
+        if seq_len > cached:
+            inv_freq.copy_(self.inv_freq(torch, device=x.device, seq_len=seq_len))
+            state[f"{self.prefix}max_seq_len_cached"] = int(seq_len)
+        if seq_len < self.max_positions and cached > self.max_positions:
+            inv_freq.copy_(original)
+            state[f"{self.prefix}max_seq_len_cached"] = self.max_positions
+
+    def inv_freq(self, torch, device=None, seq_len=None, long: bool = False):
+        """The frequencies as transformers' rope init function for `scaling` computes them, op for op
+        (float32): at construction, or for dynamic at length `seq_len` (a tensor), or longrope's long set."""
+        dim, base, factor = self.ladder, self.base, self.scale_factor
+        exponents = torch.arange(0, dim, 2, dtype=torch.int64, device=device).float() / dim
+        if self.scaling == "dynamic":
+            if seq_len is None:  # at construction: max_positions, the plain base
+                base = base * ((factor * self.max_positions / self.max_positions) - (factor - 1)) ** (dim / (dim - 2))
+            else:
+                seq_len = torch.maximum(seq_len, torch.tensor(self.max_positions, dtype=seq_len.dtype,
+                                                              device=seq_len.device))
+                base = base * ((factor * seq_len / self.max_positions) - (factor - 1)) ** (dim / (dim - 2))
+            return 1.0 / (base ** exponents)
+        if self.scaling == "longrope":
+            ext = torch.tensor(self.long_factor if long else self.short_factor, dtype=torch.float32, device=device)
+            return 1.0 / (ext * base ** exponents)
+        if self.scaling == "yarn":
+            return self._yarn(torch, dim, base ** exponents)
+        inv_freq = 1.0 / (base ** exponents)
+        if self.scaling == "linear":
+            return inv_freq / factor
+        if self.scaling == "llama3":
+            return self._llama3(torch, inv_freq)
+        return inv_freq
+
+    def _yarn(self, torch, dim: int, pos_freqs):
+        def turns(rotations):  # the dim that turns `rotations` times over original_max positions
+            return dim * math.log(self.original_max / (rotations * 2 * math.pi)) / (2 * math.log(self.base))
+        low, high = turns(self.beta_fast), turns(self.beta_slow)
+        if self.truncate:
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
+        if low == high:
+            high += 0.001  # transformers' guard against a zero-width ramp
+        ramp = ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
+        extrapolation = 1 - ramp.to(pos_freqs.device)
+        return (1.0 / (self.scale_factor * pos_freqs) * (1 - extrapolation)
+                + 1.0 / pos_freqs * extrapolation)
+
+    def _llama3(self, torch, inv_freq):
+        factor, low, high, context = self.factor, self.low_freq_factor, self.high_freq_factor, self.original_max
+        low_wavelen, high_wavelen = context / low, context / high
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+        smooth = (context / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+        return torch.where(medium, smoothed, scaled)
 
     def init(self, tensor, value, init):
-        torch, dim = init.torch, self.ladder
-        inv_freq = 1.0 / (self.base ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
-        if self.scaling == "yarn":
-            def turns(rotations):  # the dim that turns `rotations` times over original_max positions
-                return dim * math.log(self.original_max / (rotations * 2 * math.pi)) / (2 * math.log(self.base))
-            low, high = turns(self.beta_fast), turns(self.beta_slow)
-            if self.truncate:
-                low, high = math.floor(low), math.ceil(high)
-            low, high = max(low, 0), min(high, dim - 1)
-            ramp = ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low or 0.001)).clamp(0, 1)
-            inv_freq = inv_freq / self.factor * ramp + inv_freq * (1 - ramp)
-        elif self.scaling == "linear":
-            inv_freq = inv_freq / self.factor
+        torch = init.torch
+        inv_freq = self.inv_freq(torch)
         if self.positions is None:
             value.copy_(inv_freq)
             return

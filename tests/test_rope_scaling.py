@@ -1,0 +1,144 @@
+"""rotary_embedding's `scaling`: every rope_type of transformers 5.23.0 gives the frequencies its
+init function gives (exactly), the tables' scale it returns, the updates dynamic_rope_update makes
+at forward time, and bad arguments are refused by name."""
+from __future__ import annotations
+
+import pytest
+
+from archgraph import SpecError
+from archgraph.ops import REGISTRY
+from conftest import spec_module
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+from transformers import LlamaConfig  # noqa: E402
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS  # noqa: E402
+
+Rotary = REGISTRY["rotary_embedding"]
+SHORT = [1.0, 1.1, 1.2, 1.5, 2.0, 3.0, 4.0, 5.0]
+LONG = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.5]
+# (transformers' rope_parameters, the op's arguments); head_dim 16, max_position_embeddings 64
+CASES = {
+    "llama3 (Llama-3.2-1B)": ({"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                               "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+                               "rope_theta": 500000.0},
+                              {"scaling": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                               "original_max": 8192, "base": 500000.0}),
+    "llama3 small": ({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                      "original_max_position_embeddings": 32, "rope_theta": 10000.0},
+                     {"scaling": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                      "original_max": 32}),
+    "linear": ({"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}, {"scaling": "linear", "factor": 4.0}),
+    "dynamic": ({"rope_type": "dynamic", "factor": 3.3, "rope_theta": 10000.0},
+                {"scaling": "dynamic", "factor": 3.3, "max_positions": 64}),
+    "yarn": ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16, "rope_theta": 10000.0},
+             {"scaling": "yarn", "factor": 4.0, "original_max": 16}),
+    "yarn mscale": ({"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+                     "rope_theta": 10000.0, "mscale": 0.707, "mscale_all_dim": 1.0, "beta_fast": 16,
+                     "truncate": False},
+                    {"scaling": "yarn", "factor": 4.0, "original_max": 16, "mscale": 0.707, "mscale_all_dim": 1.0,
+                     "beta_fast": 16, "truncate": False}),
+    "longrope": ({"rope_type": "longrope", "short_factor": SHORT, "long_factor": LONG,
+                  "original_max_position_embeddings": 16, "rope_theta": 10000.0},
+                 {"scaling": "longrope", "short_factor": SHORT, "long_factor": LONG, "original_max": 16,
+                  "max_positions": 64}),
+}
+
+
+def _config(rope: dict) -> LlamaConfig:
+    return LlamaConfig(hidden_size=64, num_attention_heads=4, max_position_embeddings=64, rope_parameters=dict(rope))
+
+
+def _op(**kwargs):
+    return Rotary(head_dim=16, **{k: tuple(v) if isinstance(v, list) else v for k, v in kwargs.items()})
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_frequencies_and_scale_are_transformers_init_functions(name):
+    rope, args = CASES[name]
+    expected, attention = ROPE_INIT_FUNCTIONS[rope["rope_type"]](_config(rope))
+    op = _op(**args)
+    assert torch.equal(op.inv_freq(torch), expected)
+    assert op.table_scale == attention
+
+
+def test_yarn_and_longrope_defaults():
+    # longrope: factor max_positions / original_max = 4, scale sqrt(1 + ln 4 / ln 16) = sqrt(1.5)
+    assert _op(**CASES["longrope"][1]).table_scale == pytest.approx(1.5 ** 0.5, abs=1e-15)
+    assert _op(**{**CASES["longrope"][1], "max_positions": 16}).table_scale == 1.0   # factor 1
+    assert _op(scaling="yarn", factor=4.0, original_max=16).table_scale == pytest.approx(0.1 * 1.3862943611198906 + 1)
+    assert _op(scaling="yarn", original_max=16, max_positions=64).scale_factor == 4.0
+    assert _op(scaling="yarn", factor=4.0, original_max=16, attention_factor=0.5).table_scale == 0.5
+    assert _op(scaling="linear", factor=4.0).table_scale == 1.0
+
+
+@pytest.mark.parametrize("length", [8, 64, 100])
+def test_dynamic_at_forward_is_transformers_at_that_length(length):
+    rope, args = CASES["dynamic"]
+    op = _op(**args)
+    seq = torch.tensor(length)
+    expected, _ = ROPE_INIT_FUNCTIONS["dynamic"](_config(rope), seq_len=seq)
+    assert torch.equal(op.inv_freq(torch, seq_len=seq), expected)
+    if length <= 64:  # up to max_positions: the plain frequencies
+        assert torch.equal(expected, _op().inv_freq(torch))
+
+
+def _module(tmp_path, args: str):
+    return spec_module(tmp_path, "inputs: {x: [B, S]}\nnodes:\n"
+                                 f"  - {{name: rope, op: rotary_embedding, in: x, head_dim: 16, original: true, {args}}}\n"
+                                 "outputs: {cos: 'rope:0', sin: 'rope:1'}\n")
+
+
+def _hf_rotary(rope: dict):
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+    return LlamaRotaryEmbedding(_config(rope))
+
+
+def test_dynamic_forward_keeps_transformers_cached_length(tmp_path):
+    module = _module(tmp_path, "scaling: dynamic, factor: 3.3, max_positions: 64")
+    hf = _hf_rotary(CASES["dynamic"][0])
+    buffer = dict(module.named_buffers())["rope.inv_freq"]
+    for length in (8, 100, 80, 64, 10, 70):  # grows at 100; keeps it at 80 and 64; resets at 10; grows at 70
+        x = torch.zeros(1, length)
+        cos, sin = hf(x, torch.arange(length)[None])
+        out = module(x=x)
+        assert torch.equal(buffer, hf.inv_freq), length
+        assert torch.allclose(out["cos"], cos, atol=1e-6) and torch.allclose(out["sin"], sin, atol=1e-6), length
+    assert not torch.equal(buffer, dict(module.named_buffers())["rope.original_inv_freq"])
+
+
+def test_longrope_forward_picks_long_factors_beyond_original_max(tmp_path):
+    module = _module(tmp_path, f"scaling: longrope, short_factor: {SHORT}, long_factor: {LONG}, original_max: 16, "
+                               "max_positions: 64")
+    hf = _hf_rotary(CASES["longrope"][0])
+    for length in (16, 17, 5):
+        x = torch.zeros(1, length)
+        cos, sin = hf(x, torch.arange(length)[None])
+        out = module(x=x)
+        assert torch.allclose(out["cos"], cos, atol=1e-6) and torch.allclose(out["sin"], sin, atol=1e-6), length
+        assert torch.equal(dict(module.named_buffers())["rope.inv_freq"], hf.inv_freq)
+    assert not torch.equal(_op(**CASES["longrope"][1]).inv_freq(torch, long=True),
+                           _op(**CASES["longrope"][1]).inv_freq(torch))
+
+
+@pytest.mark.parametrize("args, message", [
+    ({"scaling": "linear"}, "scaling 'linear' needs factor; received factor=None"),
+    ({"scaling": "dynamic", "factor": 2.0}, "scaling 'dynamic' needs max_positions"),
+    ({"scaling": "llama3", "factor": 8.0, "original_max": 32, "low_freq_factor": 1.0},
+     "scaling 'llama3' needs high_freq_factor"),
+    ({"scaling": "llama3", "factor": 8.0, "original_max": 32, "low_freq_factor": 4.0, "high_freq_factor": 1.0},
+     "needs high_freq_factor > low_freq_factor; received low_freq_factor=4.0, high_freq_factor=1.0"),
+    ({"scaling": "yarn", "factor": 4.0}, "scaling 'yarn' needs original_max; received original_max=None"),
+    ({"scaling": "yarn", "original_max": 16}, "needs a factor, or max_positions to take it from"),
+    ({"scaling": "linear", "factor": 0.0}, "needs a positive factor; received factor=0.0"),
+    ({"scaling": "longrope", "original_max": 16, "factor": 4.0, "short_factor": [1.0] * 8, "long_factor": [1.0] * 7},
+     "needs long_factor to list 8 positive numbers (one per frequency of rotary_dim=16); received 7"),
+    ({"scaling": "longrope", "original_max": 16, "long_factor": [1.0] * 8}, "needs short_factor"),
+    ({"scaling": "dynamic", "factor": 2.0, "max_positions": 8, "positions": 8}, "a table of `positions` cannot"),
+    ({"scaling": "dynamic", "factor": 2.0, "max_positions": 8, "rotary_dim": 2}, "received rotary_dim=2"),
+    ({"scaling": "ntk"}, "ntk"),
+])
+def test_bad_scaling_arguments_are_refused(args, message):
+    with pytest.raises(SpecError) as err:
+        Rotary.build({"head_dim": 16, **args})
+    assert message in str(err.value)
