@@ -594,6 +594,33 @@ def test_template_computes_what_transformers_computes(tmp_path, name):
     _assert_same_outputs(reference, module, inputs, _hf_only(config, inputs))
 
 
+@pytest.mark.parametrize("name", ["llama-causal", "gpt2-lm", "mixtral-causal", "qwen3_moe-causal", "gpt_oss-causal",
+                                  "deepseek_v3-causal"])
+def test_backward_gives_transformers_gradients(tmp_path, name):
+    """A training step's gradients are transformers' for every parameter: the next-token loss of
+    the logits backpropagated through both (experts included: the module's experts run from
+    views of the fused tensors, a faster backward that must add up to the same gradient)."""
+    config = CASES[name]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config)
+    module = to_module(load_config(path)).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    ids = _inputs(module, config)["input_ids"]
+    for logits in (reference(input_ids=ids).logits, module(input_ids=ids)["logits"]):
+        loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+        loss.backward()
+    compared = 0
+    for key, param in reference.named_parameters():
+        want = param.grad if param.grad is not None else torch.zeros_like(param)
+        got = module.get_parameter(key).grad
+        assert got is not None, key
+        diff = (got - want).abs().max().item()
+        assert diff < 1e-4 * max(1.0, want.abs().max().item()), f"{key}: max difference {diff:.3g}"
+        compared += 1
+    assert compared == len(list(reference.parameters()))
+
+
 def _assert_same_outputs(reference, module, inputs: dict, hf_only: dict | None = None) -> None:
     with torch.no_grad():
         want = reference(**inputs, **(hf_only or {}))

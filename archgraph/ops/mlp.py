@@ -237,16 +237,17 @@ class MixtureOfExperts(_FeedForward):
             weights, picked = self._route(run, names, logits.float())
         if self.scaling != 1:
             weights = weights * self.scaling
+        fused = self._fused_weights(run, names)
         if tokens.is_meta:  # no data-dependent indexing on the meta device: every expert, weighted
             dense = torch.zeros(tokens.shape[0], self.experts, device=tokens.device).scatter(1, picked, weights)
-            out = sum(self._expert(run, names, e, tokens) * dense[:, e:e + 1] for e in range(self.experts))
+            out = sum(self._expert(run, names, fused, e, tokens) * dense[:, e:e + 1] for e in range(self.experts))
         else:
             out = torch.zeros_like(tokens)
             for e in range(self.experts):
                 token, slot = torch.where(picked == e)
                 if token.numel() == 0:
                     continue
-                h = self._expert(run, names, e, tokens[token])
+                h = self._expert(run, names, fused, e, tokens[token])
                 out.index_add_(0, token, (h * weights[token, slot, None]).to(out.dtype))
         if self.shared is not None:
             gate, up, down = (run.tensor(f"{name}.weight") for name in _SHARED)
@@ -270,25 +271,34 @@ class MixtureOfExperts(_FeedForward):
             weights = weights / (weights.sum(dim=-1, keepdim=True) + 1e-20)
         return weights, picked
 
-    def _expert(self, run, names, e, x):
+    def _fused_weights(self, run, names) -> dict | None:
+        """The fused layout's tensors split into one view per expert, once per call: indexing a
+        parameter per expert (weight[e]) would give each expert's backward a zero-filled gradient
+        of the whole [experts, ...] tensor to add up; unbind's backward stacks them once."""
+        if self.expert_layout != "fused":
+            return None
+        keys = ("gate_up_proj", "down_proj") + (("gate_up_proj_bias", "down_proj_bias") if self.bias else ())
+        return {key: run.tensor(f"{names[1]}.{key}").unbind(0) for key in keys}
+
+    def _expert(self, run, names, fused, e, x):
         F = run.F
-        if self.expert_layout == "fused":
-            gate_up = self._apply(run, f"{names[1]}.gate_up_proj", e, x)
+        if fused is not None:
+            gate_up = self._apply(run, fused, "gate_up_proj", e, x)
             if self.gate_up == "interleaved":
                 gate, up = gate_up[..., 0::2], gate_up[..., 1::2]
             else:
                 gate, up = gate_up.chunk(2, dim=-1)
-            return self._apply(run, f"{names[1]}.down_proj", e, self._gate(run, gate, up))
+            return self._apply(run, fused, "down_proj", e, self._gate(run, gate, up))
         base = f"{names[1]}.{e}"
         gate = F.linear(x, run.tensor(f"{base}.{names[2]}.weight"))
         up = F.linear(x, run.tensor(f"{base}.{names[3]}.weight"))
         return F.linear(self._gate(run, gate, up), run.tensor(f"{base}.{names[4]}.weight"))
 
-    def _apply(self, run, name, e, x):
-        """Expert e's matrix `name` (and its bias, with `bias`) applied to x, as the layout stores it."""
-        weight = run.tensor(name)[e]
+    def _apply(self, run, fused, key, e, x):
+        """Expert e's matrix `key` (and its bias, with `bias`) applied to x, as the layout stores it."""
+        weight = fused[key][e]
         out = x @ weight if self.weight_layout == "in_out" else run.F.linear(x, weight)
-        return out + run.tensor(f"{name}_bias")[e] if self.bias else out
+        return out + fused[f"{key}_bias"][e] if self.bias else out
 
     def _gate(self, run, gate, up):
         if self.glu == "clamped":
