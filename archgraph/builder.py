@@ -120,8 +120,8 @@ class ModelBuilder(_Scope):
     def variable(self, name: str, value: Any) -> None:
         self.variables[name] = value
 
-    def input(self, name: str, shape: list[Any], dtype: str = "float32") -> None:
-        self.inputs[name] = {"shape": list(shape), "dtype": dtype}
+    def input(self, name: str, shape: list[Any], dtype: str = "float32", default: str | None = None) -> None:
+        self.inputs[name] = {"shape": list(shape), "dtype": dtype, **({"default": default} if default else {})}
 
     def block(self, name: str, *, args: dict | list | None = None, inputs: list[str] | None = None,
               **extra: Any) -> BlockBuilder:

@@ -131,6 +131,13 @@ class InputSpec:
     shape: tuple[Any, ...]  # ints or expression texts (symbolic names allowed)
     dtype: str
     loc: Loc = Loc()
+    default: str | None = None  # an optional input: what a call that leaves it out gets (INPUT_DEFAULTS)
+
+
+# What an optional input holds when a call leaves it out (`default:` of an input): as transformers
+# fills attention_mask (ones), token_type_ids (zeros) and position_ids (0..n-1 along the last dim).
+INPUT_DEFAULTS = {"zeros": "every element 0", "ones": "every element 1",
+                  "arange": "0, 1, ..., n-1 along the last dimension (positions)"}
 
 
 @dataclass(frozen=True)

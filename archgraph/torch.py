@@ -153,24 +153,61 @@ class SpecModule(nn.Module):
         return getattr(container, attr)
 
     # -- computation -----------------------------------------------------------------------------
-    def forward(self, **inputs: Any) -> dict[str, Any]:
-        graph = self._archgraph_model.graph
-        missing = [n for n in self.input_names if n not in inputs]
+    def forward(self, *args: Any, **inputs: Any) -> dict[str, Any]:
+        """The spec's outputs by name, from its inputs: by name, or positionally in the order the
+        spec declares them (a template's order is its transformers class's). An optional input
+        (`default:` in the spec) left out or given as None takes its default."""
+        model = self._archgraph_model
+        graph = model.graph
+        if len(args) > len(graph.inputs):
+            raise TypeError(f"{model.name}: forward takes at most {len(graph.inputs)} inputs "
+                            f"({', '.join(graph.inputs)}); received {len(args)}")
+        for name, value in zip(graph.inputs, args):
+            if name in inputs:
+                raise TypeError(f"{model.name}: forward got input '{name}' both by position and by name")
+            inputs[name] = value
         unknown = [n for n in inputs if n not in graph.inputs]
+        given = {n: v for n, v in inputs.items() if v is not None}
+        missing = [n for n in self.input_names if n not in given and model.inputs[n].default is None]
         if missing or unknown:
-            raise TypeError(f"{self._archgraph_model.name}: forward takes {', '.join(self.input_names)}"
+            raise TypeError(f"{model.name}: forward takes {', '.join(self.input_names)}"
                             + (f"; missing {', '.join(missing)}" if missing else "")
                             + (f"; unknown {', '.join(unknown)}" if unknown else ""))
-        self._sizes = self._bind(inputs)
-        self._device = next(iter(inputs.values())).device if inputs else torch.device("cpu")
-        outputs = self.run_graph(graph, "", tuple(inputs.get(n) for n in graph.inputs))
-        return dict(zip(self._archgraph_model.output_names, outputs))
+        self._sizes = self._bind(given)
+        self._device = next(iter(given.values())).device if given else torch.device("cpu")
+        for name in self.input_names:
+            if name not in given:
+                given[name] = self._default(model.inputs[name])
+        outputs = self.run_graph(graph, "", tuple(given.get(n) for n in graph.inputs))
+        return dict(zip(model.output_names, outputs))
+
+    def _default(self, spec) -> Any:
+        """The value of optional input `spec` when a call leaves it out, at the sizes the given
+        inputs bound (an input none of whose sizes is bound cannot be made: say which)."""
+        from . import expr
+        env = {**self._archgraph_model.variables, **self._sizes}
+        try:
+            shape = tuple(int(expr.evaluate(d, env)) if isinstance(d, str) else d for d in spec.shape)
+        except (ArchgraphError, TypeError, ValueError):
+            raise TypeError(f"{self._archgraph_model.name}: input '{spec.name}' was left out and its "
+                            f"shape {list(spec.shape)} is not known from the inputs given; give it") from None
+        dtype = getattr(torch, spec.dtype, None)
+        dtype = dtype if isinstance(dtype, torch.dtype) else torch.float32
+        if spec.default == "arange":
+            return torch.arange(shape[-1], dtype=dtype, device=self._device).expand(shape)
+        fill = torch.ones if spec.default == "ones" else torch.zeros
+        return fill(shape, dtype=dtype, device=self._device)
 
     @property
     def input_names(self) -> tuple[str, ...]:
-        """The inputs forward needs: the spec's inputs that some op or output reads."""
+        """The inputs forward reads: the spec's inputs that some op or output reads."""
         read = read_inputs(self._archgraph_model.graph)
         return tuple(n for n in self._archgraph_model.graph.inputs if n in read)
+
+    @property
+    def required_inputs(self) -> tuple[str, ...]:
+        """The inputs every call must give: those forward reads that have no `default:`."""
+        return tuple(n for n in self.input_names if self._archgraph_model.inputs[n].default is None)
 
     def _bind(self, inputs: dict) -> dict[str, int]:
         """The symbolic sizes of the inputs (B, S, ...) as the tensors given have them."""

@@ -210,6 +210,8 @@ CASES = [
     case("adaptive_avg_pool1d", {"output_size": 4}, [(2, 3, L)], (2, 3, 4)),
     case("global_avg_pool", {}, [(B, 512, 7, 7)], (B, 512)),
     case("global_max_pool", {}, [(2, 16, 9)], (2, 16)),
+    case("last_token", {"pad": 0}, [(B, S, 5), (B, S)], (B, 5)),
+    case("last_token", {}, [(2, 7, 3, 4), (2, 7)], (2, 3, 4), id="last_token-no-pad"),
 
     # ---- pointwise ----------------------------------------------------------------------
     case("relu", {}, [(B, 64, 56, 56)], (B, 64, 56, 56)),

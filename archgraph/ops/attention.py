@@ -31,7 +31,8 @@ class Attention(Op):
     `qkv_order` (CodeGen: 4 groups of [q | v | k]).  `names` are
     the tensor prefixes: q, k, v, o (separate) or qkv, o (fused).  Optional
     inputs, by keyword (`in: {x: .., kv: .., bias: .., rope: ..}`): `kv` for
-    cross-attention, `bias` [1|B, 1|heads, 1|S, 1|T] (T5, ALiBi, masks), `rope` the cos table
+    cross-attention, `bias` [1|B, 1|heads, 1|S, 1|T] (T5, ALiBi, masks), `mask` [B, T] the keys
+    a query may see (1) and the padding it may not (0), as transformers' attention_mask, `rope` the cos table
     of a rotary_embedding and `rope_sin` its sin table (queries and keys are rotated on their
     first rotary_dim dims, as Hugging Face's rotate_half; `rotary: interleaved` pairs neighbouring dims, as GPT-J); or separate sources for keys and values, `k` [B, T, kdim] and
     `v` [B, T, vdim] (a Perceiver's latents attending to inputs of other widths).  `sinks` adds a
@@ -136,7 +137,7 @@ class Attention(Op):
     def v_width(self) -> int:
         return self.vdim or self.kv_hidden or self.hidden
 
-    def infer_shape(self, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None):
+    def infer_shape(self, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None):
         expect_rank(x, 3, "query input")
         expect_dim(x[-1], self.hidden, "last dimension of the query input (hidden)")
         if (k is None) != (v is None) or (k is not None and kv is not None):
@@ -161,6 +162,8 @@ class Attention(Op):
             for i, want, what in ((1, self.heads, "head"), (2, x[1], "query"), (3, t, "key")):
                 if not (isinstance(bias[i], int) and bias[i] == 1):  # broadcasts, as in HF masks
                     expect_dim(bias[i], want, f"{what} dimension of the attention bias")
+        if mask is not None:
+            expect_key_mask(mask, x[0], (kv if kv is not None else x)[1])
         if (rope is None) != (rope_sin is None) and rope_sin is not None:
             raise ShapeError("rope_sin comes with rope (the rotary cos table)")
         if rope is not None:
@@ -235,7 +238,7 @@ class Attention(Op):
             return Cache("cross-attention (encoder output)", per_token, source[1])
         return None
 
-    def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None):
+    def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None):
         torch = run.torch
         names = self.names or self._default_names()
         b, s = x.shape[0], x.shape[1]
@@ -260,7 +263,7 @@ class Attention(Op):
             q, key = rotate_pair(torch, q, key, rope, rope_sin, self.rotary, "attention")
         out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
                      run.tensor("sinks") if self.sinks else None, self.window_side == "both",
-                     self.softcap)
+                     self.softcap, mask)
         out = out.transpose(1, 2).reshape(b, s, q_ * d)
         return self._project(run, names[-1], out, self.out_bias)
 
@@ -325,7 +328,8 @@ class ScaledDotProductAttention(Op):
     """softmax(q·kᵀ/√d)·v over heads; q [B, S, heads·d], k, v [B, T, kv_heads·d] -> [B, S, heads·dv].
 
     Four-dimensional inputs [B, heads, S, d] are accepted too.  The batch dims of q, k and v
-    broadcast as in torch (equal, or 1).
+    broadcast as in torch (equal, or 1).  An optional fourth input `mask` [B, T] hides the keys
+    whose entry is 0 (padding), as transformers' attention_mask.
     """
 
     heads: int
@@ -337,8 +341,10 @@ class ScaledDotProductAttention(Op):
         if self.heads % (self.kv_heads or self.heads):
             raise invalid(self, f"heads={self.heads} is not a multiple of kv_heads={self.kv_heads}")
 
-    def infer_shape(self, q, k, v):
+    def infer_shape(self, q, k, v, mask=None):
         kv_heads = self.kv_heads or self.heads
+        if mask is not None:
+            expect_key_mask(mask, q[0], k[2] if len(k) == 4 else k[1])
         if len(q) == 4:
             for t, n, what in ((q, self.heads, "query"), (k, kv_heads, "key"), (v, kv_heads, "value")):
                 expect_rank(t, 4, what)
@@ -370,15 +376,15 @@ class ScaledDotProductAttention(Op):
             return Cache("full attention", k[1] * k[3] + v[1] * v[3], k[2])
         return Cache("full attention", k[-1] + v[-1], k[1])
 
-    def forward(self, run, q, k, v):
+    def forward(self, run, q, k, v, mask=None):
         torch = run.torch
         kv_heads = self.kv_heads or self.heads
         if q.dim() == 4:
-            return attend(torch, q, k, v, None, None, self.causal, None)
+            return attend(torch, q, k, v, None, None, self.causal, None, mask=mask)
         b, s, t = q.shape[0], q.shape[1], k.shape[1]
         d, dv = q.shape[-1] // self.heads, v.shape[-1] // kv_heads
         out = attend(torch, q.view(b, s, self.heads, d).transpose(1, 2), k.view(b, t, kv_heads, d).transpose(1, 2),
-                     v.view(b, t, kv_heads, dv).transpose(1, 2), None, None, self.causal, None)
+                     v.view(b, t, kv_heads, dv).transpose(1, 2), None, None, self.causal, None, mask=mask)
         return out.transpose(1, 2).reshape(b, s, self.heads * dv)
 
 
@@ -536,12 +542,22 @@ def _rotate(torch, x, cos, sin, interleaved: bool = False):
     return torch.cat([rot * cos + turned * sin, rest], dim=-1)
 
 
+def expect_key_mask(mask, batch, keys) -> None:
+    """A padding mask [B, T] (1: a key to attend to, 0: padding) for `batch` rows of `keys` keys."""
+    expect_rank(mask, 2, "attention mask [B, T]")
+    expect_dim(mask[0], batch, "batch dimension of the attention mask")
+    expect_dim(mask[1], keys, "length of the attention mask (the keys')")
+
+
 def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False, sinks=None,
-           both_sides: bool = False, softcap=None):
+           both_sides: bool = False, softcap=None, mask=None):
     """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors; keys and values repeated
     for grouped heads; the softmax in float32, as Hugging Face's eager attention.  `sinks` [heads]:
     one more logit per head in each softmax, dropped after it (its weight goes to no value).
-    `softcap` caps the scaled scores (softcap·tanh(s / softcap)) before the bias and the mask."""
+    `softcap` caps the scaled scores (softcap·tanh(s / softcap)) before the bias and the mask.
+    `mask` [B, T]: keys whose entry is 0 are hidden from every query (padding); a query that then
+    sees no key at all (a padding position under a causal mask) gets a uniform average, as
+    transformers leaves such rows, and its output means nothing."""
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
         k = k.repeat_interleave(heads // kv_heads, dim=1)
@@ -554,12 +570,17 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
     else:  # capped before the bias, as transformers adds its mask: a masked score stays masked
         scores = cap(scores * factor) + (bias if bias is not None else 0)
     s, t = q.shape[-2], k.shape[-2]
+    hidden = None
     if causal or window is not None:
         i = torch.arange(s, device=q.device)[:, None] + (t - s)
         j = torch.arange(t, device=q.device)[None, :]
         hidden = (j > i) if causal else torch.zeros(s, t, dtype=torch.bool, device=q.device)
         if window is not None:
             hidden = hidden | ((i - j).abs() >= window if both_sides else i - j >= window)
+    if mask is not None:  # applied whatever it holds: no branch on data, so torch.export traces it
+        padding = (mask == 0)[:, None, None, :]  # [B, 1, 1, T]
+        hidden = padding if hidden is None else hidden | padding
+    if hidden is not None:
         scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
     if sinks is not None:
         column = sinks.reshape(1, -1, 1, 1).expand(scores.shape[0], -1, s, 1).to(scores.dtype)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ..dims import ceil_div, prod
-from .attention import attend, rotate_pair
+from .attention import attend, expect_key_mask, rotate_pair
 from .base import Cache, Op, Tensor, expect_dim, expect_rank, op, positive
 from .norm import rms_normalize
 
@@ -50,9 +50,11 @@ class LatentAttention(Op):
     def qk_dim(self) -> int:
         return self.nope_dim + self.rope_dim
 
-    def infer_shape(self, x, rope=None, rope_sin=None):
+    def infer_shape(self, x, rope=None, rope_sin=None, mask=None):
         expect_rank(x, 3, "input")
         expect_dim(x[-1], self.hidden, "last dimension of the input (hidden)")
+        if mask is not None:
+            expect_key_mask(mask, x[0], x[1])
         for table, what in ((rope, "rope"), (rope_sin, "rope_sin")):
             if table is not None:
                 expect_rank(table, 3, f"rotary table ({what})")
@@ -102,7 +104,7 @@ class LatentAttention(Op):
         return Cache(f"latent (kv_rank {self.kv_rank} + rope_dim {self.rope_dim})", self.kv_rank + self.rope_dim,
                      inputs[0][1])
 
-    def forward(self, run, x, rope=None, rope_sin=None):
+    def forward(self, run, x, rope=None, rope_sin=None, mask=None):
         torch, dense = run.torch, run.linear
         b, s = x.shape[0], x.shape[1]
         n, nope, rd = self.heads, self.nope_dim, self.rope_dim
@@ -126,5 +128,5 @@ class LatentAttention(Op):
         query = torch.cat([q_pass, q_rot], dim=-1)
         key = torch.cat([k_pass, k_rot.expand(-1, n, -1, -1)], dim=-1)
         scale = self.qk_dim ** -0.5 if self.scale is None else self.scale
-        out = attend(torch, query, key, value, scale, None, self.causal, None)
+        out = attend(torch, query, key, value, scale, None, self.causal, None, mask=mask)
         return dense("o_proj", out.transpose(1, 2).reshape(b, s, n * self.v_dim), self.bias)

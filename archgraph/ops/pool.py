@@ -1,8 +1,9 @@
-"""Pooling: `max_pool1d/2d`, `avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `global_avg_pool`, `global_max_pool`."""
+"""Pooling: `max_pool1d/2d`, `avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `global_avg_pool`, `global_max_pool`,
+`last_token`."""
 from __future__ import annotations
 
 from ..dims import prod
-from .base import Op, expect_rank, invalid, op
+from .base import Op, expect_dim, expect_rank, invalid, op
 from .conv import _tuple, window_out
 
 
@@ -147,3 +148,35 @@ class GlobalMaxPool(_Global):
 
     def forward(self, run, x):
         return x.amax(dim=tuple(range(2, x.dim())))
+
+
+@op("last_token", aliases=("last_non_pad_token",), example={"pad": 0})
+class LastToken(Op):
+    """Each row's last token that is not padding: x [B, S, ...] and its ids [B, S] -> [B, ...].
+
+    The position is the last one whose id is not `pad` (transformers' sequence classification
+    heads of decoders: `(arange(S) * (ids != pad)).argmax(-1)`, so left and right padding both
+    work, and a row of nothing but padding takes position 0).  Without a `pad` id every row takes
+    the last position, and, as transformers refuses it, a batch of more than one row is an error
+    when the module runs (it cannot tell padding from text)."""
+
+    pad: int | None = None
+
+    def infer_shape(self, x, ids):
+        expect_rank(x, tuple(range(2, 9)), "input")
+        expect_rank(ids, 2, "token ids [B, S]")
+        expect_dim(ids[0], x[0], "batch dimension of the token ids")
+        expect_dim(ids[1], x[1], "length of the token ids")
+        return (x[0], *x[2:])
+
+    def forward(self, run, x, ids):
+        torch = run.torch
+        rows = torch.arange(x.shape[0], device=x.device)
+        if self.pad is None:
+            if x.shape[0] != 1:
+                raise ValueError("last_token without a pad id cannot pool a batch of more than one row "
+                                 "(it cannot tell padding from text): give the config a pad_token_id")
+            return x[:, -1]
+        keep = (ids != self.pad).to(torch.int32)
+        last = (torch.arange(ids.shape[-1], device=ids.device, dtype=torch.int32) * keep).argmax(-1)
+        return x[rows, last.to(x.device)]

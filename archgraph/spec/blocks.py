@@ -68,20 +68,23 @@ def call_path(raw: LocDict, env, indexed: bool) -> str | None:
 
 
 def keyword_inputs(block: str, inputs: tuple[str, ...], refs, keywords, raw: LocDict,
-                   needed: int) -> tuple[Ref, ...]:
+                   read: frozenset) -> tuple[Ref, ...]:
     """`in: {x: a, kv: b}` on a block call: the refs in the order of the block's inputs.  Inputs
-    after the first `needed` (those the body never reads) may be left out after the last given."""
+    the body never reads (`read` holds those it does) may be left out, anywhere: one left out
+    before the last given is bound to the first given input's value, which nothing then reads."""
     given = dict(zip(keywords, refs))
     for key in keywords:
         if key not in inputs:
             hint = did_you_mean(key, inputs)
             raise SpecError(f"block '{block}' has no input '{key}'", loc=raw.key_loc("in"),
                             hint=hint or f"its inputs: {', '.join(inputs)}")
+    needed = max((i + 1 for i, name in enumerate(inputs) if name in read), default=0)
     count = max([needed, *(inputs.index(k) + 1 for k in given)])
-    missing = [i for i in inputs[:count] if i not in given]
+    missing = [i for i in inputs[:count] if i not in given and i in read]
     if missing:
         raise SpecError(f"block '{block}' needs the input(s) {', '.join(missing)}", loc=raw.key_loc("in"))
-    return tuple(given[i] for i in inputs[:count])
+    filler = refs[0] if refs else None
+    return tuple(given.get(i, filler) for i in inputs[:count])
 
 
 def instance_key(block: str, args: dict, category, trainable) -> tuple:

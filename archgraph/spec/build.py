@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping
 from .. import expr
 from ..dims import assuming
 from ..errors import ArchgraphError, Loc, SpecError, printable
-from ..graph import InputSpec, Model, call_count, instance_count
+from ..graph import INPUT_DEFAULTS, InputSpec, Model, call_count, instance_count
 from .constraints import bounds, check_constraints, divisors, read_constraints
 from .extends import merge_extends
 from .graphs import Ctx, build_graph
@@ -108,10 +108,16 @@ def _inputs(spec: Mapping) -> dict[str, InputSpec]:
     out = {}
     for name, value in raw.items():
         loc = loc_of(raw, name)
-        dtype = "float32"
+        dtype, default = "float32", None
         if isinstance(value, dict):
-            check_keys(value, {"shape", "dtype"}, f"input '{name}'", value.key_loc)
+            check_keys(value, {"shape", "dtype", "default"}, f"input '{name}'", value.key_loc)
             dtype = str(value.get("dtype", dtype))
+            default = value.get("default")
+            if default is not None and default not in INPUT_DEFAULTS:
+                raise SpecError(f"input '{name}': default {default!r} is not one of "
+                                f"{', '.join(INPUT_DEFAULTS)}", loc=value.key_loc("default"),
+                                hint="default: ones (a mask of every position), zeros (token_type_ids) or "
+                                     "arange (positions); leave it out for an input every call must give")
             value = value.get("shape")
         if not isinstance(value, list) or not value:
             raise SpecError(f"input '{name}' needs a shape list such as [B, S]", loc=loc)
@@ -124,5 +130,5 @@ def _inputs(spec: Mapping) -> dict[str, InputSpec]:
                     expr.parse(dim)
                 except ArchgraphError as exc:
                     raise exc.with_context(loc=loc)
-        out[name] = InputSpec(name, tuple(value), dtype, loc)
+        out[name] = InputSpec(name, tuple(value), dtype, loc, default)
     return out

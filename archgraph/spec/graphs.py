@@ -415,7 +415,7 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
     read = read_inputs(body)
     needed = max((i + 1 for i, name in enumerate(body.inputs) if name in read), default=0)
     if keywords:
-        refs = keyword_inputs(block, body.inputs, refs, keywords, raw, needed)
+        refs = keyword_inputs(block, body.inputs, refs, keywords, raw, read)
     if not needed <= len(refs) <= len(body.inputs):
         unread = f"; it never reads {', '.join(body.inputs[needed:])}, which may be left out" \
             if needed < len(body.inputs) else ""

@@ -1,0 +1,81 @@
+"""Optional inputs (`default:`), positional forward, the attention `mask` input and `last_token`,
+on a user's own spec (the Hugging Face templates' padded batches: tests/test_torch_hf.py)."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import spec_module
+
+SPEC = """
+archgraph: 1
+name: tiny_encoder
+inputs:
+  input_ids: {shape: [B, S], dtype: int64}
+  attention_mask: {shape: [B, S], dtype: int64, default: ones}
+  token_type_ids: {shape: [B, S], dtype: int64, default: zeros}
+  position_ids: {shape: [B, S], dtype: int64, default: arange}
+nodes:
+  - {name: words, op: embedding, in: input_ids, num_embeddings: 11, embedding_dim: 8}
+  - {name: types, op: embedding, in: token_type_ids, num_embeddings: 2, embedding_dim: 8}
+  - {name: positions, op: embedding, in: position_ids, num_embeddings: 16, embedding_dim: 8}
+  - {name: sum, op: add, in: [words, types, positions]}
+  - {name: attn, op: attention, in: {x: sum, mask: attention_mask}, hidden: 8, heads: 2}
+  - {name: pooled, op: last_token, in: [attn, input_ids], pad: 0}
+outputs: [attn, pooled]
+"""
+
+
+def test_left_out_inputs_take_their_defaults(tmp_path):
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, SPEC, std=0.5)
+    assert module.input_names == ("input_ids", "attention_mask", "token_type_ids", "position_ids")
+    assert module.required_inputs == ("input_ids",)
+    ids = torch.tensor([[3, 4, 5, 6], [7, 8, 9, 10]])
+    given = module(input_ids=ids, attention_mask=torch.ones_like(ids), token_type_ids=torch.zeros_like(ids),
+                   position_ids=torch.arange(4).expand(2, 4))
+    for out in (module(input_ids=ids), module(ids), module(ids, None, None, None)):
+        assert torch.equal(out["attn"], given["attn"]) and torch.equal(out["pooled"], given["pooled"])
+
+
+def test_a_masked_key_is_hidden_and_pooling_skips_padding(tmp_path):
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, SPEC, std=0.5)
+    ids = torch.tensor([[3, 4, 5, 0], [7, 8, 9, 10]])
+    mask = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]])
+    padded = module(ids, mask)
+    alone = module(ids[:1, :3])   # row 0 without its padding position
+    assert (padded["attn"][0, :3] - alone["attn"][0]).abs().max().item() < 1e-6
+    assert (padded["pooled"][0] - alone["attn"][0, 2]).abs().max().item() < 1e-6   # the last id that is not 0
+    assert torch.equal(padded["pooled"][1], padded["attn"][1, 3])
+    assert (module(ids)["attn"][0, :3] - alone["attn"][0]).abs().max().item() > 1e-3   # unmasked: it differs
+
+
+def test_forward_names_what_it_takes(tmp_path):
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, SPEC)
+    ids = torch.tensor([[3, 4]])
+    with pytest.raises(TypeError, match="forward takes input_ids, attention_mask, token_type_ids, position_ids; "
+                                        "missing input_ids"):
+        module(attention_mask=ids)
+    with pytest.raises(TypeError, match="forward got input 'input_ids' both by position and by name"):
+        module(ids, input_ids=ids)
+    with pytest.raises(TypeError, match="forward takes at most 4 inputs"):
+        module(ids, ids, ids, ids, ids)
+
+
+def test_last_token_without_a_pad_id_pools_one_row_only(tmp_path):
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, SPEC.replace("pad: 0", "pad: null"))
+    assert module(torch.tensor([[3, 4, 5]]))["pooled"].shape == (1, 8)
+    with pytest.raises(ValueError, match="last_token without a pad id cannot pool a batch of more than one row"):
+        module(torch.tensor([[3, 4, 5], [3, 4, 5]]))
+
+
+def test_an_unknown_default_is_refused_at_its_line(cli, tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC.replace("default: zeros", "default: empty"))
+    code, out, err = cli("params", str(path))
+    assert (code, out) == (2, "")
+    assert err == (f"archgraph: error: {path}:7: input 'token_type_ids': default 'empty' is not one of zeros, "
+                   "ones, arange\n  fix: default: ones (a mask of every position), zeros (token_type_ids) or "
+                   "arange (positions); leave it out for an input every call must give\n")
