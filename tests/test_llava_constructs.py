@@ -94,7 +94,8 @@ def test_llama_embeds_reads_inputs_embeds_and_leaves_the_table_to_its_caller():
     given = load(str(SPECS / "llama.yaml"), {**sizes, "embeds": True})
     assert plain.params().total - given.params().total == 50 * 16   # embed_tokens is the caller's
     a, b = to_module(plain).eval(), to_module(given).eval()
-    assert tuple(a.input_names) == ("input_ids",) and tuple(b.input_names) == ("input_ids", "inputs_embeds")
+    assert tuple(a.input_names) == ("input_ids", "attention_mask")
+    assert tuple(b.input_names) == ("input_ids", "attention_mask", "inputs_embeds")
     state = {k: v for k, v in a.state_dict().items() if not k.startswith("embed_tokens")}
     b.load_state_dict(state, strict=True)
     ids = torch.randint(0, 50, (2, 5))

@@ -542,7 +542,7 @@ def _inputs(module, config: dict) -> dict:
     vision = config.get("vision_config") or config
     positions = [text[k] for k in ("max_position_embeddings", "n_positions", "max_target_positions") if k in text]
     length = min([7, *positions])
-    for name in module.input_names:
+    for name in module.required_inputs:
         if name in ("input_ids", "decoder_input_ids"):
             out[name] = torch.randint(3, text.get("vocab_size", 100), (batch, length))  # no padding, start or end token
             if name == "input_ids" and "image_seq_length" in config:  # LLaVA: image_seq_length image tokens per image
@@ -730,3 +730,50 @@ def test_every_recorded_config_computes_what_transformers_computes(tmp_path, fix
     module.load_state_dict(reference.state_dict(), strict=True)
     inputs = _inputs(module, config)
     _assert_same_outputs(reference, module, inputs, _hf_only(config, inputs))
+
+
+# Padded batches: row 0 padded on the left, row 1 on the right (pad tokens where the config has a
+# pad_token_id); every output at a position that is not padding, and every pooled output, agrees.
+PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-causal", "qwen2-sliding-layers",
+          "phi3-seq-cls", "phi3-partial-sliding", "starcoder2-causal", "qwen3-bias-sliding", "olmo2-bias-seq-cls",
+          "smollm3-nope-sliding", "glm-causal", "glm4-seq-cls", "stablelm-causal", "cohere-causal", "phi-causal",
+          "granite-causal", "helium-seq-cls-bias", "llama-token-cls", "llama-qa", "deepseek_v3-causal",
+          "deepseek_v3-seq-cls", "llava-cond-gen"]
+
+
+def padding_mask(ids, left: int = 2, right: int = 3):
+    """A mask [B, S] whose row 0 starts with `left` padding positions and row 1 ends with `right`."""
+    mask = torch.ones_like(ids)
+    mask[0, :left] = 0
+    mask[1, ids.shape[1] - right:] = 0
+    return mask
+
+
+@pytest.mark.parametrize("name", PADDED)
+def test_padded_batch_computes_what_transformers_computes(tmp_path, name):
+    config = CASES[name]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config)
+    module = to_module(load_config(path, _settings(config))).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    inputs = _inputs(module, config)
+    ids = inputs["input_ids"]
+    assert ids.shape[0] == 2, "a padded batch needs two rows"
+    mask = padding_mask(ids)
+    if config.get("pad_token_id") is not None:
+        ids[mask == 0] = config["pad_token_id"]
+    inputs["attention_mask"] = mask
+    with torch.no_grad():
+        want = reference(**inputs, **_hf_only(config, inputs))
+        got = module(**inputs)
+        unpadded = module(**{k: v for k, v in inputs.items() if k != "attention_mask"})
+    for key, value in got.items():
+        expected = getattr(want, key)
+        assert value.shape == expected.shape, key
+        keep = mask.bool() if tuple(value.shape[:2]) == tuple(mask.shape) else torch.ones(value.shape[0], dtype=torch.bool)
+        diff = (value[keep] - expected[keep]).abs().max().item()
+        assert diff < 1e-4, f"{key}: max difference {diff:.3g} at positions that are not padding"
+    # the mask matters: without it, a row padded on the left computes other values
+    first = next(iter(got))
+    assert (got[first][0] - unpadded[first][0]).abs().max().item() > 1e-3
