@@ -137,9 +137,9 @@ class SpecModule(nn.Module):
             self._where[full] = (container, attr)
 
     def _tie(self, model: Model) -> None:
-        for path, node in _op_paths(model.graph, ""):
+        for path, node, graph, prefix in _op_paths(model.graph, ""):
             for local, target in node.ties.items():
-                owner = tie_owner(model, target)
+                owner = tie_owner(model, target, graph, prefix)
                 if owner not in self._where:
                     raise ArchgraphError(f"tie: '{target}' is not a tensor of the module")
                 param = self.tensor(owner)
@@ -281,7 +281,7 @@ def body_prefix(node: BlockNode, prefix: str, i: int) -> str:
 def _op_paths(graph: Graph, prefix: str):
     for name, node in graph.nodes.items():
         if isinstance(node, OpNode):
-            yield join(prefix, name), node
+            yield join(prefix, name), node, graph, prefix
         else:
             for i in range(node.repeat if not node.shared else min(node.repeat, 1)):
                 yield from _op_paths(node.body, body_prefix(node, prefix, i))

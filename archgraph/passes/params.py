@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from ..graph import BlockNode, Graph, Model, OpNode, join
-from ..spec.ties import tie_owner
+from ..spec.ties import is_relative, tie_owner
 
 
 @dataclass
@@ -67,12 +67,15 @@ class TensorRow:
     persistent: bool = True     # a buffer that state_dict() saves
 
 
-def node_tensors(node: OpNode, model: Model | None = None) -> list[TensorRow]:
+def node_tensors(node: OpNode, model: Model | None = None, where: tuple[Graph, str] | None = None) -> list[TensorRow]:
+    """The node's tensors; with `model`, a tie as the absolute path of the tensor that holds the values
+    (a relative tie needs `where`, the graph instance holding the node and its path: without it, a
+    relative tie stays as written)."""
     rows = []
     for t in node.op.params():
         target = node.ties.get(t.name)
-        if target is not None and model is not None:
-            target = tie_owner(model, target)
+        if target is not None and model is not None and (where is not None or not is_relative(target)):
+            target = tie_owner(model, target, *(where or ()))
         rows.append(TensorRow(t.name, t.shape, t.count, False, target))
     rows += [TensorRow(t.name, t.shape, t.count, True, persistent=t.persistent) for t in node.op.buffers()]
     return rows
@@ -174,7 +177,7 @@ def _expand(model: Model, graph: Graph, prefix: str, copy_of: str | None):
     """`copy_of`: the path this subtree repeats when it is a later repetition of a shared block."""
     for name, node in graph.nodes.items():
         if isinstance(node, OpNode):
-            rows = node_tensors(node, model)
+            rows = node_tensors(node, model, (graph, prefix))
             if copy_of is not None:
                 first = join(copy_of, name)
                 rows = [r if r.buffer or r.tied_to else replace(r, tied_to=join(first, r.name)) for r in rows]
@@ -192,7 +195,7 @@ def _expand(model: Model, graph: Graph, prefix: str, copy_of: str | None):
 def _named(model: Model, graph: Graph, prefix: str, buffers: bool = False):
     for name, node in graph.nodes.items():
         if isinstance(node, OpNode):
-            for row in node_tensors(node, model):
+            for row in node_tensors(node, model, (graph, prefix)):
                 if not row.buffer or (buffers and row.persistent):
                     yield join(join(prefix, name), row.name), row
         elif node.shared:

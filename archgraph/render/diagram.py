@@ -268,7 +268,7 @@ class _Drawer:
             source, shape = scope.end(ref)
             self._edge(source, path, shape)
         for tensor, target in sorted(node.ties.items()):
-            self.ties.append((path, tensor, target))
+            self.ties.append((path, tensor, tie_owner(self.model, target, scope.graph, scope.prefix)))
 
     def _block(self, container, scope: _Scope, name: str, node: BlockNode) -> list[End]:
         ins = [scope.end(ref) for ref in node.inputs]
@@ -365,8 +365,7 @@ class _Drawer:
 
     def _tie_edges(self) -> None:
         for node_id, tensor, target in self.ties:
-            owner_tensor = tie_owner(self.model, target)
-            owner_path = find_tensor(self.model.graph, owner_tensor)[0]
+            owner_path = find_tensor(self.model.graph, target)[0]
             owner = self._find(owner_path)
             if owner is None or owner == node_id:
                 continue

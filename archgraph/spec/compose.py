@@ -88,11 +88,13 @@ def _refuse_ties(graph: Graph, block: str, seen: set[int]) -> None:
     seen.add(id(graph))
     for node in graph.nodes.values():
         if isinstance(node, OpNode):
-            if node.ties:
-                raise SpecError(f"the spec used as block '{block}' ties a tensor ('tie:' of node '{node.name}'); "
-                                "a used spec cannot, since its paths depend on where it is used",
+            absolute = [t for t in node.ties.values() if not t.startswith(".")]
+            if absolute:
+                raise SpecError(f"the spec used as block '{block}' ties a tensor by its absolute path "
+                                f"('tie: {absolute[0]}' of node '{node.name}'); a used spec cannot, since its "
+                                "paths depend on where it is used",
                                 loc=node.loc, node=node.name,
-                                hint="use it without the tied head (e.g. head: \"'base'\") and tie in the spec "
-                                     "that uses it")
+                                hint="tie relative to the spec ('tie: .embed.weight'), or use it without the tied "
+                                     "head (e.g. head: \"'base'\") and tie in the spec that uses it")
         else:
             _refuse_ties(node.body, block, seen)

@@ -1,20 +1,70 @@
-"""Weight tying: find the tensor a `tie:` names and check that the shapes agree."""
+"""Weight tying: find the tensor a `tie:` names and check that the shapes agree.
+
+A tie names a tensor by its absolute path (`transformer.wte.weight`), or, with one
+leading dot, relative to the block instance the tying node is in (`.attn.q.weight`: the
+`attn.q` of the same repetition), as a Python relative import names its own package.
+"""
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..errors import SpecError, did_you_mean
-from ..graph import BlockNode, Graph, Model, OpNode
+from ..graph import BlockNode, Graph, Model, OpNode, join
 from ..ops.base import Tensor
+
+
+class Found(NamedTuple):
+    path: str        # the owner node's path (from where the search began)
+    node: OpNode
+    tensor: Tensor
+    graph: Graph     # the graph holding the owner, and that graph instance's path
+    prefix: str
 
 
 def find_tensor(graph: Graph, path: str) -> tuple[str, OpNode, Tensor]:
     """(owner node path, node, tensor) for an absolute tensor path such as `transformer.wte.weight`."""
-    found = _find(graph, path, "")
+    return _locate(graph, path)[:3]
+
+
+def _locate(graph: Graph, path: str, prefix: str = "") -> Found:
+    found = _find(graph, path, prefix)
     if isinstance(found, SpecError):
         raise found
     return found
 
 
-def _find(graph: Graph, rest: str, prefix: str) -> tuple[str, OpNode, Tensor] | SpecError:
+def is_relative(target: str) -> bool:
+    return target.startswith(".")
+
+
+def _relative_part(target: str) -> str:
+    rest = target[1:]
+    if not rest or rest.startswith("."):
+        raise SpecError(f"tie: '{target}': a relative tie is one '.' and a tensor of the enclosing block "
+                        "instance ('.attn.q_proj.weight')",
+                        hint="name a tensor of a block further out by its absolute path")
+    return rest
+
+
+def absolute(target: str, graph: Graph, prefix: str) -> str:
+    """The absolute path of a tie's target; `.rest` is the tensor `rest` of the block instance whose
+    body is `graph`, at `prefix`."""
+    if not is_relative(target):
+        return target
+    found = _locate_relative(graph, target, prefix)
+    return join(found.path, found.tensor.name)
+
+
+def _locate_relative(graph: Graph, target: str, prefix: str) -> Found:
+    try:
+        return _locate(graph, _relative_part(target), prefix)
+    except SpecError as exc:
+        if exc.message.startswith("tie:"):
+            raise
+        raise SpecError(f"tie: '{target}' (relative to the enclosing block): {exc.message}", hint=exc.hint) from None
+
+
+def _find(graph: Graph, rest: str, prefix: str) -> Found | SpecError:
     """Search `graph` for the tensor `rest`: the node whose path segment `rest` continues with a dot,
     longest first (segments may hold dots); blocks adding no segment are searched through."""
     full = f"{prefix}.{rest}" if prefix else rest
@@ -25,7 +75,7 @@ def _find(graph: Graph, rest: str, prefix: str) -> tuple[str, OpNode, Tensor] | 
         if isinstance(node, OpNode):
             tensors = {t.name: t for t in node.op.params()}
             if tail in tensors:
-                return here, node, tensors[tail]
+                return Found(here, node, tensors[tail], graph, prefix)
             hint = did_you_mean(tail, tensors)
             failure = failure or SpecError(f"node '{here}' ({node.op.op_name}) has no tensor '{tail}'",
                                            hint=hint or f"its tensors: {', '.join(tensors) or 'none'}")
@@ -60,22 +110,31 @@ def _candidates(graph: Graph, rest: str):
     return matches + [("", n) for n in graph.nodes.values() if isinstance(n, BlockNode) and n.segment == ""]
 
 
-def tie_owner(model: Model, target: str) -> str:
-    """The tensor at the end of a chain of ties from `target`; a chain that comes back is an error."""
-    seen = []
-    while target not in seen:
+def tie_owner(model: Model, target: str, graph: Graph | None = None, prefix: str = "") -> str:
+    """The absolute path of the tensor at the end of a chain of ties from `target` (a relative one
+    tied by a node of `graph`, the body of the block instance at `prefix`); a chain that comes back
+    is an error."""
+    return _owner(model.graph, target, graph or model.graph, prefix)
+
+
+def _owner(root: Graph, target: str, graph: Graph, prefix: str) -> str:
+    seen: list[str] = []
+    while True:
+        target = absolute(target, graph, prefix)
+        if target in seen:
+            raise SpecError(f"tie: the ties form a cycle ({' -> '.join(seen + [target])}), so no node holds "
+                            "the values", hint="one node of the cycle must own its tensor (drop its 'tie')")
         seen.append(target)
-        _, owner, tensor = find_tensor(model.graph, target)
-        nxt = owner.ties.get(tensor.name)
+        found = _locate(root, target)
+        nxt = found.node.ties.get(found.tensor.name)
         if nxt is None:
             return target
-        target = nxt
-    raise SpecError(f"tie: the ties form a cycle ({' -> '.join(seen + [target])}), so no node holds the "
-                    "values", hint="one node of the cycle must own its tensor (drop its 'tie')")
+        target, graph, prefix = nxt, found.graph, found.prefix
 
 
 def resolve_ties(model: Model) -> None:
-    """Check every tie of every body once: target exists, local tensor exists, shapes agree."""
+    """Check every tie of every body once: target exists, local tensor exists, shapes agree (a
+    relative target in the body that ties to it, its chain within that body)."""
     seen: set[int] = set()
     _check(model.graph, model, seen)
 
@@ -97,13 +156,33 @@ def _check(graph: Graph, model: Model, seen: set[int]) -> None:
                     hint = did_you_mean(local, own)
                     raise SpecError(f"tie: this node has no tensor '{local}'",
                                     hint=hint or f"its tensors: {', '.join(own) or 'none'}")
-                _, owner, tensor = find_tensor(model.graph, target)
+                relative = is_relative(target)
+                root = graph if relative else model.graph
+                _, owner, tensor = (_locate_relative(graph, target, "") if relative else _locate(root, target))[:3]
                 if owner is node:
                     raise SpecError(f"tie: '{target}' is this node's own tensor")
-                tie_owner(model, target)
+                if not relative or not _leaves(graph):
+                    _owner(root, target, graph, "")
                 if tensor.shape != own[local].shape:
                     raise SpecError(f"tie: '{local}' has shape {list(own[local].shape)} but '{target}' "
                                     f"has shape {list(tensor.shape)}",
                                     hint="tied tensors must have the same shape")
             except SpecError as exc:
                 raise exc.with_context(loc=node.loc, node=node.name)
+
+
+def _leaves(graph: Graph) -> bool:
+    """Whether a node of `graph` (or of the blocks in it) ties to an absolute path: a chain of ties
+    from a relative target may then leave the body, and is followed where instances are known."""
+    return any(not is_relative(t) for t in _all_ties(graph, set()))
+
+
+def _all_ties(graph: Graph, seen: set[int]):
+    if id(graph) in seen:
+        return
+    seen.add(id(graph))
+    for node in graph.nodes.values():
+        if isinstance(node, BlockNode):
+            yield from _all_ties(node.body, seen)
+        else:
+            yield from node.ties.values()
