@@ -334,6 +334,10 @@ CASES["WhisperModel"] = {**CASES["whisper-cond-gen"], "architectures": ["Whisper
                          "activation_function": "quick_gelu"}
 CASES["WhisperForCausalLM"] = {**CASES["whisper-cond-gen"], "architectures": ["WhisperForCausalLM"]}
 CASES["MixtralModel"] = {**CASES["mixtral-causal"], "architectures": ["MixtralModel"]}
+CASES["mixtral-seq-cls"] = {**CASES["mixtral-causal"], "architectures": ["MixtralForSequenceClassification"],
+                            "pad_token_id": 0, "num_labels": 3}
+CASES["gpt_oss-seq-cls"] = {**CASES["gpt_oss-causal"], "architectures": ["GptOssForSequenceClassification"],
+                            "pad_token_id": 0, "num_labels": 3}
 CASES["GemmaForSequenceClassification"] = {**CASES["gemma-causal"], "architectures": ["GemmaForSequenceClassification"],
                                            "pad_token_id": 0}
 CASES["Gemma2ForSequenceClassification"] = {**CASES["gemma2-causal-capped"], "num_labels": 3,
@@ -738,7 +742,9 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "phi3-seq-cls", "phi3-partial-sliding", "starcoder2-causal", "qwen3-bias-sliding", "olmo2-bias-seq-cls",
           "smollm3-nope-sliding", "glm-causal", "glm4-seq-cls", "stablelm-causal", "cohere-causal", "phi-causal",
           "granite-causal", "helium-seq-cls-bias", "llama-token-cls", "llama-qa", "deepseek_v3-causal",
-          "deepseek_v3-seq-cls", "llava-cond-gen"]
+          "deepseek_v3-seq-cls", "llava-cond-gen",
+          "mixtral-causal", "mixtral-seq-cls", "qwen3_moe-causal", "qwen3_moe-step2-normalized-sliding",
+          "gpt_oss-causal", "gpt_oss-base-layer-types", "gpt_oss-seq-cls"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):
