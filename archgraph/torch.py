@@ -6,7 +6,8 @@ tensor sits at the path `archgraph params --json` gives it (its `state_dict`), s
 Hugging Face template's module loads the checkpoint's `state_dict` as it is; a
 repeated block is an `nn.ModuleList`, a shared block one set of tensors used by every
 repetition, a tied tensor one `Parameter` under both names, a frozen part
-`requires_grad=False`, buffers persistent or not as declared.
+`requires_grad=False`, buffers persistent or not as declared; a buffer computed from
+constants gets its value when the module is built, and forward never writes it.
 
 `forward(**inputs)` takes the spec's inputs by name and returns a dict of its outputs
 by name.  It walks the graph as the shape pass does, calling each op's `forward(run,
@@ -79,6 +80,7 @@ class SpecModule(nn.Module):
         factory = {"device": device, "dtype": dtype or torch.get_default_dtype()}
         self._build(model.graph, "", True, factory, set())
         self._tie(model)
+        self._fill_buffers(model, factory["device"])
 
     # -- construction ----------------------------------------------------------------------------
     def _container(self, dotted: str) -> nn.Module:
@@ -147,6 +149,44 @@ class SpecModule(nn.Module):
                 container, attr = self._place(full)
                 container.register_parameter(attr, param)
                 self._where[full] = (container, attr)
+
+    def _fill_buffers(self, model: Model, device: Any) -> None:
+        """Buffers computed from constants (an op's `stored_input`) hold their values from construction
+        on: what feeds each is evaluated here, once per path, on the module's device (on the meta
+        device nothing is)."""
+        done: set[str] = set()
+        for path, node, graph, prefix in _op_paths(model.graph, ""):
+            local = node.op.stored_input()
+            full = join(path, local or "")
+            if local is None or not node.inputs or full in done:
+                continue
+            done.add(full)
+            buffer = self.tensor(full)
+            if buffer.device.type == "meta":
+                continue
+            self._device = buffer.device
+            memo: dict[str, tuple] = {}
+            (value,) = [self._constant(graph, prefix, ref, memo, path) for ref in node.inputs[:1]]
+            with torch.no_grad():
+                buffer.copy_(value)
+        self._device = torch.device("cpu")
+
+    def _constant(self, graph: Graph, prefix: str, ref: Any, memo: dict, buffer: str) -> Any:
+        """The value of `ref` in the graph instance at `prefix`, made from constants only."""
+        if ref.node in graph.inputs:
+            raise ArchgraphError(f"buffer '{buffer}': its value depends on the input '{ref.node}'; a buffer's "
+                                 "value is computed from constants (arange, full, ...) when the module is built",
+                                 hint="feed the buffer from constant ops only, or make it a plain op's output")
+        if ref.node not in memo:
+            node = graph.nodes[ref.node]
+            if not isinstance(node, OpNode) or any(True for _ in node.op.params()):
+                what = "a block" if not isinstance(node, OpNode) else f"'{node.op.op_name}', which has parameters"
+                raise ArchgraphError(f"buffer '{buffer}': its value comes from node '{ref.node}' ({what}); a "
+                                     "buffer's value is computed from constants when the module is built",
+                                     hint="feed the buffer from constant ops (arange, full, linspace, pow, ...)")
+            args = [self._constant(graph, prefix, r, memo, buffer) for r in node.inputs]
+            memo[ref.node] = self.run_op(node, join(prefix, ref.node), args)
+        return memo[ref.node][ref.index]
 
     def tensor(self, full: str) -> Any:
         container, attr = self._where[full]

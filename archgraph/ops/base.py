@@ -86,6 +86,11 @@ class Op:
         matrices, 1 for scales, 0 for biases)."""
         init.default(value, tensor.name)
 
+    def stored_input(self) -> str | None:
+        """The buffer (local name) whose value is the op's input, computed from constants: the module
+        evaluates what feeds it once, when it is built, and forward never writes it; None for most ops."""
+        return None
+
     def idle_params(self) -> int:
         """Parameters a token does not touch (the experts a router does not pick); 0 for most ops."""
         return 0

@@ -45,8 +45,10 @@ class Parameter(Op):
 class Buffer(Op):
     """A free-standing buffer (register_buffer): a tensor of `shape` that is not learned, named by the
     node (or `tensor`); `persistent: false` keeps it out of state_dict().  Its value is its input when
-    it has one (computed from constants: arange, pow, ...), which must have its shape; its output is
-    the buffer: [*shape] ([] for a scalar, as RecurrentGemma's normalizer)."""
+    it has one (computed from constants: arange, pow, ...; no parameter, no model input), which must
+    have its shape: `to_module` computes it when it builds the module, and forward only reads it, so
+    a value `load_state_dict` put there stays.  Its output is the buffer: [*shape] ([] for a scalar,
+    as RecurrentGemma's normalizer)."""
 
     shape: tuple[int, ...]
     persistent: bool = True
@@ -70,12 +72,11 @@ class Buffer(Op):
     def buffers(self):
         yield Tensor(self.tensor, tuple(self.shape), self.persistent)
 
+    def stored_input(self):
+        return self.tensor
+
     def forward(self, run, value=None):
-        buffer = run.tensor(self.tensor)
-        if value is not None:  # its value comes from constants: keep it (what state_dict() then saves)
-            with run.torch.no_grad():
-                buffer.copy_(value)
-        return buffer
+        return run.tensor(self.tensor)  # its value was computed when the module was built, or loaded
 
 
 @op("class_token", category="embedding", aliases=("cls_token",), example={"hidden": 768, "num_patches": 196})
