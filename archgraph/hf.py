@@ -21,7 +21,9 @@ spec whose variables carry a typical checkpoint's values) and an entry in
         timm: {key: use_timm_backbone, default: true, unless: backbone_config, error: "..."}  # and absent
         FLS: {key: vision_feature_layer, list: true}   # -2 reads as [-2]
 
-An entry's `configs:` reads a sub-config by its own model_type's table (LLaVA's text_config by
+Keys several families read alike live once under `groups:` and an entry takes them with
+`use: [rope]` (its own variables win): the rope_parameters / rope_scaling keys that set the
+rotary op's scaling.  An entry's `configs:` reads a sub-config by its own model_type's table (LLaVA's text_config by
 llama's, mistral's or qwen2's; `_sub_config`), on top of that table's `defaults:`.
 
 Two variables come from the config itself rather than a key: `head`, the word
@@ -109,10 +111,11 @@ def _key_tables() -> dict[str, Any]:
 
 @lru_cache(maxsize=1)
 def families() -> dict[str, Any]:
-    """The key tables of `specs/hf/families.yaml`, model_type -> entry (`maps:` is not one).  An
-    entry with `like: other` takes other's heads and variables, its own winning (GLM-4's table is
-    GLM's with another template)."""
-    tables = {k: v for k, v in _key_tables().items() if k != "maps"}
+    """The key tables of `specs/hf/families.yaml`, model_type -> entry (`maps:` and `groups:` are not
+    ones).  An entry with `like: other` takes other's heads and variables, its own winning (GLM-4's
+    table is GLM's with another template); `use: [group]` takes a named group's variables, its own
+    winning (the rope keys, `groups: rope`)."""
+    tables = {k: _with_groups(k, v) for k, v in _key_tables().items() if k not in ("maps", "groups")}
     out = {}
     for name, entry in tables.items():
         base = entry.get("like")
@@ -125,6 +128,25 @@ def families() -> dict[str, Any]:
             entry = merged
         out[name] = entry
     return out
+
+
+def _with_groups(name: str, entry: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The entry with the variables of the groups it `use`s (families.yaml's `groups:`) before its own,
+    which win: the rope_parameters keys every rotary family reads alike."""
+    used = entry.get("use") or []
+    if not used:
+        return entry
+    groups = _key_tables().get("groups") or {}
+    variables: dict[str, Any] = {}
+    for group in [used] if isinstance(used, str) else used:
+        if group not in groups:
+            raise ArchgraphError(f"families.yaml: '{name}' uses '{group}', which is not a group under 'groups:'",
+                                 loc=entry.key_loc("use"), hint="known groups: " + (", ".join(groups) or "none"))
+        variables.update(groups[group])
+    variables.update(entry.get("variables") or {})
+    merged = type(entry)({**entry, "variables": variables})
+    merged.loc, merged.lines = entry.loc, entry.lines
+    return merged
 
 
 def named_map(name: str) -> Mapping[str, Any]:

@@ -87,12 +87,13 @@ def test_gpt_oss_layers_slide_every_other_one_unless_layer_types_say(tmp_path):
 
 
 def test_gpt_oss_rope_type_the_template_cannot_run_is_refused_by_key(tmp_path, cli):
-    path = write_config(tmp_path, **SMALL_OSS, rope_parameters={"rope_type": "llama3", "rope_theta": 1e4,
-                                                                 "factor": 8.0})
+    path = write_config(tmp_path, **SMALL_OSS, rope_parameters={"rope_type": "proportional", "rope_theta": 1e4,
+                                                                 "partial_rotary_factor": 0.5})
     code, out, err = cli("params", path)
     assert (code, out) == (2, "")
-    assert err == (f"archgraph: error: {path}: 'rope_parameters.rope_type' is \"llama3\", which archgraph does not "
-                   "know for model_type 'gpt_oss'\n  fix: known values: default, yarn\n")
+    assert err == (f"archgraph: error: {path}: 'rope_parameters.rope_type' is \"proportional\", which archgraph does "
+                   "not know for model_type 'gpt_oss'\n  fix: known values: default, linear, dynamic, yarn, longrope, "
+                   "llama3\n")
 
 
 def test_gpt_oss_without_experts_is_refused(tmp_path, cli):

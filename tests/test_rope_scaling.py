@@ -68,6 +68,9 @@ def test_yarn_and_longrope_defaults():
     assert _op(**{**CASES["longrope"][1], "max_positions": 16}).table_scale == 1.0   # factor 1
     assert _op(scaling="yarn", factor=4.0, original_max=16).table_scale == pytest.approx(0.1 * 1.3862943611198906 + 1)
     assert _op(scaling="yarn", original_max=16, max_positions=64).scale_factor == 4.0
+    assert _op(scaling="yarn", factor=4.0, max_positions=16).context == 16   # original_max: max_positions
+    assert torch.equal(_op(scaling="yarn", factor=4.0, max_positions=16).inv_freq(torch),
+                       _op(scaling="yarn", factor=4.0, original_max=16, max_positions=64).inv_freq(torch))
     assert _op(scaling="yarn", factor=4.0, original_max=16, attention_factor=0.5).table_scale == 0.5
     assert _op(scaling="linear", factor=4.0).table_scale == 1.0
 
@@ -128,12 +131,13 @@ def test_longrope_forward_picks_long_factors_beyond_original_max(tmp_path):
      "scaling 'llama3' needs high_freq_factor"),
     ({"scaling": "llama3", "factor": 8.0, "original_max": 32, "low_freq_factor": 4.0, "high_freq_factor": 1.0},
      "needs high_freq_factor > low_freq_factor; received low_freq_factor=4.0, high_freq_factor=1.0"),
-    ({"scaling": "yarn", "factor": 4.0}, "scaling 'yarn' needs original_max; received original_max=None"),
-    ({"scaling": "yarn", "original_max": 16}, "needs a factor, or max_positions to take it from"),
+    ({"scaling": "yarn", "factor": 4.0}, "scaling 'yarn' needs original_max (or max_positions); received "
+                                         "original_max=None"),
     ({"scaling": "linear", "factor": 0.0}, "needs a positive factor; received factor=0.0"),
     ({"scaling": "longrope", "original_max": 16, "factor": 4.0, "short_factor": [1.0] * 8, "long_factor": [1.0] * 7},
      "needs long_factor to list 8 positive numbers (one per frequency of rotary_dim=16); received 7"),
-    ({"scaling": "longrope", "original_max": 16, "long_factor": [1.0] * 8}, "needs short_factor"),
+    ({"scaling": "longrope", "original_max": 16, "long_factor": [1.0] * 8}, "needs short_factor; received "
+                                                                             "short_factor=None, long_factor="),
     ({"scaling": "dynamic", "factor": 2.0, "max_positions": 8, "positions": 8}, "a table of `positions` cannot"),
     ({"scaling": "dynamic", "factor": 2.0, "max_positions": 8, "rotary_dim": 2}, "received rotary_dim=2"),
     ({"scaling": "ntk"}, "ntk"),
@@ -142,3 +146,78 @@ def test_bad_scaling_arguments_are_refused(args, message):
     with pytest.raises(SpecError) as err:
         Rotary.build({"head_dim": 16, **args})
     assert message in str(err.value)
+
+
+# ---- key tables: every family with rotary positions reads its config's rope type ------------------------------
+def _write(tmp_path, config: dict):
+    import json
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+def test_every_rotary_family_reads_the_rope_type():
+    """A family whose template computes rotary tables reads rope_type (honoured through the `rope` group, or
+    refused by value); GPT-J and CodeGen are the exceptions: their config classes have no rope settings."""
+    from archgraph.hf import _merged_text, _spec_dir, families
+    missing = [name for name, entry in families().items()
+               if "rotary_embedding" in _merged_text(_spec_dir() / str(entry["template"]))
+               and "rope_type" not in (entry.get("variables") or {}) and name not in ("gptj", "codegen", "llava")]
+    assert missing == []
+
+
+def test_the_rope_group_sets_the_scaling_and_an_entry_overrides_it(tmp_path):
+    from archgraph.hf import import_file
+    llama = import_file(_write(tmp_path, {"model_type": "llama", "vocab_size": 10, "hidden_size": 8,
+                                          "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 4,
+                                          "rope_scaling": {**CASES["llama3 (Llama-3.2-1B)"][0], "rope_type": None,
+                                                           "type": "llama3"}}))
+    got = {k: llama.variables[k] for k in ("rope_type", "rope_factor", "low_freq", "high_freq", "rope_orig")}
+    assert got == {"rope_type": "llama3", "rope_factor": 32, "low_freq": 1, "high_freq": 4, "rope_orig": 8192}
+    assert llama.sources["rope_type"] == "rope_scaling.type"
+    phi3 = import_file(_write(tmp_path, {"model_type": "phi3", "original_max_position_embeddings": 16,
+                                         "rope_scaling": {"type": "longrope", "short_factor": [1.0], "long_factor": [2.0],
+                                                          "original_max_position_embeddings": 99}}))
+    assert (phi3.variables["rope_orig"], phi3.variables["max_pos"]) == (16, 4096)   # Phi3Config's own key wins
+
+
+def test_a_group_that_does_not_exist_is_named():
+    from archgraph.errors import ArchgraphError
+    from archgraph.hf import _with_groups
+    from archgraph.spec.yamlload import load_text
+    entry = load_text("template: llama.yaml\nuse: [ropes]\nvariables: {V: vocab_size}\n", "families.yaml")
+    with pytest.raises(ArchgraphError, match="'llama' uses 'ropes', which is not a group under 'groups:'"):
+        _with_groups("llama", entry)
+
+
+@pytest.mark.parametrize("rope, key", [
+    ({"rope_scaling": {"rope_type": "yarn", "factor": 2.0}}, "rope_scaling.rope_type"),
+    ({"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e4},
+                          "sliding_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}}},
+     "rope_parameters.sliding_attention.rope_type"),
+])
+def test_modernbert_rope_types_are_refused_by_name(tmp_path, rope, key):
+    from archgraph.errors import ArchgraphError
+    from archgraph.hf import import_file
+    with pytest.raises(ArchgraphError, match=f"'{key}' is .*, which archgraph does not know for model_type "
+                                             "'modernbert'"):
+        import_file(_write(tmp_path, {"model_type": "modernbert", **rope}))
+
+
+def test_a_rope_type_archgraph_does_not_compute_is_refused_by_name(tmp_path):
+    from archgraph.errors import ArchgraphError
+    from archgraph.hf import import_file
+    with pytest.raises(ArchgraphError) as err:
+        import_file(_write(tmp_path, {"model_type": "qwen2", "rope_parameters": {"rope_type": "proportional",
+                                                                                "rope_theta": 1e4}}))
+    assert "'rope_parameters.rope_type' is \"proportional\", which archgraph does not know" in err.value.message
+    assert err.value.hint == "known values: default, linear, dynamic, yarn, longrope, llama3"
+
+
+def test_a_rope_type_without_its_parameters_is_refused_naming_them(tmp_path):
+    from archgraph.load import load_config
+    path = _write(tmp_path, {"model_type": "llama", "vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1,
+                             "num_attention_heads": 2, "intermediate_size": 4,
+                             "rope_parameters": {"rope_type": "llama3", "factor": 8.0, "rope_theta": 1e4}})
+    with pytest.raises(SpecError, match="scaling 'llama3' needs low_freq_factor, high_freq_factor"):
+        load_config(path)

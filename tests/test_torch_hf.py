@@ -338,6 +338,103 @@ CASES["mixtral-seq-cls"] = {**CASES["mixtral-causal"], "architectures": ["Mixtra
                             "pad_token_id": 0, "num_labels": 3}
 CASES["gpt_oss-seq-cls"] = {**CASES["gpt_oss-causal"], "architectures": ["GptOssForSequenceClassification"],
                             "pad_token_id": 0, "num_labels": 3}
+
+# rope types (rope_parameters, or a legacy rope_scaling with "type" or "rope_type"), each at a length
+# (LENGTHS) that reaches what it scales: beyond original_max_position_embeddings or max_position_embeddings
+LLAMA_3_2_ROPE = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                  "original_max_position_embeddings": 8192, "rope_theta": 500000.0}   # Llama-3.2-1B's
+SHORT, LONG = [1.0, 1.3, 2.0, 3.5], [1.5, 2.5, 4.0, 9.0]   # one per frequency of an 8-dim head
+ROPE_CASES = {
+    "llama-rope-llama3-real": ({"model_type": "llama", "architectures": ["LlamaForCausalLM"], **TINY, "head_dim": 16,
+                                "max_position_embeddings": 131072, "rope_parameters": LLAMA_3_2_ROPE}, 48),
+    "llama-rope-llama3-small": ({"model_type": "llama", "architectures": ["LlamaModel"], **TINY,
+                                 "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                  "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
+                                 "rope_theta": 100.0}, 40),
+    "llama-rope-linear-legacy-type": ({"model_type": "llama", "architectures": ["LlamaForCausalLM"], **TINY,
+                                       "rope_scaling": {"type": "linear", "factor": 4.0}}, 12),
+    "llama-rope-dynamic": ({"model_type": "llama", "architectures": ["LlamaForCausalLM"], **TINY,
+                            "max_position_embeddings": 16, "rope_theta": 100.0,
+                            "rope_parameters": {"rope_type": "dynamic", "factor": 3.0}}, 40),
+    "llama-rope-dynamic-within-max": ({"model_type": "llama", "architectures": ["LlamaForCausalLM"], **TINY,
+                                       "max_position_embeddings": 16, "rope_theta": 100.0,
+                                       "rope_parameters": {"rope_type": "dynamic", "factor": 3.0}}, 16),
+    "llama-rope-yarn": ({"model_type": "llama", "architectures": ["LlamaForCausalLM"], **TINY, "rope_theta": 100.0,
+                         "rope_parameters": {"rope_type": "yarn", "factor": 4.0,
+                                             "original_max_position_embeddings": 16}}, 40),
+    "mistral-rope-yarn-mscale": ({"model_type": "mistral", "architectures": ["MistralForCausalLM"], **TINY,
+                                  "num_key_value_heads": 2, "sliding_window": None, "rope_theta": 100.0,
+                                  "rope_scaling": {"rope_type": "yarn", "factor": 8.0, "mscale": 0.9,
+                                                   "mscale_all_dim": 0.5, "beta_fast": 8, "beta_slow": 2,
+                                                   "truncate": False, "original_max_position_embeddings": 8}}, 30),
+    "qwen2-rope-yarn-qwen2.5": ({"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], **TINY,
+                                 "num_key_value_heads": 2, "max_position_embeddings": 64, "rope_theta": 1000.0,
+                                 "rope_scaling": {"type": "yarn", "factor": 4.0,
+                                                  "original_max_position_embeddings": 16}}, 40),
+    "qwen3-rope-yarn-attention-factor": ({"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"], **TINY,
+                                          "num_key_value_heads": 2, "head_dim": 8, "rope_theta": 100.0,
+                                          "rope_parameters": {"rope_type": "yarn", "factor": 2.0,
+                                                              "attention_factor": 0.8,
+                                                              "original_max_position_embeddings": 16}}, 30),
+    "phi3-rope-longrope-long": ({"model_type": "phi3", "architectures": ["Phi3ForCausalLM"], **TINY, "pad_token_id": 0,
+                                 "num_key_value_heads": 2, "original_max_position_embeddings": 16, "rope_theta": 100.0,
+                                 "rope_scaling": {"type": "longrope", "short_factor": SHORT, "long_factor": LONG}}, 24),
+    "phi3-rope-longrope-short": ({"model_type": "phi3", "architectures": ["Phi3ForCausalLM"], **TINY, "pad_token_id": 0,
+                                  "num_key_value_heads": 2, "original_max_position_embeddings": 16, "rope_theta": 100.0,
+                                  "rope_scaling": {"type": "longrope", "short_factor": SHORT, "long_factor": LONG}}, 16),
+    "phi3-rope-longrope-partial": ({"model_type": "phi3", "architectures": ["Phi3Model"], **TINY, "pad_token_id": 0,
+                                    "partial_rotary_factor": 0.5, "original_max_position_embeddings": 16,
+                                    "rope_theta": 100.0, "rope_scaling": {"type": "longrope", "short_factor": [1.0, 2.0],
+                                                                          "long_factor": [3.0, 5.0]}}, 20),
+    "gemma2-rope-llama3": ({**CASES["gemma2-causal-capped"], "rope_theta": 100.0, "sliding_window": 8,
+                            "rope_parameters": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                "high_freq_factor": 4.0, "original_max_position_embeddings": 16}}, 40),
+    "gemma2-rope-dynamic": ({**CASES["gemma2-causal-capped"], "rope_theta": 100.0, "max_position_embeddings": 16,
+                             "rope_parameters": {"rope_type": "dynamic", "factor": 2.0}}, 30),
+    "olmo2-rope-llama3": ({"model_type": "olmo2", "architectures": ["Olmo2ForCausalLM"], **TINY,
+                           "num_key_value_heads": 2, "rope_theta": 100.0,
+                           "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                            "high_freq_factor": 4.0, "original_max_position_embeddings": 16}}, 40),
+    "starcoder2-rope-dynamic": ({"model_type": "starcoder2", "architectures": ["Starcoder2ForCausalLM"], **TINY,
+                                 "num_key_value_heads": 2, "max_position_embeddings": 16, "rope_theta": 100.0,
+                                 "rope_parameters": {"rope_type": "dynamic", "factor": 4.0}}, 40),
+    "gpt_neox-rope-yarn": ({"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"], **TINY,
+                            "rotary_pct": 0.5, "rotary_emb_base": 100,
+                            "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                             "original_max_position_embeddings": 16}}, 40),
+    "gpt_neox-rope-linear": ({"model_type": "gpt_neox", "architectures": ["GPTNeoXModel"], **TINY,
+                              "rope_scaling": {"type": "linear", "factor": 3.0}}, 12),
+    "mixtral-rope-llama3": ({**CASES["mixtral-causal"], "rope_theta": 100.0,
+                             "rope_parameters": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 16}}, 40),
+    "gemma-rope-longrope": ({**CASES["gemma-causal"], "rope_theta": 100.0, "max_position_embeddings": 64,
+                             "rope_parameters": {"rope_type": "longrope", "short_factor": SHORT, "long_factor": LONG,
+                                                 "original_max_position_embeddings": 16}}, 24),
+    "falcon-rope-linear": ({"model_type": "falcon", "architectures": ["FalconForCausalLM"], **TINY,
+                            "new_decoder_architecture": True, "num_kv_heads": 2, "alibi": False,
+                            "rope_scaling": {"rope_type": "linear", "factor": 2.0}}, 12),
+    "mixtral-sliding-window": ({**CASES["mixtral-causal"], "sliding_window": 4}, 40),
+    # the other families of llama.yaml and mixtral.yaml: interleaved, partial and skipped rotations, scaled
+    "cohere-rope-yarn": ({**CASES["cohere-causal"], "rope_theta": 100.0, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}}, 40),
+    "helium-rope-llama3": ({**CASES["helium-causal"], "rope_theta": 100.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                              "original_max_position_embeddings": 16}}, 40),
+    "glm-rope-dynamic": ({**CASES["glm-causal"], "rope_theta": 100.0, "max_position_embeddings": 16,
+                          "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}, 30),
+    "glm4-rope-linear": ({**CASES["glm4-causal"], "rope_scaling": {"rope_type": "linear", "factor": 2.0}}, 12),
+    "stablelm-rope-yarn": ({**CASES["stablelm-causal"], "rope_theta": 100.0, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}}, 40),
+    "phi-rope-dynamic": ({**CASES["phi-causal"], "rope_theta": 100.0, "max_position_embeddings": 16,
+                          "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}}, 30),
+    "granite-rope-llama3": ({**CASES["granite-causal"], "rope_theta": 100.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                              "original_max_position_embeddings": 16}}, 40),
+    "smollm3-rope-yarn": ({**CASES["smollm3-causal"], "rope_theta": 100.0, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}}, 40),
+    "qwen3_moe-rope-llama3": ({**CASES["qwen3_moe-causal"], "rope_theta": 100.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                              "original_max_position_embeddings": 16}}, 40),
+    "gpt_oss-rope-llama3": ({**CASES["gpt_oss-causal"], "rope_theta": 100.0, "rope_parameters":
+                             {**{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                              "original_max_position_embeddings": 16}, "rope_theta": 100.0}}, 40),
+}
+CASES.update({name: config for name, (config, _) in ROPE_CASES.items()})
+LENGTHS = {name: length for name, (_, length) in ROPE_CASES.items()}
 CASES["GemmaForSequenceClassification"] = {**CASES["gemma-causal"], "architectures": ["GemmaForSequenceClassification"],
                                            "pad_token_id": 0}
 CASES["Gemma2ForSequenceClassification"] = {**CASES["gemma2-causal-capped"], "num_labels": 3,
@@ -535,7 +632,8 @@ def _hf_only(config: dict, inputs: dict) -> dict:
             "mm_token_type_ids": (ids == config.get("image_token_id", 151655)).int()}
 
 
-def _inputs(module, config: dict) -> dict:
+def _inputs(module, config: dict, length: int | None = None) -> dict:
+    """Random inputs of `length` tokens (by default 7, or the model's positions when fewer)."""
     torch.manual_seed(1)
     out = {}
     grid = _image_grid(config)
@@ -545,7 +643,7 @@ def _inputs(module, config: dict) -> dict:
     text = config.get("text_config") or config  # a two-tower model's (CLIP's) sizes are in its sub-configs
     vision = config.get("vision_config") or config
     positions = [text[k] for k in ("max_position_embeddings", "n_positions", "max_target_positions") if k in text]
-    length = min([7, *positions])
+    length = length or min([7, *positions])
     for name in module.required_inputs:
         if name in ("input_ids", "decoder_input_ids"):
             out[name] = torch.randint(3, text.get("vocab_size", 100), (batch, length))  # no padding, start or end token
@@ -594,7 +692,7 @@ def test_template_computes_what_transformers_computes(tmp_path, name):
     model = load_config(path, _settings(config))
     module = to_module(model).eval()
     module.load_state_dict(reference.state_dict(), strict=True)
-    inputs = _inputs(module, config)
+    inputs = _inputs(module, config, LENGTHS.get(name))
     _assert_same_outputs(reference, module, inputs, _hf_only(config, inputs))
 
 

@@ -235,7 +235,8 @@ class RotaryEmbedding(Op):
       - `longrope`: frequencies divided by `short_factor` (one per frequency), or in forward by
         `long_factor` when L exceeds `original_max` (inv_freq is rewritten with the set in use).
     `factor` is required by linear, dynamic and llama3; yarn and longrope default it to
-    max_positions / original_max.  The tables are multiplied by `attention_factor`; without
+    max_positions / original_max, and original_max defaults to max_positions (as transformers'
+    config standardisation fills it).  The tables are multiplied by `attention_factor`; without
     one, 1, except yarn's 0.1·ln(factor) + 1 (or the ratio of that with `mscale` to that with
     `mscale_all_dim`, when both are non-zero) and longrope's √(1 + ln(factor) / ln(original_max))
     (1 when factor <= 1).  `max_positions` is the config's max_position_embeddings.
@@ -305,15 +306,14 @@ class RotaryEmbedding(Op):
         if kind == "none":
             return
         needs = {"linear": ("factor",), "dynamic": ("factor", "max_positions"),
-                 "llama3": ("factor", "original_max", "low_freq_factor", "high_freq_factor"),
-                 "yarn": ("original_max",), "longrope": ("original_max", "short_factor", "long_factor")}[kind]
+                 "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+                 "yarn": (), "longrope": ("short_factor", "long_factor")}[kind]
         missing = [name for name in needs if getattr(self, name) is None]
+        if kind in ("llama3", "yarn", "longrope") and self.context is None:
+            missing.append("original_max (or max_positions)")
         if missing:
             raise invalid(self, f"scaling '{kind}' needs {', '.join(missing)}; received "
-                                + ", ".join(f"{n}={getattr(self, n)}" for n in needs))
-        if kind in ("yarn", "longrope") and self.factor is None and self.max_positions is None:
-            raise invalid(self, f"scaling '{kind}' needs a factor, or max_positions to take it from "
-                                f"(max_positions / original_max)")
+                                + ", ".join(f"{n}={getattr(self, n)}" for n in (*needs, "original_max")))
         if not self.scale_factor > 0:
             raise invalid(self, f"scaling '{kind}' needs a positive factor; received factor={self.scale_factor}")
         if self.positions is not None and kind in ("dynamic", "longrope"):
@@ -334,12 +334,17 @@ class RotaryEmbedding(Op):
                                         f"{len(values)}: {list(values)[:8]}")
 
     @property
+    def context(self) -> int | None:
+        """original_max, or max_positions (transformers' config fills the one from the other)."""
+        return self.original_max if self.original_max is not None else self.max_positions
+
+    @property
     def scale_factor(self) -> float:
         """`factor`, or yarn's and longrope's default, max_positions / original_max."""
         if self.factor is not None:
             return self.factor
-        if self.scaling in ("yarn", "longrope") and self.max_positions and self.original_max:
-            return self.max_positions / self.original_max
+        if self.scaling in ("yarn", "longrope") and self.max_positions and self.context:
+            return self.max_positions / self.context
         return 1.0
 
     @property
@@ -355,7 +360,7 @@ class RotaryEmbedding(Op):
                 return float(get_mscale(factor, self.mscale) / get_mscale(factor, self.mscale_all_dim))
             return get_mscale(factor)
         if self.scaling == "longrope" and factor > 1.0:
-            return math.sqrt(1 + math.log(factor) / math.log(self.original_max))
+            return math.sqrt(1 + math.log(factor) / math.log(self.context))
         return 1.0
 
     @property
@@ -437,7 +442,7 @@ class RotaryEmbedding(Op):
                     else self.inv_freq(torch, device=x.device))
         if self.scaling == "longrope":  # the long factors beyond original_max, else the short ones
             long = self.inv_freq(torch, device=x.device, long=True)
-            inv_freq.copy_(torch.where(seq_len > self.original_max, long, original.to(x.device)))
+            inv_freq.copy_(torch.where(seq_len > self.context, long, original.to(x.device)))
             return
         state = run.state()  # the longest length since the last reset, as transformers caches it
         cached = state.get(f"{self.prefix}max_seq_len_cached", self.max_positions)
@@ -475,7 +480,7 @@ class RotaryEmbedding(Op):
 
     def _yarn(self, torch, dim: int, pos_freqs):
         def turns(rotations):  # the dim that turns `rotations` times over original_max positions
-            return dim * math.log(self.original_max / (rotations * 2 * math.pi)) / (2 * math.log(self.base))
+            return dim * math.log(self.context / (rotations * 2 * math.pi)) / (2 * math.log(self.base))
         low, high = turns(self.beta_fast), turns(self.beta_slow)
         if self.truncate:
             low, high = math.floor(low), math.ceil(high)
@@ -488,7 +493,7 @@ class RotaryEmbedding(Op):
                 + 1.0 / pos_freqs * extrapolation)
 
     def _llama3(self, torch, inv_freq):
-        factor, low, high, context = self.factor, self.low_freq_factor, self.high_freq_factor, self.original_max
+        factor, low, high, context = self.factor, self.low_freq_factor, self.high_freq_factor, self.context
         low_wavelen, high_wavelen = context / low, context / high
         wavelen = 2 * math.pi / inv_freq
         scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
