@@ -547,6 +547,8 @@ CASES["llava-qwen2-siglip-full"] = {**LLAVA, "architectures": ["LlavaForConditio
     "model_type": "siglip_vision_model", "hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4,
     "intermediate_size": 29, "image_size": 30, "patch_size": 6}, "vision_feature_layer": -1,
     "vision_feature_select_strategy": "full", "image_seq_length": 25}
+CASES["llava-gemma"] = {**CASES["llava-cond-gen"], "text_config": {
+    **LLAVA["text_config"], "model_type": "gemma", "head_dim": 8}}
 CASES["llava-feature-layers"] = {**CASES["llava-cond-gen"], "vision_feature_layer": [-1, 0, 2, -1]}
 
 # Qwen2-VL (issue 12): a vision transformer over 3-D patches and a Qwen2 with M-RoPE; one image per sequence
@@ -842,7 +844,10 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "granite-causal", "helium-seq-cls-bias", "llama-token-cls", "llama-qa", "deepseek_v3-causal",
           "deepseek_v3-seq-cls", "llava-cond-gen",
           "mixtral-causal", "mixtral-seq-cls", "qwen3_moe-causal", "qwen3_moe-step2-normalized-sliding",
-          "gpt_oss-causal", "gpt_oss-base-layer-types", "gpt_oss-seq-cls"]
+          "gpt_oss-causal", "gpt_oss-base-layer-types", "gpt_oss-seq-cls",
+          "gemma-causal", "GemmaForSequenceClassification", "gemma2-causal-capped", "gemma2-base-layer-types",
+          "Gemma2ForSequenceClassification", "Gemma2ForTokenClassification", "gemma3_text-causal",
+          "gemma3_text-base-all-sliding", "Gemma3TextForSequenceClassification", "llava-gemma"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):
