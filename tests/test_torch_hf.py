@@ -512,6 +512,13 @@ CASES["deepseek_v3-yarn"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForCausalL
                              "rope_parameters": {"rope_type": "yarn", "factor": 8.0, "mscale": 1.0,
                                                  "mscale_all_dim": 0.5, "original_max_position_embeddings": 4,
                                                  "rope_theta": 10000.0}}
+# dynamic past max_position_embeddings, and llama3: every rope type, with mscale_all_dim scaling the scores
+CASES["deepseek_v3-rope-dynamic-long"] = {**CASES["deepseek_v3-mscale"], "max_position_embeddings": 16}
+CASES["deepseek_v3-rope-llama3"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForCausalLM"], "qk_rope_head_dim": 8,
+                                    "rope_parameters": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                        "high_freq_factor": 4.0, "mscale_all_dim": 0.7,
+                                                        "original_max_position_embeddings": 16, "rope_theta": 100.0}}
+LENGTHS.update({"deepseek_v3-rope-dynamic-long": 40, "deepseek_v3-rope-llama3": 40})
 CASES["deepseek_v3-seq-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForSequenceClassification"],
                                 "pad_token_id": 0, "num_labels": 3, "n_shared_experts": 0}
 CASES["deepseek_v3-token-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForTokenClassification"],
