@@ -557,6 +557,14 @@ CASES["llava-qwen2-siglip-full"] = {**LLAVA, "architectures": ["LlavaForConditio
 CASES["llava-gemma"] = {**CASES["llava-cond-gen"], "text_config": {
     **LLAVA["text_config"], "model_type": "gemma", "head_dim": 8}}
 CASES["llava-feature-layers"] = {**CASES["llava-cond-gen"], "vision_feature_layer": [-1, 0, 2, -1]}
+# the language model's rope settings (7 text and 25 image tokens reach past original_max_position_embeddings)
+CASES["llava-text-rope-llama3"] = {**CASES["llava-cond-gen"], "text_config": {
+    **LLAVA["text_config"], "rope_parameters": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                                "high_freq_factor": 4.0, "original_max_position_embeddings": 16,
+                                                "rope_theta": 100.0}}}
+CASES["llava-gemma-rope-yarn"] = {**CASES["llava-gemma"], "text_config": {
+    **CASES["llava-gemma"]["text_config"], "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                            "original_max_position_embeddings": 8}}}
 
 # Qwen2-VL (issue 12): a vision transformer over 3-D patches and a Qwen2 with M-RoPE; one image per sequence
 QWEN2_VL = {"model_type": "qwen2_vl", "image_token_id": 100,
