@@ -130,17 +130,20 @@ def _zoo_table():
 
 
 def _families_table():
-    from rich.table import Table
+    from rich.console import Group
+    from rich.text import Text
 
     from .hf import HEADS, families
-    table = Table(title="Hugging Face model types (give a config.json as MODEL)", title_justify="left")
-    for col in ("model_type", "Template", "Model classes (architectures[0] ends in)"):
-        table.add_column(col)
+    from .render.sheet import Col, Sheet
+    sheet = Sheet("Hugging Face model types (give a config.json as MODEL; templates in specs/hf/)",
+                  [Col("model_type"), Col("Template"), Col("Heads", "text", wrap=40)], shrink=["Template"])
     for model_type, entry in sorted(families().items()):
-        heads = list(entry.get("heads") or ["base"])
-        suffixes = [s for h in heads for s, word in HEADS.items() if word == h]
-        table.add_row(model_type, f"specs/hf/{entry['template']}", ", ".join(suffixes))
-    return table
+        sheet.add_row(model_type, entry["template"], " ".join(entry.get("heads") or ["base"]))
+    classes: dict[str, list[str]] = {}
+    for suffix, word in HEADS.items():
+        classes.setdefault(word, []).append(suffix)
+    legend = "; ".join(f"{word}: {' or '.join(suffixes)}" for word, suffixes in classes.items())
+    return Group(sheet, Text(f"heads (the class architectures[0] ends in): {legend}", style="dim"))
 
 
 def _ops(args, console) -> int:

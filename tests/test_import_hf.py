@@ -131,14 +131,15 @@ def test_formula_of_a_config_evaluates_to_the_reference(tmp_path, name):
 def test_zoo_lists_the_hugging_face_model_types(cli):
     code, out, _ = cli("zoo")
     assert code == 0
-    assert "Hugging Face model types (give a config.json as MODEL)" in out
+    assert "Hugging Face model types (give a config.json as MODEL; templates in specs/hf/)" in out
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│ ")}
     for model_type in ("bert", "roberta", "distilbert", "albert", "vit", "gpt2", "opt", "gpt_neox", "bloom",
                        "llama", "mistral", "qwen2", "mixtral", "gemma", "falcon", "t5", "bart", "whisper",
                        "resnet"):
         assert model_type in rows
-    assert "specs/hf/llama.yaml" in rows["qwen2"]
-    assert "EncoderModel" in rows["t5"]
+    assert rows["qwen2"].split("│")[2].strip() == "llama.yaml"  # 240 columns: every column
+    assert rows["t5"].split("│")[3].split() == ["base", "encoder", "cond_gen", "seq_cls", "token_cls", "qa"]
+    assert "encoder: EncoderModel;" in out and "causal_lm: ForCausalLM or LMHeadModel;" in out
 
 
 def test_a_key_the_config_leaves_out_takes_the_family_default(tmp_path):

@@ -39,7 +39,9 @@ def run_in_terminal(*args: str, columns: int = 80) -> str:
 @pytest.mark.parametrize("args, numbers", [
     (("params", "llama-2-7b"), ["6,738,415,616", "131,072,000", "(32 × 202,383,360)", "135,266,304"]),
     (("explain", "llama-2-7b"), ["6,738,415,616", "131,072,000", "45,088,768"]),
-    (("zoo",), ["6,738,415,616", "124,439,808", "23,508,032"]),
+    (("zoo",), ["6.74 B", "124.44 M", "23.51 M"]),
+    (("sweep", "llama-2-7b", "--vary", "L=16,32", "--vary", "H=2048,4096"), ["1,481,705,472", "6,738,415,616"]),
+    (("flops", "gpt2", "--set", "B=1", "--set", "S=128"), ["5,435,817,984", "9,880,928,256"]),
     (("compare", "gpt2", "bert-base-uncased"), ["124,439,808", "109,482,240"]),
     (("memory", "llama-2-7b", "--set", "B=1", "--set", "S=4096"), ["2,147,483,648"]),
 ], ids=lambda v: " ".join(v) if isinstance(v, tuple) else None)
@@ -76,3 +78,119 @@ def test_a_wide_table_in_a_narrow_terminal_keeps_numbers_whole():
     out = run_in_terminal("compare", "gpt2", "llama-2-7b", "t5-small", columns=50)
     assert max(len(line) for line in out.splitlines()) <= 50
     assert "6,738,415,616" in out and "124,439,808" in out and "60,506,624" in out and "…" not in out
+
+
+def _rows(out: str) -> list[list[str]]:
+    """The cells of every table row (lines drawn with │), stripped."""
+    return [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+
+
+@pytest.mark.parametrize("args", [("params", "gpt2"), ("params", "llama-2-7b"), ("explain", "gpt2"),
+                                  ("memory", "llama-2-7b", "--set", "B=1", "--set", "S=4096"), ("zoo",),
+                                  ("flops", "gpt2", "--set", "B=1", "--set", "S=128"),
+                                  ("sweep", "llama-2-7b", "--vary", "L=16,32", "--vary", "H=2048,4096")],
+                         ids=" ".join)
+def test_one_table_per_report_and_no_name_broken(args):
+    out = run_in_terminal(*args)
+    assert "(continued)" not in out and max(len(line) for line in out.splitlines()) <= 80
+    if args[0] not in ("memory", "zoo"):  # (their labels and heads are prose, wrapped between words)
+        for row in _rows(out):  # a row without a name is a number's second line, never half a name
+            assert row[0] or all(c == "" or c[0] in "(0123456789" for c in row), row
+
+
+def test_params_at_80_columns_keeps_names_and_numbers_whole_and_drops_the_shapes():
+    out = run_in_terminal("params", "gpt2")
+    lines = out.splitlines()
+    assert lines[2] == "┃ Node                  ┃ Op                 ┃           Params ┃ Category  ┃"
+    assert lines[6] == "│ transformer.embed_sum │ add                │                — │           │"
+    assert "│ transformer.wpe       │ position_embedding │          786,432 │ embedding │" in lines
+    assert "│ transformer.h  × 12   │ gpt2_block         │       85,054,464 │           │" in lines
+    assert "│                       │                    │ (12 × 7,087,872) │           │" in lines
+    assert "│   attn.resid_dropout  │ dropout            │                — │           │" in lines
+    assert "│ lm_head               │ linear             │             tied │ head      │" in lines
+    assert out.count("gpt2: parameters") == 1 and "Tensors" not in out
+
+
+def test_params_in_a_wider_terminal_shows_the_tensors():
+    lines = run_in_terminal("params", "gpt2", columns=100).splitlines()
+    assert lines[2] == ("┃ Node                  ┃ Op                 ┃ Tensors       ┃           Params ┃ "
+                        "Category  ┃")
+    assert "│   attn.c_attn         │ linear             │ 768×2304 2304 │        1,771,776 │ attention │" in lines
+    wide = run_in_terminal("params", "gpt2", columns=140).splitlines()
+    assert any(line.startswith("│   attn.c_attn         │ linear             │ weight [768, 2304], bias [2304] ")
+               for line in wide)
+    assert any("│ weight [50257, 768] = transformer.wte.weight │             tied │ head      │" in line
+               for line in wide)
+
+
+def test_sweep_at_80_columns_keeps_params_exact_and_gives_the_rest_in_units():
+    lines = run_in_terminal("sweep", "llama-2-7b", "--vary", "L=16,32", "--vary", "H=2048,4096").splitlines()
+    assert lines[2] == "┃  L ┃     H ┃        Params ┃ Non-embedding ┃ Adam training ┃ FLOPs/token ┃"
+    assert lines[4] == "│ 16 │ 2,048 │ 1,481,705,472 │        1.42 B │     22.08 GiB │  8.50 GFLOP │"
+    assert lines[7] == "│ 32 │ 4,096 │ 6,738,415,616 │        6.61 B │    100.41 GiB │ 39.64 GFLOP │"
+
+
+def test_sweep_in_a_terminal_shows_a_refused_point_as_a_row():
+    out = run_in_terminal("sweep", "gpt2", "--vary", "H=768,770")
+    rows = _rows(out)
+    assert rows[0] == ["768", "124,439,808", "510.34 MFLOP", ""]
+    assert rows[1][:3] == ["770", "—", "—"] and rows[1][3].startswith("node 'transformer.h.0.attn.core':")
+    assert "770 is not divisible by 12" in " ".join(r[3] for r in rows[1:])
+
+
+def test_zoo_is_one_line_per_model():
+    out = run_in_terminal("zoo")
+    first = out.split("Hugging Face model types")[0]
+    assert [r[0] for r in _rows(first)] == ["albert-base-v2", "bert-base-chinese", "bert-base-uncased-nopooler",
+                                            "bert-base-uncased", "bloom-1b4-zh", "gpt2", "gpt3-175b",
+                                            "llama-2-70b", "llama-2-7b", "llama-3-8b", "resnet-50", "t5-small"]
+    assert "│ gpt2                       │ 124.44 M │ GPT-2 small decoder                  │" in first
+    types = _rows(out.split("Hugging Face model types")[1])
+    assert ["gpt2", "base causal_lm seq_cls token_cls qa"] in types
+    assert len(out.splitlines()) < 110  # 65 model types, one line each but a few
+    wide = run_in_terminal("zoo", columns=200)
+    assert "│ gpt2                       │     124,439,808 │ 124.44 M │ GPT-2 small decoder (Radford et al. 2019), " \
+           "12 layers, d_model 768, tied lm_head " in wide
+
+
+def test_explain_at_80_columns_gives_the_formula_and_drops_the_shape():
+    lines = run_in_terminal("explain", "gpt2").splitlines()
+    assert lines[2] == "┃ Node              ┃ Tensor     ┃ Formula          ┃     Params ┃    Subtotal ┃"
+    assert lines[4] == "│ transformer.wte   │ weight     │ H·V              │ 38,597,376 │  38,597,376 │"
+    assert "│   × L = × 12      │            │ L·(12·H² + 13·H) │ 85,054,464 │             │" in lines
+    wide = run_in_terminal("explain", "gpt2", columns=120)
+    assert "│ transformer.wte   │ weight     │ [V, H]   │ H·V = 50,257 × 768 " in wide
+
+
+ALTERNATING = """\
+name: alternating
+variables: {H: 8, L: 12}
+inputs:
+  x: [B, S, H]
+blocks:
+  layer:
+    args: [H, moe]
+    nodes:
+      - {name: attn, op: attention, in: x, hidden: H, heads: 2}
+      - {name: mlp, op: gated_mlp, hidden: H, intermediate: 16, when: not moe}
+      - {name: mlp, op: moe, hidden: H, intermediate: 4, experts: 4, when: moe}
+      - {name: add, op: add, in: [mlp, x]}
+nodes:
+  - {name: blocks, block: layer, in: x, repeat: L, H: H, moe: "i % 2 == 1"}
+  - {name: norm, op: rms_norm, dim: H}
+"""
+
+
+def test_an_alternating_schedule_is_folded_as_the_diagram_folds_it(tmp_path):
+    spec = tmp_path / "alternating.yaml"
+    spec.write_text(ALTERNATING)
+    out = run_in_terminal("params", str(spec))
+    assert _rows(out) == [
+        ["blocks.0..11  6 × [gated_mlp, moe]", "layer", "8,256", ""],
+        ["blocks.0, 2 .. 10  × 6", "layer", "4,032", ""], ["", "", "(6 × 672)", ""],
+        ["attn", "attention", "288", "attention"], ["mlp", "gated_mlp", "384", "mlp"], ["add", "add", "—", ""],
+        ["blocks.1, 3 .. 11  × 6", "layer", "4,224", ""], ["", "", "(6 × 704)", ""],
+        ["attn", "attention", "288", "attention"], ["mlp", "moe", "416", "mlp"], ["add", "add", "—", ""],
+        ["norm", "rms_norm", "8", "norm"],
+        ["mlp", "4,800", "58.1%"], ["attention", "3,456", "41.8%"], ["norm", "8", "0.1%"]]  # by category
+    assert "blocks.1  × 1" not in out and out.count("blocks.") == 3

@@ -44,20 +44,20 @@ def run(args, console) -> int:
         raise ArchgraphError(f"the grid has {size:,} configurations; at most 1,000,000",
                              hint="give fewer values")
     rows = sweep(args.model, vary, dict(args.settings), check=args.check, load=load)
+    refused = [r for r in rows if r.get("refused")]
     if args.json:
         sys.stdout.write(json.dumps({"model": args.model, "rows": rows}, indent=1) + "\n")
     elif args.csv:
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        fields = [k for k in rows[0] if k != "refused" or refused]  # the column when a point was refused
+        writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n", extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows([{k: "" if v is None else v for k, v in r.items()} for r in rows])
         sys.stdout.write(buf.getvalue())
     else:
-        from rich.table import Table
-        table = Table(title=f"{args.model}: sweep", title_justify="left")
-        for key in rows[0]:
-            table.add_column(key, justify="right")
-        for r in rows:
-            table.add_row(*[f"{v:,}" for v in r.values()])
-        console.print(table)
+        from ..render.text import sweep_table
+        console.print(sweep_table(args.model, rows))
+    if len(refused) == len(rows):
+        print(f"archgraph: error: every point was refused ({refused[0]['refused']})", file=sys.stderr)
+        return 2
     return 0

@@ -7,6 +7,8 @@ if TYPE_CHECKING:  # rich is imported when a table is made: --json never needs i
     from rich.console import Group
     from rich.table import Table
 
+    from .sheet import Sheet
+
 from ..dims import fmt, to_json
 from ..passes.flops import TRAINING_FACTOR, FlopsReport
 
@@ -48,10 +50,11 @@ def flops_table(r: FlopsReport) -> Group:
     from rich.table import Table
     from rich.text import Text
 
+    from .sheet import Col, Sheet
+
     sizes = ", ".join(f"{k}={v}" for k, v in r.bindings.items()) or "symbolic sizes"
-    nodes = Table(title=f"{r.model.name}: forward FLOPs at {sizes}", title_justify="left")
-    for col, just in (("Node", "left"), ("Op", "left"), ("FLOPs", "right"), ("", "right")):
-        nodes.add_column(col, justify=just)
+    nodes = Sheet(f"{r.model.name}: forward FLOPs at {sizes}",
+                  [Col("Node"), Col("Op"), Col("FLOPs", "number"), Col("≈", "number")], shrink=["≈", "Op"])
     _node_rows(nodes, r)
     totals = Table(show_header=False, box=None, padding=(0, 2))
     totals.add_column()
@@ -76,7 +79,7 @@ def _exact(n: Any) -> str:
     return f"{int(n):,}" if isinstance(n, (int, float)) else fmt(n)
 
 
-def _node_rows(table: Table, r: FlopsReport) -> None:
+def _node_rows(table: Sheet, r: FlopsReport) -> None:
     """Every node that costs something; a repeated block's nodes once with × N."""
     from ..passes.flops import counted, op_flops
     for path, node, ins, outs, times in counted(r.shapes.run):

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..passes.formula import FormulaReport, Term, tidy
+from .sheet import Alt, Col, Sheet
 
 _SUP = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -77,10 +78,9 @@ def formula_table(f: FormulaReport, flops: Any = None) -> Group:
 
 
 def explain_table(f: FormulaReport) -> Group:
-    table = Table(title=f"{f.model}: parameters, derived", title_justify="left")
-    for col, just in (("Node", "left"), ("Tensor", "left"), ("Shape", "left"), ("Formula", "left"),
-                      ("Params", "right"), ("Subtotal", "right")):
-        table.add_column(col, justify=just, no_wrap=col in ("Node",))
+    table = Sheet(f"{f.model}: parameters, derived",
+                  [Col("Node"), Col("Tensor"), Col("Shape"), Col("Formula", "text"), Col("Params", "number"),
+                   Col("Subtotal", "number")], shrink=["Formula", "Shape", "Subtotal", "Formula"])
     running = 0
     for term in f.terms:
         running = _explain(table, f, term, 0, running)
@@ -93,17 +93,18 @@ def explain_table(f: FormulaReport) -> Group:
     return Group(table, closing)
 
 
-def _explain(table: Table, f: FormulaReport, term: Term, depth: int, running: int) -> int:
+def _explain(table: Sheet, f: FormulaReport, term: Term, depth: int, running: int) -> int:
     pad = "  " * depth
     if not term.is_block:
         for t in term.tensors:
             shape = "[" + ", ".join(pretty(d) for d in t.shape) + "]"
             numbers = " × ".join(f"{int(d.xreplace(f.subs)):,}" for d in t.shape) if t.shape else "1"
             if t.tied_to:
-                table.add_row(pad + term.path, t.name, shape, f"tied to {t.tied_to}", "0", "")
+                table.add_row(pad + term.path, t.name, shape, Alt(f"tied to {t.tied_to}", "tied"), "0", "")
                 continue
             running += t.value if depth == 0 else 0
-            table.add_row(pad + term.path, t.name, shape, f"{pretty(t.count)} = {numbers}", f"{t.value:,}",
+            table.add_row(pad + term.path, t.name, shape, Alt(f"{pretty(t.count)} = {numbers}", pretty(t.count)),
+                          f"{t.value:,}",
                           f"{running:,}" if depth == 0 else "")
         return running
     times = "" if term.repeat_value == 1 and not term.shared else f" × {pretty(term.repeat)}"

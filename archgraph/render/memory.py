@@ -5,7 +5,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # rich is imported when a table is made: --json never needs it
     from rich.console import Group
-    from rich.table import Table
+
+    from .sheet import Sheet
 
 from ..dims import to_json
 from ..passes.memory import MemoryReport
@@ -54,18 +55,14 @@ def memory_json(m: MemoryReport) -> dict[str, Any]:
     return out
 
 
-def _bytes_table(title: str) -> Table:
-    from rich.table import Table
+def _bytes_table(title: str) -> Sheet:
+    from .sheet import Col, Sheet
 
-    table = Table(title=title, title_justify="left")
-    table.add_column("")
-    table.add_column("Bytes", justify="right")
-    table.add_column("Binary (2^20, 2^30)", justify="right")
-    table.add_column("Decimal (10^9)", justify="right")
-    return table
+    return Sheet(title, [Col("", "text"), Col("Bytes", "number"), Col("Binary (2^20, 2^30)", "number"),
+                         Col("Decimal (10^9)", "number")], shrink=["Decimal (10^9)", "Binary (2^20, 2^30)"])
 
 
-def _row(table: Table, label: str, n: int | None, bold: bool = False) -> None:
+def _row(table: Sheet, label: str, n: int | None, bold: bool = False) -> None:
     from rich.text import Text
 
     cells = [label, "—" if n is None else f"{n:,}", binary(n), decimal(n)]

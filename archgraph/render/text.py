@@ -10,6 +10,8 @@ from ..graph import Graph, OpNode
 from ..passes.params import ParamReport, TensorRow, call_totals, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport
 from ..passes.walk import Run
+from .pattern import Pattern, kinds, repeating
+from .sheet import Alt, Col, Sheet
 
 
 def num(n: int) -> str:
@@ -23,7 +25,7 @@ def human(n: int) -> str:
     return str(n)
 
 
-def _tensor_text(rows: list[TensorRow]) -> str:
+def _tensor_text(rows: list[TensorRow], sep: str = ", ") -> str:
     parts = []
     for r in rows:
         text = (f"{r.name} " if r.name else "") + f"[{', '.join(map(str, r.shape))}]"  # '': named by its node
@@ -32,39 +34,90 @@ def _tensor_text(rows: list[TensorRow]) -> str:
         if r.buffer:
             text += " (buffer)"
         parts.append(text)
-    return ", ".join(parts) if len(parts) <= 2 else "\n".join(parts)
+    return sep.join(parts)
+
+
+def _shapes_text(rows: list[TensorRow]) -> str:
+    """The tensors' shapes alone, `768×2304 2304`: what a narrow table keeps of them."""
+    return " ".join("×".join(map(str, r.shape)) + (" (buffer)" if r.buffer else "") for r in rows)
+
+
+def tensors_cell(rows: list[TensorRow]) -> Alt:
+    """A node's tensors, on one line, one per line, or as their shapes alone (see Sheet)."""
+    one = _tensor_text(rows)
+    return Alt(one, _tensor_text(rows, "\n"), _shapes_text(rows)) if len(rows) > 1 else Alt(one, one, _shapes_text(rows))
 
 
 def params_table(report: ParamReport) -> Group:
     model = report.model
-    table = Table(title=f"{model.name}: parameters", title_justify="left", show_lines=False)
-    table.add_column("Node", no_wrap=True)
-    table.add_column("Op")
-    table.add_column("Tensors", no_wrap=True)
-    table.add_column("Params", justify="right")
-    table.add_column("Category")
-    _param_rows(table, model.graph, model, report.cache, 0)
-    return Group(table, totals_table(report), category_table(report))
+    sheet = Sheet(f"{model.name}: parameters", [Col("Node"), Col("Op"), Col("Tensors"), Col("Params", "number"),
+                                                 Col("Category")],
+                  shrink=["Tensors", "Tensors", "Category", "Tensors"])
+    _param_rows(sheet, model.graph, model, report.cache, 0)
+    return Group(sheet, totals_table(report), category_table(report))
 
 
-def _param_rows(table: Table, graph: Graph, model, cache: dict, depth: int) -> None:
+def _param_rows(sheet: Sheet, graph: Graph, model, cache: dict, depth: int) -> None:
     pad = "  " * depth
+    patterns = repeating(graph)
+    skipped = {n for p in patterns.values() for n in p.drawn[1:] + p.skipped}  # folded into the first
     for name, node in graph.nodes.items():
+        if name in skipped:
+            continue
         if isinstance(node, OpNode):
             rows = node_tensors(node, model)
             new = sum(r.count for r in rows if not r.buffer and not r.tied_to)
             params = num(new) if new else ("tied" if node.ties else "—")
             cat = (node.category + ("" if node.trainable else " (frozen)")) if node.op.params() else ""
-            table.add_row(pad + name, node.op.op_name, _tensor_text(rows), params, cat)
+            sheet.add_row(pad + name, node.op.op_name, tensors_cell(rows) if rows else "", params, cat)
+            continue
+        if name in patterns:
+            _pattern_rows(sheet, graph, patterns[name], model, cache, depth)
             continue
         body = graph_totals(node.body, cache)
         per, total = body.total, call_totals(node, body).total
-        times = f"  × {node.repeat}" if node.indexed or node.repeat > 1 else ""
-        shared = " shared" if node.shared else ""
-        count = num(total) if node.repeat == 1 or node.shared else f"{num(total)}\n({node.repeat} × {num(per)})"
-        table.add_row(Text(pad + node.label + times + shared, style="bold"), Text(node.block, style="bold"),
-                      "", Text(count, style="bold"), "")
-        _param_rows(table, node.body, model, cache, depth + 1)
+        _block_row(sheet, pad + node.label, node, total, per, node.repeat)
+        _param_rows(sheet, node.body, model, cache, depth + 1)
+
+
+def _block_row(sheet: Sheet, label: str, node, total: int, per: int, times: int) -> None:
+    suffix = f"  × {times}" if node.indexed or times > 1 else ""
+    shared = " shared" if node.shared else ""
+    count = num(total) if times == 1 or node.shared else f"{num(total)}\n({times} × {num(per)})"
+    sheet.add_row(Text(label + suffix + shared, style="bold"), Text(node.block, style="bold"), "",
+                  Text(count, style="bold"), "")
+
+
+def _pattern_rows(sheet: Sheet, graph: Graph, pattern: Pattern, model, cache: dict, depth: int) -> None:
+    """A schedule whose runs repeat with a period, folded as a diagram draws it:
+    `blocks.0..11  6 × [mlp, moe]`, then each run of one period with how often it comes."""
+    pad = "  " * depth
+    runs = [graph.nodes[n] for n in pattern.drawn + pattern.skipped]
+    period = len(pattern.drawn)
+    totals = [call_totals(n, graph_totals(n.body, cache)).total for n in runs]
+    first, last = pattern.start, pattern.start + pattern.layers - 1
+    whole, rest = divmod(pattern.layers, pattern.period)
+    times = f"{whole} × " + ("[" if period > 1 else "") + ", ".join(run_kinds(runs[:period])) \
+        + ("]" if period > 1 else "") + (f" + {rest}" if rest else "")
+    blocks = sorted({n.block for n in runs}, key=[n.block for n in runs].index)
+    sheet.add_row(Text(f"{pad}{pattern.segment}.{first}..{last}  {times}", style="bold"),
+                  Text(", ".join(blocks), style="bold"), "", Text(num(sum(totals)), style="bold"), "")
+    for j, node in enumerate(runs[:period]):
+        mine = range(j, len(runs), period)
+        count = sum(runs[k].repeat for k in mine)
+        body = graph_totals(node.body, cache)
+        places = [runs[k].label[len(node.segment) + 1:] for k in mine]
+        later = "" if len(places) == 1 else f", {places[1]}" + (f" .. {places[-1]}" if len(places) > 2 else "")
+        _block_row(sheet, f"{pad}  {node.label}{later}", node, sum(totals[k] for k in mine), body.total, count)
+        _param_rows(sheet, node.body, model, cache, depth + 2)
+
+
+def run_kinds(runs: list) -> list[str]:
+    """What tells each run of a period apart: the parameter-holding ops not every run has
+    (`mlp`, `moe`), or all of a run's own when it has none of those."""
+    each = [kinds(n.body) for n in runs]
+    common = set.intersection(*(set(k) for k in each)) if each else set()
+    return ["+".join([k for k in ks if k not in common] or ks or [n.block]) for ks, n in zip(each, runs)]
 
 
 def totals_table(report: ParamReport) -> Table:
@@ -133,15 +186,53 @@ def _shape_rows(table: Table, run: Run, depth: int) -> None:
             first += count
 
 
-def zoo_table(rows: list[tuple[str, str, int | None, str]]) -> Table:
-    table = Table(title="built-in models", title_justify="left")
-    table.add_column("Name")
-    table.add_column("Params", justify="right")
-    table.add_column("")
-    table.add_column("Description")
+def zoo_table(rows: list[tuple[str, str, int | None, str]]) -> Sheet:
+    """One line per built-in model: in a narrow terminal its description up to the first comma
+    or parenthesis, its parameters in units."""
+    sheet = Sheet("built-in models", [Col("Name"), Col("Params", "number"), Col("≈", "number"),
+                                      Col("Description", "text")], shrink=["Description", "≈", "Params"])
     for name, desc, total, error in rows:
         if total is None:
-            table.add_row(name, "error", "", error)
+            sheet.add_row(name, "error", "", error)
         else:
-            table.add_row(name, num(total), human(total), desc)
-    return table
+            sheet.add_row(name, Alt(num(total), human(total)), human(total), Alt(desc, _headline(desc)))
+    return sheet
+
+
+def _headline(text: str) -> str:
+    """`GPT-2 small decoder (Radford et al. 2019), 12 layers` -> `GPT-2 small decoder`."""
+    import re
+    return re.split(r",| \(", text, maxsplit=1)[0]
+
+
+
+SWEEP_COLUMNS = {"params": "Params", "non_embedding_params": "Non-embedding", "weights_bf16_bytes": "bf16 weights",
+                 "weights_fp32_bytes": "fp32 weights", "adam_training_bytes": "Adam training",
+                 "training_flops_per_token": "FLOPs/token"}
+# each mention shortens a column (to units: 1.48 B, 2.76 GiB) or, the second time, drops it
+SWEEP_SHRINK = ["fp32 weights", "bf16 weights", "Adam training", "FLOPs/token", "Non-embedding",
+                "fp32 weights", "bf16 weights", "Non-embedding", "Adam training", "FLOPs/token", "Params"]
+
+
+def sweep_table(model: str, rows: list[dict]) -> Sheet:
+    """One row per point of a sweep: its values, then each metric exact (in units when the terminal
+    is narrow); a refused point says why in the last column."""
+    from .flops import flops_text
+    from .memory import binary
+    short = {"params": human, "non_embedding_params": human, "training_flops_per_token": flops_text}
+    keys = [k for k in rows[0] if k != "refused"]
+    refused = any(r.get("refused") for r in rows)
+    cols = [Col(SWEEP_COLUMNS.get(k, k), "number") for k in keys] + ([Col("Refused", "text")] if refused else [])
+    sheet = Sheet(f"{model}: sweep", cols, shrink=SWEEP_SHRINK)
+    for r in rows:
+        cells: list = []
+        for k in keys:
+            v = r[k]
+            if v is None:
+                cells.append("—")
+            elif k in SWEEP_COLUMNS:
+                cells.append(Alt(num(v), short.get(k, binary)(v)))
+            else:
+                cells.append(num(v))
+        sheet.add_row(*cells, *([r.get("refused") or ""] if refused else []))
+    return sheet
