@@ -1,6 +1,7 @@
 """sweep: the grid from the lambdified formula agrees with building each configuration."""
 from __future__ import annotations
 
+import json
 
 import pytest
 
@@ -53,10 +54,32 @@ def test_cli_csv_and_errors(cli):
                    "  fix: see 'archgraph sweep --help'\n")
 
 
-def test_a_configuration_that_is_not_a_model_is_refused_not_counted(cli):
+def test_a_configuration_that_is_not_a_model_is_a_row_that_says_why(cli):
     code, out, err = cli("sweep", "gpt2", "--vary", "L=1,2", "--vary", "H=768,512", "--csv")
-    assert code == 2 and out == ""
-    assert "L=1, H=512: " in err and "512 is not divisible by 12" in err
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].endswith(",training_flops_per_token,refused")
+    assert lines[1].startswith("1,768,46473216,")  # 39,383,808 + 7,087,872 + 1,536
+    assert lines[1].endswith(",")
+    assert lines[2] == ("1,512,,,,,,,\"node 'transformer.h.0.attn.core': sdpa(heads=12, causal=True): query width / "
+                        "heads: 512 is not divisible by 12 (received attn.qkv [B, S, 512], attn.qkv:1 [B, S, 512], "
+                        "attn.qkv:2 [B, S, 512])\"")
+    assert len(lines) == 5 and lines[3].startswith("2,768,") and lines[4].startswith("2,512,,")
+
+
+def test_a_sweep_with_a_refused_point_answers_the_others(cli):
+    code, out, err = cli("sweep", "gpt2", "--vary", "H=768,770", "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    assert [r["params"] for r in rows] == [124439808, None]
+    assert rows[0]["refused"] is None and "770 is not divisible by 12" in rows[1]["refused"]
+    assert rows[1]["training_flops_per_token"] is None
+
+
+def test_a_sweep_with_every_point_refused_fails(cli):
+    code, out, err = cli("sweep", "gpt2", "--vary", "H=770,771", "--csv")
+    assert code == 2 and out.count("\n") == 3
+    assert err.startswith("archgraph: error: every point was refused (node 'transformer.h.0.attn.core': ")
 
 
 def test_configurations_outside_the_formulas_conditions_are_built():

@@ -6,6 +6,8 @@ build's checks relied on (`A` divides `H`, ...) holds for it too: then the build
 would take the same course.  Any other configuration is built and checked (an `H`
 that `A` does not divide is refused, never counted), and so is every configuration
 with `check=True` or when a varied variable is `frozen` (a `when:` depends on it).
+A refused configuration is still a row: its metrics None and `refused` saying why (every
+row has `refused`, None when it was counted).
 
 >>> from archgraph import load
 >>> rows = sweep("gpt2", {"L": [6, 12]}, load=load)
@@ -60,17 +62,27 @@ def sweep(model: str, vary: Mapping[str, list[int]], settings: Mapping[str, Any]
     return rows
 
 
+METRICS = ("params", "non_embedding_params", "weights_bf16_bytes", "weights_fp32_bytes", "adam_training_bytes",
+           "training_flops_per_token")
+
+
 def _row(config: dict, params: int, embedding: int) -> dict[str, Any]:
     non_embedding = params - embedding
     return {**config, "params": params, "non_embedding_params": non_embedding,
             "weights_bf16_bytes": 2 * params, "weights_fp32_bytes": 4 * params,
-            "adam_training_bytes": ADAM_BYTES * params, "training_flops_per_token": 6 * non_embedding}
+            "adam_training_bytes": ADAM_BYTES * params, "training_flops_per_token": 6 * non_embedding,
+            "refused": None}
 
 
 def _built(load, model: str, settings: dict, config: dict) -> dict[str, Any]:
     try:
         report = count_params(load(model, {**settings, **config}))
-    except ArchgraphError as exc:
-        exc.message = f"{', '.join(f'{k}={v}' for k, v in config.items())}: {exc.message}"
-        raise
+    except ArchgraphError as exc:  # not a model: a row that says why
+        return {**config, **dict.fromkeys(METRICS), "refused": _reason(exc)}
     return _row(config, report.total, report.totals.by_category.get("embedding", 0))
+
+
+def _reason(exc: ArchgraphError) -> str:
+    """Why a point is refused, in one line: the node and the message (the spec's place is the same
+    for every point)."""
+    return (f"node '{exc.node}': " if exc.node else "") + exc.message
