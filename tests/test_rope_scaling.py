@@ -221,3 +221,15 @@ def test_a_rope_type_without_its_parameters_is_refused_naming_them(tmp_path):
                              "rope_parameters": {"rope_type": "llama3", "factor": 8.0, "rope_theta": 1e4}})
     with pytest.raises(SpecError, match="scaling 'llama3' needs low_freq_factor, high_freq_factor"):
         load_config(path)
+
+
+def test_phi3_reads_a_legacy_su_or_yarn_as_longrope_and_refuses_other_types(tmp_path):
+    from archgraph.errors import ArchgraphError
+    from archgraph.hf import import_file
+    rope = {"short_factor": [1.0] * 48, "long_factor": [2.0] * 48}
+    for legacy in ("su", "yarn"):
+        got = import_file(_write(tmp_path, {"model_type": "phi3", "rope_scaling": {"type": legacy, **rope}}))
+        assert got.variables["rope_type"] == "longrope"
+    with pytest.raises(ArchgraphError) as err:   # Phi3Config: "must be one of ['longrope']"
+        import_file(_write(tmp_path, {"model_type": "phi3", "rope_scaling": {"type": "linear", "factor": 2.0}}))
+    assert err.value.hint == "known values: default, longrope, su, yarn"
