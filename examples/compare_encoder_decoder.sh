@@ -4,6 +4,6 @@
 # Run from the checkout: sh examples/compare_encoder_decoder.sh
 # Its output is in docs/compare_encoder_decoder.txt.
 set -e
-archgraph compare bert-base-uncased gpt2 t5-small --set S=512 -o compare_encoder_decoder.png
+archgraph compare bert-base-uncased gpt2 t5-small --set S=512 --chart compare_encoder_decoder.png
 archgraph memory gpt2 --set B=8 --set S=1024
 archgraph formula t5-small

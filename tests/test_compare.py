@@ -2,38 +2,189 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import REFERENCE
 
 import archgraph
+from archgraph.passes.compare import compare
+
+DATA = Path(__file__).parent / "data" / "hf"
 
 
 def test_compare_json_encoder_decoder(cli):
     code, out, err = cli("compare", "bert-base-uncased", "gpt2", "t5-small", "--set", "S=512", "--json")
     assert code == 0, err
     bert, gpt2, t5 = json.loads(out)["models"]
+    assert [bert["kind"], gpt2["kind"], t5["kind"]] == ["encoder-only", "decoder-only", "encoder-decoder"]
     assert [bert["params"], gpt2["params"], t5["params"]] == [109_482_240, 124_439_808, 60_506_624]
+    assert [m["active_params"] for m in (bert, gpt2, t5)] == [109_482_240, 124_439_808, 60_506_624]
     assert bert["by_category"]["embedding"] == 23_835_648
     assert gpt2["embedding_share"] == (50257 + 1024) * 768 / 124_439_808
-    assert [bert["layers"], gpt2["layers"], t5["layers"]] == [12, 12, 12]
-    assert [bert["per_layer"], gpt2["per_layer"]] == [7_087_872, 7_087_872]
     assert [bert["width"], gpt2["width"], t5["width"]] == [768, 768, 512]
-    assert gpt2["weights_bytes"]["int4"] == 124_439_808 // 2
-    assert bert["kv_cache_bytes"] is None
-    assert gpt2["kv_cache_bytes"] == 2 * 12 * 512 * 768 * 2
-    assert t5["kv_cache_bytes"] == 2 * (6 + 6) * 512 * 8 * 64 * 2  # self + cross attention, T = S
+    stacks = lambda m: [(s["path"], s["role"], s["layers"], s["params_per_layer"], s["does"]) for s in m["stacks"]]
+    assert stacks(bert) == [("encoder.layer", "encoder", 12, 7_087_872, ["bidirectional"])]
+    assert stacks(gpt2) == [("transformer.h", "decoder", 12, 7_087_872, ["causal"])]
+    # T5: the encoder layer is self-attention 4·512² + feed-forward 2·512·2048 + 2 norms; the decoder
+    # layer adds cross-attention 4·512² and a norm; block 0 of each also holds the 32 x 8 bias table
+    encoder, decoder = 4 * 512 ** 2 + 2 * 512 * 2048 + 2 * 512, 8 * 512 ** 2 + 2 * 512 * 2048 + 3 * 512
+    assert stacks(t5) == [("encoder.block", "encoder", 6, encoder, ["bidirectional"]),
+                          ("decoder.block", "decoder", 6, decoder, ["causal", "cross-attention"])]
+    assert (encoder, decoder) == (3_146_752, 4_195_840)
+    assert [s["params"] for s in t5["stacks"]] == [6 * encoder + 256, 6 * decoder + 256]
+
+    forward = archgraph.passes.flops.count_flops(archgraph.load("gpt2"), {"B": 1, "S": 512}).forward
+    one = archgraph.passes.flops.count_flops(archgraph.load("gpt2"), {"B": 1, "S": 1}).forward
+    assert gpt2["flops"]["decoder_prefill"] == gpt2["flops"]["forward"] == forward == 136_370_454_528
+    # a new token costs a one-token forward plus scores and values over the 512 cached keys in 12 layers
+    assert gpt2["flops"]["per_generated_token"] == one + 12 * 4 * 768 * 512 == 266_385_408
+    assert (gpt2["flops"]["encoder_pass"], gpt2["flops"]["decoder_length"]) == (None, "S")
+    assert bert["flops"]["encoder_pass"] == bert["flops"]["forward"] == 96_848_317_440
+    assert (bert["flops"]["decoder_prefill"], bert["flops"]["per_generated_token"]) == (None, None)
+    t5_flops = t5["flops"]  # 12288·T² + 83291136·T + 25792872448 at S=512
+    assert t5_flops["decoder_length"] == "T"
+    assert t5_flops["encoder_pass"] == 25_792_872_448
+    assert t5_flops["decoder_prefill"] == 12288 * 512 ** 2 + 83_291_136 * 512
+    assert t5_flops["encoder_pass"] + t5_flops["decoder_prefill"] == t5_flops["forward"]
+    assert t5_flops["per_generated_token"] == 83_291_136 + 12288 * 513
+
+    assert gpt2["memory"]["weights_bytes"]["int4"] == 124_439_808 // 2
+    assert bert["memory"]["kv_cache_bytes"] == bert["memory"]["state_cache_bytes"] == 0
+    assert gpt2["memory"]["kv_cache_bytes"] == 2 * 12 * 512 * 768 * 2
+    assert t5["memory"]["kv_cache_bytes"] == 2 * (6 + 6) * 512 * 8 * 64 * 2  # self + cross attention, T = S
+    assert gpt2["memory"]["serving_bytes"] == 2 * 124_439_808 + 2 * 12 * 512 * 768 * 2
+    assert gpt2["memory"]["training_state_bytes"] == 16 * 124_439_808
+    assert gpt2["memory"]["training_bytes"] == 16 * 124_439_808 + gpt2["memory"]["activation_bytes"]
     assert t5["bindings"] == {"B": 1, "S": 512, "T": 512}
-    flops = archgraph.passes.flops.count_flops(archgraph.load("gpt2"), {"B": 1, "S": 512})
-    assert gpt2["flops_per_token"] == flops.forward // 512
 
 
-def test_compare_table_and_chart(cli, tmp_path):
-    chart = tmp_path / "chart.png"
-    code, out, err = cli("compare", "bert-base-uncased", "gpt2", "-o", str(chart))
+def _config(tmp_path, name: str) -> str:
+    (tmp_path / name).mkdir()
+    path = tmp_path / name / "config.json"
+    path.write_text(json.dumps(json.loads((DATA / f"{name}.json").read_text())["config"]))
+    return str(path)
+
+
+def test_a_mixture_of_experts_has_active_parameters_and_mamba_keeps_no_kv_cache(cli, tmp_path):
+    """Mixtral (hidden 48, 2 of 4 experts of 3·48·37) and Mamba (a fixed state, 0 bytes of KV cache)."""
+    code, out, err = cli("compare", _config(tmp_path, "mixtral-causal-gqa"), _config(tmp_path, "mamba-130m-layout"),
+                         "--set", "S=64", "--json")
     assert code == 0, err
-    assert "embedding share" in out and "— (no decoder)" in out and "21.8%" in out
+    mixtral, mamba = json.loads(out)["models"]
+    expert = 3 * 48 * 37
+    layer = 2 * 48 * 48 + 2 * 48 * 16 + 2 * 48 + 48 * 4 + 4 * expert  # q, o, k, v (2 KV heads), norms, router
+    assert [(s["path"], s["layers"], s["params_per_layer"], s["active_params_per_layer"], s["does"])
+            for s in mixtral["stacks"]] == [("model.layers", 2, layer, layer - 2 * expert,
+                                             ["causal", "MoE 4 experts top 2"])]
+    assert (mixtral["params"], mixtral["active_params"]) == (75_792, 75_792 - 2 * 2 * expert)
+    assert mixtral["memory"]["kv_cache_bytes"] == 2 * 2 * 64 * 2 * 8 * 2  # layers, K and V, S, heads, dim, bf16
+    (stack,) = mamba["stacks"]
+    assert (stack["path"], stack["layers"], stack["params_per_layer"], stack["does"]) == \
+        ("backbone.layers", 2, 3_771_648, ["state-space"])
+    assert mamba["memory"]["kv_cache_bytes"] == 0
+    assert mamba["memory"]["state_cache_bytes"] == 2 * 1536 * (4 + 16) * 2  # conv and SSM states, bf16
+    flops = mamba["flops"]  # no attention: every token costs the same
+    assert flops["per_generated_token"] * 64 == flops["decoder_prefill"] == flops["forward"]
+
+
+VIT_MOE = """\
+archgraph: 1
+name: vit-moe
+description: a small ViT whose odd layers are a mixture of 4 experts (top 1)
+variables: {H: 64, I: 128, L: 4}
+inputs:
+  pixels: {shape: [B, 3, 32, 32]}
+blocks:
+  layer:
+    args: [H, I, moe]
+    nodes:
+      - {name: norm1, op: layer_norm, in: x, normalized_shape: H}
+      - {name: attn, op: attention, hidden: H, heads: 4}
+      - {name: res1, op: add, in: [attn, x]}
+      - {name: norm2, op: layer_norm, normalized_shape: H}
+      - {name: fc1, op: linear, in_features: H, out_features: I, when: not moe}
+      - {name: act, op: activation, fn: "'gelu'", when: not moe}
+      - {name: fc2, op: linear, in_features: I, out_features: H, when: not moe}
+      - {name: experts, op: moe, in: norm2, hidden: H, intermediate: I, experts: 4, top_k: 1, when: moe}
+      - {name: res2, op: add, in: ["fc2|experts", res1]}
+nodes:
+  - {name: patches, op: conv2d, in: pixels, in_channels: 3, out_channels: H, kernel_size: 8, stride: 8,
+     category: embedding}
+  - {name: flat, op: flatten, start_dim: 2}
+  - {name: tokens, op: transpose, dim0: 1, dim1: 2}
+  - {name: embeddings, op: class_token, hidden: H, num_patches: 16}
+  - {name: blocks, block: layer, repeat: L, H: H, I: I, moe: "i % 2 == 1"}
+  - {name: norm, op: layer_norm, normalized_shape: H}
+"""
+
+
+def test_a_vision_model_with_moe_every_other_layer(cli, tmp_path):
+    """The schedule's two kinds of layer are two stacks; FLOPs are per image, at any batch."""
+    spec = tmp_path / "vit-moe.yaml"
+    spec.write_text(VIT_MOE)
+    code, out, err = cli("compare", str(spec), "resnet-50", "--set", "B=2", "--json")
+    assert code == 0, err
+    vit, resnet = json.loads(out)["models"]
+    attn, norms = 4 * (64 * 64 + 64), 2 * 2 * 64
+    dense = attn + norms + 64 * 128 + 128 + 128 * 64 + 64
+    expert = 3 * 64 * 128
+    moe = attn + norms + 64 * 4 + 4 * expert
+    assert [(s["path"], s["layers"], s["params_per_layer"], s["active_params_per_layer"], s["does"])
+            for s in vit["stacks"]] == [("blocks.0,2", 2, dense, dense, ["bidirectional"]),
+                                        ("blocks.1,3", 2, moe, moe - 3 * expert,
+                                         ["bidirectional", "MoE 4 experts top 1"])]
+    embeddings = 3 * 64 * 64 + 64 + 64 + 17 * 64  # patch convolution, class token, 17 positions
+    assert vit["params"] == embeddings + 2 * dense + 2 * moe + 2 * 64 == 311_488
+    assert vit["active_params"] == vit["params"] - 2 * 3 * expert == 164_032
+    assert vit["kind"] == resnet["kind"] == "vision"
+    one = archgraph.passes.flops.count_flops(archgraph.load("resnet-50"), {"B": 1}).forward
+    assert resnet["flops"]["per_image"] == one == resnet["flops"]["forward"] // 2
+    assert resnet["flops"]["decoder_prefill"] is None and resnet["flops"]["encoder_pass"] is None
+    assert [(s["path"], s["layers"]) for s in resnet["stacks"]] == [
+        (f"encoder.stages.{i}.layers", n) for i, n in enumerate((3, 4, 6, 3))]
+    assert vit["memory"]["kv_cache_bytes"] == 0
+
+
+def test_compare_table_fits_80_columns_and_chart(cli, tmp_path):
+    from rich.console import Console
+
+    from archgraph.render.compare import compare_table
+    from archgraph.render.fit import fit
+    rows = compare(["t5-small", "gpt2", "bert-base-uncased"], {}, load=archgraph.load)
+    console = Console(width=80, record=True)
+    console.print(fit(compare_table(rows, 80), console))
+    text = console.export_text()
+    lines = text.splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    assert sum(line.startswith("┏") for line in lines) == 2  # the stacks, then the figures: one table each
+    header = next(line for line in lines if "t5-small" in line and "gpt2" in line)
+    assert "bert-base-uncased" in header  # three models side by side, names whole
+    row = lambda label: next(line for line in lines if line.startswith(f"│ {label} "))  # noqa: E731
+    assert row("  decoder.block").split("│")[1:4] == ["   decoder.block   ", "      6 ", "    4,195,840 "]
+    assert "causal, cross-attention" in row("  decoder.block")
+    assert row("per new token").split("│")[2:5] == [" 89.59 MFLOP ", " 266.39 MFLOP ", "                 — "]
+    assert row("KV cache").split("│")[2:5] == ["   12.00 MiB ", "    18.00 MiB ", "               0 B "]
+    chart = tmp_path / "chart.png"
+    code, out, err = cli("compare", "bert-base-uncased", "gpt2", "--chart", str(chart))
+    assert code == 0, err
+    assert "encoder pass" in out and "21.8%" in out
     assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_more_models_than_fit_go_on_in_a_second_figures_table():
+    from rich.console import Console
+
+    from archgraph.render.compare import compare_table
+    from archgraph.render.fit import fit
+    rows = compare(["t5-small", "gpt2", "bert-base-uncased", "llama-2-7b", "resnet-50"], {}, load=archgraph.load)
+    console = Console(width=80, record=True)
+    console.print(fit(compare_table(rows, 80), console))
+    lines = console.export_text().splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    assert any("(models 4..5 of 5)" in line for line in lines)
+    assert any("llama-2-7b" in line and "resnet-50" in line for line in lines)
+    assert any("6,738,415,616" in line for line in lines)
 
 
 def test_compare_errors(cli, tmp_path):
@@ -58,9 +209,12 @@ def test_layers_look_inside_wrappers_and_skip_a_stem(cli, tmp_path):
     whisper, resnet, t5 = json.loads(out)["models"]
     # 4 encoder + 4 decoder layers; an encoder layer: q, k (no bias), v, out 4·384²+3·384, two norms
     # 4·384, fc1/fc2 2·384·1536 + 1536 + 384
-    assert (whisper["layers"], whisper["per_layer"]) == (8, 4 * 384 ** 2 + 3 * 384 + 4 * 384 + 2 * 384 * 1536 + 1536 + 384)
-    assert (resnet["layers"], resnet["per_layer"]) == (3 + 4 + 6 + 3, 1_117_184)
-    assert t5["layers"] == 12
+    layer = 4 * 384 ** 2 + 3 * 384 + 4 * 384 + 2 * 384 * 1536 + 1536 + 384
+    assert [(s["path"], s["layers"], s["params_per_layer"], s["does"]) for s in whisper["stacks"]] == [
+        ("model.encoder.layers", 4, layer, ["bidirectional"]),
+        ("model.decoder.layers", 4, layer + 4 * 384 ** 2 + 3 * 384 + 2 * 384, ["causal", "cross-attention"])]
+    assert [s["layers"] for s in resnet["stacks"]] == [3, 4, 6, 3]
+    assert [s["layers"] for s in t5["stacks"]] == [6, 6]
 
 
 def test_compare_refuses_a_name_no_model_has(cli):
@@ -94,4 +248,4 @@ def test_a_model_whose_spec_bounds_the_length_is_compared_at_that_bound(cli, tmp
     assert (clip["bindings"], gpt2["bindings"]) == ({"B": 1, "S": 77}, {"B": 1, "S": 512})
     code, out, err = cli("compare", str(path), "gpt2")
     assert code == 0, err
-    assert "at clip: B=1, S=77; gpt2: B=1, S=512)" in " ".join(out.split())
+    assert "at clip: B=1, S=77; gpt2: B=1, S=512" in " ".join(out.split())

@@ -11,7 +11,8 @@ import pytest
 from conftest import ROOT
 
 MODULES = ["archgraph", "archgraph.expr", "archgraph.builder", "archgraph.load",
-           "archgraph.passes.params", "archgraph.passes.shapes", "archgraph.hf", "archgraph.checkpoint"]
+           "archgraph.passes.params", "archgraph.passes.shapes", "archgraph.passes.stacks", "archgraph.passes.compare",
+           "archgraph.hf", "archgraph.checkpoint"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -146,7 +146,8 @@ def test_cli_json(cli):
     assert set(data["assumptions"]) == {"weights", "training", "activations", "kv_cache"}
     code, out, _ = cli("memory", "bert-base-uncased", "--json", "--optimizer", "sgd")
     data = json.loads(out)
-    assert "kv_cache_bytes" not in data and data["training_bytes"] == 12 * 109_482_240
+    assert data["kv_cache_bytes"] == data["state_cache_bytes"] == 0  # an encoder keeps no cache: 0 bytes, not null
+    assert "kv_cache" not in data and data["training_bytes"] == 12 * 109_482_240
     assert data["note"] == "defaults B=1, S=512 (set with --set)"
 
 
@@ -168,6 +169,6 @@ def test_the_default_length_stays_within_a_bound_the_spec_states(tmp_path, cli, 
     data = json.loads(out)
     assert data["bindings"] == {"B": 1, "S": positions}
     assert data["note"] == f"defaults B=1, S={positions} (set with --set)"
-    assert "kv_cache_bytes" not in data  # CLIP's text tower is causal but never decodes: no cache
+    assert data["kv_cache_bytes"] == 0  # CLIP's text tower is causal but never decodes: no cache
     code, out, err = cli("memory", str(path), "--set", f"S={positions + 1}")
     assert code == 2 and f"the constraint 'S <= TP' does not hold (S={positions + 1}, TP={positions})" in err

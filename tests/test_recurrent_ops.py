@@ -120,7 +120,7 @@ def test_memory_reports_mamba2_layers_fixed_state(tmp_path, cli):
     # per layer: the conv over 64 + 2·2·16 = 128 channels keeps its last 4 inputs; the state 8 heads x 8 x 16
     assert [(e["rule"], e["state_values"], e["bytes"]) for e in doc["kv_cache"]] == \
         [("state-space (Mamba-2)", 128 * 4 + 64 * 16, 2 * 3 * 1536 * 4)]
-    assert doc["state_cache_bytes"] == 2 * 3 * 1536 * 4 and doc["kv_cache_bytes"] is None
+    assert doc["state_cache_bytes"] == 2 * 3 * 1536 * 4 and doc["kv_cache_bytes"] == 0
 
 
 def test_memory_reports_griffins_recurrent_states_and_local_attention_windows(tmp_path, cli):

@@ -218,11 +218,14 @@ def test_a_report_of_two_to_six_models_reads_at_1280_pixels(browser, six_section
         browser.set_window_size(1600, 1200)
 
 
-def test_compare_draws_categories_in_the_palette_colours():
+def test_compare_draws_stacks_by_role_and_the_rest_in_the_palette_colours():
     from archgraph.passes.compare import summarize
-    from archgraph.render.compare import compare_chart
+    from archgraph.render.compare import ROLE_COLORS, compare_chart
     from archgraph.render.palette import category_color
     rows = [summarize(name, {}, load=load) for name in ("gpt2", "bert-base-uncased")]
     svg = compare_chart(rows, "svg").decode("utf-8")
-    for category in ("mlp", "attention", "embedding", "head"):
-        assert f"fill: {category_color(category)}" in svg, category
+    for colour in (ROLE_COLORS["encoder"], ROLE_COLORS["decoder"], category_color("embedding"),
+                   category_color("head")):
+        assert f"fill: {colour}" in svg, colour
+    assert ">transformer.h × 12<" in svg and ">encoder.layer × 12<" in svg
+    assert f"fill: {ROLE_COLORS['layers']}" not in svg  # neither model has convolutional stages

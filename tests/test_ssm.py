@@ -46,7 +46,7 @@ def test_a_mamba_layer_caches_its_conv_and_ssm_states_and_no_keys_or_values(tmp_
     assert (entry.path, entry.layers, entry.rule) == ("backbone.layers.0.mixer", 24, "state space (conv + SSM state)")
     assert entry.state == 1536 * 4 + 1536 * 16 and entry.width == 0
     assert m.state_cache_bytes == 3 * 24 * (1536 * 4 + 1536 * 16) * 4  # the same at any S
-    assert m.kv_cache_bytes is None
+    assert m.kv_cache_bytes == 0
 
 
 def test_time_step_rank_auto_is_a_sixteenth_of_hidden_rounded_up(tmp_path):
@@ -152,10 +152,16 @@ def test_compare_counts_the_layers_of_a_schedule_and_shows_the_state_caches(tmp_
         (tmp_path / name / "config.json").write_text(json.dumps(config))
         paths.append(str(tmp_path / name / "config.json"))
     mamba, jamba = compare(paths, {"S": 4096}, load=load)
-    assert (mamba.layers, jamba.layers) == (24, 32)  # Jamba's 32 runs of one layer are one stack
-    assert (mamba.kv_cache_bytes, mamba.state_cache_bytes) == (None, 24 * 1536 * (4 + 16) * 2)
-    assert (jamba.kv_cache_bytes, jamba.state_cache_bytes) == (4 * 2 * 8 * 128 * 4096 * 2, 28 * 8192 * 20 * 2)
+    assert [(s.path, s.layers, s.does) for s in mamba.stacks] == [("backbone.layers", 24, ("state-space",))]
+    # Jamba's schedule: attention at 4, 12, 20, 28; experts at every odd layer; Mamba elsewhere
+    assert [(s.path, s.layers, s.does) for s in jamba.stacks] == [
+        ("model.layers.0,2,6,…,30", 12, ("state-space",)),
+        ("model.layers.1,3..31", 16, ("state-space", "MoE 16 experts top 2")),
+        ("model.layers.4,12..28", 4, ("causal",))]
+    assert (mamba.memory.kv_cache_bytes, mamba.memory.state_cache_bytes) == (0, 24 * 1536 * (4 + 16) * 2)
+    assert (jamba.memory.kv_cache_bytes, jamba.memory.state_cache_bytes) == \
+        (4 * 2 * 8 * 128 * 4096 * 2, 28 * 8192 * 20 * 2)
     console = Console(width=200, record=True)
     console.print(compare_table([mamba, jamba]))
     text = console.export_text()
-    assert "— (a fixed state)" in text and "state cache (bf16)" in text and "1.41 MiB" in text
+    assert "state cache" in text and "1.41 MiB" in text

@@ -1,11 +1,14 @@
-"""`archgraph compare A B [C ...]`: models side by side, with an optional chart (-o chart.png)."""
+"""`archgraph compare A B [C ...]`: models side by side, with an optional chart (--chart chart.png)."""
 from __future__ import annotations
 
 
 def add_parser(sub, model_command) -> None:
-    c = model_command(sub, "compare", "compare models side by side: parameters by category, depth, width, "
-                      "memory, FLOPs per token and KV cache at --set S=.. (default B=1, S=512)", nargs="+")
-    c.add_argument("-o", "--output", metavar="FILE", help="also draw a chart (.png, .svg or .pdf)")
+    c = model_command(sub, "compare", "compare models side by side: each stack (encoder, decoder, the kinds of "
+                      "layer a schedule mixes) with its layers, parameters per layer and what they do; total and "
+                      "active parameters; FLOPs of an encoder pass, a decoder's prefill and each generated token; "
+                      "memory for training and serving; at --set S=.. (default B=1, S=512)", nargs="+")
+    c.add_argument("-o", "--chart", "--output", dest="output", metavar="FILE",
+                   help="also draw a chart of parameters, FLOPs and memory by stack (.png, .svg or .pdf)")
     c.set_defaults(handler=run)
 
 
@@ -29,7 +32,7 @@ def run(args, console) -> int:
             raise ArchgraphError(f"cannot draw a chart as '.{fmt}'", hint="use a .png, .svg or .pdf file name")
         check_output(args.output, inputs)
     rows = compare(args.model, dict(args.settings), load=load)
-    code = emit(console, args.json, lambda: compare_json(rows), lambda: compare_table(rows))
+    code = emit(console, args.json, lambda: compare_json(rows), lambda: compare_table(rows, console.width))
     if args.output:
         write_output(args.output, compare_chart(rows, fmt), inputs=inputs)
         if not args.json:

@@ -1,45 +1,82 @@
-"""Models side by side: parameters by category, depth and width, memory, FLOPs per token, KV cache.
+"""Models side by side: their stacks, total and active parameters, FLOPs split the way designs
+differ, and memory for training and for serving.
 
-Every model is analysed at the same sizes (`B`, `S`; an encoder-decoder's `T` is
-`S` unless given), so the figures are comparable.
+Every model is analysed at the same sizes (`B`, `S`; an encoder-decoder's `T` is `S` unless
+given), so the figures are comparable.  FLOPs come from one symbolic shape walk: the forward
+count as a polynomial in the decoder's length D, c0 + c1·D + c2·D², splits into the work done
+once per input (c0: an encoder pass, a vision tower), the decoder's prefill of D tokens
+(c1·D + c2·D²) and one generated token with D tokens cached (c1 + c2·(D + 1): every per-token
+op once, attention over D + 1 keys), per sequence of the batch.
 
 >>> from archgraph import load
 >>> rows = compare(["gpt2", "bert-base-uncased"], {"S": 128}, load=load)
->>> [r.name for r in rows], rows[0].params
-(['gpt2', 'bert-base-uncased'], 124439808)
+>>> [r.kind for r in rows], rows[0].flops.per_token
+(['decoder-only', 'encoder-only'], 252229632)
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ..errors import SpecError, did_you_mean
-from ..graph import BlockNode, Graph, Model, OpNode
+from ..dims import free_names, subs
+from ..errors import ArchgraphError, SpecError, did_you_mean
+from ..graph import Graph, Model, OpNode
 from ..spec.settings import size_names
-from .flops import count_flops
+from .flops import op_flops
 from .memory import DEFAULT_SIZE, default_size, estimate_memory
-from .params import count_params, graph_totals
+from .params import count_params
+from .shapes import infer_shapes
+from .stacks import Stack, find_stacks, ops_by_stack
 
-ATTENTION_OPS = {"attention", "sdpa"}
+
+@dataclass
+class FlopsSplit:
+    """Forward FLOPs at the sizes, split the way designs differ; None where a design has no such
+    part (an encoder generates no token).  `per_token` and `per_image` are per sequence or image
+    of the batch; the others are for the whole batch."""
+
+    forward: int                      # everything, at the sizes
+    encoder: int | None = None        # once per input: an encoder pass over S tokens, a vision tower
+    prefill: int | None = None        # the decoder over its D tokens (S; T in an encoder-decoder)
+    per_token: Any = None             # one generated token with D tokens cached
+    per_image: Any = None             # a vision model's forward, per image
+    decoder_length: str | None = None  # the size D names (S, T)
+
+
+@dataclass
+class MemorySplit:
+    """Bytes for training (mixed precision, Adam) and for serving (bf16 weights and caches)."""
+
+    weights_bytes: dict[str, int]     # every weight at each dtype
+    training_state_bytes: int         # weights, gradients, fp32 master copy, Adam's moments
+    activation_bytes: int | None      # stored for backward at the sizes (None: not computed)
+    kv_cache_bytes: int               # keys and values (latents) of the cached tokens; 0 without
+    state_cache_bytes: int            # fixed states of state-space and recurrent layers; 0 without
+
+    @property
+    def training_bytes(self) -> int:
+        return self.training_state_bytes + (self.activation_bytes or 0)
+
+    @property
+    def serving_bytes(self) -> int:
+        return self.weights_bytes["bf16"] + self.kv_cache_bytes + self.state_cache_bytes
 
 
 @dataclass
 class ModelSummary:
     name: str
     description: str
+    kind: str                          # encoder-only, decoder-only, encoder-decoder, encoder + decoder, vision, ...
     params: int
+    active_params: int                 # touched by one token (a mixture of experts: the experts it is routed to)
     by_category: dict[str, int]
-    embedding_share: float        # embedding parameters / total
-    layers: int                   # repetitions of the blocks that hold attention (or top-level blocks)
-    per_layer: int                # parameters of one repetition of the most repeated block
-    width: int | None             # embedding size of the first token embedding
-    weights_bytes: dict[str, int]
-    training_bytes: int
-    flops_per_token: Any
-    forward_flops: Any
-    kv_cache_bytes: int | None
-    bindings: dict[str, Any]
-    state_cache_bytes: int | None = None  # fixed states of state-space and recurrent layers
+    embedding_share: float             # embedding parameters / total
+    width: int | None                  # embedding size of the first token embedding
+    stacks: list[Stack]
+    stack_flops: list[int]             # forward FLOPs of each stack's layers at the sizes
+    flops: FlopsSplit
+    memory: MemorySplit
+    bindings: dict[str, Any] = field(default_factory=dict)
 
 
 def compare(models: list[str], settings: Mapping[str, Any] | None = None, optimizer: str = "adam", *,
@@ -83,61 +120,114 @@ def summarize(name: str, settings: dict, optimizer: str = "adam", *, load: Calla
     overrides, sizes = _bindings_for(probe, settings)
     model = load(name, overrides) if overrides else probe
     report = count_params(model)
-    memory = estimate_memory(model, sizes, optimizer=optimizer)
-    flops = count_flops(model, sizes)
+    mem = estimate_memory(model, sizes, optimizer=optimizer)
+    run = _symbolic_run(model, sizes)
+    stacks = find_stacks(model, run)
+    stack_flops, split = _flops(model, sizes, run, stacks)
     cats = dict(report.totals.by_category)
-    layers, per_layer = _depth(model.graph)
+    memory = MemorySplit(mem.weights_bytes, mem.training_bytes, mem.activation_bytes,
+                         mem.kv_cache_bytes, mem.state_cache_bytes)
     return ModelSummary(
-        name=model.name, description=model.description, params=report.total,
+        name=model.name, description=model.description, kind=_kind(model, stacks), params=report.total,
+        active_params=report.totals.active,
         by_category={k: v for k, v in sorted(cats.items(), key=lambda kv: -kv[1]) if v},
         embedding_share=cats.get("embedding", 0) / report.total if report.total else 0.0,
-        layers=layers, per_layer=per_layer, width=_width(model.graph),
-        weights_bytes=memory.weights_bytes, training_bytes=memory.training_bytes,
-        flops_per_token=flops.per_token, forward_flops=flops.forward,
-        kv_cache_bytes=memory.kv_cache_bytes, bindings=sizes, state_cache_bytes=memory.state_cache_bytes)
+        width=_width(model.graph), stacks=stacks, stack_flops=stack_flops, flops=split, memory=memory,
+        bindings=sizes)
 
 
-def _has_attention(graph: Graph) -> bool:
-    return _has_op(graph, ATTENTION_OPS)
+def _symbolic_run(model: Model, sizes: dict):
+    """A shape walk with every length a symbol (B bound): None when the model needs them bound."""
+    try:
+        return infer_shapes(model, {"B": sizes["B"]} if "B" in sizes else {}).run
+    except ArchgraphError:
+        return None
 
 
-def _has_op(graph: Graph, names) -> bool:
-    return any(n.op.op_name in names if isinstance(n, OpNode) else _has_op(n.body, names)
-               for n in graph.nodes.values())
+def _kind(model: Model, stacks: list[Stack]) -> str:
+    does = {d for s in stacks for d in s.does}
+    roles = {s.role for s in stacks}
+    if "cross-attention" in does:
+        return "encoder-decoder"
+    if roles >= {"encoder", "decoder"}:
+        return "encoder + decoder"  # a vision tower before a language model (LLaVA)
+    if "decoder" in roles:
+        return "decoder-only"
+    if _images_only(model):
+        return "vision"
+    return "encoder-only" if "encoder" in roles else "other"
 
 
-def _depth(graph: Graph) -> tuple[int, int]:
-    """(layers, params of one layer): the outermost block calls holding attention (else any
-    block calls), repetitions counted; the layer is the most repeated of them.  A call made
-    once whose body holds repeated calls (a model, an encoder, a decoder) is a wrapper: its
-    layers are the calls inside."""
-    stacks = _stacks(graph)
-    if not stacks:
-        return 0, 0
-    top = max(stacks, key=lambda n: n.repeat)
-    return sum(n.repeat for n in stacks), graph_totals(top.body, {}).total
+def _images_only(model: Model) -> bool:
+    """Whether every input is an image (a float [B, C, H, W]): FLOPs are per image."""
+    return all(len(i.shape) == 4 and not i.dtype.startswith(("int", "uint", "long")) for i in model.inputs.values())
 
 
-def _stacks(graph: Graph) -> list[BlockNode]:
-    calls = [n for n in graph.nodes.values() if isinstance(n, BlockNode)]
-    # layers hold attention; without attention (a CNN), a residual connection (an add)
-    chosen = ([n for n in calls if _has_attention(n.body)] or [n for n in calls if _has_op(n.body, {"add"})]
-              or calls)
-    # a layer schedule is one stack: all its runs, when one of them is chosen (Jamba's attention layers)
-    scheduled = {(n.segment, n.block) for n in chosen if n.scheduled}
-    chosen = [n for n in calls if n in chosen or (n.scheduled and (n.segment, n.block) in scheduled)]
-    found: list[BlockNode] = []
-    for call in chosen:
-        inner = _stacks(call.body) if call.repeat == 1 and not call.scheduled else []
-        found += inner if any(n.repeat > 1 or n.scheduled for n in inner) else [call]
-    return found
+def _flops(model: Model, sizes: dict, run, stacks: list[Stack]) -> tuple[list[int], FlopsSplit]:
+    """(forward FLOPs of each stack, the split), from the symbolic walk when there is one."""
+    concrete = infer_shapes(model, sizes).run  # at the sizes: a length beyond a position table is an error
+    walk = run if run is not None else concrete
+    owner = {id(c): s for s in stacks for c in s.calls}
+    per_stack = {id(s): 0 for s in stacks}
+    total: Any = 0
+    lengths: set[str] = set()
+    decoder = any(getattr(n.op, "causal", False) for _, n, *_ in ops_by_stack(walk.graph, walk, owner))
+    for stack, node, ins, outs, times in ops_by_stack(walk.graph, walk, owner):
+        flops = op_flops(node, ins, outs, node.name) * times
+        total += flops
+        if stack is not None:
+            per_stack[id(stack)] += flops
+        if node.op.cache(node.arranged(ins), outs, decoder) is not None:
+            lengths |= free_names(ins[0][1]) - {"B"}  # the length a cached layer decodes along
+    at = lambda d: subs(d, sizes)  # noqa: E731
+    forward = at(total)
+    split = FlopsSplit(forward)
+    if len(lengths) == 1 and run is not None:
+        length = next(iter(lengths))
+        poly = subs(total, {k: v for k, v in sizes.items() if k != length})
+        coeffs = _coefficients(poly, length)
+        if coeffs is not None:
+            c0, c1, c2 = coeffs
+            d, b = sizes[length], sizes.get("B", 1)
+            split.decoder_length = length
+            split.encoder = c0 or None
+            split.prefill = c1 * d + c2 * d * d
+            split.per_token = _per(c1 + c2 * (d + 1), b)
+    elif lengths:
+        split.prefill = forward
+    if not lengths:
+        if _images_only(model):
+            split.per_image = _per(forward, sizes.get("B", 1))
+        else:
+            split.encoder = forward
+    return [at(per_stack[id(s)]) for s in stacks], split
+
+
+def _coefficients(poly: Any, name: str) -> tuple[int, int, int] | None:
+    """(c0, c1, c2) of c0 + c1·x + c2·x² in the size `name`, or None when it is not that."""
+    if isinstance(poly, int):
+        return poly, 0, 0
+    out = [0, 0, 0]
+    for mono, c in poly.terms.items():
+        if not isinstance(c, int) or any(atom != name for atom, _ in mono):
+            return None
+        power = sum(p for _, p in mono)
+        if power > 2:
+            return None
+        out[power] += c
+    return out[0], out[1], out[2]
+
+
+def _per(n: int, b: int) -> Any:
+    q, r = divmod(n, b)
+    return q if r == 0 else n / b
 
 
 def _width(graph: Graph) -> int | None:
     for node in graph.nodes.values():
         if isinstance(node, OpNode) and node.op.op_name == "embedding":
             return node.op.embedding_dim
-        if isinstance(node, BlockNode):
+        if not isinstance(node, OpNode):
             found = _width(node.body)
             if found:
                 return found

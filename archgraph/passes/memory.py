@@ -94,16 +94,14 @@ class MemoryReport:
         return sum(self.training.values())
 
     @property
-    def kv_cache_bytes(self) -> int | None:
-        """Bytes of the caches that grow with the tokens (keys and values, latents)."""
-        grows = [e.bytes for e in self.kv_cache if e.width]
-        return sum(grows) if grows else None
+    def kv_cache_bytes(self) -> int:
+        """Bytes of the caches that grow with the tokens (keys and values, latents); 0 without."""
+        return sum(e.bytes for e in self.kv_cache if e.width)
 
     @property
-    def state_cache_bytes(self) -> int | None:
-        """Bytes of the fixed states of state-space and recurrent layers."""
-        fixed = [e.bytes for e in self.kv_cache if e.state]
-        return sum(fixed) if fixed else None
+    def state_cache_bytes(self) -> int:
+        """Bytes of the fixed states of state-space and recurrent layers; 0 without."""
+        return sum(e.bytes for e in self.kv_cache if e.state)
 
     @property
     def bytes_per_param(self) -> float:

@@ -1,10 +1,15 @@
-"""Comparison of models: one table (a column per model), JSON, and a matplotlib chart."""
+"""Comparison of models: the stacks table and the figures table (a column per model), JSON, and
+a matplotlib chart of where the parameters and FLOPs go, stack by stack.
+
+Labels are short and carry their units in the cells (`136.37 GFLOP`, `237.35 MiB`), so three
+models fit 80 columns; more are split into column groups by `render.fit`, never cut.
+"""
 from __future__ import annotations
 
 import io
-from dataclasses import asdict
 from typing import Any
 
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
@@ -14,21 +19,42 @@ from .flops import flops_text
 from .memory import binary
 from .palette import category_color
 
+ROLE_COLORS = {"encoder": "#4c72b0", "decoder": "#dd8452", "layers": "#55a868"}
+NOTES = ("encoder pass: what is computed once per input (an encoder over S tokens, a vision tower; an "
+         "encoder-decoder's cross-attention keys and values). decoder prefill: the decoder over its "
+         "S tokens (T in an encoder-decoder). per new token: one more generated token with those "
+         "tokens cached, per sequence. training: mixed precision, Adam (16 bytes/param) plus the "
+         "activations stored for backward; serving: bf16 weights plus the caches.")
+
+
+def _num(n: Any) -> Any:
+    if isinstance(n, float) and n.is_integer():
+        return int(n)
+    return to_json(n) if n is not None and not isinstance(n, float) else n
+
 
 def compare_json(rows: list[ModelSummary]) -> dict[str, Any]:
     models = []
     for r in rows:
-        d = asdict(r)
-        d["flops_per_token"] = to_json(r.flops_per_token) if not isinstance(r.flops_per_token, float) \
-            else r.flops_per_token
-        d["forward_flops"] = to_json(r.forward_flops)
-        d["bindings"] = {k: to_json(v) for k, v in r.bindings.items()}
-        models.append(d)
+        f, m = r.flops, r.memory
+        models.append({
+            "name": r.name, "description": r.description, "kind": r.kind,
+            "bindings": {k: to_json(v) for k, v in r.bindings.items()},
+            "params": r.params, "active_params": r.active_params, "by_category": r.by_category,
+            "embedding_share": r.embedding_share, "width": r.width,
+            "stacks": [{"path": s.path, "role": s.role, "layers": s.layers, "params_per_layer": s.per_layer,
+                        "active_params_per_layer": s.active_per_layer, "params": s.params,
+                        "active_params": s.active, "does": list(s.does), "forward_flops": _num(flops)}
+                       for s, flops in zip(r.stacks, r.stack_flops)],
+            "flops": {"forward": _num(f.forward), "encoder_pass": _num(f.encoder), "decoder_prefill": _num(f.prefill),
+                      "per_generated_token": _num(f.per_token), "per_image": _num(f.per_image),
+                      "decoder_length": f.decoder_length},
+            "memory": {"weights_bytes": m.weights_bytes, "training_state_bytes": m.training_state_bytes,
+                       "activation_bytes": m.activation_bytes, "training_bytes": m.training_bytes,
+                       "kv_cache_bytes": m.kv_cache_bytes, "state_cache_bytes": m.state_cache_bytes,
+                       "serving_bytes": m.serving_bytes},
+        })
     return {"models": models}
-
-
-def _f(n: Any) -> str:
-    return f"{int(n):,}" if isinstance(n, (int, float)) else str(n)
 
 
 def _sizes(rows: list[ModelSummary]) -> str:
@@ -36,71 +62,214 @@ def _sizes(rows: list[ModelSummary]) -> str:
     (a model whose spec bounds S lower, CLIP's 77 text tokens, is measured at that bound)."""
     each = [", ".join(f"{k}={v}" for k, v in r.bindings.items()) for r in rows]
     if all(r.bindings.get(k, v) == v for r in rows for k, v in rows[0].bindings.items()):
-        return each[0] if each else ""  # the sizes they share agree (T5's T besides S is not a difference)
+        widest = max(rows, key=lambda r: len(r.bindings)) if rows else None
+        return ", ".join(f"{k}={v}" for k, v in widest.bindings.items()) if widest else ""
     return "; ".join(f"{r.name}: {text}" for r, text in zip(rows, each))
 
 
-def compare_table(rows: list[ModelSummary]) -> Table:
-    sizes = _sizes(rows)
-    table = Table(title=f"comparison (FLOPs and KV cache at {sizes})", title_justify="left")
-    table.add_column("")
+def _shorten(text: str, width: int) -> str:
+    """`text`, shortened in the middle when it alone is wider than `width`."""
+    if len(text) <= width:
+        return text
+    keep = max(width - 1, 2)
+    return text[:(keep + 1) // 2] + "…" + text[len(text) - keep // 2:]
+
+
+def stacks_table(rows: list[ModelSummary], width: int = 80) -> Table:
+    """One row per stack, under its model's name and kind; a path wider than its share of
+    `width` is shortened in the middle, what the layers do wraps between words."""
+    paths = [f"  {s.path}" for r in rows for s in r.stacks] + [r.name for r in rows]
+    per_layer = max([len(f"{s.per_layer:,}") for r in rows for s in r.stacks] + [12])
+    layers = max([len(f"{s.layers:,}") for r in rows for s in r.stacks] + [6])
+    first = min(max(map(len, paths), default=5), max(width - 13 - layers - per_layer - 16, 16))  # 16: what they do
+    table = Table(title="stacks", title_justify="left")
+    does_width = max(width - 13 - first - layers - per_layer, 16)
+    table.add_column("model / stack", width=first, no_wrap=True)
+    table.add_column("layers", justify="right", width=layers)
+    table.add_column("params/layer", justify="right", width=per_layer)
+    table.add_column("what they do", max_width=does_width)
     for r in rows:
-        table.add_column(r.name, justify="right")
-    add = lambda label, fn: table.add_row(label, *[fn(r) for r in rows])  # noqa: E731
-    add("parameters", lambda r: f"{r.params:,}")
-    for cat in sorted({c for r in rows for c in r.by_category}):  # the swatch: the category's colour everywhere
-        table.add_row(Text.assemble(("  ■ ", category_color(cat)), cat),
-                      *[f"{r.by_category[cat]:,}" if cat in r.by_category else "—" for r in rows])
-    add("embedding share", lambda r: f"{100 * r.embedding_share:.1f}%")
-    add("layers (blocks)", lambda r: str(r.layers))
-    add("params per layer", lambda r: f"{r.per_layer:,}")
-    add("width (embedding size)", lambda r: f"{r.width:,}" if r.width else "—")
-    for dtype in ("fp32", "bf16", "int8", "int4"):
-        add(f"weights {dtype}", lambda r, d=dtype: binary(r.weights_bytes[d]))
-    add("training state (Adam, 16 B/param)", lambda r: binary(r.training_bytes))
-    add("forward FLOPs per token", lambda r: flops_text(r.flops_per_token))
-    add("forward FLOPs (all tokens)", lambda r: flops_text(r.forward_flops))
-    add("KV cache (bf16)", lambda r: binary(r.kv_cache_bytes) if r.kv_cache_bytes
-        else "— (a fixed state)" if r.state_cache_bytes else "— (no decoder)")
-    if any(r.state_cache_bytes for r in rows):  # state-space and recurrent layers: the same at any S
-        add("state cache (bf16)", lambda r: binary(r.state_cache_bytes) if r.state_cache_bytes else "—")
+        table.add_row(Text(_shorten(r.name, first), style="bold"), "", "", Text(r.kind, style="bold"))
+        for s in r.stacks:
+            does = ", ".join(s.does) or "—"
+            if s.active_per_layer != s.per_layer:
+                does += f"; {s.active_per_layer:,} active"
+            if s.calls and s.calls[0].shared:
+                does += "; one set of weights"
+            table.add_row("  " + _shorten(s.path, first - 2), f"{s.layers:,}", f"{s.per_layer:,}", does)
+        if not r.stacks:
+            table.add_row("  (no repeated layers)", "", "", "")
     return table
 
 
-def compare_chart(rows: list[ModelSummary], fmt: str = "png") -> bytes:
-    """Three panels: parameters by category (stacked), forward GFLOPs per token, weights per dtype."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+def _figures(rows: list[ModelSummary]) -> list[tuple[Any, list[str]]]:
+    """(label, a cell per model) of every figure: parameters, FLOPs, memory (None: a rule)."""
+    out: list[tuple[Any, list[str]]] = []
 
-    names = [r.name for r in rows]
-    cats = sorted({c for r in rows for c in r.by_category}, key=lambda c: -sum(r.by_category.get(c, 0) for r in rows))
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
-    bottom = [0.0] * len(rows)
-    for cat in cats:
-        vals = [r.by_category.get(cat, 0) / 1e6 for r in rows]
-        axes[0].bar(names, vals, bottom=bottom, label=cat, color=category_color(cat), edgecolor="#555555",
-                    linewidth=0.5)
-        bottom = [b + v for b, v in zip(bottom, vals)]
+    def add(label: Any, fn, when: bool = True) -> None:
+        if when:
+            out.append((label, [fn(r) for r in rows]))
+
+    add("parameters", lambda r: f"{r.params:,}")
+    add("  active per token", lambda r: f"{r.active_params:,}", any(r.active_params != r.params for r in rows))
+    for cat in sorted({c for r in rows for c in r.by_category}):  # the category's colour everywhere
+        add(Text.assemble(("  ■ ", category_color(cat)), cat),
+            lambda r, c=cat: f"{r.by_category[c]:,}" if c in r.by_category else "—")
+    add("embedding share", lambda r: f"{100 * r.embedding_share:.1f}%")
+    add("width", lambda r: f"{r.width:,}" if r.width else "—")
+    out.append((None, []))
+    optional = lambda n: flops_text(n) if n is not None else "—"  # noqa: E731
+    add("encoder pass", lambda r: optional(r.flops.encoder), any(r.flops.encoder is not None for r in rows))
+    add("decoder prefill", lambda r: optional(r.flops.prefill), any(r.flops.prefill is not None for r in rows))
+    add("per new token", lambda r: optional(r.flops.per_token), any(r.flops.per_token is not None for r in rows))
+    add("per image", lambda r: optional(r.flops.per_image), any(r.flops.per_image is not None for r in rows))
+    out.append((None, []))
+    add("weights (bf16)", lambda r: binary(r.memory.weights_bytes["bf16"]))
+    add("training state", lambda r: binary(r.memory.training_state_bytes))
+    add("  + activations", lambda r: binary(r.memory.activation_bytes))
+    add("KV cache", lambda r: binary(r.memory.kv_cache_bytes))
+    add("state cache", lambda r: binary(r.memory.state_cache_bytes), any(r.memory.state_cache_bytes for r in rows))
+    add("serving", lambda r: binary(r.memory.serving_bytes))
+    return out
+
+
+def figures_tables(rows: list[ModelSummary], width: int = 80) -> list[Table]:
+    """Parameters, FLOPs and memory: a column per model, a row per figure (units in the cells);
+    as many models side by side as fit `width`, the others in further tables below."""
+    figures = _figures(rows)
+    label_width = max(Text(label).cell_len if isinstance(label, str) else label.cell_len
+                      for label, _ in figures if label is not None)
+    room = width - label_width - 4  # the label column with its padding and both outer borders
+    widths = []
     for i, r in enumerate(rows):
-        axes[0].annotate(f"{r.params / 1e6:.1f} M", (i, bottom[i]), ha="center", va="bottom", fontsize=9)
-    axes[0].set_title("parameters by category (millions)")
-    axes[0].legend(fontsize=8)
-    flops = [float(r.flops_per_token) / 1e9 if isinstance(r.flops_per_token, (int, float)) else 0 for r in rows]
-    axes[1].bar(names, flops, color="tab:gray")
-    sizes = _sizes(rows)
-    axes[1].set_title(f"forward GFLOPs per token ({sizes})")
-    width = 0.2
-    for j, dtype in enumerate(("fp32", "bf16", "int8", "int4")):
-        xs = [i + (j - 1.5) * width for i in range(len(rows))]
-        axes[2].bar(xs, [r.weights_bytes[dtype] / 2 ** 20 for r in rows], width, label=dtype)
-    axes[2].set_xticks(range(len(rows)), names)
-    axes[2].set_title("weights memory (MiB)")
-    axes[2].legend(fontsize=8)
-    for ax in axes:
-        ax.tick_params(axis="x", labelrotation=15)
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format=fmt, dpi=110)
-    plt.close(fig)
-    return buf.getvalue()
+        cells = max(len(cells[i]) for label, cells in figures if label is not None)
+        widths.append(max(cells, min(len(r.name), max(room - 3, cells))))
+    groups: list[list[int]] = []
+    used = room + 1
+    for i, w in enumerate(widths):
+        if groups and used + w + 3 <= room:
+            groups[-1].append(i)
+            used += w + 3
+        else:
+            groups.append([i])
+            used = w + 3
+    tables = []
+    for n, group in enumerate(groups):
+        title = f"at {_sizes(rows)}" + (f" (models {group[0] + 1}..{group[-1] + 1} of {len(rows)})" if n else "")
+        table = Table(title=title, title_justify="left")
+        table.add_column("", no_wrap=True)
+        for i in group:
+            table.add_column(_shorten(rows[i].name, widths[i]), justify="right")
+        for label, cells in figures:
+            if label is None:
+                table.add_section()
+            elif any(cells[i] != "—" for i in group):  # a row no model of the group has: left out
+                table.add_row(label, *[cells[i] for i in group])
+        tables.append(table)
+    return tables
+
+
+def compare_table(rows: list[ModelSummary], width: int = 80) -> Group:
+    """The stacks, the figures (in groups of models that fit `width`) and what the rows mean."""
+    return Group(stacks_table(rows, width), *figures_tables(rows, width), Text(NOTES, style="dim"))
+
+
+def compare_chart(rows: list[ModelSummary], fmt: str = "png") -> bytes:
+    """Four panels, a bar per model: parameters and forward FLOPs by stack (coloured by role:
+    encoder, decoder, other layers; the rest by category), the cost of one generated token, and
+    memory for training and for serving."""
+    import matplotlib
+    from matplotlib.figure import Figure
+
+    rc = {"svg.hashsalt": "archgraph", "svg.fonttype": "none", "font.size": 9,
+          "axes.spines.top": False, "axes.spines.right": False}
+    with matplotlib.rc_context(rc):
+        fig = Figure(figsize=(16, 5.2), dpi=110, layout="constrained")
+        axes = fig.subplots(1, 4, width_ratios=[1.2, 1.2, 0.9, 1])
+        names = [r.name for r in rows]
+        _stacked(axes[0], rows, names, [_param_parts(r) for r in rows], 1e6, "M",
+                 "parameters by stack (millions)")
+        _stacked(axes[1], rows, names, [_flop_parts(r) for r in rows], 1e9, "G",
+                 f"forward GFLOPs by stack ({_sizes(rows)})")
+        _per_token(axes[2], rows, names)
+        _memory(axes[3], rows, names)
+        for ax in axes:
+            ax.tick_params(axis="x", labelrotation=15)
+        fig.suptitle("where the parameters, FLOPs and bytes go", fontsize=12, fontweight="bold")
+        out = io.BytesIO()
+        metadata = {"Date": None} if fmt == "svg" else ({"CreationDate": None} if fmt == "pdf" else {})
+        fig.savefig(out, format=fmt, metadata=metadata, facecolor="white")
+    return out.getvalue()
+
+
+def _param_parts(r: ModelSummary) -> list[tuple[str, str, float]]:
+    """(label, colour, parameters) of each stack, then what lies outside the stacks by category."""
+    parts = [(f"{s.path} × {s.layers}", ROLE_COLORS[s.role], s.params) for s in r.stacks]
+    inside = sum(s.params for s in r.stacks)
+    parts += [(c, category_color(c), n) for c, n in _outside_categories(r, inside).items()]
+    return parts
+
+
+def _outside_categories(r: ModelSummary, inside: int) -> dict[str, int]:
+    """Parameters outside the stacks: embedding and head by their category counts, the rest as one."""
+    rest = r.params - inside
+    out: dict[str, int] = {}
+    for cat in ("embedding", "head"):
+        n = min(r.by_category.get(cat, 0), rest)
+        if n:
+            out[cat] = n
+            rest -= n
+    if rest:
+        out["other"] = rest
+    return out
+
+
+def _flop_parts(r: ModelSummary) -> list[tuple[str, str, float]]:
+    parts = [(f"{s.path} × {s.layers}", ROLE_COLORS[s.role], float(f)) for s, f in zip(r.stacks, r.stack_flops)]
+    rest = float(r.flops.forward) - sum(p[2] for p in parts)
+    if rest > 0:
+        parts.append(("outside the stacks (embeddings, heads)", category_color("other"), rest))
+    return parts
+
+
+def _stacked(ax, rows, names, parts, scale: float, unit: str, title: str) -> None:
+    seen: set[str] = set()
+    for i, model_parts in enumerate(parts):
+        bottom = 0.0
+        for label, color, value in model_parts:
+            role = next((k for k, v in ROLE_COLORS.items() if v == color), label)
+            ax.bar(i, value / scale, bottom=bottom, color=color, edgecolor="white", linewidth=0.8,
+                   label=role if role not in seen else None)
+            seen.add(role)
+            if value / scale > 0.06 * max(sum(p[2] for p in m) for m in parts) / scale and label.count("×"):
+                ax.text(i, bottom + value / scale / 2, label.replace(" × ", "\n× ") if len(parts) > 3 else label,
+                        ha="center", va="center", fontsize=7 if len(parts) <= 3 else 5.5, color="white")
+            bottom += value / scale
+        ax.annotate(f"{bottom:.1f} {unit}", (i, bottom), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_title(title, loc="left", fontweight="bold")
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.25)  # room for the legend above the bars
+    ax.legend(fontsize=7, frameon=False, loc="upper left", ncols=2)
+
+
+def _per_token(ax, rows, names) -> None:
+    values = [float(r.flops.per_token) / 1e6 if r.flops.per_token is not None else 0.0 for r in rows]
+    bars = ax.bar(range(len(rows)), values, color=ROLE_COLORS["decoder"])
+    ax.bar_label(bars, labels=[f"{v:.1f}" if r.flops.per_token is not None else "generates\nno tokens"
+                               for v, r in zip(values, rows)], fontsize=8)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_title("MFLOPs per generated token (cache)", loc="left", fontweight="bold")
+
+
+def _memory(ax, rows, names) -> None:
+    width = 0.38
+    training = [r.memory.training_bytes / 2 ** 30 for r in rows]
+    serving = [r.memory.serving_bytes / 2 ** 30 for r in rows]
+    for offset, values, label, color in ((-width / 2, training, "training (Adam + activations)", "#8172b3"),
+                                         (width / 2, serving, "serving (bf16 weights + caches)", "#64b5cd")):
+        bars = ax.bar([i + offset for i in range(len(rows))], values, width, label=label, color=color)
+        ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_title("memory (GiB)", loc="left", fontweight="bold")
+    ax.set_ylim(0, max(training + serving + [1e-9]) * 1.3)
+    ax.legend(fontsize=7, frameon=False, loc="upper left")

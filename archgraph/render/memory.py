@@ -43,9 +43,9 @@ def memory_json(m: MemoryReport) -> dict[str, Any]:
     }
     if m.activation_bytes is not None:
         out["training_with_activations_bytes"] = m.training_bytes + m.activation_bytes
+    out["kv_cache_bytes"] = m.kv_cache_bytes  # 0 for a model that keeps none: no cache is 0 bytes
+    out["state_cache_bytes"] = m.state_cache_bytes
     if m.kv_cache:
-        out["kv_cache_bytes"] = m.kv_cache_bytes
-        out["state_cache_bytes"] = m.state_cache_bytes
         out["kv_cache"] = [{"path": e.path, "op": e.op, "layers": e.layers, "rule": e.rule,
                             "context": to_json(e.context), "values_per_token": to_json(e.width),
                             "state_values": to_json(e.state), "bytes": e.bytes} for e in m.kv_cache]
@@ -115,9 +115,9 @@ def memory_table(m: MemoryReport) -> Group:
         _row(run, "training state + activations", m.training_bytes + m.activation_bytes, True)
     for label, n in cache_rows(m.kv_cache):
         _row(run, label, n)
-    if m.kv_cache_bytes is not None:
+    if any(e.width for e in m.kv_cache):
         _row(run, "KV cache total", m.kv_cache_bytes, True)
-    if m.state_cache_bytes is not None:
+    if any(e.state for e in m.kv_cache):
         _row(run, "state cache total (state-space and recurrent layers)", m.state_cache_bytes, True)
     notes = Text("\n".join(f"* {v}" for v in m.assumptions.values()), style="dim")
     return Group(weights, train, run, Text("assumptions", style="bold"), notes)

@@ -1,0 +1,220 @@
+"""The stacks of a model (an encoder, a decoder, a vision tower, the kinds of layer a schedule
+mixes), what their layers do, and the forward FLOPs spent in each.
+
+A stack is the outermost block call whose body holds attention (else a residual add, else any
+call); a call made once whose body holds repeated calls (a model, an encoder) is a wrapper and
+its stacks are inside.  The runs of a layer schedule are grouped by the layer they repeat:
+Jamba's 32 layers are four stacks (Mamba + MLP, Mamba + MoE, attention + MLP, attention + MoE).
+What a layer does is read from its ops: attention is `causal` or `bidirectional`, and
+`cross-attention` when its keys come from a sequence of another length (the walk is symbolic,
+so T5's decoder length T differs from its encoder length S even where both are 512).
+
+>>> from archgraph import load
+>>> [(s.path, s.layers, s.per_layer, s.does) for s in find_stacks(load("t5-small"))]
+[('encoder.block', 6, 3146752, ('bidirectional',)), ('decoder.block', 6, 4195840, ('causal', 'cross-attention'))]
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ..dims import equal, free_names
+from ..errors import ArchgraphError
+from ..graph import BlockNode, Graph, Model, OpNode, join
+from .params import graph_totals
+from .walk import Run
+
+ATTENTION_OPS = {"attention", "sdpa", "latent_attention", "multihead_attention", "disentangled_attention"}
+STATE_OPS = {"mamba_mixer": "state-space", "mamba2_mixer": "state-space", "rg_lru": "recurrent"}
+
+
+@dataclass
+class Stack:
+    """Layers at one place: `layers` of them holding `params` parameters (`active` of them touched
+    by a token: fewer in a mixture of experts); `per_layer` is the layer most of them are (T5's
+    block 0 holds the relative position table besides)."""
+
+    path: str                  # `encoder.block`, `model.layers.0,2..30` (the indices of a schedule's kind)
+    layers: int
+    per_layer: int
+    active_per_layer: int
+    params: int
+    active: int
+    does: tuple[str, ...] = () # bidirectional, causal, cross-attention, MoE 8 experts top 2, state-space, ...
+    calls: list[BlockNode] = field(default_factory=list, repr=False)
+
+    @property
+    def role(self) -> str:
+        """`decoder` (causal or state-space layers: they generate), `encoder` (bidirectional
+        attention), else `layers` (convolutional stages)."""
+        if any(d in ("causal", "state-space", "recurrent") for d in self.does):
+            return "decoder"
+        return "encoder" if "bidirectional" in self.does else "layers"
+
+
+def find_stacks(model: Model, run: Run | None = None) -> list[Stack]:
+    """The model's stacks in graph order; `run` (a symbolic shape walk) tells cross-attention
+    apart by the lengths it reads, else the graph's wiring does."""
+    found: list[Stack] = []
+    where: dict[int, tuple[str, list[int]]] = {}  # id(stack) -> (path of its calls, layer indices)
+    for prefix, call in _layer_calls(model.graph, ""):
+        base, ids = _place(prefix, call)
+        totals = graph_totals(call.body, {})
+        times = 1 if call.shared else call.repeat
+        stack = next((s for s in found if where[id(s)][0] == base and _joins(s, call, where[id(s)][1], ids)), None)
+        if stack is None:
+            stack = Stack(base, 0, totals.total, totals.active, 0, 0)
+            found.append(stack)
+            where[id(stack)] = (base, [])
+        elif call.repeat > max(c.repeat for c in stack.calls):  # the layer most of them are
+            stack.per_layer, stack.active_per_layer = totals.total, totals.active
+        stack.layers += call.repeat
+        stack.params += times * totals.total
+        stack.active += times * totals.active
+        stack.calls.append(call)
+        where[id(stack)][1].extend(ids)
+    does = _features(model.graph, run, {id(c): s for s in found for c in s.calls})
+    for stack in found:
+        stack.does = tuple(does.get(id(stack), ()))
+        base, ids = where[id(stack)]
+        if any(c.scheduled for c in stack.calls) and len(ids) < len(_all_ids(found, where, base)):
+            stack.path = f"{base}.{_indices(ids)}"
+    return found
+
+
+def _place(prefix: str, call: BlockNode) -> tuple[str, list[int]]:
+    """(the path its layers share, their indices): `encoder.block.0` made once is layer 0 of
+    `encoder.block`, as `encoder.block` repeated from 1 holds layers 1..5."""
+    head, _, tail = join(prefix, call.segment).rpartition(".")
+    if call.repeat == 1 and not call.indexed and tail.isdigit() and head:
+        return head, [int(tail)]
+    return join(prefix, call.segment), list(range(call.start, call.start + call.repeat))
+
+
+def _joins(stack: Stack, call: BlockNode, have: list[int], ids: list[int]) -> bool:
+    """Whether `call` adds layers to `stack`: another run of a schedule's layer, or the layers that
+    continue those it has (T5's block 0 then blocks 1..5)."""
+    if call.scheduled:
+        return stack.calls[0].scheduled and stack.calls[0].body is call.body
+    return not stack.calls[0].scheduled and bool(have) and bool(ids) and ids[0] == max(have) + 1
+
+
+def _all_ids(found: list[Stack], where: dict, base: str) -> list[int]:
+    return [i for s in found if where[id(s)][0] == base for i in where[id(s)][1]]
+
+
+def _indices(ids: list[int]) -> str:
+    """`0..5`, `4`, `0,2..10` (every other), else the first three, `…` and the last."""
+    ids = sorted(ids)
+    if len(ids) == 1:
+        return str(ids[0])
+    step = ids[1] - ids[0]
+    if all(b - a == step for a, b in zip(ids, ids[1:])):
+        if step == 1:
+            return f"{ids[0]}..{ids[-1]}"
+        return f"{ids[0]},{ids[1]}..{ids[-1]}" if len(ids) > 2 else f"{ids[0]},{ids[1]}"
+    if len(ids) <= 4:
+        return ",".join(map(str, ids))
+    return f"{ids[0]},{ids[1]},{ids[2]},…,{ids[-1]}"
+
+
+def _layer_calls(graph: Graph, prefix: str) -> Iterator[tuple[str, BlockNode]]:
+    """(path prefix, call) of each call that is a stack's layers (see the module docstring)."""
+    calls = [n for n in graph.nodes.values() if isinstance(n, BlockNode)]
+    chosen = ([n for n in calls if _has_op(n.body, ATTENTION_OPS)] or [n for n in calls if _has_op(n.body, {"add"})]
+              or calls)
+    # a layer schedule is one stack: all its runs, when one of them is chosen (Jamba's attention layers)
+    scheduled = {(n.segment, n.block) for n in chosen if n.scheduled}
+    chosen = [n for n in calls if n in chosen or (n.scheduled and (n.segment, n.block) in scheduled)]
+    for call in chosen:
+        inner = list(_layer_calls(call.body, join(prefix, call.segment))) \
+            if call.repeat == 1 and not call.scheduled else []
+        if any(n.repeat > 1 or n.scheduled or n.indexed for _, n in inner):
+            yield from inner
+        else:
+            yield prefix, call
+
+
+def _has_op(graph: Graph, names) -> bool:
+    return any(n.op.op_name in names if isinstance(n, OpNode) else _has_op(n.body, names)
+               for n in graph.nodes.values())
+
+
+def _features(graph: Graph, run: Run | None, owner: dict[int, Stack]) -> dict[int, list[str]]:
+    """id(stack) -> what its layers do, in a fixed order."""
+    found: dict[int, set[str]] = {}
+    for stack, node, ins, _, _ in ops_by_stack(graph, run, owner):
+        if stack is not None:
+            found.setdefault(id(stack), set()).update(_what(node, ins))
+    order = ["bidirectional", "causal", "cross-attention", "state-space", "recurrent", "convolution"]
+    return {k: sorted(v, key=lambda d: (order.index(d) if d in order else len(order), d)) for k, v in found.items()}
+
+
+def ops_by_stack(graph: Graph, run: Run | None, owner: dict[int, Stack], stack: Stack | None = None,
+                 times: int = 1) -> Iterator[tuple[Stack | None, OpNode, list | None, list | None, int]]:
+    """(the stack it is in or None, op node, input shapes, output shapes, repetitions) for each
+    distinct evaluation of an op (`owner`: id(call) -> stack); shapes are None without a `run`."""
+    for name, node in graph.nodes.items():
+        if isinstance(node, OpNode):
+            if run is None:
+                yield stack, node, None, None, times
+            else:
+                yield stack, node, run.input_values(node), list(run.nodes[name]), times
+            continue
+        inner = owner.get(id(node), stack)
+        if run is None:
+            yield from ops_by_stack(node.body, None, owner, inner, times * node.repeat)
+            continue
+        for segment in run.nodes[name]:
+            yield from ops_by_stack(node.body, segment.run, owner, inner, times * segment.count)
+
+
+def _what(node: OpNode, ins: list | None) -> set[str]:
+    op = node.op
+    name = op.op_name
+    if name in ATTENTION_OPS:
+        if _cross(node, ins):
+            return {"cross-attention"}
+        return {"causal" if getattr(op, "causal", False) else "bidirectional"}
+    if name == "moe":
+        return {f"MoE {op.experts} experts top {op.top_k}"}
+    if name in STATE_OPS:
+        return {STATE_OPS[name]}
+    if name.startswith("conv"):
+        return {"convolution"}
+    return set()
+
+
+def _cross(node: OpNode, ins: list | None) -> bool:
+    """Whether an attention reads its keys from another sequence: a length that differs from
+    the queries' (symbolic shapes), else a key input wired from elsewhere."""
+    name = node.op.op_name
+    if ins is not None:
+        args = node.arranged(ins)
+        try:
+            if name == "attention":
+                kv = next((s for s in (args[1:2] + args[4:5]) if s is not None), None)
+                return kv is not None and not _same(kv[1], args[0][1])
+            if name == "sdpa":
+                q, k = args[0], args[1]
+                axis = 2 if len(q) == 4 else 1
+                return not _same(k[axis], q[axis])
+            if name == "multihead_attention":
+                axis = 1 if node.op.batch_first else 0
+                return not _same(args[1][axis], args[0][axis])
+        except (ArchgraphError, IndexError, TypeError):
+            pass
+        return False
+    if name == "attention":
+        keys = dict(zip(node.keywords, node.inputs)) if node.keywords else dict(zip(("x", "kv"), node.inputs))
+        return "kv" in keys and keys["kv"] != keys.get("x", node.inputs[0])
+    return False
+
+
+def _same(a: Any, b: Any) -> bool:
+    if not free_names(a) and not free_names(b):
+        return a == b
+    try:
+        return equal(a, b)
+    except ArchgraphError:
+        return False
