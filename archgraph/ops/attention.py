@@ -551,24 +551,47 @@ def expect_key_mask(mask, batch, keys) -> None:
 
 def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False, sinks=None,
            both_sides: bool = False, softcap=None, mask=None):
-    """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors; keys and values repeated
-    for grouped heads; the softmax in float32, as Hugging Face's eager attention.  `sinks` [heads]:
+    """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors, keys and values shared by
+    grouped heads, as Hugging Face's attention computes it.  `sinks` [heads]:
     one more logit per head in each softmax, dropped after it (its weight goes to no value).
     `softcap` caps the scaled scores (softcap·tanh(s / softcap)) before the bias and the mask.
     `mask` [B, T]: keys whose entry is 0 are hidden from every query (padding); a query that then
     sees no key at all (a padding position under a causal mask) gets a uniform average, as
-    transformers leaves such rows, and its output means nothing."""
+    transformers leaves such rows, and its output means nothing.
+
+    Without sinks, softcap or a bias added before the scale, this is torch's
+    scaled_dot_product_attention (transformers' default kernel, sdpa: its fused CPU kernel neither
+    repeats the grouped keys nor stores the [S, T] scores); otherwise eager, the softmax in float32."""
+    factor = q.shape[-1] ** -0.5 if scale is None else scale
+    hidden = _hidden_keys(torch, q, k, causal, window, both_sides, mask)
+    if sinks is None and softcap is None and not (bias is not None and bias_scaled):
+        if hidden is not None:  # the lowest value added, as eager fills: a row with no key averages, never NaN
+            bias = torch.where(hidden, torch.finfo(q.dtype).min,
+                               bias.to(q.dtype) if bias is not None else torch.zeros((), dtype=q.dtype, device=q.device))
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=factor,
+                                                                enable_gqa=q.shape[1] != k.shape[1])
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
         k = k.repeat_interleave(heads // kv_heads, dim=1)
         v = v.repeat_interleave(heads // kv_heads, dim=1)
-    factor = q.shape[-1] ** -0.5 if scale is None else scale
     scores = torch.matmul(q, k.transpose(-1, -2))
     cap = (lambda t: torch.tanh(t / softcap) * softcap) if softcap is not None else (lambda t: t)
     if bias is not None and bias_scaled:
         scores = cap((scores + bias) * factor)
     else:  # capped before the bias, as transformers adds its mask: a masked score stays masked
         scores = cap(scores * factor) + (bias if bias is not None else 0)
+    if hidden is not None:
+        scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
+    if sinks is not None:
+        column = sinks.reshape(1, -1, 1, 1).expand(scores.shape[0], -1, q.shape[-2], 1).to(scores.dtype)
+        probs = torch.softmax(torch.cat([scores, column], dim=-1).float(), dim=-1)[..., :-1].to(q.dtype)
+        return torch.matmul(probs, v)
+    probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+    return torch.matmul(probs, v)
+
+
+def _hidden_keys(torch, q, k, causal: bool, window, both_sides: bool, mask):
+    """True where a query may not see a key ([S, T], or [B, 1, S|1, T] with a padding mask), or None."""
     s, t = q.shape[-2], k.shape[-2]
     hidden = None
     if causal or window is not None:
@@ -580,11 +603,4 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
     if mask is not None:  # applied whatever it holds: no branch on data, so torch.export traces it
         padding = (mask == 0)[:, None, None, :]  # [B, 1, 1, T]
         hidden = padding if hidden is None else hidden | padding
-    if hidden is not None:
-        scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
-    if sinks is not None:
-        column = sinks.reshape(1, -1, 1, 1).expand(scores.shape[0], -1, s, 1).to(scores.dtype)
-        probs = torch.softmax(torch.cat([scores, column], dim=-1).float(), dim=-1)[..., :-1].to(q.dtype)
-        return torch.matmul(probs, v)
-    probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
-    return torch.matmul(probs, v)
+    return hidden
