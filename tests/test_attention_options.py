@@ -206,3 +206,22 @@ def test_rotary_positions_need_both_tables_when_run(op, options):
     words = "running (latent attention|attention) with rotary positions needs both tables"
     with pytest.raises(ShapeError, match=words):
         attn.forward(run, torch.randn(1, 3, 16), rope=torch.ones(1, 3, 4))
+
+
+@pytest.mark.parametrize("scale", [None, 1.0, 0.125 / 3])
+def test_sdpa_scale_is_torch_scaled_dot_product_attentions(scale):
+    """sdpa's `scale` multiplies the scores in place of 1/sqrt(d) (GPT-2 without scale_attn_weights
+    uses 1; with scale_attn_by_inverse_layer_idx, layer 2's scores are divided by 3 as well)."""
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import Run
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 5, 32), torch.randn(2, 5, 16), torch.randn(2, 5, 16)
+    op = REGISTRY["sdpa"](heads=4, kv_heads=2, causal=True, scale=scale)
+    got = op.forward(Run(torch, torch.nn.functional, False, None, "", None), q, k, v)
+    heads = lambda t, n: t.view(2, 5, n, 8).transpose(1, 2)  # noqa: E731
+    want = torch.nn.functional.scaled_dot_product_attention(heads(q, 4), heads(k, 2), heads(v, 2), is_causal=True,
+                                                              scale=scale, enable_gqa=True)
+    assert (got - want.transpose(1, 2).reshape(2, 5, 32)).abs().max().item() < 1e-6
+    unscaled = REGISTRY["sdpa"](heads=4, kv_heads=2, causal=True).forward(
+        Run(torch, torch.nn.functional, False, None, "", None), q, k, v)
+    assert ((got - unscaled).abs().max().item() > 1e-3) == (scale is not None)

@@ -329,12 +329,14 @@ class ScaledDotProductAttention(Op):
 
     Four-dimensional inputs [B, heads, S, d] are accepted too.  The batch dims of q, k and v
     broadcast as in torch (equal, or 1).  An optional fourth input `mask` [B, T] hides the keys
-    whose entry is 0 (padding), as transformers' attention_mask.
+    whose entry is 0 (padding), as transformers' attention_mask.  `scale` multiplies the scores
+    in place of 1/√d, as F.scaled_dot_product_attention's (GPT-2's scale_attn_weights: false is 1).
     """
 
     heads: int
     kv_heads: int | None = None
     causal: bool = False
+    scale: float | None = None
 
     def __post_init__(self):
         positive(self, "heads", "kv_heads")
@@ -380,11 +382,11 @@ class ScaledDotProductAttention(Op):
         torch = run.torch
         kv_heads = self.kv_heads or self.heads
         if q.dim() == 4:
-            return attend(torch, q, k, v, None, None, self.causal, None, mask=mask)
+            return attend(torch, q, k, v, self.scale, None, self.causal, None, mask=mask)
         b, s, t = q.shape[0], q.shape[1], k.shape[1]
         d, dv = q.shape[-1] // self.heads, v.shape[-1] // kv_heads
         out = attend(torch, q.view(b, s, self.heads, d).transpose(1, 2), k.view(b, t, kv_heads, d).transpose(1, 2),
-                     v.view(b, t, kv_heads, dv).transpose(1, 2), None, None, self.causal, None, mask=mask)
+                     v.view(b, t, kv_heads, dv).transpose(1, 2), self.scale, None, self.causal, None, mask=mask)
         return out.transpose(1, 2).reshape(b, s, self.heads * dv)
 
 
