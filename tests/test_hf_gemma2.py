@@ -96,16 +96,16 @@ def test_switches_the_template_cannot_build_are_refused_by_name(tmp_path, cli, c
                           f"template cannot build it: {why}\n")
 
 
-@pytest.mark.parametrize("rope, key", [
-    ({"rope_scaling": {"rope_type": "yarn", "factor": 8.0}}, "rope_scaling.rope_type"),
-    ({"rope_parameters": {"full_attention": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e6},
+@pytest.mark.parametrize("rope, key", [   # the full layers take every type the rotary op computes
+    ({"rope_scaling": {"rope_type": "proportional", "factor": 8.0}}, "rope_scaling.rope_type"),
+    ({"rope_parameters": {"full_attention": {"rope_type": "proportional", "factor": 2.0, "rope_theta": 1e6},
                           "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}},
      "rope_parameters.full_attention.rope_type"),
     ({"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1e6},
                           "sliding_attention": {"rope_type": "linear", "factor": 2.0, "rope_theta": 1e4}}},
      "rope_parameters.sliding_attention.rope_type"),
 ])
-def test_gemma3_rope_types_other_than_linear_are_refused_by_name(tmp_path, cli, rope, key):
+def test_gemma3_rope_types_archgraph_cannot_compute_are_refused_by_name(tmp_path, cli, rope, key):
     path = write_config(tmp_path, model_type="gemma3_text", **rope)
     code, _, err = cli("params", path)
     assert code == 2
