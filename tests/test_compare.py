@@ -249,3 +249,26 @@ def test_a_model_whose_spec_bounds_the_length_is_compared_at_that_bound(cli, tmp
     code, out, err = cli("compare", str(path), "gpt2")
     assert code == 0, err
     assert "at clip: B=1, S=77; gpt2: B=1, S=512" in " ".join(out.split())
+
+
+def test_stages_of_a_schedule_hold_the_stacks_and_reduced_keys_are_not_cross_attention(cli, tmp_path):
+    """Swin's four stages are runs of one scheduled call, each holding its blocks (shifted and
+    unshifted windows: one stack); SegFormer's keys are a strided convolution of its queries,
+    self-attention still; DETR's decoder reads the encoder's output (cross-attention)."""
+    swin = tmp_path / "swin.json"
+    swin.write_text(json.dumps({"model_type": "swin"}))  # Swin-T: depths 2, 2, 6, 2, dims 96..768
+    code, out, err = cli("compare", str(swin), _config(tmp_path, "segformer-defaults"),
+                         _config(tmp_path, "detr-base-bottleneck-gelu"), "--json")
+    assert code == 0, err
+    swin, segformer, detr = json.loads(out)["models"]
+    assert [(s["path"], s["layers"], s["does"]) for s in swin["stacks"]] == [
+        (f"encoder.layers.{i}.blocks", n, ["bidirectional"]) for i, n in enumerate((2, 2, 6, 2))]
+    # a stage-0 block: 2 norms, qkv and proj with biases, a 13 x 13 x 3 position table, the MLP
+    assert swin["stacks"][0]["params_per_layer"] == 4 * 96 + 96 * 288 + 288 + 96 * 96 + 96 + 13 * 13 * 3 + \
+        2 * 96 * 384 + 384 + 96 == 112_347
+    assert swin["kind"] == segformer["kind"] == "vision"
+    assert [(s["path"], s["does"]) for s in segformer["stacks"]] == [
+        (f"stages.{i}.blocks", ["bidirectional", "convolution"]) for i in range(4)]
+    assert detr["kind"] == "encoder-decoder"
+    assert [s["does"] for s in detr["stacks"]] == [["bidirectional"], ["bidirectional", "cross-attention"]]
+    assert detr["flops"]["per_image"] == detr["flops"]["forward"] and detr["flops"]["per_generated_token"] is None

@@ -122,7 +122,7 @@ def summarize(name: str, settings: dict, optimizer: str = "adam", *, load: Calla
     report = count_params(model)
     mem = estimate_memory(model, sizes, optimizer=optimizer)
     run = _symbolic_run(model, sizes)
-    stacks = find_stacks(model, run)
+    stacks = find_stacks(model)
     stack_flops, split = _flops(model, sizes, run, stacks)
     cats = dict(report.totals.by_category)
     memory = MemorySplit(mem.weights_bytes, mem.training_bytes, mem.activation_bytes,
@@ -177,7 +177,7 @@ def _flops(model: Model, sizes: dict, run, stacks: list[Stack]) -> tuple[list[in
         total += flops
         if stack is not None:
             per_stack[id(stack)] += flops
-        if node.op.cache(node.arranged(ins), outs, decoder) is not None:
+        if _cached(node, ins, outs, decoder):
             lengths |= free_names(ins[0][1]) - {"B"}  # the length a cached layer decodes along
     at = lambda d: subs(d, sizes)  # noqa: E731
     forward = at(total)
@@ -201,6 +201,15 @@ def _flops(model: Model, sizes: dict, run, stacks: list[Stack]) -> tuple[list[in
         else:
             split.encoder = forward
     return [at(per_stack[id(s)]) for s in stacks], split
+
+
+def _cached(node: OpNode, ins: list, outs: list, decoder: bool) -> bool:
+    """Whether the op keeps a cache while decoding (a sliding window's, min(S, window) tokens, is
+    one whose size needs S bound)."""
+    try:
+        return node.op.cache(node.arranged(ins), outs, decoder) is not None
+    except ArchgraphError:
+        return True
 
 
 def _coefficients(poly: Any, name: str) -> tuple[int, int, int] | None:

@@ -6,8 +6,8 @@ call); a call made once whose body holds repeated calls (a model, an encoder) is
 its stacks are inside.  The runs of a layer schedule are grouped by the layer they repeat:
 Jamba's 32 layers are four stacks (Mamba + MLP, Mamba + MoE, attention + MLP, attention + MoE).
 What a layer does is read from its ops: attention is `causal` or `bidirectional`, and
-`cross-attention` when its keys come from a sequence of another length (the walk is symbolic,
-so T5's decoder length T differs from its encoder length S even where both are 512).
+`cross-attention` when its keys and its queries come from different inputs of the block
+(T5's decoder reads the encoder output).
 
 >>> from archgraph import load
 >>> [(s.path, s.layers, s.per_layer, s.does) for s in find_stacks(load("t5-small"))]
@@ -16,10 +16,8 @@ so T5's decoder length T differs from its encoder length S even where both are 5
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Iterator
 
-from ..dims import equal, free_names
-from ..errors import ArchgraphError
 from ..graph import BlockNode, Graph, Model, OpNode, join
 from .params import graph_totals
 from .walk import Run
@@ -52,16 +50,16 @@ class Stack:
         return "encoder" if "bidirectional" in self.does else "layers"
 
 
-def find_stacks(model: Model, run: Run | None = None) -> list[Stack]:
-    """The model's stacks in graph order; `run` (a symbolic shape walk) tells cross-attention
-    apart by the lengths it reads, else the graph's wiring does."""
+def find_stacks(model: Model) -> list[Stack]:
+    """The model's stacks in graph order."""
     found: list[Stack] = []
     where: dict[int, tuple[str, list[int]]] = {}  # id(stack) -> (path of its calls, layer indices)
     for prefix, call in _layer_calls(model.graph, ""):
         base, ids = _place(prefix, call)
         totals = graph_totals(call.body, {})
         times = 1 if call.shared else call.repeat
-        stack = next((s for s in found if where[id(s)][0] == base and _joins(s, call, where[id(s)][1], ids)), None)
+        stack = next((s for s in found if where[id(s)][0] == base and _joins(s, call, totals, where[id(s)][1], ids)),
+                     None)
         if stack is None:
             stack = Stack(base, 0, totals.total, totals.active, 0, 0)
             found.append(stack)
@@ -73,7 +71,7 @@ def find_stacks(model: Model, run: Run | None = None) -> list[Stack]:
         stack.active += times * totals.active
         stack.calls.append(call)
         where[id(stack)][1].extend(ids)
-    does = _features(model.graph, run, {id(c): s for s in found for c in s.calls})
+    does = _features(model.graph, {id(c): s for s in found for c in s.calls})
     for stack in found:
         stack.does = tuple(does.get(id(stack), ()))
         base, ids = where[id(stack)]
@@ -91,11 +89,14 @@ def _place(prefix: str, call: BlockNode) -> tuple[str, list[int]]:
     return join(prefix, call.segment), list(range(call.start, call.start + call.repeat))
 
 
-def _joins(stack: Stack, call: BlockNode, have: list[int], ids: list[int]) -> bool:
-    """Whether `call` adds layers to `stack`: another run of a schedule's layer, or the layers that
-    continue those it has (T5's block 0 then blocks 1..5)."""
+def _joins(stack: Stack, call: BlockNode, totals, have: list[int], ids: list[int]) -> bool:
+    """Whether `call` adds layers to `stack`: another run of a schedule's layer (the same block
+    with as many parameters: Swin's shifted and unshifted windows), or the layers that continue
+    those it has (T5's block 0 then blocks 1..5)."""
     if call.scheduled:
-        return stack.calls[0].scheduled and stack.calls[0].body is call.body
+        first = stack.calls[0]
+        return first.scheduled and (first.body is call.body or (
+            first.block == call.block and (stack.per_layer, stack.active_per_layer) == (totals.total, totals.active)))
     return not stack.calls[0].scheduled and bool(have) and bool(ids) and ids[0] == max(have) + 1
 
 
@@ -127,8 +128,7 @@ def _layer_calls(graph: Graph, prefix: str) -> Iterator[tuple[str, BlockNode]]:
     scheduled = {(n.segment, n.block) for n in chosen if n.scheduled}
     chosen = [n for n in calls if n in chosen or (n.scheduled and (n.segment, n.block) in scheduled)]
     for call in chosen:
-        inner = list(_layer_calls(call.body, join(prefix, call.segment))) \
-            if call.repeat == 1 and not call.scheduled else []
+        inner = list(_layer_calls(call.body, call.rep_path(prefix, 0))) if call.repeat == 1 else []
         if any(n.repeat > 1 or n.scheduled or n.indexed for _, n in inner):
             yield from inner
         else:
@@ -140,12 +140,16 @@ def _has_op(graph: Graph, names) -> bool:
                for n in graph.nodes.values())
 
 
-def _features(graph: Graph, run: Run | None, owner: dict[int, Stack]) -> dict[int, list[str]]:
+def _features(graph: Graph, owner: dict[int, Stack], stack: Stack | None = None,
+              found: dict[int, set[str]] | None = None) -> dict[int, list[str]]:
     """id(stack) -> what its layers do, in a fixed order."""
-    found: dict[int, set[str]] = {}
-    for stack, node, ins, _, _ in ops_by_stack(graph, run, owner):
-        if stack is not None:
-            found.setdefault(id(stack), set()).update(_what(node, ins))
+    found = {} if found is None else found
+    for node in graph.nodes.values():
+        if isinstance(node, OpNode):
+            if stack is not None:
+                found.setdefault(id(stack), set()).update(_what(node, graph))
+        else:
+            _features(node.body, owner, owner.get(id(node), stack), found)
     order = ["bidirectional", "causal", "cross-attention", "state-space", "recurrent", "convolution"]
     return {k: sorted(v, key=lambda d: (order.index(d) if d in order else len(order), d)) for k, v in found.items()}
 
@@ -169,11 +173,11 @@ def ops_by_stack(graph: Graph, run: Run | None, owner: dict[int, Stack], stack: 
             yield from ops_by_stack(node.body, segment.run, owner, inner, times * segment.count)
 
 
-def _what(node: OpNode, ins: list | None) -> set[str]:
+def _what(node: OpNode, graph: Graph) -> set[str]:
     op = node.op
     name = op.op_name
     if name in ATTENTION_OPS:
-        if _cross(node, ins):
+        if _cross(node, graph):
             return {"cross-attention"}
         return {"causal" if getattr(op, "causal", False) else "bidirectional"}
     if name == "moe":
@@ -185,36 +189,30 @@ def _what(node: OpNode, ins: list | None) -> set[str]:
     return set()
 
 
-def _cross(node: OpNode, ins: list | None) -> bool:
-    """Whether an attention reads its keys from another sequence: a length that differs from
-    the queries' (symbolic shapes), else a key input wired from elsewhere."""
-    name = node.op.op_name
-    if ins is not None:
-        args = node.arranged(ins)
-        try:
-            if name == "attention":
-                kv = next((s for s in (args[1:2] + args[4:5]) if s is not None), None)
-                return kv is not None and not _same(kv[1], args[0][1])
-            if name == "sdpa":
-                q, k = args[0], args[1]
-                axis = 2 if len(q) == 4 else 1
-                return not _same(k[axis], q[axis])
-            if name == "multihead_attention":
-                axis = 1 if node.op.batch_first else 0
-                return not _same(args[1][axis], args[0][axis])
-        except (ArchgraphError, IndexError, TypeError):
-            pass
+def _cross(node: OpNode, graph: Graph) -> bool:
+    """Whether an attention reads its keys from another sequence: the keys' input and the
+    queries' come from different inputs of the block (T5's decoder output and encoder output),
+    not one computed from the other (SegFormer's keys, a strided convolution of its queries)."""
+    refs = node.arranged(list(node.inputs))
+    if node.op.op_name == "attention":
+        key = next((r for r in (refs[1:2] + refs[4:5]) if r is not None), None)
+    elif node.op.op_name in ("sdpa", "multihead_attention"):  # (q, k, v), (query, key, value)
+        key = refs[1] if len(refs) > 1 else None
+    else:  # latent and disentangled attention compute their keys from their one input
         return False
-    if name == "attention":
-        keys = dict(zip(node.keywords, node.inputs)) if node.keywords else dict(zip(("x", "kv"), node.inputs))
-        return "kv" in keys and keys["kv"] != keys.get("x", node.inputs[0])
-    return False
+    if key is None or refs[0] is None:
+        return False
+    queries, keys = _sources(graph, refs[0].node, {}), _sources(graph, key.node, {})
+    return bool(queries) and bool(keys) and queries.isdisjoint(keys)
 
 
-def _same(a: Any, b: Any) -> bool:
-    if not free_names(a) and not free_names(b):
-        return a == b
-    try:
-        return equal(a, b)
-    except ArchgraphError:
-        return False
+def _sources(graph: Graph, name: str, memo: dict[str, frozenset]) -> frozenset:
+    """The inputs of `graph` that the value `name` is computed from."""
+    if name in memo:
+        return memo[name]
+    memo[name] = frozenset()  # a cycle cannot occur; this only guards the recursion
+    if name in graph.inputs:
+        memo[name] = frozenset({name})
+    elif name in graph.nodes:
+        memo[name] = frozenset().union(*(_sources(graph, r.node, memo) for r in graph.nodes[name].inputs))
+    return memo[name]
