@@ -222,6 +222,8 @@ CASES = {
                          "decoder_start_token_id": 1},
     "vit-base": {"model_type": "vit", "architectures": ["ViTModel"], **TINY, "image_size": 16, "patch_size": 4,
                  "num_channels": 3},
+    "vit-base-pooler-gelu": {"model_type": "vit", "architectures": ["ViTModel"], **TINY, "image_size": 8,
+                             "patch_size": 4, "pooler_act": "gelu", "pooler_output_size": 24},
     "vit-image-cls": {"model_type": "vit", "architectures": ["ViTForImageClassification"], **TINY,
                       "image_size": 12, "patch_size": 4, "num_channels": 2, "num_labels": 5},
     "resnet-base": {"model_type": "resnet", "architectures": ["ResNetModel"], "embedding_size": 8,
