@@ -67,6 +67,9 @@ CASES = [
          (1, 1024, 768), {"weight": (1024, 768)}),
     case("position_embedding", {"num_positions": 2050, "embedding_dim": 64, "offset": 2},
          [(B, 2048)], (1, 2048, 64), {"weight": (2050, 64)}, id="position_embedding-opt-offset"),
+    # RoBERTa: positions count the tokens that are not pad (one row of positions per sequence)
+    case("position_embedding", {"num_positions": 514, "embedding_dim": 64, "offset": 2, "pad": 1},
+         [(B, 512)], (B, 512, 64), {"weight": (514, 64)}, id="position_embedding-skips-pad"),
     case("sinusoidal_position", {"embedding_dim": 512}, [(B, S, 512)], (1, S, 512)),
     case("sinusoidal_position", {"embedding_dim": 512, "num_positions": 1500}, [(2, 1500, 512)],
          (1, 1500, 512), buffers={"weight": (1500, 512)}, id="sinusoidal_position-table"),
@@ -114,6 +117,10 @@ CASES = [
          (B, S, 12), {f"{n}.{w}": (12, 12) if w == "weight" else (12,)
                       for n in ("query_proj", "key_proj", "value_proj", "pos_key_proj") for w in ("weight", "bias")},
          id="disentangled_attention-c2p-own-keys"),
+    case("disentangled_attention", {"hidden": 12, "heads": 3, "span": 4, "share_att_key": True},
+         [(B, S, 12), (8, 12), (B, S)], (B, S, 12),
+         {f"{n}.{w}": (12, 12) if w == "weight" else (12,) for n in ("query_proj", "key_proj", "value_proj")
+          for w in ("weight", "bias")}, id="disentangled_attention-padding-mask"),
 
     # ---- normalisation ------------------------------------------------------------------
     case("layer_norm", {"normalized_shape": 768}, [(B, S, 768)], (B, S, 768),
@@ -212,6 +219,7 @@ CASES = [
     case("global_max_pool", {}, [(2, 16, 9)], (2, 16)),
     case("last_token", {"pad": 0}, [(B, S, 5), (B, S)], (B, 5)),
     case("last_token", {}, [(2, 7, 3, 4), (2, 7)], (2, 3, 4), id="last_token-no-pad"),
+    case("last_token", {"token": 2}, [(B, S, 5), (B, S)], (B, 5), id="last_token-eos"),
 
     # ---- pointwise ----------------------------------------------------------------------
     case("relu", {}, [(B, 64, 56, 56)], (B, 64, 56, 56)),
@@ -599,6 +607,12 @@ ERRORS = [
     reject("position_embedding", {"num_positions": 1024, "embedding_dim": 8}, [(1, 1025, 8)], ShapeError, ["1025"]),
     reject("position_embedding", {"num_positions": 2050, "embedding_dim": 8, "offset": 2}, [(1, 2049)],
      ShapeError, ["2049"]),
+    reject("position_embedding", {"num_positions": 16, "embedding_dim": 8, "pad": 1}, None, SpecError,
+           ["pad=1", "offset must be at least 1", "offset=0"], id="position_embedding-pad-without-offset"),
+    reject("position_embedding", {"num_positions": 16, "embedding_dim": 8, "offset": 2, "pad": 1}, [(2, 5, 8)],
+           ShapeError, ["token ids [B, S]"], id="position_embedding-pad-needs-ids"),
+    reject("last_token", {"pad": 0, "token": 2}, None, SpecError, ["pad=0 and token=2", "give one"],
+           id="last_token-pad-and-token"),
     reject("rotary_embedding", {"head_dim": 15, "rotary_dim": 15}, None, SpecError,
            ["16 columns for rotary_dim=15", "head_dim=15"]),
     reject("rotary_embedding", {"head_dim": 64, "rotary_dim": 128}, None, SpecError, ["rotary_dim=128"]),

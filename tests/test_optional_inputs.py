@@ -79,3 +79,74 @@ def test_an_unknown_default_is_refused_at_its_line(cli, tmp_path):
     assert err == (f"archgraph: error: {path}:7: input 'token_type_ids': default 'empty' is not one of zeros, "
                    "ones, arange\n  fix: default: ones (a mask of every position), zeros (token_type_ids) or "
                    "arange (positions); leave it out for an input every call must give\n")
+
+
+POSITIONS = """
+archgraph: 1
+name: fairseq_positions
+inputs:
+  input_ids: {shape: [B, S], dtype: int64}
+nodes:
+  - {name: positions, op: position_embedding, in: input_ids, num_positions: 10, embedding_dim: 1, offset: 2, pad: 1}
+outputs: [positions]
+"""
+
+
+def test_positions_skip_padding_tokens(tmp_path):
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, POSITIONS)
+    with torch.no_grad():
+        module.get_parameter("positions.weight").copy_(torch.arange(10.0)[:, None])   # row r holds r
+    ids = torch.tensor([[1, 1, 5, 6, 7], [5, 6, 7, 1, 1]])   # left and right padding (pad id 1)
+    rows = module(ids)["positions"][..., 0]
+    assert rows.tolist() == [[1, 1, 2, 3, 4], [2, 3, 4, 1, 1]]   # the first token takes row offset, pads row 1
+
+
+EOS = """
+archgraph: 1
+name: eos_pooling
+inputs:
+  input_ids: {shape: [B, S], dtype: int64}
+  x: {shape: [B, S, 1]}
+nodes:
+  - {name: pooled, op: last_token, in: [x, input_ids], token: 2}
+outputs: [pooled]
+"""
+
+
+def test_last_token_pools_the_last_eos_and_refuses_uneven_rows(tmp_path):
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, EOS)
+    x = torch.arange(10.0).view(2, 5, 1)
+    ids = torch.tensor([[5, 2, 6, 2, 0], [2, 5, 6, 7, 2]])
+    assert module(ids, x)["pooled"][:, 0].tolist() == [3.0, 9.0]
+    with pytest.raises(ValueError, match=r"All examples must have the same number of <eos> tokens \(id 2\), at "
+                                         r"least one; the rows hold \[2, 1\]"):
+        module(torch.tensor([[5, 2, 6, 2, 0], [5, 5, 6, 7, 2]]), x)
+    with pytest.raises(ValueError, match=r"the rows hold \[0, 0\]"):
+        module(torch.tensor([[5, 5, 6, 7, 0], [5, 5, 6, 7, 0]]), x)
+
+
+DEBERTA = """
+archgraph: 1
+name: masked_disentangled
+inputs:
+  x: {shape: [B, S, 8]}
+  attention_mask: {shape: [B, S], dtype: int64, default: ones}
+nodes:
+  - {name: rel, op: parameter, in: [], shape: [8, 8], tensor: weight}
+  - {name: attn, op: disentangled_attention, in: {x: x, rel: rel, mask: attention_mask}, hidden: 8, heads: 2,
+     span: 4, buckets: 4, max_position: 8}
+outputs: [attn]
+"""
+
+
+def test_disentangled_attention_hides_padding(tmp_path):
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, DEBERTA, std=0.5)
+    x = torch.randn(1, 5, 8)
+    padded = torch.cat([x, torch.randn(1, 2, 8)], dim=1)   # two padding positions on the right
+    got = module(padded, torch.tensor([[1, 1, 1, 1, 1, 0, 0]]))["attn"][:, :5]
+    alone = module(x)["attn"]
+    assert (got - alone).abs().max().item() < 1e-6
+    assert (module(padded)["attn"][:, :5] - alone).abs().max().item() > 1e-3   # unmasked: it differs

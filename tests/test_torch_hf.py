@@ -923,3 +923,65 @@ def test_padded_batch_computes_what_transformers_computes(tmp_path, name):
     # the mask matters: without it, a row padded on the left computes other values
     first = next(iter(got))
     assert (got[first][0] - unpadded[first][0]).abs().max().item() > 1e-3
+
+
+# Encoders and encoder-decoders padded: the encoder's rows as above (row 0 on the left, row 1 on the
+# right) and the decoder's too (decoder_attention_mask, one position on the left, two on the right);
+# token_type_ids given where the model reads them. Every output at a position that is not padding
+# (the decoder's positions for an encoder-decoder), and every pooled output, agrees.
+PADDED_ENCODERS = ["bert-base", "bert-mlm", "BertForSequenceClassification", "BertForPreTraining", "BertLMHeadModel",
+                   "roberta-mlm", "RobertaModel", "RobertaForSequenceClassification", "XLMRobertaForCausalLM",
+                   "XLMRobertaForTokenClassification", "ElectraForPreTraining", "ElectraForSequenceClassification",
+                   "ElectraForCausalLM", "bert-cross-attention"]
+CASES["bert-cross-attention"] = {**BERT, "architectures": ["BertModel"], "is_decoder": True,
+                                 "add_cross_attention": True}
+
+
+def _eos_last(ids, mask, eos: int) -> None:
+    """Each row's last position that is not padding holds <eos> (and no other does): BART's and T5's
+    classifiers pool there."""
+    ids[ids == eos] = eos + 1
+    last = (torch.arange(ids.shape[1]) * mask).argmax(-1)
+    ids[torch.arange(ids.shape[0]), last] = eos
+
+
+@pytest.mark.parametrize("name", PADDED_ENCODERS)
+def test_padded_encoder_batch_computes_what_transformers_computes(tmp_path, name):
+    config = {"pad_token_id": 0, **CASES[name]}   # a pad id: two rows, and the padding holds it
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config)
+    module = to_module(load_config(path, _settings(config))).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    inputs = _inputs(module, config)
+    pad = reference.config.pad_token_id
+    masks = {}
+    for ids_name, mask_name, left, right in (("input_ids", "attention_mask", 2, 3),
+                                             ("decoder_input_ids", "decoder_attention_mask", 1, 2),
+                                             ("encoder_hidden_states", "encoder_attention_mask", 1, 2)):
+        if ids_name in inputs and mask_name in module.input_names:
+            ids = inputs[ids_name]
+            assert ids.shape[0] == 2, "a padded batch needs two rows"
+            masks[mask_name] = mask = padding_mask(ids[..., 0] if ids.dim() == 3 else ids, left, right)
+            if ids.dim() == 2 and pad is not None:
+                ids[mask == 0] = pad
+    assert masks, "the module takes no mask"
+    if "SequenceClassification" in name and config["model_type"] in ("bart", "t5"):
+        _eos_last(inputs["input_ids"], masks["attention_mask"], reference.config.eos_token_id)
+    if "token_type_ids" in module.input_names:
+        inputs["token_type_ids"] = torch.randint(0, reference.config.type_vocab_size, inputs["input_ids"].shape)
+    inputs.update(masks)
+    with torch.no_grad():
+        want = reference(**inputs)
+        got = module(**inputs)
+        unpadded = module(**{k: v for k, v in inputs.items() if k not in masks})
+    seq_mask = masks.get("decoder_attention_mask", masks.get("attention_mask"))
+    for key, value in got.items():
+        expected = getattr(want, key)
+        assert value.shape == expected.shape, key
+        keep = seq_mask.bool() if seq_mask is not None and tuple(value.shape[:2]) == tuple(seq_mask.shape) \
+            else torch.ones(value.shape[0], dtype=torch.bool)
+        diff = (value[keep] - expected[keep]).abs().max().item()
+        assert diff < 1e-4, f"{key}: max difference {diff:.3g} at positions that are not padding"
+    first = next(iter(got))  # the masks matter: without them, the padded rows compute other values
+    assert (got[first] - unpadded[first]).abs().max().item() > 1e-3

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .attention import expect_key_mask
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive, quotient
 
 
@@ -19,7 +20,10 @@ class DisentangledAttention(Op):
     beyond it logarithmic up to `max_position` (`buckets` 0: the distance, clamped to ±span).  All
     scores are divided by sqrt(head_dim · (1 + c2p + p2c)).  The positions' keys and queries come
     from pos_key_proj and pos_query_proj, or with `share_att_key` from key_proj and query_proj.
-    Tensors: query_proj, key_proj, value_proj (biased) and the pos_ projections not shared."""
+    Tensors: query_proj, key_proj, value_proj (biased) and the pos_ projections not shared.
+    An optional input `mask` [B, S] (1: a token, 0: padding), by keyword (`in: {x: .., rel: ..,
+    mask: ..}`), hides the padding from every query and every score of a padding query, as
+    DeBERTa's query-by-key attention mask."""
 
     hidden: int
     heads: int
@@ -49,9 +53,11 @@ class DisentangledAttention(Op):
             names += ["pos_key_proj"] * self.c2p + ["pos_query_proj"] * self.p2c
         return names
 
-    def infer_shape(self, x, rel=None):
+    def infer_shape(self, x, rel=None, mask=None):
         expect_rank(x, 3, "input")
         expect_dim(x[-1], self.hidden, "last dimension of the input (hidden)")
+        if mask is not None:
+            expect_key_mask(mask, x[0], x[1])
         if self.relative:
             if rel is None:
                 raise invalid(self, "relative attention reads the relative embeddings: in: [x, rel]")
@@ -74,7 +80,7 @@ class DisentangledAttention(Op):
         terms = self.c2p + self.p2c
         return content + terms * (2 * 2 * self.span * self.hidden * width + 2 * b * self.heads * s * 2 * self.span * self.d)
 
-    def forward(self, run, x, rel=None):
+    def forward(self, run, x, rel=None, mask=None):
         torch = run.torch
         b, s, h, d = x.shape[0], x.shape[1], self.heads, self.d
 
@@ -99,6 +105,10 @@ class DisentangledAttention(Op):
                 index = torch.clamp(-distance + self.span, 0, 2 * self.span - 1).expand(b, h, s, s)
                 p2c = torch.gather(torch.matmul(k, pos_q.transpose(-1, -2)), -1, index).transpose(-1, -2)
                 scores = scores + p2c / scale
+        if mask is not None:  # query and key both tokens: [B, 1, S, 1] x [B, 1, 1, S]
+            padding = mask == 0
+            hidden = padding[:, None, None, :] | padding[:, None, :, None]
+            scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
         probs = torch.softmax(scores, dim=-1)
         return torch.matmul(probs, v).transpose(1, 2).reshape(b, s, h * d)
 

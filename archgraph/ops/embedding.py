@@ -66,25 +66,42 @@ class Embedding(Op):
 @op("position_embedding", category="embedding",
      aliases=("learned_position", "wpe"), example={"num_positions": 1024, "embedding_dim": 768})
 class PositionEmbedding(Op):
-    """Learned absolute positions; [B, S, ..] -> [1, S, embedding_dim] (offset: rows reserved before position 0, OPT/BART use 2)."""
+    """Learned absolute positions; [B, S, ..] -> [1, S, embedding_dim] (offset: rows reserved before position 0, OPT/BART use 2).
+
+    `pad`: the input is token ids [B, S] and positions count only the tokens that are not `pad`:
+    a row's k-th such token takes row offset + k - 1 and a padding token row offset - 1 (fairseq's
+    make_positions, RoBERTa's and MPNet's create_position_ids_from_input_ids with offset = pad + 1),
+    so a row padded on the left starts at position 0 as one without padding -> [B, S, embedding_dim]."""
 
     num_positions: int
     embedding_dim: int
     offset: int = 0
+    pad: int | None = None
 
     def __post_init__(self):
         positive(self, "num_positions", "embedding_dim")
+        if self.pad is not None and self.offset < 1:
+            raise invalid(self, f"pad={self.pad} puts padding tokens at row offset - 1: offset must be at least 1; "
+                                f"received offset={self.offset}")
 
     def infer_shape(self, x):
         seq = _seq_len(x)
         _fits(seq, self.num_positions - self.offset, "the position table")
+        if self.pad is not None:
+            expect_rank(x, 2, "token ids [B, S] (positions that skip padding)")
+            return (x[0], seq, self.embedding_dim)
         return (1, seq, self.embedding_dim)
 
     def params(self):
         yield Tensor("weight", (self.num_positions, self.embedding_dim))
 
     def forward(self, run, x):
-        positions = run.torch.arange(x.shape[1], device=x.device) + self.offset
+        torch = run.torch
+        if self.pad is not None:
+            keep = (x != self.pad).to(torch.int64)
+            positions = torch.cumsum(keep, dim=1) * keep + (self.offset - 1)
+            return run.F.embedding(positions, run.tensor("weight"))
+        positions = torch.arange(x.shape[1], device=x.device) + self.offset
         return run.F.embedding(positions, run.tensor("weight")).unsqueeze(0)
 
     def init(self, tensor, value, init):

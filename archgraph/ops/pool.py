@@ -152,15 +152,22 @@ class GlobalMaxPool(_Global):
 
 @op("last_token", aliases=("last_non_pad_token",), example={"pad": 0})
 class LastToken(Op):
-    """Each row's last token that is not padding: x [B, S, ...] and its ids [B, S] -> [B, ...].
+    """Each row's last token that is not padding, or its last `token`: x [B, S, ...] and its ids [B, S] -> [B, ...].
 
-    The position is the last one whose id is not `pad` (transformers' sequence classification
-    heads of decoders: `(arange(S) * (ids != pad)).argmax(-1)`, so left and right padding both
-    work, and a row of nothing but padding takes position 0).  Without a `pad` id every row takes
-    the last position, and, as transformers refuses it, a batch of more than one row is an error
-    when the module runs (it cannot tell padding from text)."""
+    With `pad`, the position is the last one whose id is not `pad` (transformers' sequence
+    classification heads of decoders: `(arange(S) * (ids != pad)).argmax(-1)`, so left and right
+    padding both work, and a row of nothing but padding takes position 0).  With `token`, the last
+    position whose id is `token` (BART's and T5's classifiers pool the last <eos>: every row must
+    hold it, as many times as the others, or the module refuses as transformers does).  With
+    neither, every row takes the last position, and, as transformers refuses it, a batch of more
+    than one row is an error when the module runs (it cannot tell padding from text)."""
 
     pad: int | None = None
+    token: int | None = None
+
+    def __post_init__(self):
+        if self.pad is not None and self.token is not None:
+            raise invalid(self, f"pad={self.pad} and token={self.token} both choose the position: give one")
 
     def infer_shape(self, x, ids):
         expect_rank(x, tuple(range(2, 9)), "input")
@@ -172,11 +179,22 @@ class LastToken(Op):
     def forward(self, run, x, ids):
         torch = run.torch
         rows = torch.arange(x.shape[0], device=x.device)
-        if self.pad is None:
+        if self.pad is None and self.token is None:
             if x.shape[0] != 1:
                 raise ValueError("last_token without a pad id cannot pool a batch of more than one row "
                                  "(it cannot tell padding from text): give the config a pad_token_id")
             return x[:, -1]
-        keep = (ids != self.pad).to(torch.int32)
+        keep = (ids != self.pad if self.token is None else ids == self.token).to(torch.int32)
+        if self.token is not None and not _tracing(torch):
+            counts = keep.sum(-1)
+            if bool((counts != counts[0]).any()) or int(counts[0]) == 0:
+                raise ValueError(f"last_token: All examples must have the same number of <eos> tokens (id "
+                                 f"{self.token}), at least one; the rows hold {counts.tolist()}")
         last = (torch.arange(ids.shape[-1], device=ids.device, dtype=torch.int32) * keep).argmax(-1)
         return x[rows, last.to(x.device)]
+
+
+def _tracing(torch) -> bool:
+    """Whether torch traces or exports the module (a check on the data cannot run: the values are symbolic)."""
+    compiler = torch.compiler
+    return torch.jit.is_tracing() or compiler.is_compiling() or getattr(compiler, "is_exporting", lambda: False)()
