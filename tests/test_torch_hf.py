@@ -985,3 +985,24 @@ def test_padded_encoder_batch_computes_what_transformers_computes(tmp_path, name
         assert diff < 1e-4, f"{key}: max difference {diff:.3g} at positions that are not padding"
     first = next(iter(got))  # the masks matter: without them, the padded rows compute other values
     assert (got[first] - unpadded[first]).abs().max().item() > 1e-3
+
+
+def test_bert_without_token_type_ids_computes_what_transformers_computes(tmp_path):
+    """BertModel defaults token_type_ids to zeros (and attention_mask to ones): so does the module,
+    by name or positionally (input_ids, attention_mask, token_type_ids: BertModel.forward's order)."""
+    config = CASES["bert-base"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config)
+    module = to_module(load_config(path)).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    assert module.required_inputs == ("input_ids",)
+    torch.manual_seed(1)
+    ids = torch.randint(3, 97, (2, 6))
+    types = torch.tensor([[0, 0, 0, 1, 1, 1], [0, 0, 1, 1, 1, 1]])
+    with torch.no_grad():
+        plain, typed = reference(input_ids=ids), reference(input_ids=ids, token_type_ids=types)
+        for got, want in ((module(input_ids=ids), plain), (module(ids), plain), (module(ids, None, types), typed)):
+            for key in ("last_hidden_state", "pooler_output"):
+                assert (got[key] - getattr(want, key)).abs().max().item() < 1e-4, key
+    assert (plain.last_hidden_state - typed.last_hidden_state).abs().max().item() > 1e-3   # the types matter
