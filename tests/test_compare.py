@@ -164,7 +164,8 @@ def test_compare_table_fits_80_columns_and_chart(cli, tmp_path):
     assert row("  decoder.block").split("│")[1:4] == ["   decoder.block   ", "      6 ", "    4,195,840 "]
     assert "causal, cross-attention" in row("  decoder.block")
     assert row("per new token").split("│")[2:5] == [" 89.59 MFLOP ", " 266.39 MFLOP ", "                 — "]
-    assert row("KV cache").split("│")[2:5] == ["   12.00 MiB ", "    18.00 MiB ", "               0 B "]
+    assert row("  KV cache").split("│")[2:5] == ["   12.00 MiB ", "    18.00 MiB ", "               0 B "]
+    assert row("serving").split("│")[2:5] == ["  127.41 MiB ", "   255.35 MiB ", "        208.82 MiB "]
     chart = tmp_path / "chart.png"
     code, out, err = cli("compare", "bert-base-uncased", "gpt2", "--chart", str(chart))
     assert code == 0, err

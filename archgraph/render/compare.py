@@ -1,8 +1,8 @@
 """Comparison of models: the stacks table and the figures table (a column per model), JSON, and
 a matplotlib chart of where the parameters and FLOPs go, stack by stack.
 
-Labels are short and carry their units in the cells (`136.37 GFLOP`, `237.35 MiB`), so three
-models fit 80 columns; more are split into column groups by `render.fit`, never cut.
+Labels are short and the cells carry their units (`136.37 GFLOP`, `237.35 MiB`), so three
+models fit 80 columns; the others go on in a figures table below, names and numbers whole.
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ ROLE_COLORS = {"encoder": "#4c72b0", "decoder": "#dd8452", "layers": "#55a868"}
 NOTES = ("encoder pass: what is computed once per input (an encoder over S tokens, a vision tower; an "
          "encoder-decoder's cross-attention keys and values). decoder prefill: the decoder over its "
          "S tokens (T in an encoder-decoder). per new token: one more generated token with those "
-         "tokens cached, per sequence. training: mixed precision, Adam (16 bytes/param) plus the "
-         "activations stored for backward; serving: bf16 weights plus the caches.")
+         "tokens cached, per sequence. serving: bf16 weights plus the caches of S tokens; training: "
+         "mixed precision, Adam (16 bytes/param), plus the activations stored for backward.")
 
 
 def _num(n: Any) -> Any:
@@ -124,12 +124,13 @@ def _figures(rows: list[ModelSummary]) -> list[tuple[Any, list[str]]]:
     add("per new token", lambda r: optional(r.flops.per_token), any(r.flops.per_token is not None for r in rows))
     add("per image", lambda r: optional(r.flops.per_image), any(r.flops.per_image is not None for r in rows))
     out.append((None, []))
-    add("weights (bf16)", lambda r: binary(r.memory.weights_bytes["bf16"]))
-    add("training state", lambda r: binary(r.memory.training_state_bytes))
-    add("  + activations", lambda r: binary(r.memory.activation_bytes))
-    add("KV cache", lambda r: binary(r.memory.kv_cache_bytes))
-    add("state cache", lambda r: binary(r.memory.state_cache_bytes), any(r.memory.state_cache_bytes for r in rows))
     add("serving", lambda r: binary(r.memory.serving_bytes))
+    add("  weights (bf16)", lambda r: binary(r.memory.weights_bytes["bf16"]))
+    add("  KV cache", lambda r: binary(r.memory.kv_cache_bytes))
+    add("  state cache", lambda r: binary(r.memory.state_cache_bytes), any(r.memory.state_cache_bytes for r in rows))
+    add("training", lambda r: binary(r.memory.training_bytes) if r.memory.activation_bytes is not None else "—")
+    add("  Adam state", lambda r: binary(r.memory.training_state_bytes))
+    add("  activations", lambda r: binary(r.memory.activation_bytes))
     return out
 
 
