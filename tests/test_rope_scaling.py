@@ -62,6 +62,12 @@ def test_frequencies_and_scale_are_transformers_init_functions(name):
     assert op.table_scale == attention
 
 
+def test_an_unknown_scaling_made_in_python_is_refused():
+    with pytest.raises(SpecError, match="scaling must be none, linear, dynamic, yarn, longrope or llama3; "
+                                        "received 'ntk'"):
+        Rotary(head_dim=8, scaling="ntk")
+
+
 def test_yarn_and_longrope_defaults():
     # longrope: factor max_positions / original_max = 4, scale sqrt(1 + ln 4 / ln 16) = sqrt(1.5)
     assert _op(**CASES["longrope"][1]).table_scale == pytest.approx(1.5 ** 0.5, abs=1e-15)

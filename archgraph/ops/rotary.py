@@ -1,0 +1,402 @@
+"""Rotary positions: `rotary_embedding` (RoPE tables and every rope_type transformers scales them
+by) and the position ids it may read along several axes, `grid_positions` and
+`multimodal_positions`."""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Literal
+
+from ..dims import ceil_div, prod
+from ..errors import ShapeError
+from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
+from .embedding import _fits, _seq_len
+
+
+@op("rotary_embedding", category="embedding", aliases=("rope", "RotaryEmbedding"), example={"head_dim": 128})
+class RotaryEmbedding(Op):
+    """Rotary position tables (RoPE): [B, S, ..] -> cos, sin each [1, S, width]; buffer inv_freq.
+
+    The frequencies are base^(-2k / rotary_dim) for 2k < rotary_dim and the tables repeat them
+    twice, so an odd rotary_dim gives tables of rotary_dim + 1 columns, as transformers
+    computes them (GPT-NeoX with int(head_dim * rotary_pct) odd).  With `positions: N` the op
+    keeps the values of N positions instead, one buffer [N, width] = [sin | cos] named by the
+    node, not saved by state_dict (GPT-J's and CodeGen's per-layer `attn.embed_positions`).
+
+    `scaling` is transformers' rope_type (its ROPE_INIT_FUNCTIONS and dynamic_rope_update),
+    computed as transformers computes it:
+      - `none`: the frequencies above ('default').
+      - `linear`: every frequency divided by `factor` (positions interpolated: Gemma 3).
+      - `llama3`: wavelengths 2π/f longer than original_max / low_freq_factor are divided by
+        `factor`, those shorter than original_max / high_freq_factor kept, and the ones between
+        blended by (original_max / wavelength - low_freq_factor) / (high_freq_factor -
+        low_freq_factor) (Llama 3.1-3.3).
+      - `dynamic` (NTK): in forward, at L = the largest position + 1 (S without position_ids)
+        beyond `max_positions`, the base becomes base·(factor·L/max_positions - factor + 1)^(d/(d-2))
+        (d = rotary_dim) and inv_freq is rewritten; back at fewer than max_positions it is
+        reset, and between, the last one stays (transformers' cached length, kept per module).
+      - `yarn`: dims that turn fewer than `beta_slow` times over `original_max` positions are
+        divided by factor, those that turn more than `beta_fast` times are kept, and a linear
+        ramp (its ends rounded out with `truncate`) blends the ones between.
+      - `longrope`: frequencies divided by `short_factor` (one per frequency), or in forward by
+        `long_factor` when L exceeds `original_max` (inv_freq is rewritten with the set in use).
+    `factor` is required by linear, dynamic and llama3; yarn and longrope default it to
+    max_positions / original_max, and original_max defaults to max_positions (as transformers'
+    config standardisation fills it).  The tables are multiplied by `attention_factor`; without
+    one, 1, except yarn's 0.1·ln(factor) + 1 (or the ratio of that with `mscale` to that with
+    `mscale_all_dim`, when both are non-zero) and longrope's √(1 + ln(factor) / ln(original_max))
+    (1 when factor <= 1).  `max_positions` is the config's max_position_embeddings.
+
+    Without `positions` the buffer is named `{prefix}inv_freq`; `original: true` adds the copy
+    transformers 5 keeps for dynamic rope updates, `{prefix}original_inv_freq` (ModernBERT's
+    rotary_emb holds full_attention_inv_freq, full_attention_original_inv_freq and the same for
+    sliding_attention).
+
+    A second input gives the positions instead of 0..S-1: position_ids [B, S] -> tables
+    [B, S, width].  With `axes: n` the positions have n axes, [n, B, S] (a `grid_positions` or
+    `multimodal_positions` table), and each frequency takes its angle from one axis: with
+    `sections` (M-RoPE, Qwen2-VL's mrope_section) the ceil(rotary_dim/2) frequencies are cut into
+    runs of those lengths and run i reads axis i mod n; without, the rotation is axial (a 2-D
+    ViT's): each axis has its own copy of the frequencies of rotary_dim // n dims, laid side by
+    side (inv_freq holds one copy)."""
+
+    head_dim: int
+    rotary_dim: int | None = None
+    base: float = 10000.0
+    positions: int | None = None  # a table of this many positions ([sin | cos]) instead of inv_freq
+    scaling: Literal["none", "linear", "dynamic", "yarn", "longrope", "llama3"] = "none"
+    factor: float | None = None
+    original_max: int | None = None    # yarn, longrope, llama3: the positions the model was trained on
+    max_positions: int | None = None   # dynamic (and yarn's, longrope's default factor): max_position_embeddings
+    beta_fast: float = 32.0
+    beta_slow: float = 1.0
+    truncate: bool = True
+    mscale: float | None = None
+    mscale_all_dim: float | None = None
+    low_freq_factor: float | None = None
+    high_freq_factor: float | None = None
+    short_factor: tuple[float, ...] | None = None
+    long_factor: tuple[float, ...] | None = None
+    attention_factor: float | None = None
+    prefix: str = ""
+    original: bool = False
+    axes: int = 1  # the position_ids input's axes: [axes, B, S] when more than 1
+    sections: tuple[int, ...] | None = None  # M-RoPE: frequencies per run, run i from axis i mod axes
+
+    def __post_init__(self):
+        positive(self, "head_dim", "positions", "axes", "original_max", "max_positions")
+        if self.sections is not None:
+            if self.axes < 2 or any(not isinstance(n, int) or n < 0 for n in self.sections):
+                raise invalid(self, f"sections are counts of frequencies (0 or more) taken from each of "
+                                    f"axes >= 2 position axes; received sections={list(self.sections)}, "
+                                    f"axes={self.axes}")
+            if sum(self.sections) != self.frequencies:
+                raise invalid(self, f"sections {list(self.sections)} add up to {sum(self.sections)}; the "
+                                    f"{self.dim} rotary dims have {self.frequencies} frequencies")
+        if self.axes > 1 and (self.positions is not None or self.scaling != "none"):
+            raise invalid(self, "positions along several axes come as an input; they take no `positions` "
+                                "table and no `scaling`")
+        if self.rotary_dim is not None and (isinstance(self.rotary_dim, int) and self.rotary_dim < 0):
+            raise invalid(self, f"rotary_dim must be 0 or more (0: nothing rotates, as transformers builds "
+                                f"int(head_dim * factor) = 0); received {self.rotary_dim}")
+        if self.width > self.head_dim:
+            raise invalid(self, f"the tables ({self.width} columns for rotary_dim={self.dim}) must fit in "
+                                f"head_dim={self.head_dim}")
+        if self.prefix and not self.prefix.replace("_", "a").isalnum():
+            raise invalid(self, f"prefix must be letters, digits and _ (it starts the buffer's name); "
+                                f"received {self.prefix!r}")
+        self._check_scaling()
+
+    def _check_scaling(self) -> None:
+        kind = self.scaling
+        if kind == "none":
+            return
+        needs = {"linear": ("factor",), "dynamic": ("factor", "max_positions"),
+                 "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
+                 "yarn": (), "longrope": ("short_factor", "long_factor")}.get(kind)
+        if needs is None:
+            raise invalid(self, f"scaling must be none, linear, dynamic, yarn, longrope or llama3; received {kind!r}")
+        missing = [name for name in needs if getattr(self, name) is None]
+        if kind in ("llama3", "yarn", "longrope") and self.context is None:
+            missing.append("original_max (or max_positions)")
+        if missing:
+            raise invalid(self, f"scaling '{kind}' needs {', '.join(missing)}; received "
+                                + ", ".join(f"{n}={getattr(self, n)}" for n in (*needs, "original_max")))
+        if not self.scale_factor > 0:
+            raise invalid(self, f"scaling '{kind}' needs a positive factor; received factor={self.scale_factor}")
+        if self.positions is not None and kind in ("dynamic", "longrope"):
+            raise invalid(self, f"scaling '{kind}' changes the frequencies with the sequence length; a "
+                                f"table of `positions` cannot")
+        if kind == "dynamic" and self.dim <= 2:
+            raise invalid(self, f"scaling 'dynamic' raises the base to d/(d-2) for d = rotary_dim; "
+                                f"received rotary_dim={self.dim}")
+        if kind == "llama3" and not self.high_freq_factor > self.low_freq_factor:
+            raise invalid(self, f"scaling 'llama3' needs high_freq_factor > low_freq_factor; received "
+                                f"low_freq_factor={self.low_freq_factor}, high_freq_factor={self.high_freq_factor}")
+        if kind == "longrope":
+            for name in ("short_factor", "long_factor"):
+                values = getattr(self, name)
+                if len(values) != self.frequencies or not all(v > 0 for v in values):
+                    raise invalid(self, f"scaling 'longrope' needs {name} to list {self.frequencies} positive "
+                                        f"numbers (one per frequency of rotary_dim={self.dim}); received "
+                                        f"{len(values)}: {list(values)[:8]}")
+
+    @property
+    def context(self) -> int | None:
+        """original_max, or max_positions (transformers' config fills the one from the other)."""
+        return self.original_max if self.original_max is not None else self.max_positions
+
+    @property
+    def scale_factor(self) -> float:
+        """`factor`, or yarn's and longrope's default, max_positions / original_max."""
+        if self.factor is not None:
+            return self.factor
+        if self.scaling in ("yarn", "longrope") and self.max_positions and self.context:
+            return self.max_positions / self.context
+        return 1.0
+
+    @property
+    def table_scale(self) -> float:
+        """What the tables are multiplied by: attention_factor, or transformers' default for the scaling."""
+        if self.attention_factor is not None:
+            return self.attention_factor
+        factor = self.scale_factor
+        if self.scaling == "yarn":
+            def get_mscale(scale: float, m: float = 1.0) -> float:
+                return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+            if self.mscale and self.mscale_all_dim:
+                return float(get_mscale(factor, self.mscale) / get_mscale(factor, self.mscale_all_dim))
+            return get_mscale(factor)
+        if self.scaling == "longrope" and factor > 1.0:
+            return math.sqrt(1 + math.log(factor) / math.log(self.context))
+        return 1.0
+
+    @property
+    def dim(self) -> int:
+        return self.rotary_dim if self.rotary_dim is not None else self.head_dim
+
+    @property
+    def axial(self) -> bool:
+        return self.axes > 1 and self.sections is None
+
+    @property
+    def ladder(self) -> int:
+        """The dims one copy of the frequencies is computed over (an axis' share when axial)."""
+        return self.dim // self.axes if self.axial else self.dim
+
+    @property
+    def frequencies(self) -> int:
+        return ceil_div(self.ladder, 2)
+
+    @property
+    def width(self):
+        return 2 * self.frequencies * (self.axes if self.axial else 1)
+
+    def infer_shape(self, x, position_ids=None):
+        seq = _seq_len(x)
+        if position_ids is None:
+            check(self.axes == 1, f"rotary positions along {self.axes} axes need their position_ids "
+                                  f"[{self.axes}, B, S] as a second input")
+            if self.positions is not None:
+                _fits(seq, self.positions, "the rotary table")
+            return [(1, seq, self.width), (1, seq, self.width)]
+        check(self.positions is None, "a rotary table of `positions` takes no position_ids input")
+        if self.axes == 1:
+            expect_rank(position_ids, 2, "position_ids")
+            batch = position_ids[0]
+        else:
+            expect_rank(position_ids, 3, "position_ids")
+            expect_dim(position_ids[0], self.axes, "position_ids' first dim (its axes)")
+            batch = position_ids[1]
+        expect_dim(position_ids[-1], seq, "position_ids' length")
+        return [(batch, seq, self.width), (batch, seq, self.width)]
+
+    def buffers(self):
+        if self.positions is not None:
+            yield Tensor("", (self.positions, self.width), persistent=False)
+        else:
+            yield Tensor(f"{self.prefix}inv_freq", (self.frequencies,), persistent=False)
+            if self.original:
+                yield Tensor(f"{self.prefix}original_inv_freq", (self.frequencies,), persistent=False)
+
+    def forward(self, run, x, position_ids=None):
+        torch = run.torch
+        if self.positions is not None:  # rows 0..S-1 of the [sin | cos] table
+            sin, cos = run.tensor("")[: x.shape[1]].float().chunk(2, dim=-1)
+            cos, sin = torch.cat([cos, cos], dim=-1)[None], torch.cat([sin, sin], dim=-1)[None]
+        else:
+            if self.scaling in ("dynamic", "longrope"):
+                self._update(run, x, position_ids)
+            if position_ids is None:
+                position_ids = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)[None]
+            freqs = position_ids.float()[..., None] * run.tensor(f"{self.prefix}inv_freq").float()
+            if self.sections is not None:  # run i of the frequencies turns with axis i mod axes
+                runs = freqs.split(list(self.sections), dim=-1)
+                freqs = torch.cat([part[i % self.axes] for i, part in enumerate(runs)], dim=-1)
+            elif self.axes > 1:  # each axis its own copy of the frequencies, side by side
+                freqs = torch.cat(list(freqs), dim=-1)
+            emb = torch.cat([freqs, freqs], dim=-1)
+            cos, sin = emb.cos(), emb.sin()
+        scale = self.table_scale
+        return (cos * scale, sin * scale) if scale != 1 else (cos, sin)
+
+    def _update(self, run, x, position_ids) -> None:
+        """transformers' dynamic_rope_update: rewrite inv_freq for this call's length L."""
+        torch = run.torch
+        seq_len = position_ids.max() + 1 if position_ids is not None else \
+            torch.tensor(x.shape[1], device=x.device)
+        inv_freq = run.tensor(f"{self.prefix}inv_freq")
+        original = (run.tensor(f"{self.prefix}original_inv_freq") if self.original
+                    else self.inv_freq(torch, device=x.device))
+        if self.scaling == "longrope":  # the long factors beyond original_max, else the short ones
+            long = self.inv_freq(torch, device=x.device, long=True)
+            inv_freq.copy_(torch.where(seq_len > self.context, long, original.to(x.device)))
+            return
+        state = run.state()  # the longest length since the last reset, as transformers caches it
+        cached = state.get(f"{self.prefix}max_seq_len_cached", self.max_positions)
+        if seq_len > cached:
+            inv_freq.copy_(self.inv_freq(torch, device=x.device, seq_len=seq_len))
+            state[f"{self.prefix}max_seq_len_cached"] = int(seq_len)
+        if seq_len < self.max_positions and cached > self.max_positions:
+            inv_freq.copy_(original)
+            state[f"{self.prefix}max_seq_len_cached"] = self.max_positions
+
+    def inv_freq(self, torch, device=None, seq_len=None, long: bool = False):
+        """The frequencies as transformers' rope init function for `scaling` computes them, op for op
+        (float32): at construction, or for dynamic at length `seq_len` (a tensor), or longrope's long set."""
+        dim, base, factor = self.ladder, self.base, self.scale_factor
+        exponents = torch.arange(0, dim, 2, dtype=torch.int64, device=device).float() / dim
+        if self.scaling == "dynamic":
+            if seq_len is None:  # at construction: max_positions, the plain base
+                base = base * ((factor * self.max_positions / self.max_positions) - (factor - 1)) ** (dim / (dim - 2))
+            else:
+                seq_len = torch.maximum(seq_len, torch.tensor(self.max_positions, dtype=seq_len.dtype,
+                                                              device=seq_len.device))
+                base = base * ((factor * seq_len / self.max_positions) - (factor - 1)) ** (dim / (dim - 2))
+            return 1.0 / (base ** exponents)
+        if self.scaling == "longrope":
+            ext = torch.tensor(self.long_factor if long else self.short_factor, dtype=torch.float32, device=device)
+            return 1.0 / (ext * base ** exponents)
+        if self.scaling == "yarn":
+            return self._yarn(torch, dim, base ** exponents)
+        inv_freq = 1.0 / (base ** exponents)
+        if self.scaling == "linear":
+            return inv_freq / factor
+        if self.scaling == "llama3":
+            return self._llama3(torch, inv_freq)
+        return inv_freq
+
+    def _yarn(self, torch, dim: int, pos_freqs):
+        def turns(rotations):  # the dim that turns `rotations` times over original_max positions
+            return dim * math.log(self.context / (rotations * 2 * math.pi)) / (2 * math.log(self.base))
+        low, high = turns(self.beta_fast), turns(self.beta_slow)
+        if self.truncate:
+            low, high = math.floor(low), math.ceil(high)
+        low, high = max(low, 0), min(high, dim - 1)
+        if low == high:
+            high += 0.001  # transformers' guard against a zero-width ramp
+        ramp = ((torch.arange(dim // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
+        extrapolation = 1 - ramp.to(pos_freqs.device)
+        return (1.0 / (self.scale_factor * pos_freqs) * (1 - extrapolation)
+                + 1.0 / pos_freqs * extrapolation)
+
+    def _llama3(self, torch, inv_freq):
+        factor, low, high, context = self.factor, self.low_freq_factor, self.high_freq_factor, self.context
+        low_wavelen, high_wavelen = context / low, context / high
+        wavelen = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+        smooth = (context / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
+        return torch.where(medium, smoothed, scaled)
+
+    def init(self, tensor, value, init):
+        torch = init.torch
+        inv_freq = self.inv_freq(torch)
+        if self.positions is None:
+            value.copy_(inv_freq)
+            return
+        angles = torch.arange(self.positions, dtype=torch.int64).float()[:, None] * inv_freq
+        value.copy_(torch.cat([angles.sin(), angles.cos()], dim=1))
+
+
+@op("grid_positions", category="embedding", example={"grid": [16, 16], "tile": [2, 2]})
+class GridPositions(Op):
+    """The coordinates of a grid's cells in the order a patch sequence lists them: no input ->
+    [n, 1, N] for an n-dim `grid` of N cells (row, column, ...), row by row; with `tile` the
+    cells of each tile together, tiles row by row (Qwen2-VL's patches, each 2x2 tile side by
+    side for its merger).  The position_ids of an axial `rotary_embedding` (`axes: n`)."""
+
+    grid: tuple[int, ...]
+    tile: tuple[int, ...] | None = None
+
+    def __post_init__(self):
+        if not self.grid or any(not isinstance(n, int) or n <= 0 for n in self.grid):
+            raise invalid(self, f"grid must list positive sizes; received {list(self.grid)}")
+        tile = self.tile or (1,) * len(self.grid)
+        if len(tile) != len(self.grid) or any(not isinstance(b, int) or b <= 0 for b in tile):
+            raise invalid(self, f"tile must list a positive size for each of the grid's {len(self.grid)} "
+                                f"dims; received {list(tile)}")
+        if any(n % b for n, b in zip(self.grid, tile)):
+            raise invalid(self, f"the grid {list(self.grid)} is not made of whole {list(tile)} tiles")
+
+    def infer_shape(self):
+        return (len(self.grid), 1, prod(self.grid))
+
+    def forward(self, run):
+        torch, n = run.torch, len(self.grid)
+        tile = self.tile or (1,) * n
+        coords = torch.stack(torch.meshgrid(*[torch.arange(g, device=run.device) for g in self.grid],
+                                            indexing="ij"))
+        # [n, g0/b0, b0, g1/b1, b1, ...] -> [n, g0/b0, g1/b1, ..., b0, b1, ...]
+        coords = coords.reshape(n, *[d for g, b in zip(self.grid, tile) for d in (g // b, b)])
+        coords = coords.permute(0, *range(1, 2 * n + 1, 2), *range(2, 2 * n + 1, 2))
+        return coords.reshape(n, 1, -1)
+
+
+@op("multimodal_positions", category="embedding", aliases=("mrope_positions",),
+    example={"token": 151655, "grid": [1, 8, 8]})
+class MultimodalPositions(Op):
+    """M-RoPE position ids (Qwen2-VL): input_ids [B, S] -> [3, B, S] (time, row, column).
+
+    Text tokens count up by one on all three axes.  The input's `token`s are image features,
+    t·h·w per image (`grid: [t, h, w]`, in the language model's tokens): each image's token at
+    frame f, row r, column c is at (p + f, p + r, p + c), where p is the position after the text
+    before it, and the text after the image continues from p + max(h, w).  The rotary_embedding
+    (`axes: 3`, `sections`) that reads them turns each run of frequencies by one axis."""
+
+    token: int
+    grid: tuple[int, int, int]
+
+    def __post_init__(self):
+        if len(self.grid) != 3 or any(not isinstance(n, int) or n <= 0 for n in self.grid):
+            raise invalid(self, f"grid must be three positive sizes [t, h, w]; received {list(self.grid)}")
+
+    def infer_shape(self, ids):
+        expect_rank(ids, 2, "input_ids")
+        return (3, *ids)
+
+    def forward(self, run, ids):
+        torch = run.torch
+        t, h, w = self.grid
+        size = t * h * w
+        item = torch.stack(torch.meshgrid(torch.arange(t), torch.arange(h), torch.arange(w), indexing="ij"))
+        item = item.reshape(3, size).to(ids.device)
+        out = torch.zeros(3, *ids.shape, dtype=torch.int64, device=ids.device)
+        for row, tokens in enumerate((ids == self.token).tolist()):
+            position, i = 0, 0
+            for is_image, run in itertools.groupby(tokens):  # runs of text tokens and of image tokens
+                length = len(list(run))
+                if not is_image:
+                    out[:, row, i:i + length] = torch.arange(position, position + length, device=ids.device)
+                    position += length
+                elif length % size:
+                    raise ShapeError(f"input_ids row {row}: the image tokens from position "
+                                     f"{i + length - length % size} are fewer than "
+                                     f"an image's {t}x{h}x{w} = {size}")
+                else:  # one image after another
+                    for start in range(i, i + length, size):
+                        out[:, row, start:start + size] = item + position
+                        position += max(h, w)
+                i += length
+        return out
