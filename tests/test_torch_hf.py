@@ -557,6 +557,8 @@ CASES["recurrent_gemma-causal"] = {**RGEMMA, "architectures": ["RecurrentGemmaFo
 CASES["recurrent_gemma-base-lru-width"] = {**RGEMMA, "architectures": ["RecurrentGemmaModel"], "lru_width": 24,
                                            "block_types": ["attention", "recurrent"], "attention_bias": True,
                                            "partial_rotary_factor": 1.0, "conv1d_width": 3}
+CASES["recurrent_gemma-head-dim"] = {**RGEMMA, "architectures": ["RecurrentGemmaForCausalLM"], "head_dim": 12,
+                                     "block_types": ["recurrent", "attention"]}
 
 # LLaVA (issue 12): CLIP's vision tower, a projector and a Llama; image tokens as many as features
 LLAVA = {"model_type": "llava", "image_token_index": 100, "image_seq_length": 25,
