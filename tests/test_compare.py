@@ -247,6 +247,12 @@ def test_a_model_whose_spec_bounds_the_length_is_compared_at_that_bound(cli, tmp
     assert code == 0, err
     clip, gpt2 = json.loads(out)["models"]
     assert (clip["bindings"], gpt2["bindings"]) == ({"B": 1, "S": 77}, {"B": 1, "S": 512})
+    # the text tower's attention is causal but never decodes: an encoder, no tokens generated, no cache
+    assert [(s["path"], s["role"], s["layers"], s["does"]) for s in clip["stacks"]] == [
+        ("text_model.encoder.layers", "encoder", 12, ["causal"]),
+        ("vision_model.encoder.layers", "encoder", 12, ["bidirectional"])]
+    assert clip["kind"] == "encoder-only" and clip["flops"]["per_generated_token"] is None
+    assert clip["memory"]["kv_cache_bytes"] == 0 and clip["flops"]["encoder_pass"] == clip["flops"]["forward"]
     code, out, err = cli("compare", str(path), "gpt2")
     assert code == 0, err
     assert "at clip: B=1, S=77; gpt2: B=1, S=512" in " ".join(out.split())

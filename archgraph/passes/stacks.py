@@ -24,6 +24,7 @@ from .walk import Run
 
 ATTENTION_OPS = {"attention", "sdpa", "latent_attention", "multihead_attention", "disentangled_attention"}
 STATE_OPS = {"mamba_mixer": "state-space", "mamba2_mixer": "state-space", "rg_lru": "recurrent"}
+GENERATES = "generates"  # a mark among what a layer does: it keeps a cache and decodes
 
 
 @dataclass
@@ -39,15 +40,17 @@ class Stack:
     params: int
     active: int
     does: tuple[str, ...] = () # bidirectional, causal, cross-attention, MoE 8 experts top 2, state-space, ...
+    generates: bool = False    # its layers keep a cache to decode token by token (causal, state-space)
     calls: list[BlockNode] = field(default_factory=list, repr=False)
 
     @property
     def role(self) -> str:
-        """`decoder` (causal or state-space layers: they generate), `encoder` (bidirectional
-        attention), else `layers` (convolutional stages)."""
-        if any(d in ("causal", "state-space", "recurrent") for d in self.does):
+        """`decoder` (layers that generate: cached causal attention, state-space), `encoder`
+        (attention that does not generate: bidirectional, or CLIP's causal text tower), else
+        `layers` (convolutional stages)."""
+        if self.generates:
             return "decoder"
-        return "encoder" if "bidirectional" in self.does else "layers"
+        return "encoder" if {"bidirectional", "causal", "cross-attention"} & set(self.does) else "layers"
 
 
 def find_stacks(model: Model) -> list[Stack]:
@@ -55,6 +58,8 @@ def find_stacks(model: Model) -> list[Stack]:
     found: list[Stack] = []
     where: dict[int, tuple[str, list[int]]] = {}  # id(stack) -> (path of its calls, layer indices)
     for prefix, call in _layer_calls(model.graph, ""):
+        if not call.repeat:  # a call repeated zero times (CLIP's layers after the feature layer, none)
+            continue
         base, ids = _place(prefix, call)
         totals = graph_totals(call.body, {})
         times = 1 if call.shared else call.repeat
@@ -73,7 +78,8 @@ def find_stacks(model: Model) -> list[Stack]:
         where[id(stack)][1].extend(ids)
     does = _features(model.graph, {id(c): s for s in found for c in s.calls})
     for stack in found:
-        stack.does = tuple(does.get(id(stack), ()))
+        stack.does = tuple(d for d in does.get(id(stack), ()) if d != GENERATES)
+        stack.generates = GENERATES in does.get(id(stack), ())
         base, ids = where[id(stack)]
         if any(c.scheduled for c in stack.calls) and len(ids) < len(_all_ids(found, where, base)):
             stack.path = f"{base}.{_indices(ids)}"
@@ -179,11 +185,13 @@ def _what(node: OpNode, graph: Graph) -> set[str]:
     if name in ATTENTION_OPS:
         if _cross(node, graph):
             return {"cross-attention"}
-        return {"causal" if getattr(op, "causal", False) else "bidirectional"}
+        if getattr(op, "causal", False):
+            return {"causal", GENERATES} if getattr(op, "cached", True) else {"causal"}
+        return {"bidirectional"}
     if name == "moe":
         return {f"MoE {op.experts} experts top {op.top_k}"}
     if name in STATE_OPS:
-        return {STATE_OPS[name]}
+        return {STATE_OPS[name], GENERATES}
     if name.startswith("conv"):
         return {"convolution"}
     return set()
