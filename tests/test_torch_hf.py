@@ -934,7 +934,13 @@ def test_padded_batch_computes_what_transformers_computes(tmp_path, name):
 PADDED_ENCODERS = ["bert-base", "bert-mlm", "BertForSequenceClassification", "BertForPreTraining", "BertLMHeadModel",
                    "roberta-mlm", "RobertaModel", "RobertaForSequenceClassification", "XLMRobertaForCausalLM",
                    "XLMRobertaForTokenClassification", "ElectraForPreTraining", "ElectraForSequenceClassification",
-                   "ElectraForCausalLM", "bert-cross-attention"]
+                   "ElectraForCausalLM", "bert-cross-attention", "albert-base", "AlbertForSequenceClassification",
+                   "AlbertForPreTraining", "distilbert-base", "DistilBertForSequenceClassification", "MPNetModel",
+                   "MPNetForSequenceClassification", "MPNetForMaskedLM", "DebertaV2Model",
+                   "DebertaV2ForSequenceClassification", "deberta-v2-separate-keys-conv", "deberta-v2-c2p-only-mlm-untied",
+                   "deberta-v2-plain-types"]
+CASES["deberta-v2-plain-types"] = {**DEBERTA, "architectures": ["DebertaV2ForTokenClassification"],
+                                   "relative_attention": False, "conv_kernel_size": 3, "type_vocab_size": 3}
 CASES["bert-cross-attention"] = {**BERT, "architectures": ["BertModel"], "is_decoder": True,
                                  "add_cross_attention": True}
 
@@ -949,7 +955,10 @@ def _eos_last(ids, mask, eos: int) -> None:
 
 @pytest.mark.parametrize("name", PADDED_ENCODERS)
 def test_padded_encoder_batch_computes_what_transformers_computes(tmp_path, name):
-    config = {"pad_token_id": 0, **CASES[name]}   # a pad id: two rows, and the padding holds it
+    config = CASES[name]
+    if config.get("pad_token_id") is None:   # the config class's pad id (else 0): the padding holds it
+        default = transformers.AutoConfig.for_model(config["model_type"]).pad_token_id
+        config = {**config, "pad_token_id": 0 if default is None else default}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
     reference = _hf_model(config)
