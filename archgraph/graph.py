@@ -172,6 +172,7 @@ class Model:
     decided: set[str] = field(default_factory=set)  # symbolic build: names a choice depended on
     conditions: list = field(default_factory=list)  # symbolic build: relations the checks relied on
     overrides: str = ""  # what a spec that extends another sets there ("child.yaml sets H = 770 (child.yaml:5)")
+    rebuild: Any = None  # settings -> the same spec built with them as well (passes.resize: another input size)
 
 
 def join(prefix: str, name: str) -> str:

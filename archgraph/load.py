@@ -61,7 +61,9 @@ def build(spec: LocDict, settings: Mapping[str, Any] | None = None, parent=None,
     its choices depended on (`decided`) and the relations its checks relied on (`conditions`)."""
     if not symbolic:
         with _no_gc():
-            return checked(build_model(spec, settings, parent, model_class=Model))
+            model = checked(build_model(spec, settings, parent, model_class=Model))
+        model.rebuild = lambda more: build(spec, {**(settings or {}), **more}, parent)
+        return model
     with Trace() as trace, _no_gc():
         model = checked(build_model(spec, settings, parent, symbolic=True, model_class=Model))
     model.decided, model.conditions = trace.frozen, list(trace.conditions)

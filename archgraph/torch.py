@@ -73,6 +73,7 @@ class SpecModule(nn.Module):
         object.__setattr__(self, "_archgraph_model", model)  # data, not a submodule
         self._where: dict[str, tuple[nn.Module, str]] = {}
         self._sizes: dict[str, int] = {}
+        self._resized: dict[tuple, Model] = {}  # the spec rebuilt at other input sizes (_fitting)
         self._device = torch.device("cpu")
         self._trace: list | None = None  # the output shapes of every op run, when tracing
         self._expect = None              # called with (index, shapes) after each op, when checking
@@ -213,19 +214,20 @@ class SpecModule(nn.Module):
             raise TypeError(f"{model.name}: forward takes {', '.join(self.input_names)}"
                             + (f"; missing {', '.join(missing)}" if missing else "")
                             + (f"; unknown {', '.join(unknown)}" if unknown else ""))
-        self._sizes = self._bind(given)
+        model = self._fitting(given)
+        self._sizes = self._bind(given, model)
         self._device = next(iter(given.values())).device if given else torch.device("cpu")
         for name in self.input_names:
             if name not in given:
-                given[name] = self._default(model.inputs[name])
-        outputs = self.run_graph(graph, "", tuple(given.get(n) for n in graph.inputs))
+                given[name] = self._default(model.inputs[name], model)
+        outputs = self.run_graph(model.graph, "", tuple(given.get(n) for n in graph.inputs))
         return dict(zip(model.output_names, outputs))
 
-    def _default(self, spec) -> Any:
+    def _default(self, spec, model: Model) -> Any:
         """The value of optional input `spec` when a call leaves it out, at the sizes the given
         inputs bound (an input none of whose sizes is bound cannot be made: say which)."""
         from . import expr
-        env = {**self._archgraph_model.variables, **self._sizes}
+        env = {**model.variables, **self._sizes}
         try:
             shape = tuple(int(expr.evaluate(d, env)) if isinstance(d, str) else d for d in spec.shape)
         except (ArchgraphError, TypeError, ValueError):
@@ -249,10 +251,25 @@ class SpecModule(nn.Module):
         """The inputs every call must give: those forward reads that have no `default:`."""
         return tuple(n for n in self.input_names if self._archgraph_model.inputs[n].default is None)
 
-    def _bind(self, inputs: dict) -> dict[str, int]:
+    def _fitting(self, inputs: dict) -> Model:
+        """The model at the inputs' sizes: the one built, or where an input dimension the spec names by
+        a variable (an image's IH) has another size, the spec rebuilt at it (once per size; its tensors
+        must be the module's, else passes.resize.SizeError says which one differs)."""
+        from .passes.resize import at_sizes, sized_by_variables
+        model = self._archgraph_model
+        sizes = sized_by_variables(model, {n: tuple(v.shape) for n, v in inputs.items()})
+        if not sizes:
+            return model
+        key = tuple(sizes.items())
+        if key not in self._resized:
+            self._resized[key] = at_sizes(model, sizes)
+        return self._resized[key]
+
+    def _bind(self, inputs: dict, model: Model | None = None) -> dict[str, int]:
         """The symbolic sizes of the inputs (B, S, ...) as the tensors given have them."""
-        sizes: dict[str, int] = dict(self._archgraph_model.bindings)
-        for name, spec in self._archgraph_model.inputs.items():
+        model = model or self._archgraph_model
+        sizes: dict[str, int] = dict(model.bindings)
+        for name, spec in model.inputs.items():
             if name not in inputs:
                 continue
             shape = tuple(inputs[name].shape)
@@ -262,7 +279,7 @@ class SpecModule(nn.Module):
                                 f"{len(spec.shape)} ({list(spec.shape)})")
             for dim, value in zip(spec.shape, shape):
                 if isinstance(dim, str):
-                    _solve(dim, value, sizes, self._archgraph_model.variables, name)
+                    _solve(dim, value, sizes, model.variables, name)
         return sizes
 
     def run_graph(self, graph: Graph, prefix: str, values: tuple) -> tuple:
@@ -300,10 +317,16 @@ def _solve(dim: str, value: int, sizes: dict, variables: dict, input_name: str) 
     from . import expr
     from .dims import subs, symbol
     unknown = [n for n in expr.names(dim) if n not in variables and n not in sizes]
+    env = {**variables, **sizes}
+    if not unknown:  # known from the spec and the inputs before: the tensor must agree
+        expected = expr.evaluate(dim, env)
+        if isinstance(expected, int) and expected != value:
+            raise TypeError(f"input '{input_name}': its dimension {dim} is {expected} at these inputs and "
+                            f"this spec's sizes; received {value}")
+        return
     if len(unknown) != 1:
         return
     name = unknown[0]
-    env = {**variables, **sizes}
     at = [subs(expr.evaluate(dim, {**env, name: symbol(name)}), {name: k}) for k in (0, 1)]
     slope = at[1] - at[0]
     if slope and (value - at[0]) % slope == 0:

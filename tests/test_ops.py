@@ -275,6 +275,10 @@ CASES = [
     # FLOPs: the position add, one per output element
     case("class_token", {"hidden": 768, "num_patches": 196}, [(B, 196, 768)], (B, 197, 768),
          {"cls_token": (1, 1, 768), "position_embeddings": (1, 197, 768)}, flops=B * 197 * 768),
+    # DINOv2 on another grid: the 14 x 14 table resampled to 16 x 20 patches, the same tensors
+    case("class_token", {"hidden": 768, "num_patches": 196, "grid": [16, 20], "interpolate": "bicubic"},
+         [(B, 320, 768)], (B, 321, 768), {"cls_token": (1, 1, 768), "position_embeddings": (1, 197, 768)},
+         flops=B * 321 * 768, id="class_token-resampled"),
 
     # ---- attention (HF naming; GQA: k/v have kv_heads * head_dim outputs) ------------------
     # self-attention on [B, S, 768], 12 heads of 64: four 768x768 projections (q, k, v, o)
@@ -667,6 +671,10 @@ ERRORS = [
     reject("parameter", {"shape": [4], "tensor": "my.bias"}, None, SpecError, ["my.bias"]),
     reject("class_token", {"hidden": 768, "num_patches": 196}, [(2, 197, 768)], ShapeError, ["197", "196"]),
     reject("class_token", {"hidden": 768, "num_patches": 196}, [(2, 196, 512)], ShapeError, ["512", "768"]),
+    reject("class_token", {"hidden": 8, "num_patches": 12, "grid": [4, 4], "interpolate": "bicubic"}, [(2, 16, 8)],
+           ShapeError, ["its 12 patch positions are no square grid"], id="class_token-not-square"),
+    reject("class_token", {"hidden": 8, "num_patches": 16, "interpolate": "bicubic"}, None, SpecError,
+           ["interpolate needs the input's patch grid"], id="class_token-no-grid"),
     reject("attention", {"hidden": 768, "heads": 12, "kv_heads": 5}, None, SpecError, ["12", "5"]),
     reject("attention", {"hidden": 100, "heads": 12}, None, SpecError, ["head_dim"]),
     reject("attention", {"hidden": 64, "heads": 4, "qkv": "fused", "kv_hidden": 32}, None, SpecError, []),

@@ -1017,3 +1017,66 @@ def test_bert_without_token_type_ids_computes_what_transformers_computes(tmp_pat
             for key in ("last_hidden_state", "pooler_output"):
                 assert (got[key] - getattr(want, key)).abs().max().item() < 1e-4, key
     assert (plain.last_hidden_state - typed.last_hidden_state).abs().max().item() > 1e-3   # the types matter
+
+
+# Other image sizes, without rebuilding the module: transformers' vision classes take any size their
+# layers allow (convolutions, Swin's padding, DINOv2's resampled positions, SegFormer's maps, DETR's
+# backbone), and the module re-derives its spec at the input's size (archgraph.passes.resize). Each
+# case runs a fresh transformers model: Swin's layers keep the window a small input forced on them.
+CASES["segformer-224"] = {"model_type": "segformer", "architectures": ["SegformerForSemanticSegmentation"],
+                          "hidden_sizes": [8, 16, 24, 32], "num_attention_heads": [1, 2, 2, 4],
+                          "depths": [1, 1, 1, 1], "decoder_hidden_size": 16}   # image_size 224, the default
+CASES["clip-vision"] = {"model_type": "clip_vision_model", "architectures": ["CLIPVisionModel"], "hidden_size": 48,
+                        "intermediate_size": 37, "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 30,
+                        "patch_size": 6, "num_channels": 4}
+CASES["siglip-vision"] = {"model_type": "siglip_vision_model", "architectures": ["SiglipVisionModel"],
+                          "hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4,
+                          "intermediate_size": 37, "image_size": 30, "patch_size": 6}
+OTHER_SIZES = [("siglip-vision", (35, 33)), ("segformer-224", (64, 64)), ("segformer-base", (35, 33)), ("segformer-semantic-seg", (13, 17)),
+               ("dinov2-base", (21, 19)), ("dinov2_with_registers-image-cls-swiglu", (8, 8)),
+               ("swin-base", (33, 31)), ("swin-masked-im", (29, 27)), ("mobilenet_v2-semantic-seg-dilated", (18, 18)),
+               ("mobilenet_v2-base", (39, 37)), ("efficientnet-image-cls", (45, 43)), ("convnext-base", (37, 35)),
+               ("resnet-image-cls", (37, 35)), ("detr-object-detection", (71, 69))]
+
+
+def _at_size(tmp_path, name: str, size: tuple[int, int]):
+    """transformers' model, the module built at the config's size, and inputs with an image of `size`."""
+    config = CASES[name]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config)
+    module = to_module(load_config(path, _settings(config))).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    inputs = _inputs(module, config)
+    batch, channels = inputs["pixel_values"].shape[:2]
+    torch.manual_seed(2)
+    return reference, module, {**inputs, "pixel_values": torch.randn(batch, channels, *size)}
+
+
+@pytest.mark.parametrize("name, size", OTHER_SIZES, ids=[f"{n}-{h}x{w}" for n, (h, w) in OTHER_SIZES])
+def test_another_image_size_computes_what_transformers_computes(tmp_path, name, size):
+    reference, module, inputs = _at_size(tmp_path, name, size)
+    _assert_same_outputs(reference, module, inputs)
+    built = module._archgraph_model
+    assert module._fitting(inputs) is not built  # the spec at the input's size, kept for the next call
+    assert module._fitting(inputs) is module._fitting(inputs)
+
+
+@pytest.mark.parametrize("name, size, says", [
+    ("vit-base", (17, 17), "the inputs have IH=17, IW=17, at which the spec does not hold: "),
+    ("vit-base", (21, 19), "ViTModel takes images of image_size only (as transformers without "
+                           "interpolate_pos_encoding)"),
+    ("clip-vision", (33, 33), "CLIPVisionModel takes images of image_size x image_size only"),
+    ("siglip-vision", (15, 15), "SiglipVisionModel takes images of (image_size / patch_size)^2 patches only"),
+    ("swin-image-cls", (36, 44), "the model takes IH=18, IW=22 only (the inputs have IH=36, IW=44): its tensor "
+                                 "'swin.embeddings.position_embeddings' is [1, 99, 6]"),
+    ("segformer-base", (15, 15), "the inputs have IH=15, IW=15, at which the spec does not hold"),
+])
+def test_an_image_size_transformers_refuses_is_refused_by_name(tmp_path, name, size, says):
+    from archgraph.passes.resize import SizeError
+    reference, module, inputs = _at_size(tmp_path, name, size)
+    with pytest.raises(Exception), torch.no_grad():  # transformers: ValueError (ViT) or a failing layer
+        reference(**inputs)
+    with pytest.raises(SizeError) as info:
+        module(**inputs)
+    assert says in str(info.value)

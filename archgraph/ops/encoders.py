@@ -3,6 +3,9 @@ BERT's `cls.predictions.bias`), `buffer` (register_buffer: a tensor that is not 
 saved by state_dict() or not) and `class_token` (ViT's class token and learned positions)."""
 from __future__ import annotations
 
+import math
+from typing import Literal
+
 from ..dims import fmt_shape, prod
 from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
 
@@ -81,20 +84,46 @@ class Buffer(Op):
 
 @op("class_token", category="embedding", aliases=("cls_token",), example={"hidden": 768, "num_patches": 196})
 class ClassToken(Op):
-    """Prepend a learned class token, add learned positions: [B, N, hidden] -> [B, N+1, hidden] (ViT)."""
+    """Prepend a learned class token, add learned positions: [B, N, hidden] -> [B, N+1, hidden] (ViT).
+
+    The table holds num_patches + 1 positions.  With `interpolate` (`bicubic`, DINOv2's; or
+    `bicubic_antialias`, DINOv2 with registers'), the input's patch `grid` [rows, columns] may be
+    another: the table's patch positions, a square grid, are resampled to it in float32 as
+    transformers' interpolate_pos_encoding does (the class position kept); they are used as they
+    are when the input has num_patches patches and the image is `square` (as high as wide: that
+    is transformers' test)."""
 
     hidden: int
     num_patches: int
+    grid: tuple[int, ...] | None = None
+    interpolate: Literal["none", "bicubic", "bicubic_antialias"] = "none"
+    square: bool = True
 
     def __post_init__(self):
         positive(self, "hidden", "num_patches")
+        if self.interpolate != "none" and (self.grid is None or len(self.grid) != 2):
+            raise invalid(self, "interpolate needs the input's patch grid: grid: [rows, columns]")
+
+    @property
+    def _side(self) -> int:
+        return math.isqrt(self.num_patches)
+
+    def _resampled(self) -> bool:
+        return self.interpolate != "none" and not (self.grid[0] * self.grid[1] == self.num_patches and self.square)
 
     def infer_shape(self, x):
         expect_rank(x, 3, "patch embeddings")
         b, n, h = x
         expect_dim(h, self.hidden, "last dimension of the patch embeddings (hidden)")
-        expect_dim(n, self.num_patches, "number of patches (num_patches)")
-        return (b, self.num_patches + 1, self.hidden)
+        if self.interpolate == "none":
+            expect_dim(n, self.num_patches, "number of patches (num_patches)")
+        else:
+            expect_dim(n, self.grid[0] * self.grid[1], "number of patches (grid rows x columns)")
+            if self._resampled():
+                check(self._side ** 2 == self.num_patches,
+                      f"its {self.num_patches} patch positions are no square grid, so they cannot be resampled "
+                      f"to the grid {list(self.grid)} (transformers' interpolate_pos_encoding cannot either)")
+        return (b, n + 1, self.hidden)
 
     def params(self):
         yield Tensor("cls_token", (1, 1, self.hidden))
@@ -105,7 +134,14 @@ class ClassToken(Op):
 
     def forward(self, run, x):
         cls = run.tensor("cls_token").expand(x.shape[0], -1, -1)
-        return run.torch.cat([cls, x], dim=1) + run.tensor("position_embeddings")
+        table = run.tensor("position_embeddings")
+        if self._resampled():
+            patches = table[:, 1:].reshape(1, self._side, self._side, -1).permute(0, 3, 1, 2)
+            patches = run.F.interpolate(patches.float(), size=tuple(int(g) for g in self.grid), mode="bicubic",
+                                        align_corners=False, antialias=self.interpolate == "bicubic_antialias")
+            patches = patches.to(table.dtype).permute(0, 2, 3, 1).reshape(1, -1, table.shape[-1])
+            table = run.torch.cat([table[:, :1], patches], dim=1)
+        return run.torch.cat([cls, x], dim=1) + table
 
     def init(self, tensor, value, init):
         init.trunc_normal(value, std=0.02)
