@@ -1032,7 +1032,8 @@ CASES["clip-vision"] = {"model_type": "clip_vision_model", "architectures": ["CL
 CASES["siglip-vision"] = {"model_type": "siglip_vision_model", "architectures": ["SiglipVisionModel"],
                           "hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4,
                           "intermediate_size": 37, "image_size": 30, "patch_size": 6}
-OTHER_SIZES = [("siglip-vision", (35, 33)), ("segformer-224", (64, 64)), ("segformer-base", (35, 33)), ("segformer-semantic-seg", (13, 17)),
+OTHER_SIZES = [("siglip-vision", (35, 33)), ("segformer-224", (64, 64)), ("segformer-base", (35, 33)),
+               ("segformer-semantic-seg", (13, 17)),
                ("dinov2-base", (21, 19)), ("dinov2_with_registers-image-cls-swiglu", (8, 8)),
                ("swin-base", (33, 31)), ("swin-masked-im", (29, 27)), ("mobilenet_v2-semantic-seg-dilated", (18, 18)),
                ("mobilenet_v2-base", (39, 37)), ("efficientnet-image-cls", (45, 43)), ("convnext-base", (37, 35)),
