@@ -242,17 +242,26 @@ class MixtureOfExperts(_FeedForward):
             dense = torch.zeros(tokens.shape[0], self.experts, device=tokens.device).scatter(1, picked, weights)
             out = sum(self._expert(run, names, fused, e, tokens) * dense[:, e:e + 1] for e in range(self.experts))
         else:
-            out = torch.zeros_like(tokens)
-            for e in range(self.experts):
-                token, slot = torch.where(picked == e)
-                if token.numel() == 0:
-                    continue
-                h = self._expert(run, names, fused, e, tokens[token])
-                out.index_add_(0, token, (h * weights[token, slot, None]).to(out.dtype))
+            out = self._dispatch(run, names, fused, tokens, weights, picked)
         if self.shared is not None:
             gate, up, down = (run.tensor(f"{name}.weight") for name in _SHARED)
             out = out + F.linear(self.act(run, F.linear(tokens, gate)) * F.linear(tokens, up), down)
         return out.reshape(x.shape)
+
+    def _dispatch(self, run, names, fused, tokens, weights, picked):
+        """Each token through its picked experts, weighted and summed: the (token, slot) pairs sorted
+        by expert, gathered once, cut into one run per expert (experts no token picked are skipped),
+        and added back once; one gather and one index_add per layer, whose backward is one scatter,
+        rather than one per expert, each scattering into a zero tensor of every token."""
+        torch = run.torch
+        expert = picked.reshape(-1)                                   # [tokens·top_k]
+        order = torch.argsort(expert, stable=True)
+        counts = torch.bincount(expert, minlength=self.experts).tolist()
+        token = order // self.top_k
+        runs = tokens[token].split(counts)
+        h = torch.cat([self._expert(run, names, fused, e, part) for e, part in enumerate(runs) if counts[e]])
+        h = (h * weights.reshape(-1)[order, None]).to(tokens.dtype)
+        return torch.zeros_like(tokens).index_add_(0, token, h)
 
     def _route(self, run, names, logits):
         """(weights, picked experts) of DeepSeek-V3's router: scores (softmax or sigmoid), plus the
