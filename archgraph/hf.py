@@ -19,6 +19,7 @@ spec whose variables carry a typical checkpoint's values) and an entry in
         bias: {key: bias?, if_null: false}  # an explicit null means false
         R: {key: rotary_dim, if_null: {error: "..."}}  # refuse an explicit null
         timm: {key: use_timm_backbone, default: true, unless: backbone_config, error: "..."}  # and absent
+        orig: {key: rope_parameters.original_max_position_embeddings, default: 4096, unless: rope_parameters}
         FLS: {key: vision_feature_layer, list: true}   # -2 reads as [-2]
 
 Keys several families read alike live once under `groups:` and an entry takes them with
@@ -349,6 +350,11 @@ def _present(config: Mapping[str, Any], key: str) -> bool:
     return isinstance(holder, Mapping) and last in holder
 
 
+def _holds_any(config: Mapping[str, Any], keys: Any) -> bool:
+    """Whether the config holds a value at one of `keys` ('a|b'); False for no keys."""
+    return keys is not None and any(_lookup(config, key) is not None for key in str(keys).split("|"))
+
+
 def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc: Loc):
     """(value, source key) for one variable, or None to keep the template's value."""
     mapping: Mapping[str, Any] | None = None
@@ -356,7 +362,7 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
         if "value" in rule:
             return rule["value"], "constant for " + model_type
         if "error" in rule:
-            if "unless" in rule and _lookup(config, str(rule["unless"])) is not None:
+            if _holds_any(config, rule.get("unless")):
                 return None  # another key decides instead (DETR: a backbone_config, not use_timm_backbone)
             for key in str(rule["key"]).rstrip("?").split("|"):
                 value, told = _lookup(config, key), f"'{key}' is set"
@@ -403,6 +409,8 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
         convert = lambda v: _scalar(v, key, var, mapping, model_type, loc)  # noqa: E731
         return ([convert(v) for v in value] if isinstance(value, list) else convert(value)), key
     if isinstance(rule, Mapping) and "default" in rule:  # the family's config class default
+        if _holds_any(config, rule.get("unless")):
+            return None  # the class's default is a whole that the config replaced (gpt-oss's rope_parameters)
         return rule["default"], f"{keys} (absent: {model_type}'s default)"
     if optional:
         return None

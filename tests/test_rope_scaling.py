@@ -239,3 +239,15 @@ def test_phi3_reads_a_legacy_su_or_yarn_as_longrope_and_refuses_other_types(tmp_
     with pytest.raises(ArchgraphError) as err:   # Phi3Config: "must be one of ['longrope']"
         import_file(_write(tmp_path, {"model_type": "phi3", "rope_scaling": {"type": "linear", "factor": 2.0}}))
     assert err.value.hint == "known values: default, longrope, su, yarn"
+
+
+def test_gpt_oss_class_rope_defaults_hold_only_without_a_rope_of_the_config(tmp_path):
+    from archgraph.hf import import_file
+    keys = ("rope_type", "rope_factor", "rope_orig", "rope_truncate")
+    bare = import_file(_write(tmp_path, {"model_type": "gpt_oss"}))
+    assert [bare.variables[k] for k in keys] == ["yarn", 32, 4096, False]
+    assert bare.sources["rope_orig"] == ("rope_parameters.original_max_position_embeddings|"
+                                         "rope_scaling.original_max_position_embeddings (absent: gpt_oss's default)")
+    own = import_file(_write(tmp_path, {"model_type": "gpt_oss", "rope_parameters": {"rope_type": "yarn",
+                                                                                    "factor": 4.0}}))
+    assert [own.variables.get(k) for k in keys] == ["yarn", 4, None, None]   # the template's: transformers' defaults

@@ -451,6 +451,10 @@ ROPE_CASES = {
     "smollm3-rope-yarn": ({**CASES["smollm3-causal"], "rope_theta": 100.0, "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16}}, 40),
     "qwen3_moe-rope-llama3": ({**CASES["qwen3_moe-causal"], "rope_theta": 100.0, "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                               "original_max_position_embeddings": 16}}, 40),
+    # a config's rope_parameters replaces GptOssConfig's whole default (original 4096, truncate false)
+    "gpt_oss-rope-yarn-own-parameters": ({**CASES["gpt_oss-causal"], "max_position_embeddings": 32,
+                                          "rope_parameters": {"rope_type": "yarn", "factor": 4.0,
+                                                              "rope_theta": 100.0}}, 40),
     "gpt_oss-rope-llama3": ({**CASES["gpt_oss-causal"], "rope_theta": 100.0, "rope_parameters":
                              {**{"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                                               "original_max_position_embeddings": 16}, "rope_theta": 100.0}}, 40),
