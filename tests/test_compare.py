@@ -277,5 +277,6 @@ def test_stages_of_a_schedule_hold_the_stacks_and_reduced_keys_are_not_cross_att
     assert [(s["path"], s["does"]) for s in segformer["stacks"]] == [
         (f"stages.{i}.blocks", ["bidirectional", "convolution"]) for i in range(4)]
     assert detr["kind"] == "encoder-decoder"
-    assert [s["does"] for s in detr["stacks"]] == [["bidirectional"], ["bidirectional", "cross-attention"]]
+    assert [(s["role"], s["does"]) for s in detr["stacks"]] == [
+        ("encoder", ["bidirectional"]), ("decoder", ["bidirectional", "cross-attention"])]
     assert detr["flops"]["per_image"] == detr["flops"]["forward"] and detr["flops"]["per_generated_token"] is None

@@ -1,10 +1,11 @@
 """The stacks of a model (an encoder, a decoder, a vision tower, the kinds of layer a schedule
-mixes), what their layers do, and the forward FLOPs spent in each.
+mixes), what their layers do, and which stack each op evaluation belongs to.
 
 A stack is the outermost block call whose body holds attention (else a residual add, else any
 call); a call made once whose body holds repeated calls (a model, an encoder) is a wrapper and
 its stacks are inside.  The runs of a layer schedule are grouped by the layer they repeat:
-Jamba's 32 layers are four stacks (Mamba + MLP, Mamba + MoE, attention + MLP, attention + MoE).
+Jamba-v0.1's 32 layers are three stacks (Mamba + MLP, Mamba + MoE, attention + MLP), Swin's
+shifted and unshifted windows one (the same block, as many parameters).
 What a layer does is read from its ops: attention is `causal` or `bidirectional`, and
 `cross-attention` when its keys and its queries come from different inputs of the block
 (T5's decoder reads the encoder output).
@@ -45,12 +46,12 @@ class Stack:
 
     @property
     def role(self) -> str:
-        """`decoder` (layers that generate: cached causal attention, state-space), `encoder`
-        (attention that does not generate: bidirectional, or CLIP's causal text tower), else
-        `layers` (convolutional stages)."""
-        if self.generates:
+        """`decoder` (layers that generate: cached causal attention, state-space; or that attend
+        to an encoder's output: DETR's), `encoder` (other attention: bidirectional, or CLIP's
+        causal text tower that never decodes), else `layers` (convolutional stages)."""
+        if self.generates or "cross-attention" in self.does:
             return "decoder"
-        return "encoder" if {"bidirectional", "causal", "cross-attention"} & set(self.does) else "layers"
+        return "encoder" if {"bidirectional", "causal"} & set(self.does) else "layers"
 
 
 def find_stacks(model: Model) -> list[Stack]:
