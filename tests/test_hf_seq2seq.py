@@ -39,6 +39,32 @@ def test_t5_encoder_model_has_no_decoder(tmp_path):
     assert {k: tuple(map(str, v)) for k, v in model.shapes().outputs.items()} == {"last_hidden_state": ("B", "S", "16")}
 
 
+T5_TINY = dict(model_type="t5", vocab_size=20, d_model=8, d_kv=2, d_ff=6, num_layers=1, num_heads=2)
+
+
+@pytest.mark.parametrize("architecture, switches, refused", [
+    ("T5EncoderModel", {"is_decoder": True}, "is_decoder is true: T5EncoderModel"),
+    ("T5ForTokenClassification", {"is_decoder": True}, "is_decoder is true: T5EncoderModel"),
+    ("T5ForConditionalGeneration", {"is_decoder": True}, None),   # T5Model's stacks set their own
+    ("T5ForConditionalGeneration", {"is_encoder_decoder": False}, "is_encoder_decoder is false"),
+    ("T5Model", {"is_encoder_decoder": False}, "is_encoder_decoder is false"),
+    ("T5EncoderModel", {"is_encoder_decoder": False}, None),     # T5EncoderModel sets it to false itself
+])
+def test_t5_switches_transformers_reads_are_refused_where_they_change_the_model(tmp_path, architecture, switches,
+                                                                                refused):
+    """is_decoder makes T5EncoderModel's stack causal with cross-attention blocks, and
+    is_encoder_decoder: false gives T5's decoder one cache for both attentions (other values):
+    refused by name, where transformers reads them (tools/audit_config_keys.py found both dropped)."""
+    path = write_config(tmp_path, **T5_TINY, architectures=[architecture], **switches)
+    if refused is None:
+        assert load_config(path).params().total > 0
+        return
+    with pytest.raises(ArchgraphError) as err:
+        load_config(path)
+    assert refused in err.value.message
+    assert err.value.message.startswith("the 't5' template cannot be built with this config: ")
+
+
 def test_t5_feed_forward_proj_picks_the_gated_layout(tmp_path):
     path = write_config(tmp_path, model_type="t5", vocab_size=10, d_model=8, d_ff=6, num_layers=1, num_heads=1,
                         d_kv=2, feed_forward_proj="gated-silu")
