@@ -161,18 +161,17 @@ def _ops(args, console) -> int:
 
 
 def _ops_table():
-    from rich.table import Table
-    from rich.text import Text
-
     from .ops import REGISTRY
-    table = Table(title="operators", title_justify="left")
-    for col in ("Op", "Hyperparameters (required first)", "Description"):
-        table.add_column(col)
+    from .ops.help import summary
+    from .render.sheet import Col, Sheet
+    table = Sheet("operators ('archgraph ops NAME' describes one)",
+                  [Col("Op"), Col("Description", "text", wrap=40), Col("Hyperparameters (required first)", "text", wrap=40, wraps=True)],
+                  shrink=["Hyperparameters (required first)"])
     for name, cls in sorted(REGISTRY.items()):
         fields = cls.hyperparameters()
         req = cls.required()
         hp = ", ".join(req + [f"{f}={fields[f].default!r}" for f in fields if f not in req])
-        table.add_row(name, Text(hp), Text(cls.doc))  # Text: '[min, max]' is not rich markup
+        table.add_row(name, summary(cls), hp)
     return table
 
 

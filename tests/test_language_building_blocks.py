@@ -221,3 +221,37 @@ def test_formula_is_a_pass_over_the_model_not_a_reader_of_specs():
         {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     assert imported == {"__future__", "dataclasses", "typing", "errors", "graph", "numbers", "params",
                         "sympy"}
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_argument_of_every_op_says_what_it_means(name):
+    """`ops NAME` and the docs read each argument's meaning from the comment after its field."""
+    from archgraph.ops.help import argument_docs, describe
+    cls = REGISTRY[name]
+    docs = argument_docs(cls)
+    assert [f for f in cls.hyperparameters() if len(docs.get(f, "")) < 8] == []  # a sentence, not a word
+    assert [row[3] for row in describe(name).hyperparameters] == [docs[f] for f in cls.hyperparameters()]
+
+
+def test_argument_meanings_come_from_the_field_comments_and_their_continuations():
+    from archgraph.ops.help import argument_docs
+    docs = argument_docs(REGISTRY["attention"])
+    assert docs["hidden"] == "width of the input x and of the output"
+    assert docs["qkv_layout"] == ("fused: [q|k|v], per head (BLOOM, NeoX: [q,k,v] of head 1, head 2, ...) or per "
+                                  "key/value group (Falcon: [q..., k, v] per group)")  # two comment lines
+    assert argument_docs(REGISTRY["lt"])["reverse"] == "true: the constant comes first (constant op x)"  # inherited
+
+
+def test_ops_mlp_names_its_tensors_as_they_are(cli):
+    code, out, _ = cli("ops", "mlp")
+    assert code == 0 and "names: up, down" not in out
+    assert "its tensors are fc1 and fc2 unless `names` renames them." in out
+    assert "fc1.weight    [intermediate, hidden]" in out
+    lines = out.splitlines()
+    assert any(line.split() == ["names", "the", "two", "projections'", "names,", "in", "place", "of", "fc1", "and",
+                                "fc2", "None", "tuple[str,", "...]", "|", "None"] for line in lines)
+    data = json.loads(cli("ops", "mlp", "--json")[1])
+    assert data["summary"] == "A two-layer feed-forward block."
+    assert data["hyperparameters"][0] == ["hidden", "int", None, "width of the input and of the output"]
+    assert data["hyperparameters"][3][1] == "gelu | gelu_tanh | quick_gelu | gelu_10 | relu | relu2 | relu6 | " \
+                                           "leaky_relu | silu | mish | hardswish | sigmoid | tanh | identity"

@@ -54,11 +54,25 @@ def test_tables_fit_80_columns_with_every_number_whole(args, numbers):
         assert n in out
 
 
-def test_ops_listing_fits_80_columns():
+def test_ops_listing_fits_80_columns_one_whole_sentence_each():
+    from archgraph.ops import REGISTRY
+    from archgraph.ops.help import summary
     out = run_in_terminal("ops")
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "…" not in out
-    assert "multihead_attention" in out and "linear" in out
+    rows = _rows(out)
+    assert rows[0][0] == "Op" or rows[0] == ["abs", "|x|."]
+    described: dict[str, str] = {}
+    name = None
+    for row in rows:  # a sentence that wraps goes on under an empty Op cell
+        name = row[0] or name
+        described[name] = f"{described.get(name, '')} {row[1]}".strip()
+    assert described == {n: summary(c) for n, c in REGISTRY.items()}
+    assert described["attention"] == "Multi-head attention with its projections."
+    assert all(s.endswith(".") and len(s) <= 80 for s in described.values())
+    assert len(out.splitlines()) < 1.4 * len(REGISTRY)
+    wide = run_in_terminal("ops", columns=240)
+    assert "Hyperparameters (required first)" in wide and "hidden, heads, kv_heads=None" in wide
 
 
 def test_columns_that_do_not_fit_move_below_with_their_row_labels():

@@ -57,7 +57,8 @@ class Activation(Pointwise):
     (gelu_new, gelu_pytorch_tanh, gelu_fast), quick_gelu, gelu_10, relu, relu2, relu6,
     leaky_relu, silu (swish), mish, hardswish, sigmoid, tanh, identity (linear)."""
 
-    fn: ActivationName = "gelu"
+    fn: ActivationName = "gelu"  # which activation (a Hugging Face config's hidden_act, normalised): gelu, relu,
+    #   silu, ...
 
     @property
     def cost(self):
@@ -77,9 +78,10 @@ class ReLU(Pointwise):
 
 @op("gelu", aliases=("nn.GELU", "F.gelu", "gelu_new"), example={"approximate": "tanh"})
 class GELU(Pointwise):
-    """Gaussian error linear unit (approximate: none or tanh, the 'gelu_new' of GPT-2)."""
+    """Gaussian error linear unit: x·Φ(x) (approximate: none or tanh, the 'gelu_new' of GPT-2)."""
 
-    approximate: Literal["none", "tanh"] = "none"
+    approximate: Literal["none", "tanh"] = "none"  # none: the exact erf form; tanh: the tanh approximation (GPT-2's
+    #   gelu_new)
     cost = 8
 
     def forward(self, run, x):
@@ -111,7 +113,7 @@ class Softcap(Pointwise):
     """cap·tanh(x / cap): a smooth bound of x to (-cap, cap), near the identity for |x| much
     below cap (Gemma 2's final_logit_softcapping; attention's `softcap` does it to the scores)."""
 
-    cap: float
+    cap: float  # the bound: outputs lie in (-cap, cap)
     cost = 6  # a division, a tanh, a product
 
     def __post_init__(self):
@@ -146,7 +148,7 @@ class Identity(Pointwise):
 class Dropout(Pointwise):
     """Zeroes a fraction p of elements while training; identity at inference."""
 
-    p: float = 0.1
+    p: float = 0.1  # the fraction of elements zeroed while training (0 <= p < 1)
     cost = 0
 
     def __post_init__(self):
@@ -161,7 +163,7 @@ class Dropout(Pointwise):
 class Softmax(Pointwise):
     """Normalised exponentials along `dim`."""
 
-    dim: int = -1
+    dim: int = -1  # the dimension the probabilities sum to 1 along
     cost = 5
 
     def infer_shape(self, x):
@@ -176,7 +178,7 @@ class Softmax(Pointwise):
 class GLU(Op):
     """a · sigmoid(b), where a and b are the two halves of `dim` (which must be even): [.., 2n] -> [.., n]."""
 
-    dim: int = -1
+    dim: int = -1  # the dimension cut into the halves a and b (its size must be even)
 
     def infer_shape(self, x):
         d = axis(self.dim, len(x))

@@ -44,18 +44,22 @@ class Attention(Op):
     decoded token by token (CLIP's text encoder), so `memory` gives it no KV cache.
     """
 
-    hidden: int
-    heads: int
-    kv_heads: int | None = None
-    head_dim: int | None = None
-    kv_hidden: int | None = None
-    qkv: Literal["separate", "fused"] = "separate"
-    qkv_bias: bool = True
-    k_bias: bool | None = None
-    out_bias: bool = True
-    weight_layout: Literal["out_in", "in_out"] = "out_in"
-    names: tuple[str, ...] | None = None
-    causal: bool = False
+    hidden: int  # width of the input x and of the output
+    heads: int  # number of query heads
+    kv_heads: int | None = None  # number of key/value heads (default heads; fewer is grouped-query attention, 1
+    #   multi-query)
+    head_dim: int | None = None  # width of each head (default hidden / heads)
+    kv_hidden: int | None = None  # width of the kv input of cross-attention (default hidden)
+    qkv: Literal["separate", "fused"] = "separate"  # separate: q, k and v projections of their own; fused: one
+    #   projection for all three
+    qkv_bias: bool = True  # the q, k and v projections have biases
+    k_bias: bool | None = None  # the key projection has a bias (default qkv_bias; Whisper's has none)
+    out_bias: bool = True  # the output projection has a bias
+    weight_layout: Literal["out_in", "in_out"] = "out_in"  # out_in: weights stored [out, in] as nn.Linear; in_out:
+    #   [in, out] as GPT-2's Conv1D
+    names: tuple[str, ...] | None = None  # the tensor prefixes, in place of q_proj, k_proj, v_proj, o_proj (or
+    #   qkv_proj, o_proj when fused)
+    causal: bool = False  # each query sees only the keys at or before its position (a decoder)
     kdim: int | None = None  # width of the keys' source (default kv_hidden, else hidden)
     vdim: int | None = None  # width of the values' source
     window: int | None = None  # sliding window: each query sees the last `window` keys (Mistral, Gemma 2)
@@ -74,7 +78,7 @@ class Attention(Op):
     qk_norm: Literal["none", "head", "full", "each_head"] = "none"  # norms of queries and keys before rotary
     #   positions: over each head's dims with one weight (Qwen3, Gemma 3: q_norm/k_norm [head_dim]), a
     #   weight of its own per head (each_head: Cohere's [heads, head_dim]), or the whole projection (OLMo 2)
-    qk_norm_eps: float = 1e-6
+    qk_norm_eps: float = 1e-6  # the epsilon of the query and key norms
     qk_norm_type: Literal["rms", "layer"] = "rms"  # RMSNorm, or LayerNorm (mean removed: Cohere, StableLM, Phi)
     qk_norm_bias: bool = False  # the q/k LayerNorms have a bias (Phi's q_layernorm/k_layernorm)
     qk_norm_name: Literal["norm", "layernorm"] = "norm"  # the norms are q_<name> and k_<name> (Phi, StableLM:
@@ -333,10 +337,10 @@ class ScaledDotProductAttention(Op):
     in place of 1/√d, as F.scaled_dot_product_attention's (GPT-2's scale_attn_weights: false is 1).
     """
 
-    heads: int
-    kv_heads: int | None = None
-    causal: bool = False
-    scale: float | None = None
+    heads: int  # number of query heads the inputs' last dimension holds
+    kv_heads: int | None = None  # number of key/value heads (default heads; fewer is grouped-query attention)
+    causal: bool = False  # each query sees only the keys at or before its position
+    scale: float | None = None  # multiplies the scores; none: 1/√d
 
     def __post_init__(self):
         positive(self, "heads", "kv_heads")
@@ -413,13 +417,13 @@ class MultiheadAttention(Op):
     as torchaudio's Conformer makes from lengths) and attn_mask [L, S] or [N·num_heads, L, S].
     """
 
-    embed_dim: int
-    num_heads: int
-    bias: bool = True
-    add_bias_kv: bool = False
-    kdim: int | None = None
-    vdim: int | None = None
-    batch_first: bool = False
+    embed_dim: int  # width of the queries and of the output
+    num_heads: int  # number of heads (embed_dim must be a multiple)
+    bias: bool = True  # the input and output projections have biases
+    add_bias_kv: bool = False  # learned bias_k and bias_v appended to the keys and values as one more position
+    kdim: int | None = None  # width of the keys (default embed_dim)
+    vdim: int | None = None  # width of the values (default embed_dim)
+    batch_first: bool = False  # inputs and outputs are [N, L, ..] rather than [L, N, ..]
 
     def __post_init__(self):
         positive(self, "embed_dim", "num_heads", "kdim", "vdim")

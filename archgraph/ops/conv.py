@@ -117,14 +117,15 @@ class _Conv(Op):
 class Conv1d(_Conv):
     """1-D convolution: [B, in_channels, L] -> [B, out_channels, L']."""
 
-    in_channels: int
-    out_channels: int
-    kernel_size: int | tuple[int]
-    stride: int | tuple[int] = 1
-    padding: int | tuple[int] | Literal["same", "valid", "tf_same"] = 0
-    dilation: int | tuple[int] = 1
-    groups: int = 1
-    bias: bool = True
+    in_channels: int  # channels of the input
+    out_channels: int  # channels of the output
+    kernel_size: int | tuple[int]  # the kernel's size (one number for every spatial dim, or one each)
+    stride: int | tuple[int] = 1  # the step between applications of the kernel
+    padding: int | tuple[int] | Literal["same", "valid", "tf_same"] = 0  # zeros added on each side: a size, or same,
+    #   valid, tf_same (TensorFlow's SAME)
+    dilation: int | tuple[int] = 1  # the spacing between kernel taps
+    groups: int = 1  # channels are split into this many independent groups (in_channels: depthwise)
+    bias: bool = True  # a learned bias per output channel
     rank = 1
 
 
@@ -137,14 +138,15 @@ class Conv2d(_Conv):
     `padding` is PyTorch's (a size, same, valid) or tf_same: TensorFlow's SAME, ceil(H / stride)
     outputs, the padding computed from the input's size with the odd pixel after."""
 
-    in_channels: int
-    out_channels: int
-    kernel_size: int | tuple[int, int]
-    stride: int | tuple[int, int] = 1
-    padding: int | tuple[int, int] | Literal["same", "valid", "tf_same"] = 0
-    dilation: int | tuple[int, int] = 1
-    groups: int = 1
-    bias: bool = True
+    in_channels: int  # channels of the input
+    out_channels: int  # channels of the output
+    kernel_size: int | tuple[int, int]  # the kernel's size (one number for every spatial dim, or one each)
+    stride: int | tuple[int, int] = 1  # the step between applications of the kernel
+    padding: int | tuple[int, int] | Literal["same", "valid", "tf_same"] = 0  # zeros added on each side: a size, or
+    #   same, valid, tf_same (TensorFlow's SAME)
+    dilation: int | tuple[int, int] = 1  # the spacing between kernel taps
+    groups: int = 1  # channels are split into this many independent groups (in_channels: depthwise)
+    bias: bool = True  # a learned bias per output channel
     rank = 2
 
 
@@ -153,14 +155,15 @@ class Conv2d(_Conv):
 class Conv3d(_Conv):
     """3-D convolution: [B, in_channels, D, H, W] -> [B, out_channels, D', H', W'] (video, 3-D patches)."""
 
-    in_channels: int
-    out_channels: int
-    kernel_size: int | tuple[int, int, int]
-    stride: int | tuple[int, int, int] = 1
-    padding: int | tuple[int, int, int] | Literal["same", "valid", "tf_same"] = 0
-    dilation: int | tuple[int, int, int] = 1
-    groups: int = 1
-    bias: bool = True
+    in_channels: int  # channels of the input
+    out_channels: int  # channels of the output
+    kernel_size: int | tuple[int, int, int]  # the kernel's size (one number for every spatial dim, or one each)
+    stride: int | tuple[int, int, int] = 1  # the step between applications of the kernel
+    padding: int | tuple[int, int, int] | Literal["same", "valid", "tf_same"] = 0  # zeros added on each side: a size,
+    #   or same, valid, tf_same (TensorFlow's SAME)
+    dilation: int | tuple[int, int, int] = 1  # the spacing between kernel taps
+    groups: int = 1  # channels are split into this many independent groups (in_channels: depthwise)
+    bias: bool = True  # a learned bias per output channel
     rank = 3
 
 
@@ -224,15 +227,15 @@ class ConvTranspose1d(_ConvTranspose):
     """Transposed 1-D convolution (upsampling): [B, in_channels, L] -> [B, out_channels, L'];
     L' = (L - 1)·stride - 2·padding + dilation·(kernel_size - 1) + output_padding + 1."""
 
-    in_channels: int
-    out_channels: int
-    kernel_size: int | tuple[int]
-    stride: int | tuple[int] = 1
-    padding: int | tuple[int] = 0
-    output_padding: int | tuple[int] = 0
-    groups: int = 1
-    bias: bool = True
-    dilation: int | tuple[int] = 1
+    in_channels: int  # channels of the input
+    out_channels: int  # channels of the output
+    kernel_size: int | tuple[int]  # the kernel's size (one number for every spatial dim, or one each)
+    stride: int | tuple[int] = 1  # the step between applications of the kernel
+    padding: int | tuple[int] = 0  # removed from each side of the output
+    output_padding: int | tuple[int] = 0  # added to one side of the output's size
+    groups: int = 1  # channels are split into this many independent groups (in_channels: depthwise)
+    bias: bool = True  # a learned bias per output channel
+    dilation: int | tuple[int] = 1  # the spacing between kernel taps
     rank = 1
 
 
@@ -242,13 +245,13 @@ class ConvTranspose2d(_ConvTranspose):
     """Transposed 2-D convolution (a U-Net's upsampling): [B, in_channels, H, W] -> [B, out_channels,
     H', W']; H' = (H - 1)·stride - 2·padding + dilation·(kernel_size - 1) + output_padding + 1."""
 
-    in_channels: int
-    out_channels: int
-    kernel_size: int | tuple[int, int]
-    stride: int | tuple[int, int] = 1
-    padding: int | tuple[int, int] = 0
-    output_padding: int | tuple[int, int] = 0
-    groups: int = 1
-    bias: bool = True
-    dilation: int | tuple[int, int] = 1
+    in_channels: int  # channels of the input
+    out_channels: int  # channels of the output
+    kernel_size: int | tuple[int, int]  # the kernel's size (one number for every spatial dim, or one each)
+    stride: int | tuple[int, int] = 1  # the step between applications of the kernel
+    padding: int | tuple[int, int] = 0  # removed from each side of the output
+    output_padding: int | tuple[int, int] = 0  # added to one side of the output's size
+    groups: int = 1  # channels are split into this many independent groups (in_channels: depthwise)
+    bias: bool = True  # a learned bias per output channel
+    dilation: int | tuple[int, int] = 1  # the spacing between kernel taps
     rank = 2

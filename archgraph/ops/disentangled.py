@@ -25,16 +25,17 @@ class DisentangledAttention(Op):
     mask: ..}`), hides the padding from every query and every score of a padding query, as
     DeBERTa's query-by-key attention mask."""
 
-    hidden: int
-    heads: int
+    hidden: int  # width of the input x
+    heads: int  # number of heads
     span: int                      # rows of rel / 2: position_buckets, else max_relative_positions
-    head_dim: int | None = None
+    head_dim: int | None = None  # width of each head (default hidden / heads)
     buckets: int = 0               # position_buckets (0: no log buckets)
     max_position: int = 512        # max_relative_positions (the log buckets' end)
     relative: bool = True          # relative_attention: the position scores (and their projections)
-    c2p: bool = True
-    p2c: bool = True
-    share_att_key: bool = False
+    c2p: bool = True  # add the content-to-position scores
+    p2c: bool = True  # add the position-to-content scores
+    share_att_key: bool = False  # the relative embeddings use the content projections instead of pos_key_proj and
+    #   pos_query_proj
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "span", "head_dim", "max_position")

@@ -45,7 +45,7 @@ class Elementwise(Op):
 class Add(Elementwise):
     """Sum of its inputs (residual connections), with broadcasting; or x + constant."""
 
-    constant: float | None = None
+    constant: float | None = None  # a constant added to the single input instead of a second input
 
     def forward(self, run, a, *more):
         out = a
@@ -58,7 +58,7 @@ class Add(Elementwise):
 class Mul(Elementwise):
     """Product of its inputs (gates), with broadcasting; or x · constant."""
 
-    constant: float | None = None
+    constant: float | None = None  # a constant the single input is multiplied by instead of a second input
 
     def forward(self, run, a, *more):
         out = a
@@ -90,7 +90,7 @@ class Binary(Op):
 class Scale(Op):
     """x · factor, a constant (attention's 1/√d, a logit scale, Gemma's √H); no parameters."""
 
-    factor: float
+    factor: float  # the constant the input is multiplied by
 
     def infer_shape(self, x):
         return x

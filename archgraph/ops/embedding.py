@@ -29,9 +29,10 @@ class Embedding(Op):
     `scale` multiplies the vectors by a constant kept as a scalar buffer `embed_scale` that
     state_dict() does not save (Gemma's scaled word embedding: scale √hidden)."""
 
-    num_embeddings: int
-    embedding_dim: int
-    scale: float | None = None
+    num_embeddings: int  # number of rows of the table (the vocabulary size)
+    embedding_dim: int  # width of each vector
+    scale: float | None = None  # a constant the looked-up vectors are multiplied by (Gemma: √hidden); none: no
+    #   scaling
 
     def __post_init__(self):
         positive(self, "num_embeddings", "embedding_dim")
@@ -71,10 +72,10 @@ class PositionEmbedding(Op):
     make_positions, RoBERTa's and MPNet's create_position_ids_from_input_ids with offset = pad + 1),
     so a row padded on the left starts at position 0 as one without padding -> [B, S, embedding_dim]."""
 
-    num_positions: int
-    embedding_dim: int
-    offset: int = 0
-    pad: int | None = None
+    num_positions: int  # number of positions the table holds (the longest sequence)
+    embedding_dim: int  # width of each position's vector
+    offset: int = 0  # rows reserved before position 0 (OPT and BART: 2)
+    pad: int | None = None  # the padding id: positions count the other tokens only (RoBERTa's)
 
     def __post_init__(self):
         positive(self, "num_positions", "embedding_dim")
@@ -111,8 +112,8 @@ class PositionEmbedding(Op):
 class SinusoidalPosition(Op):
     """Fixed sin/cos positions (no parameters); a buffer of num_positions rows when given."""
 
-    embedding_dim: int
-    num_positions: int | None = None
+    embedding_dim: int  # width of each position's vector
+    num_positions: int | None = None  # rows of a precomputed table kept as a buffer; none: computed, no buffer
 
     def __post_init__(self):
         positive(self, "embedding_dim", "num_positions")
@@ -149,10 +150,10 @@ class SinePosition2d(Op):
     last one (+ 1e-6) and multiplies by `scale` (2π), as DetrSinePositionEmbedding(normalize=True).
     """
 
-    num_position_features: int
-    temperature: float = 10000.0
-    normalize: bool = False
-    scale: float = 2 * math.pi
+    num_position_features: int  # F: features per axis (the output has 2·F channels)
+    temperature: float = 10000.0  # the base of the frequencies
+    normalize: bool = False  # positions scaled to [0, scale] by the map's size
+    scale: float = 2 * math.pi  # the range normalized positions span (2π)
 
     def __post_init__(self):
         positive(self, "num_position_features")
@@ -193,8 +194,8 @@ class LearnedPosition2d(Op):
     row's row of row_embeddings (DetrLearnedPositionEmbedding; H and W at most num_positions).
     """
 
-    num_position_features: int
-    num_positions: int = 50
+    num_position_features: int  # F: columns of each table (the output has 2·F channels)
+    num_positions: int = 50  # rows of each table: the largest height or width
 
     def __post_init__(self):
         positive(self, "num_position_features", "num_positions")
@@ -231,11 +232,11 @@ class RelativePositionBias(Op):
     the distances are sorted into, when a model sorts them into another number than its table has
     (MPNet: 32, whatever its relative_attention_num_buckets)."""
 
-    num_buckets: int
-    heads: int
-    bidirectional: bool = True
-    max_distance: int = 128
-    bucket_space: int | None = None
+    num_buckets: int  # rows of the table (relative_attention_num_buckets)
+    heads: int  # number of attention heads (columns of the table)
+    bidirectional: bool = True  # buckets for both directions (an encoder); false: past positions only (a decoder)
+    max_distance: int = 128  # distances from here on share the last bucket
+    bucket_space: int | None = None  # the number of buckets distances are spread over (default num_buckets)
 
     def __post_init__(self):
         positive(self, "num_buckets", "heads", "bucket_space")
@@ -285,8 +286,9 @@ class ALiBi(Op):
     precision the biases are computed in before they become float32 (transformers' Falcon
     rounds them to bfloat16)."""
 
-    heads: int
-    dtype: Literal["float32", "bfloat16"] = "float32"
+    heads: int  # number of attention heads: one slope each
+    dtype: Literal["float32", "bfloat16"] = "float32"  # the precision the biases are computed in (float32, or
+    #   bfloat16 as Falcon does)
 
     def __post_init__(self):
         positive(self, "heads")

@@ -20,8 +20,8 @@ class Parameter(Op):
     state_dict() still names, as nn.Parameter(torch.zeros(1, 0, H)) (DINOv2 with 0 register tokens).
     """
 
-    shape: tuple[int, ...]
-    tensor: str = "weight"
+    shape: tuple[int, ...]  # the tensor's shape
+    tensor: str = "weight"  # the tensor's name inside the node ('': the node's own name)
 
     def __post_init__(self):
         if any(d < 0 for d in self.shape):
@@ -53,9 +53,9 @@ class Buffer(Op):
     a value `load_state_dict` put there stays.  Its output is the buffer: [*shape] ([] for a scalar,
     as RecurrentGemma's normalizer)."""
 
-    shape: tuple[int, ...]
-    persistent: bool = True
-    tensor: str = ""
+    shape: tuple[int, ...]  # the buffer's shape
+    persistent: bool = True  # saved in state_dict() (false: register_buffer(persistent=False))
+    tensor: str = ""  # the buffer's name inside the node ('': the node's own name)
 
     def __post_init__(self):
         if any(d <= 0 for d in self.shape):
@@ -93,11 +93,12 @@ class ClassToken(Op):
     are when the input has num_patches patches and the image is `square` (as high as wide: that
     is transformers' test)."""
 
-    hidden: int
-    num_patches: int
-    grid: tuple[int, ...] | None = None
-    interpolate: Literal["none", "bicubic", "bicubic_antialias"] = "none"
-    square: bool = True
+    hidden: int  # width of each token
+    num_patches: int  # patches per image: the position table has num_patches + 1 rows
+    grid: tuple[int, ...] | None = None  # the input's patch grid [rows, columns] when it may differ from the table's
+    interpolate: Literal["none", "bicubic", "bicubic_antialias"] = "none"  # how the table's positions are
+    #   resampled to another grid (DINOv2: bicubic; with registers: bicubic_antialias); none: never
+    square: bool = True  # the image is as high as wide (with num_patches patches the table is used as it is)
 
     def __post_init__(self):
         positive(self, "hidden", "num_patches")

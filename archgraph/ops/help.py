@@ -67,8 +67,10 @@ class OpHelp:
     name: str
     category: str
     doc: str                                   # the op's docstring: its rule, inputs and outputs
+    summary: str                               # its first sentence (the `ops` list)
     aliases: tuple[str, ...]
-    hyperparameters: list[tuple[str, str, str | None]]  # (name, type, default as text; None: required)
+    hyperparameters: list[tuple[str, str, str | None, str]]  # (name, type, default as text or None:
+    #   required, what it means: the comment after the field, see argument_docs)
     inputs: list[tuple[str, bool]]             # (input name, required); "*name": any number more
     tensors: list[tuple[str, list[str]]]       # for the example: (name, shape as formulas of its arguments)
     buffers: list[tuple[str, list[str]]]
@@ -81,10 +83,12 @@ def describe(name: str) -> OpHelp:
     fields = cls.hyperparameters()
     required = set(cls.required())
     types = cls.types()
-    hps = [(f, _type_text(types[f]), None if f in required else repr(fields[f].default)) for f in fields]
+    docs = argument_docs(cls)
+    hps = [(f, _type_text(types[f]), None if f in required else repr(fields[f].default), docs.get(f, ""))
+           for f in fields]
     params, buffers = _tensors(cls)
-    return OpHelp(name, cls.category, inspect.cleandoc(cls.__doc__ or ""), cls.aliases, hps, _inputs(cls),
-                  params, buffers, _example_line(cls))
+    return OpHelp(name, cls.category, inspect.cleandoc(cls.__doc__ or ""), summary(cls), cls.aliases, hps,
+                  _inputs(cls), params, buffers, _example_line(cls))
 
 
 def _inputs(cls) -> list[tuple[str, bool]]:
@@ -98,8 +102,10 @@ def _inputs(cls) -> list[tuple[str, bool]]:
 
 
 def _type_text(typ) -> str:
+    """`Literal['a', 'b'] | None` -> `a | b | None`; `Poly` (a symbolic size) -> `size`."""
     text = str(typ).replace("typing.", "").replace("archgraph.dims.", "").replace("<class '", "")
-    return text.replace("'>", "").replace("Poly", "size")
+    text = text.replace("'>", "").replace("Poly", "size")
+    return re.sub(r"Literal\[([^\]]*)\]", lambda m: " | ".join(v.strip(" '") for v in m.group(1).split(",")), text)
 
 
 def example_op(cls):
@@ -143,3 +149,82 @@ def _yaml(value) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_yaml(v) for v in value) + "]"
     return str(value)
+
+
+def argument_docs(cls) -> dict[str, str]:
+    """Each hyperparameter's meaning, from the comment after its field in the op's class (and the
+    `#   ` lines that continue it), the classes it inherits from first: the one source `ops NAME`
+    and the docs read.
+
+    >>> argument_docs(REGISTRY["linear"])["in_features"]
+    'width of the input: its last dimension'
+    """
+    from .base import Op
+    out: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if issubclass(klass, Op) and klass is not Op and vars(klass).get("__annotations__"):
+            out.update({k: v for k, v in _field_comments(klass).items() if v})
+    return {name: out[name] for name in cls.hyperparameters() if out.get(name)}
+
+
+_FIELD = re.compile(r"^    ([A-Za-z_]\w*)\s*:[^#]*?(?:#\s?(.*))?$")
+_MORE = re.compile(r"^    #\s{1,3}(\S.*)$")
+
+
+def _field_comments(klass) -> dict[str, str]:
+    """name -> comment of the fields declared in `klass`'s own body."""
+    try:
+        lines = inspect.getsource(klass).splitlines()
+    except (OSError, TypeError):  # pragma: no cover - no source (a frozen build)
+        return {}
+    out: dict[str, str] = {}
+    current = None
+    for line in lines[1:]:
+        if line.startswith("    def ") or line.startswith("    @"):
+            break
+        more = _MORE.match(line)
+        if more and current is not None:
+            out[current] = f"{out[current]} {more.group(1).strip()}".strip()
+            continue
+        found = _FIELD.match(line)
+        if found and not found.group(1).startswith("_"):
+            current = found.group(1)
+            out[current] = (found.group(2) or "").strip()
+        elif line.strip() and not line.lstrip().startswith("#"):
+            current = None
+    return out
+
+
+SUMMARY_WIDTH = 60  # the `ops` list gives each op one line of about this much
+
+
+def summary(cls) -> str:
+    """The op's first sentence; when that is long and opens with what the op is before a colon
+    (`Multi-head attention with its projections: x [B, S, hidden] -> ...`), that opening.
+
+    >>> summary(REGISTRY["attention"])
+    'Multi-head attention with its projections.'
+    """
+    text = " ".join(inspect.cleandoc(cls.__doc__ or "").split("\n\n")[0].split())
+    first = _outside_brackets(text, (". ",), sentence=True) or text
+    first = first.rstrip(".")
+    if len(first) > SUMMARY_WIDTH:
+        opening = _outside_brackets(first, (": ", "; "))
+        if opening and len(opening) >= 12:
+            first = opening
+    return first + "."
+
+
+def _outside_brackets(text: str, marks: tuple[str, ...], sentence: bool = False) -> str | None:
+    """`text` up to the first of `marks` that is not inside brackets (with `sentence`, a full stop
+    that ends a sentence: not one of '...', followed by a capital or a backtick), or None."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if depth == 0 and any(text.startswith(m, i) for m in marks):
+            after = text[i + 2:i + 3]
+            if sentence and (text[i - 1:i] == "." or not (after.isupper() or after == "`")):
+                continue
+            return text[:i]
+    return None

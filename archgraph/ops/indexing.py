@@ -34,13 +34,13 @@ def _clamped(index, size):
 
 @op("slice", aliases=("narrow", "x[:, 1:]", "getitem"), example={"dim": 1, "start": 1})
 class Slice(Op):
-    """x[start:end:step] along `dim` (Python's rules: negative bounds count from the end, bounds
+    """A slice along one dimension: x[start:end:step] along `dim` (Python's rules: negative bounds count from the end, bounds
     are clamped, end absent = to the end); bounds may be symbolic sizes (x[..., :L])."""
 
-    dim: int
-    start: Size | None = None
-    end: Size | None = None
-    step: int = 1
+    dim: int  # the dimension sliced
+    start: Size | None = None  # first index kept (default 0; negative counts from the end)
+    end: Size | None = None  # index after the last kept (default: the end; negative counts from the end)
+    step: int = 1  # keep every step-th index
 
     def __post_init__(self):
         if self.step <= 0:
@@ -72,7 +72,7 @@ class Slice(Op):
 class Unsqueeze(Op):
     """A new dim of size 1 at `dim` (torch.unsqueeze)."""
 
-    dim: int
+    dim: int  # where the new dimension goes (negative counts from the end)
 
     def infer_shape(self, x):
         d = axis(self.dim, len(x) + 1)
@@ -84,9 +84,9 @@ class Unsqueeze(Op):
 
 @op("squeeze", aliases=("torch.squeeze",), example={"dim": -1})
 class Squeeze(Op):
-    """Drop dim `dim` when its size is 1 (torch.squeeze(x, dim) leaves other sizes as they are)."""
+    """Drop a dimension of size 1: `dim` goes when its size is 1 (torch.squeeze(x, dim) leaves other sizes as they are)."""
 
-    dim: int
+    dim: int  # the dimension dropped when its size is 1
 
     def infer_shape(self, x):
         d = axis(self.dim, len(x))

@@ -30,18 +30,19 @@ class LatentAttention(Op):
     (YaRN's mscale).  Decoding keeps the latent and the rotary key: kv_rank + rope_dim per token.
     """
 
-    hidden: int
-    heads: int
-    kv_rank: int
-    nope_dim: int
-    rope_dim: int
-    v_dim: int
-    q_rank: int | None = None
-    bias: bool = False
+    hidden: int  # width of the input x and of the output
+    heads: int  # number of heads
+    kv_rank: int  # width of the compressed keys and values (kv_lora_rank)
+    nope_dim: int  # per head, the query and key dims without rotary positions (qk_nope_head_dim)
+    rope_dim: int  # per head, the query and key dims with rotary positions (qk_rope_head_dim)
+    v_dim: int  # width of each head's values (v_head_dim)
+    q_rank: int | None = None  # width of the compressed queries (q_lora_rank); none: one full query projection
+    bias: bool = False  # the projections have biases (attention_bias)
     eps: float = 1e-6  # of q_a_layernorm and kv_a_layernorm
-    rotary: Literal["half", "interleaved"] = "interleaved"
-    scale: float | None = None
-    causal: bool = True
+    rotary: Literal["half", "interleaved"] = "interleaved"  # how rope pairs dims: interleaved neighbours (DeepSeek)
+    #   or halves
+    scale: float | None = None  # of the scores; none: 1/sqrt(nope_dim + rope_dim)
+    causal: bool = True  # each query sees only the keys at or before its position
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_rank", "nope_dim", "rope_dim", "v_dim", "q_rank")

@@ -10,12 +10,13 @@ from .base import Op, Tensor, expect_dim, expect_rank, op, positive
 @op("linear", category="linear",
      aliases=("nn.Linear", "Dense", "fully_connected"), example={"in_features": 768, "out_features": 3072})
 class Linear(Op):
-    """y = x·Wᵀ + b over the last dimension (weight_layout in_out: GPT-2's Conv1D, W stored [in, out])."""
+    """A learned affine map of the last dimension: y = x·Wᵀ + b (weight_layout in_out: GPT-2's Conv1D, W stored [in, out])."""
 
-    in_features: int
-    out_features: int
-    bias: bool = True
-    weight_layout: Literal["out_in", "in_out"] = "out_in"
+    in_features: int  # width of the input: its last dimension
+    out_features: int  # width of the output
+    bias: bool = True  # add a learned bias
+    weight_layout: Literal["out_in", "in_out"] = "out_in"  # out_in: weight stored [out, in] as nn.Linear; in_out:
+    #   [in, out] as GPT-2's Conv1D
 
     def __post_init__(self):
         positive(self, "in_features", "out_features")

@@ -19,8 +19,8 @@ from .elementwise import Binary, broadcast
 class Sub(Binary):
     """a - b with broadcasting; or x - constant (reverse: constant - x)."""
 
-    constant: float | None = None
-    reverse: bool = False
+    constant: float | None = None  # a constant second operand instead of a second input
+    reverse: bool = False  # true: the constant comes first (constant op x)
 
     def forward(self, run, a, b=None):
         left, right = self.operands(a, b)
@@ -31,8 +31,8 @@ class Sub(Binary):
 class Div(Binary):
     """a / b with broadcasting; or x / constant (reverse: constant / x)."""
 
-    constant: float | None = None
-    reverse: bool = False
+    constant: float | None = None  # a constant second operand instead of a second input
+    reverse: bool = False  # true: the constant comes first (constant op x)
 
     def forward(self, run, a, b=None):
         left, right = self.operands(a, b)
@@ -43,8 +43,8 @@ class Div(Binary):
 class Maximum(Binary):
     """Elementwise maximum of a and b (or of x and a constant)."""
 
-    constant: float | None = None
-    reverse: bool = False
+    constant: float | None = None  # a constant second operand instead of a second input
+    reverse: bool = False  # true: the constant comes first (constant op x)
 
     def forward(self, run, a, b=None):
         left, right = self.operands(a, b)
@@ -55,8 +55,8 @@ class Maximum(Binary):
 class Minimum(Binary):
     """Elementwise minimum of a and b (or of x and a constant)."""
 
-    constant: float | None = None
-    reverse: bool = False
+    constant: float | None = None  # a constant second operand instead of a second input
+    reverse: bool = False  # true: the constant comes first (constant op x)
 
     def forward(self, run, a, b=None):
         left, right = self.operands(a, b)
@@ -67,8 +67,8 @@ class Minimum(Binary):
 class Pow(Binary):
     """a ** b with broadcasting; x ** constant; reverse: constant ** x (a decay γ^(i-j))."""
 
-    constant: float | None = None
-    reverse: bool = False
+    constant: float | None = None  # a constant second operand instead of a second input
+    reverse: bool = False  # true: the constant comes first (constant op x)
 
     def flops(self, inputs, outputs):
         return 4 * prod(outputs[0])
@@ -82,8 +82,8 @@ class Pow(Binary):
 class _Compare(Binary):
     """A comparison: true where it holds (a boolean mask), with broadcasting."""
 
-    constant: float | None = None
-    reverse: bool = False
+    constant: float | None = None  # a constant second operand instead of a second input
+    reverse: bool = False  # true: the constant comes first (constant op x)
 
 
 @op("eq", aliases=("torch.eq", "equal"))
@@ -236,8 +236,8 @@ class Square(Pointwise):
 class Clamp(Pointwise):
     """x limited to [min, max] (either may be absent)."""
 
-    min: float | None = None
-    max: float | None = None
+    min: float | None = None  # the lower bound (none: no lower bound)
+    max: float | None = None  # the upper bound (none: no upper bound)
 
     def __post_init__(self):
         if self.min is None and self.max is None:
@@ -251,7 +251,7 @@ class Clamp(Pointwise):
 
 @op("where", aliases=("torch.where", "select_where"))
 class Where(Op):
-    """condition ? x : y, all three broadcast together (torch.where(condition, x, y))."""
+    """Elementwise choice between two tensors: condition ? x : y, all three broadcast together (torch.where(condition, x, y))."""
 
     def infer_shape(self, condition, x, y):
         return broadcast(condition, x, y)
@@ -267,7 +267,7 @@ class Where(Op):
 class MaskedFill(Op):
     """x with `value` where mask is true (mask broadcasts to x): attention masks."""
 
-    value: float
+    value: float  # the value written where the mask is true
 
     def infer_shape(self, x, mask):
         out = broadcast(x, mask)
@@ -284,7 +284,7 @@ class MaskedFill(Op):
 
 @op("masked_scatter", aliases=("torch.Tensor.masked_scatter",))
 class MaskedScatter(Op):
-    """x with the elements of `source`, in order, written where mask is true (mask broadcasts to x;
+    """Write a source's elements where a mask is true: x with the elements of `source`, in order, written where mask is true (mask broadcasts to x;
     source holds at least as many elements as the mask's true places): LLaVA puts the projected
     image features at the image-token positions of the token embeddings."""
 
@@ -323,7 +323,7 @@ class _Triangle(Op):
 class Tril(_Triangle):
     """The lower triangle of the last two dims (diagonal offset), zeros above: a causal mask."""
 
-    diagonal: int = 0
+    diagonal: int = 0  # which diagonal bounds the triangle (0 the main one, 1 one above)
 
     def forward(self, run, x):
         return run.torch.tril(x, self.diagonal)
@@ -333,7 +333,7 @@ class Tril(_Triangle):
 class Triu(_Triangle):
     """The upper triangle of the last two dims (diagonal offset), zeros below."""
 
-    diagonal: int = 0
+    diagonal: int = 0  # which diagonal bounds the triangle (0 the main one, 1 one above)
 
     def forward(self, run, x):
         return run.torch.triu(x, self.diagonal)
@@ -343,7 +343,7 @@ class Triu(_Triangle):
 class CumSum(Op):
     """Running sum along `dim`."""
 
-    dim: int
+    dim: int  # the dimension summed along
 
     def infer_shape(self, x):
         axis(self.dim, len(x))
@@ -361,14 +361,14 @@ ElementType = Literal["float32", "float64", "float16", "bfloat16", "int64", "int
 
 @op("arange", aliases=("torch.arange", "positions", "range"), example={"end": "S"})
 class Arange(Op):
-    """The numbers start, start + step, ... below end, as one dim: [ceil((end - start) / step)];
+    """A range of numbers: start, start + step, ... below end, as one dim: [ceil((end - start) / step)];
     no input (end may be a symbolic size: positions 0 .. S-1).  `dtype` as torch.arange's:
     int64 by default, float32 for arithmetic that must not stay whole (2 ** -arange)."""
 
-    end: Size
-    start: int = 0
-    step: int = 1
-    dtype: ElementType = "int64"
+    end: Size  # the numbers stop below it (may be a symbolic size: S)
+    start: int = 0  # the first number
+    step: int = 1  # the difference between neighbours
+    dtype: ElementType = "int64"  # the element type, as torch.arange's dtype
 
     def __post_init__(self):
         if self.step <= 0:
@@ -388,12 +388,12 @@ class Arange(Op):
 @op("full", aliases=("torch.full", "torch.ones", "torch.zeros", "constant_tensor"),
     example={"shape": ["S", "S"], "value": 1.0})
 class Full(Op):
-    """A tensor of `shape` filled with `value` (sizes may be symbolic; [] is a scalar); no input.
+    """A constant tensor: `shape` filled with `value` (sizes may be symbolic; [] is a scalar); no input.
     `dtype` rounds the value as that type holds it (bfloat16 keeps 8 significant bits)."""
 
-    shape: tuple[Size, ...]
-    value: float = 0.0
-    dtype: ElementType = "float32"
+    shape: tuple[Size, ...]  # the tensor's shape (sizes may be symbolic; [] is a scalar)
+    value: float = 0.0  # the value of every element
+    dtype: ElementType = "float32"  # the element type (the value is rounded as it holds it)
 
     def __post_init__(self):
         if any(isinstance(d, int) and d <= 0 for d in self.shape):
@@ -411,9 +411,9 @@ class Full(Op):
 class Linspace(Op):
     """`steps` numbers evenly from start to end (both included), as one dim: [steps]; no input."""
 
-    start: float
-    end: float
-    steps: Size
+    start: float  # the first number
+    end: float  # the last number
+    steps: Size  # how many numbers (may be a symbolic size)
 
     def __post_init__(self):
         if isinstance(self.steps, int) and self.steps <= 0:

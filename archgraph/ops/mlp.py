@@ -40,13 +40,14 @@ class _FeedForward(Op):
 @op("mlp", category="mlp",
      aliases=("feed_forward", "ffn"), example={"hidden": 768, "intermediate": 3072, "activation": "gelu"})
 class MLP(_FeedForward):
-    """up (hidden -> intermediate), activation, down (intermediate -> hidden); names: up, down."""
+    """A two-layer feed-forward block: up (hidden -> intermediate), activation, down (intermediate ->
+    hidden); its tensors are fc1 and fc2 unless `names` renames them."""
 
-    hidden: int
-    intermediate: int
-    bias: bool = True
-    activation: Activation = "gelu"
-    names: tuple[str, ...] | None = None
+    hidden: int  # width of the input and of the output
+    intermediate: int  # width between the two projections
+    bias: bool = True  # the projections have biases
+    activation: Activation = "gelu"  # the activation between the projections, by name (as `activation`'s fn)
+    names: tuple[str, ...] | None = None  # the two projections' names, in place of fc1 and fc2
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate")
@@ -71,12 +72,13 @@ class MLP(_FeedForward):
 class GatedMLP(_FeedForward):
     """down(act(gate(x)) · up(x)): SwiGLU with silu, GeGLU with gelu; `fused` stores gate and up as one."""
 
-    hidden: int
-    intermediate: int
-    bias: bool = False
-    activation: Activation = "silu"
-    fused: bool = False
-    names: tuple[str, ...] | None = None
+    hidden: int  # width of the input and of the output
+    intermediate: int  # width of the gate and up projections
+    bias: bool = False  # the projections have biases
+    activation: Activation = "silu"  # the activation of the gate (silu: SwiGLU, gelu: GeGLU)
+    fused: bool = False  # store gate and up as one gate_up_proj
+    names: tuple[str, ...] | None = None  # the projections' names, in place of gate_proj, up_proj, down_proj
+    #   (gate_up_proj, down_proj fused)
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate")
@@ -137,27 +139,30 @@ class MixtureOfExperts(_FeedForward):
     0 keeps its empty tensors, as transformers builds them; None: no shared experts).
     """
 
-    hidden: int
-    intermediate: int
-    experts: int
-    top_k: int = 2
-    router_bias: bool = False
-    activation: Activation = "silu"
-    expert_layout: Literal["fused", "separate"] = "fused"
-    names: tuple[str, ...] | None = None
-    normalize: bool = True
+    hidden: int  # width of the input and of the output
+    intermediate: int  # width of each expert's gate and up projections
+    experts: int  # number of routed experts
+    top_k: int = 2  # experts each token is sent to
+    router_bias: bool = False  # the router has a bias
+    activation: Activation = "silu"  # the experts' gate activation
+    expert_layout: Literal["fused", "separate"] = "fused"  # fused: the experts' weights as stacked tensors
+    #   (transformers 5); separate: w1, w3, w2 per expert
+    names: tuple[str, ...] | None = None  # the tensors' names, in place of gate and experts (and w1, w3, w2 when
+    #   separate)
+    normalize: bool = True  # the chosen experts' weights are rescaled to sum to 1
     bias: bool = False  # experts' biases (gpt-oss): gate_up_proj_bias, down_proj_bias
     weight_layout: Literal["out_in", "in_out"] = "out_in"  # in_out: matrices stored transposed (gpt-oss)
     gate_up: Literal["halves", "interleaved"] = "halves"  # the fused gate_up's columns: gate|up, or alternating
     glu: Literal["standard", "clamped"] = "standard"  # act(gate)·up, or gpt-oss's clamped Swish gate
     glu_alpha: float = 1.702  # clamped: the Swish's gain
     glu_limit: float = 7.0    # clamped: the clamp of gate (above) and up (both sides)
-    scoring: Literal["softmax", "sigmoid"] = "softmax"
-    correction_bias: bool = False
-    groups: int = 1
-    top_groups: int = 1
-    scaling: float = 1.0
-    shared: int | None = None
+    scoring: Literal["softmax", "sigmoid"] = "softmax"  # how router logits become weights: softmax, or sigmoid
+    #   (DeepSeek-V3)
+    correction_bias: bool = False  # a learned per-expert bias added for the choice only (e_score_correction_bias)
+    groups: int = 1  # experts are split into this many groups for group-limited routing
+    top_groups: int = 1  # groups a token may choose its experts from
+    scaling: float = 1.0  # multiplies the routed experts' weighted sum (routed_scaling_factor)
+    shared: int | None = None  # width of an always-used shared expert; none: no shared expert
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate", "experts", "top_k", "groups", "top_groups")

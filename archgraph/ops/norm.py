@@ -9,10 +9,10 @@ from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
 class LayerNorm(Op):
     """Normalise over the trailing dims `normalized_shape`; weight and bias of that shape."""
 
-    normalized_shape: int | tuple[int, ...]
-    eps: float = 1e-5
-    elementwise_affine: bool = True
-    bias: bool = True
+    normalized_shape: int | tuple[int, ...]  # the trailing dims normalised over (their sizes)
+    eps: float = 1e-5  # added to the variance for stability
+    elementwise_affine: bool = True  # learned weight (and bias) after normalising
+    bias: bool = True  # a learned bias with the weight
 
     @property
     def dims(self) -> tuple[int, ...]:
@@ -47,13 +47,13 @@ class LayerNorm(Op):
 
 @op("rms_norm", category="norm", aliases=("nn.RMSNorm", "RMSNorm", "LlamaRMSNorm"), example={"dim": 4096})
 class RMSNorm(Op):
-    """Root-mean-square norm over the last dim (computed in float32, as Llama's and T5's), times a
+    """Root-mean-square norm: over the last dim (computed in float32, as Llama's and T5's), times a
     weight of size `dim` plus `offset` (Gemma's norms scale by 1 + weight: offset 1); no bias."""
 
-    dim: int
-    eps: float = 1e-6
-    elementwise_affine: bool = True
-    offset: float = 0.0
+    dim: int  # width of the last dimension
+    eps: float = 1e-6  # added to the mean square for stability
+    elementwise_affine: bool = True  # a learned weight after normalising
+    offset: float = 0.0  # added to the weight before scaling (Gemma: 1)
 
     def __post_init__(self):
         positive(self, "dim")
@@ -90,12 +90,12 @@ class BatchNorm(Op):
     training too.
     """
 
-    num_features: int
-    eps: float = 1e-5
-    momentum: float = 0.1
-    affine: bool = True
-    track_running_stats: bool = True
-    frozen: bool = False
+    num_features: int  # number of channels C
+    eps: float = 1e-5  # added to the variance for stability
+    momentum: float = 0.1  # the running statistics' update rate
+    affine: bool = True  # learned weight and bias
+    track_running_stats: bool = True  # keep running_mean and running_var buffers
+    frozen: bool = False  # statistics and affine weights are all fixed buffers (FrozenBatchNorm2d)
 
     def __post_init__(self):
         positive(self, "num_features")
@@ -145,10 +145,10 @@ class BatchNorm(Op):
 class GroupNorm(Op):
     """Norm over channel groups of [B, C, ...]; weight and bias of size num_channels."""
 
-    num_groups: int
-    num_channels: int
-    eps: float = 1e-5
-    affine: bool = True
+    num_groups: int  # number of channel groups (num_channels must be a multiple)
+    num_channels: int  # number of channels C
+    eps: float = 1e-5  # added to the variance for stability
+    affine: bool = True  # learned weight and bias
 
     def __post_init__(self):
         positive(self, "num_groups", "num_channels")

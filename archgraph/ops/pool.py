@@ -38,11 +38,11 @@ class _Pool(Op):
 class MaxPool1d(_Pool):
     """Sliding maximum over [B, C, L]."""
 
-    kernel_size: int
-    stride: int | None = None
-    padding: int = 0
-    dilation: int = 1
-    ceil_mode: bool = False
+    kernel_size: int  # the window's size
+    stride: int | None = None  # the step between windows (default kernel_size)
+    padding: int = 0  # added on each side
+    dilation: int = 1  # the spacing between window elements
+    ceil_mode: bool = False  # round the output size up (a last partial window counts)
     rank = 1
 
     def forward(self, run, x):
@@ -53,11 +53,11 @@ class MaxPool1d(_Pool):
 class MaxPool2d(_Pool):
     """Sliding maximum over [B, C, H, W]."""
 
-    kernel_size: int | tuple[int, int]
-    stride: int | tuple[int, int] | None = None
-    padding: int | tuple[int, int] = 0
-    dilation: int | tuple[int, int] = 1
-    ceil_mode: bool = False
+    kernel_size: int | tuple[int, int]  # the window's size
+    stride: int | tuple[int, int] | None = None  # the step between windows (default kernel_size)
+    padding: int | tuple[int, int] = 0  # added on each side
+    dilation: int | tuple[int, int] = 1  # the spacing between window elements
+    ceil_mode: bool = False  # round the output size up (a last partial window counts)
     rank = 2
 
     def forward(self, run, x):
@@ -68,10 +68,10 @@ class MaxPool2d(_Pool):
 class AvgPool1d(_Pool):
     """Sliding mean over [B, C, L]."""
 
-    kernel_size: int
-    stride: int | None = None
-    padding: int = 0
-    ceil_mode: bool = False
+    kernel_size: int  # the window's size
+    stride: int | None = None  # the step between windows (default kernel_size)
+    padding: int = 0  # added on each side
+    ceil_mode: bool = False  # round the output size up (a last partial window counts)
     rank = 1
 
     def forward(self, run, x):
@@ -82,10 +82,10 @@ class AvgPool1d(_Pool):
 class AvgPool2d(_Pool):
     """Sliding mean over [B, C, H, W]."""
 
-    kernel_size: int | tuple[int, int]
-    stride: int | tuple[int, int] | None = None
-    padding: int | tuple[int, int] = 0
-    ceil_mode: bool = False
+    kernel_size: int | tuple[int, int]  # the window's size
+    stride: int | tuple[int, int] | None = None  # the step between windows (default kernel_size)
+    padding: int | tuple[int, int] = 0  # added on each side
+    ceil_mode: bool = False  # round the output size up (a last partial window counts)
     rank = 2
 
     def forward(self, run, x):
@@ -107,7 +107,7 @@ class _Adaptive(Op):
 class AdaptiveAvgPool1d(_Adaptive):
     """Mean down to a fixed length: [B, C, L] -> [B, C, output_size]."""
 
-    output_size: int
+    output_size: int  # the output's length
     rank = 1
 
     def forward(self, run, x):
@@ -118,7 +118,7 @@ class AdaptiveAvgPool1d(_Adaptive):
 class AdaptiveAvgPool2d(_Adaptive):
     """Mean down to a fixed size: [B, C, H, W] -> [B, C, oh, ow]."""
 
-    output_size: int | tuple[int, int]
+    output_size: int | tuple[int, int]  # the output's height and width (one number: square)
     rank = 2
 
     def forward(self, run, x):
@@ -162,8 +162,8 @@ class LastToken(Op):
     neither, every row takes the last position, and, as transformers refuses it, a batch of more
     than one row is an error when the module runs (it cannot tell padding from text)."""
 
-    pad: int | None = None
-    token: int | None = None
+    pad: int | None = None  # the padding id: each row's last token that is not padding
+    token: int | None = None  # an id (<eos>): each row's last position holding it
 
     def __post_init__(self):
         if self.pad is not None and self.token is not None:

@@ -45,9 +45,9 @@ class CausalConv1d(Op):
     bias [channels]. While decoding it keeps the last K-1 inputs of each channel (Griffin's conv1d_state).
     """
 
-    channels: int
-    kernel_size: int
-    bias: bool = True
+    channels: int  # number of channels (the input's last dimension)
+    kernel_size: int  # taps of each channel's kernel
+    bias: bool = True  # a learned bias per channel
 
     def __post_init__(self):
         positive(self, "channels", "kernel_size")
@@ -83,9 +83,9 @@ class RGLRU(Op):
     position 0, as transformers' RecurrentGemma does). Decoding keeps h: `width` values per sequence.
     """
 
-    width: int
-    heads: int
-    c: float = 8.0
+    width: int  # width of the input and of the state
+    heads: int  # number of heads of the block-diagonal gates
+    c: float = 8.0  # the constant in the decay a^(c·r)
 
     def __post_init__(self):
         positive(self, "width", "heads")
@@ -166,17 +166,17 @@ class Mamba2Mixer(Op):
     and the state, heads·head_dim·state values.
     """
 
-    hidden: int
-    heads: int
-    head_dim: int
-    state: int
-    groups: int = 1
-    conv_kernel: int = 4
-    bias: bool = False
-    conv_bias: bool = True
-    activation: ActivationName = "silu"
-    eps: float = 1e-6
-    dt_min: float = 0.0
+    hidden: int  # width of the input and of the output
+    heads: int  # number of heads
+    head_dim: int  # width of each head
+    state: int  # size of the state per group (d_state)
+    groups: int = 1  # number of groups B and C are shared in (n_groups)
+    conv_kernel: int = 4  # taps of the causal convolution
+    bias: bool = False  # in_proj and out_proj have biases
+    conv_bias: bool = True  # the convolution has a bias
+    activation: ActivationName = "silu"  # the activation after the convolution
+    eps: float = 1e-6  # the epsilon of the gated norm
+    dt_min: float = 0.0  # the lower bound time steps are clamped to (time_step_limit's first value)
     dt_max: float | None = None  # time_step_limit's upper end (None: no limit)
 
     def __post_init__(self):

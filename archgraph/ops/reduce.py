@@ -30,8 +30,8 @@ class _Reduce(Op):
 class Mean(_Reduce):
     """Mean over `dim` (z.mean(1): [B, N, D] -> [B, D]); all dims when `dim` is absent."""
 
-    dim: int | tuple[int, ...] | None = None
-    keepdim: bool = False
+    dim: int | tuple[int, ...] | None = None  # the dimension(s) averaged; none: all
+    keepdim: bool = False  # keep the reduced dims with size 1
 
     def forward(self, run, x):
         return x.mean() if self.dim is None else x.mean(dim=self.dim, keepdim=self.keepdim)
@@ -41,8 +41,8 @@ class Mean(_Reduce):
 class Sum(_Reduce):
     """Sum over `dim`; all dims when `dim` is absent."""
 
-    dim: int | tuple[int, ...] | None = None
-    keepdim: bool = False
+    dim: int | tuple[int, ...] | None = None  # the dimension(s) summed; none: all
+    keepdim: bool = False  # keep the reduced dims with size 1
 
     def forward(self, run, x):
         return x.sum() if self.dim is None else x.sum(dim=self.dim, keepdim=self.keepdim)
@@ -52,8 +52,8 @@ class Sum(_Reduce):
 class AMax(_Reduce):
     """Maximum over `dim` (torch.amax: the values, no indices); all dims when `dim` is absent."""
 
-    dim: int | tuple[int, ...] | None = None
-    keepdim: bool = False
+    dim: int | tuple[int, ...] | None = None  # the dimension(s) reduced; none: all
+    keepdim: bool = False  # keep the reduced dims with size 1
 
     def forward(self, run, x):
         return x.amax() if self.dim is None else x.amax(dim=self.dim, keepdim=self.keepdim)
@@ -61,12 +61,12 @@ class AMax(_Reduce):
 
 @op("argmax", aliases=("torch.argmax", "Tensor.argmax"), example={"dim": -1})
 class ArgMax(_Reduce):
-    """The index of the largest value along `dim` (torch.argmax), the dim dropped or (`keepdim`) kept
+    """The index of the largest value: along `dim` (torch.argmax), the dim dropped or (`keepdim`) kept
     with size 1.  A mask counts as 0 and 1 (torch wants the `.int()` first), so the argmax of
     `input_ids == eos` is the first end-of-text token: CLIP's text pooling."""
 
-    dim: int = -1
-    keepdim: bool = False
+    dim: int = -1  # the dimension searched
+    keepdim: bool = False  # keep that dim with size 1
 
     def infer_shape(self, x):
         check(len(x) > 0, "argmax needs a dim to search; received a single value")

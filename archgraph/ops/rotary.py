@@ -60,26 +60,29 @@ class RotaryEmbedding(Op):
     ViT's): each axis has its own copy of the frequencies of rotary_dim // n dims, laid side by
     side (inv_freq holds one copy)."""
 
-    head_dim: int
-    rotary_dim: int | None = None
-    base: float = 10000.0
+    head_dim: int  # width of each attention head
+    rotary_dim: int | None = None  # dims that are rotated (default head_dim; fewer is partial rotary)
+    base: float = 10000.0  # the base of the frequencies (rope_theta)
     positions: int | None = None  # a table of this many positions ([sin | cos]) instead of inv_freq
-    scaling: Literal["none", "linear", "dynamic", "yarn", "longrope", "llama3"] = "none"
-    factor: float | None = None
+    scaling: Literal["none", "linear", "dynamic", "yarn", "longrope", "llama3"] = "none"  # how the frequencies are
+    #   stretched for longer contexts (rope_type): none, linear, dynamic, yarn, longrope, llama3
+    factor: float | None = None  # the context scaling factor of linear, dynamic, yarn and llama3 scaling
     original_max: int | None = None    # yarn, longrope, llama3: the positions the model was trained on
     max_positions: int | None = None   # dynamic (and yarn's, longrope's default factor): max_position_embeddings
-    beta_fast: float = 32.0
-    beta_slow: float = 1.0
-    truncate: bool = True
-    mscale: float | None = None
-    mscale_all_dim: float | None = None
-    low_freq_factor: float | None = None
-    high_freq_factor: float | None = None
-    short_factor: tuple[float, ...] | None = None
-    long_factor: tuple[float, ...] | None = None
-    attention_factor: float | None = None
-    prefix: str = ""
-    original: bool = False
+    beta_fast: float = 32.0  # yarn: the fast rotation boundary of the ramp
+    beta_slow: float = 1.0  # yarn: the slow rotation boundary of the ramp
+    truncate: bool = True  # yarn: round the ramp's boundaries down and up to whole dims, as transformers does
+    mscale: float | None = None  # yarn: the scale of the attention factor (DeepSeek's mscale)
+    mscale_all_dim: float | None = None  # yarn: the scale divided out of the attention factor (DeepSeek's
+    #   mscale_all_dim)
+    low_freq_factor: float | None = None  # llama3: wavelengths above original / low_freq_factor are scaled by factor
+    high_freq_factor: float | None = None  # llama3: wavelengths below original / high_freq_factor are kept
+    short_factor: tuple[float, ...] | None = None  # longrope: per-dim rescale factors for sequences up to the
+    #   original length
+    long_factor: tuple[float, ...] | None = None  # longrope: per-dim rescale factors for longer sequences
+    attention_factor: float | None = None  # multiplies the cos and sin tables (default: the scaling type's own)
+    prefix: str = ""  # a prefix for the inv_freq buffer's name
+    original: bool = False  # keep an original_inv_freq buffer too, as transformers' dynamic scaling does
     axes: int = 1  # the position_ids input's axes: [axes, B, S] when more than 1
     sections: tuple[int, ...] | None = None  # M-RoPE: frequencies per run, run i from axis i mod axes
 
@@ -327,8 +330,9 @@ class GridPositions(Op):
     cells of each tile together, tiles row by row (Qwen2-VL's patches, each 2x2 tile side by
     side for its merger).  The position_ids of an axial `rotary_embedding` (`axes: n`)."""
 
-    grid: tuple[int, ...]
-    tile: tuple[int, ...] | None = None
+    grid: tuple[int, ...]  # the grid's size per axis (rows, columns, ...)
+    tile: tuple[int, ...] | None = None  # the size per axis of the tiles whose cells are listed together; none: plain
+    #   row order
 
     def __post_init__(self):
         if not self.grid or any(not isinstance(n, int) or n <= 0 for n in self.grid):
@@ -365,8 +369,8 @@ class MultimodalPositions(Op):
     before it, and the text after the image continues from p + max(h, w).  The rotary_embedding
     (`axes: 3`, `sections`) that reads them turns each run of frequencies by one axis."""
 
-    token: int
-    grid: tuple[int, int, int]
+    token: int  # the id of the image placeholder tokens
+    grid: tuple[int, int, int]  # [t, h, w]: each image's frames, rows and columns in language-model tokens
 
     def __post_init__(self):
         if len(self.grid) != 3 or any(not isinstance(n, int) or n <= 0 for n in self.grid):

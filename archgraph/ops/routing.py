@@ -13,10 +13,10 @@ class TopK(Op):
     """The k largest (or smallest) along `dim`: values and (output 1) their indices, each with
     that dim of size k; k may be a symbolic size (capacity S // 8)."""
 
-    k: Size
-    dim: int = -1
-    largest: bool = True
-    sorted: bool = True
+    k: Size  # how many to keep (may be a symbolic size)
+    dim: int = -1  # the dimension searched
+    largest: bool = True  # the largest k (false: the smallest)
+    sorted: bool = True  # the k values in order
 
     def __post_init__(self):
         if isinstance(self.k, int) and self.k <= 0:
@@ -42,7 +42,7 @@ class Gather(Op):
     """torch.gather(x, dim, index): out[i][j][k] = x[i][index[i][j][k]][k] for dim 1; the output
     has the index's shape, which matches x's in every other dim (or is smaller)."""
 
-    dim: int
+    dim: int  # the dimension the index picks along
 
     def infer_shape(self, x, index):
         check(len(index) == len(x), f"the index {fmt_shape(index)} must have the rank of the input {fmt_shape(x)}")
@@ -62,8 +62,8 @@ class IndexSelect(Op):
     and no index input, the entries at those constant positions, in that order and repeated as they
     repeat (x[:, [2, 0, 0]]: LLaVA's feature layers put side by side in the config's order)."""
 
-    dim: int
-    indices: tuple[int, ...] | None = None
+    dim: int  # the dimension the index picks along
+    indices: tuple[int, ...] | None = None  # constant positions to pick, in order, instead of an index input
 
     def infer_shape(self, x, index=None):
         d = axis(self.dim, len(x))
@@ -89,7 +89,7 @@ class ScatterAdd(Op):
     """x.scatter_add(dim, index, src): x with src added at the index positions along `dim`
     (index and src of the same shape, as in torch); the output has x's shape."""
 
-    dim: int
+    dim: int  # the dimension the index places along
 
     def infer_shape(self, x, index, src):
         check(len(index) == len(x) == len(src), f"input {fmt_shape(x)}, index {fmt_shape(index)} and src "
@@ -112,7 +112,7 @@ class ScatterAdd(Op):
 class IndexAdd(Op):
     """x.index_add(dim, index, source): source's slices added to x at a 1-D index along `dim`."""
 
-    dim: int
+    dim: int  # the dimension the index places along
 
     def infer_shape(self, x, index, source):
         expect_rank(index, 1, "index")
@@ -133,12 +133,12 @@ class IndexAdd(Op):
 
 @op("sort", aliases=("torch.sort", "argsort"), example={"dim": -1})
 class Sort(Op):
-    """Values sorted along `dim` (descending with `descending`) and (output 1) their indices: both
+    """Sort along a dimension: values sorted along `dim` (descending with `descending`) and (output 1) their indices: both
     the input's shape."""
 
-    dim: int = -1
-    descending: bool = False
-    stable: bool = False
+    dim: int = -1  # the dimension sorted
+    descending: bool = False  # largest first
+    stable: bool = False  # equal values keep their order
 
     def infer_shape(self, x):
         axis(self.dim, len(x))

@@ -19,11 +19,11 @@ class TimestepEmbedding(Op):
     get_timestep_embedding: exponents -log(max_period)·k / (dim/2 - downscale_freq_shift), sin
     then cos (cos then sin with flip_sin_to_cos), times `scale`; a zero column pads an odd dim."""
 
-    dim: int
-    max_period: float = 10000.0
-    flip_sin_to_cos: bool = False
-    downscale_freq_shift: float = 1.0
-    scale: float = 1.0
+    dim: int  # width of the output features
+    max_period: float = 10000.0  # the longest period of the frequencies
+    flip_sin_to_cos: bool = False  # cos first, then sin
+    downscale_freq_shift: float = 1.0  # shifts the exponent's denominator (dim/2 - shift)
+    scale: float = 1.0  # multiplies the arguments of sin and cos
 
     def __post_init__(self):
         if self.dim < 2:
@@ -52,10 +52,11 @@ class Interpolate(Op):
     """F.interpolate of [B, C, *spatial]: to `size`, or each spatial dim times `scale_factor`
     (floored, as PyTorch does); modes nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area."""
 
-    size: tuple[Size, ...] | None = None
-    scale_factor: float | tuple[float, ...] | None = None
-    mode: Literal["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"] = "nearest"
-    align_corners: bool | None = None
+    size: tuple[Size, ...] | None = None  # the output's spatial size
+    scale_factor: float | tuple[float, ...] | None = None  # multiplies each spatial size instead (floored)
+    mode: Literal["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"] = "nearest"  # the
+    #   interpolation: nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area
+    align_corners: bool | None = None  # the corner pixels of input and output line up (linear modes only)
 
     def __post_init__(self):
         if (self.size is None) == (self.scale_factor is None):

@@ -41,16 +41,17 @@ class MambaMixer(Op):
     state [intermediate, state_size].
     """
 
-    hidden: int
-    intermediate: int
-    state_size: int = 16
-    conv_kernel: int = 4
-    dt_rank: int | None = None
-    bias: bool = False
-    conv_bias: bool = True
-    activation: Activation = "silu"
-    bcdt_norm: Literal["none", "weightless", "weighted"] = "none"
-    norm_eps: float = 1e-6
+    hidden: int  # width of the input and of the output
+    intermediate: int  # width inside the mixer (expand · hidden)
+    state_size: int = 16  # size of the state per channel (d_state)
+    conv_kernel: int = 4  # taps of the causal convolution
+    dt_rank: int | None = None  # width of the time-step projection (default ceil(hidden / 16))
+    bias: bool = False  # in_proj and out_proj have biases
+    conv_bias: bool = True  # the convolution has a bias
+    activation: Activation = "silu"  # the activation after the convolution
+    bcdt_norm: Literal["none", "weightless", "weighted"] = "none"  # RMS norms of B, C and the time step: none,
+    #   without or with weights (Falcon-Mamba, Jamba)
+    norm_eps: float = 1e-6  # the epsilon of those norms
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate", "state_size", "conv_kernel", "dt_rank")

@@ -39,7 +39,7 @@ class Reshape(Op):
     """New shape with the same number of elements; 0 copies the input dim, -1 is inferred; sizes may
     name the inputs' symbolic sizes ([B, S * 2, H / 2])."""
 
-    shape: tuple[Size, ...]
+    shape: tuple[Size, ...]  # the new shape: 0 copies the input's dim, -1 is inferred, sizes may be symbolic
 
     def __post_init__(self):
         concrete = [d for d in self.shape if isinstance(d, int)]
@@ -76,8 +76,8 @@ class Reshape(Op):
 class Transpose(Op):
     """Swap two dimensions."""
 
-    dim0: int
-    dim1: int
+    dim0: int  # the first dimension swapped
+    dim1: int  # the second dimension swapped
 
     def infer_shape(self, x):
         a, b = axis(self.dim0, len(x), "dim0"), axis(self.dim1, len(x), "dim1")
@@ -93,7 +93,7 @@ class Transpose(Op):
 class Permute(Op):
     """Reorder all dimensions."""
 
-    dims: tuple[int, ...]
+    dims: tuple[int, ...]  # the input's dimensions in their new order
 
     def infer_shape(self, x):
         ok = len(self.dims) == len(x) and all(-len(x) <= d < len(x) for d in self.dims)
@@ -109,7 +109,7 @@ class Permute(Op):
 class Concat(Op):
     """Join inputs along `dim`; the other dims must agree."""
 
-    dim: int = -1
+    dim: int = -1  # the dimension the inputs are joined along
 
     def infer_shape(self, first, *rest):
         d = axis(self.dim, len(first))
@@ -128,12 +128,12 @@ class Concat(Op):
 
 @op("split", aliases=("torch.split", "torch.chunk", "chunk"), example={"dim": -1, "sections": 3})
 class Split(Op):
-    """Cut along `dim` into `sizes` (a list; one -1 takes the rest: [1, -1] splits off the first)
+    """Cut a tensor into parts: along `dim` into `sizes` (a list; one -1 takes the rest: [1, -1] splits off the first)
     or into `sections` equal parts: several outputs."""
 
-    dim: int = -1
-    sizes: tuple[Size, ...] | None = None
-    sections: int | None = None
+    dim: int = -1  # the dimension cut
+    sizes: tuple[Size, ...] | None = None  # the size of each part (one -1 takes the rest)
+    sections: int | None = None  # the number of equal parts instead
 
     def __post_init__(self):
         if (self.sizes is None) == (self.sections is None):
@@ -173,8 +173,8 @@ class Split(Op):
 class Flatten(Op):
     """Merge dims start_dim..end_dim into one (their product)."""
 
-    start_dim: int = 1
-    end_dim: int = -1
+    start_dim: int = 1  # the first dimension merged
+    end_dim: int = -1  # the last dimension merged
 
     def infer_shape(self, x):
         a, b = axis(self.start_dim, len(x), "start_dim"), axis(self.end_dim, len(x), "end_dim")
@@ -189,8 +189,8 @@ class Flatten(Op):
 class Select(Op):
     """Take one index along `dim`, dropping it (BERT's pooler reads token 0)."""
 
-    dim: int = 1
-    index: int = 0
+    dim: int = 1  # the dimension indexed (and dropped)
+    index: int = 0  # the position taken
 
     def infer_shape(self, x):
         d = axis(self.dim, len(x))
@@ -205,10 +205,10 @@ class Select(Op):
 @op("expand", aliases=("torch.Tensor.expand", "broadcast_to", "repeat_batch"),
     example={"sizes": ["B", -1, -1]})
 class Expand(Op):
-    """Tensor.expand: broadcast size-1 dims to `sizes` (-1 keeps a dim), adding leading dims;
-    no copy, no parameters.  Learned latents [1, N, D] expand to the batch: sizes [B, -1, -1]."""
+    """Broadcast to a larger shape without copying (Tensor.expand): size-1 dims go to `sizes` (-1
+    keeps a dim), adding leading dims; no copy, no parameters.  Learned latents [1, N, D] expand to the batch: sizes [B, -1, -1]."""
 
-    sizes: tuple[Size, ...]
+    sizes: tuple[Size, ...]  # the output's sizes (-1 keeps the input's dim)
 
     def __post_init__(self):
         if not self.sizes:
@@ -245,12 +245,13 @@ class Expand(Op):
 @op("pad", aliases=("F.pad", "nn.ZeroPad2d", "nn.ConstantPad2d", "nn.ReflectionPad2d"),
     example={"pad": [1, 1, 1, 1]})
 class Pad(Op):
-    """F.pad: `pad` lists (before, after) pairs from the last dim backwards ([left, right, top,
+    """Pad the trailing dimensions (F.pad): `pad` lists (before, after) pairs from the last dim backwards ([left, right, top,
     bottom] for [.., H, W]); mode constant (with `value`), reflect, replicate or circular."""
 
-    pad: tuple[int, ...]
-    mode: Literal["constant", "reflect", "replicate", "circular"] = "constant"
-    value: float = 0.0
+    pad: tuple[int, ...]  # (before, after) pairs from the last dim backwards
+    mode: Literal["constant", "reflect", "replicate", "circular"] = "constant"  # constant, reflect, replicate or
+    #   circular
+    value: float = 0.0  # the fill of constant padding
 
     def __post_init__(self):
         if not self.pad or len(self.pad) % 2:

@@ -10,12 +10,12 @@ from .base import Op, Tensor, check, expect_rank, invalid, op, positive
 
 @op("roll", aliases=("torch.roll", "cyclic_shift"), example={"shifts": [-3, -3], "dims": [1, 2]})
 class Roll(Op):
-    """torch.roll: shift the input by `shifts[k]` along `dims[k]`, the elements that leave at one
+    """A cyclic shift (torch.roll): shift the input by `shifts[k]` along `dims[k]`, the elements that leave at one
     end entering at the other; the shape is unchanged (Swin's cyclic shift: shifts [-s, -s] on
     the H and W dims of [B, H, W, C], and [s, s] to undo it)."""
 
-    shifts: tuple[int, ...]
-    dims: tuple[int, ...]
+    shifts: tuple[int, ...]  # how far each dim is shifted (negative: towards the start)
+    dims: tuple[int, ...]  # the dims shifted, one per shift
 
     def __post_init__(self):
         if not self.shifts or len(self.shifts) != len(self.dims):
@@ -41,9 +41,9 @@ class WindowMask(Op):
     axis the regions are [0, n - window), [n - window, n - shift) and [n - shift, n), as Swin
     computes them; the mask is added to the scores with the relative position bias."""
 
-    window: int
-    shift: int
-    fill: float = -100.0
+    window: int  # the window's side in positions
+    shift: int  # the cyclic shift the map had (0: no mask needed)
+    fill: float = -100.0  # the value masked pairs get
 
     def __post_init__(self):
         positive(self, "window", "shift")
@@ -82,8 +82,8 @@ class WindowPositionBias(Op):
     value per relative offset (dy, dx); the buffer `relative_position_index` [window⁴] (not saved
     by state_dict) says which row each pair of positions reads."""
 
-    window: int
-    heads: int
+    window: int  # the window's side in positions
+    heads: int  # number of attention heads
 
     def __post_init__(self):
         positive(self, "window", "heads")

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..ops.help import OpHelp
+from .sheet import Col, Sheet
 
 
 def op_help_json(h: OpHelp) -> dict[str, Any]:
@@ -19,12 +20,11 @@ def op_help_text(h: OpHelp) -> Group:
     parts: list[Any] = [Text(f"{h.name}  ({h.category})", style="bold")]
     if h.aliases:
         parts.append(Text("also known as: " + ", ".join(h.aliases), style="dim"))
-    parts.append(Text(h.doc))
-    args = Table(title="arguments", title_justify="left", box=None, padding=(0, 2))
-    for col in ("Name", "Type", "Default"):
-        args.add_column(col, overflow="fold")
-    for name, typ, default in h.hyperparameters:
-        args.add_row(Text(name), Text(typ), Text("(required)" if default is None else default))
+    parts.append(Text("\n\n".join(" ".join(p.split()) for p in h.doc.split("\n\n"))))  # reflowed
+    args = Sheet("arguments", [Col("Name"), Col("Meaning", "text", wrap=30), Col("Default", "text", wrap=10),
+                               Col("Type", "text", wrap=30)], shrink=["Type"], box=None)
+    for name, typ, default, meaning in h.hyperparameters:
+        args.add_row(name, meaning, "(required)" if default is None else default, typ)
     parts.append(args if h.hyperparameters else Text("arguments: none"))
     inputs = ", ".join(n + ("" if required else " (optional)") for n, required in h.inputs)
     parts.append(Text("inputs ('in:', in this order or by name): " + (inputs or "none")))

@@ -55,6 +55,7 @@ class Col:
     kind: str = "name"   # name | number | text (see the module docstring)
     style: str | None = None
     wrap: int = TEXT_MIN  # text: the narrowest it may wrap to while a shrink step is left
+    wraps: bool = False   # text too long for any line (lists of arguments): always wrapped, never whole
 
 
 @dataclass
@@ -98,8 +99,8 @@ class Sheet:
         return state, self._squeeze(state, width)
 
     def _fits(self, state: dict[int, int], width: int, wrap: bool = True) -> bool:
-        need = self._min if wrap else self._natural
-        return sum(need(i, lv) for i, lv in state.items()) + self._overhead(len(state)) <= width
+        need = sum(self._min(i, lv) if wrap or self.cols[i].wraps else self._natural(i, lv) for i, lv in state.items())
+        return need + self._overhead(len(state)) <= width
 
     def _restore(self, states: list[dict[int, int]], width: int, wrap: bool) -> dict[int, int]:
         """The last of `states` with the columns dropped on the way back, latest dropped first, at
