@@ -1041,7 +1041,8 @@ OTHER_SIZES = [("siglip-vision", (35, 33)), ("segformer-224", (64, 64)), ("segfo
                ("dinov2-base", (21, 19)), ("dinov2_with_registers-image-cls-swiglu", (8, 8)),
                ("swin-base", (33, 31)), ("swin-masked-im", (29, 27)), ("mobilenet_v2-semantic-seg-dilated", (18, 18)),
                ("mobilenet_v2-base", (39, 37)), ("efficientnet-image-cls", (45, 43)), ("convnext-base", (37, 35)),
-               ("resnet-image-cls", (37, 35)), ("detr-object-detection", (71, 69))]
+               ("resnet-image-cls", (37, 35)), ("detr-object-detection", (71, 69)),
+               ("llava-qwen2-siglip-full", (31, 30))]
 
 
 def _at_size(tmp_path, name: str, size: tuple[int, int]):
@@ -1072,6 +1073,7 @@ def test_another_image_size_computes_what_transformers_computes(tmp_path, name, 
     ("vit-base", (21, 19), "ViTModel takes images of image_size only (as transformers without "
                            "interpolate_pos_encoding)"),
     ("clip-vision", (33, 33), "CLIPVisionModel takes images of image_size x image_size only"),
+    ("llava-cond-gen", (31, 30), "CLIPVisionModel takes images of image_size x image_size only"),
     ("siglip-vision", (15, 15), "SiglipVisionModel takes images of (image_size / patch_size)^2 patches only"),
     ("swin-image-cls", (36, 44), "the model takes IH=18, IW=22 only (the inputs have IH=36, IW=44): its tensor "
                                  "'swin.embeddings.position_embeddings' is [1, 99, 6]"),
