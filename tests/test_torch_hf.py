@@ -942,7 +942,23 @@ PADDED_ENCODERS = ["bert-base", "bert-mlm", "BertForSequenceClassification", "Be
                    "AlbertForPreTraining", "distilbert-base", "DistilBertForSequenceClassification", "MPNetModel",
                    "MPNetForSequenceClassification", "MPNetForMaskedLM", "DebertaV2Model",
                    "DebertaV2ForSequenceClassification", "deberta-v2-separate-keys-conv", "deberta-v2-c2p-only-mlm-untied",
-                   "deberta-v2-plain-types"]
+                   "deberta-v2-plain-types", "ModernBertModel", "ModernBertForSequenceClassification",
+                   "modernbert-biases-mean-untied", "modernbert-mlm-untied-no-decoder-bias", "clip-text",
+                   "clip-text-projection", "siglip-text", "clip-model", "siglip-model"]
+CLIP_TEXT = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "max_position_embeddings": 16, "eos_token_id": 5, "pad_token_id": 1}
+CASES["clip-text"] = {"model_type": "clip_text_model", "architectures": ["CLIPTextModel"], **CLIP_TEXT}
+CASES["clip-text-projection"] = {"model_type": "clip_text_model", "architectures": ["CLIPTextModelWithProjection"],
+                                 **CLIP_TEXT, "projection_dim": 12}
+CASES["siglip-text"] = {"model_type": "siglip_text_model", "architectures": ["SiglipTextModel"], **CLIP_TEXT,
+                        "projection_size": 24}
+CASES["clip-model"] = {"model_type": "clip", "architectures": ["CLIPModel"], "projection_dim": 12,
+                       "text_config": CLIP_TEXT, "vision_config": {
+                           "hidden_size": 24, "intermediate_size": 20, "num_hidden_layers": 1,
+                           "num_attention_heads": 2, "image_size": 32, "patch_size": 16}}
+CASES["siglip-model"] = {"model_type": "siglip", "architectures": ["SiglipModel"], "text_config": CLIP_TEXT,
+                         "vision_config": {"hidden_size": 32, "intermediate_size": 20, "num_hidden_layers": 1,
+                                           "num_attention_heads": 2, "image_size": 30, "patch_size": 6}}
 CASES["deberta-v2-plain-types"] = {**DEBERTA, "architectures": ["DebertaV2ForTokenClassification"],
                                    "relative_attention": False, "conv_kernel_size": 3, "type_vocab_size": 3}
 CASES["bert-cross-attention"] = {**BERT, "architectures": ["BertModel"], "is_decoder": True,
@@ -960,7 +976,7 @@ def _eos_last(ids, mask, eos: int) -> None:
 @pytest.mark.parametrize("name", PADDED_ENCODERS)
 def test_padded_encoder_batch_computes_what_transformers_computes(tmp_path, name):
     config = CASES[name]
-    if config.get("pad_token_id") is None:   # the config class's pad id (else 0): the padding holds it
+    if config.get("pad_token_id") is None and "text_config" not in config:   # the config class's pad id (else 0)
         default = transformers.AutoConfig.for_model(config["model_type"]).pad_token_id
         config = {**config, "pad_token_id": 0 if default is None else default}
     path = tmp_path / "config.json"
@@ -969,7 +985,8 @@ def test_padded_encoder_batch_computes_what_transformers_computes(tmp_path, name
     module = to_module(load_config(path, _settings(config))).eval()
     module.load_state_dict(reference.state_dict(), strict=True)
     inputs = _inputs(module, config)
-    pad = reference.config.pad_token_id
+    text = getattr(reference.config, "text_config", None) or reference.config   # CLIP's, SigLIP's: the text tower's
+    pad = text.pad_token_id
     masks = {}
     for ids_name, mask_name, left, right in (("input_ids", "attention_mask", 2, 3),
                                              ("decoder_input_ids", "decoder_attention_mask", 1, 2),
@@ -981,8 +998,8 @@ def test_padded_encoder_batch_computes_what_transformers_computes(tmp_path, name
             if ids.dim() == 2 and pad is not None:
                 ids[mask == 0] = pad
     assert masks, "the module takes no mask"
-    if "SequenceClassification" in name and config["model_type"] in ("bart", "t5"):
-        _eos_last(inputs["input_ids"], masks["attention_mask"], reference.config.eos_token_id)
+    if "SequenceClassification" in name and config["model_type"] in ("bart", "t5") or "clip" in config["model_type"]:
+        _eos_last(inputs["input_ids"], masks["attention_mask"], text.eos_token_id)   # where they pool
     if "token_type_ids" in module.input_names:
         inputs["token_type_ids"] = torch.randint(0, reference.config.type_vocab_size, inputs["input_ids"].shape)
     inputs.update(masks)
