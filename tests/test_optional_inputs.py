@@ -150,3 +150,23 @@ def test_disentangled_attention_hides_padding(tmp_path):
     alone = module(x)["attn"]
     assert (got - alone).abs().max().item() < 1e-6
     assert (module(padded)["attn"][:, :5] - alone).abs().max().item() > 1e-3   # unmasked: it differs
+
+
+def test_position_embedding_takes_positions(tmp_path):
+    """position_embedding's optional `positions` input: row positions + offset of the table per token."""
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, """
+archgraph: 1
+name: positions
+inputs:
+  input_ids: {shape: [B, S], dtype: int64}
+  position_ids: {shape: [B, S], dtype: int64, default: arange}
+nodes:
+  - {name: wpe, op: position_embedding, in: [input_ids, position_ids], num_positions: 9, embedding_dim: 3, offset: 2}
+outputs: [wpe]
+""", std=0.5)
+    table = module.state_dict()["wpe.weight"]
+    ids = torch.zeros(2, 4, dtype=torch.int64)
+    positions = torch.tensor([[-1, -1, 0, 1], [0, 1, 2, 3]])
+    assert torch.equal(module(ids, positions)["wpe"], table[positions + 2])
+    assert torch.equal(module(ids)["wpe"], table[torch.arange(4) + 2].expand(2, 4, 3))

@@ -335,6 +335,8 @@ for arch in ("BartModel", "BartForSequenceClassification", "BartForQuestionAnswe
     CASES[arch] = {**BART, "architectures": [arch], "scale_embedding": True, "activation_function": "relu"}
 for arch in ("GPT2ForSequenceClassification", "GPT2ForTokenClassification", "GPT2ForQuestionAnswering"):
     CASES[arch] = {**GPT2, "architectures": [arch]}
+CASES["gpt_bigcode-seq-cls"] = {**CASES["gpt_bigcode-mqa"], "architectures": ["GPTBigCodeForSequenceClassification"],
+                                "pad_token_id": 0, "num_labels": 3}
 for arch in ("BloomForCausalLM", "BloomForSequenceClassification", "BloomForTokenClassification",
              "BloomForQuestionAnswering"):
     CASES[arch] = {**BLOOM, "architectures": [arch]}
@@ -890,7 +892,10 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "gpt_oss-causal", "gpt_oss-base-layer-types", "gpt_oss-seq-cls",
           "gemma-causal", "GemmaForSequenceClassification", "gemma2-causal-capped", "gemma2-base-layer-types",
           "Gemma2ForSequenceClassification", "Gemma2ForTokenClassification", "gemma3_text-causal",
-          "gemma3_text-base-all-sliding", "Gemma3TextForSequenceClassification", "llava-gemma"]
+          "gemma3_text-base-all-sliding", "Gemma3TextForSequenceClassification", "llava-gemma",
+          "gpt2-lm", "gpt2-base", "gpt2-unscaled-inverse-layer", "gpt2-cross-inverse-layer",
+          "GPT2ForSequenceClassification", "GPT2ForTokenClassification", "GPT2ForQuestionAnswering",
+          "gpt_bigcode-mqa", "gpt_bigcode-mha-unscaled", "gpt_bigcode-seq-cls"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):
@@ -929,6 +934,27 @@ def test_padded_batch_computes_what_transformers_computes(tmp_path, name):
     # the mask matters: without it, a row padded on the left computes other values
     first = next(iter(got))
     assert (got[first][0] - unpadded[first][0]).abs().max().item() > 1e-3
+
+
+def test_gpt2_takes_position_ids_and_an_encoder_mask(tmp_path):
+    """GPT2Model's position_ids pick wpe's rows, and encoder_attention_mask hides encoder positions
+    from its cross-attention, as transformers computes them."""
+    config = CASES["gpt2-cross-inverse-layer"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config)
+    module = to_module(load_config(path)).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    inputs = _inputs(module, config)
+    ids = inputs["input_ids"]
+    inputs["position_ids"] = torch.tensor([[5, 3, 9, 0, 1, 2, 4]] * ids.shape[0])[:, :ids.shape[1]]
+    inputs["encoder_attention_mask"] = padding_mask(inputs["encoder_hidden_states"][..., 0], 1, 2)
+    with torch.no_grad():
+        want = reference(**inputs).last_hidden_state
+        got = module(**inputs)["last_hidden_state"]
+        plain = module(input_ids=ids, encoder_hidden_states=inputs["encoder_hidden_states"])["last_hidden_state"]
+    assert (got - want).abs().max().item() < 1e-4
+    assert (got - plain).abs().max().item() > 1e-3
 
 
 # Encoders and encoder-decoders padded: the encoder's rows as above (row 0 on the left, row 1 on the

@@ -8,7 +8,8 @@ from typing import Literal
 import math
 
 from ..dims import Shape, prod
-from .base import Op, Tensor, check, expect_rank, invalid, op, positive
+from ..errors import ShapeError
+from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
 
 
 def _seq_len(x: Shape, what: str = "input") -> object:
@@ -70,7 +71,11 @@ class PositionEmbedding(Op):
     `pad`: the input is token ids [B, S] and positions count only the tokens that are not `pad`:
     a row's k-th such token takes row offset + k - 1 and a padding token row offset - 1 (fairseq's
     make_positions, RoBERTa's and MPNet's create_position_ids_from_input_ids with offset = pad + 1),
-    so a row padded on the left starts at position 0 as one without padding -> [B, S, embedding_dim]."""
+    so a row padded on the left starts at position 0 as one without padding -> [B, S, embedding_dim].
+
+    An optional second input `positions` [B, S] (integers) gives each token's position instead
+    (a module's position_ids, or positions counted from a padding mask as OPT does): the output is
+    then [B, S, embedding_dim], row `positions + offset` of the table."""
 
     num_positions: int  # number of positions the table holds (the longest sequence)
     embedding_dim: int  # width of each position's vector
@@ -83,9 +88,16 @@ class PositionEmbedding(Op):
             raise invalid(self, f"pad={self.pad} puts padding tokens at row offset - 1: offset must be at least 1; "
                                 f"received offset={self.offset}")
 
-    def infer_shape(self, x):
+    def infer_shape(self, x, positions=None):
         seq = _seq_len(x)
         _fits(seq, self.num_positions - self.offset, "the position table")
+        if positions is not None:
+            if self.pad is not None:
+                raise ShapeError("position_embedding takes its positions from `pad` or from a positions input, "
+                                 "not both")
+            expect_rank(positions, 2, "positions [B, S]")
+            expect_dim(positions[1], seq, "length of the positions")
+            return (positions[0], seq, self.embedding_dim)
         if self.pad is not None:
             expect_rank(x, 2, "token ids [B, S] (positions that skip padding)")
             return (x[0], seq, self.embedding_dim)
@@ -94,8 +106,10 @@ class PositionEmbedding(Op):
     def params(self):
         yield Tensor("weight", (self.num_positions, self.embedding_dim))
 
-    def forward(self, run, x):
+    def forward(self, run, x, positions=None):
         torch = run.torch
+        if positions is not None:
+            return run.F.embedding(positions.long() + self.offset, run.tensor("weight"))
         if self.pad is not None:
             keep = (x != self.pad).to(torch.int64)
             positions = torch.cumsum(keep, dim=1) * keep + (self.offset - 1)
