@@ -78,3 +78,13 @@ def test_cli(cli, tmp_path):
 @pytest.mark.parametrize("fmt, magic", [("png", b"\x89PNG"), ("pdf", b"%PDF")])
 def test_formats(fmt, magic):
     assert chart_image(param_distribution(load("t5-small").params()), fmt).startswith(magic)
+
+
+def test_several_models_draw_the_comparison_by_stack(cli, tmp_path):
+    out = tmp_path / "compare.svg"
+    code, stdout, err = cli("chart", "t5-small", "gpt2", "--set", "S=128", "-o", str(out))
+    assert (code, err) == (0, "") and stdout == f"wrote {out}\n"
+    text = out.read_text()
+    for label in ("encoder.block × 6", "decoder.block × 6", "transformer.h × 12", "B=1, S=128, T=128",
+                  "MFLOPs per generated token"):
+        assert label in text, label

@@ -1,4 +1,6 @@
-"""`archgraph chart MODEL -o FILE`: where the parameters are, by category and by block (PNG, SVG or PDF)."""
+"""`archgraph chart MODEL -o FILE`: where the parameters are, by category and by block (PNG, SVG or
+PDF); with several models, the comparison chart of `compare --chart` (parameters and FLOPs by stack,
+a generated token's FLOPs, memory)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -9,7 +11,8 @@ from .render import model_inputs
 
 def add_parser(sub, model_command) -> None:
     c = model_command(sub, "chart", "chart the parameter distribution: by category, by block, and a "
-                      "sunburst of both", json=False)
+                      "sunburst of both; with several models, their parameters and FLOPs by stack (encoder, "
+                      "decoder), a generated token's FLOPs and memory, side by side", json=False, nargs="+")
     c.add_argument("-o", "--output", metavar="FILE", required=True, help="output file: .png, .svg or .pdf")
     c.set_defaults(handler=run)
 
@@ -23,9 +26,15 @@ def run(args, console) -> int:
     if fmt not in CHART_FORMATS:
         raise ArchgraphError(f"cannot tell the format of '{args.output}' from its suffix",
                              hint="end the file name with .png, .svg or .pdf")
-    inputs = model_inputs(args.model)
+    inputs = model_inputs(*args.model)
     check_output(args.output, inputs)
-    model = load_model(args)
-    write_output(args.output, chart_image(param_distribution(model.params()), fmt), inputs=inputs)
+    if len(args.model) > 1:
+        from ..load import load
+        from ..passes.compare import compare
+        from ..render.compare import compare_chart
+        image = compare_chart(compare(args.model, dict(args.settings), load=load), fmt)
+    else:
+        image = chart_image(param_distribution(load_model(args, args.model[0]).params()), fmt)
+    write_output(args.output, image, inputs=inputs)
     console.print(f"wrote {args.output}", markup=False, highlight=False)
     return 0
