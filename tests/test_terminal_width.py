@@ -211,3 +211,15 @@ def test_an_alternating_schedule_is_folded_as_the_diagram_folds_it(tmp_path):
         ["norm", "rms_norm", "8", "norm"],
         ["mlp", "4,800", "58.1%"], ["attention", "3,456", "41.8%"], ["norm", "8", "0.1%"]]  # by category
     assert "blocks.1  × 1" not in out and out.count("blocks.") == 3
+
+
+def test_columns_set_in_the_environment_lays_out_a_pipe_at_that_width():
+    code = "import sys; from archgraph.cli import main; sys.exit(main(sys.argv[1:]))"
+    env = {**os.environ, "COLUMNS": "80"}
+    out = subprocess.run([sys.executable, "-c", code, "params", "gpt2"], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    widths = [len(line) for line in out.splitlines()]
+    assert max(widths) <= 80 and "position_embedding" in out and "38,597,376" in out
+    wide = subprocess.run([sys.executable, "-c", code, "params", "gpt2"], capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if k != "COLUMNS"}, check=True).stdout
+    assert max(len(line) for line in wide.splitlines()) > 80   # a pipe without COLUMNS: every column

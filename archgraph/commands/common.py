@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -60,8 +61,9 @@ def load_model(args, source: str | None = None, settings: dict | None = None, *,
 
 
 class LazyConsole:
-    """A rich Console made when first used: the terminal's width, or 240 columns when the output
-    is not a terminal.  A command that prints JSON never imports rich."""
+    """A rich Console made when first used: COLUMNS when the environment sets it (a pipe read at a
+    given width: `COLUMNS=80 archgraph params gpt2 | less`), else the terminal's width, or 240
+    columns when the output is not a terminal.  A command that prints JSON never imports rich."""
 
     _console = None
 
@@ -69,8 +71,12 @@ class LazyConsole:
         if self._console is None:
             from rich.console import Console
 
-            probe = Console()
-            self._console = Console(width=probe.width if probe.is_terminal else 240)
+            columns = os.environ.get("COLUMNS", "")
+            if columns.isdigit() and 20 <= int(columns) <= 1000:
+                self._console = Console(width=int(columns))
+            else:
+                probe = Console()
+                self._console = Console(width=probe.width if probe.is_terminal else 240)
         return getattr(self._console, name)
 
 
