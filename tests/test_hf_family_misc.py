@@ -165,3 +165,20 @@ def test_a_siglip_whose_towers_embed_to_different_widths_is_refused(tmp_path):
     with pytest.raises(ArchgraphError, match=r"the 'siglip' template cannot be built with this config: matmul\(\): "
                                              r"inner dimension of \[B, 24\] @ \[40, B\] is 40, expected 24"):
         load_config(write_config(tmp_path, **config))
+
+
+SWIN_MIM = dict(model_type="swin", architectures=["SwinForMaskedImageModeling"], image_size=24, patch_size=3,
+                embed_dim=8, depths=[2, 2], num_heads=[2, 2], window_size=2, encoder_stride=6, num_channels=2)
+
+
+def test_swin_num_layers_other_than_its_stages_is_refused_for_masked_image_modeling(tmp_path):
+    """SwinForMaskedImageModeling sizes its decoder by num_layers, which SwinConfig sets to
+    len(depths); another value built a decoder transformers cannot run, and the key table
+    dropped it (tools/audit_config_keys.py). The other classes never read it."""
+    total = load_config(write_config(tmp_path, **SWIN_MIM)).params().total
+    assert load_config(write_config(tmp_path, **SWIN_MIM, num_layers=2)).params().total == total
+    assert load_config(write_config(tmp_path, **{**SWIN_MIM, "architectures": ["SwinModel"]}, num_layers=3)).params().total > 0
+    with pytest.raises(ArchgraphError) as err:
+        load_config(write_config(tmp_path, **SWIN_MIM, num_layers=3))
+    assert err.value.message.startswith("the 'swin' template cannot be built with this config: num_layers must "
+                                        "equal the number of stages (len(depths))")

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import write_config
 
+from archgraph.errors import ArchgraphError
 from archgraph.load import load_config
 
 GPT_OSS_20B = {  # openai/gpt-oss-20b's config.json, as published (transformers 4.55)
@@ -100,3 +102,22 @@ def test_gpt_oss_without_experts_is_refused(tmp_path, cli):
     code, out, err = cli("params", write_config(tmp_path, **{**SMALL_OSS, "num_local_experts": 0}))
     assert (code, out) == (2, "")
     assert "expected a positive integer. Received: experts=0" in err and "node 'mlp'" in err
+
+
+SMALL_DEEPSEEK = dict(model_type="deepseek_v3", architectures=["DeepseekV3ForCausalLM"], vocab_size=50, hidden_size=32,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, intermediate_size=37,
+                      moe_intermediate_size=11, n_routed_experts=4, num_experts_per_tok=2, n_group=1, topk_group=1,
+                      first_k_dense_replace=1, q_lora_rank=12, kv_lora_rank=10, qk_nope_head_dim=6,
+                      qk_rope_head_dim=4, v_head_dim=5)
+
+
+def test_deepseek_v3_head_dim_other_than_the_rope_dims_is_refused(tmp_path):
+    """transformers sizes DeepSeek-V3's rotary table by head_dim, which its config class sets to
+    qk_rope_head_dim (and saves); another value computed other outputs while the key table
+    dropped it (tools/audit_config_keys.py)."""
+    saved = load_config(write_config(tmp_path, **SMALL_DEEPSEEK, head_dim=4)).params().total
+    assert saved == load_config(write_config(tmp_path, **SMALL_DEEPSEEK)).params().total
+    with pytest.raises(ArchgraphError) as err:
+        load_config(write_config(tmp_path, **SMALL_DEEPSEEK, head_dim=2))
+    assert err.value.message.startswith("the 'deepseek_v3' template cannot be built with this config: head_dim "
+                                        "must equal qk_rope_head_dim: transformers builds DeepSeek-V3's rotary table")
