@@ -471,6 +471,8 @@ CASES["Gemma2ForTokenClassification"] = {**CASES["gemma2-causal-capped"],
                                          "architectures": ["Gemma2ForTokenClassification"]}
 CASES["Gemma3TextForSequenceClassification"] = {**CASES["gemma3_text-causal"], "num_labels": 3,
                                                 "architectures": ["Gemma3TextForSequenceClassification"]}
+CASES["gpt_neox-seq-cls"] = {**CASES["gpt_neox-causal"], "architectures": ["GPTNeoXForSequenceClassification"],
+                             "pad_token_id": 0, "num_labels": 3}
 CASES["GPTNeoXForTokenClassification"] = {**CASES["gpt_neox-causal"],
                                           "architectures": ["GPTNeoXForTokenClassification"]}
 CASES["OPTForSequenceClassification"] = {**CASES["opt-causal"], "architectures": ["OPTForSequenceClassification"],
@@ -895,7 +897,10 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "gemma3_text-base-all-sliding", "Gemma3TextForSequenceClassification", "llava-gemma",
           "gpt2-lm", "gpt2-base", "gpt2-unscaled-inverse-layer", "gpt2-cross-inverse-layer",
           "GPT2ForSequenceClassification", "GPT2ForTokenClassification", "GPT2ForQuestionAnswering",
-          "gpt_bigcode-mqa", "gpt_bigcode-mha-unscaled", "gpt_bigcode-seq-cls"]
+          "gpt_bigcode-mqa", "gpt_bigcode-mha-unscaled", "gpt_bigcode-seq-cls",
+          "gpt_neox-causal", "gpt_neox-sequential", "gpt_neox-seq-cls", "GPTNeoXForTokenClassification",
+          "gptj-causal", "gptj-base-full-rotary", "gptj-seq-cls", "gptj-qa-tied", "codegen-causal",
+          "codegen-base-eight-heads"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):
