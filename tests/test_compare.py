@@ -280,3 +280,18 @@ def test_stages_of_a_schedule_hold_the_stacks_and_reduced_keys_are_not_cross_att
     assert [(s["role"], s["does"]) for s in detr["stacks"]] == [
         ("encoder", ["bidirectional"]), ("decoder", ["bidirectional", "cross-attention"])]
     assert detr["flops"]["per_image"] == detr["flops"]["forward"] and detr["flops"]["per_generated_token"] is None
+
+
+def test_cross_attention_is_keys_from_another_value_not_another_block_input(cli, tmp_path):
+    """BERT's template calls one attention block with (x, x) for self-attention and with
+    (x, encoder_hidden_states) for cross-attention: only the second reads another sequence."""
+    code, out, err = cli("compare", _config(tmp_path, "bert-masked-lm-tied"),
+                         _config(tmp_path, "bert-lmhead-cross-attention"), "--set", "S=16", "--json")
+    assert code == 0, err
+    encoder, decoder = json.loads(out)["models"]
+    assert [(s["path"], s["role"], s["does"]) for s in encoder["stacks"]] == [
+        ("bert.encoder.layer", "encoder", ["bidirectional"])]
+    assert encoder["kind"] == "encoder-only"
+    assert [(s["path"], s["role"], s["does"]) for s in decoder["stacks"]] == [
+        ("bert.encoder.layer", "decoder", ["causal", "cross-attention"])]
+    assert decoder["kind"] == "encoder-decoder" and decoder["flops"]["per_generated_token"] > 0

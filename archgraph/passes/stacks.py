@@ -148,17 +148,40 @@ def _has_op(graph: Graph, names) -> bool:
 
 
 def _features(graph: Graph, owner: dict[int, Stack], stack: Stack | None = None,
-              found: dict[int, set[str]] | None = None) -> dict[int, list[str]]:
-    """id(stack) -> what its layers do, in a fixed order."""
+              found: dict[int, set[str]] | None = None, up=None) -> dict[int, list[str]]:
+    """id(stack) -> what its layers do, in a fixed order (`up` resolves an input of `graph` to
+    the value its caller passed: see _root)."""
     found = {} if found is None else found
+    up = up or (lambda name: ("input", name))
     for node in graph.nodes.values():
         if isinstance(node, OpNode):
             if stack is not None:
-                found.setdefault(id(stack), set()).update(_what(node, graph))
+                found.setdefault(id(stack), set()).update(_what(node, graph, up))
         else:
-            _features(node.body, owner, owner.get(id(node), stack), found)
+            _features(node.body, owner, owner.get(id(node), stack), found, _caller(graph, node, up))
     order = ["bidirectional", "causal", "cross-attention", "state-space", "recurrent", "convolution"]
     return {k: sorted(v, key=lambda d: (order.index(d) if d in order else len(order), d)) for k, v in found.items()}
+
+
+def _caller(graph: Graph, call: BlockNode, up):
+    """Resolves an input of `call`'s body to the root of what `call` passes for it in `graph`."""
+    def resolve(name: str):
+        i = call.body.inputs.index(name)
+        return _root(graph, call.inputs[i].node, up) if i < len(call.inputs) else (id(call), name)
+    return resolve
+
+
+def _root(graph: Graph, name: str, up) -> tuple:
+    """Where a value comes from, following each op's first input (a projection, a reshape, a norm,
+    rotary positions, adding positions) and a block's input out to what its caller passed; a
+    block call's output is a root (the layer before)."""
+    while True:
+        if name in graph.inputs:
+            return up(name)
+        node = graph.nodes.get(name)
+        if not isinstance(node, OpNode) or not node.inputs:
+            return (id(graph), name)
+        name = node.inputs[0].node
 
 
 def ops_by_stack(graph: Graph, run: Run | None, owner: dict[int, Stack], stack: Stack | None = None,
@@ -180,11 +203,11 @@ def ops_by_stack(graph: Graph, run: Run | None, owner: dict[int, Stack], stack: 
             yield from ops_by_stack(node.body, segment.run, owner, inner, times * segment.count)
 
 
-def _what(node: OpNode, graph: Graph) -> set[str]:
+def _what(node: OpNode, graph: Graph, up) -> set[str]:
     op = node.op
     name = op.op_name
     if name in ATTENTION_OPS:
-        if _cross(node, graph):
+        if _cross(node, graph, up):
             return {"cross-attention"}
         if getattr(op, "causal", False):
             return {"causal", GENERATES} if getattr(op, "cached", True) else {"causal"}
@@ -198,10 +221,11 @@ def _what(node: OpNode, graph: Graph) -> set[str]:
     return set()
 
 
-def _cross(node: OpNode, graph: Graph) -> bool:
-    """Whether an attention reads its keys from another sequence: the keys' input and the
-    queries' come from different inputs of the block (T5's decoder output and encoder output),
-    not one computed from the other (SegFormer's keys, a strided convolution of its queries)."""
+def _cross(node: OpNode, graph: Graph, up) -> bool:
+    """Whether an attention reads its keys from another sequence: the keys and the queries come
+    from different values (T5's decoder state and the encoder output), not one from the other
+    (BERT's attention block called with x for both; SegFormer's keys, a strided convolution of
+    its queries)."""
     refs = node.arranged(list(node.inputs))
     if node.op.op_name == "attention":
         key = next((r for r in (refs[1:2] + refs[4:5]) if r is not None), None)
@@ -211,17 +235,4 @@ def _cross(node: OpNode, graph: Graph) -> bool:
         return False
     if key is None or refs[0] is None:
         return False
-    queries, keys = _sources(graph, refs[0].node, {}), _sources(graph, key.node, {})
-    return bool(queries) and bool(keys) and queries.isdisjoint(keys)
-
-
-def _sources(graph: Graph, name: str, memo: dict[str, frozenset]) -> frozenset:
-    """The inputs of `graph` that the value `name` is computed from."""
-    if name in memo:
-        return memo[name]
-    memo[name] = frozenset()  # a cycle cannot occur; this only guards the recursion
-    if name in graph.inputs:
-        memo[name] = frozenset({name})
-    elif name in graph.nodes:
-        memo[name] = frozenset().union(*(_sources(graph, r.node, memo) for r in graph.nodes[name].inputs))
-    return memo[name]
+    return _root(graph, refs[0].node, up) != _root(graph, key.node, up)
