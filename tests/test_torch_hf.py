@@ -1126,6 +1126,7 @@ def test_another_image_size_computes_what_transformers_computes(tmp_path, name, 
     ("swin-image-cls", (36, 44), "the model takes IH=18, IW=22 only (the inputs have IH=36, IW=44): its tensor "
                                  "'swin.embeddings.position_embeddings' is [1, 99, 6]"),
     ("segformer-base", (15, 15), "the inputs have IH=15, IW=15, at which the spec does not hold"),
+    ("swin-masked-im", (36, 24), "SwinForMaskedImageModeling reshapes the last map into a square"),
 ])
 def test_an_image_size_transformers_refuses_is_refused_by_name(tmp_path, name, size, says):
     from archgraph.passes.resize import SizeError
