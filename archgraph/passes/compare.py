@@ -170,6 +170,7 @@ def _flops(model: Model, sizes: dict, run, stacks: list[Stack]) -> tuple[list[in
     owner = {id(c): s for s in stacks for c in s.calls}
     per_stack = {id(s): 0 for s in stacks}
     total: Any = 0
+    cached = False  # some layer keeps a cache: the model generates
     lengths: set[str] = set()
     decoder = any(getattr(n.op, "causal", False) for _, n, *_ in ops_by_stack(walk.graph, walk, owner))
     for stack, node, ins, outs, times in ops_by_stack(walk.graph, walk, owner):
@@ -178,28 +179,28 @@ def _flops(model: Model, sizes: dict, run, stacks: list[Stack]) -> tuple[list[in
         if stack is not None:
             per_stack[id(stack)] += flops
         if _cached(node, ins, outs, decoder):
+            cached = True
             lengths |= free_names(ins[0][1]) - {"B"}  # the length a cached layer decodes along
     at = lambda d: subs(d, sizes)  # noqa: E731
     forward = at(total)
     split = FlopsSplit(forward)
+    coeffs = None
     if len(lengths) == 1 and run is not None:
         length = next(iter(lengths))
-        poly = subs(total, {k: v for k, v in sizes.items() if k != length})
-        coeffs = _coefficients(poly, length)
-        if coeffs is not None:
-            c0, c1, c2 = coeffs
-            d, b = sizes[length], sizes.get("B", 1)
-            split.decoder_length = length
-            split.encoder = c0 or None
-            split.prefill = c1 * d + c2 * d * d
-            split.per_token = _per(c1 + c2 * (d + 1), b)
-    elif lengths:
+        coeffs = _coefficients(subs(total, {k: v for k, v in sizes.items() if k != length}), length)
+    if coeffs is not None:
+        c0, c1, c2 = coeffs
+        d, b = sizes[length], sizes.get("B", 1)
+        split.decoder_length = length
+        split.encoder = c0 or None
+        split.prefill = c1 * d + c2 * d * d
+        split.per_token = _per(c1 + c2 * (d + 1), b)
+    elif cached:  # a decoder whose FLOPs are not a polynomial in one length: no split
         split.prefill = forward
-    if not lengths:
-        if _images_only(model):
-            split.per_image = _per(forward, sizes.get("B", 1))
-        else:
-            split.encoder = forward
+    elif _images_only(model):
+        split.per_image = _per(forward, sizes.get("B", 1))
+    else:
+        split.encoder = forward
     return [at(per_stack[id(s)]) for s in stacks], split
 
 
