@@ -170,3 +170,27 @@ outputs: [wpe]
     positions = torch.tensor([[-1, -1, 0, 1], [0, 1, 2, 3]])
     assert torch.equal(module(ids, positions)["wpe"], table[positions + 2])
     assert torch.equal(module(ids)["wpe"], table[torch.arange(4) + 2].expand(2, 4, 3))
+
+
+def test_alibi_takes_key_positions(tmp_path):
+    """alibi's optional `positions` input: slope(head) x each key's position, per row."""
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, """
+archgraph: 1
+name: alibi_positions
+inputs:
+  input_ids: {shape: [B, S], dtype: int64}
+  attention_mask: {shape: [B, S], dtype: int64, default: ones}
+nodes:
+  - {name: count, op: cumsum, in: attention_mask, dim: -1}
+  - {name: index, op: sub, in: count, constant: 1}
+  - {name: positions, op: mul, in: [index, attention_mask]}
+  - {name: alibi, op: alibi, in: [input_ids, positions], heads: 2}
+outputs: [alibi]
+""")
+    ids = torch.zeros(2, 4, dtype=torch.int64)
+    got = module(ids, torch.tensor([[0, 0, 1, 1], [1, 1, 1, 0]]))["alibi"]
+    assert got.shape == (2, 2, 1, 4)
+    slopes = torch.tensor([2.0 ** -4, 2.0 ** -8])[None, :, None]   # two heads
+    assert torch.equal(got[:, :, 0], slopes * torch.tensor([[0, 0, 0, 1], [0, 1, 2, 0]])[:, None, :])
+    assert torch.equal(module(ids)["alibi"][:, :, 0], slopes * torch.arange(4.0).expand(2, 1, 4))

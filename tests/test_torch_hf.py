@@ -900,7 +900,10 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "gpt_bigcode-mqa", "gpt_bigcode-mha-unscaled", "gpt_bigcode-seq-cls",
           "gpt_neox-causal", "gpt_neox-sequential", "gpt_neox-seq-cls", "GPTNeoXForTokenClassification",
           "gptj-causal", "gptj-base-full-rotary", "gptj-seq-cls", "gptj-qa-tied", "codegen-causal",
-          "codegen-base-eight-heads", "opt-causal", "opt-proj", "OPTForSequenceClassification"]
+          "codegen-base-eight-heads", "opt-causal", "opt-proj", "OPTForSequenceClassification",
+          "bloom-causal", "BloomForCausalLM", "BloomForSequenceClassification", "BloomForTokenClassification",
+          "BloomForQuestionAnswering", "falcon-new-arch", "falcon-mqa-parallel", "falcon-alibi",
+          "FalconForSequenceClassification"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

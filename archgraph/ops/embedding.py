@@ -298,7 +298,9 @@ class ALiBi(Op):
     slope(head) · key position, slopes the geometric series of Press et al. (extended as BLOOM
     extends them for a head count that is not a power of 2); no parameters.  `dtype` is the
     precision the biases are computed in before they become float32 (transformers' Falcon
-    rounds them to bfloat16)."""
+    rounds them to bfloat16).  An optional second input `positions` [B, T] gives each key's
+    position instead of 0..T-1 (transformers counts them from the padding mask: (cumsum(mask) - 1)
+    · mask); the bias is then [B, heads, 1, T]."""
 
     heads: int  # number of attention heads: one slope each
     dtype: Literal["float32", "bfloat16"] = "float32"  # the precision the biases are computed in (float32, or
@@ -307,15 +309,20 @@ class ALiBi(Op):
     def __post_init__(self):
         positive(self, "heads")
 
-    def infer_shape(self, x):
+    def infer_shape(self, x, positions=None):
+        if positions is not None:
+            expect_rank(positions, 2, "key positions [B, T]")
+            expect_dim(positions[1], _seq_len(x), "length of the key positions")
+            return (positions[0], self.heads, 1, positions[1])
         return (1, self.heads, 1, _seq_len(x))
 
-    def forward(self, run, x):
+    def forward(self, run, x, positions=None):
         torch = run.torch
         dtype = getattr(torch, self.dtype)
         slopes = torch.tensor(_alibi_slopes(self.heads), dtype=torch.float32, device=x.device).to(dtype)
-        positions = torch.arange(x.shape[1], device=x.device)
-        return (slopes[:, None, None] * positions[None, None, :]).unsqueeze(0).float()
+        if positions is None:
+            positions = torch.arange(x.shape[1], device=x.device)[None, :]
+        return (slopes[None, :, None, None] * positions[:, None, None, :]).float()
 
 
 def _alibi_slopes(heads: int) -> list[float]:
