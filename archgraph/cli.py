@@ -64,7 +64,18 @@ def _command(argv: Sequence[str]) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import gc
     argv = sys.argv[1:] if argv is None else list(argv)
+    collect = gc.isenabled()
+    gc.disable()  # a short-lived command: no cycle collection while modules load and a graph builds
+    try:
+        return _main(argv)
+    finally:
+        if collect:
+            gc.enable()
+
+
+def _main(argv: list[str]) -> int:
     parser = _parser(_command(argv))
     try:
         args = parser.parse_args(argv)
@@ -89,6 +100,9 @@ def _run(args: argparse.Namespace) -> int:
     console = LazyConsole()
     handler = getattr(args, "handler", None)
     if handler is not None:
+        if args.command == "run":  # torch's training loop: collect cycles as usual
+            import gc
+            gc.enable()
         return handler(args, console)
     if args.command == "zoo":
         from .render.fit import fit

@@ -248,10 +248,16 @@ _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast
 
 def names(text: str) -> set[str]:
     """Free variable names of an expression (function names and a comprehension's own names excluded)."""
-    tree = parse(text)
-    calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    bound = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in calls} - bound - set(CONSTANTS)
+    return set(_names(text))
+
+
+@lru_cache(maxsize=4096)
+def _names(text: str) -> frozenset[str]:
+    """names(), once per expression text (a template asks about the same ones for every layer)."""
+    nodes = list(ast.walk(parse(text)))
+    calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    bound = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return frozenset({n.id for n in nodes if isinstance(n, ast.Name) and id(n) not in calls} - bound - set(CONSTANTS))
 
 
 def evaluate(text: str, env: Mapping[str, Any]) -> Any:

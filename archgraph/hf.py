@@ -106,8 +106,72 @@ def _spec_dir() -> Path:
 
 @lru_cache(maxsize=1)
 def _key_tables() -> dict[str, Any]:
+    """All of families.yaml, parsed (`zoo`, `families()`)."""
     from .spec.yamlload import load_file
     return load_file(_spec_dir() / "families.yaml")
+
+
+_TOP_KEY = re.compile(r"^([A-Za-z0-9_][\w.-]*)[ \t]*:", re.M)
+
+
+@lru_cache(maxsize=1)
+def _sections() -> dict[str, tuple[int, int]] | None:
+    """families.yaml's top-level entries, name -> (start, end) offsets of its text, found by their
+    unindented keys without parsing the file (a config needs its own entry, its `like:` base, the
+    groups and maps: a tenth of the file).  None when a name appears twice: the whole parse says so."""
+    text = _families_text()
+    keys = list(_TOP_KEY.finditer(text))
+    names = [m.group(1) for m in keys]
+    if len(set(names)) != len(names):
+        return None
+    ends = [m.start() for m in keys[1:]] + [len(text)]
+    return {m.group(1): (m.start(), end) for m, end in zip(keys, ends)}
+
+
+@lru_cache(maxsize=1)
+def _families_text() -> str:
+    from .spec.yamlload import read_text
+    return read_text(_spec_dir() / "families.yaml")
+
+
+@lru_cache(maxsize=None)
+def _part(name: str) -> Any:
+    """families.yaml's top-level entry `name` (None when absent), parsed alone with the lines it has
+    in the file (the text before it stands as blank lines)."""
+    sections = _sections()
+    if sections is None:
+        return _key_tables().get(name)
+    if name not in sections:
+        return None
+    from .spec.yamlload import load_text
+    text = _families_text()
+    start, end = sections[name]
+    return load_text("\n" * text.count("\n", 0, start) + text[start:end],
+                     str(_spec_dir() / "families.yaml")).get(name)
+
+
+def family_names() -> list[str]:
+    """The model types families.yaml has key tables for."""
+    sections = _sections()
+    names = list(sections) if sections is not None else list(_key_tables())
+    return [n for n in names if n not in ("maps", "groups")]
+
+
+def family(model_type: str) -> Mapping[str, Any] | None:
+    """One key table (`like:` and `use:` applied, as in `families()`), reading only its part of
+    families.yaml."""
+    entry = _part(model_type) if model_type not in ("maps", "groups") else None
+    if entry is None:
+        return None
+    entry = _with_groups(model_type, entry)
+    base_name = entry.get("like")
+    if base_name is None:
+        return entry
+    base = _part(base_name) if base_name not in ("maps", "groups") else None
+    if base is None or "like" in base:
+        raise ArchgraphError(f"families.yaml: '{model_type}' is like '{base_name}', which is not a key table "
+                             "without 'like:'", loc=entry.key_loc("like"))
+    return _like(entry, _with_groups(base_name, base))
 
 
 @lru_cache(maxsize=1)
@@ -124,11 +188,15 @@ def families() -> dict[str, Any]:
             if base not in tables or "like" in tables[base]:
                 raise ArchgraphError(f"families.yaml: '{name}' is like '{base}', which is not a key table "
                                      "without 'like:'", loc=entry.key_loc("like"))
-            merged = {**tables[base], **{k: v for k, v in entry.items() if k not in ("like", "variables")}}
-            merged["variables"] = {**(tables[base].get("variables") or {}), **(entry.get("variables") or {})}
-            entry = merged
+            entry = _like(entry, tables[base])
         out[name] = entry
     return out
+
+
+def _like(entry: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
+    merged = {**base, **{k: v for k, v in entry.items() if k not in ("like", "variables")}}
+    merged["variables"] = {**(base.get("variables") or {}), **(entry.get("variables") or {})}
+    return merged
 
 
 def _with_groups(name: str, entry: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -137,7 +205,7 @@ def _with_groups(name: str, entry: Mapping[str, Any]) -> Mapping[str, Any]:
     used = entry.get("use") or []
     if not used:
         return entry
-    groups = _key_tables().get("groups") or {}
+    groups = _part("groups") or {}
     variables: dict[str, Any] = {}
     for group in [used] if isinstance(used, str) else used:
         if group not in groups:
@@ -152,7 +220,7 @@ def _with_groups(name: str, entry: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def named_map(name: str) -> Mapping[str, Any]:
     """A translation the key tables share by name (`map: activations`), from families.yaml's `maps:`."""
-    maps = _key_tables().get("maps") or {}
+    maps = _part("maps") or {}
     if name not in maps:
         raise ArchgraphError(f"families.yaml: no map named '{name}' under 'maps:'",
                              loc=Loc(str(_spec_dir() / "families.yaml"), 0),
@@ -191,13 +259,12 @@ def is_config(path: str | Path) -> bool:
 def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -> Imported:
     """Map a config's keys to its family template's variables."""
     loc = Loc(str(path), 0)
-    table = families()
     model_type = config.get("model_type")
-    supported = ", ".join(sorted(table))
+    supported = ", ".join(sorted(family_names()))
     if not isinstance(model_type, str) or not model_type:
         raise ArchgraphError("the config has no 'model_type', so its family is unknown", loc=loc,
                              hint=f"add \"model_type\"; supported: {supported}")
-    entry = table.get(model_type)
+    entry = family(model_type)
     if entry is None:
         raise ArchgraphError(f"model_type '{model_type}' is not supported", loc=loc,
                              hint=f"supported model types: {supported}")
@@ -251,7 +318,7 @@ def _sub_config(config: Mapping[str, Any], key: str, rule: Mapping[str, Any], mo
     if sub_type not in types:
         raise ArchgraphError(f"'{key}.model_type' is {json.dumps(sub_type)}, but archgraph's '{model_type}' "
                              f"template cannot build it", loc=loc, hint="known: " + ", ".join(types))
-    entry = families()[sub_type]
+    entry = family(sub_type)
     merged = {**(entry.get("defaults") or {}), **sub}
     own = _template_variables(_spec_dir() / str(entry["template"]))
     prefix, ignore = str(rule.get("prefix") or ""), set(rule.get("ignore") or [])
@@ -297,15 +364,22 @@ def _architecture(config: Mapping[str, Any], model_type: str, entry: Mapping[str
 
 @lru_cache(maxsize=64)
 def _template_variables(template: Path) -> dict[str, Any]:
-    """The template's variables (through its `extends:` chain) with their values in the spec."""
-    from .spec.extends import merge_extends
+    """The template's variables (through its `extends:` chain, the child's winning) with their
+    values in the spec; only the `extends:` and `variables:` parts of each file are read."""
+    from .spec.extends import MAX_EXTENDS
     from .spec.sources import resolve
-    from .spec.yamlload import load_file
+    from .spec.yamlload import load_keys
 
-    def parent(name: str, at: Loc, child: Loc):
-        return load_file(resolve(name, Path(child.file).parent, at))
-
-    return dict(merge_extends(load_file(template), parent)[0].get("variables") or {})
+    chain = [load_keys(template, ("extends", "variables"))]
+    while "extends" in chain[-1] and len(chain) <= MAX_EXTENDS:  # deeper: the build says why
+        child = chain[-1]
+        chain.append(load_keys(resolve(str(child["extends"]), Path(child.loc.file).parent, child.key_loc("extends")),
+                               ("extends", "variables")))
+    variables: dict[str, Any] = {}
+    for level in reversed(chain):
+        if isinstance(level.get("variables"), Mapping):
+            variables.update(level["variables"])
+    return variables
 
 
 def _check_kind(source: str, value: Any, declared: Any, loc: Loc) -> None:

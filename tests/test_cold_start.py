@@ -71,3 +71,61 @@ def test_only_the_command_being_run_is_imported():
     assert code == 0
     assert sorted(m for m in modules if m.startswith("archgraph.commands.")) == [
         "archgraph.commands.common", "archgraph.commands.memory"]
+
+
+LAZY_CHILD = """
+import json, sys
+from archgraph import hf
+from archgraph.load import load
+model = load(sys.argv[1])
+print(json.dumps({"total": model.params().total, "whole_file": hf._key_tables.cache_info().currsize,
+                  "parts": hf._part.cache_info().currsize}))
+"""
+
+
+def test_a_config_reads_its_own_part_of_families_yaml_not_the_whole_file(config_json):
+    done = subprocess.run([sys.executable, "-c", LAZY_CHILD, str(config_json)], capture_output=True, text=True,
+                          check=True)
+    result = json.loads(done.stdout)
+    assert result["total"] == 68976648192 and result["whole_file"] == 0
+    assert result["parts"] == 3  # llama's table, the groups it uses, the maps
+
+
+def test_each_key_table_read_alone_is_the_one_the_whole_file_gives():
+    from archgraph import hf
+    names = hf.family_names()
+    assert names == list(hf.families()) and len(names) > 60
+    for name in names:
+        alone = hf.family(name)
+        assert dict(alone) == dict(hf.families()[name]), name
+    text = (ROOT / "specs" / "hf" / "families.yaml").read_text().splitlines()
+    glm4 = hf._part("glm4")
+    assert text[glm4.loc.line - 1].startswith("  ") and "like:" in text[glm4.key_loc("like").line - 1]
+    assert hf.family("no_such_type") is None and hf.family("groups") is None
+
+
+def test_a_templates_variables_read_alone_are_those_of_the_whole_spec():
+    from archgraph.hf import _template_variables
+    from archgraph.load import read_parent
+    from archgraph.spec.extends import merge_extends
+    from archgraph.spec.yamlload import load_file
+    templates = sorted((ROOT / "specs" / "hf").glob("*.yaml"))
+    templates = [t for t in templates if t.name != "families.yaml"]
+    assert len(templates) > 30
+    for template in templates:
+        whole = merge_extends(load_file(template), read_parent)[0].get("variables") or {}
+        assert _template_variables(template) == dict(whole), template.name
+
+
+def test_load_keys_keeps_the_lines_of_the_file(tmp_path):
+    from archgraph.errors import SpecError
+    from archgraph.spec.yamlload import load_keys
+    spec = tmp_path / "t.yaml"
+    spec.write_text("name: t\n# a comment\nvariables:\n  H: 8\n  L: 2\nnodes:\n  - {name: x, op: [}\n")
+    got = load_keys(spec, ("variables",))
+    assert dict(got) == {"variables": {"H": 8, "L": 2}}  # the broken nodes are not read
+    assert got["variables"].key_loc("L").line == 5 and got.key_loc("variables").line == 3
+    spec.write_text("variables:\n  H: 8\nnodes: []\nvariables:\n  H: 9\n")
+    with pytest.raises(SpecError, match="key 'variables' appears twice") as info:
+        load_keys(spec, ("variables",))
+    assert info.value.loc.line == 4

@@ -164,8 +164,37 @@ def load_text(text: str, file: str = "<spec>") -> LocDict:
     return data
 
 
+_TOP_KEY = re.compile(r"^([A-Za-z_][\w.-]*)[ \t]*:", re.M)
+
+
+def load_keys(path: str | Path, keys: tuple[str, ...]) -> LocDict:
+    """Only the top-level `keys` of a spec file, each parsed alone with the lines it has in the
+    file (its unindented key starts it, the next one ends it): a template's `variables:` without
+    its nodes.  A file whose top-level keys cannot be told apart this way (a key twice) is parsed
+    whole, so its error is the one a full parse gives."""
+    text = read_text(path)
+    found = list(_TOP_KEY.finditer(text))
+    names = [m.group(1) for m in found]
+    if len(set(names)) != len(names):
+        return load_text(text, str(path))
+    out = LocDict()
+    out.loc, out.lines = Loc(str(path), 1), {}
+    ends = [m.start() for m in found[1:]] + [len(text)]
+    for m, end in zip(found, ends):
+        if m.group(1) in keys:
+            part = load_text("\n" * text.count("\n", 0, m.start()) + text[m.start():end], str(path))
+            out.update(part)
+            out.lines.update(part.lines)
+    return out
+
+
 def load_file(path: str | Path) -> LocDict:
     """Read and parse a spec file (UTF-8 text, at most 1 MiB)."""
+    return load_text(read_text(path), str(path))
+
+
+def read_text(path: str | Path) -> str:
+    """A spec file's text: UTF-8, at most 1 MiB, not binary (a SpecError with the file otherwise)."""
     path = Path(path)
     name = str(path)
     try:
@@ -182,4 +211,4 @@ def load_file(path: str | Path) -> LocDict:
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
         raise SpecError("the file is not UTF-8 text", loc=Loc(name, line)) from None
-    return load_text(text, name)
+    return text
