@@ -7,7 +7,9 @@ Hugging Face template's module loads the checkpoint's `state_dict` as it is; a
 repeated block is an `nn.ModuleList`, a shared block one set of tensors used by every
 repetition, a tied tensor one `Parameter` under both names, a frozen part
 `requires_grad=False`, buffers persistent or not as declared; a buffer computed from
-constants gets its value when the module is built, and forward never writes it.
+constants gets its value when the module is built, and forward never writes it.  An
+input dimension the spec names by a variable (an image's `IH`) may have another size:
+forward runs the spec derived at it (`archgraph.passes.resize`), with the same tensors.
 
 `forward(**inputs)` takes the spec's inputs by name and returns a dict of its outputs
 by name.  It walks the graph as the shape pass does, calling each op's `forward(run,
@@ -33,6 +35,9 @@ from .errors import ArchgraphError
 from .graph import BlockNode, Graph, Model, OpNode, join, read_inputs
 from .ops.base import Op
 from .spec.ties import tie_owner
+
+
+RESIZED_KEPT = 16  # the specs derived at other input sizes a module keeps (each a graph of its own)
 
 
 @dataclass
@@ -262,6 +267,8 @@ class SpecModule(nn.Module):
             return model
         key = tuple(sizes.items())
         if key not in self._resized:
+            if len(self._resized) >= RESIZED_KEPT:  # the oldest size goes first
+                self._resized.pop(next(iter(self._resized)))
             self._resized[key] = at_sizes(model, sizes)
         return self._resized[key]
 

@@ -63,3 +63,12 @@ def test_a_size_at_which_the_spec_does_not_hold_is_refused():
     model = load_text(MAPS.replace("TABLE", "1") + "constraints:\n  - IH % 2 == 0\n", "maps.yaml")
     with pytest.raises(SizeError, match="maps: the inputs have IH=5, at which the spec does not hold: "):
         at_sizes(model, {"IH": 5})
+
+
+def test_the_module_keeps_the_specs_of_the_last_sizes_only():
+    from archgraph.torch import RESIZED_KEPT
+    module = _module()
+    for side in range(2, RESIZED_KEPT + 3):
+        module(x=torch.randn(1, 4, side, 3))
+    assert len(module._resized) == RESIZED_KEPT
+    assert next(iter(module._resized)) == (("IH", 3), ("IW", 3))   # IH=2 went first
