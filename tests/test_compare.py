@@ -295,3 +295,11 @@ def test_cross_attention_is_keys_from_another_value_not_another_block_input(cli,
     assert [(s["path"], s["role"], s["does"]) for s in decoder["stacks"]] == [
         ("bert.encoder.layer", "decoder", ["causal", "cross-attention"])]
     assert decoder["kind"] == "encoder-decoder" and decoder["flops"]["per_generated_token"] > 0
+
+
+def test_prefill_is_for_the_batch_and_a_generated_token_for_one_sequence():
+    one, four = (compare(["gpt2", "t5-small"], {"B": b, "S": 64}, load=archgraph.load) for b in (1, 4))
+    for a, b in zip(one, four):
+        assert b.flops.prefill == 4 * a.flops.prefill and b.flops.per_token == a.flops.per_token
+        assert b.memory.kv_cache_bytes == 4 * a.memory.kv_cache_bytes
+    assert four[1].flops.encoder == 4 * one[1].flops.encoder
