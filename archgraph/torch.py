@@ -336,6 +336,11 @@ def _solve(dim: str, value: int, sizes: dict, variables: dict, input_name: str) 
     name = unknown[0]
     at = [subs(expr.evaluate(dim, {**env, name: symbol(name)}), {name: k}) for k in (0, 1)]
     slope = at[1] - at[0]
+    if not slope and isinstance(at[0], int):  # the spec's variables decide it without the unknown
+        if at[0] != value:
+            raise TypeError(f"input '{input_name}': its dimension {dim} is {at[0]} at these inputs and "
+                            f"this spec's sizes; received {value}")
+        return
     if slope and (value - at[0]) % slope == 0:
         sizes[name] = (value - at[0]) // slope
     else:

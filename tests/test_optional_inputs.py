@@ -194,3 +194,30 @@ outputs: [alibi]
     slopes = torch.tensor([2.0 ** -4, 2.0 ** -8])[None, :, None]   # two heads
     assert torch.equal(got[:, :, 0], slopes * torch.tensor([[0, 0, 0, 1], [0, 1, 2, 0]])[:, None, :])
     assert torch.equal(module(ids)["alibi"][:, :, 0], slopes * torch.arange(4.0).expand(2, 1, 4))
+
+
+CHOSEN = """
+archgraph: 1
+name: chosen_length
+variables:
+  frames: true
+inputs:
+  x: {shape: [B, S, 4]}
+  mask: {shape: [B, "3 if frames else S"], dtype: int64, default: ones}
+nodes:
+  - {name: count, op: sum, in: mask, dim: 1}
+outputs: [count]
+"""
+
+
+def test_an_input_dimension_the_variables_decide(tmp_path):
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, CHOSEN)
+    x = torch.zeros(2, 5, 4)
+    assert module(x)["count"].tolist() == [3, 3]   # the default at the length the variables chose
+    assert module(x, torch.tensor([[1, 1, 0], [1, 0, 0]]))["count"].tolist() == [2, 1]
+    with pytest.raises(TypeError, match=r"input 'mask': its dimension 3 if frames else S is 3 at these inputs "
+                                        r"and this spec's sizes; received 5"):
+        module(x, torch.ones(2, 5, dtype=torch.int64))
+    other = spec_module(tmp_path, CHOSEN.replace("frames: true", "frames: false"))
+    assert other(x)["count"].tolist() == [5, 5]

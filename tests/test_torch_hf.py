@@ -978,7 +978,10 @@ PADDED_ENCODERS = ["bert-base", "bert-mlm", "BertForSequenceClassification", "Be
                    "DebertaV2ForSequenceClassification", "deberta-v2-separate-keys-conv", "deberta-v2-c2p-only-mlm-untied",
                    "deberta-v2-plain-types", "ModernBertModel", "ModernBertForSequenceClassification",
                    "modernbert-biases-mean-untied", "modernbert-mlm-untied-no-decoder-bias", "clip-text",
-                   "clip-text-projection", "siglip-text", "clip-model", "siglip-model"]
+                   "clip-text-projection", "siglip-text", "clip-model", "siglip-model", "t5-cond-gen", "t5-gated-encoder",
+                   "T5Model", "T5ForSequenceClassification", "T5ForQuestionAnswering", "T5ForTokenClassification",
+                   "bart-cond-gen", "BartModel", "BartForSequenceClassification", "BartForQuestionAnswering",
+                   "BartForCausalLM", "whisper-cond-gen", "WhisperModel", "WhisperForCausalLM"]
 CLIP_TEXT = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
              "num_attention_heads": 4, "max_position_embeddings": 16, "eos_token_id": 5, "pad_token_id": 1}
 CASES["clip-text"] = {"model_type": "clip_text_model", "architectures": ["CLIPTextModel"], **CLIP_TEXT}
@@ -1139,3 +1142,43 @@ def test_an_image_size_transformers_refuses_is_refused_by_name(tmp_path, name, s
     with pytest.raises(SizeError) as info:
         module(**inputs)
     assert says in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["BartForSequenceClassification", "T5ForSequenceClassification"])
+def test_encoder_decoder_classifier_refuses_uneven_eos_as_transformers(tmp_path, name):
+    """BART's and T5's classifiers pool each row's last <eos> of input_ids; rows holding it a
+    different number of times are refused by both."""
+    config = CASES[name]   # with the config class's pad id: two rows
+    config = {**config, "pad_token_id": transformers.AutoConfig.for_model(config["model_type"]).pad_token_id}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config)
+    module = to_module(load_config(path)).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    inputs = _inputs(module, config)
+    eos = reference.config.eos_token_id
+    inputs["input_ids"][0, 2] = eos   # row 0: two <eos>, row 1: one
+    with torch.no_grad(), pytest.raises(ValueError, match="All examples must have the same number of <eos> tokens"):
+        reference(**inputs)
+    with torch.no_grad(), pytest.raises(ValueError, match=r"All examples must have the same number of <eos> tokens "
+                                                          rf"\(id {eos}\), at least one; the rows hold \[2, 1\]"):
+        module(**inputs)
+
+
+def test_whisper_takes_the_frames_mask_and_reads_it_as_transformers_does(tmp_path):
+    """WhisperModel.forward(input_features, attention_mask, decoder_input_ids, decoder_attention_mask):
+    the frames' mask is taken, positionally too, and changes nothing in eval (transformers reads it only
+    for SpecAugment in training)."""
+    config = CASES["WhisperModel"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config)
+    module = to_module(load_config(path)).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    inputs = _inputs(module, config)
+    frames = torch.ones(2, inputs["input_features"].shape[-1], dtype=torch.int64)
+    frames[1, 10:] = 0
+    with torch.no_grad():
+        want = reference(**inputs, attention_mask=frames).last_hidden_state
+        got = module(inputs["input_features"], frames, inputs["decoder_input_ids"])["last_hidden_state"]
+    assert (got - want).abs().max().item() < 1e-4

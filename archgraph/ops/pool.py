@@ -158,9 +158,10 @@ class LastToken(Op):
     classification heads of decoders: `(arange(S) * (ids != pad)).argmax(-1)`, so left and right
     padding both work, and a row of nothing but padding takes position 0).  With `token`, the last
     position whose id is `token` (BART's and T5's classifiers pool the last <eos>: every row must
-    hold it, as many times as the others, or the module refuses as transformers does).  With
-    neither, every row takes the last position, and, as transformers refuses it, a batch of more
-    than one row is an error when the module runs (it cannot tell padding from text)."""
+    hold it, as many times as the others, or the module refuses as transformers does; the ids may be
+    another sequence's, the encoder's for a decoder's states, of the same length when the module
+    runs).  With neither, every row takes the last position, and, as transformers refuses it, a
+    batch of more than one row is an error when the module runs (it cannot tell padding from text)."""
 
     pad: int | None = None  # the padding id: each row's last token that is not padding
     token: int | None = None  # an id (<eos>): each row's last position holding it
@@ -173,7 +174,8 @@ class LastToken(Op):
         expect_rank(x, tuple(range(2, 9)), "input")
         expect_rank(ids, 2, "token ids [B, S]")
         expect_dim(ids[0], x[0], "batch dimension of the token ids")
-        expect_dim(ids[1], x[1], "length of the token ids")
+        if self.token is None or (isinstance(ids[1], int) and isinstance(x[1], int)):
+            expect_dim(ids[1], x[1], "length of the token ids")
         return (x[0], *x[2:])
 
     def forward(self, run, x, ids):
@@ -185,6 +187,9 @@ class LastToken(Op):
                                  "(it cannot tell padding from text): give the config a pad_token_id")
             return x[:, -1]
         keep = (ids != self.pad if self.token is None else ids == self.token).to(torch.int32)
+        if self.token is not None and ids.shape[1] != x.shape[1]:
+            raise ValueError(f"last_token: the token ids have {ids.shape[1]} positions and the states {x.shape[1]}: "
+                             "they must be as long (BART's and T5's classifiers: decoder_input_ids as long as input_ids)")
         if self.token is not None and not _tracing(torch):
             counts = keep.sum(-1)
             if bool((counts != counts[0]).any()) or int(counts[0]) == 0:
