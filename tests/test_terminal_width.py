@@ -223,3 +223,19 @@ def test_columns_set_in_the_environment_lays_out_a_pipe_at_that_width():
     wide = subprocess.run([sys.executable, "-c", code, "params", "gpt2"], capture_output=True, text=True,
                           env={k: v for k, v in os.environ.items() if k != "COLUMNS"}, check=True).stdout
     assert max(len(line) for line in wide.splitlines()) > 80   # a pipe without COLUMNS: every column
+
+
+def test_flops_of_an_alternating_schedule_are_folded_and_still_add_up(tmp_path):
+    spec = tmp_path / "alternating.yaml"
+    spec.write_text(ALTERNATING)
+    out = run_in_terminal("flops", str(spec), "--set", "B=1", "--set", "S=8")
+    rows = _rows(out.split("Forward")[0])
+    assert rows == [["blocks.[0, 2 .. 10].attn  × 6", "attention", "36,864", "36.86 KFLOP"],
+                    ["blocks.[0, 2 .. 10].mlp  × 6", "gated_mlp", "36,864", "36.86 KFLOP"],
+                    ["blocks.[0, 2 .. 10].add  × 6", "add", "384", "384 FLOP"],
+                    ["blocks.[1, 3 .. 11].attn  × 6", "attention", "36,864", "36.86 KFLOP"],
+                    ["blocks.[1, 3 .. 11].mlp  × 6", "moe", "21,504", "21.50 KFLOP"],
+                    ["blocks.[1, 3 .. 11].add  × 6", "add", "384", "384 FLOP"],
+                    ["norm", "rms_norm", "256", "256 FLOP"]]
+    assert sum(int(r[2].replace(",", "")) for r in rows) == 133_120
+    assert "Forward                           133,120" in out

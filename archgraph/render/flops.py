@@ -80,11 +80,62 @@ def _exact(n: Any) -> str:
 
 
 def _node_rows(table: Sheet, r: FlopsReport) -> None:
-    """Every node that costs something; a repeated block's nodes once with × N."""
-    from ..passes.flops import counted, op_flops
-    for path, node, ins, outs, times in counted(r.shapes.run):
-        f = op_flops(node, ins, outs, path)
+    """Every node that costs something; a repeated block's nodes once with × N, and a schedule
+    whose runs repeat with a period folded as the diagram folds it (`layers.[0, 2 .. 10].mlp  × 6`)."""
+    for label, op_name, f, times in _rows(r.shapes.run, ""):
         if f == 0:
             continue
-        label = path + (f"  × {times}" if times > 1 else "")
-        table.add_row(label, node.op.op_name, _exact(f * times), flops_text(f * times))
+        label += f"  × {times}" if times > 1 else ""
+        table.add_row(label, op_name, _exact(f * times), flops_text(f * times))
+
+
+def _rows(run, prefix: str, times: int = 1):
+    """(path, op, FLOPs of one evaluation, evaluations) of every op of `run`, as passes.flops.counted
+    gives them, but one period of each repeating schedule for all of its runs."""
+    from ..graph import OpNode
+    from ..passes.flops import op_flops
+    from ..passes.walk import join
+    from .pattern import repeating
+    patterns = repeating(run.graph)
+    folded = {n for p in patterns.values() for n in p.drawn[1:] + p.skipped}
+    for name, node in run.graph.nodes.items():
+        if name in folded:
+            continue
+        if name in patterns:
+            yield from _pattern_rows(run, prefix, times, patterns[name])
+        elif isinstance(node, OpNode):
+            path = join(prefix, name)
+            yield path, node.op.op_name, op_flops(node, run.input_values(node), list(run.nodes[name]), path), times
+        else:
+            yield from _block_rows(run, prefix, times, name)
+
+
+def _block_rows(run, prefix: str, times: int, name: str):
+    node, index = run.graph.nodes[name], 0
+    for segment in run.nodes[name]:
+        yield from _rows(segment.run, node.rep_path(prefix, index), times * segment.count)
+        index += segment.count
+
+
+def _pattern_rows(run, prefix: str, times: int, pattern) -> list:
+    """The runs of one period, each standing for the runs it repeats as (when their ops cost the
+    same; else every run as it is)."""
+    import re
+
+    from ..passes.walk import join
+    from .pattern import places
+    runs = [run.graph.nodes[n] for n in pattern.drawn + pattern.skipped]
+    period = len(pattern.drawn)
+    base = join(prefix, runs[0].segment)
+    own = re.compile(re.escape(base) + r"\.\d+(?=\.|$)")
+    rows = {n.name: [(own.sub("", p, count=1), op, f, t) for p, op, f, t in _block_rows(run, prefix, times, n.name)]
+            for n in runs}
+    out = []
+    for j in range(period):
+        members = [rows[runs[k].name] for k in range(j, len(runs), period)]
+        if any([r[:3] for r in m] != [r[:3] for r in members[0]] for m in members):
+            return [row for n in runs for row in _block_rows(run, prefix, times, n.name)]
+        label = f"{base}.[{places(runs, j, period)}]"
+        for i, (suffix, op, f, _) in enumerate(members[0]):
+            out.append((label + suffix, op, f, sum(m[i][3] for m in members)))
+    return out

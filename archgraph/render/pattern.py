@@ -88,3 +88,11 @@ def kinds(graph: Graph) -> list[str]:
                 and node.op.op_name not in found:
             found.append(node.op.op_name)
     return found
+
+
+def places(runs: list[BlockNode], j: int, period: int) -> str:
+    """Where run `j` of a period comes again, as a table names it: `0, 2 .. 10` (runs 0, 2, ..., 10),
+    `0..1, 8..9 .. 24..25` (runs of two layers)."""
+    found = [runs[k].label[len(runs[k].segment) + 1:] if runs[k].segment else runs[k].label
+             for k in range(j, len(runs), period)]
+    return found[0] + ("" if len(found) == 1 else f", {found[1]}" + (f" .. {found[-1]}" if len(found) > 2 else ""))

@@ -10,7 +10,7 @@ from ..graph import Graph, OpNode
 from ..passes.params import ParamReport, TensorRow, call_totals, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport
 from ..passes.walk import Run
-from .pattern import Pattern, kinds, repeating
+from .pattern import Pattern, kinds, places, repeating
 from .sheet import Alt, Col, Sheet
 
 
@@ -106,9 +106,8 @@ def _pattern_rows(sheet: Sheet, graph: Graph, pattern: Pattern, model, cache: di
         mine = range(j, len(runs), period)
         count = sum(runs[k].repeat for k in mine)
         body = graph_totals(node.body, cache)
-        places = [runs[k].label[len(node.segment) + 1:] for k in mine]
-        later = "" if len(places) == 1 else f", {places[1]}" + (f" .. {places[-1]}" if len(places) > 2 else "")
-        _block_row(sheet, f"{pad}  {node.label}{later}", node, sum(totals[k] for k in mine), body.total, count)
+        where = places(runs, j, period)
+        _block_row(sheet, f"{pad}  {node.segment}.{where}" if node.segment else f"{pad}  {where}", node, sum(totals[k] for k in mine), body.total, count)
         _param_rows(sheet, node.body, model, cache, depth + 2)
 
 
