@@ -2,7 +2,8 @@
 table (specs/hf/families.yaml) never reads them.  Such a key is silently dropped: it must be
 honoured (a variable of the template) or refused by name (`{key: k, error: why}`).
 
-    OMP_NUM_THREADS=1 .venv/bin/python tools/audit_config_keys.py [MODEL_TYPE ...] [--cases N] [--json out.json]
+    OMP_NUM_THREADS=1 .venv/bin/python tools/audit_config_keys.py [MODEL_TYPE ...] [--cases N] [--fixtures]
+                                                                  [-v] [--json out.json]
 
 Needs torch and transformers (the test extras).  For each model_type of families.yaml it takes one
 or two tiny configs of tests/test_torch_hf.py's CASES (the smallest recorded fixture of
@@ -274,7 +275,20 @@ def _fixture_case(model_type: str) -> tuple[str, dict] | None:
     return None if best is None or best[0] > 5_000_000 else best[1:]
 
 
-def chosen_cases(model_type: str, count: int) -> list[tuple[str, dict]]:
+def fixture_cases(model_type: str, limit: int = 2_000_000) -> list[tuple[str, dict]]:
+    """Every recorded fixture of the family with at most `limit` parameters that transformers runs."""
+    out = []
+    for path in sorted((ROOT / "tests" / "data" / "hf").glob("*.json")):
+        recorded = json.loads(path.read_text())
+        if recorded["config"].get("model_type") == model_type and path.stem not in cases.CANNOT_RUN \
+                and recorded["expected_params"] <= limit:
+            out.append((path.stem, recorded["config"]))
+    return out
+
+
+def chosen_cases(model_type: str, count: int, fixtures: bool = False) -> list[tuple[str, dict]]:
+    if fixtures:
+        return fixture_cases(model_type)
     mine = [(n, c) for n, c in cases.CASES.items() if c["model_type"] == model_type]
     if not mine:
         fixture = _fixture_case(model_type)
@@ -286,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model_types", nargs="*", help="families to audit (default: every key table)")
     parser.add_argument("--cases", type=int, default=1, help="configs per family (default 1)")
+    parser.add_argument("--fixtures", action="store_true",
+                        help="audit the recorded fixtures (tests/data/hf, up to 2M parameters) instead of CASES")
     parser.add_argument("--json", help="write the findings to this file")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every change tried")
     args = parser.parse_args(argv)
@@ -295,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     model_types = args.model_types or list(hf.families())
     findings = []
     for model_type in model_types:
-        for name, config in chosen_cases(model_type, args.cases):
+        for name, config in chosen_cases(model_type, args.cases, args.fixtures):
             print(f"{model_type}: {name}", flush=True)
             try:
                 findings += audit(name, config)
