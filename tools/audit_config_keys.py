@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import sys
 import tempfile
 import warnings
@@ -52,12 +53,13 @@ NEVER = {"transformers_version", "architectures", "model_type", "_name_or_path",
          "num_labels", "problem_type", "initializer_range", "initializer_factor", "init_std",
          "chunk_size_feed_forward", "tokenizer_class", "_attn_implementation", "_experts_implementation",
          "layer_norm_init", "use_return_dict", "tie_encoder_decoder", "output_router_logits",
-         "router_aux_loss_coef", "auxiliary_loss"}
+         "router_aux_loss_coef", "auxiliary_loss", "stage_names"}  # stage_names: derived from depths
 DROPOUT = re.compile(r"(dropout|drop_path|_drop|dropout_rate|layerdrop)")  # eval mode
 # keys another helper owns (issue 23): rope settings; pad_token_id (masks, pooling)
 OWNED = re.compile(r"^(rope_scaling|rope_parameters|rope_theta|partial_rotary_factor|rotary_pct|rotary_emb_base"
                    r"|pad_token_id)(\.|$)")
 VERBOSE = False
+MEMORY_LIMIT = 6 << 30  # bytes of address space
 ACTIVATIONS = ["relu", "gelu", "silu", "gelu_new"]
 
 
@@ -116,6 +118,10 @@ def mutations(cfg, key: str, value) -> list:
     """Values to try for `key` in place of `value`, the likeliest to build first."""
     if isinstance(value, bool):
         return [not value]
+    stages = getattr(cfg, "stage_names", None)
+    if key in ("out_features", "out_indices") and isinstance(stages, list):  # a backbone's other stages
+        picks = [[stages[i]] for i in range(len(stages))] if key == "out_features" else [[i] for i in range(len(stages))]
+        return [p for p in picks if p != value][:4]
     if isinstance(value, int):
         if key.endswith("token_id") or key.endswith("token_index"):
             return [value + 5 if value < 50 else 4]
@@ -187,11 +193,18 @@ class Case:
         return None
 
 
-def _changed(config: dict, dotted: str, value) -> dict:
+def _changed(config: dict, dotted: str, value, cfg=None) -> dict:
+    """`config` with the (dotted) key set to `value`; a sub-config the config leaves out (its keys
+    flat at the top, Qwen2-VL's) is written whole from the config class's, not with one key."""
     head, _, rest = dotted.partition(".")
     if not rest:
-        return {**config, head: value}
-    return {**config, head: _changed(dict(config.get(head) or {}), rest, value)}
+        other = {"out_features": "out_indices", "out_indices": "out_features"}.get(head)  # derived from it
+        return {**{k: v for k, v in config.items() if k != other}, head: value}
+    sub = config.get(head)
+    if sub is None:
+        held = getattr(cfg, head, None)
+        sub = held.to_dict() if hasattr(held, "to_dict") else {}
+    return {**config, head: _changed(dict(sub), rest, value, getattr(cfg, head, None))}
 
 
 def attributes(cfg, config: dict, prefix: str = "") -> dict[str, object]:
@@ -242,7 +255,7 @@ def audit(name: str, config: dict, log=print) -> list[dict]:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    verdict = case.verdict(_changed(config, key, new))
+                    verdict = case.verdict(_changed(config, key, new, cfg))
             except Exception as exc:  # noqa: BLE001 - transformers refuses this value; try the next
                 errors.append(f"{new!r}: {type(exc).__name__}: {str(exc).splitlines()[0][:80] if str(exc) else ''}")
                 continue
@@ -308,6 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     global VERBOSE
     VERBOSE = args.verbose
     torch.set_num_threads(1)
+    # a change that makes a model of real size fails here instead of taking the shared machine's memory
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, resource.getrlimit(resource.RLIMIT_AS)[1]))
     model_types = args.model_types or list(hf.families())
     findings = []
     for model_type in model_types:
