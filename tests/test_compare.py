@@ -26,6 +26,7 @@ def test_compare_json_encoder_decoder(cli):
     stacks = lambda m: [(s["path"], s["role"], s["layers"], s["params_per_layer"], s["does"]) for s in m["stacks"]]
     assert stacks(bert) == [("encoder.layer", "encoder", 12, 7_087_872, ["bidirectional"])]
     assert stacks(gpt2) == [("transformer.h", "decoder", 12, 7_087_872, ["causal"])]
+    assert gpt2["params_outside_stacks"] == {"embedding": (50257 + 1024) * 768, "norm": 2 * 768}  # wte, wpe, ln_f
     # T5: the encoder layer is self-attention 4·512² + feed-forward 2·512·2048 + 2 norms; the decoder
     # layer adds cross-attention 4·512² and a norm; block 0 of each also holds the 32 x 8 bias table
     encoder, decoder = 4 * 512 ** 2 + 2 * 512 * 2048 + 2 * 512, 8 * 512 ** 2 + 2 * 512 * 2048 + 3 * 512

@@ -74,6 +74,7 @@ class ModelSummary:
     width: int | None                  # embedding size of the first token embedding
     stacks: list[Stack]
     stack_flops: list[int]             # forward FLOPs of each stack's layers at the sizes
+    outside: dict[str, int]            # parameters outside the stacks by category (embeddings, heads)
     flops: FlopsSplit
     memory: MemorySplit
     bindings: dict[str, Any] = field(default_factory=dict)
@@ -132,8 +133,10 @@ def summarize(name: str, settings: dict, optimizer: str = "adam", *, load: Calla
         active_params=report.totals.active,
         by_category={k: v for k, v in sorted(cats.items(), key=lambda kv: -kv[1]) if v},
         embedding_share=cats.get("embedding", 0) / report.total if report.total else 0.0,
-        width=_width(model.graph), stacks=stacks, stack_flops=stack_flops, flops=split, memory=memory,
-        bindings=sizes)
+        width=_width(model.graph), stacks=stacks, stack_flops=stack_flops,
+        outside={c: n - sum(s.by_category[c] for s in stacks) for c, n in cats.items()
+                 if n - sum(s.by_category[c] for s in stacks)},
+        flops=split, memory=memory, bindings=sizes)
 
 
 def _symbolic_run(model: Model, sizes: dict):

@@ -16,6 +16,7 @@ What a layer does is read from its ops: attention is `causal` or `bidirectional`
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -42,6 +43,7 @@ class Stack:
     active: int
     does: tuple[str, ...] = () # bidirectional, causal, cross-attention, MoE 8 experts top 2, state-space, ...
     generates: bool = False    # its layers keep a cache to decode token by token (causal, state-space)
+    by_category: Counter = field(default_factory=Counter)  # its parameters by category
     calls: list[BlockNode] = field(default_factory=list, repr=False)
 
     @property
@@ -75,6 +77,8 @@ def find_stacks(model: Model) -> list[Stack]:
         stack.layers += call.repeat
         stack.params += times * totals.total
         stack.active += times * totals.active
+        for category, n in totals.by_category.items():
+            stack.by_category[category] += times * n
         stack.calls.append(call)
         where[id(stack)][1].extend(ids)
     does = _features(model.graph, {id(c): s for s in found for c in s.calls})

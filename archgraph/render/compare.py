@@ -46,6 +46,7 @@ def compare_json(rows: list[ModelSummary]) -> dict[str, Any]:
                         "active_params_per_layer": s.active_per_layer, "params": s.params,
                         "active_params": s.active, "does": list(s.does), "forward_flops": _num(flops)}
                        for s, flops in zip(r.stacks, r.stack_flops)],
+            "params_outside_stacks": r.outside,
             "flops": {"forward": _num(f.forward), "encoder_pass": _num(f.encoder), "decoder_prefill": _num(f.prefill),
                       "per_generated_token": _num(f.per_token), "per_image": _num(f.per_image),
                       "decoder_length": f.decoder_length},
@@ -206,23 +207,7 @@ def compare_chart(rows: list[ModelSummary], fmt: str = "png") -> bytes:
 def _param_parts(r: ModelSummary) -> list[tuple[str, str, float]]:
     """(label, colour, parameters) of each stack, then what lies outside the stacks by category."""
     parts = [(f"{s.path} × {s.layers}", ROLE_COLORS[s.role], s.params) for s in r.stacks]
-    inside = sum(s.params for s in r.stacks)
-    parts += [(c, category_color(c), n) for c, n in _outside_categories(r, inside).items()]
-    return parts
-
-
-def _outside_categories(r: ModelSummary, inside: int) -> dict[str, int]:
-    """Parameters outside the stacks: embedding and head by their category counts, the rest as one."""
-    rest = r.params - inside
-    out: dict[str, int] = {}
-    for cat in ("embedding", "head"):
-        n = min(r.by_category.get(cat, 0), rest)
-        if n:
-            out[cat] = n
-            rest -= n
-    if rest:
-        out["other"] = rest
-    return out
+    return parts + [(c, category_color(c), n) for c, n in sorted(r.outside.items(), key=lambda kv: -kv[1])]
 
 
 def _flop_parts(r: ModelSummary) -> list[tuple[str, str, float]]:
