@@ -221,3 +221,29 @@ def test_an_input_dimension_the_variables_decide(tmp_path):
         module(x, torch.ones(2, 5, dtype=torch.int64))
     other = spec_module(tmp_path, CHOSEN.replace("frames: true", "frames: false"))
     assert other(x)["count"].tolist() == [5, 5]
+
+
+@pytest.mark.parametrize("mixer", ["{op: mamba_mixer, hidden: 8, intermediate: 16, state_size: 4, conv_kernel: 3}",
+                                   "{op: mamba2_mixer, hidden: 8, heads: 4, head_dim: 4, state: 4, groups: 2, "
+                                   "conv_kernel: 3}"])
+def test_state_space_mixers_zero_padding(tmp_path, mixer):
+    """mamba_mixer's and mamba2_mixer's `mask`: padding on the left (zeroed before in_proj and after
+    the convolution, without biases) leaves the state at zero, so the tokens after it compute what
+    they compute alone."""
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, f"""
+archgraph: 1
+name: masked_mixer
+inputs:
+  x: {{shape: [B, S, 8]}}
+  attention_mask: {{shape: [B, S], dtype: int64, default: ones}}
+nodes:
+  - {{name: mixer, in: [x, attention_mask], {mixer[1:]}
+outputs: [mixer]
+""", std=0.5)
+    x = torch.randn(1, 5, 8)
+    padded = torch.cat([torch.randn(1, 2, 8), x], dim=1)
+    alone = module(x)["mixer"]
+    got = module(padded, torch.tensor([[0, 0, 1, 1, 1, 1, 1]]))["mixer"][:, 2:]
+    assert (got - alone).abs().max().item() < 1e-5
+    assert (module(padded)["mixer"][:, 2:] - alone).abs().max().item() > 1e-3   # unmasked: it differs

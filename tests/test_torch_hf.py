@@ -903,7 +903,8 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "codegen-base-eight-heads", "opt-causal", "opt-proj", "OPTForSequenceClassification",
           "bloom-causal", "BloomForCausalLM", "BloomForSequenceClassification", "BloomForTokenClassification",
           "BloomForQuestionAnswering", "falcon-new-arch", "falcon-mqa-parallel", "falcon-alibi",
-          "FalconForSequenceClassification"]
+          "FalconForSequenceClassification", "mamba-causal", "mamba-base-bias-gelu", "falcon_mamba-causal",
+          "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

@@ -21,6 +21,7 @@ from .base import (
 )
 from .conv import causal_depthwise
 from .norm import rms_normalize
+from .ssm import expect_padding_mask, zero_padding
 
 
 def _sequence(x, width: int, what: str):
@@ -163,7 +164,9 @@ class Mamba2Mixer(Op):
     conv1d.bias (conv_bias), in_proj.weight [2·I + 2·groups·state + heads, hidden], dt_bias, A_log,
     D [heads], norm.weight, out_proj.weight [hidden, I], in_proj/out_proj biases with `bias`.
     Decoding keeps the convolution's last conv_kernel inputs (as transformers' cache holds them)
-    and the state, heads·head_dim·state values.
+    and the state, heads·head_dim·state values.  An optional second input `mask` [B, S] (0: padding)
+    zeroes the padding positions of the input and of the convolution's output, as transformers'
+    apply_mask_to_padding_states.
     """
 
     hidden: int  # width of the input and of the output
@@ -193,7 +196,8 @@ class Mamba2Mixer(Op):
     def conv_dim(self) -> int:
         return self.inner + 2 * self.groups * self.state
 
-    def infer_shape(self, x):
+    def infer_shape(self, x, mask=None):
+        expect_padding_mask(mask, x)
         return _sequence(x, self.hidden, "hidden")
 
     def params(self):
@@ -223,13 +227,14 @@ class Mamba2Mixer(Op):
         """The convolution's last conv_kernel inputs and the [heads, head_dim, state] state."""
         return Cache("state-space (Mamba-2)", state=self.conv_dim * self.conv_kernel + self.inner * self.state)
 
-    def forward(self, run, x):
+    def forward(self, run, x, mask=None):
         torch, F = run.torch, run.F
         b, s, _ = x.shape
         i, g, n, nh, hd = self.inner, self.groups, self.state, self.heads, self.head_dim
-        z, xbc, dt = run.linear("in_proj", x, self.bias).split([i, self.conv_dim, nh], dim=-1)
+        z, xbc, dt = run.linear("in_proj", zero_padding(x, mask), self.bias).split([i, self.conv_dim, nh], dim=-1)
         xbc = activate(self.activation, run, _causal_conv(run, xbc, run.tensor("conv1d.weight"),
                                                           run.tensor("conv1d.bias") if self.conv_bias else None))
+        xbc = zero_padding(xbc, mask)
         xs, bs, cs = xbc.split([i, g * n, g * n], dim=-1)
         dt = F.softplus(dt + run.tensor("dt_bias")).clamp(min=self.dt_min, max=self.dt_max)
         y = _ssd_scan(torch, xs.reshape(b, s, nh, hd).float(), dt.float(), -torch.exp(run.tensor("A_log").float()),

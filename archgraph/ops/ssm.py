@@ -35,6 +35,8 @@ class MambaMixer(Op):
     `weightless` (Falcon-Mamba: no weights; transformers registers unused non-persistent ones,
     dt_layernorm.weight [intermediate], b_ and c_layernorm.weight [state_size]) or `weighted`
     (Jamba: dt_layernorm.weight [dt_rank], b_ and c_layernorm.weight [state_size]), eps `norm_eps`.
+    An optional second input `mask` [B, S] (0: padding) zeroes the padding positions of the input
+    and of the convolution's output, as transformers' apply_mask_to_padding_states.
     FLOPs: the five projections and the convolution at 2 per multiply-add, and 9 per token,
     channel and state for the scan (mamba_ssm's count: discretise, update, read out).
     Decoding keeps, per sequence, a convolution state [intermediate, conv_kernel] and the SSM
@@ -60,9 +62,10 @@ class MambaMixer(Op):
     def rank(self) -> int:
         return self.dt_rank if self.dt_rank is not None else (self.hidden + 15) // 16  # ceil(hidden / 16)
 
-    def infer_shape(self, x):
+    def infer_shape(self, x, mask=None):
         expect_rank(x, 3)
         expect_dim(x[-1], self.hidden, "last dimension of the input (hidden)")
+        expect_padding_mask(mask, x)
         return x
 
     def params(self):
@@ -110,12 +113,14 @@ class MambaMixer(Op):
         else:  # D and the norms' weights 1, biases 0, matrices as nn.Linear's
             init.default(value, tensor.name)
 
-    def forward(self, run, x):
+    def forward(self, run, x, mask=None):
         torch, F = run.torch, run.F
         n, r, dense = self.state_size, self.rank, run.linear
-        u, z = dense("in_proj", x, self.bias).transpose(1, 2).chunk(2, dim=1)          # [B, I, S] each
+        u, z = dense("in_proj", zero_padding(x, mask), self.bias).transpose(1, 2).chunk(2, dim=1)  # [B, I, S] each
         u = causal_depthwise(F, u, run.tensor("conv1d.weight"), run.tensor("conv1d.bias") if self.conv_bias else None)
         u = activate(self.activation, run, u)
+        if mask is not None:
+            u = zero_padding(u.transpose(1, 2), mask).transpose(1, 2)
         dt, b, c = torch.split(dense("x_proj", u.transpose(1, 2), False), [r, n, n], dim=-1)  # [B, S, r|n|n]
         if self.bcdt_norm != "none":
             dt, b, c = (self._norm(run, name, t) for name, t in (("dt", dt), ("b", b), ("c", c)))
@@ -129,6 +134,22 @@ class MambaMixer(Op):
         from .norm import rms_normalize
         weight = run.tensor(f"{name}_layernorm.weight") if self.bcdt_norm == "weighted" else None
         return rms_normalize(run.torch, x, self.norm_eps, weight)
+
+
+def expect_padding_mask(mask, x) -> None:
+    """A padding mask [B, S] (0: padding) of a sequence x [B, S, ...], or none."""
+    if mask is not None:
+        expect_rank(mask, 2, "padding mask [B, S]")
+        expect_dim(mask[0], x[0], "batch dimension of the padding mask")
+        expect_dim(mask[1], x[1], "length of the padding mask")
+
+
+def zero_padding(x, mask):
+    """x [B, S, ...] with its padding positions (mask 0) zeroed, in x's dtype (transformers'
+    apply_mask_to_padding_states); x itself without a mask."""
+    if mask is None:
+        return x
+    return (x * mask.reshape(*mask.shape, *[1] * (x.dim() - 2))).to(x.dtype)
 
 
 def selective_scan(torch, u, dt, A, b, c):
