@@ -1145,6 +1145,34 @@ def test_an_image_size_transformers_refuses_is_refused_by_name(tmp_path, name, s
     assert says in str(info.value)
 
 
+@pytest.mark.parametrize("name, config", [
+    ("bert-base-uncased", {"model_type": "bert", "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2,
+                           "num_attention_heads": 4, "intermediate_size": 128, "max_position_embeddings": 16}),
+    ("albert-base-v2", {"model_type": "albert", "vocab_size": 97, "embedding_size": 16, "hidden_size": 32,
+                        "num_hidden_layers": 3, "num_attention_heads": 4, "intermediate_size": 128,
+                        "max_position_embeddings": 16, "hidden_act": "gelu_new"})])
+def test_builtin_encoder_takes_masks_and_default_token_types(name, config):
+    """The built-in specs/bert-base-uncased.yaml and albert-base-v2.yaml at a tiny size: a padded batch
+    (left and right) gives transformers' outputs at every position that is not padding, and so does a
+    call without token_type_ids."""
+    import archgraph
+    sizes = {"V": 97, "H": 32, "L": config["num_hidden_layers"], "A": 4, "P": 16, **({"E": 16} if "albert" in name else {})}
+    module = to_module(archgraph.load(name, sizes)).eval()
+    reference = _hf_model({**config, "architectures": ["AlbertModel" if "albert" in name else "BertModel"]})
+    module.load_state_dict(reference.state_dict(), strict=True)
+    torch.manual_seed(1)
+    ids = torch.randint(3, 97, (2, 7))
+    mask = padding_mask(ids)
+    ids[mask == 0] = 0
+    types = torch.randint(0, 2, ids.shape)
+    with torch.no_grad():
+        for given in ({"input_ids": ids, "attention_mask": mask, "token_type_ids": types}, {"input_ids": ids}):
+            want, got = reference(**given), module(**given)
+            keep = given.get("attention_mask", torch.ones_like(ids)).bool()
+            assert (got["last_hidden_state"][keep] - want.last_hidden_state[keep]).abs().max().item() < 1e-4
+            assert (got["pooler_output"] - want.pooler_output).abs().max().item() < 1e-4
+
+
 @pytest.mark.parametrize("name", ["BartForSequenceClassification", "T5ForSequenceClassification"])
 def test_encoder_decoder_classifier_refuses_uneven_eos_as_transformers(tmp_path, name):
     """BART's and T5's classifiers pool each row's last <eos> of input_ids; rows holding it a
