@@ -239,3 +239,24 @@ def test_flops_of_an_alternating_schedule_are_folded_and_still_add_up(tmp_path):
                     ["norm", "rms_norm", "256", "256 FLOP"]]
     assert sum(int(r[2].replace(",", "")) for r in rows) == 133_120
     assert "Forward                           133,120" in out
+
+
+def test_explain_folds_an_alternating_schedule_and_names_each_run():
+    from archgraph.load import load_text
+    from archgraph.passes.formula import param_formula
+    from archgraph.render.formula import explain_table
+    from rich.console import Console
+    console = Console(width=140, record=True, color_system=None)
+    console.print(explain_table(param_formula(load_text(ALTERNATING, "alt.yaml", symbolic=True))))
+    rows = _rows(console.export_text())
+    assert rows[0] == ["blocks.0..11  6 × [gated_mlp, moe]", "layer", "", "", "", ""]
+    assert rows[1] == ["blocks.0, 2 .. 10  × 6", "layer", "", "", "", ""]
+    assert ["one repetition", "", "", "4·H² + 52·H", "672", ""] in rows
+    assert ["× 6", "", "", "24·H² + 312·H", "4,032", ""] in rows and ["× 6", "", "", "", "4,224", ""] not in rows
+    assert rows[-2:] == [["", "", "", "", "", "8,256"], ["norm", "weight", "[H]", "H = 8", "8", "8,264"]]
+    assert sum(1 for r in rows if r[0] == "attn" and r[1] == "q_proj.weight") == 2  # one period, not 12 runs
+    runs = ALTERNATING.replace('moe: "i % 2 == 1"', 'moe: "i >= 4"')  # two runs: no period, each named
+    console = Console(width=140, record=True, color_system=None)
+    console.print(explain_table(param_formula(load_text(runs, "runs.yaml", symbolic=True))))
+    names = [r[0] for r in _rows(console.export_text()) if r[1] == "layer"]
+    assert names == ["blocks.0..3 × 4", "blocks.4..11 × 8"]

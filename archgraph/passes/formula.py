@@ -56,6 +56,7 @@ class Term:
     repeat_value: int = 1
     shared: bool = False
     is_block: bool = False
+    label: str = ""              # a block call as tables name it: its run of a layer schedule (`layers.2..5`)
     _memo: dict = field(default_factory=dict, repr=False)  # bodies are shared between calls: sum once
 
     def body(self) -> Any:
@@ -164,5 +165,5 @@ def _terms(model: Model, graph: Graph, prefix: str, cache: dict, repeats: set[st
         if id(node.body) not in cache:  # a body shared by several calls is one list of terms
             cache[id(node.body)] = _terms(model, node.body, "", cache, repeats)
         out.append(Term(join(prefix, node.segment), node.block, None, [], cache[id(node.body)],
-                        expr_of(node.repeat), int(node.repeat), node.shared, True))
+                        expr_of(node.repeat), int(node.repeat), node.shared, True, join(prefix, node.label)))
     return out

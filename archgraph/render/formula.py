@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 from typing import Any
 
 from rich.console import Group
@@ -9,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..passes.formula import FormulaReport, Term, tidy
+from .pattern import _period, places
 from .sheet import Alt, Col, Sheet
 
 _SUP = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -81,9 +83,7 @@ def explain_table(f: FormulaReport) -> Group:
     table = Sheet(f"{f.model}: parameters, derived",
                   [Col("Node"), Col("Tensor"), Col("Shape"), Col("Formula", "text"), Col("Params", "number"),
                    Col("Subtotal", "number")], shrink=["Formula", "Shape", "Subtotal", "Formula"])
-    running = 0
-    for term in f.terms:
-        running = _explain(table, f, term, 0, running)
+    _explain_terms(table, f, f.terms, 0, 0)
     closing = Table(show_header=False, box=None, padding=(0, 1))
     closing.add_column(style="bold")
     closing.add_column()
@@ -91,6 +91,79 @@ def explain_table(f: FormulaReport) -> Group:
     values = ", ".join(f"{k} = {v:,}" for k, v in f.symbols.items() if k in f.free_names())
     closing.add_row("where", values)
     return Group(table, closing)
+
+
+def _explain_terms(table: Sheet, f: FormulaReport, terms: list[Term], depth: int, running: int) -> int:
+    """The terms in order, the runs of a layer schedule that repeat with a period folded as the
+    diagram folds them (one period, each run with how often it comes)."""
+    i = 0
+    while i < len(terms):
+        runs = _schedule(terms, i)
+        period = _period([(id(t.children), t.repeat_value) for t in runs]) if len(runs) > 1 else None
+        if period is None:
+            running = _explain(table, f, terms[i], depth, running)
+            i += 1
+            continue
+        running = _explain_pattern(table, f, runs, period, depth, running)
+        i += len(runs)
+    return running
+
+
+def _schedule(terms: list[Term], i: int) -> list[Term]:
+    """The runs of one layer schedule that start at terms[i] (block calls of one path, each named by
+    its run), or [terms[i]]."""
+    first = terms[i]
+    runs = [first]
+    while first.is_block and first.label != first.path and i + len(runs) < len(terms):
+        nxt = terms[i + len(runs)]
+        if not (nxt.is_block and nxt.path == first.path and nxt.kind == first.kind and nxt.label != nxt.path):
+            break
+        runs.append(nxt)
+    return runs
+
+
+def _explain_pattern(table: Sheet, f: FormulaReport, runs: list[Term], period: int, depth: int, running: int) -> int:
+    pad = "  " * depth
+    layers = sum(t.repeat_value for t in runs)
+    first = runs[0].label[len(runs[0].path) + 1:].split("..")[0]
+    last = int(first) + layers - 1
+    kinds = _term_kinds(runs[:period])
+    whole, rest = divmod(layers, sum(t.repeat_value for t in runs[:period]))
+    times = f"{whole} × [{', '.join(kinds)}]" + (f" + {rest}" if rest else "")
+    table.add_row(Text(f"{pad}{runs[0].path}.{first}..{last}  {times}", style="bold"),
+                  Text(runs[0].kind, style="bold"), "", "", "", "")
+    for j in range(period):
+        members = runs[j::period]
+        count = sum(t.repeat_value for t in members)
+        where = places([SimpleNamespace(label=t.label, segment=t.path) for t in runs], j, period)
+        table.add_row(Text(f"{pad}  {runs[0].path}.{where}  × {count}", style="bold"), Text(runs[j].kind, style="bold"),
+                      "", "", "", "")
+        _explain_terms(table, f, runs[j].children, depth + 2, 0)
+        table.add_row(Text(pad + "    one repetition", style="italic"), "", "",
+                      pretty(tidy(runs[j].body(), f.repeat_symbols)), f"{runs[j].body_value():,}", "")
+        total = sum(t.total_value() for t in members)
+        formula = pretty(tidy(sum((t.total() for t in members[1:]), members[0].total()), f.repeat_symbols))
+        table.add_row(Text(f"{pad}    × {count:,}", style="italic"), "", "", formula, f"{total:,}", "")
+    if depth == 0:
+        running += sum(t.total_value() for t in runs)
+        table.add_row("", "", "", "", "", Text(f"{running:,}", style="bold"))
+    return running
+
+
+def _term_kinds(runs: list[Term]) -> list[str]:
+    """What tells each run of a period apart (as render.text.run_kinds, over terms): the ops with
+    parameters, norms and embeddings aside, that not every run has."""
+    def own(term: Term) -> list[str]:
+        found: list[str] = []
+        for c in term.children:
+            for k in (own(c) if c.is_block else [c.kind] if c.tensors and c.category not in ("norm", "embedding")
+                      else []):
+                if k not in found:
+                    found.append(k)
+        return found
+    each = [own(t) for t in runs]
+    common = set.intersection(*(set(k) for k in each))
+    return ["+".join([k for k in ks if k not in common] or ks or [t.kind]) for ks, t in zip(each, runs)]
 
 
 def _explain(table: Sheet, f: FormulaReport, term: Term, depth: int, running: int) -> int:
@@ -108,12 +181,9 @@ def _explain(table: Sheet, f: FormulaReport, term: Term, depth: int, running: in
                           f"{running:,}" if depth == 0 else "")
         return running
     times = "" if term.repeat_value == 1 and not term.shared else f" × {pretty(term.repeat)}"
-    table.add_row(Text(pad + term.path + times + (" (shared)" if term.shared else ""), style="bold"),
+    table.add_row(Text(pad + (term.label or term.path) + times + (" (shared)" if term.shared else ""), style="bold"),
                   Text(term.kind, style="bold"), "", "", "", "")
-    inner = 0
-    for child in term.children:
-        _explain(table, f, child, depth + 1, 0)
-        inner += child.total_value()
+    _explain_terms(table, f, term.children, depth + 1, 0)
     body = tidy(term.body(), f.repeat_symbols)
     table.add_row(Text(pad + ("  one repetition" if times else "  block total"), style="italic"), "", "",
                   pretty(body), f"{term.body_value():,}", "")
