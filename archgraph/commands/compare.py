@@ -7,7 +7,7 @@ def add_parser(sub, model_command) -> None:
                       "layer a schedule mixes) with its layers, parameters per layer and what they do; total and "
                       "active parameters; FLOPs of an encoder pass, a decoder's prefill and each generated token; "
                       "memory for training and serving; at --set S=.. (default B=1, S=512)", nargs="+")
-    c.add_argument("-o", "--chart", "--output", dest="output", metavar="FILE",
+    c.add_argument("--chart", "-o", "--output", dest="output", metavar="FILE",
                    help="also draw a chart of parameters, FLOPs and memory by stack (.png, .svg or .pdf)")
     c.set_defaults(handler=run)
 
