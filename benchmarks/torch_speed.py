@@ -200,8 +200,9 @@ def main() -> int:
     if args.json:
         print(json.dumps({"machine": machine, "results": results}))
         return 0
+    threads = f"{machine['threads']} thread{'s' if machine['threads'] != 1 else ''}"
     print(f"\nB={args.batch}, S={args.seq}, float32, {machine['processor']} ({machine['cpus']} CPUs), "
-          f"torch {machine['torch']} on {machine['threads']} threads, transformers {machine['transformers']}, "
+          f"torch {machine['torch']} on {threads}, transformers {machine['transformers']}, "
           f"Python {machine['python']}, median of {args.rounds} interleaved rounds\n")
     print("| model | case | archgraph | transformers | ratio |")
     print("| --- | --- | ---: | ---: | ---: |")
