@@ -182,3 +182,26 @@ def test_swin_num_layers_other_than_its_stages_is_refused_for_masked_image_model
         load_config(write_config(tmp_path, **SWIN_MIM, num_layers=3))
     assert err.value.message.startswith("the 'swin' template cannot be built with this config: num_layers must "
                                         "equal the number of stages (len(depths))")
+
+
+@pytest.mark.parametrize("config, aliases", [
+    (dict(SWIN_MIM, num_heads=[1, 2]), {"num_heads": "num_attention_heads"}),
+    (dict(model_type="segformer", architectures=["SegformerModel"], image_size=32, num_encoder_blocks=2,
+          hidden_sizes=[8, 12], num_attention_heads=[1, 2], depths=[1, 1], sr_ratios=[2, 1], patch_sizes=[7, 3],
+          strides=[4, 2], mlp_ratios=[2, 2]), {"num_encoder_blocks": "num_hidden_layers"}),
+    (dict(model_type="detr", architectures=["DetrForObjectDetection"], use_timm_backbone=False, d_model=16,
+          encoder_layers=1, encoder_attention_heads=2, decoder_layers=1, decoder_attention_heads=4,
+          encoder_ffn_dim=20, decoder_ffn_dim=24, num_queries=5, num_labels=3,
+          backbone_config={"model_type": "resnet", "hidden_sizes": [8, 12], "depths": [1, 1], "embedding_size": 8,
+                           "out_features": ["stage2"]}),
+     {"d_model": "hidden_size", "encoder_layers": "num_hidden_layers",
+      "encoder_attention_heads": "num_attention_heads"}),
+])
+def test_a_key_under_its_transformers_alias_is_read(tmp_path, config, aliases):
+    """A config class's attribute_map lets a config name a key by its alias (SwinConfig takes
+    num_attention_heads for num_heads); the key tables read both names, as transformers does
+    (tools/audit_config_keys.py found these read under one name only: the alias was dropped)."""
+    want = {name: tuple(t.shape) for name, t in load_config(write_config(tmp_path, **config)).params().tensors()}
+    renamed = {aliases.get(k, k): v for k, v in config.items()}
+    got = {name: tuple(t.shape) for name, t in load_config(write_config(tmp_path, **renamed)).params().tensors()}
+    assert got == want

@@ -17,6 +17,9 @@ model's weights, and its outputs compared.  A key is reported when it changes
 
     shapes   the state_dict's names or shapes (the parameter count: archgraph must read the key)
     outputs  the outputs (more than 1e-5), with the same weights
+    alias    the key written under its alias (the config class's attribute_map: Swin's
+             num_attention_heads for num_heads) gives transformers the same config and archgraph
+             other variables
 
 Keys whose every change made transformers fail are listed as `refused by transformers`; keys
 another piece of work owns (rope settings, pad_token_id's masks) are marked `(owned elsewhere)`.
@@ -125,7 +128,9 @@ def mutations(cfg, key: str, value) -> list:
     if isinstance(value, int):
         if key.endswith("token_id") or key.endswith("token_index"):
             return [value + 5 if value < 50 else 4]
-        return [v for v in (value + 1, value * 2, max(value // 2, 1), 1 if value == 0 else 0) if v != value]
+        small = 2  # a window or a length the test's 7 tokens reach
+        return list(dict.fromkeys(v for v in (value + 1, value * 2, max(value // 2, 1), small, 1 if value == 0 else 0)
+                                  if v != value))
     if isinstance(value, float):
         return [value * 2, value * 0.5] if value else [0.5, 0.1]
     if isinstance(value, str):
@@ -278,6 +283,30 @@ def audit(name: str, config: dict, log=print) -> list[dict]:
     return found
 
 
+def dropped_aliases(name: str, config: dict, log=print) -> list[dict]:
+    """A config may name a key by its alias (the config class's attribute_map: num_attention_heads
+    for Swin's num_heads).  The keys whose alias gives transformers the same config but archgraph
+    other variables: the key table reads the key by one name only."""
+    cfg = transformers.AutoConfig.for_model(**config)
+    read, base = read_keys(config), hf.import_config(config).variables
+    found = []
+    for alias, real in cfg.attribute_map.items():
+        if real not in read or real not in config or alias in config:
+            continue
+        renamed = {**{k: v for k, v in config.items() if k != real}, alias: config[real]}
+        if transformers.AutoConfig.for_model(**renamed).to_dict() != cfg.to_dict():
+            continue  # transformers reads the alias otherwise (T5's num_decoder_layers follows num_layers only)
+        try:
+            got = hf.import_config(renamed).variables
+        except Exception as exc:  # noqa: BLE001 - refused by name: not dropped
+            got = {"error": str(exc)}
+        if got != base:
+            found.append({"case": name, "key": alias, "value": config[real], "verdict": "alias", "by": real,
+                          "tried": [], "owned": False})
+            log(f"  {alias} (transformers' alias of {real}) is not read: other variables")
+    return found
+
+
 def _fixture_case(model_type: str) -> tuple[str, dict] | None:
     best = None
     for path in sorted((ROOT / "tests" / "data" / "hf").glob("*.json")):
@@ -329,15 +358,17 @@ def main(argv: list[str] | None = None) -> int:
         for name, config in chosen_cases(model_type, args.cases, args.fixtures):
             print(f"{model_type}: {name}", flush=True)
             try:
-                findings += audit(name, config)
+                findings += audit(name, config) + dropped_aliases(name, config)
             except (Exception, cases.pytest.skip.Exception) as exc:  # noqa: BLE001 - one family's failure
                 print(f"  cannot audit: {type(exc).__name__}: {exc}")
     if args.json:
         Path(args.json).write_text(json.dumps(findings, indent=1, default=repr))
     dropped = [f for f in findings if f.get("verdict") and not f["owned"]]
-    print(f"\n{len(dropped)} keys change transformers' model while the key table never reads them")
+    print(f"\n{len(dropped)} keys change transformers' model while the key table never reads them (or reads them "
+          "under one name of two)")
     for f in dropped:
-        print(f"  {f['case']}: {f['key']} ({f['value']!r} -> {f['by']!r}) changes {f['verdict']}")
+        print(f"  {f['case']}: {f['key']} (transformers' alias of {f['by']}) is not read" if f["verdict"] == "alias"
+              else f"  {f['case']}: {f['key']} ({f['value']!r} -> {f['by']!r}) changes {f['verdict']}")
     untried = sorted({f"{f['case'].split('-')[0]}: {f['key']}={f['value']!r}" for f in findings if f.get("untried")})
     print(f"\nnot tried (no other value known): {'; '.join(untried) or 'none'}")
     return 1 if dropped else 0
