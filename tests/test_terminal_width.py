@@ -105,6 +105,7 @@ def _rows(out: str) -> list[list[str]]:
 @pytest.mark.parametrize("args", [("params", "gpt2"), ("params", "llama-2-7b"), ("explain", "gpt2"),
                                   ("memory", "llama-2-7b", "--set", "B=1", "--set", "S=4096"), ("zoo",),
                                   ("flops", "gpt2", "--set", "B=1", "--set", "S=128"),
+                                  ("shapes", "gpt2", "--set", "B=1", "--set", "S=8"),
                                   ("sweep", "llama-2-7b", "--vary", "L=16,32", "--vary", "H=2048,4096")],
                          ids=" ".join)
 def test_one_table_per_report_and_no_name_broken(args):
@@ -112,7 +113,7 @@ def test_one_table_per_report_and_no_name_broken(args):
     assert "(continued)" not in out and max(len(line) for line in out.splitlines()) <= 80
     if args[0] not in ("memory", "zoo"):  # (their labels and heads are prose, wrapped between words)
         for row in _rows(out):  # a row without a name is a number's second line, never half a name
-            assert row[0] or all(c == "" or c[0] in "(0123456789" for c in row), row
+            assert row[0] or all(c == "" or c[0] in "([0123456789" for c in row), row  # or a second shape
 
 
 def test_params_at_80_columns_keeps_names_and_numbers_whole_and_drops_the_shapes():
@@ -260,3 +261,12 @@ def test_explain_folds_an_alternating_schedule_and_names_each_run():
     console.print(explain_table(param_formula(load_text(runs, "runs.yaml", symbolic=True))))
     names = [r[0] for r in _rows(console.export_text()) if r[1] == "layer"]
     assert names == ["blocks.0..3 × 4", "blocks.4..11 × 8"]
+
+
+def test_shapes_at_80_columns_leave_out_the_inputs_before_a_name():
+    lines = run_in_terminal("shapes", "gpt2", "--set", "B=1", "--set", "S=8").splitlines()
+    assert lines[2] == "┃ Node                      ┃ Op                 ┃ Output shape  ┃"
+    assert "│ transformer.embed_sum     │ add                │ [1, 8, 768]   │" in lines
+    wide = run_in_terminal("shapes", "gpt2", "--set", "B=1", "--set", "S=8", columns=120)
+    assert "│ transformer.embed_sum     │ add                │ transformer.wte, transformer.wpe │ [1, 8, 768]   │" \
+        in wide

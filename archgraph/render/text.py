@@ -152,19 +152,17 @@ def category_table(report: ParamReport) -> Table:
     return table
 
 
-def shapes_table(report: ShapeReport) -> Table:
-    table = Table(title=f"{report.model.name}: output shapes", title_justify="left")
-    table.add_column("Node")
-    table.add_column("Op")
-    table.add_column("Inputs")
-    table.add_column("Output shape")
+def shapes_table(report: ShapeReport) -> Sheet:
+    """Every node's output shapes; the inputs each node reads go first when the terminal is narrow."""
+    table = Sheet(f"{report.model.name}: output shapes", [Col("Node"), Col("Op"), Col("Inputs", "text"),
+                                                          Col("Output shape")], shrink=["Inputs"])
     for name, shape in report.inputs.items():
         table.add_row(name, "input", "", fmt_shape(shape))
     _shape_rows(table, report.run, 0)
     return table
 
 
-def _shape_rows(table: Table, run: Run, depth: int) -> None:
+def _shape_rows(table: Sheet, run: Run, depth: int) -> None:
     pad = "  " * depth
     for name, node in run.graph.nodes.items():
         value = run.nodes[name]
