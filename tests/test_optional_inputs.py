@@ -63,6 +63,21 @@ def test_forward_names_what_it_takes(tmp_path):
         module(ids, ids, ids, ids, ids)
 
 
+def test_trace_and_export_take_the_mask_as_an_input(tmp_path):
+    """torch.jit.trace and torch.export of a padded call compute a call with other padding (the
+    mask is an input of the traced graph, not a constant)."""
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, SPEC, std=0.5)
+    ids = torch.tensor([[3, 4, 5, 0], [7, 8, 9, 10]])
+    traced_mask, other = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]]), torch.tensor([[0, 1, 1, 1], [1, 1, 0, 0]])
+    want = module(ids, other)
+    with pytest.warns(torch.jit.TracerWarning):   # the heads' sizes are read as numbers
+        traced = torch.jit.trace(module, (ids, traced_mask), strict=False)
+    exported = torch.export.export(module, (ids, traced_mask)).module()
+    for got in (traced(ids, other), exported(ids, other)):
+        assert (got["attn"] - want["attn"]).abs().max().item() < 1e-6
+
+
 def test_last_token_without_a_pad_id_pools_one_row_only(tmp_path):
     torch = pytest.importorskip("torch")
     module = spec_module(tmp_path, SPEC.replace("pad: 0", "pad: null"))

@@ -575,7 +575,7 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
             bias = torch.where(hidden, torch.finfo(q.dtype).min,
                                bias.to(q.dtype) if bias is not None else torch.zeros((), dtype=q.dtype, device=q.device))
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=factor,
-                                                                enable_gqa=q.shape[1] != k.shape[1])
+                                                                enable_gqa=int(q.shape[1]) != int(k.shape[1]))  # ints: torch.jit.trace gives sizes as tensors
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
         k = k.repeat_interleave(heads // kv_heads, dim=1)
