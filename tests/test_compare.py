@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import REFERENCE
+from conftest import REFERENCE, ROOT
 
 import archgraph
 from archgraph.passes.compare import compare
@@ -304,3 +304,13 @@ def test_prefill_is_for_the_batch_and_a_generated_token_for_one_sequence():
         assert b.flops.prefill == 4 * a.flops.prefill and b.flops.per_token == a.flops.per_token
         assert b.memory.kv_cache_bytes == 4 * a.memory.kv_cache_bytes
     assert four[1].flops.encoder == 4 * one[1].flops.encoder
+
+
+def test_an_image_model_with_side_inputs_is_measured_per_image(cli):
+    """DiT reads latents [B, C, I, I], timesteps and class labels [B]: no sequence of token ids."""
+    code, out, err = cli("compare", str(ROOT / "examples" / "dit.yaml"), "gpt2", "--set", "B=2", "--json")
+    assert code == 0, err
+    dit, _ = json.loads(out)["models"]
+    assert dit["kind"] == "vision" and dit["flops"]["encoder_pass"] is None
+    assert dit["flops"]["per_image"] * 2 == dit["flops"]["forward"]
+    assert [(s["path"], s["role"], s["does"]) for s in dit["stacks"]] == [("blocks", "encoder", ["bidirectional"])]

@@ -162,8 +162,13 @@ def _kind(model: Model, stacks: list[Stack]) -> str:
 
 
 def _images_only(model: Model) -> bool:
-    """Whether every input is an image (a float [B, C, H, W]): FLOPs are per image."""
-    return all(len(i.shape) == 4 and not i.dtype.startswith(("int", "uint", "long")) for i in model.inputs.values())
+    """Whether the model reads an image and no sequence of token ids: its first input a float
+    [B, C, H, W], any other input no ids of rank 2 or more (DiT's class labels [B] are not a
+    sequence): FLOPs are per image."""
+    ids = lambda i: i.dtype.startswith(("int", "uint", "long"))  # noqa: E731
+    first = next(iter(model.inputs.values()), None)
+    return first is not None and len(first.shape) == 4 and not ids(first) and \
+        not any(ids(i) and len(i.shape) >= 2 for i in model.inputs.values())
 
 
 def _flops(model: Model, sizes: dict, run, stacks: list[Stack]) -> tuple[list[int], FlopsSplit]:
