@@ -67,6 +67,12 @@ def test_multimodal_positions_are_transformers_rope_index():
     want, _ = model.get_rope_index(ids, (ids == 9).int(), image_grid_thw=grid)
     got = REGISTRY["multimodal_positions"](token=9, grid=(1, 2, 3)).forward(RUN, ids)
     assert torch.equal(got, want)
+    # padding (row 0 on the left, row 1 on the right) is left out of the count and takes 0
+    mask = torch.ones_like(ids)
+    mask[0, :2], mask[1, -1:] = 0, 0
+    want, _ = model.get_rope_index(ids, (ids == 9).int(), image_grid_thw=grid, attention_mask=mask)
+    got = REGISTRY["multimodal_positions"](token=9, grid=(1, 2, 3)).forward(RUN, ids, mask)
+    assert torch.equal(got, want) and got[:, 0, 2].tolist() == [0, 0, 0] and got[:, 1, -1].eq(0).all()
 
 
 def test_multimodal_positions_refuse_an_image_cut_short():

@@ -905,7 +905,7 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "BloomForQuestionAnswering", "falcon-new-arch", "falcon-mqa-parallel", "falcon-alibi",
           "FalconForSequenceClassification", "mamba-causal", "mamba-base-bias-gelu", "falcon_mamba-causal",
           "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases",
-          "recurrent_gemma-causal", "recurrent_gemma-base-lru-width"]
+          "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

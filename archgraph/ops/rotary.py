@@ -367,7 +367,10 @@ class MultimodalPositions(Op):
     t·h·w per image (`grid: [t, h, w]`, in the language model's tokens): each image's token at
     frame f, row r, column c is at (p + f, p + r, p + c), where p is the position after the text
     before it, and the text after the image continues from p + max(h, w).  The rotary_embedding
-    (`axes: 3`, `sections`) that reads them turns each run of frequencies by one axis."""
+    (`axes: 3`, `sections`) that reads them turns each run of frequencies by one axis.  An
+    optional second input `mask` [B, S] (0: padding) leaves padding out: the positions count the
+    tokens that are not padding, and padding takes 0 on every axis (transformers' get_rope_index
+    with an attention_mask)."""
 
     token: int  # the id of the image placeholder tokens
     grid: tuple[int, int, int]  # [t, h, w]: each image's frames, rows and columns in language-model tokens
@@ -376,31 +379,47 @@ class MultimodalPositions(Op):
         if len(self.grid) != 3 or any(not isinstance(n, int) or n <= 0 for n in self.grid):
             raise invalid(self, f"grid must be three positive sizes [t, h, w]; received {list(self.grid)}")
 
-    def infer_shape(self, ids):
+    def infer_shape(self, ids, mask=None):
         expect_rank(ids, 2, "input_ids")
+        if mask is not None:
+            expect_rank(mask, 2, "padding mask [B, S]")
+            expect_dim(mask[0], ids[0], "batch dimension of the padding mask")
+            expect_dim(mask[1], ids[1], "length of the padding mask")
         return (3, *ids)
 
-    def forward(self, run, ids):
+    def forward(self, run, ids, mask=None):
         torch = run.torch
         t, h, w = self.grid
-        size = t * h * w
         item = torch.stack(torch.meshgrid(torch.arange(t), torch.arange(h), torch.arange(w), indexing="ij"))
-        item = item.reshape(3, size).to(ids.device)
+        item = item.reshape(3, t * h * w).to(ids.device)
         out = torch.zeros(3, *ids.shape, dtype=torch.int64, device=ids.device)
         for row, tokens in enumerate((ids == self.token).tolist()):
-            position, i = 0, 0
-            for is_image, run in itertools.groupby(tokens):  # runs of text tokens and of image tokens
-                length = len(list(run))
-                if not is_image:
-                    out[:, row, i:i + length] = torch.arange(position, position + length, device=ids.device)
-                    position += length
-                elif length % size:
-                    raise ShapeError(f"input_ids row {row}: the image tokens from position "
-                                     f"{i + length - length % size} are fewer than "
-                                     f"an image's {t}x{h}x{w} = {size}")
-                else:  # one image after another
-                    for start in range(i, i + length, size):
-                        out[:, row, start:start + size] = item + position
-                        position += max(h, w)
-                i += length
+            if mask is None:
+                out[:, row] = self._row(torch, tokens, item, row, ids.device)
+            else:
+                keep = mask[row].to(torch.bool)
+                out[:, row, keep] = self._row(torch, [x for x, k in zip(tokens, keep.tolist()) if k], item, row,
+                                              ids.device)
+        return out
+
+    def _row(self, torch, tokens: list[bool], item, row: int, device):
+        """The [3, len(tokens)] positions of one row's tokens (True: an image token)."""
+        t, h, w = self.grid
+        size = t * h * w
+        out = torch.zeros(3, len(tokens), dtype=torch.int64, device=device)
+        position, i = 0, 0
+        for is_image, run in itertools.groupby(tokens):  # runs of text tokens and of image tokens
+            length = len(list(run))
+            if not is_image:
+                out[:, i:i + length] = torch.arange(position, position + length, device=device)
+                position += length
+            elif length % size:
+                raise ShapeError(f"input_ids row {row}: the image tokens from position "
+                                 f"{i + length - length % size} are fewer than "
+                                 f"an image's {t}x{h}x{w} = {size}")
+            else:  # one image after another
+                for start in range(i, i + length, size):
+                    out[:, start:start + size] = item + position
+                    position += max(h, w)
+            i += length
         return out
