@@ -290,10 +290,13 @@ def dropped_aliases(name: str, config: dict, log=print) -> list[dict]:
     cfg = transformers.AutoConfig.for_model(**config)
     read, base = read_keys(config), hf.import_config(config).variables
     found = []
-    for alias, real in cfg.attribute_map.items():
-        if real not in read or real not in config or alias in config:
+    holders = [("", config, cfg)] + [(f"{k}.", config[k], getattr(cfg, k)) for k in (cfg.sub_configs or {})
+                                     if isinstance(config.get(k), dict) and hasattr(getattr(cfg, k, None), "to_dict")]
+    for prefix, held, alias, real in [(p, h, a, r) for p, h, c in holders for a, r in c.attribute_map.items()]:
+        if prefix + real not in read or real not in held or alias in held:
             continue
-        renamed = {**{k: v for k, v in config.items() if k != real}, alias: config[real]}
+        sub = {**{k: v for k, v in held.items() if k != real}, alias: held[real]}
+        renamed = {**config, prefix[:-1]: sub} if prefix else sub
         if transformers.AutoConfig.for_model(**renamed).to_dict() != cfg.to_dict():
             continue  # transformers reads the alias otherwise (T5's num_decoder_layers follows num_layers only)
         try:
@@ -301,9 +304,9 @@ def dropped_aliases(name: str, config: dict, log=print) -> list[dict]:
         except Exception as exc:  # noqa: BLE001 - refused by name: not dropped
             got = {"error": str(exc)}
         if got != base:
-            found.append({"case": name, "key": alias, "value": config[real], "verdict": "alias", "by": real,
+            found.append({"case": name, "key": prefix + alias, "value": held[real], "verdict": "alias", "by": real,
                           "tried": [], "owned": False})
-            log(f"  {alias} (transformers' alias of {real}) is not read: other variables")
+            log(f"  {prefix}{alias} (transformers' alias of {real}) is not read: other variables")
     return found
 
 
