@@ -1041,6 +1041,8 @@ def test_padded_encoder_batch_computes_what_transformers_computes(tmp_path, name
         _eos_last(inputs["input_ids"], masks["attention_mask"], text.eos_token_id)   # where they pool
     if "token_type_ids" in module.input_names:
         inputs["token_type_ids"] = torch.randint(0, reference.config.type_vocab_size, inputs["input_ids"].shape)
+    if "position_ids" in module.input_names:   # given: counted from the first token that is not padding
+        inputs["position_ids"] = (masks["attention_mask"].cumsum(-1) - 1).clamp(min=0)
     inputs.update(masks)
     with torch.no_grad():
         want = reference(**inputs)
@@ -1056,6 +1058,10 @@ def test_padded_encoder_batch_computes_what_transformers_computes(tmp_path, name
         assert diff < 1e-4, f"{key}: max difference {diff:.3g} at positions that are not padding"
     first = next(iter(got))  # the masks matter: without them, the padded rows compute other values
     assert (got[first] - unpadded[first]).abs().max().item() > 1e-3
+    if "position_ids" in inputs:   # and so do the positions given (spread: rotary ones see only distances)
+        with torch.no_grad():
+            spread = module(**{**inputs, "position_ids": 2 * inputs["position_ids"]})[first]
+        assert (got[first] - spread).abs().max().item() > 1e-3
 
 
 def test_bert_without_token_type_ids_computes_what_transformers_computes(tmp_path):
