@@ -61,6 +61,10 @@ class Run:
         projections ops name after their modules (q_a_proj, in_proj, fc1, ...)."""
         return self.F.linear(x, self.tensor(f"{name}.weight"), self.tensor(f"{name}.bias") if bias else None)
 
+    def dropout(self, p: float) -> float:
+        """The dropout probability `p` to apply now: p in training, 0 in eval."""
+        return p if self.training else 0.0
+
     def has(self, local: str) -> bool:
         return join(self.path, local) in self.module._where
 

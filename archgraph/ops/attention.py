@@ -41,7 +41,9 @@ class Attention(Op):
     the keys less than `window` positions before each query (`window_side: both`: on either side).  `softcap`
     bounds the scaled scores smoothly to (-softcap, softcap) (Gemma 2); `qk_norm_offset: 1` makes
     the q/k norms scale by 1 + weight (Gemma 3).  `cached: false` says a causal attention is never
-    decoded token by token (CLIP's text encoder), so `memory` gives it no KV cache.
+    decoded token by token (CLIP's text encoder), so `memory` gives it no KV cache.  `dropout`
+    zeroes attention probabilities with that probability (the rest scaled by 1/(1 - dropout)) in
+    training only, as transformers' eager and sdpa attention apply config.attention_dropout.
     """
 
     hidden: int  # width of the input x and of the output
@@ -91,9 +93,11 @@ class Attention(Op):
     #   softcap·tanh(scores / softcap): Gemma 2's attn_logit_softcapping
     cached: bool = True  # false: causal, but never decoded token by token, so it keeps no cache (CLIP's
     #   text encoder)
+    dropout: float = 0.0  # probability of zeroing each attention probability, in training only
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups")
+        check_dropout(self)
         if self.softcap is not None and not self.softcap > 0:
             raise invalid(self, f"softcap must be positive (or null: no capping); received {self.softcap}")
         if self.kv_hidden is not None and (self.kdim is not None or self.vdim is not None):
@@ -267,7 +271,7 @@ class Attention(Op):
             q, key = rotate_pair(torch, q, key, rope, rope_sin, self.rotary, "attention")
         out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
                      run.tensor("sinks") if self.sinks else None, self.window_side == "both",
-                     self.softcap, mask)
+                     self.softcap, mask, run.dropout(self.dropout))
         out = out.transpose(1, 2).reshape(b, s, q_ * d)
         return self._project(run, names[-1], out, self.out_bias)
 
@@ -335,15 +339,19 @@ class ScaledDotProductAttention(Op):
     broadcast as in torch (equal, or 1).  An optional fourth input `mask` [B, T] hides the keys
     whose entry is 0 (padding), as transformers' attention_mask.  `scale` multiplies the scores
     in place of 1/√d, as F.scaled_dot_product_attention's (GPT-2's scale_attn_weights: false is 1).
+    `dropout` zeroes attention probabilities in training only, as F.scaled_dot_product_attention's
+    dropout_p.
     """
 
     heads: int  # number of query heads the inputs' last dimension holds
     kv_heads: int | None = None  # number of key/value heads (default heads; fewer is grouped-query attention)
     causal: bool = False  # each query sees only the keys at or before its position
     scale: float | None = None  # multiplies the scores; none: 1/√d
+    dropout: float = 0.0  # probability of zeroing each attention probability, in training only
 
     def __post_init__(self):
         positive(self, "heads", "kv_heads")
+        check_dropout(self)
         if self.heads % (self.kv_heads or self.heads):
             raise invalid(self, f"heads={self.heads} is not a multiple of kv_heads={self.kv_heads}")
 
@@ -386,11 +394,13 @@ class ScaledDotProductAttention(Op):
         torch = run.torch
         kv_heads = self.kv_heads or self.heads
         if q.dim() == 4:
-            return attend(torch, q, k, v, self.scale, None, self.causal, None, mask=mask)
+            return attend(torch, q, k, v, self.scale, None, self.causal, None, mask=mask,
+                          dropout=run.dropout(self.dropout))
         b, s, t = q.shape[0], q.shape[1], k.shape[1]
         d, dv = q.shape[-1] // self.heads, v.shape[-1] // kv_heads
         out = attend(torch, q.view(b, s, self.heads, d).transpose(1, 2), k.view(b, t, kv_heads, d).transpose(1, 2),
-                     v.view(b, t, kv_heads, dv).transpose(1, 2), self.scale, None, self.causal, None, mask=mask)
+                     v.view(b, t, kv_heads, dv).transpose(1, 2), self.scale, None, self.causal, None, mask=mask,
+                     dropout=run.dropout(self.dropout))
         return out.transpose(1, 2).reshape(b, s, self.heads * dv)
 
 
@@ -548,6 +558,12 @@ def _rotate(torch, x, cos, sin, interleaved: bool = False):
     return torch.cat([rot * cos + turned * sin, rest], dim=-1)
 
 
+def check_dropout(op) -> None:
+    """An attention op's `dropout` is a probability in [0, 1)."""
+    if not 0 <= op.dropout < 1:
+        raise invalid(op, f"dropout must be a probability in [0, 1); received {op.dropout}")
+
+
 def expect_key_mask(mask, batch, keys) -> None:
     """A padding mask [B, T] (1: a key to attend to, 0: padding) for `batch` rows of `keys` keys."""
     expect_rank(mask, 2, "attention mask [B, T]")
@@ -556,14 +572,15 @@ def expect_key_mask(mask, batch, keys) -> None:
 
 
 def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False, sinks=None,
-           both_sides: bool = False, softcap=None, mask=None):
+           both_sides: bool = False, softcap=None, mask=None, dropout: float = 0.0):
     """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors, keys and values shared by
     grouped heads, as Hugging Face's attention computes it.  `sinks` [heads]:
     one more logit per head in each softmax, dropped after it (its weight goes to no value).
     `softcap` caps the scaled scores (softcap·tanh(s / softcap)) before the bias and the mask.
     `mask` [B, T]: keys whose entry is 0 are hidden from every query (padding); a query that then
     sees no key at all (a padding position under a causal mask) gets a uniform average, as
-    transformers leaves such rows, and its output means nothing.
+    transformers leaves such rows, and its output means nothing.  `dropout` (0 unless training) zeroes
+    probabilities after the softmax and scales the rest by 1/(1 - dropout), as transformers' attention.
 
     Without sinks, softcap or a bias added before the scale, this is torch's
     scaled_dot_product_attention (transformers' default kernel, sdpa: its fused CPU kernel neither
@@ -575,6 +592,7 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
             bias = torch.where(hidden, torch.finfo(q.dtype).min,
                                bias.to(q.dtype) if bias is not None else torch.zeros((), dtype=q.dtype, device=q.device))
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=factor,
+                                                                dropout_p=dropout,
                                                                 enable_gqa=int(q.shape[1]) != int(k.shape[1]))  # ints: torch.jit.trace gives sizes as tensors
     heads, kv_heads = q.shape[1], k.shape[1]
     if heads != kv_heads:
@@ -591,8 +609,10 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
     if sinks is not None:
         column = sinks.reshape(1, -1, 1, 1).expand(scores.shape[0], -1, q.shape[-2], 1).to(scores.dtype)
         probs = torch.softmax(torch.cat([scores, column], dim=-1).float(), dim=-1)[..., :-1].to(q.dtype)
-        return torch.matmul(probs, v)
-    probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+    else:
+        probs = torch.softmax(scores.float(), dim=-1).to(q.dtype)
+    if dropout:
+        probs = torch.nn.functional.dropout(probs, dropout, training=True)
     return torch.matmul(probs, v)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from .attention import expect_key_mask
+from .attention import check_dropout, expect_key_mask
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive, quotient
 
 
@@ -23,7 +23,8 @@ class DisentangledAttention(Op):
     Tensors: query_proj, key_proj, value_proj (biased) and the pos_ projections not shared.
     An optional input `mask` [B, S] (1: a token, 0: padding), by keyword (`in: {x: .., rel: ..,
     mask: ..}`), hides the padding from every query and every score of a padding query, as
-    DeBERTa's query-by-key attention mask."""
+    DeBERTa's query-by-key attention mask.  `dropout` zeroes attention probabilities in training
+    only (config.attention_probs_dropout_prob)."""
 
     hidden: int  # width of the input x
     heads: int  # number of heads
@@ -36,8 +37,10 @@ class DisentangledAttention(Op):
     p2c: bool = True  # add the position-to-content scores
     share_att_key: bool = False  # the relative embeddings use the content projections instead of pos_key_proj and
     #   pos_query_proj
+    dropout: float = 0.0  # probability of zeroing each attention probability, in training only
 
     def __post_init__(self):
+        check_dropout(self)
         positive(self, "hidden", "heads", "span", "head_dim", "max_position")
         if self.buckets < 0:
             raise invalid(self, f"buckets must be 0 (none) or more; received {self.buckets}")
@@ -110,7 +113,7 @@ class DisentangledAttention(Op):
             padding = mask == 0
             hidden = padding[:, None, None, :] | padding[:, None, :, None]
             scores = scores.masked_fill(hidden, torch.finfo(scores.dtype).min)
-        probs = torch.softmax(scores, dim=-1)
+        probs = run.F.dropout(torch.softmax(scores, dim=-1), run.dropout(self.dropout))
         return torch.matmul(probs, v).transpose(1, 2).reshape(b, s, h * d)
 
     def _bucket(self, torch, relative):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ..dims import ceil_div, prod
-from .attention import attend, expect_key_mask, rotate_pair
+from .attention import attend, check_dropout, expect_key_mask, rotate_pair
 from .base import Cache, Op, Tensor, expect_dim, expect_rank, op, positive
 from .norm import rms_normalize
 
@@ -28,6 +28,7 @@ class LatentAttention(Op):
     keys: `rotary: interleaved` pairs dims 2i and 2i+1 (DeepSeek's rope_interleave), `half` pairs
     i with i + rope_dim/2.  The scores' scale is 1/sqrt(nope_dim + rope_dim) unless `scale` is given
     (YaRN's mscale).  Decoding keeps the latent and the rotary key: kv_rank + rope_dim per token.
+    `dropout` zeroes attention probabilities in training only (config.attention_dropout).
     """
 
     hidden: int  # width of the input x and of the output
@@ -43,9 +44,11 @@ class LatentAttention(Op):
     #   or halves
     scale: float | None = None  # of the scores; none: 1/sqrt(nope_dim + rope_dim)
     causal: bool = True  # each query sees only the keys at or before its position
+    dropout: float = 0.0  # probability of zeroing each attention probability, in training only
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_rank", "nope_dim", "rope_dim", "v_dim", "q_rank")
+        check_dropout(self)
 
     @property
     def qk_dim(self) -> int:
@@ -129,5 +132,6 @@ class LatentAttention(Op):
         query = torch.cat([q_pass, q_rot], dim=-1)
         key = torch.cat([k_pass, k_rot.expand(-1, n, -1, -1)], dim=-1)
         scale = self.qk_dim ** -0.5 if self.scale is None else self.scale
-        out = attend(torch, query, key, value, scale, None, self.causal, None, mask=mask)
+        out = attend(torch, query, key, value, scale, None, self.causal, None, mask=mask,
+                     dropout=run.dropout(self.dropout))
         return dense("o_proj", out.transpose(1, 2).reshape(b, s, n * self.v_dim), self.bias)
