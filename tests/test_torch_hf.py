@@ -346,6 +346,8 @@ CASES["WhisperForCausalLM"] = {**CASES["whisper-cond-gen"], "architectures": ["W
 CASES["MixtralModel"] = {**CASES["mixtral-causal"], "architectures": ["MixtralModel"]}
 CASES["mixtral-seq-cls"] = {**CASES["mixtral-causal"], "architectures": ["MixtralForSequenceClassification"],
                             "pad_token_id": 0, "num_labels": 3}
+CASES["qwen3_moe-seq-cls"] = {**CASES["qwen3_moe-causal"], "architectures": ["Qwen3MoeForSequenceClassification"],
+                              "pad_token_id": 0, "num_labels": 3}
 CASES["gpt_oss-seq-cls"] = {**CASES["gpt_oss-causal"], "architectures": ["GptOssForSequenceClassification"],
                             "pad_token_id": 0, "num_labels": 3}
 
@@ -905,7 +907,8 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "BloomForQuestionAnswering", "falcon-new-arch", "falcon-mqa-parallel", "falcon-alibi",
           "FalconForSequenceClassification", "mamba-causal", "mamba-base-bias-gelu", "falcon_mamba-causal",
           "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases",
-          "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3"]
+          "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
+          "qwen3_moe-seq-cls"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):
