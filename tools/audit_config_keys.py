@@ -95,7 +95,7 @@ def read_keys(config: dict) -> set[str]:
         hf.import_config(config)
     finally:
         hf._lookup, hf._present, hf._sub_config = lookup, present, sub_config
-    for entry in (hf.families()[config["model_type"]].get("overrides") or {}):
+    for entry in (hf.family(config["model_type"]).get("overrides") or {}):
         seen.add(entry)
     return seen
 
@@ -355,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     # a change that makes a model of real size fails here instead of taking the shared machine's memory
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, resource.getrlimit(resource.RLIMIT_AS)[1]))
-    model_types = args.model_types or list(hf.families())
+    model_types = args.model_types or hf.family_names()
     findings = []
     for model_type in model_types:
         for name, config in chosen_cases(model_type, args.cases, args.fixtures):
