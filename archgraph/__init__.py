@@ -5,12 +5,21 @@ count every parameter without a deep-learning framework.
 >>> archgraph.load("bert-base-uncased").params().total
 109482240
 """
-from .builder import ModelBuilder
-from .errors import ArchgraphError, ShapeError, SpecError
-from .load import builtin_specs, load
-from .model import Model
-from .passes.params import count_params
-from .passes.shapes import infer_shapes
+import gc as _gc
+
+_collect = _gc.isenabled()
+_gc.disable()  # importing makes only objects that live on: no cycle collection while it runs
+try:
+    from .builder import ModelBuilder
+    from .errors import ArchgraphError, ShapeError, SpecError
+    from .load import builtin_specs, load
+    from .model import Model
+    from .passes.params import count_params
+    from .passes.shapes import infer_shapes
+finally:
+    if _collect:
+        _gc.enable()
+    del _collect
 
 __all__ = ["ArchgraphError", "Model", "ModelBuilder", "ShapeError", "SpecError", "builtin_specs",
            "count_params", "infer_shapes", "load"]

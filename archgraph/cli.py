@@ -63,16 +63,40 @@ def _command(argv: Sequence[str]) -> str | None:
     return argv[0] if argv and not argv[0].startswith("-") else None
 
 
+# Commands that only read their inputs and print: run as the `archgraph` command itself, the process
+# ends with os._exit once its output is flushed, skipping the interpreter's teardown (freeing every
+# module and object: 9 ms of a 70 ms `params config.json --json`).  Commands that write files or
+# run torch end as usual.
+FAST_EXIT = frozenset({"params", "shapes", "memory", "flops", "explain", "formula", "sweep", "zoo", "ops"})
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `archgraph` command; `argv` None: the process's own arguments (the command line), and
+    the process may end here (FAST_EXIT)."""
     import gc
+    entry = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     collect = gc.isenabled()
     gc.disable()  # a short-lived command: no cycle collection while modules load and a graph builds
     try:
-        return _main(argv)
+        code = _main(argv)
     finally:
         if collect:
             gc.enable()
+    if entry and _command(argv) in FAST_EXIT:
+        _exit(code)
+    return code
+
+
+def _exit(code: int) -> None:
+    """End the process now, its output flushed (see FAST_EXIT)."""
+    import os
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (BrokenPipeError, ValueError):  # a reader that stopped reading; a closed stream
+        pass
+    os._exit(code)
 
 
 def _main(argv: list[str]) -> int:

@@ -129,3 +129,18 @@ def test_load_keys_keeps_the_lines_of_the_file(tmp_path):
     with pytest.raises(SpecError, match="key 'variables' appears twice") as info:
         load_keys(spec, ("variables",))
     assert info.value.loc.line == 4
+
+
+def test_the_command_itself_ends_at_once_with_its_output_whole():
+    """`archgraph params ...` (main() reading the command line) ends with os._exit once its output is
+    flushed: every byte is there and the exit status is the command's."""
+    entry = "import sys; from archgraph.cli import main; sys.exit(main())"
+    done = subprocess.run([sys.executable, "-c", entry, "params", "gpt2", "--json"], capture_output=True, text=True)
+    assert done.returncode == 0 and json.loads(done.stdout)["total"] == 124439808
+    done = subprocess.run([sys.executable, "-c", entry, "params", "no-such-model"], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == "" and "no-such-model" in done.stderr
+    done = subprocess.run(f"{sys.executable} -c '{entry}' zoo | head -n 1", shell=True, capture_output=True,
+                          text=True)  # a reader that stops early
+    assert done.stdout.rstrip() == "built-in models" and done.stderr == ""
+    from archgraph.cli import FAST_EXIT  # commands that write files or train end as usual
+    assert "import-hf" not in FAST_EXIT and "render" not in FAST_EXIT and "run" not in FAST_EXIT
