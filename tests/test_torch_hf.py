@@ -344,6 +344,7 @@ CASES["WhisperModel"] = {**CASES["whisper-cond-gen"], "architectures": ["Whisper
                          "activation_function": "quick_gelu"}
 CASES["WhisperForCausalLM"] = {**CASES["whisper-cond-gen"], "architectures": ["WhisperForCausalLM"]}
 CASES["MixtralModel"] = {**CASES["mixtral-causal"], "architectures": ["MixtralModel"]}
+CASES["mixtral-window"] = {**CASES["mixtral-causal"], "sliding_window": 3}   # S = 7 > the window
 CASES["mixtral-seq-cls"] = {**CASES["mixtral-causal"], "architectures": ["MixtralForSequenceClassification"],
                             "pad_token_id": 0, "num_labels": 3}
 CASES["qwen3_moe-seq-cls"] = {**CASES["qwen3_moe-causal"], "architectures": ["Qwen3MoeForSequenceClassification"],
@@ -908,7 +909,7 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "FalconForSequenceClassification", "mamba-causal", "mamba-base-bias-gelu", "falcon_mamba-causal",
           "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases",
           "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
-          "qwen3_moe-seq-cls"]
+          "qwen3_moe-seq-cls", "mixtral-window"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):
