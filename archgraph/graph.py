@@ -137,7 +137,9 @@ class InputSpec:
 # What an optional input holds when a call leaves it out (`default:` of an input): as transformers
 # fills attention_mask (ones), token_type_ids (zeros) and position_ids (0..n-1 along the last dim).
 INPUT_DEFAULTS = {"zeros": "every element 0", "ones": "every element 1",
-                  "arange": "0, 1, ..., n-1 along the last dimension (positions)"}
+                  "arange": "0, 1, ..., n-1 along the last dimension (positions)",
+                  "none": "nothing: the op reading it computes its own (position_embedding its positions, from "
+                          "the ids with `pad`: RoBERTa's position_ids)"}
 
 
 @dataclass(frozen=True)

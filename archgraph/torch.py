@@ -236,6 +236,8 @@ class SpecModule(nn.Module):
         """The value of optional input `spec` when a call leaves it out, at the sizes the given
         inputs bound (an input none of whose sizes is bound cannot be made: say which)."""
         from . import expr
+        if spec.default == "none":  # the reading op computes its own
+            return None
         env = {**model.variables, **self._sizes}
         try:
             shape = tuple(int(expr.evaluate(d, env)) if isinstance(d, str) else d for d in spec.shape)

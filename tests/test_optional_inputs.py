@@ -92,8 +92,9 @@ def test_an_unknown_default_is_refused_at_its_line(cli, tmp_path):
     code, out, err = cli("params", str(path))
     assert (code, out) == (2, "")
     assert err == (f"archgraph: error: {path}:7: input 'token_type_ids': default 'empty' is not one of zeros, "
-                   "ones, arange\n  fix: default: ones (a mask of every position), zeros (token_type_ids) or "
-                   "arange (positions); leave it out for an input every call must give\n")
+                   "ones, arange, none\n  fix: default: ones (a mask of every position), zeros (token_type_ids), "
+                   "arange (positions) or none (the op reading it computes its own); leave it out for an input every "
+                   "call must give\n")
 
 
 POSITIONS = """
@@ -101,8 +102,10 @@ archgraph: 1
 name: fairseq_positions
 inputs:
   input_ids: {shape: [B, S], dtype: int64}
+  position_ids: {shape: [B, S], dtype: int64, default: none}
 nodes:
-  - {name: positions, op: position_embedding, in: input_ids, num_positions: 10, embedding_dim: 1, offset: 2, pad: 1}
+  - {name: positions, op: position_embedding, in: [input_ids, position_ids], num_positions: 10, embedding_dim: 1,
+     pad: 1}
 outputs: [positions]
 """
 
@@ -114,7 +117,10 @@ def test_positions_skip_padding_tokens(tmp_path):
         module.get_parameter("positions.weight").copy_(torch.arange(10.0)[:, None])   # row r holds r
     ids = torch.tensor([[1, 1, 5, 6, 7], [5, 6, 7, 1, 1]])   # left and right padding (pad id 1)
     rows = module(ids)["positions"][..., 0]
-    assert rows.tolist() == [[1, 1, 2, 3, 4], [2, 3, 4, 1, 1]]   # the first token takes row offset, pads row 1
+    assert rows.tolist() == [[1, 1, 2, 3, 4], [2, 3, 4, 1, 1]]   # the first token takes row pad + 1, pads row pad
+    given = torch.tensor([[0, 0, 0, 1, 2], [5, 6, 7, 8, 9]])   # default: none: given, the positions win
+    assert module(ids, given)["positions"][..., 0].tolist() == given.tolist()
+    assert module(ids, None)["positions"][..., 0].tolist() == rows.tolist()
 
 
 EOS = """

@@ -69,13 +69,15 @@ class PositionEmbedding(Op):
     """Learned absolute positions; [B, S, ..] -> [1, S, embedding_dim] (offset: rows reserved before position 0, OPT/BART use 2).
 
     `pad`: the input is token ids [B, S] and positions count only the tokens that are not `pad`:
-    a row's k-th such token takes row offset + k - 1 and a padding token row offset - 1 (fairseq's
-    make_positions, RoBERTa's and MPNet's create_position_ids_from_input_ids with offset = pad + 1),
-    so a row padded on the left starts at position 0 as one without padding -> [B, S, embedding_dim].
+    a row's k-th such token takes row offset + pad + k and a padding token row offset + pad
+    (fairseq's make_positions, RoBERTa's and MPNet's create_position_ids_from_input_ids, offset 0),
+    so a row padded on the left starts where one without padding does -> [B, S, embedding_dim].
 
     An optional second input `positions` [B, S] (integers) gives each token's position instead
     (a module's position_ids, or positions counted from a padding mask as OPT does): the output is
-    then [B, S, embedding_dim], row `positions + offset` of the table."""
+    then [B, S, embedding_dim], row `positions + offset` of the table.  Given with `pad`, the
+    positions win (a module's `position_ids` input with `default: none`: counted from the ids when
+    a call leaves it out, as RoBERTa's)."""
 
     num_positions: int  # number of positions the table holds (the longest sequence)
     embedding_dim: int  # width of each position's vector
@@ -84,22 +86,18 @@ class PositionEmbedding(Op):
 
     def __post_init__(self):
         positive(self, "num_positions", "embedding_dim")
-        if self.pad is not None and self.offset < 1:
-            raise invalid(self, f"pad={self.pad} puts padding tokens at row offset - 1: offset must be at least 1; "
-                                f"received offset={self.offset}")
 
     def infer_shape(self, x, positions=None):
         seq = _seq_len(x)
         _fits(seq, self.num_positions - self.offset, "the position table")
+        if self.pad is not None:
+            expect_rank(x, 2, "token ids [B, S] (positions that skip padding)")
+            _fits(seq, self.num_positions - self.offset - self.pad - 1, "the position table (after pad)")
         if positions is not None:
-            if self.pad is not None:
-                raise ShapeError("position_embedding takes its positions from `pad` or from a positions input, "
-                                 "not both")
             expect_rank(positions, 2, "positions [B, S]")
             expect_dim(positions[1], seq, "length of the positions")
             return (positions[0], seq, self.embedding_dim)
         if self.pad is not None:
-            expect_rank(x, 2, "token ids [B, S] (positions that skip padding)")
             return (x[0], seq, self.embedding_dim)
         return (1, seq, self.embedding_dim)
 
@@ -112,7 +110,7 @@ class PositionEmbedding(Op):
             return run.F.embedding(positions.long() + self.offset, run.tensor("weight"))
         if self.pad is not None:
             keep = (x != self.pad).to(torch.int64)
-            positions = torch.cumsum(keep, dim=1) * keep + (self.offset - 1)
+            positions = torch.cumsum(keep, dim=1) * keep + (self.offset + self.pad)
             return run.F.embedding(positions, run.tensor("weight"))
         positions = torch.arange(x.shape[1], device=x.device) + self.offset
         return run.F.embedding(positions, run.tensor("weight")).unsqueeze(0)

@@ -116,8 +116,9 @@ def _inputs(spec: Mapping) -> dict[str, InputSpec]:
             if default is not None and default not in INPUT_DEFAULTS:
                 raise SpecError(f"input '{name}': default {default!r} is not one of "
                                 f"{', '.join(INPUT_DEFAULTS)}", loc=value.key_loc("default"),
-                                hint="default: ones (a mask of every position), zeros (token_type_ids) or "
-                                     "arange (positions); leave it out for an input every call must give")
+                                hint="default: ones (a mask of every position), zeros (token_type_ids), "
+                                     "arange (positions) or none (the op reading it computes its own); leave it "
+                                     "out for an input every call must give")
             value = value.get("shape")
         if not isinstance(value, list) or not value:
             raise SpecError(f"input '{name}' needs a shape list such as [B, S]", loc=loc)
