@@ -1,0 +1,166 @@
+"""Dropout probabilities from the configs: every config key holding a dropout probability that
+transformers applies reaches the template (a dropout node's p, an attention op's `dropout`), so the
+module computes what transformers computes in training mode too; keys transformers stores and never
+applies are listed here by name, each with why, and a key in neither place fails."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from archgraph import hf
+from archgraph.load import load_config
+
+# Keys a config class stores that its transformers 5.23.0 model never applies (read the modeling
+# files): nothing to honour.  model_type -> {key: why}
+NOT_APPLIED = {
+    "phi3": {"embd_pdrop": "Phi3Model has no embedding dropout (only resid_pdrop and attention_dropout)"},
+}
+
+# Keys transformers applies and the template does not read yet: the module's training-mode outputs
+# differ from transformers' when they are not 0 (eval is exact).  Each one is work left; the list only
+# shrinks.  model_type -> keys
+NOT_YET = {
+    "mixtral": ["attention_dropout"], "gemma": ["attention_dropout"], "qwen3_moe": ["attention_dropout"],
+    "gemma2": ["attention_dropout"], "gemma3_text": ["attention_dropout"], "gpt_oss": ["attention_dropout"],
+    "jamba": ["attention_dropout"], "recurrent_gemma": ["attention_dropout"], "deepseek_v3": ["attention_dropout"],
+    "gpt2": ["resid_pdrop", "embd_pdrop", "attn_pdrop", "summary_first_dropout"],
+    "gpt_bigcode": ["resid_pdrop", "embd_pdrop", "attn_pdrop"],
+    "opt": ["dropout", "attention_dropout", "layerdrop"],
+    "gpt_neox": ["attention_dropout", "hidden_dropout", "classifier_dropout"],
+    "bloom": ["hidden_dropout", "attention_dropout"], "falcon": ["hidden_dropout", "attention_dropout"],
+    "t5": ["dropout_rate", "classifier_dropout"],
+    "bert": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"],
+    "roberta": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"],
+    "xlm-roberta": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"],
+    "electra": ["hidden_dropout_prob", "attention_probs_dropout_prob", "summary_last_dropout", "classifier_dropout"],
+    "bart": ["encoder_layerdrop", "decoder_layerdrop", "dropout", "attention_dropout", "activation_dropout",
+             "classifier_dropout"],
+    "distilbert": ["dropout", "attention_dropout", "qa_dropout", "seq_classif_dropout"],
+    "albert": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"],
+    "whisper": ["encoder_layerdrop", "decoder_layerdrop", "dropout", "attention_dropout", "activation_dropout"],
+    "vit": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
+    "dinov2": ["hidden_dropout_prob", "attention_probs_dropout_prob", "drop_path_rate"],
+    "dinov2_with_registers": ["hidden_dropout_prob", "attention_probs_dropout_prob", "drop_path_rate"],
+    "clip_text_model": ["attention_dropout"], "clip_vision_model": ["attention_dropout"],
+    "siglip_text_model": ["attention_dropout"], "siglip_vision_model": ["attention_dropout"],
+    "gptj": ["resid_pdrop", "embd_pdrop", "attn_pdrop"], "codegen": ["resid_pdrop", "embd_pdrop", "attn_pdrop"],
+    "convnext": ["drop_path_rate"], "mpnet": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
+    "modernbert": ["attention_dropout", "embedding_dropout", "mlp_dropout", "classifier_dropout"],
+    "deberta-v2": ["hidden_dropout_prob", "attention_probs_dropout_prob", "pooler_dropout"],
+    "swin": ["hidden_dropout_prob", "attention_probs_dropout_prob", "drop_path_rate"],
+    "segformer": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob", "drop_path_rate"],
+    "mobilenet_v2": ["classifier_dropout_prob"], "efficientnet": ["dropout_rate", "drop_connect_rate"],
+    "detr": ["encoder_layerdrop", "decoder_layerdrop", "dropout", "attention_dropout", "activation_dropout"],
+}
+
+
+def _read_keys(entry) -> set[str]:
+    """The top-level config keys a key table reads (its variables' keys, its sub-configs)."""
+    keys = set(entry.get("configs") or {})
+    for rule in (entry.get("variables") or {}).values():
+        key = rule if isinstance(rule, str) else rule.get("key") if isinstance(rule, dict) else None
+        for part in (key or "").split("|"):
+            if part:
+                keys.add(re.split(r"[.\[]", part.rstrip("?"))[0])
+    return keys
+
+
+def _drop_keys(model_type: str) -> set[str]:
+    transformers = pytest.importorskip("transformers")
+    return {k for k in transformers.AutoConfig.for_model(model_type).to_dict() if "drop" in k.lower()}
+
+
+@pytest.mark.parametrize("model_type", hf.family_names())
+def test_every_dropout_key_is_read_or_named_as_not_applied(model_type):
+    """A sub-config's keys (text_config.attention_dropout) are its own model_type's table's."""
+    keys = _drop_keys(model_type)
+    read = _read_keys(hf.family(model_type))
+    listed = set(NOT_APPLIED.get(model_type, {})) | set(NOT_YET.get(model_type, []))
+    assert not (read & listed), f"{model_type}: read, and listed as not applied or not yet: {sorted(read & listed)}"
+    assert keys - read - listed == set(), f"{model_type}: dropout keys neither read nor listed"
+    assert listed <= keys, f"{model_type}: listed keys its config class does not have: {sorted(listed - keys)}"
+
+
+def _dropouts(model) -> dict[str, float]:
+    """node path -> its dropout probability: a dropout node's p, an attention op's dropout."""
+    out = {}
+    for path, node, _ in model.shapes(B=1, S=4).nodes():
+        if node.op.__class__.__name__ == "Dropout":
+            out[path] = node.op.p
+        elif getattr(node.op, "dropout", 0):
+            out[path] = node.op.dropout
+    return out
+
+
+TINY = {"vocab_size": 64, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
+        "num_attention_heads": 4, "num_key_value_heads": 2}
+
+# a config with distinct probabilities, and where each must arrive (layer 0's nodes)
+CARRIED = {
+    "llama": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
+    "starcoder2": ({"attention_dropout": 0.11, "residual_dropout": 0.22, "embedding_dropout": 0.33},
+                   {"layers.0.self_attn": 0.11, "layers.0.attn_dropout": 0.22,
+                    "layers.0.mlp_dropout": 0.22, "embed_dropout": 0.33}),
+    "phi3": ({"attention_dropout": 0.11, "resid_pdrop": 0.22, "embd_pdrop": 0.33},
+             {"layers.0.self_attn": 0.11, "layers.0.attn_dropout": 0.22,
+              "layers.0.mlp_dropout": 0.22}),
+    "phi": ({"attention_dropout": 0.11, "resid_pdrop": 0.22, "embd_pdrop": 0.33},
+            {"layers.0.self_attn": 0.11, "layers.0.attn_dropout": 0.22,
+             "layers.0.mlp_dropout": 0.22, "embed_dropout": 0.33}),
+    "stablelm": ({"attention_dropout": 0.11, "hidden_dropout": 0.22},
+                 {"layers.0.self_attn": 0.11, "layers.0.mlp_dropout": 0.22}),
+    "olmo2": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
+    "cohere": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
+    "glm4": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
+}
+
+
+@pytest.mark.parametrize("model_type", sorted(CARRIED))
+def test_the_configs_probabilities_reach_the_ops(tmp_path, model_type):
+    extra, want = CARRIED[model_type]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type, **TINY, **extra}))
+    assert _dropouts(load_config(path)) == want
+    path.write_text(json.dumps({"model_type": model_type, **TINY}))
+    assert _dropouts(load_config(path)) == {}   # the config class's defaults: all 0
+
+
+def _with_dropout(config: dict, p: float) -> dict:
+    """The config with every dropout key its config class has (top level) set to p, and
+    classifier_dropout, which a ...ForTokenClassification reads when present (else 0.1)."""
+    return {**config, **dict.fromkeys(_drop_keys(config["model_type"]) | {"classifier_dropout"}, p)}
+
+
+TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal", "stablelm-causal", "phi-causal",
+           "olmo2-causal", "cohere-causal", "glm4-causal", "qwen2-causal"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", TRAINED)
+def test_training_mode_computes_what_transformers_computes(tmp_path, name):
+    """With every dropout at 0, a training-mode forward is transformers' training-mode forward; with
+    0.3 everywhere the module's training-mode outputs differ from its eval outputs."""
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    from test_torch_hf import CASES, _hf_model, _inputs
+    config = _with_dropout(CASES[name], 0.0)
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config).train()
+    module = to_module(load_config(path)).train()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    inputs = _inputs(module, config)
+    with torch.no_grad():
+        want, got = reference(**inputs), module(**inputs)
+    for key, value in got.items():
+        assert (value - getattr(want, key)).abs().max().item() < 1e-4, key
+    path.write_text(json.dumps(_with_dropout(CASES[name], 0.3)))
+    module = to_module(load_config(path))
+    module.load_state_dict(reference.state_dict(), strict=True)
+    with torch.no_grad():
+        evaluated = module.eval()(**inputs)
+        trained = module.train()(**inputs)
+    for key, value in trained.items():
+        assert (value - evaluated[key]).abs().max().item() > 1e-3, key
