@@ -3,7 +3,7 @@ table (specs/hf/families.yaml) never reads them.  Such a key is silently dropped
 honoured (a variable of the template) or refused by name (`{key: k, error: why}`).
 
     OMP_NUM_THREADS=1 .venv/bin/python tools/audit_config_keys.py [MODEL_TYPE ...] [--cases N] [--fixtures]
-                                                                  [-v] [--json out.json]
+                                                                  [--length S] [-v] [--json out.json]
 
 Needs torch and transformers (the test extras).  For each model_type of families.yaml it takes one
 or two tiny configs of tests/test_torch_hf.py's CASES (the smallest recorded fixture of
@@ -62,6 +62,7 @@ DROPOUT = re.compile(r"(dropout|drop_path|_drop|dropout_rate|layerdrop)")  # eva
 OWNED = re.compile(r"^(rope_scaling|rope_parameters|rope_theta|partial_rotary_factor|rotary_pct|rotary_emb_base"
                    r"|pad_token_id)(\.|$)")
 VERBOSE = False
+LENGTH = 0  # --length: tokens per row (0: the parity tests' 7)
 MEMORY_LIMIT = 6 << 30  # bytes of address space
 ACTIVATIONS = ["relu", "gelu", "silu", "gelu_new"]
 
@@ -172,6 +173,8 @@ class Case:
             path.write_text(json.dumps(config))
             module = to_module(load_config(path, cases._settings(config)))
         self.inputs = cases._inputs(module, config)
+        if LENGTH and not any(k in config for k in ("image_seq_length", "image_token_id")):
+            self.inputs = _longer(self.inputs, LENGTH)
         self.extra = cases._hf_only(config, self.inputs)
         self.model = cases._hf_model(config)
         self.weights = self.model.state_dict()
@@ -196,6 +199,19 @@ class Case:
             if value.shape != want.shape or not torch.allclose(value, want, atol=1e-5, rtol=0):
                 return "outputs"
         return None
+
+
+def _longer(inputs: dict, length: int) -> dict:
+    """The test's token inputs redrawn `length` long (a window, a position table, a dynamic rope
+    the 7 tokens of the test never reach); other inputs as they are."""
+    torch.manual_seed(2)
+    out = dict(inputs)
+    for name in ("input_ids", "decoder_input_ids", "token_type_ids"):
+        ids = inputs.get(name)
+        if ids is not None and ids.dim() == 2:
+            low = 0 if name == "token_type_ids" else int(ids.min())
+            out[name] = torch.randint(low, int(ids.max()) + 1, (ids.shape[0], length))
+    return out
 
 
 def _changed(config: dict, dotted: str, value, cfg=None) -> dict:
@@ -349,9 +365,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="audit the recorded fixtures (tests/data/hf, up to 2M parameters) instead of CASES")
     parser.add_argument("--json", help="write the findings to this file")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every change tried")
+    parser.add_argument("--length", type=int, default=0,
+                        help="tokens per row (default: the parity tests' 7; a longer run reaches windows)")
     args = parser.parse_args(argv)
-    global VERBOSE
-    VERBOSE = args.verbose
+    global VERBOSE, LENGTH
+    VERBOSE, LENGTH = args.verbose, args.length
     torch.set_num_threads(1)
     # a change that makes a model of real size fails here instead of taking the shared machine's memory
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, resource.getrlimit(resource.RLIMIT_AS)[1]))
