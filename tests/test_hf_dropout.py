@@ -16,14 +16,13 @@ from archgraph.load import load_config
 # files): nothing to honour.  model_type -> {key: why}
 NOT_APPLIED = {
     "phi3": {"embd_pdrop": "Phi3Model has no embedding dropout (only resid_pdrop and attention_dropout)"},
+    "gpt2": {"summary_first_dropout": "only GPT2DoubleHeadsModel's SequenceSummary reads it, a head not built"},
 }
 
 # Keys transformers applies and the template does not read yet: the module's training-mode outputs
 # differ from transformers' when they are not 0 (eval is exact).  Each one is work left; the list only
 # shrinks.  model_type -> keys
 NOT_YET = {
-    "gpt2": ["resid_pdrop", "embd_pdrop", "attn_pdrop", "summary_first_dropout"],
-    "gpt_bigcode": ["resid_pdrop", "embd_pdrop", "attn_pdrop"],
     "opt": ["dropout", "attention_dropout", "layerdrop"],
     "gpt_neox": ["attention_dropout", "hidden_dropout", "classifier_dropout"],
     "bloom": ["hidden_dropout", "attention_dropout"], "falcon": ["hidden_dropout", "attention_dropout"],
@@ -116,6 +115,17 @@ CARRIED = {
     "gemma": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
     "gemma2": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
     "gemma3_text": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
+    "gpt2": ({"attn_pdrop": 0.11, "resid_pdrop": 0.22, "embd_pdrop": 0.33},
+             {"h.0.attn.core": 0.11, "h.0.attn.resid_dropout": 0.22, "h.0.mlp.dropout": 0.22, "drop": 0.33}),
+    "gpt_bigcode": ({"attn_pdrop": 0.11, "resid_pdrop": 0.22, "embd_pdrop": 0.33},
+                    {"h.0.attn": 0.11, "h.0.attn.resid_dropout": 0.22, "h.0.mlp.dropout": 0.22, "drop": 0.33}),
+}
+
+
+# where a config class's defaults are not 0 (GPT2Config: 0.1 each)
+DEFAULTS = {
+    "gpt2": {"h.0.attn.core": 0.1, "h.0.attn.resid_dropout": 0.1, "h.0.mlp.dropout": 0.1, "drop": 0.1},
+    "gpt_bigcode": {"h.0.attn": 0.1, "h.0.attn.resid_dropout": 0.1, "h.0.mlp.dropout": 0.1, "drop": 0.1},
 }
 
 
@@ -126,7 +136,7 @@ def test_the_configs_probabilities_reach_the_ops(tmp_path, model_type):
     path.write_text(json.dumps({"model_type": model_type, **TINY, **extra}))
     assert _dropouts(load_config(path)) == want
     path.write_text(json.dumps({"model_type": model_type, **TINY}))
-    assert _dropouts(load_config(path)) == {}   # the config class's defaults: all 0
+    assert _dropouts(load_config(path)) == DEFAULTS.get(model_type, {})   # the config class's defaults
 
 
 def _with_dropout(config: dict, p: float) -> dict:
@@ -138,7 +148,7 @@ def _with_dropout(config: dict, p: float) -> dict:
 TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal", "stablelm-causal", "phi-causal",
            "olmo2-causal", "cohere-causal", "glm4-causal", "qwen2-causal", "mixtral-causal", "qwen3_moe-causal",
            "gpt_oss-causal", "gemma-causal", "gemma2-causal-capped", "gemma3_text-causal", "jamba-causal",
-           "recurrent_gemma-causal", "deepseek_v3-causal"]
+           "recurrent_gemma-causal", "deepseek_v3-causal", "gpt2-lm", "gpt2-cross-inverse-layer", "gpt_bigcode-mqa"]
 
 
 @pytest.mark.slow
