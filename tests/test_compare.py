@@ -43,12 +43,12 @@ def test_compare_json_encoder_decoder(cli):
     assert (gpt2["flops"]["encoder_pass"], gpt2["flops"]["decoder_length"]) == (None, "S")
     assert bert["flops"]["encoder_pass"] == bert["flops"]["forward"] == 96_848_317_440
     assert (bert["flops"]["decoder_prefill"], bert["flops"]["per_generated_token"]) == (None, None)
-    t5_flops = t5["flops"]  # 12288·T² + 83291136·T + 25792872448 at S=512
+    t5_flops = t5["flops"]  # 12288·T² + 83291648·T + 25792872448 at S=512 (512·T: the head's rescale)
     assert t5_flops["decoder_length"] == "T"
     assert t5_flops["encoder_pass"] == 25_792_872_448
-    assert t5_flops["decoder_prefill"] == 12288 * 512 ** 2 + 83_291_136 * 512
+    assert t5_flops["decoder_prefill"] == 12288 * 512 ** 2 + 83_291_648 * 512
     assert t5_flops["encoder_pass"] + t5_flops["decoder_prefill"] == t5_flops["forward"]
-    assert t5_flops["per_generated_token"] == 83_291_136 + 12288 * 513
+    assert t5_flops["per_generated_token"] == 83_291_648 + 12288 * 513
 
     assert gpt2["memory"]["weights_bytes"]["int4"] == 124_439_808 // 2
     assert bert["memory"]["kv_cache_bytes"] == bert["memory"]["state_cache_bytes"] == 0
@@ -164,7 +164,7 @@ def test_compare_table_fits_80_columns_and_chart(cli, tmp_path):
     row = lambda label: next(line for line in lines if line.startswith(f"│ {label} "))  # noqa: E731
     assert row("  decoder.block").split("│")[1:4] == ["   decoder.block   ", "      6 ", "    4,195,840 "]
     assert "causal, cross-attention" in row("  decoder.block")
-    assert row("per new token").split("│")[2:5] == [" 89.59 MFLOP ", " 266.39 MFLOP ", "                 — "]
+    assert row("per new token").split("│")[2:5] == [" 89.60 MFLOP ", " 266.39 MFLOP ", "                 — "]
     assert row("  KV cache").split("│")[2:5] == ["   12.00 MiB ", "    18.00 MiB ", "               0 B "]
     assert row("serving").split("│")[2:5] == ["  127.41 MiB ", "   255.35 MiB ", "        208.82 MiB "]
     chart = tmp_path / "chart.png"

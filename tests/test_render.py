@@ -161,7 +161,7 @@ def test_t5_first_blocks_and_stacks():
     assert ("encoder.final_layer_norm", "decoder.block.1.layer.1.EncDecAttention", "[B, S, 512]") in edges
 
 
-@pytest.mark.parametrize("name, depth, boxes", [("t5-small", 1, 20), ("resnet-50", 0, 11)])
+@pytest.mark.parametrize("name, depth, boxes", [("t5-small", 1, 21), ("resnet-50", 0, 11)])
 def test_deep_models_are_drawn_collapsed_by_stage(name, depth, boxes):
     """Without --depth, blocks are drawn as deep as fits in 40 boxes; the title says so."""
     from archgraph.render.diagram import READABLE_BOXES, drawn_boxes, readable

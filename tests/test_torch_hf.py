@@ -1222,3 +1222,29 @@ def test_whisper_takes_the_frames_mask_and_reads_it_as_transformers_does(tmp_pat
         want = reference(**inputs, attention_mask=frames).last_hidden_state
         got = module(inputs["input_features"], frames, inputs["decoder_input_ids"])["last_hidden_state"]
     assert (got - want).abs().max().item() < 1e-4
+
+
+def test_builtin_t5_small_computes_t5():
+    """The built-in specs/t5-small.yaml at a tiny size is T5ForConditionalGeneration: unscaled scores,
+    causal relative buckets in the decoder, the decoder output rescaled before the tied head, and
+    padding masks for the encoder and the decoder in T5's forward order."""
+    import archgraph
+    module = to_module(archgraph.load("t5-small", {"V": 97, "D": 32, "K": 8, "F": 37, "A": 4, "L": 2, "LD": 3})).eval()
+    reference = _hf_model({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "d_model": 32,
+                           "d_kv": 8, "d_ff": 37, "num_layers": 2, "num_decoder_layers": 3, "num_heads": 4,
+                           "vocab_size": 97, "feed_forward_proj": "relu", "tie_word_embeddings": True})
+    module.load_state_dict(reference.state_dict(), strict=True)
+    torch.manual_seed(1)
+    ids, decoder_ids = torch.randint(3, 97, (2, 7)), torch.randint(3, 97, (2, 6))
+    mask, decoder_mask = padding_mask(ids), padding_mask(decoder_ids, left=0, right=2)
+    with torch.no_grad():
+        for given in ({"input_ids": ids, "decoder_input_ids": decoder_ids},
+                      {"input_ids": ids, "attention_mask": mask, "decoder_input_ids": decoder_ids,
+                       "decoder_attention_mask": decoder_mask}):
+            want, got = reference(**given), module(**given)
+            keep = given.get("decoder_attention_mask", torch.ones_like(decoder_ids)).bool()
+            assert (got["logits"][keep] - want.logits[keep]).abs().max().item() < 1e-4
+            keep = given.get("attention_mask", torch.ones_like(ids)).bool()
+            assert (got["encoder_last_hidden_state"][keep] - want.encoder_last_hidden_state[keep]).abs().max() < 1e-4
+        positional = module(ids, mask, decoder_ids, decoder_mask)["logits"]
+        assert torch.equal(positional, got["logits"])
