@@ -17,6 +17,7 @@ from archgraph.load import load_config
 NOT_APPLIED = {
     "phi3": {"embd_pdrop": "Phi3Model has no embedding dropout (only resid_pdrop and attention_dropout)"},
     "gpt2": {"summary_first_dropout": "only GPT2DoubleHeadsModel's SequenceSummary reads it, a head not built"},
+    "electra": {"summary_last_dropout": "only ElectraForMultipleChoice's SequenceSummary reads it, a head not built"},
 }
 
 # Keys transformers applies and the template does not read yet: the module's training-mode outputs
@@ -27,10 +28,6 @@ NOT_YET = {
     "gpt_neox": ["attention_dropout", "hidden_dropout", "classifier_dropout"],
     "bloom": ["hidden_dropout", "attention_dropout"], "falcon": ["hidden_dropout", "attention_dropout"],
     "t5": ["dropout_rate", "classifier_dropout"],
-    "bert": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"],
-    "roberta": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"],
-    "xlm-roberta": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout"],
-    "electra": ["hidden_dropout_prob", "attention_probs_dropout_prob", "summary_last_dropout", "classifier_dropout"],
     "bart": ["encoder_layerdrop", "decoder_layerdrop", "dropout", "attention_dropout", "activation_dropout",
              "classifier_dropout"],
     "distilbert": ["dropout", "attention_dropout", "qa_dropout", "seq_classif_dropout"],
@@ -119,6 +116,17 @@ CARRIED = {
              {"h.0.attn.core": 0.11, "h.0.attn.resid_dropout": 0.22, "h.0.mlp.dropout": 0.22, "drop": 0.33}),
     "gpt_bigcode": ({"attn_pdrop": 0.11, "resid_pdrop": 0.22, "embd_pdrop": 0.33},
                     {"h.0.attn": 0.11, "h.0.attn.resid_dropout": 0.22, "h.0.mlp.dropout": 0.22, "drop": 0.33}),
+    "bert": ({"hidden_dropout_prob": 0.22, "attention_probs_dropout_prob": 0.11},
+             {"embeddings.dropout": 0.22, "encoder.layer.0.attention.self.attend": 0.11,
+              "encoder.layer.0.attention.output.dropout": 0.22, "encoder.layer.0.output.dropout": 0.22}),
+    "roberta": ({"architectures": ["RobertaForSequenceClassification"], "classifier_dropout": 0.33},
+                {"roberta.embeddings.dropout": 0.1, "roberta.encoder.layer.0.attention.self.attend": 0.1,
+                 "roberta.encoder.layer.0.attention.output.dropout": 0.1, "roberta.encoder.layer.0.output.dropout": 0.1,
+                 "classifier.dropout": 0.33, "classifier.dropout_2": 0.33}),
+    "electra": ({"architectures": ["ElectraForTokenClassification"], "hidden_dropout_prob": 0.22},   # the classifier's too
+                {"electra.embeddings.dropout": 0.22, "electra.encoder.layer.0.attention.self.attend": 0.1,
+                 "electra.encoder.layer.0.attention.output.dropout": 0.22, "electra.encoder.layer.0.output.dropout": 0.22,
+                 "dropout": 0.22}),
 }
 
 
@@ -129,13 +137,19 @@ DEFAULTS = {
 }
 
 
+DEFAULTS["bert"] = {"embeddings.dropout": 0.1, "encoder.layer.0.attention.self.attend": 0.1,
+                    "encoder.layer.0.attention.output.dropout": 0.1, "encoder.layer.0.output.dropout": 0.1}
+DEFAULTS["roberta"] = {k: 0.1 for k in CARRIED["roberta"][1]}
+DEFAULTS["electra"] = {k: 0.1 for k in CARRIED["electra"][1]}
+
+
 @pytest.mark.parametrize("model_type", sorted(CARRIED))
 def test_the_configs_probabilities_reach_the_ops(tmp_path, model_type):
     extra, want = CARRIED[model_type]
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": model_type, **TINY, **extra}))
     assert _dropouts(load_config(path)) == want
-    path.write_text(json.dumps({"model_type": model_type, **TINY}))
+    path.write_text(json.dumps({"model_type": model_type, **TINY, **{k: v for k, v in extra.items() if k == "architectures"}}))
     assert _dropouts(load_config(path)) == DEFAULTS.get(model_type, {})   # the config class's defaults
 
 
@@ -148,7 +162,10 @@ def _with_dropout(config: dict, p: float) -> dict:
 TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal", "stablelm-causal", "phi-causal",
            "olmo2-causal", "cohere-causal", "glm4-causal", "qwen2-causal", "mixtral-causal", "qwen3_moe-causal",
            "gpt_oss-causal", "gemma-causal", "gemma2-causal-capped", "gemma3_text-causal", "jamba-causal",
-           "recurrent_gemma-causal", "deepseek_v3-causal", "gpt2-lm", "gpt2-cross-inverse-layer", "gpt_bigcode-mqa"]
+           "recurrent_gemma-causal", "deepseek_v3-causal", "gpt2-lm", "gpt2-cross-inverse-layer", "gpt_bigcode-mqa",
+           "bert-mlm", "bert-cross-attention", "BertForSequenceClassification", "BertForTokenClassification",
+           "RobertaForSequenceClassification", "XLMRobertaForTokenClassification", "ElectraForSequenceClassification",
+           "ElectraForTokenClassification", "ElectraForCausalLM"]
 
 
 @pytest.mark.slow
