@@ -1,6 +1,7 @@
-"""Attention dropout: the attention ops' `dropout` zeroes attention probabilities (the rest scaled
+"""Attention and feed-forward dropout: the attention ops' `dropout` zeroes attention probabilities (the rest scaled
 by 1/(1 - p)) in training only, as transformers' eager and sdpa attention apply
-config.attention_dropout; in eval, and at p = 0, nothing changes."""
+config.attention_dropout, and mlp's and gated_mlp's `dropout` zeroes their intermediate activations;
+in eval, and at p = 0, nothing changes."""
 from __future__ import annotations
 
 import pytest
@@ -29,10 +30,12 @@ def test_attend_drops_probabilities_and_rescales_the_rest(softcap):
     assert torch.equal(attend(torch, q, k, v, None, None, False, None, softcap=softcap), torch.full_like(probs, 1 / t))
 
 
-@pytest.mark.parametrize("name", ["attention", "sdpa", "latent_attention", "disentangled_attention"])
+@pytest.mark.parametrize("name", ["attention", "sdpa", "latent_attention", "disentangled_attention", "mlp",
+                                  "gated_mlp"])
 def test_dropout_must_be_a_probability(name):
     op = REGISTRY[name]
     args = {"attention": {"hidden": 8, "heads": 2}, "sdpa": {"heads": 2},
+            "mlp": {"hidden": 8, "intermediate": 16}, "gated_mlp": {"hidden": 8, "intermediate": 16},
             "latent_attention": {"hidden": 8, "heads": 2, "kv_rank": 4, "nope_dim": 2, "rope_dim": 2, "v_dim": 2},
             "disentangled_attention": {"hidden": 8, "heads": 2, "span": 4}}[name]
     assert op(**args, dropout=0.5).dropout == 0.5
@@ -41,6 +44,16 @@ def test_dropout_must_be_a_probability(name):
 
 
 SPECS = {
+    "mlp": """
+inputs: {x: [B, S, 16]}
+nodes:
+  - {name: attn, op: mlp, in: x, hidden: 16, intermediate: 32, dropout: P}
+""",
+    "gated_mlp": """
+inputs: {x: [B, S, 16]}
+nodes:
+  - {name: attn, op: gated_mlp, in: x, hidden: 16, intermediate: 32, dropout: P}
+""",
     "attention": """
 inputs: {x: [B, S, 16]}
 nodes:

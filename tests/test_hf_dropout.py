@@ -26,7 +26,6 @@ NOT_YET = {
     "opt": ["dropout", "attention_dropout", "layerdrop"],
     "gpt_neox": ["attention_dropout", "hidden_dropout", "classifier_dropout"],
     "bloom": ["hidden_dropout", "attention_dropout"], "falcon": ["hidden_dropout", "attention_dropout"],
-    "t5": ["dropout_rate", "classifier_dropout"],
     "bart": ["encoder_layerdrop", "decoder_layerdrop", "dropout", "attention_dropout", "activation_dropout",
              "classifier_dropout"],
     "distilbert": ["dropout", "attention_dropout", "qa_dropout", "seq_classif_dropout"],
@@ -149,6 +148,14 @@ CARRIED = {
                 {"electra.embeddings.dropout": 0.22, "electra.encoder.layer.0.attention.self.attend": 0.1,
                  "electra.encoder.layer.0.attention.output.dropout": 0.22, "electra.encoder.layer.0.output.dropout": 0.22,
                  "dropout": 0.22}),
+    "t5": ({"num_layers": 1, "num_decoder_layers": 1, "dropout_rate": 0.22},
+           {"encoder.dropout": 0.22, "encoder.block.0.layer.0.SelfAttention": 0.22,
+            "encoder.block.0.layer.0.dropout": 0.22, "encoder.block.0.layer.1.DenseReluDense": 0.22,
+            "encoder.block.0.layer.1.dropout": 0.22, "encoder.final_dropout": 0.22, "decoder.dropout": 0.22,
+            "decoder.block.0.layer.0.SelfAttention": 0.22, "decoder.block.0.layer.0.dropout": 0.22,
+            "decoder.block.0.layer.1.EncDecAttention": 0.22, "decoder.block.0.layer.1.dropout": 0.22,
+            "decoder.block.0.layer.2.DenseReluDense": 0.22, "decoder.block.0.layer.2.dropout": 0.22,
+            "decoder.final_dropout": 0.22}),
 }
 
 
@@ -159,6 +166,7 @@ DEFAULTS = {
 }
 
 
+DEFAULTS["t5"] = {k: 0.1 for k in CARRIED["t5"][1]}
 DEFAULTS["bert"] = {"embeddings.dropout": 0.1, "encoder.layer.0.attention.self.attend": 0.1,
                     "encoder.layer.0.attention.output.dropout": 0.1, "encoder.layer.0.output.dropout": 0.1}
 DEFAULTS["roberta"] = {k: 0.1 for k in CARRIED["roberta"][1]}
@@ -171,7 +179,8 @@ def test_the_configs_probabilities_reach_the_ops(tmp_path, model_type):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({"model_type": model_type, **TINY, **extra}))
     assert _dropouts(load_config(path)) == want
-    path.write_text(json.dumps({"model_type": model_type, **TINY, **{k: v for k, v in extra.items() if k == "architectures"}}))
+    path.write_text(json.dumps({"model_type": model_type, **TINY, **{k: v for k, v in extra.items()
+                                                                     if "drop" not in k and not k.endswith("config")}}))
     assert _dropouts(load_config(path)) == DEFAULTS.get(model_type, {})   # the config class's defaults
 
 
@@ -193,7 +202,8 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "bert-mlm", "bert-cross-attention", "BertForSequenceClassification", "BertForTokenClassification",
            "RobertaForSequenceClassification", "XLMRobertaForTokenClassification", "ElectraForSequenceClassification",
            "ElectraForTokenClassification", "ElectraForCausalLM", "clip-model", "siglip-model", "clip-text", "siglip-vision",
-           "llava-cond-gen", "llava-gemma", "llava-qwen2-siglip-full", "qwen2_vl-cond-gen"]
+           "llava-cond-gen", "llava-gemma", "llava-qwen2-siglip-full", "qwen2_vl-cond-gen",
+           "T5ForConditionalGeneration", "T5ForSequenceClassification", "T5ForTokenClassification"]
 
 
 @pytest.mark.slow

@@ -36,22 +36,35 @@ class _FeedForward(Op):
     def dense(self, run, name, x):
         return run.linear(name, x, self.bias)
 
+    def drop(self, run, h):
+        """The intermediate activations with `dropout` applied (training only)."""
+        p = run.dropout(self.dropout)
+        return run.F.dropout(h, p) if p else h
+
+    def _check_dropout(self):
+        if not 0 <= self.dropout < 1:
+            raise invalid(self, f"dropout must be a probability in [0, 1); received {self.dropout}")
+
 
 @op("mlp", category="mlp",
      aliases=("feed_forward", "ffn"), example={"hidden": 768, "intermediate": 3072, "activation": "gelu"})
 class MLP(_FeedForward):
     """A two-layer feed-forward block: up (hidden -> intermediate), activation, down (intermediate ->
-    hidden); its tensors are fc1 and fc2 unless `names` renames them."""
+    hidden); its tensors are fc1 and fc2 unless `names` renames them.  `dropout` zeroes
+    intermediate activations before the down projection, in training only (T5's dropout_rate in
+    its DenseReluDense, BART's activation_dropout)."""
 
     hidden: int  # width of the input and of the output
     intermediate: int  # width between the two projections
     bias: bool = True  # the projections have biases
     activation: Activation = "gelu"  # the activation between the projections, by name (as `activation`'s fn)
     names: tuple[str, ...] | None = None  # the two projections' names, in place of fc1 and fc2
+    dropout: float = 0.0  # of the activations before the down projection, in training only
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate")
         self._check_names(2, ("fc1", "fc2"))
+        self._check_dropout()
 
     def params(self):
         up, down = self.names or ("fc1", "fc2")
@@ -63,14 +76,16 @@ class MLP(_FeedForward):
 
     def forward(self, run, x):
         up, down = self.names or ("fc1", "fc2")
-        return self.dense(run, down, self.act(run, self.dense(run, up, x)))
+        return self.dense(run, down, self.drop(run, self.act(run, self.dense(run, up, x))))
 
 
 @op("gated_mlp", category="mlp",
      aliases=("swiglu", "geglu", "LlamaMLP"),
      example={"hidden": 4096, "intermediate": 11008, "activation": "silu"})
 class GatedMLP(_FeedForward):
-    """down(act(gate(x)) · up(x)): SwiGLU with silu, GeGLU with gelu; `fused` stores gate and up as one."""
+    """down(act(gate(x)) · up(x)): SwiGLU with silu, GeGLU with gelu; `fused` stores gate and up as one.
+    `dropout` zeroes act(gate(x)) · up(x) before the down projection, in training only (T5's gated
+    DenseReluDense)."""
 
     hidden: int  # width of the input and of the output
     intermediate: int  # width of the gate and up projections
@@ -79,10 +94,12 @@ class GatedMLP(_FeedForward):
     fused: bool = False  # store gate and up as one gate_up_proj
     names: tuple[str, ...] | None = None  # the projections' names, in place of gate_proj, up_proj, down_proj
     #   (gate_up_proj, down_proj fused)
+    dropout: float = 0.0  # of the gated activations before the down projection, in training only
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate")
         self._check_names(*self._default())
+        self._check_dropout()
 
     def _default(self):
         names = ("gate_up_proj", "down_proj") if self.fused else ("gate_proj", "up_proj", "down_proj")
@@ -107,7 +124,7 @@ class GatedMLP(_FeedForward):
             gate, up = self.dense(run, names[0], x).chunk(2, dim=-1)
         else:
             gate, up = self.dense(run, names[0], x), self.dense(run, names[1], x)
-        return self.dense(run, names[-1], self.act(run, gate) * up)
+        return self.dense(run, names[-1], self.drop(run, self.act(run, gate) * up))
 
 
 @op("moe", category="mlp",
