@@ -26,8 +26,7 @@ NOT_YET = {
     "opt": ["dropout", "attention_dropout", "layerdrop"],
     "gpt_neox": ["attention_dropout", "hidden_dropout", "classifier_dropout"],
     "bloom": ["hidden_dropout", "attention_dropout"], "falcon": ["hidden_dropout", "attention_dropout"],
-    "bart": ["encoder_layerdrop", "decoder_layerdrop", "dropout", "attention_dropout", "activation_dropout",
-             "classifier_dropout"],
+    "bart": ["encoder_layerdrop", "decoder_layerdrop"],
     "distilbert": ["dropout", "attention_dropout", "qa_dropout", "seq_classif_dropout"],
     "albert": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"],
     "whisper": ["encoder_layerdrop", "decoder_layerdrop", "dropout", "attention_dropout", "activation_dropout"],
@@ -156,6 +155,14 @@ CARRIED = {
             "decoder.block.0.layer.1.EncDecAttention": 0.22, "decoder.block.0.layer.1.dropout": 0.22,
             "decoder.block.0.layer.2.DenseReluDense": 0.22, "decoder.block.0.layer.2.dropout": 0.22,
             "decoder.final_dropout": 0.22}),
+    "bart": ({"encoder_layers": 1, "decoder_layers": 1, "d_model": 16, "encoder_attention_heads": 4,
+              "decoder_attention_heads": 4, "encoder_ffn_dim": 32, "decoder_ffn_dim": 32,
+              "dropout": 0.11, "attention_dropout": 0.22, "activation_dropout": 0.33},
+             {"encoder.dropout": 0.11, "encoder.layers.0.self_attn": 0.22, "encoder.layers.0.self_attn_dropout": 0.11,
+              "encoder.layers.0.activation_dropout": 0.33, "encoder.layers.0.fc2_dropout": 0.11, "decoder.dropout": 0.11,
+              "decoder.layers.0.self_attn": 0.22, "decoder.layers.0.self_attn_dropout": 0.11,
+              "decoder.layers.0.encoder_attn": 0.22, "decoder.layers.0.encoder_attn_dropout": 0.11,
+              "decoder.layers.0.activation_dropout": 0.33, "decoder.layers.0.fc2_dropout": 0.11}),
 }
 
 
@@ -166,6 +173,7 @@ DEFAULTS = {
 }
 
 
+DEFAULTS["bart"] = {k: 0.1 for k, v in CARRIED["bart"][1].items() if v == 0.11}   # BartConfig: dropout 0.1, the rest 0
 DEFAULTS["t5"] = {k: 0.1 for k in CARRIED["t5"][1]}
 DEFAULTS["bert"] = {"embeddings.dropout": 0.1, "encoder.layer.0.attention.self.attend": 0.1,
                     "encoder.layer.0.attention.output.dropout": 0.1, "encoder.layer.0.output.dropout": 0.1}
@@ -203,7 +211,8 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "RobertaForSequenceClassification", "XLMRobertaForTokenClassification", "ElectraForSequenceClassification",
            "ElectraForTokenClassification", "ElectraForCausalLM", "clip-model", "siglip-model", "clip-text", "siglip-vision",
            "llava-cond-gen", "llava-gemma", "llava-qwen2-siglip-full", "qwen2_vl-cond-gen",
-           "T5ForConditionalGeneration", "T5ForSequenceClassification", "T5ForTokenClassification"]
+           "T5ForConditionalGeneration", "T5ForSequenceClassification", "T5ForTokenClassification",
+           "BartModel", "BartForSequenceClassification", "BartForCausalLM"]
 
 
 @pytest.mark.slow
