@@ -29,7 +29,7 @@ NOT_YET = {
     "bart": ["encoder_layerdrop", "decoder_layerdrop"],
     "distilbert": ["dropout", "attention_dropout", "qa_dropout", "seq_classif_dropout"],
     "albert": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"],
-    "whisper": ["encoder_layerdrop", "decoder_layerdrop", "dropout", "attention_dropout", "activation_dropout"],
+    "whisper": ["encoder_layerdrop", "decoder_layerdrop"],
     "vit": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
     "dinov2": ["hidden_dropout_prob", "attention_probs_dropout_prob", "drop_path_rate"],
     "dinov2_with_registers": ["hidden_dropout_prob", "attention_probs_dropout_prob", "drop_path_rate"],
@@ -212,7 +212,7 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "ElectraForTokenClassification", "ElectraForCausalLM", "clip-model", "siglip-model", "clip-text", "siglip-vision",
            "llava-cond-gen", "llava-gemma", "llava-qwen2-siglip-full", "qwen2_vl-cond-gen",
            "T5ForConditionalGeneration", "T5ForSequenceClassification", "T5ForTokenClassification",
-           "BartModel", "BartForSequenceClassification", "BartForCausalLM"]
+           "BartModel", "BartForSequenceClassification", "BartForCausalLM", "whisper-cond-gen", "WhisperForCausalLM"]
 
 
 @pytest.mark.slow
