@@ -30,9 +30,7 @@ NOT_YET = {
     "distilbert": ["dropout", "attention_dropout", "qa_dropout", "seq_classif_dropout"],
     "albert": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"],
     "whisper": ["encoder_layerdrop", "decoder_layerdrop"],
-    "vit": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
-    "dinov2": ["hidden_dropout_prob", "attention_probs_dropout_prob", "drop_path_rate"],
-    "dinov2_with_registers": ["hidden_dropout_prob", "attention_probs_dropout_prob", "drop_path_rate"],
+    "dinov2": ["drop_path_rate"], "dinov2_with_registers": ["drop_path_rate"],
     "gptj": ["resid_pdrop", "embd_pdrop", "attn_pdrop"], "codegen": ["resid_pdrop", "embd_pdrop", "attn_pdrop"],
     "convnext": ["drop_path_rate"], "mpnet": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
     "modernbert": ["attention_dropout", "embedding_dropout", "mlp_dropout", "classifier_dropout"],
@@ -212,7 +210,7 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "ElectraForTokenClassification", "ElectraForCausalLM", "clip-model", "siglip-model", "clip-text", "siglip-vision",
            "llava-cond-gen", "llava-gemma", "llava-qwen2-siglip-full", "qwen2_vl-cond-gen",
            "T5ForConditionalGeneration", "T5ForSequenceClassification", "T5ForTokenClassification",
-           "BartModel", "BartForSequenceClassification", "BartForCausalLM", "whisper-cond-gen", "WhisperForCausalLM"]
+           "BartModel", "BartForSequenceClassification", "BartForCausalLM", "whisper-cond-gen", "WhisperForCausalLM", "vit-image-cls", "dinov2-base"]
 
 
 @pytest.mark.slow
