@@ -31,7 +31,6 @@ NOT_YET = {
     "albert": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"],
     "whisper": ["encoder_layerdrop", "decoder_layerdrop"],
     "dinov2": ["drop_path_rate"], "dinov2_with_registers": ["drop_path_rate"],
-    "gptj": ["resid_pdrop", "embd_pdrop", "attn_pdrop"], "codegen": ["resid_pdrop", "embd_pdrop", "attn_pdrop"],
     "convnext": ["drop_path_rate"], "mpnet": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
     "modernbert": ["attention_dropout", "embedding_dropout", "mlp_dropout", "classifier_dropout"],
     "deberta-v2": ["hidden_dropout_prob", "attention_probs_dropout_prob", "pooler_dropout"],
@@ -161,6 +160,9 @@ CARRIED = {
               "decoder.layers.0.self_attn": 0.22, "decoder.layers.0.self_attn_dropout": 0.11,
               "decoder.layers.0.encoder_attn": 0.22, "decoder.layers.0.encoder_attn_dropout": 0.11,
               "decoder.layers.0.activation_dropout": 0.33, "decoder.layers.0.fc2_dropout": 0.11}),
+    "codegen": ({"n_embd": 16, "n_layer": 1, "n_head": 4, "rotary_dim": 4, "attn_pdrop": 0.11, "resid_pdrop": 0.22,
+                 "embd_pdrop": 0.33},
+                {"drop": 0.33, "h.0.attn": 0.11, "h.0.attn.resid_dropout": 0.22, "h.0.mlp.dropout": 0.22}),
 }
 
 
@@ -210,7 +212,7 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "ElectraForTokenClassification", "ElectraForCausalLM", "clip-model", "siglip-model", "clip-text", "siglip-vision",
            "llava-cond-gen", "llava-gemma", "llava-qwen2-siglip-full", "qwen2_vl-cond-gen",
            "T5ForConditionalGeneration", "T5ForSequenceClassification", "T5ForTokenClassification",
-           "BartModel", "BartForSequenceClassification", "BartForCausalLM", "whisper-cond-gen", "WhisperForCausalLM", "vit-image-cls", "dinov2-base"]
+           "BartModel", "BartForSequenceClassification", "BartForCausalLM", "whisper-cond-gen", "WhisperForCausalLM", "vit-image-cls", "dinov2-base", "gptj-causal", "codegen-causal"]
 
 
 @pytest.mark.slow
