@@ -24,7 +24,6 @@ NOT_APPLIED = {
 # shrinks.  model_type -> keys
 NOT_YET = {
     "opt": ["dropout", "attention_dropout", "layerdrop"],
-    "gpt_neox": ["attention_dropout", "hidden_dropout", "classifier_dropout"],
     "bloom": ["hidden_dropout", "attention_dropout"], "falcon": ["hidden_dropout", "attention_dropout"],
     "bart": ["encoder_layerdrop", "decoder_layerdrop"],
     "distilbert": ["dropout", "attention_dropout", "qa_dropout", "seq_classif_dropout"],
@@ -212,7 +211,8 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "ElectraForTokenClassification", "ElectraForCausalLM", "clip-model", "siglip-model", "clip-text", "siglip-vision",
            "llava-cond-gen", "llava-gemma", "llava-qwen2-siglip-full", "qwen2_vl-cond-gen",
            "T5ForConditionalGeneration", "T5ForSequenceClassification", "T5ForTokenClassification",
-           "BartModel", "BartForSequenceClassification", "BartForCausalLM", "whisper-cond-gen", "WhisperForCausalLM", "vit-image-cls", "dinov2-base", "gptj-causal", "codegen-causal"]
+           "BartModel", "BartForSequenceClassification", "BartForCausalLM", "whisper-cond-gen", "WhisperForCausalLM", "vit-image-cls", "dinov2-base", "gptj-causal", "codegen-causal", "gpt_neox-causal", "gpt_neox-sequential",
+           "GPTNeoXForTokenClassification"]
 
 
 @pytest.mark.slow
