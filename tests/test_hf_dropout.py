@@ -23,7 +23,7 @@ NOT_APPLIED = {
 # differ from transformers' when they are not 0 (eval is exact).  Each one is work left; the list only
 # shrinks.  model_type -> keys
 NOT_YET = {
-    "opt": ["dropout", "attention_dropout", "layerdrop"],
+    "opt": ["layerdrop"],
     "bloom": ["hidden_dropout", "attention_dropout"], "falcon": ["hidden_dropout", "attention_dropout"],
     "bart": ["encoder_layerdrop", "decoder_layerdrop"],
     "distilbert": ["dropout", "attention_dropout", "qa_dropout", "seq_classif_dropout"],
@@ -162,6 +162,9 @@ CARRIED = {
     "codegen": ({"n_embd": 16, "n_layer": 1, "n_head": 4, "rotary_dim": 4, "attn_pdrop": 0.11, "resid_pdrop": 0.22,
                  "embd_pdrop": 0.33},
                 {"drop": 0.33, "h.0.attn": 0.11, "h.0.attn.resid_dropout": 0.22, "h.0.mlp.dropout": 0.22}),
+    "opt": ({"ffn_dim": 32, "do_layer_norm_before": False, "dropout": 0.22, "attention_dropout": 0.11},
+            {"decoder.layers.0.self_attn": 0.11, "decoder.layers.0.self_attn_dropout": 0.22,
+             "decoder.layers.0.fc2_dropout": 0.22}),
 }
 
 
@@ -173,6 +176,7 @@ DEFAULTS = {
 
 
 DEFAULTS["bart"] = {k: 0.1 for k, v in CARRIED["bart"][1].items() if v == 0.11}   # BartConfig: dropout 0.1, the rest 0
+DEFAULTS["opt"] = {"decoder.layers.0.self_attn_dropout": 0.1, "decoder.layers.0.fc2_dropout": 0.1}
 DEFAULTS["t5"] = {k: 0.1 for k in CARRIED["t5"][1]}
 DEFAULTS["bert"] = {"embeddings.dropout": 0.1, "encoder.layer.0.attention.self.attend": 0.1,
                     "encoder.layer.0.attention.output.dropout": 0.1, "encoder.layer.0.output.dropout": 0.1}
@@ -212,7 +216,7 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "llava-cond-gen", "llava-gemma", "llava-qwen2-siglip-full", "qwen2_vl-cond-gen",
            "T5ForConditionalGeneration", "T5ForSequenceClassification", "T5ForTokenClassification",
            "BartModel", "BartForSequenceClassification", "BartForCausalLM", "whisper-cond-gen", "WhisperForCausalLM", "vit-image-cls", "dinov2-base", "gptj-causal", "codegen-causal", "gpt_neox-causal", "gpt_neox-sequential",
-           "GPTNeoXForTokenClassification"]
+           "GPTNeoXForTokenClassification", "opt-causal", "OPTForSequenceClassification"]
 
 
 @pytest.mark.slow
