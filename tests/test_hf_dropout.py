@@ -24,7 +24,7 @@ NOT_APPLIED = {
 # shrinks.  model_type -> keys
 NOT_YET = {
     "opt": ["layerdrop"],
-    "bloom": ["hidden_dropout", "attention_dropout"], "falcon": ["hidden_dropout", "attention_dropout"],
+    "falcon": ["hidden_dropout", "attention_dropout"],
     "bart": ["encoder_layerdrop", "decoder_layerdrop"],
     "distilbert": ["dropout", "attention_dropout", "qa_dropout", "seq_classif_dropout"],
     "albert": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"],
@@ -216,7 +216,8 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "llava-cond-gen", "llava-gemma", "llava-qwen2-siglip-full", "qwen2_vl-cond-gen",
            "T5ForConditionalGeneration", "T5ForSequenceClassification", "T5ForTokenClassification",
            "BartModel", "BartForSequenceClassification", "BartForCausalLM", "whisper-cond-gen", "WhisperForCausalLM", "vit-image-cls", "dinov2-base", "gptj-causal", "codegen-causal", "gpt_neox-causal", "gpt_neox-sequential",
-           "GPTNeoXForTokenClassification", "opt-causal", "OPTForSequenceClassification"]
+           "GPTNeoXForTokenClassification", "opt-causal", "OPTForSequenceClassification",
+           "bloom-causal", "BloomForTokenClassification"]
 
 
 @pytest.mark.slow
