@@ -30,7 +30,7 @@ NOT_YET = {
     "albert": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"],
     "whisper": ["encoder_layerdrop", "decoder_layerdrop"],
     "dinov2": ["drop_path_rate"], "dinov2_with_registers": ["drop_path_rate"],
-    "convnext": ["drop_path_rate"], "mpnet": ["hidden_dropout_prob", "attention_probs_dropout_prob"],
+    "convnext": ["drop_path_rate"],
     "modernbert": ["attention_dropout", "embedding_dropout", "mlp_dropout", "classifier_dropout"],
     "deberta-v2": ["hidden_dropout_prob", "attention_probs_dropout_prob", "pooler_dropout"],
     "swin": ["hidden_dropout_prob", "attention_probs_dropout_prob", "drop_path_rate"],
@@ -217,7 +217,8 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "T5ForConditionalGeneration", "T5ForSequenceClassification", "T5ForTokenClassification",
            "BartModel", "BartForSequenceClassification", "BartForCausalLM", "whisper-cond-gen", "WhisperForCausalLM", "vit-image-cls", "dinov2-base", "gptj-causal", "codegen-causal", "gpt_neox-causal", "gpt_neox-sequential",
            "GPTNeoXForTokenClassification", "opt-causal", "OPTForSequenceClassification",
-           "bloom-causal", "BloomForTokenClassification"]
+           "bloom-causal", "BloomForTokenClassification",
+           "MPNetForMaskedLM", "MPNetForSequenceClassification", "MPNetForTokenClassification"]
 
 
 @pytest.mark.slow
