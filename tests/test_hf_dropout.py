@@ -26,7 +26,6 @@ NOT_YET = {
     "opt": ["layerdrop"],
     "falcon": ["hidden_dropout", "attention_dropout"],
     "bart": ["encoder_layerdrop", "decoder_layerdrop"],
-    "distilbert": ["dropout", "attention_dropout", "qa_dropout", "seq_classif_dropout"],
     "albert": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"],
     "whisper": ["encoder_layerdrop", "decoder_layerdrop"],
     "dinov2": ["drop_path_rate"], "dinov2_with_registers": ["drop_path_rate"],
@@ -218,7 +217,8 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "BartModel", "BartForSequenceClassification", "BartForCausalLM", "whisper-cond-gen", "WhisperForCausalLM", "vit-image-cls", "dinov2-base", "gptj-causal", "codegen-causal", "gpt_neox-causal", "gpt_neox-sequential",
            "GPTNeoXForTokenClassification", "opt-causal", "OPTForSequenceClassification",
            "bloom-causal", "BloomForTokenClassification",
-           "MPNetForMaskedLM", "MPNetForSequenceClassification", "MPNetForTokenClassification"]
+           "MPNetForMaskedLM", "MPNetForSequenceClassification", "MPNetForTokenClassification",
+           "DistilBertForSequenceClassification", "DistilBertForTokenClassification", "DistilBertForQuestionAnswering"]
 
 
 @pytest.mark.slow
