@@ -26,7 +26,6 @@ NOT_YET = {
     "opt": ["layerdrop"],
     "falcon": ["hidden_dropout", "attention_dropout"],
     "bart": ["encoder_layerdrop", "decoder_layerdrop"],
-    "albert": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob"],
     "whisper": ["encoder_layerdrop", "decoder_layerdrop"],
     "dinov2": ["drop_path_rate"], "dinov2_with_registers": ["drop_path_rate"],
     "convnext": ["drop_path_rate"],
@@ -218,7 +217,8 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "GPTNeoXForTokenClassification", "opt-causal", "OPTForSequenceClassification",
            "bloom-causal", "BloomForTokenClassification",
            "MPNetForMaskedLM", "MPNetForSequenceClassification", "MPNetForTokenClassification",
-           "DistilBertForSequenceClassification", "DistilBertForTokenClassification", "DistilBertForQuestionAnswering"]
+           "DistilBertForSequenceClassification", "DistilBertForTokenClassification", "DistilBertForQuestionAnswering",
+           "AlbertForSequenceClassification", "AlbertForPreTraining", "albert-base"]
 
 
 @pytest.mark.slow
