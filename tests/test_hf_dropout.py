@@ -29,7 +29,6 @@ NOT_YET = {
     "whisper": ["encoder_layerdrop", "decoder_layerdrop"],
     "dinov2": ["drop_path_rate"], "dinov2_with_registers": ["drop_path_rate"],
     "convnext": ["drop_path_rate"],
-    "modernbert": ["attention_dropout", "embedding_dropout", "mlp_dropout", "classifier_dropout"],
     "deberta-v2": ["hidden_dropout_prob", "attention_probs_dropout_prob", "pooler_dropout"],
     "swin": ["hidden_dropout_prob", "attention_probs_dropout_prob", "drop_path_rate"],
     "segformer": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob", "drop_path_rate"],
@@ -218,7 +217,8 @@ TRAINED = ["llama-causal", "llama-token-cls", "phi3-causal", "starcoder2-causal"
            "bloom-causal", "BloomForTokenClassification",
            "MPNetForMaskedLM", "MPNetForSequenceClassification", "MPNetForTokenClassification",
            "DistilBertForSequenceClassification", "DistilBertForTokenClassification", "DistilBertForQuestionAnswering",
-           "AlbertForSequenceClassification", "AlbertForPreTraining", "albert-base"]
+           "AlbertForSequenceClassification", "AlbertForPreTraining", "albert-base",
+           "ModernBertForMaskedLM", "ModernBertForSequenceClassification", "ModernBertForTokenClassification"]
 
 
 @pytest.mark.slow
