@@ -657,6 +657,17 @@ def _hf_model(config: dict):
     return model
 
 
+def _loaded_pair(tmp_path, config: dict):
+    """transformers' model of `config` (random weights) and archgraph's module of its config.json,
+    holding the same weights (load_state_dict strict), both in eval mode."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config)
+    module = to_module(load_config(path, _settings(config))).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    return reference, module
+
+
 def _image_grid(config: dict) -> tuple[int, int] | None:
     """A Qwen2-VL image's patch grid (rows, columns) for the tests: 2 x 3 merged tokens."""
     if config["model_type"] != "qwen2_vl":
@@ -755,11 +766,7 @@ def test_backward_gives_transformers_gradients(tmp_path, name):
     the logits backpropagated through both (experts included: the module's experts run from
     views of the fused tensors, a faster backward that must add up to the same gradient)."""
     config = CASES[name]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    reference = _hf_model(config)
-    module = to_module(load_config(path)).eval()
-    module.load_state_dict(reference.state_dict(), strict=True)
+    reference, module = _loaded_pair(tmp_path, config)
     ids = _inputs(module, config)["input_ids"]
     for logits in (reference(input_ids=ids).logits, module(input_ids=ids)["logits"]):
         loss = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
@@ -923,11 +930,7 @@ def padding_mask(ids, left: int = 2, right: int = 3):
 @pytest.mark.parametrize("name", PADDED)
 def test_padded_batch_computes_what_transformers_computes(tmp_path, name):
     config = CASES[name]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    reference = _hf_model(config)
-    module = to_module(load_config(path, _settings(config))).eval()
-    module.load_state_dict(reference.state_dict(), strict=True)
+    reference, module = _loaded_pair(tmp_path, config)
     inputs = _inputs(module, config)
     ids = inputs["input_ids"]
     assert ids.shape[0] == 2, "a padded batch needs two rows"
@@ -954,11 +957,7 @@ def test_gpt2_takes_position_ids_and_an_encoder_mask(tmp_path):
     """GPT2Model's position_ids pick wpe's rows, and encoder_attention_mask hides encoder positions
     from its cross-attention, as transformers computes them."""
     config = CASES["gpt2-cross-inverse-layer"]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    reference = _hf_model(config)
-    module = to_module(load_config(path)).eval()
-    module.load_state_dict(reference.state_dict(), strict=True)
+    reference, module = _loaded_pair(tmp_path, config)
     inputs = _inputs(module, config)
     ids = inputs["input_ids"]
     inputs["position_ids"] = torch.tensor([[5, 3, 9, 0, 1, 2, 4]] * ids.shape[0])[:, :ids.shape[1]]
@@ -1022,11 +1021,7 @@ def test_padded_encoder_batch_computes_what_transformers_computes(tmp_path, name
     if config.get("pad_token_id") is None and "text_config" not in config:   # the config class's pad id (else 0)
         default = transformers.AutoConfig.for_model(config["model_type"]).pad_token_id
         config = {**config, "pad_token_id": 0 if default is None else default}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    reference = _hf_model(config)
-    module = to_module(load_config(path, _settings(config))).eval()
-    module.load_state_dict(reference.state_dict(), strict=True)
+    reference, module = _loaded_pair(tmp_path, config)
     inputs = _inputs(module, config)
     text = getattr(reference.config, "text_config", None) or reference.config   # CLIP's, SigLIP's: the text tower's
     pad = text.pad_token_id
@@ -1072,11 +1067,7 @@ def test_bert_without_token_type_ids_computes_what_transformers_computes(tmp_pat
     """BertModel defaults token_type_ids to zeros (and attention_mask to ones): so does the module,
     by name or positionally (input_ids, attention_mask, token_type_ids: BertModel.forward's order)."""
     config = CASES["bert-base"]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    reference = _hf_model(config)
-    module = to_module(load_config(path)).eval()
-    module.load_state_dict(reference.state_dict(), strict=True)
+    reference, module = _loaded_pair(tmp_path, config)
     assert module.required_inputs == ("input_ids",)
     torch.manual_seed(1)
     ids = torch.randint(3, 97, (2, 6))
@@ -1114,11 +1105,7 @@ OTHER_SIZES = [("siglip-vision", (35, 33)), ("segformer-224", (64, 64)), ("segfo
 def _at_size(tmp_path, name: str, size: tuple[int, int]):
     """transformers' model, the module built at the config's size, and inputs with an image of `size`."""
     config = CASES[name]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    reference = _hf_model(config)
-    module = to_module(load_config(path, _settings(config))).eval()
-    module.load_state_dict(reference.state_dict(), strict=True)
+    reference, module = _loaded_pair(tmp_path, config)
     inputs = _inputs(module, config)
     batch, channels = inputs["pixel_values"].shape[:2]
     torch.manual_seed(2)
@@ -1190,11 +1177,7 @@ def test_encoder_decoder_classifier_refuses_uneven_eos_as_transformers(tmp_path,
     different number of times are refused by both."""
     config = CASES[name]   # with the config class's pad id: two rows
     config = {**config, "pad_token_id": transformers.AutoConfig.for_model(config["model_type"]).pad_token_id}
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    reference = _hf_model(config)
-    module = to_module(load_config(path)).eval()
-    module.load_state_dict(reference.state_dict(), strict=True)
+    reference, module = _loaded_pair(tmp_path, config)
     inputs = _inputs(module, config)
     eos = reference.config.eos_token_id
     inputs["input_ids"][0, 2] = eos   # row 0: two <eos>, row 1: one
@@ -1210,11 +1193,7 @@ def test_whisper_takes_the_frames_mask_and_reads_it_as_transformers_does(tmp_pat
     the frames' mask is taken, positionally too, and changes nothing in eval (transformers reads it only
     for SpecAugment in training)."""
     config = CASES["WhisperModel"]
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(config))
-    reference = _hf_model(config)
-    module = to_module(load_config(path)).eval()
-    module.load_state_dict(reference.state_dict(), strict=True)
+    reference, module = _loaded_pair(tmp_path, config)
     inputs = _inputs(module, config)
     frames = torch.ones(2, inputs["input_features"].shape[-1], dtype=torch.int64)
     frames[1, 10:] = 0
