@@ -44,7 +44,19 @@ def assuming(divisors: Mapping[str, int], bounds: Mapping[str, int] | None = Non
         _BOUNDS.reset(tokens[1])
 
 
-class Floor:
+class _Atom:
+    """An atom of a size other than a name: equal to another of its kind with the same `key`."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+
+class Floor(_Atom):
     """The atom floor(num / den) for a Poly `num` whose coefficients lie in [0, den)."""
 
     __slots__ = ("num", "den", "key")
@@ -53,12 +65,6 @@ class Floor:
         self.num, self.den = num, den
         self.key = (1, f"{num.text()}/{den}")
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Floor) and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
     def text(self) -> str:
         const = self.num.terms.get((), 0)
         if const == self.den - 1:  # floor((x + d - 1)/d) reads as ceil(x/d)
@@ -66,7 +72,7 @@ class Floor:
         return f"floor({_group(self.num)}/{self.den})"
 
 
-class Log2:
+class Log2(_Atom):
     """The atom ceil(log2(num)): the levels of an FFT of size num (for FLOPs)."""
 
     __slots__ = ("num", "key")
@@ -75,17 +81,11 @@ class Log2:
         self.num = num
         self.key = (2, num.text())
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Log2) and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
-
     def text(self) -> str:
         return f"ceil(log2({self.num.text()}))"
 
 
-class Extreme:
+class Extreme(_Atom):
     """The atom max(args) or min(args) of two or more sizes that no bound orders (`max(floor(S/2), 1)`)."""
 
     __slots__ = ("kind", "args", "key")
@@ -93,12 +93,6 @@ class Extreme:
     def __init__(self, kind: str, args: tuple):
         self.kind, self.args = kind, args
         self.key = (3, f"{kind}({', '.join(fmt(a) for a in args)})")
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Extreme) and self.key == other.key
-
-    def __hash__(self) -> int:
-        return hash(self.key)
 
     def text(self) -> str:
         return self.key[1]
