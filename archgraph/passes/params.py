@@ -165,12 +165,12 @@ class ParamReport:
     def tensors(self) -> Iterator[tuple[str, TensorRow]]:
         """Every parameter by full name, as `named_parameters(remove_duplicate=False)` lists them:
         tied tensors under each name that uses them, a shared block's tensors once under its path."""
-        yield from _named(self.model, self.model.graph, "")
+        yield from named_tensors(self.model)
 
     def state_dict(self) -> Iterator[tuple[str, TensorRow]]:
         """What PyTorch's `state_dict()` of the same model holds, by name: every parameter (tied ones
         under each name) and every persistent buffer; a shared block's once, under its path."""
-        yield from _named(self.model, self.model.graph, "", buffers=True)
+        yield from named_tensors(self.model, buffers="persistent")
 
 
 def _expand(model: Model, graph: Graph, prefix: str, copy_of: str | None):
@@ -192,11 +192,17 @@ def _expand(model: Model, graph: Graph, prefix: str, copy_of: str | None):
             yield from _expand(model, node.body, node.rep_path(prefix, i), inner)
 
 
-def _named(model: Model, graph: Graph, prefix: str, buffers: bool = False):
+def named_tensors(model: Model, buffers: str = "none") -> Iterator[tuple[str, TensorRow]]:
+    """Every parameter by full name (tied ones under each name that uses them, a shared block's
+    once, under its path), and the buffers: `none`, `persistent` (what state_dict() holds) or `all`."""
+    yield from _named(model, model.graph, "", buffers)
+
+
+def _named(model: Model, graph: Graph, prefix: str, buffers: str):
     for name, node in graph.nodes.items():
         if isinstance(node, OpNode):
             for row in node_tensors(node, model, (graph, prefix)):
-                if not row.buffer or (buffers and row.persistent):
+                if not row.buffer or buffers == "all" or (buffers == "persistent" and row.persistent):
                     yield join(join(prefix, name), row.name), row
         elif node.shared:
             if node.repeat:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ..errors import ArchgraphError
-from ..graph import BlockNode, Graph, Model, join
+from ..graph import Model
 
 
 class SizeError(ValueError):
@@ -67,16 +67,5 @@ def at_sizes(model: Model, sizes: Mapping[str, int]) -> Model:
 
 def tensor_shapes(model: Model) -> dict[str, tuple]:
     """Every parameter and buffer by path, with its shape (a shared block's once)."""
-    out: dict[str, tuple] = {}
-    _collect(model.graph, "", out)
-    return out
-
-
-def _collect(graph: Graph, prefix: str, out: dict) -> None:
-    for name, node in graph.nodes.items():
-        if isinstance(node, BlockNode):
-            for i in range(min(node.repeat, 1) if node.shared else node.repeat):
-                _collect(node.body, join(prefix, node.segment) if node.shared else node.rep_path(prefix, i), out)
-            continue
-        for t in (*node.op.params(), *node.op.buffers()):
-            out[join(join(prefix, name), t.name)] = tuple(t.shape)
+    from .params import named_tensors
+    return {name: tuple(row.shape) for name, row in named_tensors(model, buffers="all")}
