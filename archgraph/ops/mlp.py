@@ -59,7 +59,7 @@ class MLP(_FeedForward):
     bias: bool = True  # the projections have biases
     activation: Activation = "gelu"  # the activation between the projections, by name (as `activation`'s fn)
     names: tuple[str, ...] | None = None  # the two projections' names, in place of fc1 and fc2
-    dropout: float = 0.0  # probability of zeroing each activation before the down projection, in training only
+    dropout: float = 0.0  # probability of zeroing each inner activation, in training only
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate")
@@ -94,7 +94,7 @@ class GatedMLP(_FeedForward):
     fused: bool = False  # store gate and up as one gate_up_proj
     names: tuple[str, ...] | None = None  # the projections' names, in place of gate_proj, up_proj, down_proj
     #   (gate_up_proj, down_proj fused)
-    dropout: float = 0.0  # probability of zeroing each gated activation before the down projection, in training only
+    dropout: float = 0.0  # probability of zeroing each gated activation, in training only
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate")
