@@ -307,3 +307,65 @@ def test_efficientnet_is_drawn_by_stage(tmp_path):
     # EfficientNetConfig's defaults are B7's: repeats ceil(3.1 x [1, 2, 2, 3, 3, 4, 1])
     assert stages == [("1", "0..3"), ("2", "4..10"), ("3", "11..17"), ("4", "18..27"), ("5", "28..37"),
                       ("6", "38..50"), ("7", "51..54")]
+
+
+GEMMA3 = ROOT / "tests" / "data" / "configs" / "gemma-3-1b-it.json"  # google/gemma-3-1b-it's config.json
+
+
+def _node_ids(source: str) -> list[str]:
+    """The id of every node statement of a DOT source (in the order written)."""
+    return [m.strip('"') for m in re.findall(r'^\t+("[^"]+"|[^\s\[\]"]+) \[label=', source, re.M)]
+
+
+@NEEDS_DOT
+def test_two_nodes_at_one_path_are_two_dot_nodes(cli, tmp_path):
+    # Gemma 3's two rotary tables are called with `path: ''` from two blocks: both are `model.rotary_emb`,
+    # and one DOT id in two clusters made dot crash (exit status -11)
+    model = load(str(GEMMA3))
+    source = diagram_dot(model)
+    ids = _node_ids(source)
+    assert len(ids) == len(set(ids))
+    assert ids.count("model.rotary_emb") == 1 and ids.count("model.rotary_emb'") == 1
+    edges = _edges(source)
+    # each table feeds the attention of its kind: sliding (layer 0 of the pattern) and global (layer 5)
+    assert ("model.rotary_emb'", "model.layers.0.self_attn", "[1, S, 256]") in edges
+    assert ("model.rotary_emb", "model.layers.5.self_attn", "[1, S, 256]") in edges
+    assert "prefix=sliding_attention_" in source.split("\"model.rotary_emb'\" [label=")[1].split("\n")[0]
+    out = tmp_path / "gemma.svg"
+    code, stdout, err = cli("render", str(GEMMA3), "-o", str(out))
+    assert (code, err) == (0, "") and stdout == f"wrote {out}\n"
+    svg = out.read_text()
+    assert ">gemma&#45;3&#45;1b&#45;it</text>" in svg and " · 999.89 M parameters</text>" in svg
+    assert svg.count(">rotary_emb</text>") == 2
+
+
+def test_a_graphviz_failure_names_the_model_and_the_option_that_avoids_it(tmp_path):
+    # a real failure of Graphviz: dot without its plugins (GVBINDIR empty) knows no output format
+    plugins = tmp_path / "no-plugins"
+    plugins.mkdir()
+    env = {**os.environ, "GVBINDIR": str(plugins)}
+    run = [sys.executable, "-m", "archgraph.cli", "render"]
+    done = subprocess.run(run + [str(GEMMA3), "-o", str(tmp_path / "g.svg")], env=env, capture_output=True,
+                          text=True, cwd=ROOT)
+    assert done.returncode == 2 and not (tmp_path / "g.svg").exists()
+    assert done.stderr == (
+        "archgraph: error: cannot draw gemma-3-1b-it: Graphviz's dot failed (exit status 1): Format: \"svg\" "
+        "not recognized. Use one of:\n"
+        "  fix: draw blocks nested deeper than 1 as one box: --depth 1; or write the DOT source with "
+        "-o FILE.dot (no Graphviz needed) and lay it out elsewhere\n")
+    done = subprocess.run(run + ["gpt2", "--expand", "-o", str(tmp_path / "g.png")], env=env,
+                          capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and done.stderr.startswith("archgraph: error: cannot draw gpt2: Graphviz's dot")
+    assert done.stderr.endswith("  fix: draw each repeated block once: leave out --expand; or write the DOT "
+                                "source with -o FILE.dot (no Graphviz needed) and lay it out elsewhere\n")
+
+
+@NEEDS_DOT
+def test_a_graphviz_crash_is_told_by_its_signal():
+    # the DOT the Gemma 3 diagram was before the fix (one id in two nested clusters) makes dot crash
+    from archgraph.render.image import DotFailed
+    crash = ("digraph { compound=true; newrank=true; subgraph cluster_a { subgraph cluster_c { x } } "
+             "subgraph cluster_b { subgraph cluster_d { x } } y -> x; x -> z }")
+    with pytest.raises(DotFailed) as failure:
+        dot_image(crash, "svg")
+    assert str(failure.value) == "Graphviz's dot crashed (signal 11, SIGSEGV)"

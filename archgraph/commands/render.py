@@ -45,8 +45,8 @@ def model_inputs(*names: str) -> list[Path]:
 
 def run(args, console) -> int:
     from ..outfile import check_output, write_output
-    from ..render.diagram import diagram_dot
-    from ..render.image import dot_image, dot_program
+    from ..render.diagram import diagram_dot, diagram_image
+    from ..render.image import dot_program
     from .common import load_model
 
     fmt = "dot"
@@ -60,11 +60,14 @@ def run(args, console) -> int:
         if fmt != "dot":
             dot_program()  # fail before the work when Graphviz is missing
     model = load_model(args)
-    source = diagram_dot(model, diagram_options(args))
-    if not args.output:
-        sys.stdout.write(source)
-        return 0
-    data = source.encode("utf-8") if fmt == "dot" else dot_image(source, fmt)
+    if fmt != "dot":
+        data = diagram_image(model, diagram_options(args), fmt)
+    else:
+        source = diagram_dot(model, diagram_options(args))
+        if not args.output:
+            sys.stdout.write(source)
+            return 0
+        data = source.encode("utf-8")
     write_output(args.output, data, inputs=model_inputs(args.model))
     console.print(f"wrote {args.output}", markup=False, highlight=False)
     return 0

@@ -134,16 +134,45 @@ def diagram_dot(model: Model, options: DiagramOptions = DiagramOptions(), **repo
     return diagram(model, options, **reports).source
 
 
+def diagram_image(model: Model, options: DiagramOptions = DiagramOptions(), fmt: str = "svg", **reports) -> bytes:
+    """The diagram laid out by Graphviz's dot, as `fmt` (svg, png or pdf) bytes.  When dot fails (crashes,
+    refuses the source, takes too long) the ArchgraphError names the model and the option that draws it
+    with fewer boxes."""
+    from .image import DotFailed, dot_image
+    source = diagram_dot(model, options, **reports)
+    try:
+        return dot_image(source, fmt)
+    except DotFailed as failure:
+        raise ArchgraphError(f"cannot draw {model.name}: {failure.message}",
+                             hint=coarser(model, options)) from None
+
+
+def coarser(model: Model, options: DiagramOptions) -> str:
+    """What to type to draw `model` with fewer boxes than `options` give (a way round a Graphviz failure)."""
+    drawn = readable(model, options)
+    source = "write the DOT source with -o FILE.dot (no Graphviz needed) and lay it out elsewhere"
+    if drawn.expand:
+        return f"draw each repeated block once: leave out --expand; or {source}"
+    boxes, depth = drawn_boxes(model.graph, drawn), None
+    for level in range(drawn.depth if drawn.depth is not None else 64):
+        if drawn_boxes(model.graph, dataclasses.replace(drawn, depth=level)) >= boxes:
+            break
+        depth = level
+    if depth is None:
+        return source
+    return f"draw blocks nested deeper than {depth} as one box: --depth {depth}; or {source}"
+
+
 class _Drawer:
     def __init__(self, model: Model, params: ParamReport, shapes: ShapeReport, options: DiagramOptions):
         self.model, self.params, self.shapes, self.options = model, params, shapes, options
         self.total = params.total
-        self.ids: dict[str, str] = {}                     # node path -> DOT id
+        self.ids: dict[str, str] = {}                     # node path -> DOT id (of the first node drawn there)
         self.redirects: list[tuple[str, int | None, str | None]] = []  # see _find
         self.edges: dict[tuple[str, str, str], None] = {}  # in drawing order, emitted last
         self.used: set[str] = set()                       # legend entries in use
         self.ties: list[tuple[str, str, str]] = []        # (node id, tensor, owner tensor path)
-        self.clusters: set[str] = set()                   # cluster ids drawn (a `path: ''` call repeats its parent's path)
+        self.taken: set[str] = set()                      # DOT ids of the nodes and clusters drawn (see _unique)
         title = f"<b>{escape(_short(model.name))}</b> · {human(self.total)} parameters"
         if options.collapsed:
             title += (f'<br/><font point-size="11" color="#59636e">blocks nested deeper than {options.depth} '
@@ -190,8 +219,8 @@ class _Drawer:
             if name in done:
                 continue
             if isinstance(node, OpNode):
-                self._op(container, scope, name, node, path)
-                scope.outs[name] = [(path, s) for s in scope.run.values[name]]
+                node_id = self._op(container, scope, name, node, path)
+                scope.outs[name] = [(node_id, s) for s in scope.run.values[name]]
             elif name in patterns:
                 done |= self._pattern(container, scope, patterns[name])
             elif node.group is not None:
@@ -217,9 +246,8 @@ class _Drawer:
         title = f"<b>{escape(str(node.group[0]))} {escape(str(node.group[1]))}</b>  {escape(where)}"
         counts = _small(f"{count} × {escape(node.block)} · {human(params * scope.times)} params")
         if self.options.depth is not None and scope.level + 1 > self.options.depth:  # the group as one box
-            box = join(scope.prefix, f"{name} (group)")
             ins = [scope.end(ref) for run in runs for ref in run.inputs if ref.node not in members]
-            self._box_node(container, box, [title, counts], graph_totals(runs[0].body, self.params.cache),
+            box = self._box_node(container, join(scope.prefix, f"{name} (group)"), [title, counts], graph_totals(runs[0].body, self.params.cache),
                            params, scope.times, count > 1, ins)
             for index in range(first, last + 1):  # a tensor of any repetition points at the box
                 self.redirects.append((join(scope.prefix, f"{node.segment}.{index}"), None, box))
@@ -246,7 +274,8 @@ class _Drawer:
             scope.outs[name] = [(end[0], shape) for end, shape in zip(last, scope.run.values[name])]
         return set(pattern.drawn) | set(pattern.skipped)
 
-    def _op(self, container, scope: _Scope, name: str, node: OpNode, path: str) -> None:
+    def _op(self, container, scope: _Scope, name: str, node: OpNode, path: str) -> str:
+        """Draw one op node at `path`; returns its DOT id."""
         rows = node_tensors(node)
         new = sum(r.count for r in rows if not r.buffer and r.name not in node.ties)
         has_params = bool(node.op.params())
@@ -262,13 +291,15 @@ class _Drawer:
         if buffers:
             lines.append(_small(f"+ {human(buffers)} buffer values"))
         fill, ink = self._fill(node.category, new * scope.times, has_params and new > 0)
-        container.node(path, label=_html(*lines, ink=ink), fillcolor=fill)
-        self.ids[path] = path
+        node_id = self._unique(path)
+        container.node(node_id, label=_html(*lines, ink=ink), fillcolor=fill)
+        self.ids.setdefault(path, node_id)
         for ref in node.inputs:
             source, shape = scope.end(ref)
-            self._edge(source, path, shape)
+            self._edge(source, node_id, shape)
         for tensor, target in sorted(node.ties.items()):
-            self.ties.append((path, tensor, tie_owner(self.model, target, scope.graph, scope.prefix)))
+            self.ties.append((node_id, tensor, tie_owner(self.model, target, scope.graph, scope.prefix)))
+        return node_id
 
     def _block(self, container, scope: _Scope, name: str, node: BlockNode) -> list[End]:
         ins = [scope.end(ref) for ref in node.inputs]
@@ -302,11 +333,7 @@ class _Drawer:
 
     def _cluster(self, container, scope, node: BlockNode, run: Run, prefix: str, ins: list[End],
                  level: int, times: int, label: str) -> list[End]:
-        cid = f"cluster_{prefix}"
-        while cid in self.clusters:  # a block called with `path: ''` inside another: the same path, another cluster
-            cid += "'"
-        self.clusters.add(cid)
-        with container.subgraph(name=cid) as sub:
+        with container.subgraph(name=self._unique(f"cluster_{prefix}")) as sub:
             sub.attr(label=label, style="rounded,filled", fillcolor="#f7f7f7" if level % 2 else "#ececec",
                      color="#999999", fontname=FONT, fontsize="11", labeljust="l", margin="10")
             inner = _Scope(node.body, run, prefix, dict(zip(node.body.inputs, ins)), level, times)
@@ -323,21 +350,34 @@ class _Drawer:
         lines += [_small(escape(t)) for t in _count_lines(node, per.total, total)]
         if node.scheduled:  # which kind of layer this run is: the ops that hold its parameters
             lines.append(_small(escape(" + ".join(kinds(node.body)))))
-        self._box_node(container, base, lines, per, total, scope.times, node.repeat > 1, ins)
-        self.redirects.append((base, None, base))
-        return [(base, shape) for shape in final]
+        box = self._box_node(container, base, lines, per, total, scope.times, node.repeat > 1, ins)
+        self.redirects.append((base, None, box))
+        return [(box, shape) for shape in final]
 
     def _box_node(self, container, box: str, lines: list[str], per, total: int, times: int, stacked: bool,
-                  ins: list[End | None]) -> None:
+                  ins: list[End | None]) -> str:
         """One node for blocks drawn whole (a call, or a group of runs), shaded by its parameters'
-        main category and share; `stacked` (repeated) draws it as a 3-D box; edges from `ins`."""
+        main category and share; `stacked` (repeated) draws it as a 3-D box; edges from `ins`.
+        Returns its DOT id."""
         fill, ink = self._fill(max(per.by_category, key=per.by_category.get, default="other"),
                                total * times, total > 0)
-        container.node(box, label=_html(*lines, ink=ink), fillcolor=fill, shape="box3d" if stacked else "box",
+        node_id = self._unique(box)
+        container.node(node_id, label=_html(*lines, ink=ink), fillcolor=fill, shape="box3d" if stacked else "box",
                        style="filled")
-        self.ids[box] = box
+        self.ids.setdefault(box, node_id)
         for end in filter(None, ins):
-            self._edge(end[0], box, end[1])
+            self._edge(end[0], node_id, end[1])
+        return node_id
+
+    def _unique(self, name: str) -> str:
+        """A DOT id for a node or cluster at path `name` that no other has: two nodes may have one path
+        (a block called with `path: ''`, twice, draws its nodes at its caller's path), and Graphviz would
+        take one id in two clusters for one node, and crash."""
+        node_id = name
+        while node_id in self.taken:
+            node_id += "'"
+        self.taken.add(node_id)
+        return node_id
 
     # -- labels, colours and edges -------------------------------------------------------
     def _cluster_label(self, node: BlockNode, path: str, collapsed: bool) -> str:

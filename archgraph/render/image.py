@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 
 from ..errors import ArchgraphError
@@ -37,9 +38,25 @@ def dot_image(source: str, fmt: str, timeout: float = 120) -> bytes:
         done = subprocess.run(command, input=source.encode("utf-8"), capture_output=True, timeout=timeout,
                               check=False)
     except subprocess.TimeoutExpired:
-        raise ArchgraphError(f"dot took more than {timeout:.0f} s to lay out the diagram",
-                             hint="collapse blocks with --depth, or drop --expand") from None
+        raise DotFailed(f"Graphviz's dot took more than {timeout:.0f} s to lay out the diagram",
+                        hint="collapse blocks with --depth, or drop --expand") from None
     if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip()
-        raise ArchgraphError(f"dot failed (exit status {done.returncode}): {message}")
+        raise DotFailed(f"Graphviz's dot {_failure(done.returncode, done.stderr.decode('utf-8', 'replace'))}")
     return done.stdout
+
+
+class DotFailed(ArchgraphError):
+    """dot ran and failed (crashed, refused the source, or took too long); see `diagram_image`
+    for the error that names the model and the option that avoids it."""
+
+
+def _failure(status: int, stderr: str) -> str:
+    """`crashed (signal 11, SIGSEGV)` or `failed (exit status 1): <dot's first line>`, in one line."""
+    if status < 0:
+        try:
+            name = f", {signal.Signals(-status).name}"
+        except ValueError:
+            name = ""
+        return f"crashed (signal {-status}{name})"
+    said = next((line.strip() for line in stderr.splitlines() if line.strip()), "")
+    return f"failed (exit status {status})" + (f": {said}" if said else "")

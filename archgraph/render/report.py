@@ -16,8 +16,7 @@ from typing import Any, Literal
 from ..graph import Graph, Model, OpNode
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from .chart import chart_image, param_distribution
-from .diagram import DiagramOptions, diagram_dot
-from .image import dot_image
+from .diagram import DiagramOptions, diagram_image
 from .palette import category_color, human
 
 
@@ -72,7 +71,7 @@ def report_data(models: list[Model], options: DiagramOptions = DiagramOptions())
         totals = {"total": params.totals.total, "trainable": params.totals.trainable,
                   "non_trainable": params.totals.non_trainable, "tied": params.totals.tied,
                   "buffers": params.totals.buffers}
-        diagram = dot_image(diagram_dot(model, options, params=params), "svg").decode("utf-8")
+        diagram = diagram_image(model, options, "svg", params=params).decode("utf-8")
         chart = chart_image(param_distribution(params), "svg").decode("utf-8")
         sections.append(Section(model.name, model.description, totals, table_rows(params), diagram, chart))
         by_cat = {c: n for c, n in params.totals.by_category.items()}
