@@ -145,6 +145,8 @@ def load_text(text: str, file: str = "<spec>") -> LocDict:
                         loc=_mark_loc(file, exc.problem_mark),
                         hint="remove the '!!...' tag") from None
     except yaml.MarkedYAMLError as exc:
+        if "maximum nesting depth" in (exc.problem or ""):  # PyYAML 6.0.4 and later stop before the recursion
+            raise SpecError("the YAML nests too deeply", loc=_mark_loc(file, exc.problem_mark)) from None
         context = f" ({exc.context})" if exc.context else ""
         raise SpecError(f"YAML syntax error: {exc.problem}{context}", loc=_mark_loc(file, exc.problem_mark),
                         hint="check the indentation, the ':' after each key and the closing brackets") from None
