@@ -73,6 +73,23 @@ def test_only_the_command_being_run_is_imported():
         "archgraph.commands.common", "archgraph.commands.memory"]
 
 
+def test_parsing_one_command_makes_only_its_parser_and_asks_no_shutil():
+    code, modules, out = imported_modules("params", "gpt2", "--json")
+    assert code == 0 and '"total":124439808' in out
+    assert "shutil" not in modules  # argparse asks shutil for the width unless it is given
+
+
+def test_help_and_an_unknown_command_still_list_every_command(capsys):
+    from archgraph.cli import COMMANDS, main
+    assert main(["--help"]) == 0
+    listed = capsys.readouterr().out
+    assert all(f"    {name}" in listed for name in ["params", "shapes", "zoo", "ops", *COMMANDS])
+    assert main(["no-such-command"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("archgraph: error: argument COMMAND: invalid choice: 'no-such-command' "
+                          "(choose from 'params', 'shapes', 'zoo', 'ops', 'import-hf',")
+
+
 LAZY_CHILD = """
 import json, sys
 from archgraph import hf
