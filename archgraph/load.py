@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from .errors import ArchgraphError, Loc
 from .model import Model
@@ -23,15 +23,26 @@ from .spec.yamlload import LocDict, load_file
 from .spec.yamlload import load_text as parse_text
 
 
-def read_spec(source: str | Path) -> tuple[LocDict, Callable[[str, Loc, Loc], LocDict]]:
-    """A spec file's YAML and the loader of the specs it `extends`."""
-    return load_file(resolve(source)), read_parent
-
-
 def read_parent(name: str, at: Loc, child: Loc) -> LocDict:
     """The spec that `extends: name` (at `at`, in the spec file `child`) means: a file beside the
     child's file, or a built-in spec."""
     return load_file(resolve(name, Path(child.file).parent, at))
+
+
+class SpecFiles:
+    """Reads the spec files of one load (as `read_parent` does) and keeps the list of those read
+    (`Model.files`: an output file must never replace one)."""
+
+    def __init__(self) -> None:
+        self.read: list[str] = []
+
+    def spec(self, source: str | Path) -> LocDict:
+        path = resolve(source)
+        self.read.append(str(path))
+        return load_file(path)
+
+    def parent(self, name: str, at: Loc, child: Loc) -> LocDict:
+        return self.spec(resolve(name, Path(child.file).parent, at))
 
 
 def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False) -> Model:
@@ -45,14 +56,19 @@ def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbo
                                   "CHECKPOINT' to compare them)")
     if is_config(source):
         return load_config(source, settings, symbolic=symbolic)
-    spec, parent = read_spec(source)
-    return build(spec, settings, parent, symbolic=symbolic)
+    files = SpecFiles()
+    model = build(files.spec(source), settings, files.parent, symbolic=symbolic)
+    model.files = tuple(files.read)
+    return model
 
 
 def load_text(text: str, filename: str = "<text>", settings: Mapping[str, Any] | None = None, *,
               symbolic: bool = False) -> Model:
     """Load a spec given as YAML text (`filename` names it in errors; `extends:` is relative to it)."""
-    return build(parse_text(text, filename), settings, read_parent, symbolic=symbolic)
+    files = SpecFiles()
+    model = build(parse_text(text, filename), settings, files.parent, symbolic=symbolic)
+    model.files = tuple(files.read)
+    return model
 
 
 def build(spec: LocDict, settings: Mapping[str, Any] | None = None, parent=None, *,
@@ -104,4 +120,5 @@ def load_config(path: str | Path, settings: Mapping[str, Any] | None = None, *, 
     model.name = imported.name
     model.description = f"{imported.architecture} from {Path(str(path)).name} ({imported.model_type})"
     model.source = str(path)
+    model.files = (str(path), *model.files)
     return model

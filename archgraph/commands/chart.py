@@ -20,7 +20,7 @@ def add_parser(sub, model_command) -> None:
 def run(args, console) -> int:
     from ..outfile import check_output, write_output
     from ..render.chart import CHART_FORMATS, chart_image, param_distribution
-    from .common import load_model
+    from .common import load_model, loading_into
 
     fmt = Path(args.output).suffix.lower().lstrip(".")
     if fmt not in CHART_FORMATS:
@@ -29,12 +29,16 @@ def run(args, console) -> int:
     inputs = model_inputs(*args.model)
     check_output(args.output, inputs)
     if len(args.model) > 1:
-        from ..load import load
         from ..passes.compare import compare
         from ..render.compare import compare_chart
-        image = compare_chart(compare(args.model, dict(args.settings), load=load), fmt)
+        rows = compare(args.model, dict(args.settings), load=loading_into(inputs))
+        check_output(args.output, inputs)  # the specs they extend or use too
+        image = compare_chart(rows, fmt)
     else:
-        image = chart_image(param_distribution(load_model(args, args.model[0]).params()), fmt)
+        model = load_model(args, args.model[0])
+        inputs += model.files
+        check_output(args.output, inputs)
+        image = chart_image(param_distribution(model.params()), fmt)
     write_output(args.output, image, inputs=inputs)
     console.print(f"wrote {args.output}", markup=False, highlight=False)
     return 0

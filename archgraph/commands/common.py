@@ -60,6 +60,18 @@ def load_model(args, source: str | None = None, settings: dict | None = None, *,
     return model
 
 
+def loading_into(files: list[str]):
+    """`archgraph.load` adding the files each model read to `files` (the inputs an output must not
+    replace), for passes that load models by name (compare)."""
+    from ..load import load
+
+    def loading(*args, **kwargs):
+        model = load(*args, **kwargs)
+        files.extend(model.files)
+        return model
+    return loading
+
+
 class LazyConsole:
     """A rich Console made when first used: COLUMNS when the environment sets it (a pipe read at a
     given width: `COLUMNS=80 archgraph params gpt2 | less`), else the terminal's width, or 240

@@ -16,22 +16,24 @@ def run(args, console) -> int:
     from pathlib import Path
 
     from ..errors import ArchgraphError
-    from ..load import load, resolve
+    from ..load import resolve
     from ..outfile import check_output, write_output
     from ..passes.compare import compare
     from ..render.compare import compare_chart, compare_json, compare_table
-    from .common import emit
+    from .common import emit, loading_into
 
     if len(args.model) < 2:
         raise ArchgraphError("compare needs at least two models", hint="e.g. archgraph compare gpt2 bert-base-uncased")
-    inputs = [resolve(m) for m in args.model]
+    inputs = [str(resolve(m)) for m in args.model]
     fmt = None
     if args.output:
         fmt = Path(args.output).suffix.lower().lstrip(".")
         if fmt not in ("png", "svg", "pdf"):
             raise ArchgraphError(f"cannot draw a chart as '.{fmt}'", hint="use a .png, .svg or .pdf file name")
         check_output(args.output, inputs)
-    rows = compare(args.model, dict(args.settings), load=load)
+    rows = compare(args.model, dict(args.settings), load=loading_into(inputs))
+    if args.output:
+        check_output(args.output, inputs)  # the specs they extend or use too
     code = emit(console, args.json, lambda: compare_json(rows), lambda: compare_table(rows, console.width))
     if args.output:
         write_output(args.output, compare_chart(rows, fmt), inputs=inputs)

@@ -17,14 +17,16 @@ def run(args, console) -> int:
     from ..hf import import_file, spec_text
     from ..outfile import check_output, write_output
 
+    inputs = [args.config]
     if args.output is not None:
-        check_output(args.output, inputs=[args.config])
+        check_output(args.output, inputs)
     text = spec_text(args.config)
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    write_output(args.output, text, inputs=[args.config])
     imported = import_file(args.config)
+    inputs.append(str(imported.template))  # the family's template, which the spec was written from
+    write_output(args.output, text, inputs=inputs)
     print(f"wrote {args.output}: {imported.architecture} ({imported.model_type}); "
           f"try: archgraph params {args.output}", file=sys.stderr)
     return 0

@@ -60,6 +60,8 @@ def run(args, console) -> int:
         if fmt != "dot":
             dot_program()  # fail before the work when Graphviz is missing
     model = load_model(args)
+    if args.output:
+        check_output(args.output, model.files)  # the specs it extends or uses too
     if fmt != "dot":
         data = diagram_image(model, diagram_options(args), fmt)
     else:
@@ -68,7 +70,7 @@ def run(args, console) -> int:
             sys.stdout.write(source)
             return 0
         data = source.encode("utf-8")
-    write_output(args.output, data, inputs=model_inputs(args.model))
+    write_output(args.output, data, inputs=model.files)
     console.print(f"wrote {args.output}", markup=False, highlight=False)
     return 0
 

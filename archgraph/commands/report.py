@@ -28,6 +28,8 @@ def run(args, console) -> int:
     check_output(args.output, inputs)
     dot_program()  # the diagrams need Graphviz: fail before the work
     models = [load_model(args, name) for name in args.model]
+    inputs = [*inputs, *(f for m in models for f in m.files)]  # the specs they extend or use too
+    check_output(args.output, inputs)
     html = report_html(report_data(models, diagram_options(args)))
     write_output(args.output, html, inputs=inputs)
     console.print(f"wrote {args.output}", markup=False, highlight=False)
