@@ -55,7 +55,7 @@ def test_counts_blocks_nested_blocks_repeat_and_tie():
     assert report.total == 800 + 3 * LAYER
     assert report.totals.tied == 800
     assert dict(report.totals.by_category) == {"embedding": 800, "attention": 3 * 288, "norm": 3 * 16,
-                                               "mlp": 3 * (288 + 264), "linear": 0}  # head: tied
+                                               "mlp": 3 * (288 + 264), "head": 0}  # head: tied
     (layers,) = report.blocks
     assert (layers.path, layers.repeat, layers.per_repetition.total, layers.total.total) == \
         ("layers", 3, LAYER, 3 * LAYER)
@@ -116,6 +116,47 @@ def test_category_override_on_a_node_beats_the_block_and_ops():
     text = TOY.replace("{name: up, op: linear,", "{name: up, op: linear, category: expansion,")
     cats = build(text).params().totals.by_category
     assert cats["expansion"] == 3 * 288 and cats["mlp"] == 3 * 264 and cats["norm"] == 3 * 16
+
+
+HEADS = """\
+name: heads
+variables: {H: 8, V: 10}
+inputs:
+  ids: {shape: [B, S], dtype: int64}
+blocks:
+  two_layer:
+    nodes:
+      - {name: dense, op: linear, in: x, in_features: H, out_features: H}
+      - {name: norm, op: layer_norm, normalized_shape: H}
+      - {name: out_proj, op: linear, in_features: H, out_features: 2}
+  pooled:
+    category: pooler
+    nodes:
+      - {name: dense, op: linear, in: x, in_features: H, out_features: H}
+nodes:
+  - {name: embed, op: embedding, in: ids, num_embeddings: V, embedding_dim: H}
+  - {name: fc, op: linear, in_features: H, out_features: H}
+  - {name: lm_head, op: linear, in: fc, in_features: H, out_features: V, bias: false}
+  - {name: classifier, block: two_layer, in: fc}
+  - {name: cls.score, op: linear, in: fc, in_features: H, out_features: 3, category: scoring}
+  - {name: qa_head, block: pooled, in: fc}
+  - {name: body, block: two_layer, in: fc}
+outputs:
+  logits: lm_head
+  labels: classifier
+  scores: cls.score
+  pooled: qa_head
+  rest: body
+"""
+
+
+def test_a_node_named_like_a_head_is_categorised_head():
+    # lm_head 8*10 = 80; the classifier block's linears 8*8+8 = 72 and 8*2+2 = 18 (its norm stays a norm);
+    # a category of the node's own (scoring) or of the block's definition (pooler) wins over the name;
+    # fc and the same block under another name (body) stay linear
+    cats = build(HEADS).params().totals.by_category
+    assert dict(cats) == {"embedding": 80, "linear": 72 + 72 + 18, "head": 80 + 72 + 18, "norm": 2 * 16,
+                          "scoring": 27, "pooler": 72}
 
 
 def test_repeat_start_and_keyword_inputs():

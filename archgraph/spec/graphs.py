@@ -41,6 +41,18 @@ from .yamlload import LocDict
 NODE_KEYS = {"name", "op", "block", "in", "category", "trainable", "tie", "repeat", "start", "shared",
              "when", "description", "dtype", "path", "unused", "index", "group"}
 GENERIC_CATEGORIES = {"linear", "other"}  # a block's category replaces these, not 'norm' or 'embedding'
+HEAD_NAMES = frozenset({"head", "lm_head", "classifier", "score", "qa_outputs", "cls"})
+
+
+def named_like_head(name: str) -> bool:
+    """Whether a node's name says it is (part of) a model's head: a dotted part of it is lm_head, head,
+    classifier, score, qa_outputs or cls, or ends in `_head` (`mlm_head`); such a node with no category
+    of its own or from its block reports its generic (`linear`) parameters under `head`.
+
+    >>> named_like_head("lm_head"), named_like_head("cls.predictions.decoder"), named_like_head("mlp.c_fc")
+    (True, True, False)
+    """
+    return any(part in HEAD_NAMES or part.endswith("_head") for part in name.split("."))
 MAX_BLOCK_DEPTH = 64        # blocks calling blocks
 MAX_BLOCK_INSTANCES = 10_000  # distinct (block, arguments) bodies: stops exponential call trees
 _REF = re.compile(r"([^:|]+?)\s*(?::\s*([0-9]+|[A-Za-z_][A-Za-z0-9_]*))?")
@@ -157,6 +169,10 @@ def _node(ctx: Ctx, raw: Any, scope: dict, env, category, trainable, prev):
     if ("op" in raw) == ("block" in raw):
         raise SpecError("a node needs exactly one of 'op' or 'block'", loc=raw.loc, node=name)
     own_cat = _category(raw) if "category" in raw else None
+    if own_cat is None and category is None and named_like_head(name):
+        definition = ctx.blocks.get(raw["block"]) if isinstance(raw.get("block"), str) else None
+        if not (isinstance(definition, dict) and definition.get("category")):  # a block's own category wins
+            category = "head"
     train = raw.get("trainable", trainable) and trainable
     if not isinstance(train, bool):
         raise SpecError("'trainable' must be true or false", loc=raw.key_loc("trainable"), node=name)
