@@ -1,16 +1,19 @@
-"""`extends:`: a spec that is another spec with some variables and blocks changed.
+"""`extends:`: a spec that is another spec with some variables, blocks and nodes changed.
 
 The child's variables and blocks win over the parent's, its other keys replace the
-parent's; a parent's own `extends:` is resolved relative to the parent's file.
+parent's; a parent's own `extends:` is resolved relative to the parent's file.  A
+child's block with `edit:` (or the child's top-level `edit:`) changes single nodes of
+the parent's block (or `nodes:`) instead (`edits.py`).
 """
 from __future__ import annotations
 
-from ..errors import Loc, SpecError
+from ..errors import Loc, SpecError, did_you_mean
+from .edits import Edited, apply_edits
 from .values import check_keys, expect_mapping, loc_of
 from .yamlload import LocDict
 
 TOP_KEYS = {"archgraph", "name", "description", "extends", "variables", "inputs", "outputs",
-            "blocks", "nodes", "constraints"}
+            "blocks", "nodes", "constraints", "edit"}
 MAX_EXTENDS = 8
 
 
@@ -27,16 +30,26 @@ def merge_extends(spec: LocDict, load_parent) -> tuple[LocDict, dict[str, Loc]]:
         chain.append(load_parent(str(child["extends"]), loc_of(child, "extends"), child.loc))
     merged: dict = {}
     var_locs: dict[str, Loc] = {}
+    parent_file = None
     for level in reversed(chain):
         check_keys(level, TOP_KEYS, "the spec", level.key_loc)
         for key, value in level.items():
             if key in ("variables", "blocks"):
                 expect_mapping(value, level, key)
-                merged.setdefault(key, {}).update(value)
+                merged.setdefault(key, {}).update(
+                    _blocks(value, merged.get("blocks") or {}, parent_file) if key == "blocks" else value)
                 if key == "variables":
                     var_locs.update({k: loc_of(value, k) for k in value})
-            elif key != "extends":
+            elif key not in ("extends", "edit"):
                 merged[key] = value
+        if "edit" in level:
+            _need_parent(parent_file, level.key_loc("edit"))
+            if "nodes" in level:
+                raise SpecError("a spec gives either 'nodes:' (all of them) or 'edit:' (changes to its "
+                                "parent's), not both", loc=level.key_loc("edit"))
+            merged["nodes"] = apply_edits(merged.get("nodes"), level["edit"], f"the nodes of {parent_file}",
+                                          level.key_loc("edit"))
+        parent_file = _file_name(level)
     out = LocDict(merged)
     out.loc, out.lines = spec.loc, {**getattr(spec, "lines", {})}
     if "nodes" not in out:
@@ -45,3 +58,40 @@ def merge_extends(spec: LocDict, load_parent) -> tuple[LocDict, dict[str, Loc]]:
     return out, var_locs
 
 
+
+
+def _blocks(blocks: LocDict, parents: dict, parent_file: str | None) -> dict:
+    """The child's blocks: a definition with `edit:` is the parent's block with those changes
+    (and the other keys it gives replacing the parent's)."""
+    out = {}
+    for name, definition in blocks.items():
+        if not (isinstance(definition, LocDict) and "edit" in definition):
+            out[name] = definition
+            continue
+        at = definition.key_loc("edit")
+        _need_parent(parent_file, at)
+        if name not in parents:
+            raise SpecError(f"edit: {parent_file} has no block '{name}' to change", loc=at,
+                            hint=did_you_mean(name, parents) or f"its blocks: {', '.join(parents) or 'none'}")
+        if "nodes" in definition:
+            raise SpecError(f"block '{name}' gives either 'nodes:' (all of them) or 'edit:' (changes to the "
+                            "parent's), not both", loc=at)
+        parent = parents[name]
+        edited = Edited({**parent, **{k: v for k, v in definition.items() if k != "edit"}})
+        edited.loc, edited.lines = parent.loc, parent.lines
+        edited.locs = {**getattr(parent, "locs", {}), **{k: definition.key_loc(k) for k in definition}}
+        edited["nodes"] = apply_edits(parent.get("nodes"), definition["edit"],
+                                      f"block '{name}' of {parent_file}", at)
+        out[name] = edited
+    return out
+
+
+def _need_parent(parent_file: str | None, at: Loc) -> None:
+    if parent_file is None:
+        raise SpecError("'edit' changes the nodes of the spec this one extends, but it extends none", loc=at,
+                        hint="add 'extends: PARENT.yaml', or write the nodes out under 'nodes:'")
+
+
+def _file_name(level: LocDict) -> str:
+    from pathlib import Path
+    return Path(str(level.loc.file)).name
