@@ -331,8 +331,18 @@ for arch in ("DistilBertForMaskedLM", "DistilBertForSequenceClassification", "Di
 for arch in ("T5Model", "T5ForConditionalGeneration", "T5ForQuestionAnswering", "T5ForSequenceClassification",
              "T5ForTokenClassification"):
     CASES[arch] = {**T5, "architectures": [arch], "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False}
+MT5 = {"model_type": "mt5", "d_model": 32, "d_kv": 8, "d_ff": 37, "num_layers": 2, "num_decoder_layers": 3,
+       "num_heads": 4, "vocab_size": 97, "relative_attention_num_buckets": 8, "relative_attention_max_distance": 5}
+CASES["mt5-cond-gen"] = {**MT5, "architectures": ["MT5ForConditionalGeneration"], "tie_word_embeddings": False}
+for arch in ("MT5Model", "MT5EncoderModel", "MT5ForSequenceClassification", "MT5ForTokenClassification",
+             "MT5ForQuestionAnswering"):
+    CASES[arch] = {**MT5, "architectures": [arch], "feed_forward_proj": "relu" if "Token" in arch else "gated-gelu"}
 for arch in ("BartModel", "BartForSequenceClassification", "BartForQuestionAnswering", "BartForCausalLM"):
     CASES[arch] = {**BART, "architectures": [arch], "scale_embedding": True, "activation_function": "relu"}
+CASES["mbart-cond-gen"] = {**BART, "model_type": "mbart", "architectures": ["MBartForConditionalGeneration"]}
+for arch in ("MBartModel", "MBartForSequenceClassification", "MBartForQuestionAnswering", "MBartForCausalLM"):
+    CASES[arch] = {**BART, "model_type": "mbart", "architectures": [arch], "scale_embedding": True,
+                   "activation_function": "relu", "tie_word_embeddings": "CausalLM" not in arch}
 for arch in ("GPT2ForSequenceClassification", "GPT2ForTokenClassification", "GPT2ForQuestionAnswering"):
     CASES[arch] = {**GPT2, "architectures": [arch]}
 CASES["gpt_bigcode-seq-cls"] = {**CASES["gpt_bigcode-mqa"], "architectures": ["GPTBigCodeForSequenceClassification"],
@@ -695,6 +705,10 @@ def _hf_only(config: dict, inputs: dict) -> dict:
             "mm_token_type_ids": (ids == config.get("image_token_id", 151655)).int()}
 
 
+# families whose sequence classifier pools each row's last <eos>, and their config class's eos_token_id
+EOS_POOLED = {"bart": 2, "t5": 1, "mt5": 1, "mbart": 2}
+
+
 def _inputs(module, config: dict, length: int | None = None) -> dict:
     """Random inputs of `length` tokens (by default 7, or the model's positions when fewer)."""
     torch.manual_seed(1)
@@ -724,8 +738,8 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
                 ids[:, 2:2 + count] = token
                 out[name] = ids
             if name == "input_ids" and "SequenceClassification" in arch and \
-                    config["model_type"] in ("bart", "t5"):
-                out[name][:, -1] = config.get("eos_token_id", 2 if config["model_type"] == "bart" else 1)
+                    config["model_type"] in EOS_POOLED:
+                out[name][:, -1] = config.get("eos_token_id", EOS_POOLED[config["model_type"]])
         elif name == "pixel_values" and grid is not None:  # patches flattened as Qwen2VLImageProcessor gives them
             width = vision.get("in_channels", 3) * vision.get("temporal_patch_size", 2) * vision.get("patch_size", 14) ** 2
             out[name] = torch.randn(batch * grid[0] * grid[1], width)
@@ -837,6 +851,9 @@ CANNOT_RUN = {
                             "(its counts, names and buffers are checked)",
     "detr-resnet-50": "the test's random weights (std 0.2) grow through ResNet-50's 16 frozen-norm blocks to "
                       "1e25 and transformers' own outputs are NaN (detr-object-detection runs a small backbone)",
+    "mt5-small": "16 blocks with d_ff 1024 (kept by the narrowing) and the test's random weights: transformers' "
+                 "own float32 logits are 1.3e-3 from its float64 ones (mt5-cond-gen and the other mt5 fixtures "
+                 "run)",
 }
 
 
@@ -986,7 +1003,10 @@ PADDED_ENCODERS = ["bert-base", "bert-mlm", "BertForSequenceClassification", "Be
                    "clip-text-projection", "siglip-text", "clip-model", "siglip-model", "t5-cond-gen", "t5-gated-encoder",
                    "T5Model", "T5ForSequenceClassification", "T5ForQuestionAnswering", "T5ForTokenClassification",
                    "bart-cond-gen", "BartModel", "BartForSequenceClassification", "BartForQuestionAnswering",
-                   "BartForCausalLM", "whisper-cond-gen", "WhisperModel", "WhisperForCausalLM"]
+                   "BartForCausalLM", "whisper-cond-gen", "WhisperModel", "WhisperForCausalLM",
+                   "mt5-cond-gen", "MT5Model", "MT5EncoderModel", "MT5ForSequenceClassification",
+                   "MT5ForTokenClassification", "MT5ForQuestionAnswering", "mbart-cond-gen", "MBartModel",
+                   "MBartForSequenceClassification", "MBartForQuestionAnswering", "MBartForCausalLM"]
 CLIP_TEXT = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
              "num_attention_heads": 4, "max_position_embeddings": 16, "eos_token_id": 5, "pad_token_id": 1}
 CASES["clip-text"] = {"model_type": "clip_text_model", "architectures": ["CLIPTextModel"], **CLIP_TEXT}
@@ -1036,7 +1056,7 @@ def test_padded_encoder_batch_computes_what_transformers_computes(tmp_path, name
             if ids.dim() == 2 and pad is not None:
                 ids[mask == 0] = pad
     assert masks, "the module takes no mask"
-    if "SequenceClassification" in name and config["model_type"] in ("bart", "t5") or "clip" in config["model_type"]:
+    if "SequenceClassification" in name and config["model_type"] in EOS_POOLED or "clip" in config["model_type"]:
         _eos_last(inputs["input_ids"], masks["attention_mask"], text.eos_token_id)   # where they pool
     if "token_type_ids" in module.input_names:
         inputs["token_type_ids"] = torch.randint(0, reference.config.type_vocab_size, inputs["input_ids"].shape)

@@ -44,6 +44,7 @@ PREFIX.update({"swin": "Swin", "segformer": "Segformer"})  # vision (issue 12)
 PREFIX.update({"detr": "Detr"})  # vision (issue 12): timm's ResNet backbone (recording needs timm) or transformers'
 PREFIX.update({"dinov2_with_registers": "Dinov2WithRegisters"})  # vision (issue 12): DINOv2 with register tokens
 PREFIX.update({"llava": "Llava"})  # multimodal (issue 12): CLIP's vision tower, a projector, a Llama
+PREFIX.update({"mt5": "MT5", "mbart": "MBart"})  # encoder-decoders (issue 29)
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen", "deepseek_v3"}
