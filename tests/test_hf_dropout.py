@@ -25,7 +25,7 @@ NOT_APPLIED = {
 NOT_YET = {
     "opt": ["layerdrop"],
     "falcon": ["hidden_dropout", "attention_dropout"],
-    "bart": ["encoder_layerdrop", "decoder_layerdrop"],
+    "bart": ["encoder_layerdrop", "decoder_layerdrop"], "mbart": ["encoder_layerdrop", "decoder_layerdrop"],
     "whisper": ["encoder_layerdrop", "decoder_layerdrop"],
     "dinov2": ["drop_path_rate"], "dinov2_with_registers": ["drop_path_rate"],
     "convnext": ["drop_path_rate"],
