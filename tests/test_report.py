@@ -5,21 +5,28 @@ They are skipped only when chromium is absent and the CI variable is unset.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import struct
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+from selenium.webdriver.support.ui import Select
 
 from archgraph import load
-from archgraph.render.report import ReportData, report_data, report_html, table_rows
-from conftest import NEEDS_DOT
+from archgraph.passes.explore import explore
+from archgraph.passes.flops import count_flops
+from archgraph.render import report
+from archgraph.render.report import report_data, report_html, table_rows
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+BLOCKED = "MAP * ~NOTFOUND"  # any host: a request for one fails, and shows as a console error
 
 
 def test_table_rows_nest_blocks_and_count_every_repetition():
@@ -34,26 +41,79 @@ def test_table_rows_nest_blocks_and_count_every_repetition():
     assert head.cells["params"] == 0 and "= transformer.wte.weight" in head.cells["tensors"]
 
 
-@NEEDS_DOT
-def test_report_data_compares_models():
-    data = report_data([load("gpt2"), load("bert-base-uncased")])
-    assert [s.name for s in data.sections] == ["gpt2", "bert-base-uncased"]
-    totals = {row["model"]: row["total"] for row in data.comparison}
-    assert totals == {"gpt2": 124_439_808, "bert-base-uncased": 109_482_240}
-    keys = [c.key for c in data.comparison_columns]
-    assert keys[:5] == ["model", "total", "trainable", "tied", "buffers"]
-    assert {"cat:mlp", "cat:attention", "cat:embedding", "cat:norm", "cat:head"} <= set(keys)
-    gpt2 = data.comparison[0]
-    assert gpt2["cat:mlp"] == 56_669_184 and gpt2["tied"] == 38_597_376
+def test_report_data_compares_with_the_summaries_compare_gives():
+    data = report_data([load("gpt2"), load("t5-small")])
+    assert [s.name for s in data.sections] == ["gpt2", "t5-small"]
+    assert [s.totals["total"] for s in data.sections] == [124_439_808, 60_506_624]
+    t5 = data.sections[1].summary
+    assert t5.kind == "encoder-decoder"
+    assert [(s.path, s.layers, s.per_layer) for s in t5.stacks] == [("encoder.block", 6, 3_146_752),
+                                                                   ("decoder.block", 6, 4_195_840)]
+    assert data.sections[1].tree["sizes"] == {"B": 1, "S": 512, "T": 512}
+    layers = data.sections[1].layers  # block 0 holds the relative position table besides
+    assert [(l["place"], l["index"], l["size"]) for l in layers[:2]] == [("encoder.block", 0, 3_147_008),
+                                                                       ("encoder.block", 1, 3_146_752)]
+    assert [l["place"] for l in layers] == ["encoder.block"] * 6 + ["decoder.block"] * 6
 
 
-@NEEDS_DOT
+def _tree_paths(graph, kind):
+    for node in graph["nodes"]:
+        if node["kind"] == kind:
+            yield node["path"]
+        if node["kind"] == "block" and node["body"]:
+            yield from _tree_paths(node["body"], kind)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "t5-small", "albert-base-v2"])
+def test_every_drawn_path_is_one_params_json_gives(cli, name):
+    """The explorer's data-path of a node or block is its path in `params --json`."""
+    code, out, _ = cli("params", name, "--json")
+    assert code == 0
+    listed = json.loads(out)
+    blocks, todo = set(), list(listed["blocks"])
+    while todo:
+        row = todo.pop()
+        blocks.add(row["path"])
+        todo += row["children"]
+    tree = explore(load(name), {"B": 1, "S": 8, "T": 8} if name == "t5-small" else {"B": 1, "S": 8})
+    ops = list(_tree_paths(tree["graph"], "op"))
+    assert set(ops) <= {n["path"] for n in listed["nodes"]}
+    assert set(_tree_paths(tree["graph"], "block")) == blocks
+    assert len(ops) == len(set(ops))
+
+
+def test_the_tree_counts_every_repetition():
+    tree = explore(load("gpt2"), {"B": 1, "S": 1024})
+    assert tree["total"] == 124_439_808
+    assert tree["flops"] == count_flops(load("gpt2"), {"B": 1, "S": 1024}).forward
+    block = next(n for n in tree["graph"]["nodes"] if n["kind"] == "block")
+    assert (block["params"], block["total"], block["repeat"]) == (7_087_872, 85_054_464, 12)
+    fc = next(n for n in block["body"]["nodes"] if n["name"] == "mlp.c_fc")
+    assert fc["in"] == ["[1, 1024, 768]"] and fc["out"] == ["[1, 1024, 3072]"]
+    assert fc["args"] == {"in_features": 768, "out_features": 3072, "weight_layout": "in_out"}
+    assert fc["total"] == 12 * fc["params"] == 12 * (768 * 3072 + 3072)
+    assert fc["flops"] == 12 * 2 * 1024 * 768 * 3072 and fc["bytes"] == 12 * 2 * 1024 * 3072
+    head = next(n for n in tree["graph"]["nodes"] if n["name"] == "lm_head")
+    assert head["params"] == 0 and head["tensors"][0]["tied_to"] == "transformer.wte.weight"
+
+
 def test_html_is_self_contained():
     html = report_html(report_data([load("gpt2")]))
     assert html.startswith("<!DOCTYPE html>")
-    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # nothing fetched from a network
-    assert "<?xml" not in html and html.count("<svg") >= 2
-    assert "<script>" in html and "<style>" in html
+    assert not re.search(r"""<(script|link|img|iframe)[^>]+(src|href)=["']?(https?:)?//""", html)
+    assert "<script src" not in html and "@import" not in html
+    assert "Viz.instance" in html and "d3.zoom" in html  # the vendored scripts, inline
+    data = json.loads(re.search(r'id="archgraph-data">(.*?)</script>', html, re.S).group(1))
+    assert [m["name"] for m in data["models"]] == ["gpt2"]
+
+
+def test_the_vendored_scripts_carry_their_licences():
+    vendor = Path(report.__file__).parent / "vendor"
+    assert (vendor / "VERSIONS").read_text().split("\n")[:2] == ["@viz-js/viz 3.31.0 viz-global.js",
+                                                                 "d3 7.9.2 d3.min.js"]
+    assert "Michael Daines" in (vendor / "LICENSE.viz").read_text()
+    assert "Eclipse Public License" in (vendor / "LICENSE.viz").read_text()
+    assert "Mike Bostock" in (vendor / "LICENSE.d3").read_text()
 
 
 def test_cli_refuses_a_non_html_output(cli, tmp_path):
@@ -77,7 +137,7 @@ def browser():
     options.binary_location = CHROMIUM
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1600,1200", f"--user-data-dir={profile}"):
+                 "--window-size=1280,1000", f"--user-data-dir={profile}", f"--host-resolver-rules={BLOCKED}"):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
@@ -89,143 +149,190 @@ def browser():
 
 
 def _open(browser, path):
+    """Open a report, wait until its explorers are drawn; no console errors, nothing fetched."""
     browser.get(path.as_uri())
+    for _ in range(200):
+        if browser.execute_script("return document.body.dataset.ready === 'true'"):
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the explorers were not drawn: {browser.get_log('browser')}")
     errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")]
     assert errors == [], errors
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert [u for u in fetched if not u.startswith(("data:", "file:", "blob:"))] == []
 
 
-def _column(browser, table, title):
-    headers = [th.text.rstrip(" ▲▼") for th in table.find_elements("css selector", "thead th")]
-    return headers.index(title)
+def _smallest_labels(browser):
+    """(explorer, the smallest font of a text in its view, on screen in px) for every explorer."""
+    return browser.execute_script("""
+        return Array.from(document.querySelectorAll('svg.explorer-svg')).map(svg => {
+          const view = svg.parentNode.getBoundingClientRect();
+          let min = Infinity;
+          for (const t of svg.querySelectorAll('text')) {
+            const r = t.getBoundingClientRect();
+            if (r.bottom < view.top || r.top > view.bottom || r.right < view.left || r.left > view.right) continue;
+            min = Math.min(min, parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a);
+          }
+          const owner = svg.closest('section.model') || svg.closest('.pane');
+          return [owner.id || 'side by side', min];
+        });""")
 
 
-def _first_level(browser, table, column):
-    """Cells of one column in the rows at the top of the tree, in page order."""
-    rows = table.find_elements("css selector", "tbody tr[data-parent='']")
-    return [r.find_elements("tag name", "td")[column].get_attribute("data-value") for r in rows]
+def _overflowing(browser):
+    """Tables wider than their box, and text of the page (outside the drawings) under 8 px."""
+    return browser.execute_script("""
+        const wide = Array.from(document.querySelectorAll('table')).filter(t => t.offsetParent !== null &&
+          t.getBoundingClientRect().width > t.parentNode.clientWidth + 1).map(t => t.className);
+        const small = [];
+        for (const el of document.querySelectorAll('body *:not(svg):not(svg *):not(script):not(style)')) {
+          if (el.offsetParent === null || !Array.from(el.childNodes).some(n => n.nodeType === 3 && n.textContent.trim()))
+            continue;
+          if (parseFloat(getComputedStyle(el).fontSize) < 8) small.push(el.tagName + ' ' + el.className);
+        }
+        return [wide, small, Math.max(0, document.documentElement.scrollWidth - document.documentElement.clientWidth)];""")
 
 
-@NEEDS_DOT
-@pytest.mark.slow
-def test_report_in_chromium(browser, cli, tmp_path):
-    page = tmp_path / "report.html"
-    code, out, err = cli("report", "gpt2", "bert-base-uncased", "-o", str(page))
+def _report(cli, tmp_path, names, file):
+    page = tmp_path / file
+    code, _, err = cli("report", *names, "-o", str(page))
     assert code == 0, err
+    return page
+
+
+def _shot(browser, tmp_path, file):
+    """A screenshot of the whole page at 1,280 px, kept where ARCHGRAPH_SHOTS says (to look at)."""
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(1280, min(height + 140, 12_000))
+    browser.execute_script("window.scrollTo(0, 0)")
+    shot = Path(os.environ.get("ARCHGRAPH_SHOTS", tmp_path)) / file
+    assert browser.save_screenshot(str(shot))
+    width, _ = struct.unpack(">II", shot.read_bytes()[16:24])
+    assert width == 1280
+    browser.set_window_size(1280, 1000)
+
+
+def _path(browser, section, path):
+    return browser.find_element("css selector", f"#{section} svg [data-path='{path}']")
+
+
+def _count(browser, section, path):
+    return len(browser.find_elements("css selector", f"#{section} svg [data-path='{path}']"))
+
+
+FOUR = ["gpt2", "bert-base-uncased", "t5-small", "llama-2-70b"]
+SIX = ["gpt2", "bert-base-uncased", "t5-small", "albert-base-v2", "llama-2-7b", "resnet-50"]
+
+
+@pytest.mark.slow
+def test_a_report_of_four_models_at_1280_pixels(browser, cli, tmp_path):
+    page = _report(cli, tmp_path, FOUR, "report-4.html")
+    browser.set_window_size(1280, 1000)
     _open(browser, page)
-    assert browser.title == "archgraph report: gpt2, bert-base-uncased"
+    assert browser.title == "archgraph report: " + ", ".join(FOUR)
+    assert [s.find_element("tag name", "h2").text for s in browser.find_elements("css selector", "section.model")] \
+        == FOUR
+    wide, small, sideways = _overflowing(browser)
+    assert (wide, small, sideways) == ([], [], 0)
+    labels = _smallest_labels(browser)
+    assert len(labels) == 6 and all(px >= 8 for _, px in labels), labels  # four sections, two side by side
 
-    sections = browser.find_elements("css selector", "section.model")
-    assert [s.find_element("tag name", "h2").text for s in sections] == ["gpt2", "bert-base-uncased"]
-    diagram = sections[0].find_element("css selector", ".diagram svg")
-    assert diagram.size["width"] > 200 and diagram.size["height"] > 200
-    assert "transformer.h × 12" in diagram.get_attribute("textContent")
-    assert sections[0].find_element("css selector", ".chart svg").size["height"] > 100
+    stacks = browser.find_elements("css selector", "table.stacks tr.stack[data-model='t5-small']")
+    assert [[td.text for td in r.find_elements("tag name", "td")][:3] for r in stacks] == [
+        ["encoder.block", "6", "3,146,752"], ["decoder.block", "6", "4,195,840"]]
+    figures = browser.find_element("css selector", "table.figures")
+    assert [th.text for th in figures.find_elements("css selector", "thead th")] == ["Figure", *FOUR]
+    row = figures.find_element("css selector", "tr[data-figure='parameters']")
+    assert [td.text for td in row.find_elements("tag name", "td")] == [
+        "parameters", "124,439,808", "109,482,240", "60,506,624", "68,976,648,192"]
+    for figure in ("encoder pass", "decoder prefill", "per new token", "KV cache", "training"):
+        assert browser.find_elements("css selector", f"table.figures tr[data-figure='{figure}']"), figure
+    layers = browser.find_elements("css selector", ".layer-row[data-model='llama-2-70b'] .layer")
+    assert len(layers) == 80
+    assert len(browser.find_elements("css selector", ".layer-row[data-model='t5-small'] .layer")) == 12
 
-    # the two sections stand side by side
-    assert sections[1].location["x"] > sections[0].location["x"] + 300
-    assert abs(sections[1].location["y"] - sections[0].location["y"]) < 5
+    # a repeated block is one box that opens in place and closes again
+    block = _path(browser, "m1", "encoder.layer")
+    assert block.get_attribute("data-expanded") == "false" and "encoder.layer × 12" in block.text
+    assert _count(browser, "m1", "encoder.layer.0.attention.self.query") == 0
+    block.click()
+    assert _path(browser, "m1", "encoder.layer").get_attribute("data-expanded") == "true"
+    assert _count(browser, "m1", "encoder.layer.0.attention.self.query") == 1
+    assert all(px >= 8 for _, px in _smallest_labels(browser))
+    _path(browser, "m1", "encoder.layer").find_element("tag name", "text").click()  # its title closes it
+    assert _path(browser, "m1", "encoder.layer").get_attribute("data-expanded") == "false"
+    assert _count(browser, "m1", "encoder.layer.0.attention.self.query") == 0
 
-    table = sections[0].find_element("css selector", "table.params")
-    total = _column(browser, table, "Params (all)")
-    names = _column(browser, table, "Node")
-    assert _first_level(browser, table, names)[:3] == ["transformer.wte", "transformer.wpe",
-                                                       "transformer.embed_sum"]
-    table.find_elements("css selector", "thead th")[total].click()  # numbers: largest first
-    values = [int(v) for v in _first_level(browser, table, total)]
-    assert values == sorted(values, reverse=True) and values[0] == 85_054_464
+    # the 70B model opens collapsed: its 80 layers one box
+    assert _path(browser, "m3", "model.layers").get_attribute("data-expanded") == "false"
+    assert len(browser.find_elements("css selector", "#m3 svg g.node")) < 20
+
+    # search opens the blocks around a node and marks it
+    find = browser.find_element("css selector", "#m2 input.find")
+    find.send_keys("DenseReluDense.wo\n")
+    assert browser.find_element("css selector", "#m2 .status").text == \
+        "found encoder.block.0.layer.1.DenseReluDense.wo"
+    found = browser.find_elements("css selector", "#m2 svg g.found")
+    assert [g.get_attribute("data-path") for g in found] == ["encoder.block.0.layer.1.DenseReluDense.wo"]
+    find.clear()
+    find.send_keys("no_such_node\n")
+    assert browser.find_element("css selector", "#m2 .status").text == "no node matches 'no_such_node'"
+
+    # hovering shows the op, its arguments, shapes and tensors
+    ActionChains(browser).move_to_element(_path(browser, "m0", "transformer.wte")).perform()
+    tip = browser.find_element("css selector", "#m0 .tip")
+    assert tip.is_displayed()
+    assert "op embedding" in tip.text and "num_embeddings=50257" in tip.text
+    assert "out [1, 512, 768]" in tip.text and "tensor weight [50257, 768] 38,597,376" in tip.text
+
+    # shading by FLOPs redraws with its legend
+    Select(browser.find_element("css selector", "#m0 select.measure")).select_by_value("flops")
+    assert browser.find_element("css selector", "#m0 .legend.shading").text.startswith("share of the forward FLOPs")
+
+    # the side-by-side panes show the model their menu picks
+    panes = browser.find_elements("css selector", ".side-by-side .pane")
+    Select(panes[1].find_element("tag name", "select")).select_by_visible_text("t5-small")
+    assert panes[1].find_elements("css selector", "svg [data-path='decoder.block']")
+    assert panes[0].find_elements("css selector", "svg [data-path='transformer.h']")
+    _open(browser, page)  # reloaded: still no console errors
+    _shot(browser, tmp_path, "report-4.png")
+
+
+@pytest.mark.slow
+def test_a_report_of_six_models_at_1280_pixels(browser, cli, tmp_path):
+    page = _report(cli, tmp_path, SIX, "report-6.html")
+    browser.set_window_size(1280, 1000)
+    _open(browser, page)
+    wide, small, sideways = _overflowing(browser)
+    assert (wide, small, sideways) == ([], [], 0)
+    labels = _smallest_labels(browser)
+    assert len(labels) == 8 and all(px >= 8 for _, px in labels), labels
+    figures = browser.find_element("css selector", "table.figures")
+    assert [th.text for th in figures.find_elements("css selector", "thead th")] == ["Figure", *SIX]
+    encoder_decoder = browser.find_elements("css selector", "table.stacks tr.stack[data-model='t5-small'] td.path")
+    assert [td.text for td in encoder_decoder] == ["encoder.block", "decoder.block"]
+    block = _path(browser, "m3", "encoder.albert_layer_groups.0.albert_layers.0")
+    assert "shared" in block.text
+    block.click()
+    assert _count(browser, "m3", "encoder.albert_layer_groups.0.albert_layers.0.0.ffn") == 1
+    assert all(px >= 8 for _, px in _smallest_labels(browser))
+    _shot(browser, tmp_path, "report-6.png")
+
+
+@pytest.mark.slow
+def test_the_parameter_table_sorts_and_folds(browser, cli, tmp_path):
+    page = _report(cli, tmp_path, ["gpt2"], "report-1.html")
+    browser.set_window_size(1280, 1000)
+    _open(browser, page)
+    table = browser.find_element("css selector", "table.params")
+    heads = table.find_elements("css selector", "thead th")
+    total = [th.text for th in heads].index("Params (all)")
+    heads[total].click()  # numbers: largest first, children stay under their block
     rows = [r.get_attribute("data-id") for r in table.find_elements("css selector", "tbody tr")]
-    assert rows[0] == "transformer.h" and rows[1].startswith("transformer.h/")  # children stay under it
-    table.find_elements("css selector", "thead th")[total].click()  # and back: smallest first
-    values = [int(v) for v in _first_level(browser, table, total)]
-    assert values == sorted(values) and values[-1] == 85_054_464
-
+    assert rows[0] == "transformer.h" and rows[1].startswith("transformer.h/")
     child = table.find_element("css selector", "tr[data-id='transformer.h/mlp.c_fc']")
-    assert child.is_displayed()
     table.find_element("css selector", "tr[data-id='transformer.h'] button.toggle").click()
     assert not child.is_displayed()
     table.find_element("css selector", "tr[data-id='transformer.h'] button.toggle").click()
     assert child.is_displayed()
-
-    comparison = browser.find_element("css selector", "table.comparison")  # one column per model
-    assert [th.text for th in comparison.find_elements("css selector", "thead th")] == [
-        "Parameters", "gpt2", "bert-base-uncased"]
-    total = comparison.find_element("css selector", "tr[data-id='total']")
-    assert [td.text for td in total.find_elements("tag name", "td")] == ["Total", "124,439,808", "109,482,240"]
-    comparison.find_elements("css selector", "thead th")[0].click()  # text: A to Z
-    figures = [r.find_elements("tag name", "td")[0].text for r in comparison.find_elements("css selector", "tbody tr")]
-    assert figures == sorted(figures, key=str.lower) and "Total" in figures and "mlp" in figures
-
-    shot = tmp_path / "report.png"
-    assert browser.save_screenshot(str(shot))
-    data = shot.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 20_000
-    width, height = struct.unpack(">II", data[16:24])
-    assert width >= 800 and height >= 600
-    _open(browser, page)  # reload: still no console errors
-
-
-SIX = ["gpt2", "bert-base-uncased", "albert-base-v2", "llama-2-7b", "bloom-1b4-zh", "bert-base-chinese"]
-
-
-@pytest.fixture(scope="module")
-def six_sections():
-    return report_data([load(name) for name in SIX])
-
-
-@NEEDS_DOT
-@pytest.mark.slow
-@pytest.mark.parametrize("count", [2, 3, 4, 5, 6])
-def test_a_report_of_two_to_six_models_reads_at_1280_pixels(browser, six_sections, tmp_path, count):
-    """One column per model in the comparison, the models two abreast, nothing wider than the
-    window, charts at their width; the screenshot is kept beside the page."""
-    data = six_sections
-    subset = ReportData(data.title, data.columns, data.sections[:count], data.comparison_columns,
-                        data.comparison[:count])
-    page = tmp_path / f"report-{count}.html"
-    page.write_text(report_html(subset), encoding="utf-8")
-    browser.set_window_size(1280, 1000)
-    try:
-        _open(browser, page)
-        inner = browser.execute_script("return window.innerWidth")
-        assert 1200 <= inner <= 1280
-        assert browser.execute_script("return document.documentElement.scrollWidth") <= inner  # no sideways scroll
-
-        comparison = browser.find_element("css selector", "table.comparison")
-        heads = [th.text for th in comparison.find_elements("css selector", "thead th")]
-        assert heads == ["Parameters", *SIX[:count]]
-        box = browser.execute_script("const t = arguments[0]; return [t.scrollWidth, t.parentNode.clientWidth]",
-                                     comparison)
-        assert box[0] <= box[1]  # the comparison fits without scrolling
-        swatches = comparison.find_elements("css selector", "tr[data-id='cat:mlp'] .swatch")
-        assert len(swatches) == 1  # the palette's mlp colour, as in the diagram and the charts
-        assert swatches[0].value_of_css_property("background-color") == "rgba(128, 177, 211, 1)"
-
-        sections = browser.find_elements("css selector", "section.model")
-        assert [s.find_element("tag name", "h2").text for s in sections] == SIX[:count]
-        assert len({s.location["x"] for s in sections}) == 2  # two abreast, whatever the count
-        for section in sections:
-            chart = section.find_element("css selector", ".chart svg")
-            assert chart.size["width"] >= 480, section.text[:40]  # not squeezed
-            assert section.find_element("css selector", ".diagram svg").size["width"] > 200
-        links = [a.text for a in browser.find_elements("css selector", "nav.index a")]
-        assert links == SIX[:count]
-
-        shot = Path(os.environ.get("ARCHGRAPH_SHOTS", tmp_path)) / f"report-{count}.png"
-        assert browser.save_screenshot(str(shot))
-        width, _ = struct.unpack(">II", shot.read_bytes()[16:24])
-        assert 1200 <= width <= 1280
-    finally:
-        browser.set_window_size(1600, 1200)
-
-
-def test_compare_draws_stacks_by_role_and_the_rest_in_the_palette_colours():
-    from archgraph.passes.compare import summarize
-    from archgraph.render.compare import ROLE_COLORS, compare_chart
-    from archgraph.render.palette import category_color
-    rows = [summarize(name, {}, load=load) for name in ("gpt2", "bert-base-uncased")]
-    svg = compare_chart(rows, "svg").decode("utf-8")
-    for colour in (ROLE_COLORS["encoder"], ROLE_COLORS["decoder"], category_color("embedding"),
-                   category_color("head")):
-        assert f"fill: {colour}" in svg, colour
-    assert ">transformer.h × 12<" in svg and ">encoder.layer × 12<" in svg
-    assert f"fill: {ROLE_COLORS['layers']}" not in svg  # neither model has convolutional stages
+    assert not browser.find_elements("css selector", "section.comparison")  # one model: nothing to compare

@@ -45,6 +45,8 @@ class Stack:
     generates: bool = False    # its layers keep a cache to decode token by token (causal, state-space)
     by_category: Counter = field(default_factory=Counter)  # its parameters by category
     calls: list[BlockNode] = field(default_factory=list, repr=False)
+    base: str = ""             # the path its layers share (`model.layers`: `path` without the indices)
+    indices: list[int] = field(default_factory=list, repr=False)  # each layer's index, in the calls' order
 
     @property
     def role(self) -> str:
@@ -86,6 +88,7 @@ def find_stacks(model: Model) -> list[Stack]:
         stack.does = tuple(d for d in does.get(id(stack), ()) if d != GENERATES)
         stack.generates = GENERATES in does.get(id(stack), ())
         base, ids = where[id(stack)]
+        stack.base, stack.indices = base, list(ids)
         if any(c.scheduled for c in stack.calls) and len(ids) < len(_all_ids(found, where, base)):
             stack.path = f"{base}.{_indices(ids)}"
     return found

@@ -58,7 +58,7 @@ def compare_json(rows: list[ModelSummary]) -> dict[str, Any]:
     return {"models": models}
 
 
-def _sizes(rows: list[ModelSummary]) -> str:
+def sizes_text(rows: list[ModelSummary]) -> str:
     """The sizes the figures are at: one list when every model has them, else each model's own
     (a model whose spec bounds S lower, CLIP's 77 text tokens, is measured at that bound)."""
     each = [", ".join(f"{k}={v}" for k, v in r.bindings.items()) for r in rows]
@@ -103,7 +103,7 @@ def stacks_table(rows: list[ModelSummary], width: int = 80) -> Table:
     return table
 
 
-def _figures(rows: list[ModelSummary]) -> list[tuple[Any, list[str]]]:
+def figure_rows(rows: list[ModelSummary]) -> list[tuple[Any, list[str]]]:
     """(label, a cell per model) of every figure: parameters, FLOPs, memory (None: a rule)."""
     out: list[tuple[Any, list[str]]] = []
 
@@ -138,7 +138,7 @@ def _figures(rows: list[ModelSummary]) -> list[tuple[Any, list[str]]]:
 def figures_tables(rows: list[ModelSummary], width: int = 80) -> list[Table]:
     """Parameters, FLOPs and memory: a column per model, a row per figure (units in the cells);
     as many models side by side as fit `width`, the others in further tables below."""
-    figures = _figures(rows)
+    figures = figure_rows(rows)
     label_width = max(Text(label).cell_len if isinstance(label, str) else label.cell_len
                       for label, _ in figures if label is not None)
     room = width - label_width - 4  # the label column with its padding and both outer borders
@@ -157,7 +157,7 @@ def figures_tables(rows: list[ModelSummary], width: int = 80) -> list[Table]:
             used = w + 3
     tables = []
     for n, group in enumerate(groups):
-        title = f"at {_sizes(rows)}" + (f" (models {group[0] + 1}..{group[-1] + 1} of {len(rows)})" if n else "")
+        title = f"at {sizes_text(rows)}" + (f" (models {group[0] + 1}..{group[-1] + 1} of {len(rows)})" if n else "")
         table = Table(title=title, title_justify="left")
         table.add_column("", no_wrap=True)
         for i in group:
@@ -192,7 +192,7 @@ def compare_chart(rows: list[ModelSummary], fmt: str = "png") -> bytes:
         _stacked(axes[0], rows, names, [_param_parts(r) for r in rows], 1e6, "M",
                  "parameters by stack (millions)")
         _stacked(axes[1], rows, names, [_flop_parts(r) for r in rows], 1e9, "G",
-                 f"forward GFLOPs by stack ({_sizes(rows)})")
+                 f"forward GFLOPs by stack ({sizes_text(rows)})")
         _per_token(axes[2], rows, names)
         _memory(axes[3], rows, names)
         for ax in axes:

@@ -1,23 +1,29 @@
-"""The HTML report: one self-contained page (inline SVG, CSS and JS; nothing fetched).
+"""The HTML report: one self-contained page (inline CSS, JavaScript and data; nothing fetched).
 
-`report_data(models)` assembles everything as data (columns and rows, so other
-passes can add columns: FLOPs, memory); `report_html(data)` only formats it.
-With several models a comparison table (one column per model) comes first, then the
-models' sections, two abreast (one on a narrow screen), so charts keep their width.
+`report_data(models)` gathers what the page shows as data: for each model its parameter table,
+the tree an explorer draws (`passes.explore`) and its `compare` summary (`passes.compare`);
+`report_html(data)` only formats it.  With several models the comparison comes first (the
+figures `compare` gives, parameters by category and per layer, two models side by side), then
+the models' sections one after another at full width.  The browser draws the diagrams with
+Graphviz in WebAssembly (viz.js) and pans and zooms them with d3, both vendored in `vendor/`.
 """
 from __future__ import annotations
 
-import re
+import json
 from dataclasses import dataclass, field
 from html import escape
 from importlib import resources
 from typing import Any, Literal
 
 from ..graph import Graph, Model, OpNode
+from ..passes.compare import ModelSummary, summarize
+from ..passes.explore import explore, layer_sizes
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
-from .chart import chart_image, param_distribution
-from .diagram import DiagramOptions, diagram_image
-from .palette import category_color, human
+from .diagram import HIDDEN_HPARAMS
+from .palette import CATEGORY_COLORS, SHARE_BINS, category_color, human
+from .report_compare import category_bars, comparison_html
+
+VENDORED = ("d3.min.js", "viz-global.js")  # in the order the page loads them
 
 
 @dataclass(frozen=True)
@@ -44,8 +50,9 @@ class Section:
     description: str
     totals: dict[str, Any]
     rows: list[Row]
-    diagram_svg: str
-    chart_svg: str
+    tree: dict[str, Any]                  # passes.explore: what the explorer draws
+    summary: ModelSummary
+    layers: list[dict[str, Any]] = field(default_factory=list)  # passes.explore.layer_sizes
 
 
 @dataclass
@@ -53,8 +60,6 @@ class ReportData:
     title: str
     columns: list[Column]                 # of every section's parameter table
     sections: list[Section]
-    comparison_columns: list[Column] = field(default_factory=list)
-    comparison: list[dict[str, Any]] = field(default_factory=list)  # one row per model
 
 
 TABLE_COLUMNS = [Column("node", "Node"), Column("op", "Op"), Column("tensors", "Tensors"),
@@ -62,30 +67,20 @@ TABLE_COLUMNS = [Column("node", "Node"), Column("op", "Op"), Column("tensors", "
                  Column("share", "Share %", "number"), Column("category", "Category")]
 
 
-def report_data(models: list[Model], options: DiagramOptions = DiagramOptions()) -> ReportData:
-    """Everything the report shows, as data: diagram and chart SVG, table rows, the comparison."""
-    sections, comparison = [], []
-    categories: list[str] = []
+def report_data(models: list[Model]) -> ReportData:
+    """Everything the report shows, as data: each model's table rows, tree and summary, measured at
+    the sizes `compare` uses (B=1, S=512 unless a model binds them with --set)."""
+    sections = []
     for model in models:
         params = count_params(model)
+        summary = summarize(model.name, dict(model.bindings), load=lambda *_: model, probe=model)
         totals = {"total": params.totals.total, "trainable": params.totals.trainable,
                   "non_trainable": params.totals.non_trainable, "tied": params.totals.tied,
-                  "buffers": params.totals.buffers}
-        diagram = diagram_image(model, options, "svg", params=params).decode("utf-8")
-        chart = chart_image(param_distribution(params), "svg").decode("utf-8")
-        sections.append(Section(model.name, model.description, totals, table_rows(params), diagram, chart))
-        by_cat = {c: n for c, n in params.totals.by_category.items()}
-        categories += [c for c in sorted(by_cat, key=lambda c: -by_cat[c]) if c not in categories]
-        comparison.append({"model": model.name, **totals, **{f"cat:{c}": n for c, n in by_cat.items()}})
-    columns = [Column("model", "Model"), Column("total", "Total", "number"),
-               Column("trainable", "Trainable", "number"), Column("tied", "Tied or shared", "number"),
-               Column("buffers", "Buffers", "number")]
-    columns += [Column(f"cat:{c}", c, "number") for c in categories]
-    for row in comparison:
-        for c in categories:
-            row.setdefault(f"cat:{c}", 0)
+                  "buffers": params.totals.buffers, "active": params.totals.active}
+        sections.append(Section(model.name, model.description, totals, table_rows(params),
+                                explore(model, summary.bindings, params), summary, layer_sizes(summary.stacks)))
     title = "archgraph report: " + ", ".join(m.name for m in models)
-    return ReportData(title, list(TABLE_COLUMNS), sections, columns, comparison)
+    return ReportData(title, list(TABLE_COLUMNS), sections)
 
 
 def table_rows(report: ParamReport) -> list[Row]:
@@ -121,11 +116,30 @@ def _rows(rows: list[Row], graph: Graph, report: ParamReport, parent: str, depth
 
 
 # -- HTML ------------------------------------------------------------------------------
+def page_data(data: ReportData) -> dict[str, Any]:
+    """What the page's scripts read: each model's tree and the colours the figures share."""
+    categories = sorted({n for s in data.sections for n in _categories(s.tree["graph"])})
+    return {"models": [s.tree for s in data.sections],
+            "palette": {"bins": [list(b) for b in SHARE_BINS], "other": CATEGORY_COLORS["other"],
+                        "categories": {c: category_color(c) for c in categories}, "hidden": sorted(HIDDEN_HPARAMS)}}
+
+
+def _categories(graph: dict) -> set[str]:
+    out = set()
+    for node in graph["nodes"]:
+        out.add(node["category"])
+        if node["kind"] == "block" and node["body"]:
+            out |= _categories(node["body"])
+    return out
+
+
 def report_html(data: ReportData) -> str:
-    """The page: inline CSS and JS, every figure an inline SVG."""
+    """The page: inline CSS, the vendored scripts, the data as JSON and the report's own script."""
     asset = resources.files(__package__)
     css = asset.joinpath("report.css").read_text("utf-8")
-    js = asset.joinpath("report.js").read_text("utf-8")
+    scripts = [asset.joinpath("vendor", name).read_text("utf-8") for name in VENDORED]
+    scripts += [asset.joinpath(name).read_text("utf-8") for name in ("report.js", "explorer.js")]
+    payload = json.dumps(page_data(data), separators=(",", ":")).replace("</", "<\\/")
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
              f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
              f"<link rel=\"icon\" href=\"data:,\">\n<title>{escape(data.title)}</title>\n"
@@ -133,46 +147,44 @@ def report_html(data: ReportData) -> str:
     if len(data.sections) > 1:
         links = " · ".join(f"<a href=\"#m{i}\">{escape(s.name)}</a>" for i, s in enumerate(data.sections))
         parts.append(f"<nav class=\"index\">{links}</nav>\n")
-        parts.append("<section class=\"comparison\"><h2>Comparison</h2>\n")
-        parts.append(_comparison(data))
-        parts.append("</section>\n")
-    parts.append(f"<div class=\"models\" style=\"--models: {len(data.sections)}\">\n")
+        parts.append(comparison_html([s.summary for s in data.sections], [s.layers for s in data.sections]))
     for i, section in enumerate(data.sections):
-        parts.append(_section(data, section, f"m{i}"))
-    parts.append(f"</div>\n<script>\n{js}</script>\n</body>\n</html>\n")
+        parts.append(_section(data, section, i))
+    parts.append(f"<script type=\"application/json\" id=\"archgraph-data\">{payload}</script>\n")
+    parts += [f"<script>\n{_script(script)}\n</script>\n" for script in scripts]
+    parts.append("</body>\n</html>\n")
     return "".join(parts)
 
 
-def _section(data: ReportData, s: Section, key: str) -> str:
+def _script(text: str) -> str:
+    """Script text as the body of a <script> element (a `</script` inside would end it)."""
+    return text.replace("</script", "<\\/script")
+
+
+def _section(data: ReportData, s: Section, index: int) -> str:
     t = s.totals
     facts = [("Total parameters", f"{t['total']:,} ({human(t['total'])})"), ("Trainable", f"{t['trainable']:,}"),
              ("Non-trainable", f"{t['non_trainable']:,}")]
+    if t["active"] != t["total"]:
+        facts.append(("Active per token", f"{t['active']:,}"))
     if t["tied"]:
         facts.append(("Tied or shared (counted once)", f"{t['tied']:,}"))
     if t["buffers"]:
         facts.append(("Buffers (not parameters)", f"{t['buffers']:,}"))
+    sizes = ", ".join(f"{k}={v}" for k, v in s.tree["sizes"].items())
     dl = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
-    return (f"<section class=\"model\" id=\"{key}\">\n<h2>{escape(s.name)}</h2>\n"
+    return (f"<section class=\"model\" id=\"m{index}\">\n<h2>{escape(s.name)}</h2>\n"
             f"<p class=\"description\">{escape(s.description)}</p>\n<dl class=\"totals\">{dl}</dl>\n"
-            f"<h3>Diagram</h3>\n<div class=\"figure diagram\">{_inline_svg(s.diagram_svg, key + 'd')}</div>\n"
-            f"<h3>Parameter distribution</h3>\n<div class=\"figure chart\">{_inline_svg(s.chart_svg, key + 'c')}"
-            f"</div>\n<h3>Parameters</h3>\n<div class=\"tools\"><button type=\"button\" data-action=\"expand\">"
+            f"<h3>Parameters by category</h3>\n{category_bars([s.summary])}"
+            f"<h3>Structure</h3>\n<p class=\"note\">Shapes, FLOPs and bytes at {escape(sizes)}.</p>\n"
+            f"<div class=\"explorer\" data-model=\"{index}\"></div>\n"
+            f"<h3>Parameters</h3>\n<div class=\"tools\"><button type=\"button\" data-action=\"expand\">"
             f"expand all</button> <button type=\"button\" data-action=\"collapse\">collapse all</button></div>\n"
-            f"<div class=\"scroll\">{_table(data.columns, [(r, r.cells) for r in s.rows], 'params')}</div>\n"
+            f"<div class=\"scroll\">{table(data.columns, [(r, r.cells) for r in s.rows], 'params')}</div>\n"
             f"</section>\n")
 
 
-def _comparison(data: ReportData) -> str:
-    """One column per model, one row per figure (totals, then each category with its colour)."""
-    models = [Column(f"m{i}", row["model"], "number") for i, row in enumerate(data.comparison)]
-    rows = []
-    for column in data.comparison_columns[1:]:
-        cells = {"figure": column.title, **{m.key: row.get(column.key, 0) for m, row in zip(models, data.comparison)}}
-        rows.append((Row(column.key, "", 0, False, cells), cells))
-    return _table([Column("figure", "Parameters"), *models], rows, "comparison")
-
-
-def _table(columns: list[Column], rows: list[tuple[Row | None, dict[str, Any]]], kind: str) -> str:
+def table(columns: list[Column], rows: list[tuple[Row | None, dict[str, Any]]], kind: str) -> str:
     head = "".join(f"<th class=\"{c.kind}\" data-kind=\"{c.kind}\" title=\"sort by {escape(c.title)}\">"
                    f"{escape(c.title)}</th>" for c in columns)
     body = []
@@ -193,18 +205,8 @@ def _cell(column: Column, value: Any, row: Row | None, first: bool) -> str:
         text = f"{number:.2f}" if isinstance(number, float) else f"{number:,}"
         return f"<td class=\"number\" data-value=\"{number}\">{text}</td>"
     text = escape("" if value is None else str(value))
-    if (column.key == "category" or (row is not None and row.id.startswith("cat:") and first)) and text:
+    if column.key == "category" and text:
         text = f"<span class=\"swatch\" style=\"background:{category_color(str(value))}\"></span>{text}"
     if first and row is not None and row.block:
         text = f"<button type=\"button\" class=\"toggle\" aria-expanded=\"true\">▾</button>{text}"
-    return f"<td data-value=\"{escape('' if value is None else str(value))}\">{text}</td>"
-
-
-_PROLOG = re.compile(r"^.*?(?=<svg[\s>])", re.S)
-_ID = re.compile(r"""(\bid=")|(url\(#)|(href="#)""")
-
-
-def _inline_svg(svg: str, prefix: str) -> str:
-    """An SVG document as an element of the page: no XML prolog, ids made unique to this figure."""
-    body = _PROLOG.sub("", svg, count=1)
-    return _ID.sub(lambda m: m.group(0) + prefix + "-", body)
+    return f"<td class=\"{column.key}\" data-value=\"{escape('' if value is None else str(value))}\">{text}</td>"

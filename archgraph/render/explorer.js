@@ -1,0 +1,438 @@
+// The model explorer of the archgraph report: a model's block hierarchy drawn by Graphviz
+// (viz.js, in WebAssembly), collapsed to fit; a block expands in place on click and collapses
+// again; pan and zoom (d3-zoom); nodes shaded by their share of the parameters, FLOPs or output
+// bytes, with a legend; hovering shows a node's op, arguments, tensors and shapes; a search box
+// finds a node by its path.  Every drawn node and block carries data-path (params --json's path).
+"use strict";
+
+// Graphviz measures text with its Helvetica metrics; a browser draws Helvetica or a metric twin
+// (Liberation Sans, Arimo, Nimbus Sans), so the text fits its box
+const FONT = "Helvetica";
+const MIN_LABEL_PX = 9;      // the smallest label (10 pt) is drawn at least this large at first view
+const SMALL_PT = 10;         // op lines, counts, edge shapes
+const FIRST_VIEW_BOXES = 24; // blocks called once open at first while the drawing stays this small
+const REPORT = JSON.parse(document.getElementById("archgraph-data").textContent);
+
+function esc(text) {
+  return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+function human(n) {
+  for (const [unit, size] of [["T", 1e12], ["B", 1e9], ["M", 1e6], ["K", 1e3]]) {
+    if (Math.abs(n) >= size) return (n / size).toFixed(2) + " " + unit;
+  }
+  return String(n);
+}
+
+function bytesText(n) {
+  for (const [unit, size] of [["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]]) {
+    if (n >= size) return (n / size).toFixed(2) + " " + unit;
+  }
+  return n + " B";
+}
+
+const MEASURES = {
+  share: {title: "share of the parameters", value: n => n.total, total: m => m.total, text: human, unit: "params"},
+  flops: {title: "share of the forward FLOPs", value: n => n.flops, total: m => m.flops, text: human, unit: "FLOPs"},
+  memory: {title: "share of the output bytes (bf16)", value: n => n.bytes, total: m => m.bytes, text: bytesText,
+           unit: "bytes out"},
+  category: {title: "parameters by category"},
+};
+
+function shade(measure, model, node) {
+  if (measure === "category") {
+    const has = node.kind === "block" ? node.total > 0 : node.has_params && node.params > 0;
+    return has ? {fill: REPORT.palette.categories[node.category] || REPORT.palette.other, ink: "#000000",
+                  label: node.category} : {fill: "#ffffff", ink: "#000000", label: "no parameters"};
+  }
+  const m = MEASURES[measure], value = m.value(node), total = m.total(model);
+  if (!value) return {fill: "#ffffff", ink: "#000000", label: measure === "share" ? "no parameters" : "none"};
+  const share = total ? value / total : 0;
+  for (const [low, label, fill, ink] of REPORT.palette.bins) {
+    if (share >= low) return {fill, ink, label};
+  }
+  const last = REPORT.palette.bins[REPORT.palette.bins.length - 1];
+  return {fill: last[2], ink: last[3], label: last[1]};
+}
+
+function opText(node) {
+  const args = Object.entries(node.args).filter(([k]) => !REPORT.palette.hidden.includes(k))
+    .map(([k, v]) => `${k}=${Array.isArray(v) ? "(" + v.join(", ") + ")" : v}`);
+  const lines = [node.op];
+  for (const part of args) {
+    if (lines.length > 1 && lines[lines.length - 1].length + part.length + 2 <= 34) lines[lines.length - 1] += ", " + part;
+    else lines.push(part);
+  }
+  return lines;
+}
+
+function short(name, width = 48) {
+  if (name.length <= width) return name;
+  const half = Math.floor((width - 1) / 2);
+  return name.slice(0, half) + "…" + name.slice(name.length - half);
+}
+
+function label(lines, ink) {
+  const rows = lines.map(([text, small]) => `<tr><td>${small ? `<font point-size="${SMALL_PT}">${esc(text)}</font>`
+    : `<b>${esc(text)}</b>`}</td></tr>`).join("");
+  const table = `<table border="0" cellborder="0" cellspacing="0" cellpadding="1">${rows}</table>`;
+  return "<" + (ink === "#000000" ? table : `<font color="${ink}">${table}</font>`) + ">";
+}
+
+function times(node) {
+  return node.repeat > 1 ? ` × ${node.repeat}${node.shared ? " shared" : ""}` : node.shared ? " shared" : "";
+}
+
+function visit(graph, fn) {
+  for (const node of graph.nodes) {
+    fn(node);
+    if (node.kind === "block" && node.body) visit(node.body, fn);
+  }
+}
+
+class Explorer {
+  constructor(root, model, viz, key) {
+    this.root = root;
+    this.model = model;
+    this.viz = viz;
+    this.key = key;
+    this.measure = "share";
+    this.byId = new Map();
+    this.parent = new Map();
+    const walk = (graph, parent) => graph.nodes.forEach(node => {
+      this.byId.set(node.id, node);
+      this.parent.set(node.id, parent);
+      if (node.kind === "block" && node.body) walk(node.body, node);
+    });
+    walk(model.graph, null);
+    this.expanded = this.firstView();
+    this.build();
+    this.draw();
+  }
+
+  // -- which blocks are open ------------------------------------------------------------------
+  boxes(graph, open) {
+    let n = 0;
+    for (const node of graph.nodes) {
+      if (node.kind === "block" && node.body && open.has(node.id)) n += this.boxes(node.body, open);
+      else if (!(node.kind === "block" && !node.body)) n += 1;
+    }
+    return n;
+  }
+
+  firstView() {
+    return this.opened(this.model.graph, new Set());
+  }
+
+  opened(graph, open) {
+    // `open` with the blocks in `graph` called once opened too, outermost first, while `graph`
+    // draws in at most FIRST_VIEW_BOXES boxes; a repeated block stays one box
+    const once = g => g.nodes.filter(n => n.kind === "block" && n.body && n.repeat === 1);
+    let frontier = once(graph);
+    while (frontier.length) {
+      const next = [];
+      for (const node of frontier) {
+        open.add(node.id);
+        if (this.boxes(graph, open) > FIRST_VIEW_BOXES) open.delete(node.id);
+        else next.push(...once(node.body));
+      }
+      frontier = next;
+    }
+    return open;
+  }
+
+  // -- the page around the drawing --------------------------------------------------------------
+  build() {
+    this.root.innerHTML = "";
+    const bar = document.createElement("div");
+    bar.className = "explorer-tools";
+    const list = `${this.key}-paths`;
+    bar.innerHTML = `<label>find <input type="search" class="find" list="${list}" placeholder="node path or name"
+      aria-label="find a node by its path"></label><datalist id="${list}"></datalist>
+      <label>shade by <select class="measure"><option value="share">parameters</option>
+      <option value="flops">FLOPs</option><option value="memory">memory (output bytes)</option>
+      <option value="category">category</option></select></label>
+      <button type="button" data-action="open">expand all</button>
+      <button type="button" data-action="close">collapse all</button>
+      <button type="button" data-action="fit">fit</button> <span class="status" role="status"></span>`;
+    this.root.appendChild(bar);
+    const paths = new Set();
+    visit(this.model.graph, node => paths.add(node.path));
+    bar.querySelector("datalist").innerHTML = Array.from(paths).map(p => `<option value="${esc(p)}">`).join("");
+    this.view = document.createElement("div");
+    this.view.className = "explorer-view";
+    this.root.appendChild(this.view);
+    this.legend = document.createElement("div");
+    this.legend.className = "legend shading";
+    this.root.appendChild(this.legend);
+    this.tip = document.createElement("div");
+    this.tip.className = "tip";
+    this.tip.hidden = true;
+    this.root.appendChild(this.tip);
+    this.status = bar.querySelector(".status");
+    const find = bar.querySelector("input.find");
+    find.addEventListener("change", () => this.find(find.value));
+    find.addEventListener("keydown", e => { if (e.key === "Enter") this.find(find.value); });
+    bar.querySelector("select.measure").addEventListener("change", e => { this.measure = e.target.value; this.draw(); });
+    bar.querySelectorAll("button").forEach(b => b.addEventListener("click", () => {
+      if (b.dataset.action === "open") { this.expanded = new Set(); visit(this.model.graph, n => { if (n.body) this.expanded.add(n.id); }); this.draw(); }
+      else if (b.dataset.action === "close") { this.expanded = new Set(); this.draw(); }
+      else this.fit();
+    }));
+  }
+
+  // -- DOT ----------------------------------------------------------------------------------------
+  dot() {
+    const out = [], edges = new Map();
+    this.nodeIds = new Map();
+    const edge = (from, to) => {
+      if (!from) return;
+      const key = `${from.id} -> ${to}`;
+      if (!edges.has(key)) edges.set(key, `${key} [label="${from.shape ? " " + esc(from.shape) + " " : ""}"]`);
+    };
+    const inputs = new Map();
+    for (const input of this.model.inputs) {
+      const id = `${this.key}-i-${input.name}`;
+      out.push(`"${id}" [id="${id}", shape=oval, fillcolor="#f0f0f0", label=${label([[input.name], [`${input.shape || ""} ${input.dtype}`, true]], "#000000")}]`);
+      inputs.set(input.name, {id: `"${id}"`, shape: input.shape});
+    }
+    const scope = (graph, ins, depth) => {
+      const outs = new Map();
+      const end = ref => {
+        const [name, index] = ref;
+        const ends = outs.get(name);
+        return ends ? ends[index] : index === 0 ? ins.get(name) : undefined;
+      };
+      for (const node of graph.nodes) {
+        const from = node.inputs.map(end);
+        const id = `${this.key}-n${node.id}`;
+        if (node.kind === "op") {
+          const s = shade(this.measure, this.model, node);
+          const lines = [[short(node.name)], ...opText(node).map(t => [t, true])];
+          if (node.params) lines.push([`${human(node.params)} params`, true]);
+          out.push(`"${id}" [id="${id}", fillcolor="${s.fill}", label=${label(lines, s.ink)}]`);
+          from.forEach(f => edge(f, `"${id}"`));
+          outs.set(node.name, node.out.map(shape => ({id: `"${id}"`, shape})));
+        } else if (!node.body) {  // repeated 0 times: hands its inputs on
+          outs.set(node.name, from);
+        } else if (this.expanded.has(node.id)) {
+          const counts = node.repeat > 1 ? `${human(node.params)} params each · ${human(node.total)} total`
+            : `${human(node.total)} params`;
+          const title = `<b>${esc(short(node.label))}${esc(times(node))}</b>  <i>${esc(node.block)}</i><br align="left"/>` +
+            `<font point-size="${SMALL_PT}">${esc(counts)}</font><br align="left"/>`;
+          out.push(`subgraph "cluster_${id}" { id="${id}"; label=<${title}>; labeljust="l"; style="rounded,filled"; ` +
+                   `fillcolor="${depth % 2 ? "#f7f7f7" : "#ececec"}"; color="#999999"; margin=10;`);
+          const inner = new Map(node.body.inputs.map((name, i) => [name, from[i]]));
+          const bodyOuts = scope(node.body, inner, depth + 1);
+          out.push("}");
+          outs.set(node.name, bodyOuts.map((e, i) => e && {id: e.id, shape: node.out[i] || e.shape}));
+        } else {
+          const s = shade(this.measure, this.model, node);
+          const counts = node.repeat > 1 && !node.shared ? `${human(node.params)} params each · ${human(node.total)} total`
+            : `${human(node.total)} params`;
+          const lines = [[short(node.label) + times(node)], [node.block, true], [counts, true]];
+          out.push(`"${id}" [id="${id}", shape=${node.repeat > 1 ? "box3d" : "box"}, style=filled, ` +
+                   `fillcolor="${s.fill}", label=${label(lines, s.ink)}]`);
+          from.forEach(f => edge(f, `"${id}"`));
+          outs.set(node.name, node.out.map(shape => ({id: `"${id}"`, shape})));
+        }
+      }
+      return graph.outputs.map(end);
+    };
+    const last = scope(this.model.graph, inputs, 0);
+    this.model.outputs.forEach((output, i) => {
+      const id = `${this.key}-o-${output.name}`;
+      const e = last[i];
+      out.push(`"${id}" [id="${id}", shape=oval, fillcolor="#f0f0f0", label=${label([[output.name], [(e && e.shape) || "", true]], "#000000")}]`);
+      edge(e, `"${id}"`);
+    });
+    return `digraph G { graph [rankdir=TB, newrank=true, nodesep=0.3, ranksep=0.35, bgcolor="transparent", ` +
+      `fontname="${FONT}", fontsize=12]; node [shape=box, style="rounded,filled", fontname="${FONT}", ` +
+      `fontsize=12, color="#555555", margin="0.12,0.04"]; edge [fontname="${FONT}", fontsize=${SMALL_PT}, ` +
+      `fontcolor="#444444", color="#555555", arrowsize=0.6];\n${out.join("\n")}\n${Array.from(edges.values()).join("\n")}\n}`;
+  }
+
+  // -- drawing ----------------------------------------------------------------------------------
+  draw(anchor) {
+    const before = anchor && this.screenPosition(anchor), old = this.svg && d3.zoomTransform(this.svg);
+    const svg = this.viz.renderSVGElement(this.dot());
+    const width = parseFloat(svg.getAttribute("width")), height = parseFloat(svg.getAttribute("height"));
+    this.size = {width, height};
+    svg.removeAttribute("width");
+    svg.removeAttribute("height");
+    svg.removeAttribute("viewBox");
+    svg.setAttribute("class", "explorer-svg");
+    const graph = svg.querySelector("g.graph");
+    const zoom = document.createElementNS("http://www.w3.org/2000/svg", "g");
+    zoom.setAttribute("class", "zoom");
+    svg.insertBefore(zoom, graph);
+    zoom.appendChild(graph);
+    svg.querySelectorAll("title").forEach(t => t.remove());  // the tooltip says more
+    for (const g of svg.querySelectorAll("g.node, g.cluster")) {
+      const match = /-n(\d+)$/.exec(g.id);
+      if (!match) continue;
+      const node = this.byId.get(Number(match[1]));
+      g.dataset.path = node.path;
+      g.dataset.kind = node.kind;
+      if (node.kind === "block") {
+        g.dataset.expanded = String(this.expanded.has(node.id));
+        g.classList.add("block");
+      }
+    }
+    this.view.replaceChildren(svg);
+    this.svg = svg;
+    this.zoomGroup = zoom;
+    this.events();
+    this.legendFor();
+    const k = Math.max(MIN_LABEL_PX / SMALL_PT, Math.min(1.15, this.fitScale()));
+    const shown = Math.min(height * k + 16, Math.max(320, window.innerHeight * 0.75));
+    this.view.style.height = `${Math.max(160, shown)}px`;
+    this.behaviour = d3.zoom().scaleExtent([0.05, 6]).on("zoom", e => zoom.setAttribute("transform", e.transform));
+    const selection = d3.select(svg).call(this.behaviour).on("dblclick.zoom", null);
+    const after = anchor && this.screenPosition(anchor, true);
+    if (before && after && old) {  // the clicked block stays where it was
+      selection.call(this.behaviour.transform,
+        d3.zoomIdentity.translate(before.x - after.x * old.k, before.y - after.y * old.k).scale(old.k));
+    } else {
+      this.fit(k);
+    }
+  }
+
+  fitScale() {
+    const box = this.view.clientWidth || this.root.clientWidth || 800;
+    return Math.min(box / (this.size.width + 16), (window.innerHeight * 0.75) / (this.size.height + 16));
+  }
+
+  fit(k) {
+    k = k || Math.max(MIN_LABEL_PX / SMALL_PT, Math.min(1.15, this.fitScale()));
+    const box = this.view.clientWidth;
+    const x = Math.max(8, (box - this.size.width * k) / 2);
+    d3.select(this.svg).call(this.behaviour.transform, d3.zoomIdentity.translate(x, 8).scale(k));
+  }
+
+  get transform() {
+    return this.svg ? d3.zoomTransform(this.svg) : null;
+  }
+
+  screenPosition(id, unscaled) {
+    // the top-left corner of a node's or cluster's shape, in the zoom group's coordinates (or the
+    // view's when `unscaled` is false)
+    const g = this.svg && this.svg.querySelector(`[id="${this.key}-n${id}"]`);
+    if (!g) return null;
+    const b = g.getBBox();
+    const graph = this.zoomGroup.firstElementChild;
+    const m = graph.transform.baseVal.consolidate();
+    const x = b.x + (m ? m.matrix.e : 0), y = b.y + (m ? m.matrix.f : 0);
+    if (unscaled) return {x, y};
+    const t = this.transform;
+    return {x: t.x + x * t.k, y: t.y + y * t.k};
+  }
+
+  events() {
+    this.svg.addEventListener("click", e => {
+      const g = e.target.closest("g.node[data-kind='block'], g.cluster");
+      if (!g) return;
+      const id = Number(/-n(\d+)$/.exec(g.id)[1]);
+      if (this.expanded.has(id)) this.expanded.delete(id);
+      else this.opened(this.byId.get(id).body, this.expanded.add(id));
+      this.tip.hidden = true;
+      this.draw(id);
+    });
+    this.svg.addEventListener("mouseover", e => {
+      const g = e.target.closest("g.node, g.cluster");
+      const match = g && /-n(\d+)$/.exec(g.id);
+      if (!match) { this.tip.hidden = true; return; }
+      this.showTip(this.byId.get(Number(match[1])), e);
+    });
+    this.svg.addEventListener("mousemove", e => {
+      if (!this.tip.hidden) this.placeTip(e);
+    });
+    this.svg.addEventListener("mouseleave", () => { this.tip.hidden = true; });
+  }
+
+  showTip(node, event) {
+    const rows = [["path", node.path]];
+    if (node.kind === "op") {
+      rows.push(["op", node.op]);
+      const args = Object.entries(node.args).map(([k, v]) => `${k}=${Array.isArray(v) ? "(" + v.join(", ") + ")" : v}`);
+      if (args.length) rows.push(["arguments", args.join(", ")]);
+      rows.push(["in", node.in.map(s => s || "—").join(", ") || "—"], ["out", node.out.map(s => s || "—").join(", ")]);
+      for (const t of node.tensors) {
+        rows.push([t.buffer ? "buffer" : "tensor", `${t.name} [${t.shape.join(", ")}] ${t.count.toLocaleString("en-US")}` +
+          (t.tied_to ? ` = ${t.tied_to}` : "")]);
+      }
+      rows.push(["params", `${node.params.toLocaleString("en-US")}` + (node.total !== node.params ?
+        ` (${node.total.toLocaleString("en-US")} in all repetitions)` : "")]);
+      rows.push(["category", node.category]);
+    } else {
+      rows.push(["block", `${node.block}${times(node)}`], ["out", node.out.map(s => s || "—").join(", ")],
+                ["params", `${node.params.toLocaleString("en-US")} per repetition, ${node.total.toLocaleString("en-US")} in all`]);
+    }
+    rows.push(["FLOPs", `${human(node.flops)} (forward, every repetition)`], ["output bytes", bytesText(node.bytes)]);
+    this.tip.innerHTML = `<table>${rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join("")}</table>`;
+    this.tip.hidden = false;
+    this.placeTip(event);
+  }
+
+  placeTip(event) {
+    const box = this.root.getBoundingClientRect();
+    const x = event.clientX - box.left + 14, y = event.clientY - box.top + 14;
+    this.tip.style.left = `${Math.min(x, box.width - this.tip.offsetWidth - 4)}px`;
+    this.tip.style.top = `${y}px`;
+  }
+
+  legendFor() {
+    const used = new Map();
+    visit(this.model.graph, node => { const s = shade(this.measure, this.model, node); used.set(s.label, s); });
+    let entries;
+    if (this.measure === "category") {
+      entries = Array.from(used.values()).sort((a, b) => a.label.localeCompare(b.label));
+    } else {
+      entries = REPORT.palette.bins.filter(b => used.has(b[1])).map(b => used.get(b[1]));
+      for (const none of ["no parameters", "none"]) if (used.has(none)) entries.push(used.get(none));
+    }
+    const m = MEASURES[this.measure];
+    const total = this.measure === "category" ? "" : ` (of ${m.text(m.total(this.model))} ${m.unit})`;
+    this.legend.innerHTML = `<b>${esc(m.title)}${esc(total)}</b> ` + entries.map(s =>
+      `<span class="entry"><span class="swatch" style="background:${s.fill}"></span>${esc(s.label)}</span>`).join("") +
+      `<span class="hint">click a block to open or close it; drag to pan, wheel to zoom</span>`;
+  }
+
+  // -- search -----------------------------------------------------------------------------------
+  find(query) {
+    const q = query.trim().toLowerCase();
+    if (!q) return;
+    const all = [];
+    visit(this.model.graph, node => all.push(node));
+    const match = all.find(n => n.path.toLowerCase() === q) || all.find(n => n.path.toLowerCase().endsWith("." + q))
+      || all.find(n => n.path.toLowerCase().includes(q)) || all.find(n => n.name.toLowerCase().includes(q));
+    if (!match) { this.status.textContent = `no node matches '${query}'`; return; }
+    for (let p = this.parent.get(match.id); p; p = this.parent.get(p.id)) this.expanded.add(p.id);
+    this.draw();
+    this.status.textContent = `found ${match.path}`;
+    const g = this.svg.querySelector(`[id="${this.key}-n${match.id}"]`);
+    g.classList.add("found");
+    const at = this.screenPosition(match.id, true), b = g.getBBox(), t = this.transform;
+    const x = this.view.clientWidth / 2 - (at.x + b.width / 2) * t.k, y = this.view.clientHeight / 2 - (at.y + b.height / 2) * t.k;
+    d3.select(this.svg).call(this.behaviour.transform, d3.zoomIdentity.translate(x, y).scale(t.k));
+  }
+}
+
+window.archgraphExplorers = [];
+Viz.instance().then(viz => {
+  document.querySelectorAll(".explorer[data-model]").forEach((root, i) => {
+    const model = REPORT.models[Number(root.dataset.model)];
+    window.archgraphExplorers.push(new Explorer(root, model, viz, `x${i}`));
+  });
+  const pair = document.querySelector(".side-by-side");
+  if (pair) {
+    const panes = Array.from(pair.querySelectorAll(".pane"));
+    panes.forEach((pane, i) => {
+      const select = pane.querySelector("select"), root = pane.querySelector(".explorer-pane");
+      const show = () => { root.explorer = new Explorer(root, REPORT.models[Number(select.value)], viz, `p${i}`); };
+      select.addEventListener("change", show);
+      show();
+    });
+  }
+  document.body.dataset.ready = "true";
+});
