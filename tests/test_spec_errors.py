@@ -48,6 +48,21 @@ CASES = [
      ["node 'fc1'", "expected a positive integer. Received: out_features=0"]),
     ("eval_attempt", ("out_features: H}", "out_features: \"__import__('os').system('true')\"}"), 10,
      ["node 'fc2'", "only the functions", "may be called"]),
+    # a top-level key indented under another is refused where it stands, not at line 1 for the key it lacks
+    ("nodes_under_blocks", ("nodes:\n", "blocks:\n  nodes:\n"), 8,
+     ["'nodes:' is indented under 'blocks:', so it is read as a block named 'nodes' and the spec has no 'nodes:'",
+      "fix: unindent 'nodes:' and its entries so that it lines up with 'blocks:'"]),
+    ("inputs_under_variables", ("inputs:\n  x: [B, S, H]\n", "  inputs:\n    x: [B, S, H]\n"), 5,
+     ["'inputs:' is indented under 'variables:', so it is read as a variable named 'inputs'"]),
+    ("outputs_under_inputs", ("  x: [B, S, H]\n", "  x: [B, S, H]\n  outputs: {y: fc2}\n"), 7,
+     ["'outputs:' is indented under 'inputs:', so it is read as an input named 'outputs'"]),
+    ("unknown_output", ("out_features: H}\n", "out_features: H}\noutputs:\n  y: fc3\n"), 12,
+     ["output 'fc3' is not a node or an input", "fix: did you mean 'fc2'?"]),
+    ("block_not_a_mapping", ("nodes:\n", "blocks:\n  mlp: 3\nnodes:\n"), 8,
+     ["block 'mlp' must be a mapping with 'nodes:' (or 'spec:'); received 3", "fix:"]),
+    ("unknown_language_version", ("name: tiny\n", "name: tiny\narchgraph: 2\n"), 2,
+     ["'archgraph: 2' names a version of the spec language this archgraph does not know",
+      "fix: write 'archgraph: 1'"]),
 ]
 
 

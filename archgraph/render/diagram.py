@@ -247,8 +247,8 @@ class _Drawer:
         counts = _small(f"{count} × {escape(node.block)} · {human(params * scope.times)} params")
         if self.options.depth is not None and scope.level + 1 > self.options.depth:  # the group as one box
             ins = [scope.end(ref) for run in runs for ref in run.inputs if ref.node not in members]
-            box = self._box_node(container, join(scope.prefix, f"{name} (group)"), [title, counts], graph_totals(runs[0].body, self.params.cache),
-                           params, scope.times, count > 1, ins)
+            box = self._box_node(container, join(scope.prefix, f"{name} (group)"), [title, counts],
+                                 graph_totals(runs[0].body, self.params.cache), params, scope.times, count > 1, ins)
             for index in range(first, last + 1):  # a tensor of any repetition points at the box
                 self.redirects.append((join(scope.prefix, f"{node.segment}.{index}"), None, box))
             for member in members:

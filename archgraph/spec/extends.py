@@ -15,6 +15,11 @@ from .yamlload import LocDict
 TOP_KEYS = {"archgraph", "name", "description", "extends", "variables", "inputs", "outputs",
             "blocks", "nodes", "constraints", "edit"}
 MAX_EXTENDS = 8
+LANGUAGE = 1  # the version of the spec language (`archgraph: 1`)
+# top-level keys whose absence an indentation mistake explains: indented under another key's mapping, each is
+# read as an entry of it (`nodes:` under `blocks:` is a block named 'nodes')
+STRUCTURE_KEYS = ("nodes", "inputs", "outputs", "blocks", "variables", "constraints", "extends")
+ENTRY = {"variables": "a variable", "blocks": "a block", "inputs": "an input", "outputs": "an output"}
 
 
 def merge_extends(spec: LocDict, load_parent) -> tuple[LocDict, dict[str, Loc]]:
@@ -33,6 +38,7 @@ def merge_extends(spec: LocDict, load_parent) -> tuple[LocDict, dict[str, Loc]]:
     parent_file = None
     for level in reversed(chain):
         check_keys(level, TOP_KEYS, "the spec", level.key_loc)
+        _check_language(level)
         for key, value in level.items():
             if key in ("variables", "blocks"):
                 expect_mapping(value, level, key)
@@ -52,12 +58,13 @@ def merge_extends(spec: LocDict, load_parent) -> tuple[LocDict, dict[str, Loc]]:
         parent_file = _file_name(level)
     out = LocDict(merged)
     out.loc, out.lines = spec.loc, {**getattr(spec, "lines", {})}
+    for level in chain:
+        _refuse_misplaced(level, out)
+        _check_definitions(level.get("blocks") or {})
     if "nodes" not in out:
         raise SpecError("the spec has no 'nodes:'", loc=spec.loc,
                         hint="list the model's nodes under 'nodes:' (see the README)")
     return out, var_locs
-
-
 
 
 def _blocks(blocks: LocDict, parents: dict, parent_file: str | None) -> dict:
@@ -95,3 +102,36 @@ def _need_parent(parent_file: str | None, at: Loc) -> None:
 def _file_name(level: LocDict) -> str:
     from pathlib import Path
     return Path(str(level.loc.file)).name
+
+
+def _check_language(level: LocDict) -> None:
+    """`archgraph:`, when given, names the language this archgraph reads."""
+    version = level.get("archgraph", LANGUAGE)
+    if version != LANGUAGE or isinstance(version, bool):
+        raise SpecError(f"'archgraph: {str(version).lower()}' names a version of the spec language this archgraph "
+                        "does not know", loc=level.key_loc("archgraph"),
+                        hint=f"write 'archgraph: {LANGUAGE}' (the language the README describes), or leave it out")
+
+
+def _check_definitions(blocks: LocDict) -> None:
+    """Each block definition is a mapping (refused at its own line, not where it is called)."""
+    for name, definition in blocks.items():
+        if not isinstance(definition, dict):
+            received = "a list" if isinstance(definition, list) else repr(definition)
+            raise SpecError(f"block '{name}' must be a mapping with 'nodes:' (or 'spec:'); received {received}",
+                            loc=loc_of(blocks, name),
+                            hint=f"write '{name}:' with 'nodes:' (and 'args:', 'outputs:') indented under it")
+
+
+def _refuse_misplaced(level: LocDict, merged: dict) -> None:
+    """Refuse a top-level key the spec lacks that stands, indented, under another top-level key (`nodes:`
+    under `blocks:`), at its own line: it is there by mistake, not a block or variable of that name."""
+    for parent, what in ENTRY.items():
+        entries = level.get(parent)
+        if not isinstance(entries, LocDict):
+            continue
+        for key in STRUCTURE_KEYS:
+            if key in entries and key not in merged:
+                raise SpecError(f"'{key}:' is indented under '{parent}:', so it is read as {what} named '{key}' "
+                                f"and the spec has no '{key}:'", loc=entries.key_loc(key),
+                                hint=f"unindent '{key}:' and its entries so that it lines up with '{parent}:'")

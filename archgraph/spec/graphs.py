@@ -98,12 +98,12 @@ def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], en
         raise SpecError(f"every node of {name} is switched off by 'when:'", loc=loc)
     named = outputs_of(raw_outputs, prev, loc, env, scope)
     outputs = tuple(ref for _, ref in named)
-    ordered, read = _ordered(nodes, inputs, outputs, loc)
+    ordered, read = _ordered(nodes, inputs, outputs)
     _warn_unread(ctx, name, ordered, read)
     return Graph(name, inputs, ordered, outputs, loc, output_names=tuple(n for n, _ in named))
 
 
-def _ordered(nodes: dict, inputs: tuple[str, ...], outputs: tuple[Ref, ...], loc: Loc) -> tuple[dict, set]:
+def _ordered(nodes: dict, inputs: tuple[str, ...], outputs: tuple[Ref, ...]) -> tuple[dict, set]:
     """The nodes in an order where each comes after what it reads (as declared when that works),
     and the names something reads."""
     seen = set(inputs)
@@ -120,12 +120,6 @@ def _ordered(nodes: dict, inputs: tuple[str, ...], outputs: tuple[Ref, ...], loc
                 forward = True
             read.add(ref.node)
         seen.add(name)
-    known = seen
-    for ref in outputs:
-        if ref.node not in known:
-            hint = did_you_mean(ref.node, known)
-            raise SpecError(f"output '{ref.node}' is not a node or an input", loc=loc,
-                            hint=hint or f"known names: {', '.join(sorted(known))}")
     return (_sorted(nodes, inputs) if forward else nodes), read
 
 
@@ -554,7 +548,7 @@ def outputs_of(raw: Any, prev: Ref, loc: Loc, env: Mapping, scope: dict | None =
         return [(str(prev), prev)]
     where = getattr(raw, "loc", loc)
     if not isinstance(raw, dict):
-        refs = [parse_ref(_first(item, scope or {}, raw, where), "'outputs'", where, scope)
+        refs = [_output(parse_ref(_first(item, scope or {}, raw, where), "'outputs'", where, scope), scope, where)
                 for item in (raw if isinstance(raw, list) else [raw])]
         return [(str(r), r) for r in refs]
     out = []
@@ -565,10 +559,19 @@ def outputs_of(raw: Any, prev: Ref, loc: Loc, env: Mapping, scope: dict | None =
             if "when" in item and not _condition(item["when"], env, at, name):
                 continue
             item = item.get("from")
-        out.append((name, parse_ref(_first(item, scope or {}, raw, at), f"output '{name}'", at, scope)))
+        out.append((name, _output(parse_ref(_first(item, scope or {}, raw, at), f"output '{name}'", at, scope),
+                                  scope, at)))
     if not out:
         raise SpecError("every output is switched off by its 'when:'", loc=where)
     return out
+
+
+def _output(ref: Ref, scope: dict | None, loc: Loc) -> Ref:
+    """`ref`, when it names an input or a node of `scope` (the error at the output's own line otherwise)."""
+    if scope is not None and ref.node not in scope:
+        raise SpecError(f"output '{ref.node}' is not a node or an input", loc=loc,
+                        hint=did_you_mean(ref.node, scope) or f"known names: {', '.join(sorted(scope))}")
+    return ref
 
 
 def _condition(raw: Any, env: Mapping, loc: Loc, node: str | None) -> bool:
