@@ -1,0 +1,237 @@
+"""MkDocs hooks: the pages made from the code when the site is built, so they cannot go stale.
+
+- `ops/`: the op reference, one page per op family (a module of `archgraph/ops/`), one entry
+  per op, from the same declarations and `archgraph.ops.help.describe` that `archgraph ops NAME`
+  prints (its docstring, arguments with their comments, inputs, tensors, the FLOPs rule and the
+  PyTorch forward, an example).
+- the diagram of a spec a page shows (`# spec: NAME.yaml`) where the page shows `NAME.svg`.
+- `gallery.md` and `gallery/*.svg`: the built-in models and the YAML designs in `examples/`,
+  each drawn by `archgraph render` with Graphviz's `dot` (a missing `dot` fails the build).
+
+Registered in mkdocs.yml (`hooks:`); the site documents the checkout it is built from.
+"""
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # this checkout's archgraph, not another installed copy
+    sys.path.insert(0, str(ROOT))
+
+NOT_OPS = {"base", "help", "__init__"}  # modules of archgraph/ops/ that declare no op
+
+
+# -- the op reference -----------------------------------------------------------------------------
+def op_families() -> dict[str, list[str]]:
+    """module name -> the names of the ops it declares, in the order of the registry's names."""
+    from archgraph.ops import REGISTRY
+    out: dict[str, list[str]] = {}
+    for name, cls in sorted(REGISTRY.items()):
+        out.setdefault(cls.__module__.rsplit(".", 1)[-1], []).append(name)
+    return dict(sorted(out.items()))
+
+
+TITLES = {"activation": "Activations", "attention": "Attention", "conv": "Convolutions",
+          "disentangled": "Disentangled attention", "elementwise": "Elementwise (broadcasting)",
+          "embedding": "Embeddings and positions", "encoders": "Parameters and buffers",
+          "indexing": "Slices and singleton dims", "latent_attention": "Latent attention", "linear": "Linear",
+          "math": "Arithmetic", "mlp": "Feed-forward and MoE", "norm": "Normalisation", "pool": "Pooling",
+          "recurrent": "Fixed-state layers", "reduce": "Reductions", "rotary": "Rotary positions",
+          "routing": "Routing by index", "signal": "Signals", "ssm": "State-space mixers",
+          "tensor": "Tensor plumbing", "windows": "Windows (Swin)"}  # the nav's short names
+
+
+def _module_title(module: str) -> str:
+    """The family's short name in the nav (a new module shows as its file name until named here)."""
+    return TITLES.get(module, module)
+
+
+def _module_doc(module: str) -> str:
+    """The module's docstring: what the family is, as its author wrote it."""
+    import importlib
+    return inspect.cleandoc(importlib.import_module(f"archgraph.ops.{module}").__doc__ or "")
+
+
+def _rule_source(cls, method: str) -> str | None:
+    """The source of `method` as the op (or the op class it inherits it from) declares it; None
+    where it is the base class's (no FLOPs)."""
+    from archgraph.ops.base import Op
+    for klass in cls.__mro__:
+        if method in vars(klass):
+            if klass is Op:
+                return None
+            return textwrap.dedent(inspect.getsource(vars(klass)[method])).rstrip()
+    return None
+
+
+def _md(text: str) -> str:
+    """Text for a Markdown table cell: no line breaks or bare pipes."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _doc_md(doc: str) -> str:
+    """The op's docstring as Markdown paragraphs (its line breaks are the source's, not the reader's)."""
+    return "\n\n".join(" ".join(p.split()) for p in doc.split("\n\n") if p.strip())
+
+
+def op_entry(name: str) -> str:
+    """One op's entry: what `archgraph ops NAME` prints, and its FLOPs rule and PyTorch forward."""
+    from archgraph.ops import REGISTRY
+    from archgraph.ops.help import describe
+    cls = REGISTRY[name]
+    h = describe(name)
+    lines = [f"## {name}", ""]
+    meta = f"Category `{h.category}`"
+    if h.aliases:
+        meta += " · also known as " + ", ".join(f"`{a}`" for a in h.aliases)
+    lines += [meta, "", _doc_md(h.doc) or "(no description)", ""]
+    if h.hyperparameters:
+        lines += ["| argument | meaning | default | type |", "|---|---|---|---|"]
+        for arg, typ, default, meaning in h.hyperparameters:
+            shown = "required" if default is None else f"`{default}`"
+            lines.append(f"| `{arg}` | {_md(meaning)} | {shown} | `{typ.replace(' | ', ' or ')}` |")
+    else:
+        lines.append("Arguments: none.")
+    inputs = ", ".join(f"`{n}`" + ("" if required else " (optional)") for n, required in h.inputs)
+    lines += ["", f"**Inputs** (`in:`, in this order or by name): {inputs or 'none'}.", ""]
+    for title, rows in (("Tensors", h.tensors), ("Buffers", h.buffers)):
+        if rows:
+            lines.append(f"**{title}** of the example, sizes in its arguments: "
+                         + ", ".join(f"`{t}` [{', '.join(shape)}]" for t, shape in rows) + ".")
+            lines.append("")
+    if not h.tensors and not h.buffers:
+        lines += ["**Tensors**: none (no parameters).", ""]
+    flops = _rule_source(cls, "flops")
+    shape = _rule_source(cls, "infer_shape")
+    lines += ["**Example**:", "", "```yaml", h.example, "```", ""]
+    lines += [f"??? note \"Shape rule ({cls.__name__}.infer_shape)\"", "", "    ```python",
+              textwrap.indent(shape or "(none)", "    "), "    ```", ""]
+    if flops is None:
+        lines += ["**FLOPs**: none counted (no arithmetic worth counting: it moves or makes values).", ""]
+    else:
+        lines += ["??? note \"FLOPs (2 per multiply-accumulate; inputs and outputs are shapes)\"", "",
+                  "    ```python", textwrap.indent(flops, "    "), "    ```", ""]
+    forward = _rule_source(cls, "forward")
+    if forward is not None:
+        lines += ["??? note \"PyTorch equivalent (the forward archgraph.torch runs)\"", "",
+                  "    ```python", textwrap.indent(forward, "    "), "    ```", ""]
+    return "\n".join(lines)
+
+
+def ops_index(families: dict[str, list[str]]) -> str:
+    from archgraph.ops import REGISTRY
+    from archgraph.ops.help import summary
+    lines = ["# Op reference", "",
+             f"Every op a spec can use ({sum(map(len, families.values()))} of them), generated from its "
+             "declaration in `archgraph/ops/` when this site is built: the same text `archgraph ops NAME` "
+             "prints. Each entry gives what the op computes, each argument in a sentence, its inputs, "
+             "its tensors as formulas of its arguments, its shape rule, its FLOPs rule, the PyTorch "
+             "code it runs as (`archgraph.torch`) and an example line.", "",
+             "| op | family | what it computes |", "|---|---|---|"]
+    rows = []
+    for module, names in families.items():
+        for name in names:
+            rows.append((name, f"| [`{name}`]({module}.md#{name}) | [{module}]({module}.md) | "
+                               f"{_md(summary(REGISTRY[name]))} |"))
+    lines += [row for _, row in sorted(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def family_page(module: str, names: list[str]) -> str:
+    title = _module_title(module)
+    head = [f"# {title}", "", _doc_md(_module_doc(module)), "", "Ops: " + ", ".join(f"[`{n}`](#{n})" for n in names) + ".", ""]
+    return "\n".join(head) + "\n" + "\n\n".join(op_entry(n) for n in names) + "\n"
+
+
+# -- the gallery ------------------------------------------------------------------------------------
+def gallery_models() -> list[tuple[str, str]]:
+    """(name as `archgraph` takes it, file name in the site) of each built-in model and example."""
+    from archgraph.load import builtin_specs
+    out = [(name, name) for name in sorted(builtin_specs())]
+    out += [(f"examples/{p.name}", p.stem) for p in sorted((ROOT / "examples").glob("*.yaml"))]
+    return out
+
+
+def render_svg(model: str, cwd: Path = ROOT) -> bytes:
+    """`archgraph render MODEL -o x.svg` run in `cwd`, as a user runs it (Graphviz's dot draws it)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "model.svg"
+        done = subprocess.run([sys.executable, "-m", "archgraph.cli", "render", model, "-o", str(out)],
+                              cwd=cwd, capture_output=True, text=True, env=_env(), check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"archgraph render {model} failed: {done.stderr.strip()}")
+        return out.read_bytes()
+
+
+def _env() -> dict[str, str]:
+    import os
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def gallery_page(models: list[tuple[str, str]]) -> str:
+    import archgraph
+    lines = ["# Gallery", "",
+             "The built-in models (`archgraph zoo` lists them) and the designs in `examples/`, each "
+             "drawn by `archgraph render NAME -o NAME.svg` when this site is built. A repeated block "
+             "is drawn once with its `× N`; edges carry symbolic shapes; nodes are shaded by their "
+             "share of the parameters. Click a diagram to open it at full size.", ""]
+    for model, stem in models:
+        m = archgraph.load(str(ROOT / model) if model.startswith("examples/") else model)
+        total = m.params().total
+        lines += [f"## {stem}", "", _md(m.description or ""), "",
+                  f"{total:,} parameters · `archgraph params {model}`", "",
+                  f"[![{stem} diagram](gallery/{stem}.svg){{ loading=lazy }}](gallery/{stem}.svg)", ""]
+    return "\n".join(lines)
+
+
+def page_diagrams(config) -> list[File]:
+    """`DIR/NAME.svg` for each page in DIR that shows `](NAME.svg)` of a spec it declares."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    import doc_blocks
+    specs = doc_blocks.spec_blocks()
+    out = []
+    with tempfile.TemporaryDirectory() as tmp:
+        doc_blocks.write_specs(Path(tmp))
+        for name, (page, text, _) in specs.items():
+            stem = name[:-len(".yaml")]
+            if f"]({stem}.svg)" in page.read_text():
+                where = page.parent.relative_to(doc_blocks.DOCS) / f"{stem}.svg"
+                out.append(File.generated(config, where.as_posix(), content=render_svg(name, Path(tmp))))
+    return out
+
+
+# -- mkdocs events ----------------------------------------------------------------------------------
+def on_config(config):
+    """The op reference's pages in the nav, under the section holding `ops/index.md`."""
+    families = op_families()
+    for entry in config["nav"]:
+        if isinstance(entry, dict):
+            for key, value in entry.items():
+                if value == "ops/index.md":
+                    entry[key] = [{"All ops": "ops/index.md"}] + [
+                        {_module_title(m): f"ops/{m}.md"} for m in families]
+    return config
+
+
+def on_files(files, config):
+    families = op_families()
+    files.append(File.generated(config, "ops/index.md", content=ops_index(families)))
+    for module, names in families.items():
+        files.append(File.generated(config, f"ops/{module}.md", content=family_page(module, names)))
+    for file in page_diagrams(config):
+        files.append(file)
+    models = gallery_models()
+    files.append(File.generated(config, "gallery.md", content=gallery_page(models)))
+    for model, stem in models:
+        files.append(File.generated(config, f"gallery/{stem}.svg", content=render_svg(model)))
+    return files
+
