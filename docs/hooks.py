@@ -146,7 +146,7 @@ def ops_index(families: dict[str, list[str]]) -> str:
 
 def family_page(module: str, names: list[str]) -> str:
     title = _module_title(module)
-    head = [f"# {title}", "", _doc_md(_module_doc(module)), "", "Ops: " + ", ".join(f"[`{n}`](#{n})" for n in names) + ".", ""]
+    head = [f"# {title}: ops", "", _doc_md(_module_doc(module)), "", "Ops: " + ", ".join(f"[`{n}`](#{n})" for n in names) + ".", ""]
     return "\n".join(head) + "\n" + "\n\n".join(op_entry(n) for n in names) + "\n"
 
 

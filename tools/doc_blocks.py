@@ -7,7 +7,9 @@ Conventions of the pages:
   the site is written, under that name, into one folder (`examples/` beside them); `# refused:
   NAME.yaml` is one written there too that archgraph must refuse (to show its error);
 - a ```console block holds `$ archgraph ...` commands, each followed by what it prints (stdout,
-  then stderr), run in that folder at 80 columns, page by page in the site's order.
+  then stderr), run in that folder at 80 columns, page by page in the site's order;
+- a ```python block whose first line is `# run` runs there too (a page's blocks share their
+  names, in order); a ```text block right after it is what it prints.
 """
 from __future__ import annotations
 
@@ -34,6 +36,33 @@ def pages() -> list[Path]:
 
 def blocks(page: Path, lang: str) -> list[str]:
     return [body for kind, body in FENCE.findall(page.read_text()) if kind == lang]
+
+
+def python_runs(page: Path) -> list[tuple[str, str | None]]:
+    """(code, what the page says it prints, or None) of each `# run` python block of `page`."""
+    text = page.read_text()
+    found = list(FENCE.finditer(text))
+    out = []
+    for n, match in enumerate(found):
+        if match.group(1) == "python" and match.group(2).startswith("# run"):
+            after = found[n + 1] if n + 1 < len(found) else None
+            shown = (after.group(2) if after is not None and after.group(1) == "text"
+                     and not text[match.end():after.start()].strip() else None)
+            out.append((match.group(2), shown))
+    return out
+
+
+def run_python(code: str, folder: Path, namespace: dict) -> str:
+    """What `code` prints, run in `folder` with `namespace` (a page's blocks share one)."""
+    out = io.StringIO()
+    here = os.getcwd()
+    try:
+        os.chdir(folder)
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "<docs>", "exec"), namespace)  # our own pages' code, not user input
+    finally:
+        os.chdir(here)
+    return out.getvalue()
 
 
 def spec_blocks() -> dict[str, tuple[Path, str, bool]]:
@@ -111,7 +140,14 @@ def update(page: Path, folder: Path) -> None:
             parts += [f"$ {command}", tidy(run(command, folder))]
         return "```console\n" + "\n".join(p for p in parts if p) + "\n```"
 
-    page.write_text(FENCE.sub(fill, text))
+    text = FENCE.sub(fill, text)
+    namespace: dict = {}
+    for code, shown in python_runs(page):
+        printed = tidy(run_python(code, folder, namespace))
+        if shown is not None:
+            text = text.replace(f"```python\n{code}```\n\n```text\n{shown}```",
+                                f"```python\n{code}```\n\n```text\n{printed}\n```", 1)
+    page.write_text(text)
 
 
 def main(args: list[str]) -> int:
@@ -125,7 +161,7 @@ def main(args: list[str]) -> int:
         folder = Path(tmp)
         write_specs(folder)
         for page in pages():  # in order: a page may read what an earlier one wrote
-            if not blocks(page, "console"):
+            if not blocks(page, "console") and not python_runs(page):
                 continue
             if not chosen or page in chosen:
                 update(page, folder)
