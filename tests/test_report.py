@@ -56,6 +56,13 @@ def test_report_data_compares_with_the_summaries_compare_gives():
     assert [l["place"] for l in layers] == ["encoder.block"] * 6 + ["decoder.block"] * 6
 
 
+def _tree_nodes(graph):
+    for node in graph["nodes"]:
+        yield node
+        if node["kind"] == "block" and node["body"]:
+            yield from _tree_nodes(node["body"])
+
+
 def _tree_paths(graph, kind):
     for node in graph["nodes"]:
         if node["kind"] == kind:
@@ -95,6 +102,17 @@ def test_the_tree_counts_every_repetition():
     assert fc["flops"] == 12 * 2 * 1024 * 768 * 3072 and fc["bytes"] == 12 * 2 * 1024 * 3072
     head = next(n for n in tree["graph"]["nodes"] if n["name"] == "lm_head")
     assert head["params"] == 0 and head["tensors"][0]["tied_to"] == "transformer.wte.weight"
+
+
+GEMMA3 = Path(__file__).parent / "data" / "configs" / "gemma-3-1b-it.json"  # google/gemma-3-1b-it's config.json
+
+
+def test_two_nodes_at_one_path_are_two_nodes_of_the_tree():
+    # Gemma 3's two rotary tables, called with `path: ''` from two blocks, are both `model.rotary_emb`
+    tree = explore(load(str(GEMMA3)), {"B": 1, "S": 8})
+    tables = [n for n in _tree_nodes(tree["graph"]) if n["path"] == "model.rotary_emb"]
+    assert [n["op"] for n in tables] == ["rotary_embedding", "rotary_embedding"]
+    assert tables[0]["id"] != tables[1]["id"] and tables[0]["args"] != tables[1]["args"]
 
 
 def test_html_is_self_contained():
@@ -336,3 +354,18 @@ def test_the_parameter_table_sorts_and_folds(browser, cli, tmp_path):
     table.find_element("css selector", "tr[data-id='transformer.h'] button.toggle").click()
     assert child.is_displayed()
     assert not browser.find_elements("css selector", "section.comparison")  # one model: nothing to compare
+
+
+@pytest.mark.slow
+def test_gemma_3_draws_its_two_rotary_tables_as_two_boxes(browser, cli, tmp_path):
+    page = _report(cli, tmp_path, [str(GEMMA3), "gpt2"], "report-2.html")
+    browser.set_window_size(1280, 1000)
+    _open(browser, page)
+    assert len(browser.find_elements("css selector", "#m0 svg g.node[data-path='model.rotary_emb']")) == 2
+    assert browser.find_element("css selector", "#m0 svg [data-path='model.layers']").get_attribute(
+        "data-expanded") == "false"
+    head = _path(browser, "m1", "lm_head")
+    assert "tied: weight" in head.text  # its weight is transformer.wte's
+    wide, small, sideways = _overflowing(browser)
+    assert (wide, small, sideways) == ([], [], 0)
+    assert all(px >= 8 for _, px in _smallest_labels(browser))

@@ -64,7 +64,7 @@ def _graph(state: dict, graph: Graph, runs: list[tuple[Run, int]], prefix: str, 
         segments = [(seg.run, count * seg.count) for run, count in runs for seg in run.nodes[name]]
         per = graph_totals(node.body, state["params"].cache)
         block = {**common, "kind": "block", "path": join(rows, node.segment), "block": node.block,
-                 "label": node.label, "repeat": node.repeat, "shared": node.shared,
+                 "label": node.label, "repeat": node.repeat, "shared": node.shared, "scheduled": node.scheduled,
                  "params": per.total, "total": call_totals(node, per).total * times,
                  "category": max(per.by_category, key=per.by_category.get, default="other"),
                  "out": [_shape(v) for v in runs[0][0].values[name]]}

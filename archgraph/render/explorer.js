@@ -126,8 +126,9 @@ class Explorer {
 
   opened(graph, open) {
     // `open` with the blocks in `graph` called once opened too, outermost first, while `graph`
-    // draws in at most FIRST_VIEW_BOXES boxes; a repeated block stays one box
-    const once = g => g.nodes.filter(n => n.kind === "block" && n.body && n.repeat === 1);
+    // draws in at most FIRST_VIEW_BOXES boxes; a repeated block, or a run of a layer schedule
+    // (Gemma 3's layers.5), stays one box
+    const once = g => g.nodes.filter(n => n.kind === "block" && n.body && n.repeat === 1 && !n.scheduled);
     let frontier = once(graph);
     while (frontier.length) {
       const next = [];
@@ -210,6 +211,8 @@ class Explorer {
           const s = shade(this.measure, this.model, node);
           const lines = [[short(node.name)], ...opText(node).map(t => [t, true])];
           if (node.params) lines.push([`${human(node.params)} params`, true]);
+          const tied = node.tensors.filter(t => t.tied_to).map(t => t.name);
+          if (tied.length) lines.push([`tied: ${tied.join(", ")}`, true]);
           out.push(`"${id}" [id="${id}", fillcolor="${s.fill}", label=${label(lines, s.ink)}]`);
           from.forEach(f => edge(f, `"${id}"`));
           outs.set(node.name, node.out.map(shape => ({id: `"${id}"`, shape})));
