@@ -362,8 +362,21 @@ def test_gemma_3_draws_its_two_rotary_tables_as_two_boxes(browser, cli, tmp_path
     browser.set_window_size(1280, 1000)
     _open(browser, page)
     assert len(browser.find_elements("css selector", "#m0 svg g.node[data-path='model.rotary_emb']")) == 2
-    assert browser.find_element("css selector", "#m0 svg [data-path='model.layers']").get_attribute(
-        "data-expanded") == "false"
+    # its 26 layers (five sliding-window layers, then a global one, and again) are one box
+    layers = browser.find_elements("css selector", "#m0 svg [data-path='model.layers']")
+    assert len(layers) == 1 and layers[0].get_attribute("data-expanded") == "false"
+    assert "layers.0..25 × 26" in layers[0].text and "the 6 layers of layers.0..5 repeat" in layers[0].text
+    layers[0].click()  # one period: the runs layers.0..4 and layers.5
+    runs = browser.find_elements("css selector", "#m0 svg g.node[data-path='model.layers']")
+    assert [r.text.split("\n")[0] for r in runs] == ["layers.0..4 × 5", "layers.5"]
+    runs[1].click()  # a run opens like any block
+    assert _count(browser, "m0", "model.layers.5.self_attn") == 1
+    browser.find_element("css selector", "#m0 svg g.cluster[data-kind='pattern'] text").click()
+    assert len(browser.find_elements("css selector", "#m0 svg [data-path='model.layers']")) == 1
+    find = browser.find_element("css selector", "#m0 input.find")
+    find.send_keys("model.layers.11.mlp\n")  # in a run the period stands for: every run drawn
+    assert [g.get_attribute("data-path") for g in browser.find_elements("css selector", "#m0 svg g.found")] == [
+        "model.layers.11.mlp"]
     head = _path(browser, "m1", "lm_head")
     assert "tied: weight" in head.text  # its weight is transformer.wte's
     wide, small, sideways = _overflowing(browser)

@@ -99,9 +99,15 @@ class Explorer {
     this.measure = "share";
     this.byId = new Map();
     this.parent = new Map();
+    this.patternOf = new Map();  // id of a run of a repeating schedule -> the schedule's first run
+    this.folds = new Map();      // first run's id -> "period" (one period drawn) or "all"; absent: one box
     const walk = (graph, parent) => graph.nodes.forEach(node => {
       this.byId.set(node.id, node);
       this.parent.set(node.id, parent);
+      if (node.pattern) {
+        const runs = new Set([...node.pattern.drawn, ...node.pattern.skipped]);
+        graph.nodes.filter(n => runs.has(n.name)).forEach(n => this.patternOf.set(n.id, node));
+      }
       if (node.kind === "block" && node.body) walk(node.body, node);
     });
     walk(model.graph, null);
@@ -113,7 +119,14 @@ class Explorer {
   // -- which blocks are open ------------------------------------------------------------------
   boxes(graph, open) {
     let n = 0;
+    const skip = new Set();
     for (const node of graph.nodes) {
+      if (skip.has(node.name)) continue;
+      if (node.pattern && this.folds.get(node.id) !== "all") {
+        const state = this.folds.get(node.id);
+        (state ? node.pattern.skipped : [...node.pattern.drawn, ...node.pattern.skipped]).forEach(m => skip.add(m));
+        if (!state) { n += 1; continue; }
+      }
       if (node.kind === "block" && node.body && open.has(node.id)) n += this.boxes(node.body, open);
       else if (!(node.kind === "block" && !node.body)) n += 1;
     }
@@ -176,8 +189,11 @@ class Explorer {
     find.addEventListener("keydown", e => { if (e.key === "Enter") this.find(find.value); });
     bar.querySelector("select.measure").addEventListener("change", e => { this.measure = e.target.value; this.draw(); });
     bar.querySelectorAll("button").forEach(b => b.addEventListener("click", () => {
-      if (b.dataset.action === "open") { this.expanded = new Set(); visit(this.model.graph, n => { if (n.body) this.expanded.add(n.id); }); this.draw(); }
-      else if (b.dataset.action === "close") { this.expanded = new Set(); this.draw(); }
+      if (b.dataset.action === "open") {
+        this.expanded = new Set();
+        visit(this.model.graph, n => { if (n.body) this.expanded.add(n.id); if (n.pattern) this.folds.set(n.id, "period"); });
+        this.draw();
+      } else if (b.dataset.action === "close") { this.expanded = new Set(); this.folds = new Map(); this.draw(); }
       else this.fit();
     }));
   }
@@ -204,7 +220,8 @@ class Explorer {
         const ends = outs.get(name);
         return ends ? ends[index] : index === 0 ? ins.get(name) : undefined;
       };
-      for (const node of graph.nodes) {
+      const byName = new Map(graph.nodes.map(n => [n.name, n])), skip = new Set();
+      const put = node => {
         const from = node.inputs.map(end);
         const id = `${this.key}-n${node.id}`;
         if (node.kind === "op") {
@@ -239,6 +256,33 @@ class Explorer {
           from.forEach(f => edge(f, `"${id}"`));
           outs.set(node.name, node.out.map(shape => ({id: `"${id}"`, shape})));
         }
+      };
+      for (const node of graph.nodes) {
+        if (skip.has(node.name)) continue;
+        const state = node.pattern && this.folds.get(node.id);
+        if (!node.pattern || state === "all") { put(node); continue; }
+        const p = node.pattern, runs = [...p.drawn, ...p.skipped].map(name => byName.get(name));
+        runs.forEach(r => skip.add(r.name));
+        const id = `${this.key}-p${node.id}`;
+        if (!state) {  // the whole schedule as one box
+          const sum = key => runs.reduce((a, r) => a + r[key], 0);
+          const whole = {kind: "block", total: sum("total"), flops: sum("flops"), bytes: sum("bytes"), category: node.category};
+          const s = shade(this.measure, this.model, whole);
+          const lines = [[`${p.segment}.${p.start}..${p.start + p.layers - 1} × ${p.layers}`],
+                         [`the ${p.period} layers of ${p.segment}.${p.start}..${p.start + p.period - 1} repeat`, true],
+                         [`${human(whole.total)} params`, true]];
+          out.push(`"${id}" [id="${id}", shape=box3d, style=filled, fillcolor="${s.fill}", label=${label(lines, s.ink)}]`);
+          const inside = new Set(runs.map(r => r.name));
+          runs.forEach(r => r.inputs.filter(ref => !inside.has(ref[0])).forEach(ref => edge(end(ref), `"${id}"`)));
+          runs.forEach(r => outs.set(r.name, r.out.map(shape => ({id: `"${id}"`, shape}))));
+          continue;
+        }
+        out.push(`subgraph "cluster_${id}" { id="${id}"; label=<<b>${esc(p.label)}</b>>; labeljust="l"; ` +
+                 `style="rounded,dashed"; color="#777777"; margin=10;`);
+        p.drawn.forEach(name => put(byName.get(name)));
+        out.push("}");
+        const last = outs.get(p.drawn[p.drawn.length - 1]);
+        p.skipped.forEach(name => outs.set(name, byName.get(name).out.map((shape, i) => ({id: last[i].id, shape}))));
       }
       return graph.outputs.map(end);
     };
@@ -272,6 +316,14 @@ class Explorer {
     zoom.appendChild(graph);
     svg.querySelectorAll("title").forEach(t => t.remove());  // the tooltip says more
     for (const g of svg.querySelectorAll("g.node, g.cluster")) {
+      const fold = /-p(\d+)$/.exec(g.id);
+      if (fold) {
+        g.dataset.path = this.byId.get(Number(fold[1])).path;
+        g.dataset.kind = "pattern";
+        g.dataset.expanded = String(g.classList.contains("cluster"));
+        g.classList.add("block");
+        continue;
+      }
       const match = /-n(\d+)$/.exec(g.id);
       if (!match) continue;
       const node = this.byId.get(Number(match[1]));
@@ -333,8 +385,16 @@ class Explorer {
 
   events() {
     this.svg.addEventListener("click", e => {
-      const g = e.target.closest("g.node[data-kind='block'], g.cluster");
+      const g = e.target.closest("g.node[data-kind='block'], g.node[data-kind='pattern'], g.cluster");
       if (!g) return;
+      const fold = /-p(\d+)$/.exec(g.id);
+      if (fold) {  // a repeating schedule: one box <-> one period
+        const first = Number(fold[1]);
+        if (this.folds.has(first)) this.folds.delete(first); else this.folds.set(first, "period");
+        this.tip.hidden = true;
+        this.draw();
+        return;
+      }
       const id = Number(/-n(\d+)$/.exec(g.id)[1]);
       if (this.expanded.has(id)) this.expanded.delete(id);
       else this.opened(this.byId.get(id).body, this.expanded.add(id));
@@ -343,6 +403,8 @@ class Explorer {
     });
     this.svg.addEventListener("mouseover", e => {
       const g = e.target.closest("g.node, g.cluster");
+      const fold = g && /-p(\d+)$/.exec(g.id);
+      if (fold) { this.showFold(this.byId.get(Number(fold[1])), e); return; }
       const match = g && /-n(\d+)$/.exec(g.id);
       if (!match) { this.tip.hidden = true; return; }
       this.showTip(this.byId.get(Number(match[1])), e);
@@ -373,6 +435,15 @@ class Explorer {
     }
     rows.push(["FLOPs", `${human(node.flops)} (forward, every repetition)`], ["output bytes", bytesText(node.bytes)]);
     this.tip.innerHTML = `<table>${rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join("")}</table>`;
+    this.tip.hidden = false;
+    this.placeTip(event);
+  }
+
+  showFold(first, event) {
+    const p = first.pattern;
+    this.tip.innerHTML = `<table><tr><th>path</th><td>${esc(first.path)}</td></tr><tr><th>schedule</th><td>` +
+      `${esc(p.label)}</td></tr><tr><th>runs</th><td>${p.drawn.length + p.skipped.length} (${p.drawn.length} per period)` +
+      `</td></tr><tr><th></th><td>click to draw one period</td></tr></table>`;
     this.tip.hidden = false;
     this.placeTip(event);
   }
@@ -411,6 +482,11 @@ class Explorer {
       || all.find(n => n.path.toLowerCase().includes(q)) || all.find(n => n.name.toLowerCase().includes(q));
     if (!match) { this.status.textContent = `no node matches '${query}'`; return; }
     for (let p = this.parent.get(match.id); p; p = this.parent.get(p.id)) this.expanded.add(p.id);
+    for (let n = match; n; n = this.parent.get(n.id)) {  // a run of a repeating schedule: draw it
+      const first = this.patternOf.get(n.id);
+      if (first) this.folds.set(first.id, first.pattern.drawn.includes(n.name) && this.folds.get(first.id) !== "all"
+        ? "period" : "all");
+    }
     this.draw();
     this.status.textContent = `found ${match.path}`;
     const g = this.svg.querySelector(`[id="${this.key}-n${match.id}"]`);

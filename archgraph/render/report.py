@@ -15,12 +15,13 @@ from html import escape
 from importlib import resources
 from typing import Any, Literal
 
-from ..graph import Graph, Model, OpNode
+from ..graph import BlockNode, Graph, Model, OpNode
 from ..passes.compare import ModelSummary, summarize
 from ..passes.explore import explore, layer_sizes
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from .diagram import HIDDEN_HPARAMS
 from .palette import CATEGORY_COLORS, SHARE_BINS, category_color, human
+from .pattern import repeating
 from .report_compare import category_bars, comparison_html
 
 VENDORED = ("d3.min.js", "viz-global.js")  # in the order the page loads them
@@ -77,10 +78,24 @@ def report_data(models: list[Model]) -> ReportData:
         totals = {"total": params.totals.total, "trainable": params.totals.trainable,
                   "non_trainable": params.totals.non_trainable, "tied": params.totals.tied,
                   "buffers": params.totals.buffers, "active": params.totals.active}
-        sections.append(Section(model.name, model.description, totals, table_rows(params),
-                                explore(model, summary.bindings, params), summary, layer_sizes(summary.stacks)))
+        tree = explore(model, summary.bindings, params)
+        _mark_patterns(model.graph, tree["graph"])
+        sections.append(Section(model.name, model.description, totals, table_rows(params), tree, summary,
+                                layer_sizes(summary.stacks)))
     title = "archgraph report: " + ", ".join(m.name for m in models)
     return ReportData(title, list(TABLE_COLUMNS), sections)
+
+
+def _mark_patterns(graph: Graph, tree: dict[str, Any]) -> None:
+    """The first run of a layer schedule whose runs repeat (Jamba, Gemma 3) carries `pattern`: the
+    runs one period draws and those it stands for, so the explorer draws them as diagrams do."""
+    nodes = {n["name"]: n for n in tree["nodes"]}
+    for first, p in repeating(graph).items():
+        nodes[first]["pattern"] = {"label": p.label, "drawn": list(p.drawn), "skipped": list(p.skipped),
+                                   "segment": p.segment, "start": p.start, "layers": p.layers, "period": p.period}
+    for name, node in graph.nodes.items():
+        if isinstance(node, BlockNode) and nodes[name]["body"]:
+            _mark_patterns(node.body, nodes[name]["body"])
 
 
 def table_rows(report: ParamReport) -> list[Row]:
