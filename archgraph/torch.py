@@ -479,3 +479,16 @@ class _Disagree(Exception):
 
 def _fmt(shapes: list) -> str:
     return ", ".join("[" + ", ".join(map(str, s)) + "]" for s in shapes)
+
+
+def to_spec(module: nn.Module, *example_args: Any, **example_kwargs: Any) -> str:
+    """The YAML of a spec describing `module` as torch.export traces it on the example inputs
+    (`archgraph.fromtorch.to_spec`): `to_module` of it loads the module's state_dict strictly and
+    computes its outputs.
+
+    >>> spec = to_spec(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), torch.randn(2, 4))
+    >>> print(spec.splitlines()[-5])
+      - {name: '0', op: linear, in: input, in_features: 4, out_features: 8}
+    """
+    from .fromtorch import to_spec as convert
+    return convert(module, *example_args, **example_kwargs)

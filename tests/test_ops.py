@@ -494,6 +494,8 @@ CASES = [
     case("tril", {}, [(S, S)], (S, S)),
     case("triu", {"diagonal": 1}, [(B, S, S)], (B, S, S)),
     case("cumsum", {"dim": -1}, [(B, S)], (B, S)),
+    # Tensor.to(torch.float32) keeps the shape (positions made floats for rotary frequencies)
+    case("cast", {"dtype": "float32"}, [(B, S)], (B, S)),
     # torch.arange(S) has S entries; arange(1, 10, 3) is 1, 4, 7
     case("arange", {"end": S}, [], (S,)),
     case("arange", {"end": 10, "start": 1, "step": 3}, [], (3,), id="arange-step"),

@@ -424,3 +424,17 @@ class Linspace(Op):
 
     def forward(self, run):
         return run.torch.linspace(self.start, self.end, int(self.steps), device=run.device)
+
+
+@op("cast", aliases=("torch.Tensor.to", "Tensor.type", "astype"), example={"dtype": "float32"})
+class Cast(Op):
+    """x converted to the element type `dtype` (Tensor.to(dtype)): positions made floats before
+    they are multiplied by frequencies; the shape is the input's."""
+
+    dtype: ElementType  # the element type of the output
+
+    def infer_shape(self, x):
+        return x
+
+    def forward(self, run, x):
+        return x.to(getattr(run.torch, self.dtype))

@@ -1,0 +1,165 @@
+"""A spec from a live PyTorch module: `to_spec(module, *example_args, **example_kwargs)`.
+
+The module is traced with torch.export (`trace`), each node of the exported graph becomes an
+archgraph op named by the module it ran in (`convert`), and the spec is checked before it is
+returned: it loads, and its state_dict names and shapes are the module's, tensor for tensor.
+Imports torch (an optional dependency); archgraph's core never imports this package.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ..errors import ArchgraphError
+from .aten import DTYPES
+from .convert import Body, Converter, _is_tensor_value
+from .trace import trace
+
+
+def to_spec_dict(module: torch.nn.Module, *args: Any, name: str | None = None, **kwargs: Any) -> dict:
+    """The spec of `module` called with the example inputs, as a dict (see `to_spec`)."""
+    traced = trace(module, args, kwargs)
+    c = Converter(module, traced)
+    graph = traced.program.graph
+    user = {n.name: n for n in graph.nodes if n.op == "placeholder" and n.name in traced.inputs}
+    body = Body("", {user[k]: k for k in traced.inputs if k in user})
+    nodes = [n for n in graph.nodes if n.op == "call_function" and _is_tensor_value(n)]
+    c.emit_items(nodes, body, "")
+    outputs = _outputs(c, body, graph, traced.program)
+    inputs = {}
+    for k, t in traced.inputs.items():
+        node = user.get(k)
+        if node is None:
+            continue  # an input forward never reads
+        shape = [c.size(d) for d in node.meta["val"].shape]
+        if t.dtype not in DTYPES:
+            raise ArchgraphError(f"input '{k}' has element type {t.dtype}, which archgraph does not name")
+        inputs[k] = {"shape": shape, "dtype": DTYPES[t.dtype]}
+    spec = {"archgraph": 1, "name": name or type(module).__name__,
+            "description": f"{type(module).__name__} imported from PyTorch (torch.export) by archgraph"}
+    spec["inputs"] = inputs
+    constraints = _constraints(traced)
+    if constraints:
+        spec["constraints"] = constraints
+    if c.blocks:
+        spec["blocks"] = {k: {"inputs": v["inputs"], "outputs": v["outputs"] if len(v["outputs"]) > 1
+                              else v["outputs"][0], "nodes": v["nodes"]} for k, v in c.blocks.items()}
+    spec["nodes"] = body.nodes
+    spec["outputs"] = outputs
+    _unused_tensors(module, spec)
+    return spec
+
+
+def _constraints(traced) -> list[str]:
+    """The bounds torch.export found for the symbolic sizes (S <= 64 where a table of 64 positions is
+    sliced to S), which the shape rules need to decide min(S, 64)."""
+    out = []
+    for symbol, name in traced.sizes.items():
+        bounds = traced.program.range_constraints.get(symbol)
+        if bounds is None:
+            continue
+        upper = bounds.upper
+        if getattr(upper, "is_Integer", False) and int(upper) < 2 ** 31:
+            out.append(f"{name} <= {int(upper)}")
+    return out
+
+
+def _outputs(c: Converter, body: Body, graph, program) -> dict:
+    """The module's outputs by name: a ModelOutput's or dict's keys, a tuple's `output_0`..., one
+    tensor `output`."""
+    out_node = next(n for n in graph.nodes if n.op == "output")
+    flat = list(out_node.args[0])
+    names = _output_names(program.call_spec.out_spec, len(flat))
+    result = {}
+    for name, value in zip(names, flat):
+        if isinstance(value, torch.fx.Node) and _is_tensor_value(value):
+            result[name] = c.ref(body, value)
+    if not result:
+        raise ArchgraphError(f"{type(c.module).__name__}.forward returns no tensor")
+    return result
+
+
+def _output_names(spec, count: int) -> list[str]:
+    import torch.utils._pytree as pytree
+    leaves = pytree.tree_unflatten(list(range(count)), spec)
+    names = [f"output_{i}" for i in range(count)]
+
+    def walk(x, label):
+        if isinstance(x, int):
+            names[x] = label or "output"
+        elif isinstance(x, dict) or hasattr(x, "keys"):
+            for k in x.keys():
+                walk(x[k], f"{label}_{k}" if label else str(k))
+        elif isinstance(x, (list, tuple)):
+            for i, v in enumerate(x):
+                walk(v, f"{label}_{i}" if label else f"output_{i}")
+    walk(leaves, "")
+    return names
+
+
+def _unused_tensors(module: torch.nn.Module, spec: dict) -> None:
+    """Tensors of the module that forward never reads: nodes marked `unused`, so that the spec holds
+    every tensor the module's state_dict does."""
+    from ..load import load_text
+    from ..passes.params import named_tensors
+    held = {name for name, _ in named_tensors(load_text(dump(spec), "<import>"), buffers="all")}
+    body = Body("", {})
+    body.names = {n["name"] for n in spec["nodes"]}
+    persistent = set(module.state_dict(keep_vars=True))
+    for fqn, p in module.named_parameters(remove_duplicate=False):
+        if fqn not in held:
+            body.add(body.unique(fqn), "parameter", [], {"shape": list(p.shape), "tensor": ""}, {"unused": True})
+    for fqn, b in module.named_buffers(remove_duplicate=False):
+        if fqn not in held and fqn in persistent:
+            body.add(body.unique(fqn), "buffer", [], {"shape": list(b.shape)}, {"unused": True})
+    spec["nodes"] += body.nodes
+
+
+def dump(spec: dict) -> str:
+    """The spec as YAML: one line per node, keys in the order written."""
+    import yaml
+
+    class Flow(list):
+        pass
+
+    def flow(dumper, data):
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=True)
+
+    class Dumper(yaml.SafeDumper):
+        pass
+    Dumper.add_representer(Flow, flow)
+
+    def node_line(node: dict) -> str:
+        return yaml.dump(node, Dumper=Dumper, default_flow_style=True, sort_keys=False, width=10 ** 6).strip().removesuffix("...").strip()
+
+    lines = [f"archgraph: {spec['archgraph']}", f"name: {yaml.safe_dump(spec['name']).strip().removesuffix('...').strip()}",
+             f"description: {yaml.safe_dump(spec['description'], width=10 ** 6).strip().removesuffix('...').strip()}", "",
+             "inputs:"]
+    for k, v in spec["inputs"].items():
+        lines.append(f"  {k}: {node_line(v)}")
+    if spec.get("blocks"):
+        lines += ["", "blocks:"]
+        for k, v in spec["blocks"].items():
+            lines.append(f"  {k}:")
+            lines.append(f"    inputs: {node_line(v['inputs'])}")
+            lines.append(f"    outputs: {node_line(v['outputs'])}")
+            lines.append("    nodes:")
+            lines += [f"      - {node_line(n)}" for n in v["nodes"]]
+    if spec.get("constraints"):
+        lines += ["", "constraints:"] + [f"  - {c}" for c in spec["constraints"]]
+    lines += ["", "nodes:"]
+    lines += [f"  - {node_line(n)}" for n in spec["nodes"]]
+    lines += ["", "outputs:"]
+    lines += [f"  {k}: {node_line(v)}" for k, v in spec["outputs"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def to_spec(module: torch.nn.Module, *args: Any, **kwargs: Any) -> str:
+    """The YAML of a spec describing `module` as it runs on the example inputs: its module tree's
+    names for every tensor (its state_dict loads strictly into `to_module` of the spec), its leaf
+    modules and the code between them as archgraph ops, identical chained layers as one repeated
+    block, inputs named after forward's parameters, batch and sequence sizes symbolic (B, S) where
+    the trace keeps them so.  What archgraph has no op for is refused (ArchgraphError naming the
+    aten op and the module path)."""
+    return dump(to_spec_dict(module, *args, **kwargs))

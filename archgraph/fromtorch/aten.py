@@ -1,0 +1,488 @@
+"""One aten op of an exported graph as one archgraph op: `TABLE[target](node, c)` returns the spec
+node it becomes, or an alias of a value it passes through unchanged (a cast to the dtype the value
+already has).  An aten op not in the table is refused by `convert` (named, with its module path).
+
+`c` is the converter (`archgraph.fromtorch.convert`): `c.ref(arg)` the reference of an input,
+`c.size(v)` a size as a number or an expression of the symbolic sizes (B, S), `c.dtype(node)`.
+"""
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+aten = torch.ops.aten
+INT_MAX = 2 ** 63 - 1
+DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
+          torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32", torch.bool: "bool"}
+
+
+@dataclass
+class Out:
+    """A spec node: `op` with hyperparameters `hp`, reading `inputs` (fx values or refs); `owner`
+    names the module path whose tensors it holds (a Linear's), `tensors` the fx placeholders it owns
+    by local name (weight, bias)."""
+
+    op: str
+    inputs: list = field(default_factory=list)
+    hp: dict = field(default_factory=dict)
+    owner: str | None = None
+    tensors: dict = field(default_factory=dict)
+
+
+@dataclass
+class Alias:
+    """The node computes nothing archgraph needs: its value is `of`'s."""
+
+    of: Any
+
+
+class Refuse(Exception):
+    """The node cannot be expressed; the message says why (the caller adds the op and the path)."""
+
+
+Rule = Callable[[Any, Any], "Out | Alias | list"]
+TABLE: dict[Any, Rule] = {}
+
+
+def rule(*targets):
+    def register(fn):
+        for t in targets:
+            TABLE[t] = fn
+        return fn
+    return register
+
+
+def simple(name: str, *targets, **fixed):
+    """Ops of one input and no hyperparameters (or fixed ones)."""
+    rule(*targets)(lambda n, c: Out(name, [n.args[0]], dict(fixed)))
+
+
+simple("relu", aten.relu.default)
+simple("silu", aten.silu.default)
+simple("tanh", aten.tanh.default)
+simple("sigmoid", aten.sigmoid.default)
+simple("neg", aten.neg.default)
+simple("exp", aten.exp.default)
+simple("log", aten.log.default)
+simple("sin", aten.sin.default)
+simple("cos", aten.cos.default)
+simple("abs", aten.abs.default)
+simple("sqrt", aten.sqrt.default)
+simple("rsqrt", aten.rsqrt.default)
+simple("reciprocal", aten.reciprocal.default)
+
+
+@rule(aten.matmul.default, aten.bmm.default, aten.mm.default)
+def _matmul(n, c):
+    return Out("matmul", [n.args[0], n.args[1]])
+
+
+@rule(aten.gelu.default)
+def _gelu(n, c):
+    approximate = n.kwargs.get("approximate", n.args[1] if len(n.args) > 1 else "none")
+    return Out("gelu", [n.args[0]], {"approximate": approximate} if approximate != "none" else {})
+
+
+@rule(aten.dropout.default, aten.feature_dropout.default)
+def _dropout(n, c):
+    return Out("dropout", [n.args[0]], {"p": float(n.args[1])})
+
+
+@rule(aten.softmax.int, aten._softmax.default)
+def _softmax(n, c):
+    return Out("softmax", [n.args[0]], {"dim": n.args[1]})
+
+
+@rule(aten.clone.default, aten.contiguous.default, aten.alias.default, aten.detach.default,
+      aten.lift_fresh_copy.default)
+def _same(n, c):
+    return Alias(n.args[0])
+
+
+@rule(aten.to.dtype, aten.to.dtype_layout, aten.to.device, aten._to_copy.default, aten.type_as.default)
+def _to(n, c):
+    source, target = n.args[0], n.meta["val"].dtype
+    if c.dtype(source) == target:
+        return Alias(source)
+    if target not in DTYPES:
+        raise Refuse(f"a cast to {target}, an element type archgraph does not name")
+    return Out("cast", [source], {"dtype": DTYPES[target]})
+
+
+# -- arithmetic: a second operand that is a number becomes the op's constant ------------------------
+def _binary(name: str, reverse_ok: bool = True):
+    def convert(n, c):
+        a, b = n.args[0], n.args[1]
+        alpha = n.kwargs.get("alpha", 1)
+        if alpha != 1:
+            raise Refuse(f"alpha={alpha}")
+        if c.is_value(a) and c.is_value(b):
+            return Out(name, [a, b])
+        if c.is_value(a):
+            return Out(name, [a], {"constant": float(c.number(b))})
+        if not reverse_ok:
+            return Out(name, [b], {"constant": float(c.number(a))})
+        return Out(name, [b], {"constant": float(c.number(a)), "reverse": True})
+    return convert
+
+
+rule(aten.add.Tensor, aten.add.Scalar)(_binary("add", reverse_ok=False))
+rule(aten.mul.Tensor, aten.mul.Scalar)(_binary("mul", reverse_ok=False))
+rule(aten.sub.Tensor, aten.sub.Scalar)(_binary("sub"))
+rule(aten.div.Tensor, aten.div.Scalar)(_binary("div"))
+rule(aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor)(_binary("pow"))
+rule(aten.maximum.default)(_binary("maximum"))
+rule(aten.minimum.default)(_binary("minimum"))
+for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+    rule(getattr(aten, _name).Tensor, getattr(aten, _name).Scalar)(_binary(_name))
+
+
+@rule(aten.pow.Scalar)
+def _rpow(n, c):
+    return Out("pow", [n.args[1]], {"constant": float(n.args[0]), "reverse": True})
+
+
+@rule(aten.rsub.Scalar, aten.rsub.Tensor)
+def _rsub(n, c):
+    if c.is_value(n.args[1]):
+        return Out("sub", [n.args[1], n.args[0]])
+    return Out("sub", [n.args[0]], {"constant": float(n.args[1]), "reverse": True})
+
+
+# -- plumbing --------------------------------------------------------------------------------------
+@rule(aten.view.default, aten.reshape.default, aten._unsafe_view.default)
+def _reshape(n, c):
+    return Out("reshape", [n.args[0]], {"shape": [c.size(d) for d in n.args[1]]})
+
+
+@rule(aten.transpose.int)
+def _transpose(n, c):
+    return Out("transpose", [n.args[0]], {"dim0": n.args[1], "dim1": n.args[2]})
+
+
+@rule(aten.t.default)
+def _t(n, c):
+    return Out("transpose", [n.args[0]], {"dim0": 0, "dim1": 1})
+
+
+@rule(aten.permute.default)
+def _permute(n, c):
+    return Out("permute", [n.args[0]], {"dims": list(n.args[1])})
+
+
+@rule(aten.unsqueeze.default)
+def _unsqueeze(n, c):
+    return Out("unsqueeze", [n.args[0]], {"dim": n.args[1]})
+
+
+@rule(aten.squeeze.dim)
+def _squeeze(n, c):
+    return Out("squeeze", [n.args[0]], {"dim": n.args[1]})
+
+
+@rule(aten.expand.default)
+def _expand(n, c):
+    return Out("expand", [n.args[0]], {"sizes": [c.size(d) for d in n.args[1]]})
+
+
+@rule(aten.flatten.using_ints)
+def _flatten(n, c):
+    start = n.args[1] if len(n.args) > 1 else 0
+    end = n.args[2] if len(n.args) > 2 else -1
+    return Out("flatten", [n.args[0]], {"start_dim": start, "end_dim": end})
+
+
+@rule(aten.cat.default, aten.concat.default)
+def _cat(n, c):
+    return Out("concat", list(n.args[0]), {"dim": n.args[1] if len(n.args) > 1 else 0})
+
+
+@rule(aten.stack.default)
+def _stack(n, c):
+    dim = n.args[1] if len(n.args) > 1 else 0
+    parts = [Out("unsqueeze", [t], {"dim": dim}) for t in n.args[0]]
+    return [*parts, Out("concat", [p for p in parts], {"dim": dim})]
+
+
+@rule(aten.slice.Tensor)
+def _slice(n, c):
+    dim = n.args[1] if len(n.args) > 1 else 0
+    start = n.args[2] if len(n.args) > 2 else None
+    end = n.args[3] if len(n.args) > 3 else None
+    step = n.args[4] if len(n.args) > 4 else 1
+    hp = {"dim": dim}
+    if start not in (None, 0):
+        hp["start"] = c.size(start)
+    if end is not None and end != INT_MAX:
+        hp["end"] = c.size(end)
+    if step != 1:
+        hp["step"] = step
+    if len(hp) == 1:  # x[:]: the value itself
+        return Alias(n.args[0])
+    return Out("slice", [n.args[0]], hp)
+
+
+@rule(aten.select.int)
+def _select(n, c):
+    return Out("select", [n.args[0]], {"dim": n.args[1], "index": n.args[2]})
+
+
+@rule(aten.split.Tensor, aten.split_with_sizes.default, aten.chunk.default)
+def _split(n, c):
+    dim = n.args[2] if len(n.args) > 2 else 0
+    parts = [c.size(t.shape[dim]) for t in n.meta["val"]]
+    if n.target is aten.chunk.default and len(set(map(str, parts))) == 1:
+        return Out("split", [n.args[0]], {"dim": dim, "sections": len(parts)})
+    return Out("split", [n.args[0]], {"dim": dim, "sizes": parts})
+
+
+@rule(aten.mean.dim, aten.sum.dim_IntList, aten.amax.default)
+def _reduce(n, c):
+    name = {aten.mean.dim: "mean", aten.sum.dim_IntList: "sum", aten.amax.default: "amax"}[n.target]
+    dims = n.args[1] if len(n.args) > 1 else None
+    keepdim = n.args[2] if len(n.args) > 2 else n.kwargs.get("keepdim", False)
+    if isinstance(dims, (list, tuple)):
+        if len(dims) != 1:
+            raise Refuse(f"a {name} over several dims {list(dims)}")
+        dims = dims[0]
+    hp = {"dim": dims} if dims is not None else {}
+    if keepdim:
+        hp["keepdim"] = True
+    return Out(name, [n.args[0]], hp)
+
+
+@rule(aten.tril.default, aten.triu.default)
+def _tri(n, c):
+    return Out("tril" if n.target is aten.tril.default else "triu", [n.args[0]],
+               {"diagonal": n.args[1] if len(n.args) > 1 else 0})
+
+
+@rule(aten.cumsum.default)
+def _cumsum(n, c):
+    return Out("cumsum", [n.args[0]], {"dim": n.args[1]})
+
+
+@rule(aten.where.self)
+def _where(n, c):
+    return Out("where", list(n.args[:3]))
+
+
+@rule(aten.masked_fill.Scalar)
+def _masked_fill(n, c):
+    return Out("masked_fill", [n.args[0], n.args[1]], {"value": float(n.args[2])})
+
+
+@rule(aten.arange.default, aten.arange.start, aten.arange.start_step)
+def _arange(n, c):
+    args = list(n.args)
+    start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
+    hp = {"end": c.size(end)}
+    if start:
+        hp["start"] = start
+    if step != 1:
+        hp["step"] = step
+    dtype = n.meta["val"].dtype
+    if dtype != torch.int64:
+        hp["dtype"] = DTYPES[dtype]
+    return Out("arange", [], hp)
+
+
+@rule(aten.full.default, aten.ones.default, aten.zeros.default, aten.new_ones.default, aten.new_zeros.default,
+      aten.ones_like.default, aten.zeros_like.default, aten.full_like.default)
+def _full(n, c):
+    value = {aten.ones.default: 1.0, aten.new_ones.default: 1.0, aten.ones_like.default: 1.0}.get(n.target, 0.0)
+    if n.target in (aten.full.default, aten.full_like.default):
+        value = float(n.args[1])
+    shape = [c.size(d) for d in n.meta["val"].shape]
+    return Out("full", [], {"shape": shape, "value": value, "dtype": DTYPES[n.meta["val"].dtype]})
+
+
+@rule(operator.getitem)
+def _getitem(n, c):
+    return Alias((n.args[0], n.args[1]))
+
+
+# -- ops with tensors ------------------------------------------------------------------------------
+@rule(aten.scaled_dot_product_attention.default)
+def _sdpa(n, c):
+    q, k, v = n.args[:3]
+    names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
+    given = {**dict(zip(names, n.args[3:])), **n.kwargs}
+    if given.get("attn_mask") is not None:
+        raise Refuse("an explicit attn_mask (archgraph's sdpa takes a padding mask of keys only)")
+    qs, ks = c.shape(q), c.shape(k)
+    if len(qs) != 4:
+        raise Refuse(f"query of rank {len(qs)} (archgraph reads [B, heads, S, d])")
+    hp = {"heads": qs[1]}
+    if ks[1] != qs[1]:
+        hp["kv_heads"] = ks[1]
+    if given.get("is_causal"):
+        hp["causal"] = True
+    if given.get("scale") is not None:
+        hp["scale"] = float(given["scale"])
+    if given.get("dropout_p"):
+        hp["dropout"] = float(given["dropout_p"])
+    return Out("sdpa", [q, k, v], hp)
+
+
+@rule(aten.linear.default)
+def _linear(n, c):
+    x, weight = n.args[0], n.args[1]
+    bias = n.args[2] if len(n.args) > 2 else None
+    out_f, in_f = c.shape(weight)
+    tensors = {"weight": weight, **({"bias": bias} if bias is not None else {})}
+    hp = {"in_features": in_f, "out_features": out_f}
+    if bias is None:
+        hp["bias"] = False
+    return Out("linear", [x], hp, tensors=tensors)
+
+
+@rule(aten.embedding.default)
+def _embedding(n, c):
+    weight, ids = n.args[0], n.args[1]
+    if len(n.args) > 2 and n.args[2] not in (-1, None):
+        pass  # padding_idx changes only the gradient
+    num, dim = c.shape(weight)
+    return Out("embedding", [ids], {"num_embeddings": num, "embedding_dim": dim}, tensors={"weight": weight})
+
+
+@rule(aten.layer_norm.default)
+def _layer_norm(n, c):
+    x, shape = n.args[0], list(n.args[1])
+    weight = n.args[2] if len(n.args) > 2 else None
+    bias = n.args[3] if len(n.args) > 3 else None
+    eps = float(n.args[4]) if len(n.args) > 4 else 1e-5
+    hp = {"normalized_shape": shape[0] if len(shape) == 1 else shape, "eps": eps}
+    if weight is None:
+        if bias is not None:
+            raise Refuse("a bias without a weight")
+        hp["elementwise_affine"] = False
+    elif bias is None:
+        hp["bias"] = False
+    return Out("layer_norm", [x], hp, tensors={k: v for k, v in (("weight", weight), ("bias", bias)) if v is not None})
+
+
+@rule(aten.rms_norm.default)
+def _rms_norm(n, c):
+    x, shape = n.args[0], list(n.args[1])
+    weight = n.args[2] if len(n.args) > 2 else None
+    eps = n.args[3] if len(n.args) > 3 else None
+    if len(shape) != 1:
+        raise Refuse(f"an RMS norm over several dims {shape}")
+    if eps is None:
+        raise Refuse("an RMS norm without eps (torch's default is the dtype's machine epsilon)")
+    hp = {"dim": shape[0], "eps": float(eps)}
+    if weight is None:
+        hp["elementwise_affine"] = False
+    return Out("rms_norm", [x], hp, tensors={"weight": weight} if weight is not None else {})
+
+
+@rule(aten.group_norm.default)
+def _group_norm(n, c):
+    x, groups = n.args[0], n.args[1]
+    weight = n.args[2] if len(n.args) > 2 else None
+    bias = n.args[3] if len(n.args) > 3 else None
+    eps = float(n.args[4]) if len(n.args) > 4 else 1e-5
+    hp = {"num_groups": groups, "num_channels": c.shape(x)[1], "eps": eps}
+    if weight is None:
+        hp["affine"] = False
+    return Out("group_norm", [x], hp, tensors={k: v for k, v in (("weight", weight), ("bias", bias)) if v is not None})
+
+
+@rule(aten._native_batch_norm_legit_no_training.default, aten.batch_norm.default,
+      aten._native_batch_norm_legit_functional.default)
+def _batch_norm(n, c):
+    x, weight, bias, mean, var = n.args[:5]
+    if n.target is aten.batch_norm.default:
+        momentum, eps = n.args[6], n.args[7]
+    else:
+        momentum, eps = n.args[-2], n.args[-1]
+    hp = {"num_features": c.shape(x)[1], "eps": float(eps), "momentum": float(momentum)}
+    if weight is None:
+        hp["affine"] = False
+    if mean is None:
+        hp["track_running_stats"] = False
+    tensors = {k: v for k, v in (("weight", weight), ("bias", bias), ("running_mean", mean),
+                                 ("running_var", var)) if v is not None}
+    return Out("batch_norm", [x], hp, tensors=tensors)
+
+
+def _conv(name: str, dims: int):
+    def convert(n, c):
+        x, weight = n.args[0], n.args[1]
+        bias = n.args[2] if len(n.args) > 2 else None
+        rest = list(n.args[3:]) + [None] * 4
+        stride, padding, dilation, groups = rest[:4]
+        shape = c.shape(weight)
+        hp = {"in_channels": shape[1] * (groups or 1), "out_channels": shape[0],
+              "kernel_size": _one(shape[2:])}
+        for key, value, default in (("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1)):
+            if value is None:
+                continue
+            if isinstance(value, str):
+                raise Refuse(f"padding '{value}'")
+            v = _one(list(value)) if isinstance(value, (list, tuple)) else value
+            if v != default:
+                hp[key] = v
+        if groups not in (None, 1):
+            hp["groups"] = groups
+        if bias is None:
+            hp["bias"] = False
+        return Out(name, [x], hp, tensors={"weight": weight, **({"bias": bias} if bias is not None else {})})
+    return convert
+
+
+rule(aten.conv1d.default)(_conv("conv1d", 1))
+rule(aten.conv2d.default)(_conv("conv2d", 2))
+rule(aten.conv3d.default)(_conv("conv3d", 3))
+
+
+def _one(values):
+    """A list of equal sizes as one number (kernel 3 for [3, 3]), else the list."""
+    values = list(values)
+    return values[0] if len(set(values)) == 1 else values
+
+
+def _pool_hp(kernel, stride, padding, ceil, dilation=None) -> dict:
+    """A pooling's hyperparameters, defaults left out (an empty stride is the kernel's)."""
+    hp = {"kernel_size": _one(kernel)}
+    if stride:
+        hp["stride"] = _one(stride)
+    if padding and _one(padding) != 0:
+        hp["padding"] = _one(padding)
+    if dilation and _one(dilation) != 1:
+        hp["dilation"] = _one(dilation)
+    if ceil:
+        hp["ceil_mode"] = True
+    return hp
+
+
+@rule(aten.max_pool2d.default, aten.max_pool1d.default)
+def _max_pool(n, c):
+    name = "max_pool2d" if n.target is aten.max_pool2d.default else "max_pool1d"
+    kernel, stride, padding, dilation, ceil = (list(n.args[1:]) + [None] * 5)[:5]
+    return Out(name, [n.args[0]], _pool_hp(kernel, stride, padding, ceil, dilation))
+
+
+@rule(aten.avg_pool2d.default, aten.avg_pool1d.default)
+def _avg_pool(n, c):
+    name = "avg_pool2d" if n.target is aten.avg_pool2d.default else "avg_pool1d"
+    kernel, stride, padding, ceil, count_include_pad, divisor = (list(n.args[1:]) + [None] * 6)[:6]
+    if count_include_pad is False or divisor is not None:
+        raise Refuse("count_include_pad=False or divisor_override")
+    return Out(name, [n.args[0]], _pool_hp(kernel, stride, padding, ceil))
+
+
+@rule(aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default)
+def _adaptive(n, c):
+    name = "adaptive_avg_pool2d" if n.target is aten.adaptive_avg_pool2d.default else "adaptive_avg_pool1d"
+    return Out(name, [n.args[0]], {"output_size": _one(n.args[1])})
+
+
+# nodes that compute nothing a spec holds: shape assertions and reads of sizes (a size read is used
+# through `c.size`, as a number or an expression of B and S)
+SKIP = {aten._assert_tensor_metadata.default, aten.sym_size.int, aten._assert_scalar.default,
+        aten.sym_constrain_range_for_size.default, torch.ops.aten._assert_async.msg}

@@ -1,0 +1,116 @@
+"""Tracing a module with torch.export: the exported program, the inputs' names (forward's
+parameters) and the names of its symbolic sizes (B, S).
+
+Batch and sequence dimensions are exported as `Dim.AUTO`: torch.export keeps them symbolic where
+the code allows it and makes them numbers where it does not (a size the code branches on).
+"""
+from __future__ import annotations
+
+import contextlib
+import inspect
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..errors import ArchgraphError
+
+
+@dataclass
+class Traced:
+    program: Any                 # torch.export.ExportedProgram
+    inputs: dict[str, Any]       # forward's tensor arguments by parameter name, in forward's order
+    sizes: dict[Any, str]        # sympy symbol of a symbolic size -> its name in the spec (B, S, S2, ...)
+
+
+def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
+    """Export `module` called with `args` and `kwargs` (in eval mode, without gradients)."""
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise ArchgraphError(f"the example inputs do not fit {type(module).__name__}.forward: {exc}",
+                             hint="give the inputs forward takes, positionally or by its parameters' names") from None
+    named = dict(bound.arguments)
+    for name, param in inspect.signature(module.forward).parameters.items():
+        if param.kind is inspect.Parameter.VAR_KEYWORD and name in named:
+            named.update(named.pop(name))
+    tensors = {n: v for n, v in named.items() if isinstance(v, torch.Tensor)}
+    if not tensors:
+        raise ArchgraphError(f"{type(module).__name__}.forward was given no tensor",
+                             hint="give example inputs: to_spec(module, torch.randn(2, 16))")
+    dynamic = {n: (_dynamic(v) if isinstance(v, torch.Tensor) else None) for n, v in named.items()}
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad(), _hf_masks():
+            program = torch.export.export(module, (), named, dynamic_shapes=dynamic, strict=False)
+    except ArchgraphError:
+        raise
+    except Exception as exc:  # torch.export's many errors: say what failed, in its words
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ArchgraphError(f"torch.export could not trace {type(module).__name__}: {first}",
+                             hint="archgraph reads a module through torch.export; code it cannot trace "
+                                  "(data-dependent control flow) cannot be imported") from None
+    finally:
+        module.train(was_training)
+    return Traced(program, tensors, _size_names(program, tensors))
+
+
+def _dynamic(t: torch.Tensor) -> dict | None:
+    """Batch (dim 0) and sequence (dim 1 of [B, S] ids or [B, S, D] features) as AUTO dims."""
+    auto = torch.export.Dim.AUTO
+    if t.dim() == 0:
+        return None
+    dims = {0: auto}
+    if t.dim() in (2, 3):
+        dims[1] = auto
+    return dims
+
+
+def _size_names(program, tensors: dict) -> dict:
+    """B for the first input's dim 0, S for its dim 1, S2, S3... for further symbols, by first sight."""
+    names: dict = {}
+    user = [n for n in program.graph.nodes if n.op == "placeholder" and n.name in tensors]
+    for node in user:
+        for i, d in enumerate(node.meta["val"].shape):
+            if isinstance(d, torch.SymInt) and d.node.expr.is_Symbol and d.node.expr not in names:
+                taken = set(names.values())
+                base = "B" if i == 0 else "S"
+                name, k = base, 2
+                while name in taken:
+                    name, k = f"{base}{k}", k + 1
+                names[d.node.expr] = name
+    return names
+
+
+@contextlib.contextmanager
+def _hf_masks():
+    """While a transformers model is traced: a causal or bidirectional mask over no padding is no
+    mask (F.scaled_dot_product_attention's `is_causal` then says it, as transformers does outside
+    tracing), and position ids counting 0..S-1 are not read as packed sequences.  Any other mask
+    (a sliding window, chunks, a padding mask given) is refused by name."""
+    import sys
+    mu = sys.modules.get("transformers.masking_utils")
+    if mu is None:
+        yield
+        return
+    mapping = mu.ALL_MASK_ATTENTION_FUNCTIONS._global_mapping
+    saved = {"sdpa": mapping["sdpa"]}  # eager attention reads its mask: it is traced as it is
+    saved_packed = mu.find_packed_sequence_indices
+
+    def no_mask(*args, mask_function=None, attention_mask=None, local_size=None, **kwargs):
+        plain = (mu.causal_mask_function, mu.bidirectional_mask_function)
+        if attention_mask is None and local_size is None and mask_function in plain:
+            return None
+        what = getattr(mask_function, "__qualname__", str(mask_function)).split(".<locals>")[0]
+        raise ArchgraphError(f"the model builds an attention mask archgraph cannot express as attention's "
+                             f"own ({what}{', local size ' + str(local_size) if local_size else ''})",
+                             hint="sliding-window, chunked and padding masks are not imported yet")
+    try:
+        for k in saved:
+            mapping[k] = no_mask
+        mu.find_packed_sequence_indices = lambda position_ids: None
+        yield
+    finally:
+        mapping.update(saved)
+        mu.find_packed_sequence_indices = saved_packed

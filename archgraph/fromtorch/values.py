@@ -1,0 +1,50 @@
+"""The value of a buffer that state_dict does not save, as constant ops (the spec has no literal
+tensors): a constant, positions 0..n-1, or rotary inverse frequencies 1 / base^(2i/d).  Any other
+value is refused by the buffer's name."""
+from __future__ import annotations
+
+import torch
+
+from ..errors import ArchgraphError
+from ..graph import join
+
+
+def buffer_value_nodes(body, name: str, value: torch.Tensor, fqn: str) -> list[str]:
+    """Add the nodes computing `value` to `body` (beside the buffer `name`); return the reference
+    of the last."""
+    shape = list(value.shape)
+    if value.device.type == "meta":
+        raise _refuse(fqn, "it is on the meta device, so its value is unknown")
+    dtype = {torch.int64: "int64", torch.float32: "float32", torch.bool: "bool", torch.int32: "int32"}.get(value.dtype)
+    if dtype is None:
+        raise _refuse(fqn, f"its element type {value.dtype}")
+    flat = value.reshape(-1)
+    if value.numel() and bool((flat == flat[0]).all()):
+        return [body.add(body.unique(join(name, "full")), "full", [],
+                         {"shape": shape or [], "value": float(flat[0]), "dtype": dtype})]
+    last = shape[-1] if shape else 0
+    positions = torch.arange(last, dtype=value.dtype).expand(value.shape) if shape else None
+    if positions is not None and torch.equal(value, positions):
+        ref = body.add(body.unique(join(name, "arange")), "arange", [], {"end": last, "dtype": dtype})
+        if len(shape) > 1:
+            ref = body.add(body.unique(join(name, "expand")), "expand", [ref], {"sizes": shape})
+        return [ref]
+    if len(shape) == 1 and value.dtype == torch.float32 and last >= 2 and float(value[0]) == 1.0:
+        dim = 2 * last
+        base = float(value[1].double() ** (-dim / 2))
+        base = round(base, 6) if abs(base - round(base)) < 1e-3 * base else base
+        expected = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(dtype=torch.float) / dim))
+        if torch.equal(expected, value):
+            ref = body.add(body.unique(join(name, "arange")), "arange", [], {"end": dim, "step": 2})
+            ref = body.add(body.unique(join(name, "cast")), "cast", [ref], {"dtype": "float32"})
+            ref = body.add(body.unique(join(name, "div")), "div", [ref], {"constant": float(dim)})
+            ref = body.add(body.unique(join(name, "pow")), "pow", [ref], {"constant": base, "reverse": True})
+            return [body.add(body.unique(join(name, "inverse")), "div", [ref], {"constant": 1.0, "reverse": True})]
+    raise _refuse(fqn, "its value is none archgraph computes from constants (a constant, positions "
+                       "0..n-1, rotary frequencies 1/base^(2i/d))")
+
+
+def _refuse(fqn: str, why: str) -> ArchgraphError:
+    return ArchgraphError(f"cannot import buffer '{fqn}', which state_dict does not save: {why}",
+                          hint="a spec computes such a buffer from constants; save it (persistent=True) "
+                               "to load its value instead")
