@@ -1,4 +1,4 @@
-"""Imports flow one way: ops -> graph -> passes -> render -> front door -> commands -> cli.
+"""Imports flow one way: ops -> graph -> passes -> render -> front door (with torch and fromtorch) -> commands -> cli.
 
 Every `import` of an archgraph module by another (at the top of a file or inside a
 function) goes to the same layer or a lower one, and no two modules import each other
@@ -18,7 +18,7 @@ LAYERS = [  # lowest first; a module may import only from its own layer or those
     {"graph", "dtypes", "spec", "checkpoint", "hf"},
     {"passes"},
     {"render"},
-    {"model", "load", "builder", "outfile", "torch"},
+    {"model", "load", "builder", "outfile", "torch", "fromtorch"},
     {"commands"},
     {"cli"},
 ]
