@@ -33,6 +33,7 @@ from torch import nn
 
 from .errors import ArchgraphError
 from .graph import BlockNode, Graph, Model, OpNode, join, read_inputs
+from .machine import refuse_past_available
 from .ops.base import Op
 from .spec.ties import tie_owner
 
@@ -81,6 +82,8 @@ class SpecModule(nn.Module):
         super().__init__()
         object.__setattr__(self, "_archgraph_model", model)  # data, not a submodule
         self._where: dict[str, tuple[nn.Module, str]] = {}
+        self._names: dict[str, str] = {}  # state_dict key -> archgraph's tensor name
+        self._keys: dict[str, str] = {}   # archgraph's tensor name -> state_dict key
         self._sizes: dict[str, int] = {}
         self._resized: dict[tuple, Model] = {}  # the spec rebuilt at other input sizes (_fitting)
         self._device = torch.device("cpu")
@@ -93,22 +96,40 @@ class SpecModule(nn.Module):
         self._fill_buffers(model, factory["device"])
 
     # -- construction ----------------------------------------------------------------------------
-    def _container(self, dotted: str) -> nn.Module:
-        """The submodule at `dotted`, made (a ModuleList for numbered children) where missing."""
+    def _container(self, dotted: str) -> tuple[nn.Module, str]:
+        """The submodule at archgraph's path `dotted`, made (a ModuleList for numbered children) where
+        missing, and its path in the module (each part as `torch_name` maps it)."""
         here: nn.Module = self
-        for i, part in enumerate(dotted.split(".") if dotted else []):
-            child = here._modules.get(part)
+        parts = dotted.split(".") if dotted else []
+        names = []
+        for i, part in enumerate(parts):
+            names.append(torch_name(here, part))
+            child = here._modules.get(names[-1])
             if child is None:
-                parts = dotted.split(".")
                 numbered = i + 1 < len(parts) and parts[i + 1].isdigit()
                 child = nn.ModuleList() if numbered else nn.Module()
-                here.add_module(part, child)
+                here.add_module(names[-1], child)
             here = child
-        return here
+        return here, ".".join(names)
 
     def _place(self, full: str) -> tuple[nn.Module, str]:
+        """The submodule and local name that hold tensor `full` (as `torch_name` maps its parts); two
+        tensors mapped to one name are refused by name."""
         parent, _, attr = full.rpartition(".")
-        return self._container(parent), attr
+        container, path = self._container(parent)
+        attr = torch_name(container, attr)
+        key = join(path, attr)
+        if self._names.setdefault(key, full) != full:
+            raise ArchgraphError(f"tensors '{self._names[key]}' and '{full}' would both be '{key}' in the "
+                                 "PyTorch module (a name part PyTorch refuses, empty or an nn.Module attribute, "
+                                 "takes a '_' after it)", hint="rename one of the two nodes")
+        self._keys[full] = key
+        return container, attr
+
+    def state_dict_key(self, name: str) -> str:
+        """The `state_dict` key of archgraph's tensor `name` (`params --json`): the same name, but
+        where a part of it is one PyTorch refuses as a module's (`torch_name`)."""
+        return self._keys[name]
 
     def _build(self, graph: Graph, prefix: str, trainable: bool, factory: dict, seen: set) -> None:
         for name, node in graph.nodes.items():
@@ -325,6 +346,17 @@ class SpecModule(nn.Module):
         return out
 
 
+def torch_name(module: nn.Module, part: str) -> str:
+    """`part`, a part of an archgraph name, as a name PyTorch takes for a submodule or tensor of `module`:
+    itself, or with '_' after it while it is empty (`..` in `../x`) or an attribute of the module
+    (`float`, `training`), which add_module refuses."""
+    name = part
+    while not name or (hasattr(module, name) and name not in module._modules and name not in module._parameters
+                       and name not in module._buffers):
+        name += "_"
+    return name
+
+
 def _solve(dim: str, value: int, sizes: dict, variables: dict, input_name: str) -> None:
     """Bind the one unknown size of an input dimension (`S`, `P + 1`) to what the tensor has."""
     from . import expr
@@ -392,22 +424,49 @@ class _Init:
     trunc_normal = staticmethod(nn.init.trunc_normal_)
 
 
-def to_module(model: Model, device: Any = None, dtype: Any = None) -> SpecModule:
-    """The model as a torch.nn.Module (on `device`, e.g. "meta" to build without memory)."""
+def to_module(model: Model, device: Any = None, dtype: Any = None, *, check_memory: bool = True) -> SpecModule:
+    """The model as a torch.nn.Module (on `device`, e.g. "meta" to build without memory).  On the CPU
+    it first refuses, with an ArchgraphError naming both figures, a module whose parameters and
+    buffers need more memory than the machine has available (`memory_need`, `machine.available`);
+    `check_memory=False` builds it anyway."""
+    if check_memory and torch.device(device or "cpu").type == "cpu":
+        refuse_past_available(memory_need(model, dtype=dtype), f"the module of {model.name}",
+                              hint="build it on the meta device, which takes no memory (to_module(model, "
+                                   "device='meta')), or pass check_memory=False to build it anyway")
     return SpecModule(model, device, dtype)
+
+
+def memory_need(model: Model, sizes: dict[str, int] | None = None, dtype: Any = None) -> dict[str, int]:
+    """Bytes the module takes by part: its parameters and buffers at `dtype` (torch's default if
+    None) and, with `sizes`, `example_inputs` at them and a bound on activations: every op output
+    at once, as the memory pass counts them for training (`estimate_memory`'s activations)."""
+    from .passes.memory import estimate_memory
+    width = torch.empty((), dtype=dtype or torch.get_default_dtype(), device="meta").element_size()
+    totals = model.params().totals
+    need = {"parameters": totals.total * width, "buffers": totals.buffers * width}
+    if sizes is not None:
+        need["inputs"] = sum(math.prod(shape) * dtype.itemsize for _, shape, dtype in _input_kinds(model, sizes))
+        values = estimate_memory(model, {**model.bindings, **sizes}, dtype="fp32").activation_values
+        need["activations at most"] = (values or 0) * width
+    return need
+
+
+def _input_kinds(model: Model, sizes: dict[str, int]):
+    """(name, shape, torch dtype) of each input the module reads, at `sizes`: int64 ids, else floats."""
+    from .passes.shapes import input_shapes
+    shapes = input_shapes(model, {**model.bindings, **sizes})
+    read = read_inputs(model.graph)
+    for name, spec in model.inputs.items():
+        if name in read:
+            ids = spec.dtype.startswith(("int", "uint", "bool"))
+            yield name, tuple(int(d) for d in shapes[name]), torch.int64 if ids else torch.get_default_dtype()
 
 
 def example_inputs(model: Model, sizes: dict[str, int], device: Any = None) -> dict[str, Any]:
     """Random inputs at `sizes` (B=2, S=16...) for the inputs the module reads: ids 0 or 1, floats N(0, 1)."""
-    from .passes.shapes import input_shapes
-    shapes = input_shapes(model, {**model.bindings, **sizes})
-    read = read_inputs(model.graph)
     out = {}
-    for name, spec in model.inputs.items():
-        if name not in read:
-            continue
-        shape = tuple(int(d) for d in shapes[name])
-        if spec.dtype.startswith(("int", "uint", "bool")):
+    for name, shape, dtype in _input_kinds(model, sizes):
+        if dtype == torch.int64:
             out[name] = torch.randint(0, 2, shape, device=device)
         else:
             out[name] = torch.randn(shape, device=device)

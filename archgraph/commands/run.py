@@ -2,7 +2,9 @@
 
 `run MODEL` builds the module with PyTorch's initialisation on the CPU, feeds it random inputs
 at the sizes --set binds (B=2 and 8 for other free dimensions unless set) and prints each
-output's shape and statistics.  `run MODEL --check` builds it on the meta device (no memory,
+output's shape and statistics; first it refuses (status 2) a module whose parameters, buffers,
+inputs and activations (every op output at once, a bound) need more memory than the machine
+has available (`archgraph.machine`).  `run MODEL --check` builds it on the meta device (no memory,
 any size) and confirms that its parameter count and every node's output shape equal
 archgraph's passes: exit status 1 naming the first disagreement.  Needs torch
 (`pip install 'archgraph[torch]'`); 2 on bad input.
@@ -59,8 +61,15 @@ def _forward(at, model, sizes):
 
     import torch
 
+    from ..machine import refuse_past_available
+
+    at_sizes = ", ".join(f"{k}={v}" for k, v in {**model.bindings, **sizes}.items())
+    refuse_past_available(at.memory_need(model, sizes),
+                          f"the module of {model.name} with inputs" + (f" at {at_sizes}" if at_sizes else ""),
+                          hint="run --check builds it on the meta device, which takes no memory; or run a "
+                               "smaller one with --set (fewer layers, a smaller batch)")
     torch.manual_seed(0)
-    module = at.to_module(model).eval()
+    module = at.to_module(model, check_memory=False).eval()  # its need is checked above, with the inputs'
     inputs = at.example_inputs(model, sizes)
     start = time.perf_counter()
     with torch.no_grad():

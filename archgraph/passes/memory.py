@@ -84,6 +84,7 @@ class MemoryReport:
     buffers_bytes: int                       # non-learnable tensors (BatchNorm statistics, rope tables), fp32
     bindings: dict[str, Any]
     activation_bytes: int | None = None
+    activation_values: int | None = None     # the same as values, for another width (archgraph.torch's dtype)
     attention_probs_bytes: int | None = None
     activation_note: str = ""
     kv_cache: list[KVEntry] = field(default_factory=list)
@@ -202,6 +203,7 @@ def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
             values = batch * (cache.tokens * cache.per_token + cache.state) * times
             mem.kv_cache.append(KVEntry(path, name, times, cache.tokens, cache.per_token, cache.rule,
                                         nbytes(values, mem.dtype), cache.state))
+    mem.activation_values = act + probs
     mem.activation_bytes = nbytes(act + probs, mem.dtype)
     mem.attention_probs_bytes = nbytes(probs, mem.dtype)
 

@@ -9,17 +9,8 @@ if TYPE_CHECKING:  # rich is imported when a table is made: --json never needs i
     from .sheet import Sheet
 
 from ..dims import to_json
+from ..machine import binary
 from ..passes.memory import MemoryReport
-
-
-def binary(n: int | None) -> str:
-    """Bytes in binary units, as accelerate prints them: 433241088 -> '413.18 MiB'."""
-    if n is None:
-        return "—"
-    for unit, size in (("TiB", 2 ** 40), ("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
-        if abs(n) >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{n} B"
 
 
 def decimal(n: int | None) -> str:
