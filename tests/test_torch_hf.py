@@ -357,6 +357,10 @@ CASES["MixtralModel"] = {**CASES["mixtral-causal"], "architectures": ["MixtralMo
 CASES["mixtral-window"] = {**CASES["mixtral-causal"], "sliding_window": 3}   # S = 7 > the window
 CASES["mixtral-seq-cls"] = {**CASES["mixtral-causal"], "architectures": ["MixtralForSequenceClassification"],
                             "pad_token_id": 0, "num_labels": 3}
+CASES["olmoe-causal"] = {"model_type": "olmoe", "architectures": ["OlmoeForCausalLM"], **TINY, "num_hidden_layers": 3,
+                         "num_key_value_heads": 2, "num_experts": 5, "num_experts_per_tok": 2, "pad_token_id": 0}
+CASES["olmoe-base-normalized-bias"] = {**CASES["olmoe-causal"], "architectures": ["OlmoeModel"], "norm_topk_prob": True,
+                                       "attention_bias": True, "num_key_value_heads": 4}
 CASES["qwen3_moe-seq-cls"] = {**CASES["qwen3_moe-causal"], "architectures": ["Qwen3MoeForSequenceClassification"],
                               "pad_token_id": 0, "num_labels": 3}
 CASES["gpt_oss-seq-cls"] = {**CASES["gpt_oss-causal"], "architectures": ["GptOssForSequenceClassification"],
@@ -933,7 +937,8 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "FalconForSequenceClassification", "mamba-causal", "mamba-base-bias-gelu", "falcon_mamba-causal",
           "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases",
           "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
-          "qwen3_moe-seq-cls", "mixtral-window"]
+          "qwen3_moe-seq-cls", "mixtral-window",
+          "olmoe-causal", "olmoe-base-normalized-bias"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

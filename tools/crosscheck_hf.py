@@ -45,6 +45,7 @@ PREFIX.update({"detr": "Detr"})  # vision (issue 12): timm's ResNet backbone (re
 PREFIX.update({"dinov2_with_registers": "Dinov2WithRegisters"})  # vision (issue 12): DINOv2 with register tokens
 PREFIX.update({"llava": "Llava"})  # multimodal (issue 12): CLIP's vision tower, a projector, a Llama
 PREFIX.update({"mt5": "MT5", "mbart": "MBart"})  # encoder-decoders (issue 29)
+PREFIX.update({"qwen2_moe": "Qwen2Moe", "olmoe": "Olmoe"})  # mixtures of experts (issue 29)
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen", "deepseek_v3"}
@@ -52,6 +53,7 @@ ROTARY.add("recurrent_gemma")
 ROTARY |= {"modernbert"}  # text encoders (issue 12)
 PREFIX.update({"gemma2": "Gemma2", "gemma3_text": "Gemma3Text"})  # issue 11
 ROTARY |= {"gemma2", "gemma3_text"}
+ROTARY |= {"qwen2_moe", "olmoe"}  # issue 29
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
@@ -115,6 +117,17 @@ def mutate(rng, cfg):
             cfg.update(moe_intermediate_size=rng.randint(3, 20), decoder_sparse_step=rng.randint(1, 3),
                        mlp_only_layers=sorted(rng.sample(range(4), rng.randint(0, 2))),
                        norm_topk_prob=rng.random() < 0.5)
+    if mt in ("qwen2_moe", "olmoe"):  # experts, top-k; Qwen2-MoE's shared expert, layer schedule and windows
+        cfg["num_experts"] = rng.randint(0 if mt == "qwen2_moe" else 1, 5)
+        cfg["num_experts_per_tok"] = rng.randint(1, max(1, cfg["num_experts"]))
+        cfg["norm_topk_prob"] = rng.random() < 0.5
+        if mt == "qwen2_moe":
+            cfg.update(moe_intermediate_size=rng.randint(3, 20), shared_expert_intermediate_size=rng.randint(3, 20),
+                       decoder_sparse_step=rng.randint(1, 3), mlp_only_layers=sorted(rng.sample(range(4), rng.randint(0, 2))),
+                       qkv_bias=rng.random() < 0.5, use_sliding_window=rng.random() < 0.5,
+                       sliding_window=rng.randint(2, 6), max_window_layers=rng.randint(0, 3))
+        else:
+            cfg["attention_bias"] = rng.random() < 0.5
     if mt == "deepseek_v3":  # latent attention's ranks and head dims; experts in groups; the dense layers first
         groups = rng.choice([1, 2, 3])
         experts = groups * rng.randint(1, 4)
