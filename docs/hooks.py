@@ -156,6 +156,8 @@ def gallery_models() -> list[tuple[str, str]]:
     from archgraph.load import builtin_specs
     out = [(name, name) for name in sorted(builtin_specs())]
     out += [(f"examples/{p.name}", p.stem) for p in sorted((ROOT / "examples").glob("*.yaml"))]
+    out += [(f"examples/{p.parent.name}/config.json", p.parent.name)
+            for p in sorted((ROOT / "examples").glob("*/config.json"))]
     return out
 
 
@@ -180,7 +182,8 @@ def _env() -> dict[str, str]:
 def gallery_page(models: list[tuple[str, str]]) -> str:
     import archgraph
     lines = ["# Gallery", "",
-             "The built-in models (`archgraph zoo` lists them) and the designs in `examples/`, each "
+             "The built-in models (`archgraph zoo` lists them), the designs in `examples/` and its "
+             "Hugging Face config.json files, each "
              "drawn by `archgraph render NAME -o NAME.svg` when this site is built. A repeated block "
              "is drawn once with its `× N`; edges carry symbolic shapes; nodes are shaded by their "
              "share of the parameters. Click a diagram to open it at full size.", ""]
@@ -217,8 +220,8 @@ def on_config(config):
         if isinstance(entry, dict):
             for key, value in entry.items():
                 if value == "ops/index.md":
-                    entry[key] = [{"All ops": "ops/index.md"}] + [
-                        {_module_title(m): f"ops/{m}.md"} for m in families]
+                    entry[key] = [{"All ops": "ops/index.md"}, {"By family": [
+                        {_module_title(m): f"ops/{m}.md"} for m in families]}]
     return config
 
 

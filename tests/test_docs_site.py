@@ -131,7 +131,10 @@ def test_the_gallery_draws_every_builtin_and_example(site):
     from archgraph.load import builtin_specs
     folder, _ = site
     page = (folder / "gallery" / "index.html").read_text()
-    for name in list(builtin_specs()) + [p.stem for p in (ROOT / "examples").glob("*.yaml")]:
+    examples = [p.stem for p in (ROOT / "examples").glob("*.yaml")]
+    configs = [p.parent.name for p in (ROOT / "examples").glob("*/config.json")]
+    assert "tiny-llama" in configs
+    for name in list(builtin_specs()) + examples + configs:
         svg = (folder / "gallery" / f"{name}.svg").read_text()
         title = name.replace("-", "&#45;")  # dot's escaping
         assert "<svg" in svg and f"<title>{title}</title>" in svg, name  # drawn by dot, titled with the model's name
