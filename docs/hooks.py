@@ -2,8 +2,9 @@
 
 - `ops/`: the op reference, one page per op family (a module of `archgraph/ops/`), one entry
   per op, from the same declarations and `archgraph.ops.help.describe` that `archgraph ops NAME`
-  prints (its docstring, arguments with their comments, inputs, tensors, the FLOPs rule and the
-  PyTorch forward, an example).
+  prints (its docstring, arguments with their comments, inputs, tensors, an example), with its
+  first use in a built-in model, example or template (input and output shapes, FLOPs, from the
+  same passes as `archgraph shapes` and `flops`) and its shape rule, FLOPs rule and PyTorch forward.
 - the diagram of a spec a page shows (`# spec: NAME.yaml`) where the page shows `NAME.svg`.
 - `gallery.md` and `gallery/*.svg`: the built-in models and the YAML designs in `examples/`,
   each drawn by `archgraph render` with Graphviz's `dot` (a missing `dot` fails the build).
@@ -111,6 +112,7 @@ def op_entry(name: str) -> str:
     flops = _rule_source(cls, "flops")
     shape = _rule_source(cls, "infer_shape")
     lines += ["**Example**:", "", "```yaml", h.example, "```", ""]
+    lines += _use_md(name)
     lines += [f"??? note \"Shape rule ({cls.__name__}.infer_shape)\"", "", "    ```python",
               textwrap.indent(shape or "(none)", "    "), "    ```", ""]
     if flops is None:
@@ -123,6 +125,58 @@ def op_entry(name: str) -> str:
         lines += ["??? note \"PyTorch equivalent (the forward archgraph.torch runs)\"", "",
                   "    ```python", textwrap.indent(forward, "    "), "    ```", ""]
     return "\n".join(lines)
+
+
+_USES: dict | None = None
+
+
+def _model_sources() -> list[tuple[str, str]]:
+    """(what to load, how the page names it): the built-in models, the examples, the family templates
+    at their own defaults, in that order (the first model that uses an op shows it)."""
+    from archgraph.load import builtin_specs
+    out = [(name, f"`{name}`") for name in sorted(builtin_specs())]
+    out += [(str(p), f"`examples/{p.name}`") for p in sorted((ROOT / "examples").glob("*.yaml"))]
+    out += [(str(p), f"`examples/{p.parent.name}/config.json`")
+            for p in sorted((ROOT / "examples").glob("*/config.json"))]
+    out += [(str(p), f"the template `specs/hf/{p.name}` at its defaults")
+            for p in sorted((ROOT / "specs" / "hf").glob("*.yaml")) if p.name != "families.yaml"]
+    return out
+
+
+def op_uses() -> dict:
+    """op name -> (model, node path, op, input shapes, output shapes, FLOPs) of its first use, with
+    symbolic sizes, computed by the same passes as `archgraph shapes` and `flops`."""
+    global _USES
+    if _USES is None:
+        import archgraph
+        from archgraph.errors import ArchgraphError
+        from archgraph.passes.flops import counted, op_flops
+        _USES = {}
+        for source, label in _model_sources():
+            try:
+                run = archgraph.load(source).shapes().run
+            except ArchgraphError:  # a template that needs a config's values: no example from it
+                continue
+            for path, node, ins, outs, _ in counted(run):
+                if node.op.op_name not in _USES:
+                    _USES[node.op.op_name] = (label, path, node.op, ins, outs, op_flops(node, ins, outs, path))
+    return _USES
+
+
+def _use_md(name: str) -> list[str]:
+    from archgraph.dims import fmt, fmt_shape
+    use = op_uses().get(name)
+    if use is None:
+        return ["**In a model**: no built-in model, example or template uses it at its defaults; the shape "
+                "rule below says what it accepts.", ""]
+    label, path, op, ins, outs, flops = use
+    fields = type(op).hyperparameters()
+    set_ = ", ".join(f"{k}={getattr(op, k)!r}" for k, f in fields.items()
+                     if getattr(f, "default", None) != getattr(op, k))
+    shapes = lambda shapes: ", ".join(f"`{fmt_shape(s)}`" for s in shapes) or "none"  # noqa: E731
+    flops_text = f"`{fmt(flops)}`".replace("*", "·") if not isinstance(flops, int) else f"{flops:,}"
+    return [f"**In a model**: {label}, node `{path}`: `{name}({set_})`; inputs {shapes(ins)} → "
+            f"outputs {shapes(outs)}; forward FLOPs {flops_text}.", ""]
 
 
 def ops_index(families: dict[str, list[str]]) -> str:

@@ -121,8 +121,12 @@ def test_every_op_has_its_entry(site):
         for arg, _, _, meaning in describe(name).hyperparameters:  # each argument with its sentence
             assert f"<code>{arg}</code>" in entry and meaning.split()[0] in entry, (name, arg)
         assert f"my_{name}" in entry, name  # the example line
-        assert "PyTorch equivalent" in entry, name
+        assert "PyTorch equivalent" in entry and "In a model" in entry, name
         assert f'href="{module}/#{name}"' in index, name
+    linear = (folder / "ops" / "linear" / "index.html").read_text()  # its first use, shapes and FLOPs
+    assert ("<code>albert-base-v2</code>, node <code>encoder.embedding_hidden_mapping_in</code>" in linear
+            and "<code>[B, S, 128]</code> → outputs <code>[B, S, 768]</code>" in linear
+            and "196608·B·S" in linear)  # 2 · 128 · 768 per token
 
 
 @NEEDS_DOT
