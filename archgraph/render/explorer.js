@@ -139,9 +139,9 @@ class Explorer {
 
   opened(graph, open) {
     // `open` with the blocks in `graph` called once opened too, outermost first, while `graph`
-    // draws in at most FIRST_VIEW_BOXES boxes; a repeated block, or a run of a layer schedule
-    // (Gemma 3's layers.5), stays one box
-    const once = g => g.nodes.filter(n => n.kind === "block" && n.body && n.repeat === 1 && !n.scheduled);
+    // draws in at most FIRST_VIEW_BOXES boxes; a repeated block, a stack's layer (T5's
+    // encoder.block.0) or a run of a layer schedule (Gemma 3's layers.5) stays one box
+    const once = g => g.nodes.filter(n => n.kind === "block" && n.body && n.repeat === 1 && !n.scheduled && !n.layer);
     let frontier = once(graph);
     while (frontier.length) {
       const next = [];

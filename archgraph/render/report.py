@@ -79,23 +79,27 @@ def report_data(models: list[Model]) -> ReportData:
                   "non_trainable": params.totals.non_trainable, "tied": params.totals.tied,
                   "buffers": params.totals.buffers, "active": params.totals.active}
         tree = explore(model, summary.bindings, params)
-        _mark_patterns(model.graph, tree["graph"])
+        _mark(model.graph, tree["graph"], {id(c) for stack in summary.stacks for c in stack.calls})
         sections.append(Section(model.name, model.description, totals, table_rows(params), tree, summary,
                                 layer_sizes(summary.stacks)))
     title = "archgraph report: " + ", ".join(m.name for m in models)
     return ReportData(title, list(TABLE_COLUMNS), sections)
 
 
-def _mark_patterns(graph: Graph, tree: dict[str, Any]) -> None:
-    """The first run of a layer schedule whose runs repeat (Jamba, Gemma 3) carries `pattern`: the
-    runs one period draws and those it stands for, so the explorer draws them as diagrams do."""
+def _mark(graph: Graph, tree: dict[str, Any], layers: set[int]) -> None:
+    """Marks what the explorer draws as a diagram does: a call that is a stack's layers (`layer`: it
+    stays closed at first, as T5's encoder.block.0 beside encoder.block × 5), and the first run of a
+    layer schedule whose runs repeat (`pattern`, Jamba's, Gemma 3's: the runs one period draws and
+    those it stands for)."""
     nodes = {n["name"]: n for n in tree["nodes"]}
     for first, p in repeating(graph).items():
         nodes[first]["pattern"] = {"label": p.label, "drawn": list(p.drawn), "skipped": list(p.skipped),
                                    "segment": p.segment, "start": p.start, "layers": p.layers, "period": p.period}
     for name, node in graph.nodes.items():
-        if isinstance(node, BlockNode) and nodes[name]["body"]:
-            _mark_patterns(node.body, nodes[name]["body"])
+        if isinstance(node, BlockNode):
+            nodes[name]["layer"] = id(node) in layers
+            if nodes[name]["body"]:
+                _mark(node.body, nodes[name]["body"], layers)
 
 
 def table_rows(report: ParamReport) -> list[Row]:
