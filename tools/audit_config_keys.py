@@ -46,6 +46,7 @@ import torch  # noqa: E402
 import test_torch_hf as cases  # noqa: E402  the parity tests' configs, model builder and inputs
 from archgraph import hf  # noqa: E402
 from archgraph.load import load_config  # noqa: E402
+from archgraph.outfile import write_output  # noqa: E402
 from archgraph.torch import to_module  # noqa: E402
 
 transformers = cases.transformers
@@ -383,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
             except (Exception, cases.pytest.skip.Exception) as exc:  # noqa: BLE001 - one family's failure
                 print(f"  cannot audit: {type(exc).__name__}: {exc}")
     if args.json:
-        Path(args.json).write_text(json.dumps(findings, indent=1, default=repr))
+        write_output(args.json, json.dumps(findings, indent=1, default=repr))  # atomic, a regular file
     dropped = [f for f in findings if f.get("verdict") and not f["owned"]]
     print(f"\n{len(dropped)} keys change transformers' model while the key table never reads them (or reads them "
           "under one name of two)")

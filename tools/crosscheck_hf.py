@@ -324,7 +324,8 @@ def record_main(seed: int, count: int, out: str, seeds: str | None = None) -> No
             continue
         recorded.append({"config": cfg, "expected_params": rec["expected_params"],
                          "param_shapes": rec["param_shapes"]})
-    Path(out).write_text(json.dumps(recorded))
+    from archgraph.outfile import write_output
+    write_output(out, json.dumps(recorded), inputs=paths)  # atomic, a regular file, never a seed config
     print(f"{len(recorded)} of {count} configs recorded in {out}")
 
 
