@@ -37,6 +37,9 @@ def check_output(path: str | Path, inputs: Iterable[str | Path] = ()) -> Path:
     folder = target.parent
     if not folder.is_dir():
         folder = out.parent if str(out.parent) else Path(".")
+        if folder.exists():
+            raise ArchgraphError(f"cannot write '{out}': '{folder}' is not a folder",
+                                 hint="give a file name in a folder, e.g. -o model.svg")
         raise ArchgraphError(f"cannot write '{out}': folder '{folder}' does not exist",
                              hint=f"create it first (mkdir -p {folder})")
     _check_name(out, target)

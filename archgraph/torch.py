@@ -2,8 +2,9 @@
 
 The only archgraph module that imports torch (an optional dependency:
 `pip install archgraph[torch]`).  The module's tree follows the spec's nesting: every
-tensor sits at the path `archgraph params --json` gives it (its `state_dict`), so a
-Hugging Face template's module loads the checkpoint's `state_dict` as it is; a
+tensor sits at the path `archgraph params --json` gives it (its `state_dict`; a part of a
+name that PyTorch refuses for a module, empty or an nn.Module attribute, takes a '_':
+`torch_name`), so a Hugging Face template's module loads the checkpoint's `state_dict` as it is; a
 repeated block is an `nn.ModuleList`, a shared block one set of tensors used by every
 repetition, a tied tensor one `Parameter` under both names, a frozen part
 `requires_grad=False`, buffers persistent or not as declared; a buffer computed from

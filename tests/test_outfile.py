@@ -37,6 +37,13 @@ def test_missing_folder(tmp_path):
         write_output(tmp_path / "nope" / "a.svg", "x")
 
 
+def test_a_file_as_the_folder(tmp_path):
+    (tmp_path / "m.yaml").write_text("keep me")
+    with pytest.raises(ArchgraphError) as refused:
+        write_output(tmp_path / "m.yaml" / "a.svg", "x")
+    assert refused.value.message == f"cannot write '{tmp_path}/m.yaml/a.svg': '{tmp_path}/m.yaml' is not a folder"
+
+
 # -- every command's -o, through the CLI: exit status 2 and one message, never a traceback ---------
 
 PARENT = """archgraph: 1
