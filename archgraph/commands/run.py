@@ -23,15 +23,16 @@ def add_parser(sub, model_command) -> None:
     c.set_defaults(handler=run)
 
 
-def _torch():
+def needs_torch(command: str, module: str = "archgraph.torch"):
+    """`module` (which imports torch), or the error saying how to install PyTorch for `command`."""
+    import importlib
     try:
-        from .. import torch as archgraph_torch
+        return importlib.import_module(module)
     except ImportError as exc:
-        if getattr(exc, "name", "") not in ("torch", "torch.nn", "torch.nn.functional"):
+        if not (getattr(exc, "name", "") or "").startswith("torch"):
             raise
-        raise ArchgraphError("'archgraph run' needs PyTorch, which is not installed",
+        raise ArchgraphError(f"'archgraph {command}' needs PyTorch, which is not installed",
                              hint="pip install 'archgraph[torch]' (torch==2.13.0, the CPU build)") from None
-    return archgraph_torch
 
 
 def run(args, console) -> int:
@@ -39,7 +40,7 @@ def run(args, console) -> int:
     from ..spec.settings import size_names
     from .common import emit, load_model
 
-    at = _torch()
+    at = needs_torch("run")
     model = load_model(args)
     names = set(size_names(model.inputs, model.variables))
     sizes = at.example_sizes(model, {k: v for k, v in args.settings if k in names})

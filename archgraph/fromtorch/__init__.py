@@ -24,7 +24,8 @@ def to_spec_dict(module: torch.nn.Module, *args: Any, name: str | None = None, *
     graph = traced.program.graph
     user = {n.name: n for n in graph.nodes if n.op == "placeholder" and n.name in traced.inputs}
     body = Body("", {user[k]: k for k in traced.inputs if k in user})
-    nodes = [n for n in graph.nodes if n.op == "call_function" and _is_tensor_value(n)]
+    live = _live(graph)
+    nodes = [n for n in graph.nodes if n.op == "call_function" and _is_tensor_value(n) and n in live]
     c.emit_items(nodes, body, "")
     outputs = _outputs(c, body, graph, traced.program)
     inputs = {}
@@ -49,6 +50,20 @@ def to_spec_dict(module: torch.nn.Module, *args: Any, name: str | None = None, *
     spec["outputs"] = outputs
     _unused_tensors(module, spec)
     return spec
+
+
+def _live(graph) -> set:
+    """The nodes the outputs depend on (a trace keeps values nothing reads: position ids expanded
+    to the batch and never used)."""
+    out = next(n for n in graph.nodes if n.op == "output")
+    live, todo = set(), [out]
+    while todo:
+        n = todo.pop()
+        if n in live:
+            continue
+        live.add(n)
+        todo.extend(a for a in n.all_input_nodes if a not in live)
+    return live
 
 
 def _constraints(traced) -> list[str]:

@@ -73,6 +73,7 @@ simple("abs", aten.abs.default)
 simple("sqrt", aten.sqrt.default)
 simple("rsqrt", aten.rsqrt.default)
 simple("reciprocal", aten.reciprocal.default)
+simple("square", aten.square.default)
 
 
 @rule(aten.matmul.default, aten.bmm.default, aten.mm.default)
@@ -486,3 +487,27 @@ def _adaptive(n, c):
 # through `c.size`, as a number or an expression of B and S)
 SKIP = {aten._assert_tensor_metadata.default, aten.sym_size.int, aten._assert_scalar.default,
         aten.sym_constrain_range_for_size.default, torch.ops.aten._assert_async.msg}
+
+
+@rule(aten.gather.default)
+def _gather(n, c):
+    return Out("gather", [n.args[0], n.args[2]], {"dim": n.args[1]})
+
+
+@rule(aten.index_select.default)
+def _index_select(n, c):
+    return Out("index_select", [n.args[0], n.args[2]], {"dim": n.args[1]})
+
+
+@rule(aten.repeat_interleave.self_int)
+def _repeat_interleave(n, c):
+    """x.repeat_interleave(r, dim): each entry r times in a row, as x[..., None].expand(.., r).flatten."""
+    x, repeats = n.args[0], n.args[1]
+    dim = n.args[2] if len(n.args) > 2 else n.kwargs.get("dim")
+    if dim is None or not isinstance(repeats, int):
+        raise Refuse("repeat_interleave without a dim, or by a tensor of counts")
+    shape = c.shape(x)
+    d = dim % len(shape)
+    wide = Out("unsqueeze", [x], {"dim": d + 1})
+    grown = Out("expand", [wide], {"sizes": [*shape[:d + 1], repeats, *shape[d + 1:]]})
+    return [wide, grown, Out("flatten", [grown], {"start_dim": d, "end_dim": d + 1})]

@@ -164,6 +164,10 @@ class Converter:
             if not persistent:
                 hp["persistent"] = False
                 value = self._buffer_value(fqn)
+                if not value.is_floating_point():  # ids or positions: the constant itself, no buffer of
+                    (ref,) = buffer_value_nodes(body, name, value, fqn)  # floats (state_dict never holds it)
+                    body.env[node] = ref
+                    return ref
                 inputs = buffer_value_nodes(body, name, value, fqn)
             else:
                 inputs = []
@@ -172,10 +176,7 @@ class Converter:
         return ref
 
     def _buffer_value(self, fqn: str):
-        value = self.module.get_buffer(fqn)
-        if value.device.type == "meta":
-            value = getattr(self.module, "_archgraph_buffer_values", {}).get(fqn, value)
-        return value
+        return self.module.get_buffer(fqn)
 
     def _own(self, fqn: str, where: str) -> None:
         if fqn in self.owned:
@@ -206,7 +207,7 @@ class Converter:
         path = _path(node)
         if not out.tensors:
             here = _rel(path, body.prefix) if _under(path, body.prefix) else ""
-            if here and self.ops_in[path] == 1 and here not in body.names:  # a module of one op (nn.ReLU)
+            if here and self.ops_in[path] == 1 and here not in body.names and self._is_leaf(path):  # nn.ReLU
                 body.names.add(here)
                 return body.add(here, out.op, inputs, out.hp)
             return body.add(body.unique(join(here, out.op)), out.op, inputs, out.hp)
@@ -235,8 +236,16 @@ class Converter:
             return body.add(name, out.op, inputs, out.hp, {"tie": held[0]})
         if out.op == "linear":  # a weight of another module, or not named weight: x @ Wᵀ (+ b)
             return self._functional_linear(body, node, out, inputs)
+        if out.op == "layer_norm" and not held:  # a computed weight (1 + w): normalise, then scale and shift
+            return self._functional_affine(body, node, out, inputs)
         raise A.Refuse(f"its tensors ({', '.join(n or '?' for n in names.values())}) are not the {out.op}'s own "
                        f"({', '.join(names)}) of one module")
+
+    def _is_leaf(self, path: str) -> bool:
+        try:
+            return not any(True for _ in self.module.get_submodule(path).children())
+        except AttributeError:
+            return False
 
     def _tensor_name(self, t, path: str, local: str) -> str | None:
         """The tensor's name: its placeholder's, or the module's own `path.local` when that attribute
@@ -261,6 +270,14 @@ class Converter:
         weight = self.ref(body, out.tensors["weight"])
         wt = body.add(body.unique(join(path, "transpose")), "transpose", [weight], {"dim0": 0, "dim1": 1})
         ref = body.add(body.unique(join(path, "matmul")), "matmul", [inputs[0], wt], {})
+        if "bias" in out.tensors:
+            ref = body.add(body.unique(join(path, "add")), "add", [ref, self.ref(body, out.tensors["bias"])], {})
+        return ref
+
+    def _functional_affine(self, body, node, out, inputs) -> str:
+        path = _rel(_path(node), body.prefix) if _under(_path(node), body.prefix) else ""
+        ref = body.add(body.unique(join(path, out.op)), out.op, inputs, {**out.hp, "elementwise_affine": False})
+        ref = body.add(body.unique(join(path, "mul")), "mul", [ref, self.ref(body, out.tensors["weight"])], {})
         if "bias" in out.tensors:
             ref = body.add(body.unique(join(path, "add")), "add", [ref, self.ref(body, out.tensors["bias"])], {})
         return ref
@@ -336,7 +353,7 @@ class Converter:
                     continue
                 if a not in ins:
                     ins.append(a)
-        outs = [n for n in nodes if _is_tensor_value(n) and any(u not in inside for u in n.users)]
+        outs = [n for n in nodes if _is_tensor_value(n) and any(u not in inside for u in _users(n))]
         return ins, outs
 
     def _groups(self, items: list, i: int, body: Body) -> int:
@@ -373,7 +390,7 @@ class Converter:
             p = _chain(prev_ins, prev_outs, ins)
             later = set(run[end][4])
             if p is None or (pattern is not None and p != pattern) or \
-                    any(u not in later for o in prev_outs for u in o.users):
+                    any(u not in later for o in prev_outs for u in _users(o)):
                 break
             pattern = p
             prev_ins, prev_outs = ins, outs
@@ -469,6 +486,11 @@ class Converter:
             body.names.add(name)
             body.add(name, "multihead_attention", [x, x, x], hp)
             body.env[outs[0]] = f"{name}:0"
+
+
+def _users(node) -> list:
+    """The nodes that read `node`'s value (not the assertions torch.export adds about it)."""
+    return [u for u in node.users if u.op == "output" or (u.target not in A.SKIP and _is_tensor_value(u))]
 
 
 def _under(path: str, prefix: str) -> bool:

@@ -103,8 +103,10 @@ def _hf_masks():
         if attention_mask is None and local_size is None and mask_function in plain:
             return None
         what = getattr(mask_function, "__qualname__", str(mask_function)).split(".<locals>")[0]
-        raise ArchgraphError(f"the model builds an attention mask archgraph cannot express as attention's "
-                             f"own ({what}{', local size ' + str(local_size) if local_size else ''})",
+        desc = (f"a sliding window of {local_size} tokens" if local_size else
+                "a padding mask" if attention_mask is not None else f"a mask made by {what}")
+        raise ArchgraphError(f"cannot import the attention mask the model builds: {desc} (archgraph's sdpa "
+                             "attends causally or to every token)",
                              hint="sliding-window, chunked and padding masks are not imported yet")
     try:
         for k in saved:

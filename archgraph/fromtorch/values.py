@@ -31,15 +31,15 @@ def buffer_value_nodes(body, name: str, value: torch.Tensor, fqn: str) -> list[s
         return [ref]
     if len(shape) == 1 and value.dtype == torch.float32 and last >= 2 and float(value[0]) == 1.0:
         dim = 2 * last
-        base = float(value[1].double() ** (-dim / 2))
-        base = round(base, 6) if abs(base - round(base)) < 1e-3 * base else base
-        expected = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(dtype=torch.float) / dim))
-        if torch.equal(expected, value):
-            ref = body.add(body.unique(join(name, "arange")), "arange", [], {"end": dim, "step": 2})
-            ref = body.add(body.unique(join(name, "cast")), "cast", [ref], {"dtype": "float32"})
-            ref = body.add(body.unique(join(name, "div")), "div", [ref], {"constant": float(dim)})
-            ref = body.add(body.unique(join(name, "pow")), "pow", [ref], {"constant": base, "reverse": True})
-            return [body.add(body.unique(join(name, "inverse")), "div", [ref], {"constant": 1.0, "reverse": True})]
+        guess = float(value[1].double() ** (-dim / 2))
+        for base in (float(round(guess)), float(f"{guess:.6g}"), float(f"{guess:.4g}"), guess):
+            expected = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.int64).to(dtype=torch.float) / dim))
+            if torch.equal(expected, value):
+                ref = body.add(body.unique(join(name, "arange")), "arange", [], {"end": dim, "step": 2})
+                ref = body.add(body.unique(join(name, "cast")), "cast", [ref], {"dtype": "float32"})
+                ref = body.add(body.unique(join(name, "div")), "div", [ref], {"constant": float(dim)})
+                ref = body.add(body.unique(join(name, "pow")), "pow", [ref], {"constant": base, "reverse": True})
+                return [body.add(body.unique(join(name, "inverse")), "div", [ref], {"constant": 1.0, "reverse": True})]
     raise _refuse(fqn, "its value is none archgraph computes from constants (a constant, positions "
                        "0..n-1, rotary frequencies 1/base^(2i/d))")
 

@@ -1,0 +1,152 @@
+"""`archgraph import-torch`: Hugging Face models of types archgraph has no template for, traced into
+specs whose module computes transformers' outputs; types it has a template for agree with it; a
+module from `package.module:callable`; a 7B config on the meta device (slow)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import archgraph
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from archgraph.cli import main  # noqa: E402
+from archgraph.errors import ArchgraphError  # noqa: E402
+from archgraph.load import load, load_text  # noqa: E402
+from archgraph.passes.params import named_tensors  # noqa: E402
+from archgraph.torch import to_module, to_spec  # noqa: E402
+
+TINY = {"vocab_size": 100, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 3,
+        "num_attention_heads": 4, "num_key_value_heads": 2}
+UNTEMPLATED = {  # model types specs/hf has no template for, with the classes their checkpoints name
+    "ernie4_5": ("Ernie4_5ForCausalLM", {}),
+    "olmo": ("OlmoForCausalLM", {"num_key_value_heads": 4}),
+    "nemotron": ("NemotronForCausalLM", {}),
+}
+
+
+def _model(model_type: str, cls: str, **keys):
+    config = transformers.AutoConfig.for_model(model_type, **{**TINY, **keys})
+    torch.manual_seed(0)
+    return getattr(transformers, cls)._from_config(config, attn_implementation="sdpa").eval()
+
+
+@pytest.mark.parametrize("model_type", sorted(UNTEMPLATED))
+def test_a_type_without_template_computes_transformers_logits(model_type):
+    cls, keys = UNTEMPLATED[model_type]
+    hf = _model(model_type, cls, **keys)
+    ids = torch.randint(0, 100, (2, 7))
+    text = to_spec(hf, input_ids=ids, use_cache=False)
+    layer = type(hf.model.layers[0]).__name__
+    assert f"{{name: model.layers, block: {layer}, repeat: 3, in: [model.embed_tokens, " in text
+    model = load_text(text, f"<{model_type}>")
+    assert model.params().total == sum(p.numel() for p in hf.parameters())
+    mine = to_module(model).eval()
+    mine.load_state_dict(hf.state_dict(), strict=True)
+    for shape in ((2, 7), (3, 12)):  # the trace's sizes and others: B and S stay symbolic
+        ids = torch.randint(0, 100, shape)
+        with torch.no_grad():
+            want = hf(input_ids=ids, use_cache=False).logits
+            got = mine(input_ids=ids)["logits"]
+        assert (want - got).abs().max().item() < 1e-5
+
+
+@pytest.mark.parametrize("model_type, config, cls", [
+    ("llama", {**TINY, "tie_word_embeddings": False}, "LlamaForCausalLM"),
+    ("bert", {k: v for k, v in TINY.items() if k != "num_key_value_heads"}, "BertModel"),
+])
+def test_a_templated_type_agrees_with_its_template(model_type, config, cls, tmp_path):
+    """The traced spec and archgraph's hand-written template: the same count and the same tensors."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type, "architectures": [cls], **config}))
+    template = load(str(path))
+    hf = _model(model_type, cls, **config)
+    traced = load_text(to_spec(hf, input_ids=torch.randint(0, 100, (2, 7)), use_cache=False))
+    assert traced.params().total == template.params().total == sum(p.numel() for p in hf.parameters())
+
+    def saved(model):
+        return {name: list(row.shape) for name, row in named_tensors(model, buffers="persistent")}
+    assert saved(traced) == saved(template) == {k: list(v.shape) for k, v in hf.state_dict().items()}
+
+
+def test_import_torch_writes_a_spec_of_a_config(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "ernie4_5", "architectures": ["Ernie4_5ForCausalLM"], **TINY}))
+    out = tmp_path / "ernie.yaml"
+    assert main(["import-torch", str(path), "-o", str(out)]) == 0
+    assert capsys.readouterr().err == f"wrote {out}: Ernie4_5ForCausalLM; try: archgraph params {out}\n"
+    model = load(str(out))
+    hf = _model("ernie4_5", "Ernie4_5ForCausalLM")
+    assert model.params().total == sum(p.numel() for p in hf.parameters())
+    assert list(model.inputs) == ["input_ids"] and model.inputs["input_ids"].shape == ("B", "S")
+    assert main(["shapes", str(out), "--set", "B=1", "--set", "S=5", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["outputs"] == {"logits": [1, 5, 100]}
+
+
+def test_import_torch_of_a_callable_with_inputs(tmp_path, monkeypatch, capsys):
+    (tmp_path / "mynet.py").write_text(
+        "import torch\nfrom torch import nn\n\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.emb, self.out = nn.Embedding(10, 8), nn.Linear(8, 3)\n\n"
+        "    def forward(self, tokens):\n"
+        "        return self.out(self.emb(tokens).mean(1))\n\n"
+        "def make():\n    return Net()\n\n"
+        "def make_with_inputs():\n    return Net(), {'tokens': torch.zeros(2, 5, dtype=torch.long)}\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["import-torch", "mynet:make", "--input", "tokens=2x5:int64"]) == 0
+    first = capsys.readouterr().out
+    assert "tokens: {shape: [B, S], dtype: int64}" in first
+    assert "{name: emb, op: embedding, in: tokens, num_embeddings: 10, embedding_dim: 8}" in first
+    assert main(["import-torch", "mynet:make_with_inputs"]) == 0
+    assert capsys.readouterr().out == first
+    assert main(["import-torch", "mynet:make"]) == 2
+    assert "mynet:make: no example inputs" in capsys.readouterr().err
+    assert main(["import-torch", "mynet:make", "--input", "tokens=2by5"]) == 2
+    assert "expected NAME=SHAPE[:DTYPE], e.g. input_ids=2x16:int64" in capsys.readouterr().err
+
+
+def test_a_sliding_window_mask_is_refused_by_name():
+    hf = _model("mistral", "MistralForCausalLM", sliding_window=4)
+    with pytest.raises(ArchgraphError) as info:
+        to_spec(hf, input_ids=torch.randint(0, 100, (2, 7)), use_cache=False)
+    assert info.value.message == ("cannot import the attention mask the model builds: a sliding window of 4 "
+                               "tokens (archgraph's sdpa attends causally or to every token)")
+
+
+def test_import_torch_without_torch_says_how_to_install_it(tmp_path):
+    (tmp_path / "torch").mkdir()
+    (tmp_path / "torch" / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n")
+    code = "import sys; from archgraph.cli import main; sys.exit(main(['import-torch', 'm:f']))"
+    here = str(Path(archgraph.__file__).resolve().parents[1])  # this checkout's archgraph, a fake torch first
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                         env={"PYTHONPATH": f"{tmp_path}:{here}", "PATH": ""})
+    assert out.returncode == 2
+    assert out.stderr == ("archgraph: error: 'archgraph import-torch' needs PyTorch, which is not installed\n"
+                          "  fix: pip install 'archgraph[torch]' (torch==2.13.0, the CPU build)\n")
+
+
+@pytest.mark.slow
+def test_a_7b_config_without_template_on_the_meta_device(tmp_path):
+    """OLMo-7B's sizes (allenai/OLMo-7B-hf): no weights are made; the count is transformers' on the
+    meta device and the 32 layers are one repeated block."""
+    config = {"model_type": "olmo", "architectures": ["OlmoForCausalLM"], "vocab_size": 50304,
+              "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 2048}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "olmo.yaml"
+    assert main(["import-torch", str(path), "-o", str(out)]) == 0
+    with torch.device("meta"):
+        hf = transformers.OlmoForCausalLM(transformers.AutoConfig.for_model(**config))
+    model = load(str(out))
+    assert model.params().total == sum(p.numel() for p in hf.parameters()) == 6_888_095_744
+    calls = [n for n in model.graph.nodes.values() if getattr(n, "repeat", 1) > 1]
+    assert [(n.name, n.block, n.repeat) for n in calls] == [("model.layers", "OlmoDecoderLayer", 32)]
