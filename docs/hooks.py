@@ -215,15 +215,23 @@ def gallery_models() -> list[tuple[str, str]]:
     return out
 
 
-def render_svg(model: str, cwd: Path = ROOT) -> bytes:
-    """`archgraph render MODEL -o x.svg` run in `cwd`, as a user runs it (Graphviz's dot draws it)."""
+def written(args: list[str], suffix: str, cwd: Path = ROOT) -> bytes:
+    """What `archgraph ARGS -o FILE.suffix` writes, run in `cwd` as a user runs it."""
     with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "model.svg"
-        done = subprocess.run([sys.executable, "-m", "archgraph.cli", "render", model, "-o", str(out)],
+        out = Path(tmp) / f"out{suffix}"
+        done = subprocess.run([sys.executable, "-m", "archgraph.cli", *args, "-o", str(out)],
                               cwd=cwd, capture_output=True, text=True, env=_env(), check=False)
         if done.returncode != 0:
-            raise RuntimeError(f"archgraph render {model} failed: {done.stderr.strip()}")
+            raise RuntimeError(f"archgraph {' '.join(args)} failed: {done.stderr.strip()}")
         return out.read_bytes()
+
+
+def render_svg(model: str, cwd: Path = ROOT) -> bytes:
+    """`archgraph render MODEL -o x.svg` (Graphviz's dot draws it)."""
+    return written(["render", model], ".svg", cwd)
+
+
+REPORT = ["gpt2", "bert-base-uncased", "t5-small"]  # the gallery's report: a decoder, an encoder, both
 
 
 def _env() -> dict[str, str]:
@@ -240,7 +248,11 @@ def gallery_page(models: list[tuple[str, str]]) -> str:
              "Hugging Face config.json files, each "
              "drawn by `archgraph render NAME -o NAME.svg` when this site is built. A repeated block "
              "is drawn once with its `× N`; edges carry symbolic shapes; nodes are shaded by their "
-             "share of the parameters. Click a diagram to open it at full size.", ""]
+             "share of the parameters. Click a diagram to open it at full size.", "",
+             f"The same models to explore: [the HTML report of {', '.join(REPORT)}](gallery/report.html), "
+             f"written by `archgraph report {' '.join(REPORT)} -o report.html` (one file that opens without "
+             "a network: the comparison, then each model's structure, whose blocks open in place on a "
+             "click).", ""]
     for model, stem in models:
         m = archgraph.load(str(ROOT / model) if model.startswith("examples/") else model)
         total = m.params().total
@@ -290,5 +302,6 @@ def on_files(files, config):
     files.append(File.generated(config, "gallery.md", content=gallery_page(models)))
     for model, stem in models:
         files.append(File.generated(config, f"gallery/{stem}.svg", content=render_svg(model)))
+    files.append(File.generated(config, "gallery/report.html", content=written(["report", *REPORT], ".html")))
     return files
 

@@ -144,6 +144,8 @@ def test_the_gallery_draws_every_builtin_and_example(site):
         assert "<svg" in svg and f"<title>{title}</title>" in svg, name  # drawn by dot, titled with the model's name
         assert f"{name}.svg" in page, name
     assert "124,439,808 parameters" in page  # gpt2's total beside its diagram
+    report = (folder / "gallery" / "report.html").read_text()  # archgraph report, linked from the page
+    assert 'href="report.html"' in page and "<title>archgraph report: gpt2, bert-base-uncased, t5-small" in report
 
 
 def test_readme_links_into_docs_resolve():
