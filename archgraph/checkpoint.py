@@ -15,17 +15,20 @@ is validated as strictly as the safetensors library does, and each mistake is an
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
-from .errors import ArchgraphError
+from .errors import ArchgraphError, shortened
+from .jsonread import loads
+from .limits import MAX_HEADER_BYTES, MAX_INDEX_BYTES, MAX_MAGNITUDE, MAX_TENSORS, open_regular, read_file
 from .spec.sources import INDEX_SUFFIX, is_checkpoint_path  # noqa: F401  (part of this module's interface)
 
-MAX_HEADER = 100_000_000       # the safetensors library's own limit on a header
-MAX_INDEX = 100_000_000        # a model.safetensors.index.json is a few MB at most
+MAX_HEADER, MAX_INDEX = MAX_HEADER_BYTES, MAX_INDEX_BYTES  # the names tests lower
 
 # Bits per element of every dtype the safetensors format names (safetensors 0.8:
 # F4 is E2M1, F6 are the OCP MX types; sub-byte tensors must fill whole bytes).
@@ -44,10 +47,7 @@ class TensorInfo(NamedTuple):
 
     @property
     def elements(self) -> int:
-        n = 1
-        for d in self.shape:
-            n *= d
-        return n
+        return math.prod(self.shape)
 
     @property
     def nbytes(self) -> int:
@@ -92,12 +92,15 @@ class Checkpoint:
         return sum(t.nbytes for t in self.tensors.values())
 
 
+_TOO_MANY = f"archgraph reads checkpoints of at most {MAX_TENSORS:,} tensors (the largest hold about 100,000)"
+
+
 def read_checkpoint(path: str | Path) -> Checkpoint:
     """A `.safetensors` file, a `model.safetensors.index.json` with its shards, or a folder holding one."""
     path = Path(path)
     if path.is_dir():
         path = _in_folder(path)
-    if not path.is_file():
+    if not path.exists():  # a FIFO or a device exists: reading it says what it is
         raise ArchgraphError(f"no checkpoint file '{path}'",
                              hint="give the path of a .safetensors file or of a .safetensors.index.json")
     if str(path).lower().endswith(INDEX_SUFFIX):
@@ -121,17 +124,19 @@ def _in_folder(folder: Path) -> Path:
 def read_header(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
     """(tensors, __metadata__) of one .safetensors file; reads 8 + N bytes only."""
     fix = "the file is not a complete safetensors file: download it again, or save it with safetensors"
-    size = _file_size(path)
-    if size < 8:
-        raise ArchgraphError(f"{path}: {size} bytes, too short for a safetensors file (which starts "
-                             "with an 8-byte header length)", hint=fix)
-    with open(path, "rb") as f:
+    with _opened(path, 2 ** 64, "safetensors") as (f, size):
+        if size < 8:
+            raise ArchgraphError(f"{path}: {size} bytes, too short for a safetensors file (which starts "
+                                 "with an 8-byte header length)", hint=fix)
         (n,) = struct.unpack("<Q", f.read(8))
         if n > MAX_HEADER or n > size - 8:
             raise ArchgraphError(f"{path}: the header length says {n:,} bytes, but the file has "
                                  f"{size:,} bytes and a header may have at most {MAX_HEADER:,}",
                                  hint=fix + " (is it a safetensors file at all?)")
         raw = f.read(n)
+    if raw.count(b'"data_offsets"') > MAX_TENSORS:  # counted before parsing: a cheap upper bound
+        raise ArchgraphError(f"{path}: the header lists more than {MAX_TENSORS:,} tensors, more than "
+                             "any model's checkpoint holds", hint=_TOO_MANY)
     header = _parse_json(path, raw, "header")
     metadata = _metadata(path, header.pop("__metadata__", None), "__metadata__", strings=True)
     tensors = {name: _tensor(path, name, entry) for name, entry in header.items()}
@@ -139,25 +144,19 @@ def read_header(path: Path) -> tuple[dict[str, TensorInfo], dict[str, str]]:
     return tensors, metadata
 
 
-def _file_size(path: Path) -> int:
+@contextlib.contextmanager
+def _opened(path: Path, limit: int, what: str):
+    """(file, size) of a regular file (never a FIFO or a device), or a located error."""
     try:
-        return path.stat().st_size
+        with open_regular(path, limit, what) as opened:
+            yield opened
     except OSError as exc:
         raise ArchgraphError(f"cannot read '{path}': {exc.strerror}") from None
 
 
 def _parse_json(path: Path, raw: bytes, what: str) -> dict:
-    def no_duplicates(pairs):
-        out = {}
-        for k, v in pairs:
-            if k in out:
-                raise ArchgraphError(f"{path}: the {what} lists '{k}' twice",
-                                     hint="each name may appear once; regenerate the file")
-            out[k] = v
-        return out
-
     try:
-        value = json.loads(raw.decode("utf-8"), object_pairs_hook=no_duplicates)
+        value = loads(raw.decode("utf-8"), path, what)
     except UnicodeDecodeError:
         raise ArchgraphError(f"{path}: the {what} is not UTF-8 text",
                              hint="the file is damaged or not a safetensors file") from None
@@ -191,6 +190,12 @@ def _kind(value) -> str:
 
 
 def _tensor(path: Path, name: str, entry) -> TensorInfo:
+    if type(entry) is dict and len(entry) == 3:  # the usual entry, checked without a detour
+        dtype, shape = entry.get("dtype"), entry.get("shape")
+        if type(dtype) is str and type(shape) is list and all(type(d) is int and 0 <= d <= MAX_MAGNITUDE for d in shape):
+            bits = DTYPE_BITS.get(dtype, 0)
+            if bits % 8 == 0 and bits and len(shape) <= 64:
+                return TensorInfo(dtype, tuple(shape))
     where = f"{path}: tensor '{name}'"
     fix = "the header is damaged: regenerate the file with safetensors"
     if not isinstance(entry, dict):
@@ -201,15 +206,18 @@ def _tensor(path: Path, name: str, entry) -> TensorInfo:
         raise ArchgraphError(f"{where} has no {', '.join(missing)} (expected dtype, shape and "
                              "data_offsets)", hint=fix)
     dtype = entry["dtype"]
-    if dtype not in DTYPE_BITS:
-        raise ArchgraphError(f"{where}: unknown dtype {json.dumps(dtype)}",
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
+        raise ArchgraphError(f"{where}: unknown dtype {shortened(json.dumps(dtype))}",
                              hint="safetensors dtypes: " + ", ".join(DTYPE_BITS))
     shape = entry["shape"]
     if not isinstance(shape, list) or not all(_is_int(d) for d in shape):
-        raise ArchgraphError(f"{where}: shape must be a list of integers, received {json.dumps(shape)}",
+        raise ArchgraphError(f"{where}: shape must be a list of integers, received {shortened(json.dumps(shape))}",
                              hint=fix)
     if any(d < 0 for d in shape):
-        raise ArchgraphError(f"{where}: shape {shape} has a negative dimension", hint=fix)
+        raise ArchgraphError(f"{where}: shape {shortened(str(shape))} has a negative dimension", hint=fix)
+    if any(d > MAX_MAGNITUDE for d in shape) or len(shape) > 64:
+        raise ArchgraphError(f"{where}: shape {shortened(str(shape))} is not a tensor's (dimensions are at "
+                             "most 10**30, and at most 64 of them)", hint=fix)
     info = TensorInfo(dtype, tuple(shape))
     if info.elements * DTYPE_BITS[dtype] % 8:
         raise ArchgraphError(f"{where}: {info.elements} elements of {dtype} ({DTYPE_BITS[dtype]} bits) "
@@ -225,13 +233,19 @@ def _check_offsets(path: Path, header: dict, tensors: dict[str, TensorInfo], dat
     """Each tensor's [begin, end) holds exactly its bytes; together they tile the data, no gap, no overlap."""
     fix = "the file is damaged or truncated: download it again"
     spans = []
+    at_least = 0  # where the next tensor starts when they are stored in order
     for name, info in tensors.items():
         where = f"{path}: tensor '{name}'"
         offsets = header[name]["data_offsets"]
-        if not (isinstance(offsets, list) and len(offsets) == 2 and all(_is_int(o) for o in offsets)):
-            raise ArchgraphError(f"{where}: data_offsets must be [begin, end], received {json.dumps(offsets)}",
-                                 hint=fix)
+        if not (type(offsets) is list and len(offsets) == 2 and type(offsets[0]) is int
+                and type(offsets[1]) is int):
+            raise ArchgraphError(f"{where}: data_offsets must be [begin, end], received "
+                                 f"{shortened(json.dumps(offsets))}", hint=fix)
         begin, end = offsets
+        if begin == at_least and end - begin == info.nbytes and end <= data_size:  # the usual: in order
+            at_least = end
+            spans.append((begin, end, name))
+            continue
         if not 0 <= begin <= end:
             raise ArchgraphError(f"{where}: data_offsets [{begin}, {end}] is not a range", hint=fix)
         if end - begin != info.nbytes:
@@ -253,18 +267,17 @@ def _check_offsets(path: Path, header: dict, tensors: dict[str, TensorInfo], dat
 
 
 def _read_index(path: Path) -> Checkpoint:
-    size = _file_size(path)
-    if size > MAX_INDEX:
-        raise ArchgraphError(f"{path}: {size:,} bytes, too large for a safetensors index",
-                             hint="an index is a small JSON file with 'metadata' and 'weight_map'")
-    with open(path, "rb") as f:
-        index = _parse_json(path, f.read(), "index")
+    with _opened(path, MAX_INDEX, "safetensors index") as (f, _):
+        index = _parse_json(path, f.read(MAX_INDEX + 1), "index")
     fix = "an index has {\"metadata\": {...}, \"weight_map\": {tensor: shard file}}; regenerate it"
     metadata = _metadata(path, index.get("metadata"), "metadata", strings=False)
     weight_map = index.get("weight_map")
     if not isinstance(weight_map, dict):
         raise ArchgraphError(f"{path}: 'weight_map' must be an object mapping tensors to shard files, "
                              f"received {_kind(weight_map)}", hint=fix)
+    if len(weight_map) > MAX_TENSORS:
+        raise ArchgraphError(f"{path}: weight_map lists {len(weight_map):,} tensors, more than any model's "
+                             f"checkpoint holds", hint=_TOO_MANY)
     shards: dict[str, list[str]] = {}
     for name, shard in weight_map.items():
         if not isinstance(shard, str) or not shard:
@@ -295,6 +308,9 @@ def _read_index(path: Path) -> Checkpoint:
                 raise ArchgraphError(f"{path}: tensor '{n}' is in both '{shard_of[n]}' and '{shard}'",
                                      hint="the index and its shards do not belong together")
             tensors[n] = found[n]
+            if len(tensors) > MAX_TENSORS:
+                raise ArchgraphError(f"{path}: the shards hold more than {MAX_TENSORS:,} tensors, more than "
+                                     "any model's checkpoint holds", hint=_TOO_MANY)
             shard_of[n] = shard
         files.append(file)
     return Checkpoint(path, tensors, files, shard_of, metadata, notes)

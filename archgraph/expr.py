@@ -34,13 +34,10 @@ from typing import Any, Mapping
 
 from . import dims
 from .errors import ExprError, ShapeError, did_you_mean
+from .limits import MAX_EXPR_CHARS, MAX_EXPR_DEPTH, MAX_ITEMS, MAX_MAGNITUDE, MAX_POW
 from .numbers import SymInt, decided, expr_of, plain, quotient
 
-MAX_LEN = 1000
-MAX_POW = 64  # exponent bound: keeps 10 ** 10 ** 10 from eating the machine
-MAX_DEPTH = 60  # nesting bound: keeps '------1' from exhausting the stack
-MAX_MAGNITUDE = 10 ** 30  # no size, count or setting of a model comes near this
-MAX_ITEMS = 100_000  # a list built by range or a comprehension (and a comprehension's steps)
+MAX_LEN, MAX_DEPTH = MAX_EXPR_CHARS, MAX_EXPR_DEPTH  # the names this module's messages use
 
 
 def _exact_div(a: Any, b: Any) -> Any:

@@ -50,6 +50,8 @@ from typing import Any, Mapping
 
 from . import expr
 from .errors import ArchgraphError, Loc, SpecError
+from .jsonread import loads
+from .limits import MAX_CONFIG_BYTES, read_file
 from .spec.sources import spec_dir
 
 # architecture class suffix -> the head word templates test (longest suffix wins)
@@ -72,7 +74,6 @@ HEADS = {
     "ForObjectDetection": "object_detection",
     "ForSegmentation": "segmentation",
 }
-MAX_CONFIG_BYTES = 16 * 1024 * 1024
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[(-?\d+)\])?")  # a[-1]: the last element
 
 
@@ -232,11 +233,7 @@ def read_config(path: str | Path) -> dict[str, Any]:
     """A config.json as a dict, or a located error."""
     p = Path(path)
     try:
-        size = p.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise ArchgraphError(f"{p}: {size:,} bytes is too large for a config.json",
-                                 hint="pass the model's config.json, not a weights file")
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = loads(read_file(p, MAX_CONFIG_BYTES, "config.json").decode("utf-8"), p, "config.json")
     except FileNotFoundError:
         raise ArchgraphError(f"no config file '{p}'",
                              hint="pass the path of a Hugging Face config.json (from the checkpoint's folder)") from None
@@ -244,6 +241,9 @@ def read_config(path: str | Path) -> dict[str, Any]:
         raise ArchgraphError(f"cannot read {p}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ArchgraphError(f"{p}:{exc.lineno}: not valid JSON: {exc.msg}",
+                             hint="a Hugging Face config.json is one JSON object") from None
+    except RecursionError:
+        raise ArchgraphError(f"{p}: objects or lists nest too deeply for a config.json",
                              hint="a Hugging Face config.json is one JSON object") from None
     if not isinstance(data, dict):
         raise ArchgraphError(f"{p}: a config.json holds one JSON object; this holds a {type(data).__name__}")
@@ -366,7 +366,7 @@ def _architecture(config: Mapping[str, Any], model_type: str, entry: Mapping[str
 def _template_variables(template: Path) -> dict[str, Any]:
     """The template's variables (through its `extends:` chain, the child's winning) with their
     values in the spec; only the `extends:` and `variables:` parts of each file are read."""
-    from .spec.extends import MAX_EXTENDS
+    from .limits import MAX_EXTENDS
     from .spec.sources import resolve
     from .spec.yamlload import load_keys
 

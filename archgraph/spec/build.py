@@ -14,6 +14,7 @@ from .. import expr
 from ..dims import assuming
 from ..errors import ArchgraphError, Loc, SpecError, printable
 from ..graph import INPUT_DEFAULTS, InputSpec, Model, call_count, instance_count
+from ..limits import MAX_BLOCK_CALLS, MAX_NODE_INSTANCES
 from .constraints import bounds, check_constraints, divisors, read_constraints
 from .extends import merge_extends
 from .graphs import Ctx, build_graph
@@ -22,8 +23,6 @@ from .ties import resolve_ties
 from .values import check_keys, evaluate_variables, expect_mapping, loc_of
 from .yamlload import LocDict
 
-MAX_NODE_INSTANCES = 10_000_000  # op nodes with repetitions expanded (what --json lists)
-MAX_BLOCK_CALLS = 100_000   # rows of the block table: calls nested in calls multiply
 
 
 def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,

@@ -8,13 +8,13 @@ the parent's block (or `nodes:`) instead (`edits.py`).
 from __future__ import annotations
 
 from ..errors import Loc, SpecError, did_you_mean
+from ..limits import MAX_EXTENDS
 from .edits import Edited, apply_edits
 from .values import check_keys, expect_mapping, loc_of
 from .yamlload import LocDict
 
 TOP_KEYS = {"archgraph", "name", "description", "extends", "variables", "inputs", "outputs",
             "blocks", "nodes", "constraints", "edit"}
-MAX_EXTENDS = 8
 LANGUAGE = 1  # the version of the spec language (`archgraph: 1`)
 # top-level keys whose absence an indentation mistake explains: indented under another key's mapping, each is
 # read as an entry of it (`nodes:` under `blocks:` is a block named 'nodes')

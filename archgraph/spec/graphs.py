@@ -15,6 +15,7 @@ from typing import Any, Mapping
 from .. import expr
 from ..errors import ArchgraphError, Loc, SpecError, did_you_mean, printable
 from ..graph import NO_TIES, BlockNode, Graph, OpNode, Ref, SpecWarning, read_inputs, wiring
+from ..limits import MAX_BLOCK_DEPTH, MAX_BLOCK_INSTANCES
 from ..numbers import decided, decided_names
 from ..ops import REGISTRY
 from ..ops.base import REGISTRY as _LOADED_OPS  # a plain dict of the op classes imported so far
@@ -53,8 +54,8 @@ def named_like_head(name: str) -> bool:
     (True, True, False)
     """
     return any(part in HEAD_NAMES or part.endswith("_head") for part in name.split("."))
-MAX_BLOCK_DEPTH = 64        # blocks calling blocks
-MAX_BLOCK_INSTANCES = 10_000  # distinct (block, arguments) bodies: stops exponential call trees
+
+
 _REF = re.compile(r"([^:|]+?)\s*(?::\s*([0-9]+|[A-Za-z_][A-Za-z0-9_]*))?")
 
 

@@ -56,7 +56,7 @@ def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None
     path = Path(text)
     candidate = relative_to / path if relative_to is not None and not path.is_absolute() else path
     try:
-        if candidate.is_file():
+        if candidate.exists() and not candidate.is_dir():  # a FIFO or a device too: the reader says what it is
             return candidate
     except OSError:  # a name too long for the file system, say
         pass

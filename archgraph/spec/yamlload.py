@@ -14,9 +14,9 @@ from types import MappingProxyType
 
 import yaml
 
-from ..errors import Loc, SpecError
-
-MAX_BYTES = 1024 * 1024  # a 1,000-node spec is about 100 KB
+from ..errors import ArchgraphError, Loc, SpecError
+from ..limits import MAX_SPEC_BYTES as MAX_BYTES
+from ..limits import read_file
 
 
 class LocDict(dict):
@@ -197,15 +197,13 @@ def load_file(path: str | Path) -> LocDict:
 
 def read_text(path: str | Path) -> str:
     """A spec file's text: UTF-8, at most 1 MiB, not binary (a SpecError with the file otherwise)."""
-    path = Path(path)
     name = str(path)
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise SpecError(f"the file is {size:,} bytes; a spec may be at most {MAX_BYTES:,}", loc=Loc(name))
-        raw = path.read_bytes()
+        raw = read_file(path, MAX_BYTES, "spec")
     except OSError as exc:
         raise SpecError(f"cannot read the spec: {exc.strerror}", loc=Loc(name)) from None
+    except ArchgraphError as exc:  # not a regular file, or too large
+        raise SpecError(exc.message, loc=exc.loc, hint=exc.hint) from None
     if b"\x00" in raw:
         raise SpecError("this is a binary file, not a YAML spec", loc=Loc(name))
     try:

@@ -1,0 +1,131 @@
+"""The hostile inputs of issue 27, each refused with its exact one-line message and fix, exit
+status 2 and no traceback; the ones that used to hang or take gigabytes run in a subprocess
+with a timeout and an address-space cap (RLIMIT_AS), so that a regression fails instead of
+hanging CI or the machine."""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+MISTRAL = ROOT / "examples" / "mistral-7b" / "config.json"
+MEMORY_CAP = 2 * 1024 ** 3  # "nothing over 2 GiB"
+
+
+def capped_cli(*args: str, seconds: float = 60) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of `archgraph ARGS` in a subprocess that may use at most
+    MEMORY_CAP bytes of address space; past `seconds` the test fails (a hang)."""
+    if sys.platform != "linux":
+        pytest.skip("RLIMIT_AS and FIFOs as Linux has them")
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    try:
+        done = subprocess.run([sys.executable, "-m", "archgraph.cli", *args], capture_output=True, text=True,
+                              timeout=seconds, preexec_fn=cap, cwd=ROOT, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"archgraph {' '.join(a[:60] for a in args)} still ran after {seconds} s")
+    return done.returncode, done.stdout, done.stderr
+
+
+def refused(result: tuple[int, str, str], message: str, fix: str) -> None:
+    """Exit status 2, nothing on stdout, and exactly `message` and its fix on stderr."""
+    code, out, err = result
+    assert "Traceback" not in err, err[-3000:]
+    assert (code, out, err) == (2, "", f"archgraph: error: {message}\n  fix: {fix}\n")
+
+
+def config(tmp_path: Path, text: str | None = None, name: str = "config.json", **values) -> str:
+    """The example Mistral config with `values` changed (or `text` as it is)."""
+    path = tmp_path / name
+    if text is None:
+        text = json.dumps({**json.loads(MISTRAL.read_text()), **values})
+    path.write_text(text)
+    return str(path)
+
+
+def safetensors(tmp_path: Path, header: bytes, data: bytes = b"", name: str = "m.safetensors") -> str:
+    path = tmp_path / name
+    path.write_bytes(struct.pack("<Q", len(header)) + header + data)
+    return str(path)
+
+
+# -- files that are not regular files, or too large ---------------------------------------
+
+def test_a_fifo_named_config_json_is_refused_without_waiting_for_a_writer(tmp_path):
+    path = tmp_path / "config.json"
+    os.mkfifo(path)
+    refused(capped_cli("params", str(path), seconds=30),
+            f"{path}: this is a FIFO (named pipe), not a regular file", "pass the path of a config.json file")
+
+
+def test_a_config_json_linked_to_dev_zero_is_refused_before_reading(tmp_path):
+    path = tmp_path / "config.json"
+    path.symlink_to("/dev/zero")
+    refused(capped_cli("params", str(path), seconds=30),
+            f"{path}: this is a character device, not a regular file", "pass the path of a config.json file")
+
+
+@pytest.mark.parametrize("name, what", [("spec.yaml", "spec"), ("m.safetensors", "safetensors")])
+def test_a_spec_or_checkpoint_that_is_a_device_is_refused(cli, tmp_path, name, what):
+    path = tmp_path / name
+    path.symlink_to("/dev/null")
+    refused(cli("params", str(path)), f"{path}: this is a character device, not a regular file",
+            f"pass the path of a {what} file")
+
+
+def test_a_config_json_over_its_cap_is_refused_by_its_size(cli, tmp_path):
+    path = tmp_path / "config.json"
+    with open(path, "wb") as f:
+        f.truncate(17 * 1024 * 1024)  # sparse: no disk used
+    refused(cli("params", str(path)), f"{path}: 17,825,792 bytes is too large for a config.json (at most 16,777,216)",
+            "pass a config.json file")
+
+
+# -- JSON: numbers too long to read, duplicate keys, odd values ----------------------------
+
+def test_a_config_integer_of_5000_digits_is_refused_by_its_key(cli, tmp_path):
+    text = MISTRAL.read_text().replace('"hidden_size": 4096', '"hidden_size": ' + "9" * 5000)
+    path = config(tmp_path, text)
+    refused(cli("params", path), f"{path}: 'hidden_size' is a number of 5,000 digits, too long to read",
+            "sizes and values are at most 10**30")
+
+
+def test_a_header_integer_of_5000_digits_is_refused_by_its_key(cli, tmp_path):
+    path = safetensors(tmp_path, b'{"w": {"dtype": "F16", "shape": [' + b"9" * 5000 + b'], "data_offsets": [0, 2]}}')
+    refused(cli("params", path), f"{path}: 'w.shape' is a number of 5,000 digits, too long to read",
+            "sizes and values are at most 10**30")
+
+
+def test_a_duplicate_key_in_config_json_is_refused_as_in_a_header(cli, tmp_path):
+    text = MISTRAL.read_text().replace('"hidden_size": 4096', '"hidden_size": 4096, "hidden_size": 1024')
+    path = config(tmp_path, text)
+    refused(cli("params", path), f"{path}: the config.json lists 'hidden_size' twice",
+            "each key may appear once (a JSON reader would keep the last silently): remove one")
+
+
+def test_a_dtype_that_is_an_object_is_an_unknown_dtype(cli, tmp_path):
+    path = safetensors(tmp_path, b'{"w": {"dtype": {}, "shape": [1], "data_offsets": [0, 2]}}', b"\0\0")
+    refused(cli("params", path), f"{path}: tensor 'w': unknown dtype {{}}",
+            "safetensors dtypes: BOOL, F4, F6_E2M3, F6_E3M2, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0, F8_E4M3FNUZ, "
+            "F8_E5M2FNUZ, I16, U16, F16, BF16, I32, U32, F32, C64, F64, I64, U64")
+
+
+def test_a_header_of_more_tensors_than_any_checkpoint_is_refused_before_parsing(tmp_path):
+    """A valid 100 MB header of 1.4 million tensors took 34 s and 1.2 GB (on a busy machine)."""
+    entries = (b'"l.%d": {"dtype":"F16","shape":[1],"data_offsets":[%d,%d]}' % (i, 2 * i, 2 * i + 2)
+               for i in range(300_001))
+    path = safetensors(tmp_path, b"{" + b",".join(entries) + b"}", bytes(600_002))
+    refused(capped_cli("params", path, seconds=30),
+            f"{path}: the header lists more than 300,000 tensors, more than any model's checkpoint holds",
+            "archgraph reads checkpoints of at most 300,000 tensors (the largest hold about 100,000)")
