@@ -1,94 +1,12 @@
-// The model explorer of the archgraph report: a model's block hierarchy drawn by Graphviz
+// The model explorer of the archgraph report (explorer_dot.js writes its DOT): a model's block hierarchy drawn by Graphviz
 // (viz.js, in WebAssembly), collapsed to fit; a block expands in place on click and collapses
 // again; pan and zoom (d3-zoom); nodes shaded by their share of the parameters, FLOPs or output
 // bytes, with a legend; hovering shows a node's op, arguments, tensors and shapes; a search box
 // finds a node by its path.  Every drawn node and block carries data-path (params --json's path).
 "use strict";
 
-// Graphviz measures text with its Helvetica metrics; a browser draws Helvetica or a metric twin
-// (Liberation Sans, Arimo, Nimbus Sans), so the text fits its box
-const FONT = "Helvetica";
 const MIN_LABEL_PX = 9;      // the smallest label (10 pt) is drawn at least this large at first view
-const SMALL_PT = 10;         // op lines, counts, edge shapes
 const FIRST_VIEW_BOXES = 24; // blocks called once open at first while the drawing stays this small
-const REPORT = JSON.parse(document.getElementById("archgraph-data").textContent);
-
-function esc(text) {
-  return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
-}
-
-function human(n) {
-  for (const [unit, size] of [["T", 1e12], ["B", 1e9], ["M", 1e6], ["K", 1e3]]) {
-    if (Math.abs(n) >= size) return (n / size).toFixed(2) + " " + unit;
-  }
-  return String(n);
-}
-
-function bytesText(n) {
-  for (const [unit, size] of [["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]]) {
-    if (n >= size) return (n / size).toFixed(2) + " " + unit;
-  }
-  return n + " B";
-}
-
-const MEASURES = {
-  share: {title: "share of the parameters", value: n => n.total, total: m => m.total, text: human, unit: "params"},
-  flops: {title: "share of the forward FLOPs", value: n => n.flops, total: m => m.flops, text: human, unit: "FLOPs"},
-  memory: {title: "share of the output bytes (bf16)", value: n => n.bytes, total: m => m.bytes, text: bytesText,
-           unit: "bytes out"},
-  category: {title: "parameters by category"},
-};
-
-function shade(measure, model, node) {
-  if (measure === "category") {
-    const has = node.kind === "block" ? node.total > 0 : node.has_params && node.params > 0;
-    return has ? {fill: REPORT.palette.categories[node.category] || REPORT.palette.other, ink: "#000000",
-                  label: node.category} : {fill: "#ffffff", ink: "#000000", label: "no parameters"};
-  }
-  const m = MEASURES[measure], value = m.value(node), total = m.total(model);
-  if (!value) return {fill: "#ffffff", ink: "#000000", label: measure === "share" ? "no parameters" : "none"};
-  const share = total ? value / total : 0;
-  for (const [low, label, fill, ink] of REPORT.palette.bins) {
-    if (share >= low) return {fill, ink, label};
-  }
-  const last = REPORT.palette.bins[REPORT.palette.bins.length - 1];
-  return {fill: last[2], ink: last[3], label: last[1]};
-}
-
-function opText(node) {
-  const args = Object.entries(node.args).filter(([k]) => !REPORT.palette.hidden.includes(k))
-    .map(([k, v]) => `${k}=${Array.isArray(v) ? "(" + v.join(", ") + ")" : v}`);
-  const lines = [node.op];
-  for (const part of args) {
-    if (lines.length > 1 && lines[lines.length - 1].length + part.length + 2 <= 34) lines[lines.length - 1] += ", " + part;
-    else lines.push(part);
-  }
-  return lines;
-}
-
-function short(name, width = 48) {
-  if (name.length <= width) return name;
-  const half = Math.floor((width - 1) / 2);
-  return name.slice(0, half) + "…" + name.slice(name.length - half);
-}
-
-function label(lines, ink) {
-  const rows = lines.map(([text, small]) => `<tr><td>${small ? `<font point-size="${SMALL_PT}">${esc(text)}</font>`
-    : `<b>${esc(text)}</b>`}</td></tr>`).join("");
-  const table = `<table border="0" cellborder="0" cellspacing="0" cellpadding="1">${rows}</table>`;
-  return "<" + (ink === "#000000" ? table : `<font color="${ink}">${table}</font>`) + ">";
-}
-
-function times(node) {
-  return node.repeat > 1 ? ` × ${node.repeat}${node.shared ? " shared" : ""}` : node.shared ? " shared" : "";
-}
-
-function visit(graph, fn) {
-  for (const node of graph.nodes) {
-    fn(node);
-    if (node.kind === "block" && node.body) visit(node.body, fn);
-  }
-}
 
 class Explorer {
   constructor(root, model, viz, key) {
@@ -198,105 +116,9 @@ class Explorer {
     }));
   }
 
-  // -- DOT ----------------------------------------------------------------------------------------
   dot() {
-    const out = [], edges = new Map();
-    this.nodeIds = new Map();
-    const edge = (from, to) => {
-      if (!from) return;
-      const key = `${from.id} -> ${to}`;
-      if (!edges.has(key)) edges.set(key, `${key} [label="${from.shape ? " " + esc(from.shape) + " " : ""}"]`);
-    };
-    const inputs = new Map();
-    for (const input of this.model.inputs) {
-      const id = `${this.key}-i-${input.name}`;
-      out.push(`"${id}" [id="${id}", shape=oval, fillcolor="#f0f0f0", label=${label([[input.name], [`${input.shape || ""} ${input.dtype}`, true]], "#000000")}]`);
-      inputs.set(input.name, {id: `"${id}"`, shape: input.shape});
-    }
-    const scope = (graph, ins, depth) => {
-      const outs = new Map();
-      const end = ref => {
-        const [name, index] = ref;
-        const ends = outs.get(name);
-        return ends ? ends[index] : index === 0 ? ins.get(name) : undefined;
-      };
-      const byName = new Map(graph.nodes.map(n => [n.name, n])), skip = new Set();
-      const put = node => {
-        const from = node.inputs.map(end);
-        const id = `${this.key}-n${node.id}`;
-        if (node.kind === "op") {
-          const s = shade(this.measure, this.model, node);
-          const lines = [[short(node.name)], ...opText(node).map(t => [t, true])];
-          if (node.params) lines.push([`${human(node.params)} params`, true]);
-          const tied = node.tensors.filter(t => t.tied_to).map(t => t.name);
-          if (tied.length) lines.push([`tied: ${tied.join(", ")}`, true]);
-          out.push(`"${id}" [id="${id}", fillcolor="${s.fill}", label=${label(lines, s.ink)}]`);
-          from.forEach(f => edge(f, `"${id}"`));
-          outs.set(node.name, node.out.map(shape => ({id: `"${id}"`, shape})));
-        } else if (!node.body) {  // repeated 0 times: hands its inputs on
-          outs.set(node.name, from);
-        } else if (this.expanded.has(node.id)) {
-          const counts = node.repeat > 1 ? `${human(node.params)} params each · ${human(node.total)} total`
-            : `${human(node.total)} params`;
-          const title = `<b>${esc(short(node.label))}${esc(times(node))}</b>  <i>${esc(node.block)}</i><br align="left"/>` +
-            `<font point-size="${SMALL_PT}">${esc(counts)}</font><br align="left"/>`;
-          out.push(`subgraph "cluster_${id}" { id="${id}"; label=<${title}>; labeljust="l"; style="rounded,filled"; ` +
-                   `fillcolor="${depth % 2 ? "#f7f7f7" : "#ececec"}"; color="#999999"; margin=10;`);
-          const inner = new Map(node.body.inputs.map((name, i) => [name, from[i]]));
-          const bodyOuts = scope(node.body, inner, depth + 1);
-          out.push("}");
-          outs.set(node.name, bodyOuts.map((e, i) => e && {id: e.id, shape: node.out[i] || e.shape}));
-        } else {
-          const s = shade(this.measure, this.model, node);
-          const counts = node.repeat > 1 && !node.shared ? `${human(node.params)} params each · ${human(node.total)} total`
-            : `${human(node.total)} params`;
-          const lines = [[short(node.label) + times(node)], [node.block, true], [counts, true]];
-          out.push(`"${id}" [id="${id}", shape=${node.repeat > 1 ? "box3d" : "box"}, style=filled, ` +
-                   `fillcolor="${s.fill}", label=${label(lines, s.ink)}]`);
-          from.forEach(f => edge(f, `"${id}"`));
-          outs.set(node.name, node.out.map(shape => ({id: `"${id}"`, shape})));
-        }
-      };
-      for (const node of graph.nodes) {
-        if (skip.has(node.name)) continue;
-        const state = node.pattern && this.folds.get(node.id);
-        if (!node.pattern || state === "all") { put(node); continue; }
-        const p = node.pattern, runs = [...p.drawn, ...p.skipped].map(name => byName.get(name));
-        runs.forEach(r => skip.add(r.name));
-        const id = `${this.key}-p${node.id}`;
-        if (!state) {  // the whole schedule as one box
-          const sum = key => runs.reduce((a, r) => a + r[key], 0);
-          const whole = {kind: "block", total: sum("total"), flops: sum("flops"), bytes: sum("bytes"), category: node.category};
-          const s = shade(this.measure, this.model, whole);
-          const lines = [[`${p.segment}.${p.start}..${p.start + p.layers - 1} × ${p.layers}`],
-                         [`the ${p.period} layers of ${p.segment}.${p.start}..${p.start + p.period - 1} repeat`, true],
-                         [`${human(whole.total)} params`, true]];
-          out.push(`"${id}" [id="${id}", shape=box3d, style=filled, fillcolor="${s.fill}", label=${label(lines, s.ink)}]`);
-          const inside = new Set(runs.map(r => r.name));
-          runs.forEach(r => r.inputs.filter(ref => !inside.has(ref[0])).forEach(ref => edge(end(ref), `"${id}"`)));
-          runs.forEach(r => outs.set(r.name, r.out.map(shape => ({id: `"${id}"`, shape}))));
-          continue;
-        }
-        out.push(`subgraph "cluster_${id}" { id="${id}"; label=<<b>${esc(p.label)}</b>>; labeljust="l"; ` +
-                 `style="rounded,dashed"; color="#777777"; margin=10;`);
-        p.drawn.forEach(name => put(byName.get(name)));
-        out.push("}");
-        const last = outs.get(p.drawn[p.drawn.length - 1]);
-        p.skipped.forEach(name => outs.set(name, byName.get(name).out.map((shape, i) => ({id: last[i].id, shape}))));
-      }
-      return graph.outputs.map(end);
-    };
-    const last = scope(this.model.graph, inputs, 0);
-    this.model.outputs.forEach((output, i) => {
-      const id = `${this.key}-o-${output.name}`;
-      const e = last[i];
-      out.push(`"${id}" [id="${id}", shape=oval, fillcolor="#f0f0f0", label=${label([[output.name], [(e && e.shape) || "", true]], "#000000")}]`);
-      edge(e, `"${id}"`);
-    });
-    return `digraph G { graph [rankdir=TB, newrank=true, nodesep=0.3, ranksep=0.35, bgcolor="transparent", ` +
-      `fontname="${FONT}", fontsize=12]; node [shape=box, style="rounded,filled", fontname="${FONT}", ` +
-      `fontsize=12, color="#555555", margin="0.12,0.04"]; edge [fontname="${FONT}", fontsize=${SMALL_PT}, ` +
-      `fontcolor="#444444", color="#555555", arrowsize=0.6];\n${out.join("\n")}\n${Array.from(edges.values()).join("\n")}\n}`;
+    return new DotWriter(this.model, {key: this.key, expanded: this.expanded, folds: this.folds,
+                                      measure: this.measure}).write();
   }
 
   // -- drawing ----------------------------------------------------------------------------------
@@ -419,7 +241,7 @@ class Explorer {
     const rows = [["path", node.path]];
     if (node.kind === "op") {
       rows.push(["op", node.op]);
-      const args = Object.entries(node.args).map(([k, v]) => `${k}=${Array.isArray(v) ? "(" + v.join(", ") + ")" : v}`);
+      const args = argText(node.args);
       if (args.length) rows.push(["arguments", args.join(", ")]);
       rows.push(["in", node.in.map(s => s || "—").join(", ") || "—"], ["out", node.out.map(s => s || "—").join(", ")]);
       for (const t of node.tensors) {

@@ -25,6 +25,7 @@ from .pattern import repeating
 from .report_compare import category_bars, comparison_html
 
 VENDORED = ("d3.min.js", "viz-global.js")  # in the order the page loads them
+OWN_SCRIPTS = ("report.js", "explorer_dot.js", "explorer.js")  # the tables; the DOT; the explorer
 
 
 @dataclass(frozen=True)
@@ -157,7 +158,7 @@ def report_html(data: ReportData) -> str:
     asset = resources.files(__package__)
     css = asset.joinpath("report.css").read_text("utf-8")
     scripts = [asset.joinpath("vendor", name).read_text("utf-8") for name in VENDORED]
-    scripts += [asset.joinpath(name).read_text("utf-8") for name in ("report.js", "explorer.js")]
+    scripts += [asset.joinpath(name).read_text("utf-8") for name in OWN_SCRIPTS]
     payload = json.dumps(page_data(data), separators=(",", ":")).replace("</", "<\\/")
     parts = [f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
              f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
