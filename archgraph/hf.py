@@ -67,6 +67,7 @@ HEADS = {
     "ForTokenClassification": "token_cls",
     "ForQuestionAnswering": "qa",
     "ForConditionalGeneration": "cond_gen",
+    "ForCTC": "ctc",
     "ForImageClassification": "image_cls",
     "ForPreTraining": "pretraining",
     "ForMaskedImageModeling": "masked_im",

@@ -17,6 +17,7 @@ NOT_APPLIED = {
     "phi3": {"embd_pdrop": "Phi3Model has no embedding dropout (only resid_pdrop and attention_dropout)"},
     "gpt2": {"summary_first_dropout": "only GPT2DoubleHeadsModel's SequenceSummary reads it, a head not built"},
     "electra": {"summary_last_dropout": "only ElectraForMultipleChoice's SequenceSummary reads it, a head not built"},
+    "wav2vec2": {"feat_quantizer_dropout": "only Wav2Vec2ForPreTraining's quantizer reads it, a head not built"},
 }
 
 # Keys transformers applies and the template does not read yet: the module's training-mode outputs
@@ -27,6 +28,7 @@ NOT_YET = {
     "falcon": ["hidden_dropout", "attention_dropout"],
     "bart": ["encoder_layerdrop", "decoder_layerdrop"], "mbart": ["encoder_layerdrop", "decoder_layerdrop"],
     "whisper": ["encoder_layerdrop", "decoder_layerdrop"],
+    "wav2vec2": ["layerdrop"], "hubert": ["layerdrop"],
     "dinov2": ["drop_path_rate"], "dinov2_with_registers": ["drop_path_rate"],
     "convnext": ["drop_path_rate"],
     "deberta-v2": ["hidden_dropout_prob", "attention_probs_dropout_prob", "pooler_dropout"],

@@ -343,6 +343,24 @@ CASES["mbart-cond-gen"] = {**BART, "model_type": "mbart", "architectures": ["MBa
 for arch in ("MBartModel", "MBartForSequenceClassification", "MBartForQuestionAnswering", "MBartForCausalLM"):
     CASES[arch] = {**BART, "model_type": "mbart", "architectures": [arch], "scale_embedding": True,
                    "activation_function": "relu", "tie_word_embeddings": "CausalLM" not in arch}
+# speech (issue 29): a waveform through a small convolution stack; group or layer norms, post- or pre-norm layers
+WAV2VEC2 = {"model_type": "wav2vec2", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "intermediate_size": 37, "conv_dim": [8, 12, 16], "conv_stride": [4, 2, 2], "conv_kernel": [8, 3, 2],
+            "num_conv_pos_embeddings": 6, "num_conv_pos_embedding_groups": 4, "vocab_size": 29, "pad_token_id": 0}
+CASES["wav2vec2-ctc"] = {**WAV2VEC2, "architectures": ["Wav2Vec2ForCTC"]}
+CASES["wav2vec2-ctc-stable-layer"] = {**WAV2VEC2, "architectures": ["Wav2Vec2ForCTC"], "do_stable_layer_norm": True,
+                                      "feat_extract_norm": "layer", "conv_bias": True, "num_conv_pos_embeddings": 5,
+                                      "feat_extract_activation": "relu"}
+CASES["Wav2Vec2Model"] = {**WAV2VEC2, "architectures": ["Wav2Vec2Model"], "hidden_act": "gelu_new"}
+CASES["Wav2Vec2ForSequenceClassification"] = {**WAV2VEC2, "architectures": ["Wav2Vec2ForSequenceClassification"],
+                                              "classifier_proj_size": 9, "num_labels": 3}
+HUBERT = {**WAV2VEC2, "model_type": "hubert"}
+CASES["hubert-ctc-stable-layer"] = {**HUBERT, "architectures": ["HubertForCTC"], "do_stable_layer_norm": True,
+                                    "feat_extract_norm": "layer", "conv_bias": True}
+CASES["HubertModel"] = {**HUBERT, "architectures": ["HubertModel"], "conv_pos_batch_norm": True,
+                        "feat_proj_layer_norm": False}
+CASES["HubertForSequenceClassification"] = {**HUBERT, "architectures": ["HubertForSequenceClassification"],
+                                            "classifier_proj_size": 9, "num_labels": 3}
 for arch in ("GPT2ForSequenceClassification", "GPT2ForTokenClassification", "GPT2ForQuestionAnswering"):
     CASES[arch] = {**GPT2, "architectures": [arch]}
 CASES["gpt_bigcode-seq-cls"] = {**CASES["gpt_bigcode-mqa"], "architectures": ["GPTBigCodeForSequenceClassification"],
@@ -757,6 +775,12 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
             out[name] = torch.randn(batch, 5, hidden)
         elif name == "input_features":
             out[name] = torch.randn(batch, config["num_mel_bins"], 2 * config["max_source_positions"])
+        elif name == "input_values":   # a waveform long enough for `length` frames of the convolution stack
+            cfg = transformers.AutoConfig.for_model(**config)
+            field, hop = 1, 1
+            for kernel, stride in zip(cfg.conv_kernel, cfg.conv_stride):
+                field, hop = field + (kernel - 1) * hop, hop * stride
+            out[name] = torch.randn(batch, field + (length - 1) * hop)
         elif name == "token_type_ids":
             out[name] = torch.randint(0, config.get("type_vocab_size", 2), (batch, length))
         else:
@@ -1011,7 +1035,9 @@ PADDED_ENCODERS = ["bert-base", "bert-mlm", "BertForSequenceClassification", "Be
                    "BartForCausalLM", "whisper-cond-gen", "WhisperModel", "WhisperForCausalLM",
                    "mt5-cond-gen", "MT5Model", "MT5EncoderModel", "MT5ForSequenceClassification",
                    "MT5ForTokenClassification", "MT5ForQuestionAnswering", "mbart-cond-gen", "MBartModel",
-                   "MBartForSequenceClassification", "MBartForQuestionAnswering", "MBartForCausalLM"]
+                   "MBartForSequenceClassification", "MBartForQuestionAnswering", "MBartForCausalLM",
+                   "wav2vec2-ctc", "wav2vec2-ctc-stable-layer", "Wav2Vec2Model", "Wav2Vec2ForSequenceClassification",
+                   "hubert-ctc-stable-layer", "HubertModel", "HubertForSequenceClassification"]
 CLIP_TEXT = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
              "num_attention_heads": 4, "max_position_embeddings": 16, "eos_token_id": 5, "pad_token_id": 1}
 CASES["clip-text"] = {"model_type": "clip_text_model", "architectures": ["CLIPTextModel"], **CLIP_TEXT}
@@ -1051,6 +1077,9 @@ def test_padded_encoder_batch_computes_what_transformers_computes(tmp_path, name
     text = getattr(reference.config, "text_config", None) or reference.config   # CLIP's, SigLIP's: the text tower's
     pad = text.pad_token_id
     masks = {}
+    if "input_values" in inputs:   # audio: padded on the right only (transformers counts the samples)
+        masks["attention_mask"] = padding_mask(inputs["input_values"], 0, inputs["input_values"].shape[1] // 3).long()
+        inputs["input_values"][masks["attention_mask"] == 0] = 0.0
     for ids_name, mask_name, left, right in (("input_ids", "attention_mask", 2, 3),
                                              ("decoder_input_ids", "decoder_attention_mask", 1, 2),
                                              ("encoder_hidden_states", "encoder_attention_mask", 1, 2)):

@@ -46,6 +46,8 @@ PREFIX.update({"dinov2_with_registers": "Dinov2WithRegisters"})  # vision (issue
 PREFIX.update({"llava": "Llava"})  # multimodal (issue 12): CLIP's vision tower, a projector, a Llama
 PREFIX.update({"mt5": "MT5", "mbart": "MBart"})  # encoder-decoders (issue 29)
 PREFIX.update({"qwen2_moe": "Qwen2Moe", "olmoe": "Olmoe"})  # mixtures of experts (issue 29)
+PREFIX.update({"wav2vec2": "Wav2Vec2", "hubert": "Hubert"})  # speech (issue 29)
+SUFFIX_EXTRA = ["ForCTC"]  # heads only some families have
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
           "gptj", "codegen", "deepseek_v3"}
@@ -267,11 +269,24 @@ def mutate(rng, cfg):
                 cfg["backbone_config"] = {"model_type": "timm_backbone", "backbone": name,
                                           "output_stride": rng.choice([8, 16, 32]), "num_channels": rng.choice([1, 3]),
                                           "out_indices": rng.choice([[1, 2, 3, 4], [4], [-1]])}
+    if mt in ("wav2vec2", "hubert"):  # the convolution stack, the position convolution, norms and switches
+        n = rng.randint(1, 4)
+        cfg.update(conv_dim=[rng.randint(2, 9) for _ in range(n)], conv_stride=[rng.randint(1, 5) for _ in range(n)],
+                   conv_kernel=[rng.randint(1, 10) for _ in range(n)], conv_bias=rng.random() < 0.5,
+                   feat_extract_norm=rng.choice(["group", "layer"]), do_stable_layer_norm=rng.random() < 0.5,
+                   num_conv_pos_embeddings=rng.randint(1, 9),
+                   num_conv_pos_embedding_groups=rng.choice([d for d in range(1, heads * hd + 1) if heads * hd % d == 0]),
+                   classifier_proj_size=rng.randint(2, 20), mask_time_prob=rng.choice([0.0, 0.05]),
+                   mask_feature_prob=rng.choice([0.0, 0.1]))
+        cfg.pop("num_feat_extract_layers", None)
+        if mt == "hubert":
+            cfg.update(feat_proj_layer_norm=rng.random() < 0.5, conv_pos_batch_norm=rng.random() < 0.3)
     for k in BOOLS:
         if k in cfg and rng.random() < 0.5: cfg[k] = not cfg[k] if isinstance(cfg[k], bool) else cfg[k]
     if "type_vocab_size" in cfg: cfg["type_vocab_size"] = rng.randint(1, 4)
     cfg["num_labels"] = rng.randint(1, 5)
-    classes = [PREFIX[mt] + s for s in SUFFIX if hasattr(transformers, PREFIX[mt] + s)] + EXTRA_CLASSES.get(mt, [])
+    classes = [PREFIX[mt] + s for s in SUFFIX + SUFFIX_EXTRA if hasattr(transformers, PREFIX[mt] + s)] \
+        + EXTRA_CLASSES.get(mt, [])
     cfg["architectures"] = [rng.choice(classes)]
     if mt == "llava":  # multimodal (issue 12): a random Llama and CLIP vision tower, and the bridge's switches
         ta, va, vl = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 4)

@@ -2,7 +2,9 @@
 and the transposed ones that upsample, `conv_transpose1d`, `conv_transpose2d` (PyTorch's
 names, hyperparameters, weight layouts and output-size rules).  Besides PyTorch's paddings,
 `padding: tf_same` pads as TensorFlow's SAME: ceil(size / stride) outputs, the padding
-computed from each input's size, the odd pixel after (MobileNet's tf_padding)."""
+computed from each input's size, the odd pixel after (MobileNet's tf_padding).  `weight_norm: d`
+stores the weight as torch.nn.utils.parametrizations.weight_norm does (wav2vec 2.0's positional
+convolution).  `conv_frames_mask` carries a padding mask through a stack of 1-D convolutions."""
 from __future__ import annotations
 
 from typing import Literal
@@ -40,6 +42,10 @@ def _readable(*forms: Dim) -> Dim:
     return min(forms, key=lambda f: len(str(f))) if not isinstance(forms[0], int) else forms[0]
 
 
+# the names torch.nn.utils.parametrizations.weight_norm gives a weight's magnitude g and direction v
+WEIGHT_G, WEIGHT_V = "parametrizations.weight.original0", "parametrizations.weight.original1"
+
+
 def _tuple(v, n: int) -> tuple[int, ...]:
     return (v,) * n if isinstance(v, int) else tuple(v)
 
@@ -61,6 +67,8 @@ class _Conv(Op):
             raise invalid(self, "padding 'same' needs stride 1")
         if self.padding not in ("same", "valid", "tf_same") and any(p < 0 for p in _tuple(self.padding, self.rank)):
             raise invalid(self, f"padding must not be negative; received {self.padding}")
+        if self.weight_norm is not None and not -(self.rank + 2) <= self.weight_norm < self.rank + 2:
+            raise invalid(self, f"weight_norm must be a dim of the {self.rank + 2}-d weight; received {self.weight_norm}")
 
     def _pads(self) -> tuple[int, ...]:
         if self.padding == "valid":
@@ -92,9 +100,17 @@ class _Conv(Op):
             pads[:0] = [total // 2, total - total // 2]
         return pads
 
+    def _weight_shape(self) -> tuple:
+        return (self.out_channels, quotient(self.in_channels, self.groups), *_tuple(self.kernel_size, self.rank))
+
     def params(self):
-        yield Tensor("weight", (self.out_channels, quotient(self.in_channels, self.groups),
-                                *_tuple(self.kernel_size, self.rank)))
+        shape = self._weight_shape()
+        if self.weight_norm is None:
+            yield Tensor("weight", shape)
+        else:  # weight_norm's magnitude g (size 1 but along `weight_norm`) and direction v
+            keep = self.weight_norm % len(shape)
+            yield Tensor(WEIGHT_G, tuple(n if i == keep else 1 for i, n in enumerate(shape)))
+            yield Tensor(WEIGHT_V, shape)
         if self.bias:
             yield Tensor("bias", (self.out_channels,))
 
@@ -108,8 +124,13 @@ class _Conv(Op):
         padding = self.padding if isinstance(self.padding, str) else _tuple(self.padding, self.rank)
         if padding == "tf_same":
             x, padding = run.F.pad(x, self._tf_pads(x.shape[2:])), 0
-        return conv(x, run.tensor("weight"), bias, _tuple(self.stride, self.rank), padding,
-                    _tuple(self.dilation, self.rank), self.groups)
+        if self.weight_norm is None:
+            weight = run.tensor("weight")
+        else:  # g · v / ‖v‖, the norm over every dim but `weight_norm` (torch's _weight_norm)
+            weight = run.torch._weight_norm(run.tensor(WEIGHT_V), run.tensor(WEIGHT_G),
+                                            self.weight_norm % (self.rank + 2))
+        return conv(x, weight, bias, _tuple(self.stride, self.rank), padding, _tuple(self.dilation, self.rank),
+                    self.groups)
 
 
 @op("conv1d", category="conv",
@@ -126,6 +147,7 @@ class Conv1d(_Conv):
     dilation: int | tuple[int] = 1  # the spacing between kernel taps
     groups: int = 1  # channels are split into this many independent groups (in_channels: depthwise)
     bias: bool = True  # a learned bias per output channel
+    weight_norm: int | None = None  # weight normalisation over this dim of the weight (its g and v)
     rank = 1
 
 
@@ -147,6 +169,7 @@ class Conv2d(_Conv):
     dilation: int | tuple[int, int] = 1  # the spacing between kernel taps
     groups: int = 1  # channels are split into this many independent groups (in_channels: depthwise)
     bias: bool = True  # a learned bias per output channel
+    weight_norm: int | None = None  # weight normalisation over this dim of the weight (its g and v)
     rank = 2
 
 
@@ -164,6 +187,7 @@ class Conv3d(_Conv):
     dilation: int | tuple[int, int, int] = 1  # the spacing between kernel taps
     groups: int = 1  # channels are split into this many independent groups (in_channels: depthwise)
     bias: bool = True  # a learned bias per output channel
+    weight_norm: int | None = None  # weight normalisation over this dim of the weight (its g and v)
     rank = 3
 
 
@@ -255,3 +279,40 @@ class ConvTranspose2d(_ConvTranspose):
     bias: bool = True  # a learned bias per output channel
     dilation: int | tuple[int, int] = 1  # the spacing between kernel taps
     rank = 2
+
+
+@op("conv_frames_mask", category="conv", aliases=("feature_vector_attention_mask",),
+    example={"kernels": [10, 3, 3, 3, 3, 2, 2], "strides": [5, 2, 2, 2, 2, 2, 2]})
+class ConvFramesMask(Op):
+    """The padding mask of the frames a stack of unpadded 1-D convolutions makes: a mask [B, N] of
+    the samples (1: a sample, 0: padding after it) and the frames x [B, T, ...] -> a mask [B, T],
+    true for the first L(n) frames of a row of n samples, L the stack's output length (per layer
+    floor((n - kernel) / stride) + 1), as wav2vec 2.0's and HuBERT's feature encoders compute it."""
+
+    kernels: tuple[int, ...]  # each convolution's kernel size, first layer first
+    strides: tuple[int, ...]  # each convolution's stride, first layer first
+
+    def __post_init__(self):
+        if len(self.kernels) != len(self.strides) or not self.kernels:
+            raise invalid(self, f"kernels and strides must be lists of one length (one entry per convolution); "
+                                f"received {len(self.kernels)} kernels and {len(self.strides)} strides")
+        if any(k <= 0 for k in self.kernels) or any(s <= 0 for s in self.strides):
+            raise invalid(self, f"kernels and strides must be positive; received {list(self.kernels)} and "
+                                f"{list(self.strides)}")
+
+    def infer_shape(self, mask, x):
+        expect_rank(mask, 2, "mask [B, N]")
+        if len(x) < 2:
+            raise ShapeError(f"the frames must be [B, T, ...]; received rank {len(x)}")
+        expect_dim(mask[0], x[0], "batch dimension of the mask (that of the frames)")
+        return (x[0], x[1])
+
+    def flops(self, inputs, outputs):
+        return 0
+
+    def forward(self, run, mask, x):
+        lengths = mask.sum(-1)  # [B]: samples in each row
+        for kernel, stride in zip(self.kernels, self.strides):
+            lengths = run.torch.div(lengths - kernel, stride, rounding_mode="floor") + 1
+        frames = run.torch.arange(x.shape[1], device=x.device)
+        return frames[None, :] < lengths[:, None]
