@@ -536,109 +536,24 @@ def config_error(exc: ArchgraphError, imported: Imported, path: str | Path) -> A
                      hint=exc.hint or f"check the config's values: {values}")
 
 
-def spec_text(path: str | Path) -> str:
-    """An ordinary spec: the family template with the config's values as its variables."""
+def specialized(path: str | Path):
+    """The config's model as spec data (`spec.specialize`): the family template at the config's
+    values, and the comment of each variable it keeps (the template's, and the config key)."""
+    from .load import read_parent
+    from .spec.extends import merge_extends
+    from .spec.specialize import specialize
+    from .spec.yamlload import load_file
     imported = import_file(path)
-    from .spec.yamlload import load_text
-    text = _merged_text(imported.template)
-    spec = load_text(text, str(imported.template))
-    lines = text.splitlines()
-    skip = next(i for i, line in enumerate(lines) if not line.startswith("#"))
-    lines[:skip] = [""] * skip  # the template's own header comment describes the template, not this model
-    variables = spec.get("variables") or {}
-    for var, value in imported.variables.items():
-        line = variables.key_loc(var).line - 1
-        lines[line] = _replace_value(lines[line], var, _yaml_value(value),
-                                     f"{imported.sources[var]}")
-    for key, value in (("name", imported.name),
-                       ("description", f"{imported.architecture}, imported from {Path(str(path)).name}")):
-        if key in spec:
-            line = spec.key_loc(key).line - 1
-            lines[line] = f"{key}: {json.dumps(value)}"
-    header = [f"# {imported.architecture} written by `archgraph import-hf {Path(str(path)).name}`:",
-              f"# the '{imported.model_type}' family template (specs/hf/{imported.template.name}) with the",
-              "# config's values as variables.  Edit freely; `archgraph params` this file."]
-    return "\n".join(header + lines[skip:]) + "\n"
-
-
-def _merged_text(template: Path) -> str:
-    """The template's text with its `extends:` chain resolved, so that import-hf writes one file:
-    the parent's text, each block the child declares in place of the parent's (or after them),
-    each variable the child sets in place of the parent's line (or after them), and the child's
-    name and description, and its inputs, nodes, outputs and constraints in place of the parent's
-    whole sections.  (A template that extends another keeps one variable per line, as every
-    template does.)"""
-    from .spec.sources import resolve
-    from .spec.yamlload import load_file, load_text
-    child_text = template.read_text(encoding="utf-8")
-    child = load_file(template)
-    if "extends" not in child:
-        return child_text
-    parent_path = resolve(str(child["extends"]), template.parent, child.key_loc("extends"))
-    parent_text = _merged_text(parent_path)
-    parent = load_text(parent_text, str(parent_path))
-    lines, own = parent_text.splitlines(), child_text.splitlines()
-    edits: list[tuple[int, int, list[str]]] = []  # (first line, end line, new lines), 0-based, end excluded
-    for section in ("blocks", "variables"):
-        mine, theirs = child.get(section) or {}, parent.get(section) or {}
-        if not mine:
-            continue
-        after = _section_end(parent, section, len(lines))
-        for name in mine:
-            new = own[slice(*_entry_range(child, section, name, len(own)))]
-            if name in theirs:
-                edits.append((*_entry_range(parent, section, name, after), new))
-            else:
-                edits.append((after, after, new))
-    for section in ("inputs", "nodes", "outputs", "constraints"):  # the child's replace the parent's whole
-        if section not in child:
-            continue
-        new = own[child.key_loc(section).line - 1:_section_end(child, section, len(own))]
-        if section in parent:
-            edits.append((parent.key_loc(section).line - 1, _section_end(parent, section, len(lines)), new))
-        else:
-            edits.append((len(lines), len(lines), ["", *new]))
-    for key in ("name", "description"):
-        if key in child and key in parent:
-            line = parent.key_loc(key).line - 1
-            edits.append((line, line + 1, [own[child.key_loc(key).line - 1]]))
-    for first, end, new in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
-        lines[first:end] = new
-    return "\n".join(lines) + "\n"
-
-
-def _section_end(spec, section: str, total: int) -> int:
-    """The line after the last line of a top-level section (0-based): where the next top key starts."""
-    start = spec.key_loc(section).line
-    later = [spec.key_loc(k).line for k in spec if spec.key_loc(k).line > start]
-    return min(later) - 1 if later else total
-
-
-def _entry_range(spec, section: str, name: str, end: int) -> tuple[int, int]:
-    """(first, end) lines (0-based, end excluded) of `name` in a top-level mapping `section`."""
-    mapping = spec[section]
-    first = mapping.key_loc(name).line - 1
-    later = [mapping.key_loc(k).line - 1 for k in mapping if mapping.key_loc(k).line - 1 > first]
-    last = min(later) if later else min(end, _section_end(spec, section, end))
-    return first, last
-
-
-def _yaml_value(value: Any) -> str:
-    if value is None:  # a key table's null (if_null: null, value: null): the switch is off
-        return "null"
-    if isinstance(value, list):
-        return "[" + ", ".join(_yaml_value(v) for v in value) + "]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    return json.dumps("'" + str(value).replace("'", "") + "'")  # a word: a quoted expression
-
-
-def _replace_value(line: str, var: str, value: str, source: str) -> str:
-    m = re.match(rf"^(\s*{re.escape(var)}\s*:)(.*)$", line)
-    if m is None:  # pragma: no cover - templates keep one variable per line
-        raise SpecError(f"template line for '{var}' is not 'NAME: value': {line.strip()}")
-    comment = re.search(r"\s#\s?(.*)$", m.group(2))
-    note = f"{comment.group(1).strip()} (config: {source})" if comment else f"config: {source}"
-    return f"{m.group(1)} {value}".ljust(22) + f"  # {note}"
+    spec, var_locs = merge_extends(load_file(imported.template), read_parent)
+    result = specialize(spec, var_locs, imported.variables)
+    result.spec["name"] = imported.name
+    result.spec["description"] = f"{imported.architecture}, imported from {Path(str(path)).name}"
+    comments = {}
+    for var, loc in result.locs.items():
+        line = Path(loc.file).read_text(encoding="utf-8").splitlines()[loc.line - 1] if loc.line else ""
+        note = re.search(r"\s#\s?(.*)$", line.split(":", 1)[-1])
+        parts = [re.split(r" \(|; ", note.group(1).strip())[0]] if note else []
+        if var in imported.sources:
+            parts.append(f"(config: {imported.sources[var]})")
+        comments[var] = " ".join(parts)
+    return imported, result, comments

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from archgraph.errors import ArchgraphError
-from archgraph.hf import spec_text
+from archgraph.commands.import_hf import spec_text
 from archgraph.load import load_config
 from archgraph.load import load
 from conftest import write_config

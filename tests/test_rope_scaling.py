@@ -165,9 +165,13 @@ def _write(tmp_path, config: dict):
 def test_every_rotary_family_reads_the_rope_type():
     """A family whose template computes rotary tables reads rope_type (honoured through the `rope` group, or
     refused by value); GPT-J and CodeGen are the exceptions: their config classes have no rope settings."""
-    from archgraph.hf import _merged_text, _spec_dir, families
+    from archgraph.hf import _spec_dir, families
+    from archgraph.load import read_parent
+    from archgraph.spec.extends import merge_extends
+    from archgraph.spec.yamlload import load_file
     missing = [name for name, entry in families().items()
-               if "rotary_embedding" in _merged_text(_spec_dir() / str(entry["template"]))
+               if "rotary_embedding" in repr(merge_extends(load_file(_spec_dir() / str(entry["template"])),
+                                                           read_parent)[0])
                and "rope_type" not in (entry.get("variables") or {}) and name not in ("gptj", "codegen", "llava")]
     assert missing == []
 

@@ -13,8 +13,23 @@ def add_parser(sub, model_command) -> None:
     c.set_defaults(handler=run)
 
 
+def spec_text(path) -> str:
+    """The spec `import-hf` writes for the config at `path`: the config's model (the family template
+    at its values, `hf.specialized`) as YAML text."""
+    from pathlib import Path
+
+    from ..hf import specialized
+    from ..render.spec_yaml import spec_yaml
+    imported, result, comments = specialized(path)
+    name = Path(str(path)).name
+    header = [f"{imported.architecture} written by `archgraph import-hf {name}`: the",
+              f"'{imported.model_type}' family template (specs/hf/{imported.template.name}) evaluated at the",
+              "config's values.  Edit freely; `archgraph params` this file."]
+    return spec_yaml(header, result.spec, result.variables, comments)
+
+
 def run(args, console) -> int:
-    from ..hf import import_file, spec_text
+    from ..hf import import_file
     from ..outfile import check_output, write_output
 
     inputs = [args.config]

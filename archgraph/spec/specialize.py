@@ -1,0 +1,411 @@
+"""A spec specialised to its variables' values: the spec a template is for one configuration.
+
+`specialize(spec, var_locs, settings)` takes a merged spec (`extends:` applied) and the
+values some variables are set to, and gives the same model as plain data: every `when:`
+decided (a node that does not exist is left out, `a|b` reads the one that does), every
+switch folded into the expressions that read it (`partial.residual`), and only the
+variables the model still reads kept: the whole and real numbers a setting gives (sizes,
+epsilons, rates) and those computed from them.  A block argument every call passes the
+same constant is folded into the block, one passed as the spec's variable of its name is
+left to the variable (blocks read the spec's variables); the rest stay arguments.
+Hyperparameters at their op's default are left out.  Symbolic sizes (B, S) stay symbols.
+Values are ready for YAML: an expression is its text, a word in an expression `'word'`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .. import expr
+from ..errors import Loc
+from ..ops import REGISTRY
+from .blocks import block_params
+from .compose import is_spec_block
+from .partial import Expr, residual, source
+from .prune import drop_unread_inputs, names_in
+from .values import _admits_text, _element_type, evaluate_variables
+
+CALL_KEYS = {"name", "block", "in", "category", "trainable", "repeat", "start", "shared", "when",
+             "description", "path", "unused", "index", "group"}
+
+
+@dataclass
+class Specialized:
+    variables: dict[str, Any]          # kept variable -> its value (a setting) or expression text
+    spec: dict[str, Any]               # the rest of the spec, as YAML data, without 'variables'
+    locs: dict[str, Loc] = field(default_factory=dict)  # where each kept variable was declared
+
+
+def specialize(spec: Mapping[str, Any], var_locs: Mapping[str, Loc], settings: Mapping[str, Any]) -> Specialized:
+    raw_vars = spec.get("variables") or {}
+    values = evaluate_variables(raw_vars, var_locs, {}, settings)
+    kept = _kept(raw_vars, values, settings)
+    walker = _Walker(spec.get("blocks") or {}, {k: v for k, v in values.items() if k not in kept},
+                     {k: values[k] for k in kept})
+    out: dict[str, Any] = {}
+    for key, value in spec.items():
+        if key in ("variables", "extends", "edit", "blocks", "nodes", "outputs"):
+            continue
+        out[key] = _inputs(value, walker) if key == "inputs" else \
+            _constraints(value, walker) if key == "constraints" else value
+    inputs = tuple((spec.get("inputs") or {}).keys())
+    nodes, scope = walker.graph(spec.get("nodes") or [], inputs, _Scope({}, set()))
+    blocks = walker.finish()
+    if blocks:
+        out["blocks"] = blocks
+    out["nodes"] = nodes
+    if "outputs" in spec:
+        out["outputs"] = walker.outputs(spec["outputs"], scope, _Scope({}, set()))
+    variables = {k: settings[k] if k in settings else _text(residual(raw_vars[k], walker.known, walker.values))
+                 for k in raw_vars if k in kept}
+    drop_unread_inputs(blocks, walker.calls, out, variables, _callers_first)
+    used = _used(out, variables)
+    variables = {k: v for k, v in variables.items() if k in used}
+    return Specialized(variables, out, {k: var_locs[k] for k in variables if k in var_locs})
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _kept(raw_vars: Mapping[str, Any], values: Mapping[str, Any], settings: Mapping[str, Any]) -> set[str]:
+    """The variables that stay variables: numbers a setting gives, and numbers computed from kept ones."""
+    kept = {k for k in raw_vars if k in settings and _number(values.get(k))}
+    changed = True
+    while changed:
+        changed = False
+        known = {k: v for k, v in values.items() if k not in kept}
+        for k, raw in raw_vars.items():
+            if k not in kept and _number(values.get(k)) and isinstance(residual(raw, known), Expr):
+                kept.add(k)
+                changed = True
+    return kept
+
+
+def _text(value: Any) -> Any:
+    """A folded value as a spec holds it where an expression is read."""
+    if isinstance(value, Expr):
+        return str(value)
+    if isinstance(value, str):
+        return "'" + value + "'" if "'" not in value else '"' + value + '"'
+    if isinstance(value, list):
+        if any(isinstance(v, (str, list)) for v in value):
+            return source(value)
+        return value
+    return value
+
+
+@dataclass
+class _Scope:
+    known: dict        # a block's folded arguments and variables (names -> values)
+    free: set          # a block's arguments and variables that stay names
+
+
+class _Walker:
+    def __init__(self, blocks: Mapping[str, Any], known: dict, values: dict) -> None:
+        self.blocks, self.known, self.values = blocks, known, values
+        self.calls: dict[str, list] = {}    # block -> [(call dict, folded args, caller's free names)]
+        self.done: dict[str, Any] = {}
+
+    # -- expressions ------------------------------------------------------------------
+    def fold(self, value: Any, scope: _Scope, index=None, decide: bool = False) -> Any:
+        known = {**self.known, **(self.values if decide else {}), **scope.known}
+        for name in scope.free:
+            known.pop(name, None)
+        return residual(value, known, self.values, index)
+
+    # -- graphs -----------------------------------------------------------------------
+    def graph(self, raw_nodes: list, inputs: tuple, scope: _Scope) -> tuple[list, dict]:
+        """The nodes that exist, and the names they make (True: surely, False: by a `when:` left open)."""
+        made = dict.fromkeys(inputs, True)
+        out = []
+        for raw in raw_nodes:
+            node: dict[str, Any] = {}
+            sure = True
+            if "when" in raw:
+                keep = self.fold(raw["when"], scope, decide=True)
+                if keep is False:
+                    continue
+                if keep is not True:
+                    node["when"], sure = _text(keep), False
+            if "in" in raw:
+                node["in"] = _refs(raw["in"], made)
+            out.append(self._call(raw, scope, node) if "block" in raw else self._op(raw, scope, node))
+            made[raw["name"]] = made.get(raw["name"], False) or sure
+        return out, made
+
+    def _op(self, raw: Mapping, scope: _Scope, given: dict) -> dict:
+        cls = REGISTRY.get(raw["op"])
+        fields = cls.hyperparameters() if cls else {}
+        types = cls.types() if cls else {}
+        node = {}
+        for key, value in raw.items():
+            if key in ("when", "in"):
+                if key in given:
+                    node[key] = given[key]
+                continue
+            if key in fields:
+                folded, plain = self._typed(value, types[key], scope)
+                default = fields[key].default
+                if default is not dataclasses.MISSING and not isinstance(plain, Expr) and _same(plain, default):
+                    continue
+                node[key] = folded
+            elif key == "unused":
+                node[key] = _text(self.fold(value, scope, decide=True))
+            else:
+                node[key] = value
+        return node
+
+    def _typed(self, value: Any, typ: Any, scope: _Scope) -> tuple[Any, Any]:
+        """(the value as the spec writes it, the folded value)."""
+        if isinstance(value, str) and _admits_text(typ, value):
+            return value, value  # a word the op reads as it is
+        if isinstance(value, list):
+            inner = _element_type(typ)
+            parts = [self._typed(v, inner, scope) for v in value]
+            plain = [p for _, p in parts]
+            return [w for w, _ in parts], Expr("[...]") if any(isinstance(p, Expr) for p in plain) else plain
+        folded = self.fold(value, scope)
+        if isinstance(folded, str) and not isinstance(folded, Expr) and _admits_text(typ, folded):
+            return folded, folded
+        return _text(folded), folded
+
+    def _call(self, raw: Mapping, scope: _Scope, given: dict) -> dict:
+        block = raw["block"]
+        definition = self.blocks.get(block)
+        spec_block = is_spec_block(definition)
+        params = {} if spec_block else block_params(definition, block)
+        index = raw.get("index", "i")
+        steps = None
+        if "repeat" in raw:
+            repeat = self.fold(raw["repeat"], scope, decide=True)
+            start = self.fold(raw.get("start", 0), scope, decide=True)
+            if isinstance(repeat, int) and isinstance(start, int):
+                steps = range(start, start + repeat)
+        node, args = {}, {}
+        for key, value in raw.items():
+            if key in ("when", "in"):
+                if key in given:
+                    node[key] = given[key]
+                continue
+            if key in ("repeat", "start", "path", "unused"):
+                node[key] = _text(self.fold(value, scope))
+            elif key == "group" and isinstance(value, dict):
+                local = _Scope(scope.known, scope.free | {index})
+                node[key] = {k: _text(self.fold(v, local, (index, steps) if steps else None))
+                             for k, v in value.items()}
+            elif key in CALL_KEYS:
+                node[key] = value
+            else:  # an argument
+                uses_index = isinstance(value, str) and index in expr.names(value) and "repeat" in raw
+                idx = (index, steps) if uses_index and steps else None
+                local = _Scope(scope.known, scope.free | ({index} if uses_index else set()))
+                args[key] = self.fold(value, local, idx) if not (isinstance(value, str) and value.isidentifier()
+                                                                 and value not in self._names(local)) else value
+                node[key] = _Pending()
+        if not spec_block:
+            for p, default in params.items():
+                if p not in args and default is not None:
+                    args[p] = _Default(self.fold(default, _Scope({}, set())))
+        self.calls.setdefault(block, []).append((node, args, set(scope.free), index))
+        return node
+
+    def _names(self, scope: _Scope) -> set:
+        return set(self.known) | set(self.values) | set(scope.known) | scope.free
+
+    # -- blocks -----------------------------------------------------------------------
+    def finish(self) -> dict:
+        """Each called block specialised to its calls (callers first), and its calls completed."""
+        for block in _callers_first(self.blocks):
+            if block in self.calls:
+                self.done[block] = self._block(block)
+        return {b: self.done[b] for b in self.blocks if b in self.done}
+
+    def _block(self, block: str) -> Any:
+        definition = self.blocks[block]
+        calls = self.calls[block]
+        if is_spec_block(definition):
+            for node, args, _, _ in calls:
+                _complete(node, args)
+            return dict(definition)
+        params = block_params(definition, block)
+        scope = _Scope({}, set())
+        keep = []
+        own = set(params) | set(definition.get("variables") or {})
+        for p, default in params.items():
+            given = [args.get(p, _MISSING) for _, args, _, _ in calls]
+            given = [g.value if isinstance(g, _Default) else g for g in given]
+            if all(g is not _MISSING and not isinstance(g, Expr) for g in given) and \
+                    len({repr(g) for g in given}) == 1:
+                scope.known[p] = given[0]
+            elif all(isinstance(g, Expr) and g == p and p in self.values and p not in free
+                     for g, (_, _, free, _) in zip(given, calls)):
+                pass  # the spec's variable of the same name: the block reads it
+            elif isinstance(given[0], Expr) and all(g == given[0] for g in given) and \
+                    not any(expr.names(given[0]) & (free | {index} | own)
+                            for (_, _, free, index) in calls):
+                scope.known[p] = given[0]  # one expression of the spec's variables: written in its place
+            else:
+                keep.append(p)
+                scope.free.add(p)
+        for node, args, _, index in calls:
+            _complete(node, {k: v for k, v in args.items() if k in keep and not isinstance(v, _Default)})
+            if not any(isinstance(node.get(k), str) and index in expr.names(node[k]) for k in keep
+                       if k in node):
+                node.pop("index", None)
+                node.pop("group", None)
+        out: dict[str, Any] = {}
+        for key, value in definition.items():
+            if key == "args":
+                if keep:
+                    defaults = {p: None if params[p] is None else _text(self.fold(params[p], _Scope({}, set())))
+                                for p in keep}
+                    out["args"] = keep if all(d is None for d in defaults.values()) else defaults
+            elif key == "variables":
+                own = {}
+                for name, raw in (value or {}).items():
+                    folded = self.fold(raw, scope)
+                    if isinstance(folded, Expr):
+                        own[name] = str(folded)
+                        scope.free.add(name)
+                    else:
+                        scope.known[name] = folded
+                if own:
+                    out["variables"] = own
+            elif key == "nodes":
+                inputs = tuple(definition.get("inputs") or ["x"])
+                out["nodes"], made = self.graph(value, inputs, scope)
+                if "outputs" in definition:
+                    out["outputs"] = self.outputs(definition["outputs"], made, scope)
+            elif key != "outputs":
+                out[key] = value
+        return out
+
+    def outputs(self, raw: Any, made: dict, scope: _Scope) -> Any:
+        if not isinstance(raw, dict):
+            return [_refs(r, made) for r in raw] if isinstance(raw, list) else _refs(raw, made)
+        out = {}
+        for name, item in raw.items():
+            if isinstance(item, dict):
+                entry = {}
+                if "when" in item:
+                    keep = self.fold(item["when"], scope, decide=True)
+                    if keep is False:
+                        continue
+                    if keep is not True:
+                        entry["when"] = _text(keep)
+                ref = _refs(item.get("from"), made)
+                out[name] = {"from": ref, **entry} if entry else ref
+            else:
+                out[name] = _refs(item, made)
+        return out
+
+
+_MISSING = object()
+
+
+class _Pending:
+    """A call's argument, decided once every call of the block is known."""
+
+
+class _Default:
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+def _complete(node: dict, args: dict) -> None:
+    for key in list(node):
+        if isinstance(node[key], _Pending):
+            if key in args:
+                node[key] = _text(args[key])
+            else:
+                del node[key]
+
+
+def _callers_first(blocks: Mapping[str, Any]) -> list:
+    """The blocks, each after every block whose nodes may call it."""
+    calls = {b: {n.get("block") for n in (d.get("nodes") or []) if isinstance(n, dict) and "block" in n}
+             for b, d in blocks.items() if isinstance(d, dict) and not is_spec_block(d)}
+    order: list = []
+    seen: set = set()
+
+    def visit(b):
+        if b in seen:
+            return
+        seen.add(b)
+        for caller, callees in calls.items():
+            if b in callees:
+                visit(caller)
+        order.append(b)
+    for b in blocks:
+        visit(b)
+    return order
+
+
+def _refs(value: Any, made: dict) -> Any:
+    """`in:` with each `a|b|c` narrowed to what exists: the ones that may, up to one that surely does."""
+    if isinstance(value, dict):
+        return {k: _refs(v, made) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_refs(v, made) for v in value]
+    if not isinstance(value, str) or "|" not in value:
+        return value
+    options = []
+    for option in (o.strip() for o in value.split("|")):
+        base = option.split(":")[0].strip()
+        if base in made:
+            options.append(option)
+            if made[base]:
+                break
+    return "|".join(options) if options else value
+
+
+def _same(value: Any, default: Any) -> bool:
+    return type(value) is type(default) and value == default or (value is None and default is None)
+
+
+def _inputs(raw: Mapping, walker: _Walker) -> dict:
+    out = {}
+    for name, value in raw.items():
+        if isinstance(value, dict):
+            entry = dict(value)
+            if isinstance(entry.get("shape"), list):
+                entry["shape"] = [_dim(d, walker) for d in entry["shape"]]
+            out[name] = entry
+        else:
+            out[name] = [_dim(d, walker) for d in value] if isinstance(value, list) else value
+    return out
+
+
+def _dim(dim: Any, walker: _Walker) -> Any:
+    if not isinstance(dim, str):
+        return dim
+    folded = walker.fold(dim, _Scope({}, set()))
+    return str(folded) if isinstance(folded, Expr) else folded
+
+
+def _constraints(raw: Any, walker: _Walker) -> Any:
+    if not isinstance(raw, list):
+        return raw
+    out = []
+    for item in raw:
+        check = item.get("check") if isinstance(item, dict) else item
+        folded = walker.fold(check, _Scope({}, set()))
+        if folded is True:
+            continue
+        out.append({**item, "check": _text(folded)} if isinstance(item, dict) else _text(folded))
+    return out
+
+
+def _used(spec: Any, variables: Mapping[str, Any]) -> set:
+    """The variables the spec reads, and those they read in turn."""
+    names = names_in(spec)
+    todo = [n for n in names if n in variables]
+    while todo:
+        more = names_in(variables[todo.pop()]) - names
+        names |= more
+        todo.extend(n for n in more if n in variables)
+    return names & set(variables)
