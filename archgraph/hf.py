@@ -539,12 +539,13 @@ def config_error(exc: ArchgraphError, imported: Imported, path: str | Path) -> A
 def specialized(path: str | Path):
     """The config's model as spec data (`spec.specialize`): the family template at the config's
     values, and the comment of each variable it keeps (the template's, and the config key)."""
-    from .load import read_parent
     from .spec.extends import merge_extends
+    from .spec.sources import resolve
     from .spec.specialize import specialize
     from .spec.yamlload import load_file
     imported = import_file(path)
-    spec, var_locs = merge_extends(load_file(imported.template), read_parent)
+    spec, var_locs = merge_extends(load_file(imported.template),
+                                   lambda name, at, child: load_file(resolve(name, Path(child.file).parent, at)))
     result = specialize(spec, var_locs, imported.variables)
     result.spec["name"] = imported.name
     result.spec["description"] = f"{imported.architecture}, imported from {Path(str(path)).name}"
