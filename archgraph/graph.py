@@ -32,6 +32,8 @@ class Ref(NamedTuple):
 
 @dataclass(eq=False, slots=True)
 class OpNode:
+    """A node that applies one op to the outputs it reads (`inputs`), its tensors counted under `category`."""
+
     name: str
     op: Op
     inputs: tuple[Ref, ...]
@@ -60,6 +62,8 @@ class OpNode:
 
 @dataclass(eq=False, slots=True)
 class BlockNode:
+    """A call of a block: its body graph, run `repeat` times (shared: one set of tensors for all)."""
+
     name: str
     block: str
     body: "Graph"
@@ -99,6 +103,8 @@ Node = Union[OpNode, BlockNode]
 
 @dataclass(eq=False)
 class Graph:
+    """A graph's inputs, its nodes in topological order and its named outputs."""
+
     name: str
     inputs: tuple[str, ...]
     nodes: dict[str, Node]  # topological order
@@ -127,6 +133,8 @@ def wiring(inputs, nodes: dict[str, Node]):
 
 @dataclass(frozen=True)
 class InputSpec:
+    """An input of the model: its shape (sizes or names of sizes), dtype and default."""
+
     name: str
     shape: tuple[Any, ...]  # ints or expression texts (symbolic names allowed)
     dtype: str

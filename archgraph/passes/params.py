@@ -59,6 +59,8 @@ class Totals:
 
 @dataclass(frozen=True)
 class TensorRow:
+    """One tensor of a node: its local name, shape and element count, and what kind of tensor it is."""
+
     name: str                 # local name: weight, q_proj.bias
     shape: tuple[int, ...]
     count: int
@@ -145,6 +147,8 @@ class BlockRow:
 
 @dataclass
 class ParamReport:
+    """The parameter pass's result: the totals, the block tree, and every node and tensor on request."""
+
     model: Model
     totals: Totals
     blocks: list[BlockRow]

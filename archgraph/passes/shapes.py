@@ -21,6 +21,8 @@ from .walk import Run, call_op, walk
 
 @dataclass
 class ShapeReport:
+    """The shape pass's result: the input and output shapes, and every node's on request."""
+
     model: Model
     inputs: dict[str, Shape]
     run: Run

@@ -24,6 +24,8 @@ from ..errors import ArchgraphError, Loc, SpecError
 
 @dataclass(frozen=True)
 class Constraint:
+    """One `constraints:` entry: its expression text and where the spec says it."""
+
     text: str
     loc: Loc
     divisor: tuple[str, int] | None = None  # (size, K) for `size % K == 0`

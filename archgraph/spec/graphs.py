@@ -61,6 +61,8 @@ _REF = re.compile(r"([^:|]+?)\s*(?::\s*([0-9]+|[A-Za-z_][A-Za-z0-9_]*))?")
 
 @dataclass
 class Ctx:
+    """What building a graph reads: the block definitions and the spec's variables."""
+
     blocks: Mapping[str, Any]
     globals: Mapping[str, Any]
     cache: dict = field(default_factory=dict)
