@@ -383,6 +383,11 @@ CASES["qwen3_moe-seq-cls"] = {**CASES["qwen3_moe-causal"], "architectures": ["Qw
                               "pad_token_id": 0, "num_labels": 3}
 CASES["gpt_oss-seq-cls"] = {**CASES["gpt_oss-causal"], "architectures": ["GptOssForSequenceClassification"],
                             "pad_token_id": 0, "num_labels": 3}
+# issue 29's families, part 3 (worktree moefam)
+CASES["ernie4_5-causal"] = {"model_type": "ernie4_5", "architectures": ["Ernie4_5ForCausalLM"], **TINY,
+                            "num_key_value_heads": 2, "head_dim": 16, "pad_token_id": 0}
+CASES["ernie4_5-base-bias-untied"] = {**CASES["ernie4_5-causal"], "architectures": ["Ernie4_5Model"], "use_bias": True,
+                                      "tie_word_embeddings": False, "head_dim": 8, "num_key_value_heads": 4}
 
 # rope types (rope_parameters, or a legacy rope_scaling with "type" or "rope_type"), each at a length
 # (LENGTHS) that reaches what it scales: beyond original_max_position_embeddings or max_position_embeddings
@@ -962,7 +967,8 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases",
           "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
           "qwen3_moe-seq-cls", "mixtral-window",
-          "olmoe-causal", "olmoe-base-normalized-bias"]
+          "olmoe-causal", "olmoe-base-normalized-bias",
+          "ernie4_5-causal", "ernie4_5-base-bias-untied"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

@@ -56,6 +56,8 @@ ROTARY |= {"modernbert"}  # text encoders (issue 12)
 PREFIX.update({"gemma2": "Gemma2", "gemma3_text": "Gemma3Text"})  # issue 11
 ROTARY |= {"gemma2", "gemma3_text"}
 ROTARY |= {"qwen2_moe", "olmoe"}  # issue 29
+PREFIX.update({"ernie4_5": "Ernie4_5"})  # issue 29 (moefam)
+ROTARY |= {"ernie4_5"}
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
