@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import doc_blocks  # noqa: E402
 
 SPECS = doc_blocks.spec_blocks()
-TORCH_PAGES = {"run-and-train.md"}  # pages whose commands build and train torch modules
+TORCH_PAGES = {"run-and-train.md", "import-torch.md"}  # pages whose commands build and train torch modules
 
 
 @pytest.fixture(scope="module")
