@@ -163,3 +163,21 @@ def test_the_test_extra_installs_the_docs_extra():
     def extra(name):
         return set(re.findall(r'"([^"]+)"', re.search(rf"^{name} = \[(.*?)\]", text, re.S | re.M).group(1)))
     assert extra("docs") == {"mkdocs==1.6.1", "mkdocs-material==9.8.2"} and extra("docs") <= extra("test")
+
+
+def test_the_reference_names_every_key_and_function():
+    """The spec language reference lists what the code accepts: a key or function added to the
+    language and not to docs/spec-language.md fails here."""
+    from archgraph.expr import FUNCTIONS
+    from archgraph.spec.blocks import BLOCK_KEYS
+    from archgraph.spec.extends import TOP_KEYS
+    from archgraph.spec.graphs import NODE_KEYS
+    text = (doc_blocks.DOCS / "spec-language.md").read_text()
+    section = lambda title: text.split(f"## {title}", 1)[1].split("\n## ", 1)[0]  # noqa: E731
+    table_keys = lambda title: set(re.findall(r"^\| `(\w+)` \|", section(title), re.M))  # noqa: E731
+    assert TOP_KEYS <= table_keys("Top-level keys"), TOP_KEYS - table_keys("Top-level keys")
+    assert BLOCK_KEYS - {"nodes"} <= table_keys("Blocks"), BLOCK_KEYS - table_keys("Blocks")
+    nodes = table_keys("Nodes") | {"name", "op", "block"}  # these three in the prose above the table
+    assert NODE_KEYS <= nodes, NODE_KEYS - nodes
+    values = section("Values and expressions")
+    assert all(f"`{name}`" in values for name in FUNCTIONS), [n for n in FUNCTIONS if f"`{n}`" not in values]
