@@ -140,6 +140,19 @@ def test_cli_refuses_a_non_html_output(cli, tmp_path):
     assert "the report is an HTML page; received" in err and "fix: end the file name with .html" in err
 
 
+def test_compare_draws_stacks_by_role_and_the_rest_in_the_palette_colours():
+    from archgraph.passes.compare import summarize
+    from archgraph.render.compare import ROLE_COLORS, compare_chart
+    from archgraph.render.palette import category_color
+    rows = [summarize(name, {}, load=load) for name in ("gpt2", "bert-base-uncased")]
+    svg = compare_chart(rows, "svg").decode("utf-8")
+    for colour in (ROLE_COLORS["encoder"], ROLE_COLORS["decoder"], category_color("embedding"),
+                   category_color("head")):
+        assert f"fill: {colour}" in svg, colour
+    assert ">transformer.h × 12<" in svg and ">encoder.layer × 12<" in svg
+    assert f"fill: {ROLE_COLORS['layers']}" not in svg  # neither model has convolutional stages
+
+
 # -- in a browser ----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def browser():
@@ -348,6 +361,14 @@ def test_the_parameter_table_sorts_and_folds(browser, cli, tmp_path):
     heads[total].click()  # numbers: largest first, children stay under their block
     rows = [r.get_attribute("data-id") for r in table.find_elements("css selector", "tbody tr")]
     assert rows[0] == "transformer.h" and rows[1].startswith("transformer.h/")
+    top = "tbody tr[data-parent='']"
+    values = [int(r.find_elements("tag name", "td")[total].get_attribute("data-value"))
+              for r in table.find_elements("css selector", top)]
+    assert values == sorted(values, reverse=True) and values[0] == 85_054_464
+    heads[total].click()  # and back: smallest first
+    values = [int(r.find_elements("tag name", "td")[total].get_attribute("data-value"))
+              for r in table.find_elements("css selector", top)]
+    assert values == sorted(values) and values[-1] == 85_054_464
     child = table.find_element("css selector", "tr[data-id='transformer.h/mlp.c_fc']")
     table.find_element("css selector", "tr[data-id='transformer.h'] button.toggle").click()
     assert not child.is_displayed()
