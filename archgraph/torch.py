@@ -1,7 +1,8 @@
 """Any archgraph model as a `torch.nn.Module` that computes it: `to_module(model)`.
 
-The only archgraph module that imports torch (an optional dependency:
-`pip install archgraph[torch]`).  The module's tree follows the spec's nesting: every
+The only archgraph module that imports torch (an optional dependency, the `torch` extra:
+`pip install -e ".[torch]"` in a checkout, `pip install 'archgraph[torch]'` otherwise).
+The module's tree follows the spec's nesting: every
 tensor sits at the path `archgraph params --json` gives it (its `state_dict`; a part of a
 name that PyTorch refuses for a module, empty or an nn.Module attribute, takes a '_':
 `torch_name`), so a Hugging Face template's module loads the checkpoint's `state_dict` as it is; a

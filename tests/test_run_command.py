@@ -4,6 +4,7 @@ disagreement)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -13,7 +14,9 @@ pytest.importorskip("torch")
 
 import archgraph  # noqa: E402
 from archgraph.cli import main  # noqa: E402
+from archgraph.install import install_command  # noqa: E402
 from archgraph.ops.linear import Linear  # noqa: E402
+from conftest import ROOT  # noqa: E402
 
 
 def test_check_confirms_counts_and_every_node_shape(capsys):
@@ -58,7 +61,9 @@ def test_run_without_torch_says_how_to_install_it(tmp_path):
         "raise ModuleNotFoundError(\"No module named 'torch'\", name='torch')\n")
     code = "import sys; from archgraph.cli import main; sys.exit(main(['run', 'gpt2', '--check']))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                         env={"PYTHONPATH": str(tmp_path), "PATH": ""})
+                         env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}", "PATH": ""})
     assert out.returncode == 2
+    # the hint fits the installation: the tests run from a checkout installed with pip install -e (README)
     assert out.stderr == ("archgraph: error: 'archgraph run' needs PyTorch, which is not installed\n"
-                          "  fix: pip install 'archgraph[torch]' (torch==2.13.0, the CPU build)\n")
+                          f"  fix: {install_command('torch')} (torch==2.13.0, the CPU build)\n")
+    assert 'fix: pip install -e ".[torch]" in /' in out.stderr

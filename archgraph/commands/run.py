@@ -6,8 +6,8 @@ output's shape and statistics; first it refuses (status 2) a module whose parame
 inputs and activations (every op output at once, a bound) need more memory than the machine
 has available (`archgraph.machine`).  `run MODEL --check` builds it on the meta device (no memory,
 any size) and confirms that its parameter count and every node's output shape equal
-archgraph's passes: exit status 1 naming the first disagreement.  Needs torch
-(`pip install 'archgraph[torch]'`); 2 on bad input.
+archgraph's passes: exit status 1 naming the first disagreement.  Needs torch (the `torch`
+extra; the error without it says how to install it, see `archgraph.install`); 2 on bad input.
 """
 from __future__ import annotations
 
@@ -31,8 +31,9 @@ def needs_torch(command: str, module: str = "archgraph.torch"):
     except ImportError as exc:
         if not (getattr(exc, "name", "") or "").startswith("torch"):
             raise
+        from ..install import install_command
         raise ArchgraphError(f"'archgraph {command}' needs PyTorch, which is not installed",
-                             hint="pip install 'archgraph[torch]' (torch==2.13.0, the CPU build)") from None
+                             hint=f"{install_command('torch')} (torch==2.13.0, the CPU build)") from None
 
 
 def run(args, console) -> int:
