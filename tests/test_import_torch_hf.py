@@ -17,6 +17,7 @@ transformers = pytest.importorskip("transformers")
 
 from archgraph.cli import main  # noqa: E402
 from archgraph.errors import ArchgraphError  # noqa: E402
+from archgraph.install import install_command  # noqa: E402
 from archgraph.load import load, load_text  # noqa: E402
 from archgraph.passes.params import named_tensors  # noqa: E402
 from archgraph.torch import to_module, to_spec  # noqa: E402
@@ -130,7 +131,7 @@ def test_import_torch_without_torch_says_how_to_install_it(tmp_path):
                          env={"PYTHONPATH": f"{tmp_path}:{here}", "PATH": ""})
     assert out.returncode == 2
     assert out.stderr == ("archgraph: error: 'archgraph import-torch' needs PyTorch, which is not installed\n"
-                          "  fix: pip install 'archgraph[torch]' (torch==2.13.0, the CPU build)\n")
+                          f"  fix: {install_command('torch')} (torch==2.13.0, the CPU build)\n")
 
 
 @pytest.mark.slow
