@@ -544,9 +544,10 @@ def specialized(path: str | Path):
     from .spec.specialize import specialize
     from .spec.yamlload import load_file
     imported = import_file(path)
-    spec, var_locs = merge_extends(load_file(imported.template),
-                                   lambda name, at, child: load_file(resolve(name, Path(child.file).parent, at)))
-    result = specialize(spec, var_locs, imported.variables)
+    def load_spec(name, at, child):
+        return load_file(resolve(name, Path(child.file).parent, at))
+    spec, var_locs = merge_extends(load_file(imported.template), load_spec)
+    result = specialize(spec, var_locs, imported.variables, load_spec)
     result.spec["name"] = imported.name
     result.spec["description"] = f"{imported.architecture}, imported from {Path(str(path)).name}"
     comments = {}

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 import archgraph
+from archgraph.errors import ArchgraphError
 from archgraph.load import load_text
 
 BASE = """\
@@ -215,3 +216,53 @@ nodes:
 """
     assert load_text(text).params().total == 2 * 8 * 16 + 2 * 8 * 32
     assert load_text(text, settings={"H": 4}).params().total == 2 * 4 * 16 + 2 * 4 * 32
+
+
+def test_a_used_spec_that_inherits_takes_the_callers_variables(tmp_path):
+    """`{spec: NAME, inherit: true}`: the used spec's variables the caller has take the caller's values;
+    the call's own arguments still win."""
+    (tmp_path / "mlp.yaml").write_text("variables: {H: 4, I: 8}\ninputs: {x: [B, H]}\nnodes:\n"
+                                       "  - {name: up, op: linear, in_features: H, out_features: I}\n"
+                                       "  - {name: down, op: linear, in_features: I, out_features: H}\n")
+    spec = tmp_path / "top.yaml"
+    text = ("variables: {H: 16, I: 32, other: 3}\ninputs: {x: [B, H]}\nblocks:\n  mlp: {spec: mlp.yaml, inherit: true}\n"
+            "nodes:\n  - {name: a, block: mlp}\n  - {name: b, block: mlp, I: 2}\n")
+    spec.write_text(text)
+    assert archgraph.load(spec).params().total == (16 * 32 + 32 + 32 * 16 + 16) + (16 * 2 + 2 + 2 * 16 + 16)
+    spec.write_text(text.replace(", inherit: true", ""))
+    with pytest.raises(ArchgraphError, match="last dimension of the input"):
+        archgraph.load(spec)  # without it the spec's own H = 4 meets the caller's [B, 16]
+    spec.write_text(text.replace("inherit: true", "inherit: yes please"))
+    with pytest.raises(archgraph.SpecError, match="'inherit' of block 'mlp' must be true or false"):
+        archgraph.load(spec)
+
+
+def test_an_input_that_exists_only_when_its_condition_holds():
+    """`in: {rope: {from: r, when: cond}}`: the op reads that input only when cond holds (one node
+    for layers with and without rotary positions)."""
+    text = """\
+variables: {H: 8, rope_every: 2}
+inputs: {x: [B, S, H]}
+blocks:
+  layer:
+    args: [use_rope]
+    nodes:
+      - name: attn
+        op: attention
+        in: {x: x, rope: {from: rope, when: use_rope}, rope_sin: {from: rope_sin, when: use_rope}}
+        hidden: H
+        heads: 2
+    inputs: [x, rope, rope_sin]
+nodes:
+  - {name: rot, op: rotary_embedding, in: x, head_dim: 4}
+  - {name: layers, block: layer, repeat: 4, in: {x: x, rope: "rot:0", rope_sin: "rot:1"}, use_rope: "i % rope_every == 0"}
+"""
+    model = load_text(text)
+    runs = [n for n in model.graph.nodes.values() if n.name.startswith("layers")]
+    assert [(n.repeat, [r.node for r in n.body.nodes["attn"].inputs]) for n in runs] == [
+        (1, ["x", "rope", "rope_sin"]), (1, ["x"]), (1, ["x", "rope", "rope_sin"]), (1, ["x"])]
+    assert model.params().total == 4 * 4 * (8 * 8 + 8)
+    with pytest.raises(archgraph.SpecError, match="input 'rope' names what it reads with 'from:'"):
+        load_text(text.replace("{from: rope, when: use_rope}", "{when: use_rope}"))
+    with pytest.raises(archgraph.SpecError, match="unknown key 'if' in input 'rope'"):
+        load_text(text.replace("{from: rope, when: use_rope}", "{from: rope, if: use_rope}"))

@@ -3,6 +3,7 @@ one that names it, or a built-in) used as a block.
 
     blocks:
       vision: {spec: clip_vision.yaml}      # its variables are the block's arguments (all optional)
+      text: {spec: llama.yaml, inherit: true}   # ... and take the caller's variables of their names
     nodes:
       - {name: vision_tower, block: vision, in: pixel_values, H: VH, L: VL}
 
@@ -24,7 +25,7 @@ from .extends import merge_extends
 from .values import check_keys, evaluate_variables, loc_of
 from .yamlload import LocDict
 
-SPEC_BLOCK_KEYS = {"spec", "description", "category", "trainable"}
+SPEC_BLOCK_KEYS = {"spec", "description", "category", "trainable", "inherit"}
 
 
 def is_spec_block(definition: Any) -> bool:

@@ -176,7 +176,7 @@ def _node(ctx: Ctx, raw: Any, scope: dict, env, category, trainable, prev):
     try:
         if "op" in raw:
             return _op_node(ctx, raw, name, prev, scope, env, own_cat or category, own_cat is not None, train)
-        refs, keywords = _refs(raw, prev, scope)
+        refs, keywords = _refs(raw, prev, scope, env)
         return _block_node(ctx, raw, name, refs, keywords, env, own_cat or category, train)
     except ArchgraphError as exc:
         raise exc.with_context(loc=raw.loc, node=name)
@@ -190,10 +190,14 @@ def _category(mapping: LocDict) -> str | None:
     return value
 
 
-def _refs(raw: LocDict, prev: Ref | None, known: dict) -> tuple[tuple[Ref, ...], tuple[str, ...]]:
+def _refs(raw: LocDict, prev: Ref | None, known: dict, env: Mapping | None = None
+          ) -> tuple[tuple[Ref, ...], tuple[str, ...]]:
     """The node's inputs, and their parameter names when 'in' is a mapping; `a|b` reads the first of
-    a, b that exists here (a node switched off by `when:` does not)."""
+    a, b that exists here (a node switched off by `when:` does not); in a mapping, `rope: {from: r,
+    when: cond}` is an input only when cond holds."""
     value = raw.get("in")
+    if isinstance(value, dict) and any(isinstance(v, dict) for v in value.values()):
+        value = _conditional_inputs(value, env or {}, raw.key_loc("in"))
     if value is None:
         if prev is None:
             raise SpecError("this node has no 'in:' and there is no previous node to read from",
@@ -205,6 +209,22 @@ def _refs(raw: LocDict, prev: Ref | None, known: dict) -> tuple[tuple[Ref, ...],
     refs = tuple(parse_ref(_first(item, known, raw, raw.key_loc("in")), "'in'", raw.key_loc("in"), known)
                  for item in items)
     return refs, tuple(value) if isinstance(value, dict) else ()
+
+
+def _conditional_inputs(value: dict, env: Mapping, loc: Loc) -> dict:
+    """`in:` without the inputs whose `when:` is false, the others as plain references."""
+    out = {}
+    for key, item in value.items():
+        if isinstance(item, dict):
+            check_keys(item, {"from", "when"}, f"input '{key}'", getattr(item, "key_loc", lambda k: loc))
+            if "from" not in item:
+                raise SpecError(f"input '{key}' names what it reads with 'from:'", loc=loc,
+                                hint=f"write {key}: {{from: NODE, when: CONDITION}}")
+            if "when" in item and not _condition(item["when"], env, getattr(item, "loc", loc), None):
+                continue
+            item = item["from"]
+        out[key] = item
+    return out
 
 
 def _first(item: Any, known: dict, raw: Any, loc: Loc) -> Any:
@@ -308,7 +328,7 @@ def _op_node(ctx: Ctx, raw: LocDict, name: str, prev, known, env, category, expl
         if key is not None:
             made[1][key] = op
     if "in" in raw:
-        refs, keywords = _refs(raw, prev, known)
+        refs, keywords = _refs(raw, prev, known, env)
     elif takes_none:  # an op that needs no input never reads the previous node
         refs, keywords = (), ()
     elif prev is not None:
@@ -412,9 +432,12 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
     index = _index_name(raw, params)
     group = _group_rule(raw, index)
     bodies, groups = [], []
+    inherit = is_spec_block(definition) and _inherits(definition, block)
     for i in range(start, start + repeat) if index else [None]:
         here = {**env, index: i} if index else env
         args = {k: argument(v, here, raw.key_loc(k), k) for k, v in raw.items() if k in params}
+        if inherit:  # the used spec's variables the caller also has take the caller's values
+            args = {**{p: here[p] for p in params if p in here}, **args}
         bodies.append(_instantiate(ctx, block, definition, params, args, category, trainable, raw.loc))
         if group:
             groups.append((group[0], argument(group[1], here, raw.key_loc("group"), "group")))
@@ -449,6 +472,15 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
     decided(repeat)  # the runs' lengths are numbers now
     return _runs(name, block, bodies, refs, start, raw, path if path is not None else name, _unused(raw, env),
                  groups or [None] * len(bodies))
+
+
+def _inherits(definition: LocDict, block: str) -> bool:
+    """`{spec: NAME, inherit: true}`: a call passes the caller's variables of the used spec's names."""
+    value = definition.get("inherit", False)
+    if not isinstance(value, bool):
+        raise SpecError(f"'inherit' of block '{block}' must be true or false", loc=definition.key_loc("inherit"),
+                        hint="inherit: true passes the caller's variables of the used spec's names")
+    return value
 
 
 def _group_rule(raw: LocDict, index: str | None) -> tuple[str, Any] | None:

@@ -37,12 +37,16 @@ class Specialized:
     locs: dict[str, Loc] = field(default_factory=dict)  # where each kept variable was declared
 
 
-def specialize(spec: Mapping[str, Any], var_locs: Mapping[str, Loc], settings: Mapping[str, Any]) -> Specialized:
+def specialize(spec: Mapping[str, Any], var_locs: Mapping[str, Loc], settings: Mapping[str, Any],
+               load_spec=None) -> Specialized:
+    """`load_spec(name, at, relative_to)` reads a spec a block uses (`{spec: NAME, inherit: true}`:
+    the variables the call inherits are written out)."""
     raw_vars = spec.get("variables") or {}
     values = evaluate_variables(raw_vars, var_locs, {}, settings)
     kept = _kept(raw_vars, values, settings)
     walker = _Walker(spec.get("blocks") or {}, {k: v for k, v in values.items() if k not in kept},
                      {k: values[k] for k in kept})
+    walker.load_spec = load_spec
     out: dict[str, Any] = {}
     for key, value in spec.items():
         if key in ("variables", "extends", "edit", "blocks", "nodes", "outputs"):
@@ -106,6 +110,7 @@ class _Walker:
     def __init__(self, blocks: Mapping[str, Any], known: dict, values: dict) -> None:
         self.blocks, self.known, self.values = blocks, known, values
         self.calls: dict[str, list] = {}    # block -> [(call dict, folded args, caller's free names)]
+        self.load_spec = None
         self.done: dict[str, Any] = {}
 
     # -- expressions ------------------------------------------------------------------
@@ -130,7 +135,7 @@ class _Walker:
                 if keep is not True:
                     node["when"], sure = _text(keep), False
             if "in" in raw:
-                node["in"] = _refs(raw["in"], made)
+                node["in"] = _refs(self._inputs(raw["in"], scope), made)
             out.append(self._call(raw, scope, node) if "block" in raw else self._op(raw, scope, node))
             made[raw["name"]] = made.get(raw["name"], False) or sure
         return out, made
@@ -211,6 +216,20 @@ class _Walker:
         self.calls.setdefault(block, []).append((node, args, set(scope.free), index))
         return node
 
+    def _inputs(self, value: Any, scope: _Scope) -> Any:
+        """`in:` with each `{from: ref, when: cond}` decided: the reference, or left out."""
+        if not isinstance(value, dict):
+            return value
+        out = {}
+        for key, item in value.items():
+            if isinstance(item, dict) and "from" in item:
+                keep = self.fold(item["when"], scope, decide=True) if "when" in item else True
+                if keep is False:
+                    continue
+                item = item["from"] if keep is True else {"from": item["from"], "when": _text(keep)}
+            out[key] = item
+        return out
+
     def _names(self, scope: _Scope) -> set:
         return set(self.known) | set(self.values) | set(scope.known) | scope.free
 
@@ -226,9 +245,17 @@ class _Walker:
         definition = self.blocks[block]
         calls = self.calls[block]
         if is_spec_block(definition):
-            for node, args, _, _ in calls:
+            inherited = self._inherited(definition)
+            for node, args, free, _ in calls:
                 _complete(node, args)
-            return dict(definition)
+                for name in inherited:  # written out: the spec's switches are no variables any more
+                    if name in node:
+                        continue
+                    if name in free or name in self.values:
+                        node[name] = name
+                    elif name in self.known:
+                        node[name] = _text(self.known[name])
+            return {k: v for k, v in definition.items() if k != "inherit"}
         params = block_params(definition, block)
         scope = _Scope({}, set())
         keep = []
@@ -281,6 +308,14 @@ class _Walker:
             elif key != "outputs":
                 out[key] = value
         return out
+
+    def _inherited(self, definition: Mapping) -> list:
+        """The variables of a used spec that inherits its caller's (none unless `inherit: true`)."""
+        if definition.get("inherit") is not True or self.load_spec is None:
+            return []
+        from .extends import merge_extends
+        used = self.load_spec(str(definition["spec"]), definition.key_loc("spec"), definition.loc)
+        return list(merge_extends(used, self.load_spec)[0].get("variables") or {})
 
     def outputs(self, raw: Any, made: dict, scope: _Scope) -> Any:
         if not isinstance(raw, dict):
@@ -348,6 +383,8 @@ def _callers_first(blocks: Mapping[str, Any]) -> list:
 def _refs(value: Any, made: dict) -> Any:
     """`in:` with each `a|b|c` narrowed to what exists: the ones that may, up to one that surely does."""
     if isinstance(value, dict):
+        if "from" in value:  # an input that exists only when its condition holds
+            return {**value, "from": _refs(value["from"], made)}
         return {k: _refs(v, made) for k, v in value.items()}
     if isinstance(value, list):
         return [_refs(v, made) for v in value]
