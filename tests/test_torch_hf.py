@@ -388,6 +388,12 @@ CASES["ernie4_5-causal"] = {"model_type": "ernie4_5", "architectures": ["Ernie4_
                             "num_key_value_heads": 2, "head_dim": 16, "pad_token_id": 0}
 CASES["ernie4_5-base-bias-untied"] = {**CASES["ernie4_5-causal"], "architectures": ["Ernie4_5Model"], "use_bias": True,
                                       "tie_word_embeddings": False, "head_dim": 8, "num_key_value_heads": 4}
+CASES["granitemoe-causal"] = {"model_type": "granitemoe", "architectures": ["GraniteMoeForCausalLM"], **TINY,
+                              "num_key_value_heads": 2, "num_local_experts": 5, "num_experts_per_tok": 2, "pad_token_id": 0,
+                              "embedding_multiplier": 3.0, "residual_multiplier": 0.5, "attention_multiplier": 0.2,
+                              "logits_scaling": 4.0}
+CASES["granitemoe-base-bias-tied"] = {**CASES["granitemoe-causal"], "architectures": ["GraniteMoeModel"],
+                                      "attention_bias": True, "tie_word_embeddings": True, "num_experts_per_tok": 3}
 
 # rope types (rope_parameters, or a legacy rope_scaling with "type" or "rope_type"), each at a length
 # (LENGTHS) that reaches what it scales: beyond original_max_position_embeddings or max_position_embeddings
@@ -968,7 +974,7 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
           "qwen3_moe-seq-cls", "mixtral-window",
           "olmoe-causal", "olmoe-base-normalized-bias",
-          "ernie4_5-causal", "ernie4_5-base-bias-untied"]
+          "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

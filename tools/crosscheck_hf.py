@@ -56,8 +56,8 @@ ROTARY |= {"modernbert"}  # text encoders (issue 12)
 PREFIX.update({"gemma2": "Gemma2", "gemma3_text": "Gemma3Text"})  # issue 11
 ROTARY |= {"gemma2", "gemma3_text"}
 ROTARY |= {"qwen2_moe", "olmoe"}  # issue 29
-PREFIX.update({"ernie4_5": "Ernie4_5"})  # issue 29 (moefam)
-ROTARY |= {"ernie4_5"}
+PREFIX.update({"ernie4_5": "Ernie4_5", "granitemoe": "GraniteMoe"})  # issue 29 (moefam)
+ROTARY |= {"ernie4_5", "granitemoe"}
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
@@ -132,6 +132,10 @@ def mutate(rng, cfg):
                        sliding_window=rng.randint(2, 6), max_window_layers=rng.randint(0, 3))
         else:
             cfg["attention_bias"] = rng.random() < 0.5
+    if mt == "granitemoe":  # experts and top-k; Granite's multipliers
+        cfg["num_experts_per_tok"] = rng.randint(1, cfg["num_local_experts"])
+        cfg.update({k: rng.choice([0.5, 1.0, 3.0]) for k in ("embedding_multiplier", "residual_multiplier",
+                                                             "attention_multiplier", "logits_scaling")})
     if mt == "deepseek_v3":  # latent attention's ranks and head dims; experts in groups; the dense layers first
         groups = rng.choice([1, 2, 3])
         experts = groups * rng.randint(1, 4)
