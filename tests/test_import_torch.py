@@ -199,3 +199,45 @@ def test_to_spec_docstring_example_runs():
                                                                        "to_spec": to_spec}):
         runner.run(test)
     assert runner.failures == 0 and runner.tries == 2
+
+
+class Mixer(nn.Module):
+    """Attention and feed-forward layers alternating (a layer schedule), each a residual."""
+
+    class Attend(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm, self.attn = nn.LayerNorm(d), CausalSelfAttention(d, 2)
+
+        def forward(self, x):
+            return x + self.attn(self.norm(x))
+
+    class Feed(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.norm, self.up, self.down = nn.LayerNorm(d), nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+
+        def forward(self, x):
+            return x + self.down(F.silu(self.up(self.norm(x))))
+
+    def __init__(self, d=16, pairs=3):
+        super().__init__()
+        self.layers = nn.ModuleList(self.Attend(d) if i % 2 == 0 else self.Feed(d) for i in range(2 * pairs))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def test_alternating_layers_are_one_call_of_a_schedule():
+    torch.manual_seed(0)
+    module = Mixer()
+    x = torch.randn(2, 5, 16)
+    text = to_spec(module, x)
+    assert "layers_kind: [0, 1, 0, 1, 0, 1]" in text
+    assert "{name: layers, block: Attend_Feed, repeat: 6, in: x, kind: 'layers_kind[i]'}" in text
+    assert "  Attend_Feed:\n    args: [kind]\n" in text
+    model, _, diff = _roundtrip(module, x)
+    assert model.params().total == sum(p.numel() for p in module.parameters())
+    assert diff < 1e-5

@@ -13,7 +13,9 @@ import torch
 
 from ..errors import ArchgraphError
 from .aten import DTYPES
-from .convert import Body, Converter, _is_tensor_value
+from .body import Body
+from .convert import Converter
+from .nodes import is_tensor_value
 from .trace import trace
 
 
@@ -25,7 +27,7 @@ def to_spec_dict(module: torch.nn.Module, *args: Any, name: str | None = None, *
     user = {n.name: n for n in graph.nodes if n.op == "placeholder" and n.name in traced.inputs}
     body = Body("", {user[k]: k for k in traced.inputs if k in user})
     live = _live(graph)
-    nodes = [n for n in graph.nodes if n.op == "call_function" and _is_tensor_value(n) and n in live]
+    nodes = [n for n in graph.nodes if n.op == "call_function" and is_tensor_value(n) and n in live]
     c.emit_items(nodes, body, "")
     outputs = _outputs(c, body, graph, traced.program)
     inputs = {}
@@ -39,13 +41,16 @@ def to_spec_dict(module: torch.nn.Module, *args: Any, name: str | None = None, *
         inputs[k] = {"shape": shape, "dtype": DTYPES[t.dtype]}
     spec = {"archgraph": 1, "name": name or type(module).__name__,
             "description": f"{type(module).__name__} imported from PyTorch (torch.export) by archgraph"}
+    if c.variables:
+        spec["variables"] = c.variables
     spec["inputs"] = inputs
     constraints = _constraints(traced)
     if constraints:
         spec["constraints"] = constraints
     if c.blocks:
-        spec["blocks"] = {k: {"inputs": v["inputs"], "outputs": v["outputs"] if len(v["outputs"]) > 1
-                              else v["outputs"][0], "nodes": v["nodes"]} for k, v in c.blocks.items()}
+        spec["blocks"] = {k: {**({"args": v["args"]} if "args" in v else {}), "inputs": v["inputs"],
+                              "outputs": v["outputs"] if len(v["outputs"]) > 1 else v["outputs"][0],
+                              "nodes": v["nodes"]} for k, v in c.blocks.items()}
     spec["nodes"] = body.nodes
     spec["outputs"] = outputs
     _unused_tensors(module, spec)
@@ -88,7 +93,7 @@ def _outputs(c: Converter, body: Body, graph, program) -> dict:
     names = _output_names(program.call_spec.out_spec, len(flat))
     result = {}
     for name, value in zip(names, flat):
-        if isinstance(value, torch.fx.Node) and _is_tensor_value(value):
+        if isinstance(value, torch.fx.Node) and is_tensor_value(value):
             result[name] = c.ref(body, value)
     if not result:
         raise ArchgraphError(f"{type(c.module).__name__}.forward returns no tensor")
@@ -149,14 +154,18 @@ def dump(spec: dict) -> str:
         return yaml.dump(node, Dumper=Dumper, default_flow_style=True, sort_keys=False, width=10 ** 6).strip().removesuffix("...").strip()
 
     lines = [f"archgraph: {spec['archgraph']}", f"name: {yaml.safe_dump(spec['name']).strip().removesuffix('...').strip()}",
-             f"description: {yaml.safe_dump(spec['description'], width=10 ** 6).strip().removesuffix('...').strip()}", "",
-             "inputs:"]
+             f"description: {yaml.safe_dump(spec['description'], width=10 ** 6).strip().removesuffix('...').strip()}", ""]
+    if spec.get("variables"):
+        lines += ["variables:"] + [f"  {k}: {node_line(v)}" for k, v in spec["variables"].items()] + [""]
+    lines += ["inputs:"]
     for k, v in spec["inputs"].items():
         lines.append(f"  {k}: {node_line(v)}")
     if spec.get("blocks"):
         lines += ["", "blocks:"]
         for k, v in spec["blocks"].items():
             lines.append(f"  {k}:")
+            if v.get("args"):
+                lines.append(f"    args: {node_line(v['args'])}")
             lines.append(f"    inputs: {node_line(v['inputs'])}")
             lines.append(f"    outputs: {node_line(v['outputs'])}")
             lines.append("    nodes:")

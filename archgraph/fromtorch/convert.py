@@ -18,68 +18,16 @@ from torch.export.graph_signature import InputKind
 from ..errors import ArchgraphError
 from ..graph import join
 from . import aten as A
+from .body import Body
+from .fold import Folding
+from .nodes import flat, is_tensor_value, module_path, numbered_child, readers, relative, stack_paths, under
 from .values import buffer_value_nodes
 
 LEAF_MODULES = (torch.nn.MultiheadAttention,)  # modules read as one op, not the aten ops they run
 OWNED_EXTRA = {"batch_norm": ("num_batches_tracked",)}  # tensors an op owns that the graph never reads
 
 
-def _path(node) -> str:
-    stack = node.meta.get("nn_module_stack") or {}
-    if not stack:
-        return ""
-    path = list(stack.values())[-1][0]
-    return path.split("@")[0] if isinstance(path, str) else ""
-
-
-def _stack_paths(node) -> list[str]:
-    return [v[0].split("@")[0] for v in (node.meta.get("nn_module_stack") or {}).values()]
-
-
-def _is_tensor_value(node) -> bool:
-    val = node.meta.get("val")
-    if isinstance(val, torch.Tensor):
-        return True
-    return isinstance(val, (list, tuple)) and any(isinstance(v, torch.Tensor) for v in val)
-
-
-def _rel(path: str, prefix: str) -> str:
-    if not prefix:
-        return path
-    if path == prefix:
-        return ""
-    return path[len(prefix) + 1:] if path.startswith(prefix + ".") else path
-
-
-class Body:
-    """The nodes of one block body (or the top level) being written: names relative to `prefix`."""
-
-    def __init__(self, prefix: str, inputs: dict):
-        self.prefix = prefix
-        self.nodes: list[dict] = []
-        self.names: set[str] = set(inputs.values())
-        self.env: dict = dict(inputs)  # fx value (or (fx value, index)) -> reference
-
-    def unique(self, base: str) -> str:
-        name, k = base, 1
-        while name in self.names:
-            name, k = f"{base}_{k}", k + 1
-        self.names.add(name)
-        return name
-
-    def add(self, name: str, op: str, inputs: list[str], hp: dict, extra: dict | None = None) -> str:
-        node = {"name": name, "op": op}
-        if inputs:
-            node["in"] = inputs[0] if len(inputs) == 1 else inputs
-        elif op not in ("parameter", "buffer", "arange", "full"):
-            pass
-        node.update(hp)
-        node.update(extra or {})
-        self.nodes.append(node)
-        return name
-
-
-class Converter:
+class Converter(Folding):
     def __init__(self, module: torch.nn.Module, traced):
         self.module = module
         self.ep = traced.program
@@ -95,16 +43,17 @@ class Converter:
                 self.tensors[spec.arg.name] = (spec.target, "constant", False)
         self.placeholders = {n.name: n for n in self.ep.graph.nodes if n.op == "placeholder"}
         self.owned: dict[str, str] = {}   # fqn -> the absolute path of the node that owns it
-        self.blocks: dict[str, dict] = {}
-        self.block_keys: dict[str, str] = {}
+        self.blocks: dict[str, dict] = {}      # block name -> its definition (inputs, nodes, outputs)
+        self.block_keys: dict[str, str] = {}   # a definition's JSON -> its block name
+        self.variables: dict[str, list] = {}   # the schedules' lists (a layer's kind by its index)
         self.used_fqns: set[str] = set()
-        self.ops_in = Counter(_path(n) for n in self.ep.graph.nodes
-                              if n.op == "call_function" and _is_tensor_value(n) and n.target not in A.SKIP)
+        self.ops_in = Counter(module_path(n) for n in self.ep.graph.nodes
+                              if n.op == "call_function" and is_tensor_value(n) and n.target not in A.SKIP)
         self.holder: dict[str, str] = {}  # placeholder -> the spec's name of the tensor (its first holder)
 
     # -- what the aten rules ask ----------------------------------------------------------------
     def is_value(self, arg) -> bool:
-        return isinstance(arg, torch.fx.Node) and _is_tensor_value(arg)
+        return isinstance(arg, torch.fx.Node) and is_tensor_value(arg)
 
     def dtype(self, node):
         return node.meta["val"].dtype
@@ -151,7 +100,7 @@ class Converter:
         fqn, kind, persistent = self.tensors[node.name]
         if kind == "constant":
             raise A.Refuse(f"a constant tensor '{fqn}' made while tracing (archgraph has no literal tensors)")
-        name = _rel(fqn, body.prefix)
+        name = relative(fqn, body.prefix)
         if name in body.names:
             raise A.Refuse(f"tensor '{fqn}': a node of that name exists")
         shape = self.shape(node)
@@ -204,9 +153,9 @@ class Converter:
             raise self.refusal(node, str(exc)) from None
 
     def _emit(self, body: Body, node, out: A.Out, inputs: list[str]) -> str:
-        path = _path(node)
+        path = module_path(node)
         if not out.tensors:
-            here = _rel(path, body.prefix) if _under(path, body.prefix) else ""
+            here = relative(path, body.prefix) if under(path, body.prefix) else ""
             if here and self.ops_in[path] == 1 and here not in body.names and self._is_leaf(path):  # nn.ReLU
                 body.names.add(here)
                 return body.add(here, out.op, inputs, out.hp)
@@ -218,7 +167,7 @@ class Converter:
         inside = owner is not None and (not body.prefix or owner.startswith(body.prefix + "."))
         held = [self.holder[t.name] for t in out.tensors.values() if t.name in self.holder]
         if owner is not None and mine and inside and not held:
-            name = _rel(owner, body.prefix)
+            name = relative(owner, body.prefix)
             if name in body.names:
                 raise A.Refuse(f"module '{owner}' is called twice (its tensors would be held twice)")
             body.names.add(name)
@@ -229,9 +178,9 @@ class Converter:
                 self.used_fqns.add(join(owner, extra))
             return body.add(name, out.op, inputs, out.hp)
         if owner is not None and mine and inside and len(held) == len(names) == 1 and \
-                _rel(owner, body.prefix) not in body.names:
+                relative(owner, body.prefix) not in body.names:
             # the module's tensor is one another node holds (tied weights): a tie to it
-            name = _rel(owner, body.prefix)
+            name = relative(owner, body.prefix)
             body.names.add(name)
             return body.add(name, out.op, inputs, out.hp, {"tie": held[0]})
         if out.op == "linear":  # a weight of another module, or not named weight: x @ Wᵀ (+ b)
@@ -266,7 +215,7 @@ class Converter:
         return fqn
 
     def _functional_linear(self, body, node, out, inputs) -> str:
-        path = _rel(_path(node), body.prefix) if _under(_path(node), body.prefix) else ""
+        path = relative(module_path(node), body.prefix) if under(module_path(node), body.prefix) else ""
         weight = self.ref(body, out.tensors["weight"])
         wt = body.add(body.unique(join(path, "transpose")), "transpose", [weight], {"dim0": 0, "dim1": 1})
         ref = body.add(body.unique(join(path, "matmul")), "matmul", [inputs[0], wt], {})
@@ -275,7 +224,7 @@ class Converter:
         return ref
 
     def _functional_affine(self, body, node, out, inputs) -> str:
-        path = _rel(_path(node), body.prefix) if _under(_path(node), body.prefix) else ""
+        path = relative(module_path(node), body.prefix) if under(module_path(node), body.prefix) else ""
         ref = body.add(body.unique(join(path, out.op)), out.op, inputs, {**out.hp, "elementwise_affine": False})
         ref = body.add(body.unique(join(path, "mul")), "mul", [ref, self.ref(body, out.tensors["weight"])], {})
         if "bias" in out.tensors:
@@ -287,7 +236,7 @@ class Converter:
         name = f"aten.{target.__name__}" if hasattr(target, "_schema") or "aten" in str(target) else str(target)
         if hasattr(target, "name") and callable(target.name):
             name = target.name().replace("::", ".")
-        where = _path(node) or "(the top module)"
+        where = module_path(node) or "(the top module)"
         stack = list((node.meta.get("nn_module_stack") or {}).values())
         kind = stack[-1][1].rsplit(".", 1)[-1] if stack else type(self.module).__name__
         return ArchgraphError(f"cannot import '{name}' at module '{where}' ({kind}): {why}",
@@ -314,7 +263,7 @@ class Converter:
         as ('group', list path, index, child path, nodes); those of a leaf module as ('leaf', ...)."""
         items: list = []
         for n in nodes:
-            key = _child(_path(n), scope)
+            key = numbered_child(module_path(n), scope)
             leaf = self._leaf_path(n, scope) if key is None else None
             if leaf is not None:
                 if items and items[-1][0] == "leaf" and items[-1][1] == leaf:
@@ -331,7 +280,7 @@ class Converter:
         return items
 
     def _leaf_path(self, node, scope: str) -> str | None:
-        for p in _stack_paths(node):
+        for p in stack_paths(node):
             if p and (not scope or p.startswith(scope + ".")):
                 try:
                     m = self.module.get_submodule(p)
@@ -345,117 +294,16 @@ class Converter:
         inside = set(nodes)
         ins: list = []
         for n in nodes:
-            for a in _flat(n.args, n.kwargs):
-                if not isinstance(a, torch.fx.Node) or a in inside or not _is_tensor_value(a):
+            for a in flat(n.args, n.kwargs):
+                if not isinstance(a, torch.fx.Node) or a in inside or not is_tensor_value(a):
                     continue
                 if a.op == "placeholder" and a.name in self.tensors and \
                         self.tensors[a.name][0].startswith(prefix + "."):
                     continue
                 if a not in ins:
                     ins.append(a)
-        outs = [n for n in nodes if _is_tensor_value(n) and any(u not in inside for u in _users(n))]
+        outs = [n for n in nodes if is_tensor_value(n) and any(u not in inside for u in readers(n))]
         return ins, outs
-
-    def _groups(self, items: list, i: int, body: Body) -> int:
-        """Emit the group at items[i] and those after it it folds with; return the next index."""
-        _, list_path, index, child, nodes = items[i]
-        run = [items[i]]
-        j = i + 1
-        while j < len(items) and items[j][0] == "group" and items[j][1] == list_path and \
-                items[j][2] == run[-1][2] + 1:
-            run.append(items[j])
-            j += 1
-        k = 0
-        while k < len(run):
-            end = self._fold_end(run, k)
-            if end - k >= 2:
-                self._repeat(body, run[k:end])
-            else:
-                self.emit_items(run[k][4], body, run[k][3])
-            k = end
-        return j
-
-    def _fold_end(self, run: list, k: int) -> int:
-        """The end of the longest run of repetitions from run[k] that one repeated block computes."""
-        first = run[k]
-        ins0, outs0 = self.interface(first[4], first[3])
-        key0 = self._body_key(first, ins0)
-        pattern = None
-        end = k + 1
-        prev_ins, prev_outs, prev_nodes = ins0, outs0, set(first[4])
-        while end < len(run):
-            ins, outs = self.interface(run[end][4], run[end][3])
-            if len(ins) != len(ins0) or len(outs) != len(outs0) or self._body_key(run[end], ins) != key0:
-                break
-            p = _chain(prev_ins, prev_outs, ins)
-            later = set(run[end][4])
-            if p is None or (pattern is not None and p != pattern) or \
-                    any(u not in later for o in prev_outs for u in _users(o)):
-                break
-            pattern = p
-            prev_ins, prev_outs = ins, outs
-            end += 1
-        return end
-
-    def _body_key(self, group, ins) -> str:
-        saved = (dict(self.owned), set(self.used_fqns), dict(self.holder))
-        try:
-            spec = self._block_body(group, ins)
-        except ArchgraphError:
-            return f"unfoldable {id(group)}"
-        finally:
-            self.owned, self.used_fqns, self.holder = saved
-        return json.dumps(spec, sort_keys=True, default=str)
-
-    def _block_body(self, group, ins) -> dict:
-        _, _, _, child, nodes = group
-        names = {a: f"x{i}" if i else "x" for i, a in enumerate(ins)}
-        inner = Body(child, names)
-        self.emit_items(nodes, inner, child)
-        _, outs = self.interface(nodes, child)
-        return {"inputs": list(names.values()), "nodes": inner.nodes,
-                "outputs": [inner.env[o] for o in outs]}
-
-    def _repeat(self, body: Body, reps: list) -> None:
-        first, second = reps[0], reps[1]
-        ins0, outs0 = self.interface(first[4], first[3])
-        ins1, _ = self.interface(second[4], second[3])
-        pattern = _chain(ins0, outs0, ins1)
-        carried = sorted((q, p) for p, q in pattern.items() if q is not None)
-        order = [p for _, p in carried] + [p for p, q in pattern.items() if q is None]
-        ordered = [ins0[p] for p in order]
-        spec = self._block_body(first, ordered)
-        for rep in reps[1:]:  # their tensors, named as repetition 0's are, are the block's too
-            for n in rep[4]:
-                for a in _flat(n.args, n.kwargs):
-                    if isinstance(a, torch.fx.Node) and a.name in self.tensors and \
-                            self.tensors[a.name][0].startswith(rep[3] + "."):
-                        self.used_fqns.add(self.tensors[a.name][0])
-        cls = type(self.module.get_submodule(first[3])).__name__
-        key = json.dumps(spec, sort_keys=True, default=str)
-        if key not in self.block_keys:
-            name, k = cls, 2
-            while name in self.blocks:
-                name, k = f"{cls}_{k}", k + 1
-            self.blocks[name] = spec
-            self.block_keys[key] = name
-        block = self.block_keys[key]
-        list_rel = _rel(first[1], body.prefix)
-        start = first[2]
-        call = {"name": list_rel if start == 0 else body.unique(f"{list_rel}_{start}"), "block": block,
-                "repeat": len(reps)}
-        if start:
-            call["path"] = f"'{list_rel}'"
-            call["start"] = start
-        else:
-            body.names.add(list_rel)
-        refs = [self.ref(body, a) for a in ordered]
-        if refs:
-            call["in"] = refs[0] if len(refs) == 1 else refs
-        body.nodes.append(call)
-        _, outs_last = self.interface(reps[-1][4], reps[-1][3])
-        for q, o in enumerate(outs_last):
-            body.env[o] = f"{call['name']}:{q}" if len(outs_last) > 1 else call["name"]
 
     def _leaf(self, body: Body, path: str, nodes: list) -> None:
         m = self.module.get_submodule(path)
@@ -479,66 +327,10 @@ class Converter:
                 hp["add_bias_kv"] = True
             if m.batch_first:
                 hp["batch_first"] = True
-            name = _rel(path, body.prefix)
+            name = relative(path, body.prefix)
             x = self.ref(body, ins[0])
             for fqn in m.state_dict():
                 self._own(join(path, fqn), path)
             body.names.add(name)
             body.add(name, "multihead_attention", [x, x, x], hp)
             body.env[outs[0]] = f"{name}:0"
-
-
-def _users(node) -> list:
-    """The nodes that read `node`'s value (not the assertions torch.export adds about it)."""
-    return [u for u in node.users if u.op == "output" or (u.target not in A.SKIP and _is_tensor_value(u))]
-
-
-def _under(path: str, prefix: str) -> bool:
-    return not prefix or path == prefix or path.startswith(prefix + ".")
-
-
-def _child(path: str, scope: str):
-    """(list path, index, child path) when `path` lies in a numbered child below `scope`."""
-    if scope and not path.startswith(scope + "."):
-        return None
-    rest = path[len(scope) + 1:] if scope else path
-    parts = rest.split(".")
-    for j in range(1, len(parts)):
-        if parts[j].isdigit():
-            lst = join(scope, ".".join(parts[:j]))
-            return lst, int(parts[j]), f"{lst}.{parts[j]}"
-    return None
-
-
-def _chain(ins_a: list, outs_a: list, ins_b: list) -> dict | None:
-    """Position p of b's inputs -> the output q of a it carries (None: the same value as a's), if
-    every output of a is carried once; else None."""
-    if len(ins_a) != len(ins_b):
-        return None
-    pattern: dict = {}
-    for p, (x, y) in enumerate(zip(ins_a, ins_b)):
-        if y in outs_a:
-            pattern[p] = outs_a.index(y)
-        elif x is y:
-            pattern[p] = None
-        else:
-            return None
-    carried = sorted(q for q in pattern.values() if q is not None)
-    return pattern if carried == list(range(len(outs_a))) else None
-
-
-def _flat(args, kwargs) -> list:
-    out: list = []
-
-    def walk(a):
-        if isinstance(a, (list, tuple)):
-            for x in a:
-                walk(x)
-        elif isinstance(a, dict):
-            for x in a.values():
-                walk(x)
-        else:
-            out.append(a)
-    walk(args)
-    walk(kwargs)
-    return out

@@ -1,0 +1,168 @@
+"""Folding a ModuleList's numbered children into one block called with `repeat:`.
+
+Consecutive children fold when each feeds the next (its outputs are the next one's first inputs,
+its other inputs the same values) and torch.export saw the same body in each: one block.  Where
+the bodies differ but recur (attention and feed-forward layers alternating), the block holds each
+kind's nodes under `when: kind == k` and the call reads each repetition's kind from a list: a
+layer schedule.  Children that neither repeat nor recur are written out as they are.
+"""
+from __future__ import annotations
+
+import json
+
+import torch
+
+from ..errors import ArchgraphError
+from .body import Body
+from .nodes import flat, readers, relative
+
+
+class Folding:
+    """The folding half of `convert.Converter` (which gives `emit_items`, `interface`, `ref`)."""
+
+    def _groups(self, items: list, i: int, body) -> int:
+        """Emit the group at items[i] and the siblings it folds with; return the next item's index."""
+        run = [items[i]]
+        j = i + 1
+        while j < len(items) and items[j][0] == "group" and items[j][1] == run[0][1] and \
+                items[j][2] == run[-1][2] + 1:
+            run.append(items[j])
+            j += 1
+        k = 0
+        while k < len(run):
+            end, keys = self._chain_end(run, k)
+            kinds = list(dict.fromkeys(keys))
+            if end - k >= 2 and (len(kinds) == 1 or all(keys.count(key) >= 2 for key in kinds)):
+                self._repeat(body, run[k:end], [kinds.index(key) for key in keys] if len(kinds) > 1 else None)
+                k = end
+                continue
+            same = 1
+            while same < end - k and keys[same] == keys[0]:
+                same += 1
+            if same >= 2:
+                self._repeat(body, run[k:k + same], None)
+            else:
+                self.emit_items(run[k][4], body, run[k][3])
+            k += same
+        return j
+
+    def _chain_end(self, run: list, k: int) -> tuple[int, list[str]]:
+        """The end of the longest chain of siblings from run[k] (each feeding the next, as a repeated
+        call's repetitions do), and each one's body as JSON."""
+        ins0, outs0 = self.interface(run[k][4], run[k][3])
+        keys = [self._body_key(run[k], ins0)]
+        pattern, prev_ins, prev_outs = None, ins0, outs0
+        end = k + 1
+        while end < len(run):
+            ins, outs = self.interface(run[end][4], run[end][3])
+            p = _chain(prev_ins, prev_outs, ins) if len(outs) == len(outs0) else None
+            later = set(run[end][4])
+            if p is None or (pattern is not None and p != pattern) or \
+                    any(u not in later for o in prev_outs for u in readers(o)):
+                break
+            keys.append(self._body_key(run[end], ins))
+            pattern, prev_ins, prev_outs = p, ins, outs
+            end += 1
+        return end, keys
+
+    def _body_key(self, group, ins) -> str:
+        saved = (dict(self.owned), set(self.used_fqns), dict(self.holder))
+        try:
+            spec = self._block_body(group, ins)
+        except ArchgraphError:
+            return f"unfoldable {id(group)}"
+        finally:
+            self.owned, self.used_fqns, self.holder = saved
+        return json.dumps(spec, sort_keys=True, default=str)
+
+    def _block_body(self, group, ins) -> dict:
+        _, _, _, child, nodes = group
+        names = {a: f"x{i}" if i else "x" for i, a in enumerate(ins)}
+        inner = Body(child, names)
+        self.emit_items(nodes, inner, child)
+        _, outs = self.interface(nodes, child)
+        return {"inputs": list(names.values()), "nodes": inner.nodes,
+                "outputs": [inner.env[o] for o in outs]}
+
+    def _ordered_inputs(self, reps: list) -> list[list]:
+        """Each repetition's inputs in the block's order: the carried ones (in the order of the
+        outputs they come from), then those every repetition reads alike."""
+        ins0, outs0 = self.interface(reps[0][4], reps[0][3])
+        pattern = _chain(ins0, outs0, self.interface(reps[1][4], reps[1][3])[0])
+        carried = sorted((q, p) for p, q in pattern.items() if q is not None)
+        order = [p for _, p in carried] + [p for p, q in pattern.items() if q is None]
+        return [[self.interface(r[4], r[3])[0][p] for p in order] for r in reps]
+
+    def _repeat(self, body, reps: list, kinds: list[int] | None) -> None:
+        """One call of a block for the repetitions `reps`; with `kinds`, a schedule of those kinds."""
+        ordered = self._ordered_inputs(reps)
+        if kinds is None:
+            spec = self._block_body(reps[0], ordered[0])
+        else:
+            firsts = [kinds.index(k) for k in range(max(kinds) + 1)]
+            spec = _union([self._block_body(reps[r], ordered[r]) for r in firsts])
+        for rep in reps:  # their tensors, named as the block names them, are the block's
+            for n in rep[4]:
+                for a in flat(n.args, n.kwargs):
+                    if isinstance(a, torch.fx.Node) and a.name in self.tensors and \
+                            self.tensors[a.name][0].startswith(rep[3] + "."):
+                        self.used_fqns.add(self.tensors[a.name][0])
+        classes = list(dict.fromkeys(type(self.module.get_submodule(r[3])).__name__ for r in reps))
+        block = self._define("_".join(classes), spec)
+        list_rel = relative(reps[0][1], body.prefix)
+        start = reps[0][2]
+        call = {"name": list_rel if start == 0 else body.unique(f"{list_rel}_{start}"), "block": block,
+                "repeat": len(reps)}
+        if start:
+            call["path"] = f"'{list_rel}'"
+            call["start"] = start
+        else:
+            body.names.add(list_rel)
+        refs = [self.ref(body, a) for a in ordered[0]]
+        if refs:
+            call["in"] = refs[0] if len(refs) == 1 else refs
+        if kinds is not None:
+            variable = "".join(c if c.isalnum() else "_" for c in list_rel) + "_kind"
+            self.variables[variable] = kinds
+            call["kind"] = f"{variable}[i - {start}]" if start else f"{variable}[i]"
+        body.nodes.append(call)
+        _, outs_last = self.interface(reps[-1][4], reps[-1][3])
+        for q, o in enumerate(outs_last):
+            body.env[o] = f"{call['name']}:{q}" if len(outs_last) > 1 else call["name"]
+
+    def _define(self, base: str, spec: dict) -> str:
+        """The block named for `spec`: an identical one defined before, else a new name."""
+        key = json.dumps(spec, sort_keys=True, default=str)
+        if key not in self.block_keys:
+            name, k = base, 2
+            while name in self.blocks:
+                name, k = f"{base}_{k}", k + 1
+            self.blocks[name] = spec
+            self.block_keys[key] = name
+        return self.block_keys[key]
+
+
+def _union(specs: list[dict]) -> dict:
+    """One block of several kinds of body: kind k's nodes under `when: kind == k`; an output is
+    whichever kind's node exists (`a|b`)."""
+    nodes = [{**node, "when": f"kind == {k}"} for k, spec in enumerate(specs) for node in spec["nodes"]]
+    outputs = ["|".join(dict.fromkeys(spec["outputs"][q] for spec in specs))
+               for q in range(len(specs[0]["outputs"]))]
+    return {"args": ["kind"], "inputs": specs[0]["inputs"], "nodes": nodes, "outputs": outputs}
+
+
+def _chain(ins_a: list, outs_a: list, ins_b: list) -> dict | None:
+    """Position p of b's inputs -> the output q of a it carries (None: the same value as a's), if
+    every output of a is carried once; else None."""
+    if len(ins_a) != len(ins_b):
+        return None
+    pattern: dict = {}
+    for p, (x, y) in enumerate(zip(ins_a, ins_b)):
+        if y in outs_a:
+            pattern[p] = outs_a.index(y)
+        elif x is y:
+            pattern[p] = None
+        else:
+            return None
+    carried = sorted(q for q in pattern.values() if q is not None)
+    return pattern if carried == list(range(len(outs_a))) else None
