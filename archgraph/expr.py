@@ -270,16 +270,23 @@ def evaluate(text: str, env: Mapping[str, Any]) -> Any:
                         hint="use whole numbers and names of sizes; words can only be compared") from None
 
 
+_HUGE = "no size, count or setting of a model comes near 10**30: check the value and the variables it uses"
+_LONG = "a list in an expression holds one value per layer or stage: check the count it is repeated by"
+
+
 def check_value(value: Any) -> Any:
-    """Refuse values no model size comes near (|x| > 10**30), complex numbers and infinities."""
+    """Refuse values no model size comes near (|x| > 10**30, whole or not), complex numbers, NaN
+    and infinities."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and abs(plain(value)) > MAX_MAGNITUDE:
-        raise ExprError(f"a value of {len(str(abs(value)))} digits is too large (at most 10**30)")
+        raise ExprError(f"a value of {len(str(abs(value)))} digits is too large (at most 10**30)", hint=_HUGE)
     if isinstance(value, complex):
         raise ExprError(f"the value {value} is not a real number")
     if isinstance(value, float) and math.isnan(value):
         raise ExprError(f"the value {value} is not a number")
+    if isinstance(value, float) and not abs(value) <= float(MAX_MAGNITUDE):  # inf too
+        raise ExprError(f"the value {value:g} is too large (at most 10**30)", hint=_HUGE)
     return value
 
 
@@ -345,6 +352,19 @@ def _comprehension(node: ast.ListComp, env: Mapping[str, Any]) -> list:
     return out
 
 
+def _check_list_size(op: ast.operator, left: Any, right: Any) -> None:
+    """`[0] * n` and `a + b` of lists, refused before Python builds a list of more than MAX_ITEMS."""
+    if isinstance(op, ast.Mult):
+        items, times = (left, right) if isinstance(left, list) else (right, left)
+        if isinstance(times, int) and not isinstance(times, bool) and len(items) * max(int(times), 0) > MAX_ITEMS:
+            raise ExprError(f"a list of {len(items) * int(times):,} items is too long (at most {MAX_ITEMS:,})",
+                            hint=_LONG)
+    elif isinstance(op, ast.Add) and isinstance(left, list) and isinstance(right, list):
+        if len(left) + len(right) > MAX_ITEMS:
+            raise ExprError(f"a list of {len(left) + len(right):,} items is too long (at most {MAX_ITEMS:,})",
+                            hint=_LONG)
+
+
 def _truth(value: Any) -> bool:
     decided(value)
     return bool(value)
@@ -374,6 +394,8 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         left, right = _eval(node.left, env), _eval(node.right, env)
         if isinstance(left, str) or isinstance(right, str):
             raise ExprError("words can be compared ('==', '!=') but not used in arithmetic")
+        if isinstance(left, list) or isinstance(right, list):
+            _check_list_size(node.op, left, right)
         return check_value(_BINOPS[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp):
         operand = _eval(node.operand, env)

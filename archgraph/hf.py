@@ -531,9 +531,12 @@ def config_error(exc: ArchgraphError, imported: Imported, path: str | Path) -> A
     node = f", node '{exc.node}'" if exc.node else ""
     values = ", ".join(f"{imported.sources[v]}={imported.variables[v]!r}" for v in imported.variables
                        if not imported.sources[v].startswith(("architectures", "constant")))
+    named = [v for v in re.findall(r"\b(\w+) = ", exc.message) if v in imported.sources]  # "L = 10**9"
+    keys = "; ".join(f"{v} is the config's {imported.sources[v]}" for v in dict.fromkeys(named))
+    hint = "; ".join(h for h in (exc.hint, keys) if h)
     return type(exc)(f"the '{imported.model_type}' template cannot be built with this config: "
                      f"{exc.message} (template{where}{node})", loc=Loc(str(path), 0),
-                     hint=exc.hint or f"check the config's values: {values}")
+                     hint=hint or f"check the config's values: {values}")
 
 
 def specialized(path: str | Path):

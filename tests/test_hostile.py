@@ -129,3 +129,52 @@ def test_a_header_of_more_tensors_than_any_checkpoint_is_refused_before_parsing(
     refused(capped_cli("params", path, seconds=30),
             f"{path}: the header lists more than 300,000 tensors, more than any model's checkpoint holds",
             "archgraph reads checkpoints of at most 300,000 tensors (the largest hold about 100,000)")
+
+
+# -- limits checked before the work they bound --------------------------------------------
+
+LAYERS_FIX = "check 'repeat:' and the variables it uses; L is the config's num_hidden_layers"
+
+
+@pytest.mark.parametrize("layers, shown", [("1000000000", "1,000,000,000"), ("1" + "0" * 30, "1" + ",000" * 10),
+                                           ("1e9", "1,000,000,000")])
+def test_a_config_of_absurdly_many_layers_is_refused_before_building_them(tmp_path, layers, shown):
+    text = MISTRAL.read_text().replace('"num_hidden_layers": 32', f'"num_hidden_layers": {layers}')
+    path = config(tmp_path, text)
+    refused(capped_cli("params", path, seconds=30),
+            f"{path}: the 'mistral' template cannot be built with this config: 'repeat' is {shown} (L = {shown}); "
+            f"a block call repeats at most 100,000 times (template at {ROOT}/specs/hf/llama.yaml:174, node 'layers')",
+            LAYERS_FIX)
+
+
+def test_set_of_a_billion_layers_is_refused_before_building_them():
+    refused(capped_cli("params", str(MISTRAL), "--set", "L=1000000000", seconds=30),
+            f"{MISTRAL}: the 'mistral' template cannot be built with this config: 'repeat' is 1,000,000,000 "
+            f"(L = 1,000,000,000); a block call repeats at most 100,000 times (template at "
+            f"{ROOT}/specs/hf/llama.yaml:174, node 'layers')", LAYERS_FIX)
+
+
+def spec(tmp_path: Path, variable: str, out: str = "4") -> str:
+    path = tmp_path / "s.yaml"
+    path.write_text(f"archgraph: 1\nname: s\nvariables:\n  H: {variable}\ninputs: {{x: [B, 4]}}\nnodes:\n"
+                    f"  - {{name: fc, op: linear, in_features: 4, out_features: {out}}}\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("items", ["300000000", "1000000000", "10**30"])
+def test_a_huge_list_in_an_expression_is_refused_before_it_is_allocated(tmp_path, items):
+    path = spec(tmp_path, f"len([0] * {items})", "H")
+    shown = f"{eval(items):,}"  # noqa: S307 - the test's own constant
+    refused(capped_cli("params", path, seconds=30),
+            f"{path}:4: variable 'H': a list of {shown} items is too long (at most 100,000) "
+            f"(in 'len([0] * {items})')",
+            "a list in an expression holds one value per layer or stage: check the count it is repeated by")
+
+
+@pytest.mark.parametrize("value, shown", [("1.0e+300", "1e+300"), ("exp(700)", "1.01423e+304"), ("-1e999", "inf"),
+                                          ("2.0 ** 60 * 2.0 ** 60", "1.32923e+36")])
+def test_a_float_beyond_any_size_is_refused_where_it_is_written(cli, tmp_path, value, shown):
+    path = spec(tmp_path, value)
+    where = "" if value == "1.0e+300" else f" (in '{value}')"  # a YAML number, or an expression
+    refused(cli("params", path), f"{path}:4: variable 'H': the value {shown} is too large (at most 10**30){where}",
+            "no size, count or setting of a model comes near 10**30: check the value and the variables it uses")

@@ -15,8 +15,8 @@ from typing import Any, Mapping
 from .. import expr
 from ..errors import ArchgraphError, Loc, SpecError, did_you_mean, printable
 from ..graph import NO_TIES, BlockNode, Graph, OpNode, Ref, SpecWarning, read_inputs, wiring
-from ..limits import MAX_BLOCK_DEPTH, MAX_BLOCK_INSTANCES
-from ..numbers import decided, decided_names
+from ..limits import MAX_BLOCK_DEPTH, MAX_BLOCK_INSTANCES, MAX_REPEAT
+from ..numbers import decided, decided_names, plain
 from ..ops import REGISTRY
 from ..ops.base import REGISTRY as _LOADED_OPS  # a plain dict of the op classes imported so far
 from .blocks import (
@@ -425,6 +425,12 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
     params = spec_params(ctx, block, definition) if is_spec_block(definition) else block_params(definition, block)
     check_keys(raw, NODE_KEYS - {"op", "tie", "dtype"} | set(params), f"a call of block '{block}'", raw.key_loc)
     repeat = whole_number(raw, "repeat", env, 1, least=0)
+    if repeat > MAX_REPEAT:  # before any repetition's arguments are evaluated
+        used = sorted(expr.names(raw["repeat"])) if isinstance(raw["repeat"], str) else []
+        values = ", ".join(f"{n} = {plain(env[n]):,}" for n in used if isinstance(env.get(n), int))
+        raise SpecError(f"'repeat' is {repeat:,}{f' ({values})' if values else ''}; a block call repeats at "
+                        f"most {MAX_REPEAT:,} times", loc=raw.key_loc("repeat"),
+                        hint="check 'repeat:' and the variables it uses")
     start = whole_number(raw, "start", env, 0, 0)
     shared = raw.get("shared", False)
     if not isinstance(shared, bool):
