@@ -275,8 +275,8 @@ _LONG = "a list in an expression holds one value per layer or stage: check the c
 
 
 def check_value(value: Any) -> Any:
-    """Refuse values no model size comes near (|x| > 10**30, whole or not), complex numbers, NaN
-    and infinities."""
+    """Refuse values no model size comes near (|x| > 10**30, whole or not, but for the infinities
+    a fill value may be), complex numbers and NaN."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and abs(plain(value)) > MAX_MAGNITUDE:
@@ -285,8 +285,9 @@ def check_value(value: Any) -> Any:
         raise ExprError(f"the value {value} is not a real number")
     if isinstance(value, float) and math.isnan(value):
         raise ExprError(f"the value {value} is not a number")
-    if isinstance(value, float) and not abs(value) <= float(MAX_MAGNITUDE):  # inf too
-        raise ExprError(f"the value {value:g} is too large (at most 10**30)", hint=_HUGE)
+    if isinstance(value, float) and float(MAX_MAGNITUDE) < abs(value) < math.inf:  # inf: a fill value
+        raise ExprError(f"the value {value:g} is too large (at most 10**30)",
+                        hint=_HUGE + " (a fill value without bound is inf or -inf)")
     return value
 
 

@@ -146,9 +146,9 @@ def test_function_called_with_bad_arguments(tmp_path, text, says):
 
 # OverflowError / ValueError at expr.py:149: math.ceil / math.floor of inf or nan.
 @pytest.mark.parametrize("text, says", [
-    ("ceil(1e999)", "the value inf is too large (at most 10**30)"),
-    ("floor(1e999)", "the value inf is too large (at most 10**30)"),
-    ("ceil(1e30 * 1e30)", "the value 1e+60 is too large (at most 10**30)"),
+    ("ceil(1e999)", "ceil(inf) is not a whole number"),
+    ("floor(1e999)", "floor(inf) is not a whole number"),
+    ("ceil(1e999 - 1e999)", "the value nan is not a number"),
 ])
 def test_ceil_or_floor_of_infinity_or_nan(tmp_path, text, says):
     assert_rejected(tmp_path, with_out_features(text), says=says)
