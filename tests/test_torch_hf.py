@@ -375,6 +375,15 @@ CASES["MixtralModel"] = {**CASES["mixtral-causal"], "architectures": ["MixtralMo
 CASES["mixtral-window"] = {**CASES["mixtral-causal"], "sliding_window": 3}   # S = 7 > the window
 CASES["mixtral-seq-cls"] = {**CASES["mixtral-causal"], "architectures": ["MixtralForSequenceClassification"],
                             "pad_token_id": 0, "num_labels": 3}
+QWEN2_MOE = {"model_type": "qwen2_moe", **TINY, "num_hidden_layers": 4, "num_key_value_heads": 2,
+             "moe_intermediate_size": 11, "shared_expert_intermediate_size": 13, "num_experts": 5,
+             "num_experts_per_tok": 2, "mlp_only_layers": [1]}
+CASES["qwen2_moe-causal"] = {**QWEN2_MOE, "architectures": ["Qwen2MoeForCausalLM"]}
+CASES["qwen2_moe-step2-normalized-sliding"] = {**QWEN2_MOE, "architectures": ["Qwen2MoeModel"], "norm_topk_prob": True,
+                                               "decoder_sparse_step": 2, "mlp_only_layers": [], "qkv_bias": False,
+                                               "use_sliding_window": True, "sliding_window": 3, "max_window_layers": 3}
+CASES["qwen2_moe-seq-cls"] = {**QWEN2_MOE, "architectures": ["Qwen2MoeForSequenceClassification"], "num_labels": 3,
+                              "pad_token_id": 0}
 CASES["olmoe-causal"] = {"model_type": "olmoe", "architectures": ["OlmoeForCausalLM"], **TINY, "num_hidden_layers": 3,
                          "num_key_value_heads": 2, "num_experts": 5, "num_experts_per_tok": 2, "pad_token_id": 0}
 CASES["olmoe-base-normalized-bias"] = {**CASES["olmoe-causal"], "architectures": ["OlmoeModel"], "norm_topk_prob": True,
@@ -974,7 +983,8 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
           "qwen3_moe-seq-cls", "mixtral-window",
           "olmoe-causal", "olmoe-base-normalized-bias",
-          "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied"]
+          "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied",
+          "qwen2_moe-causal", "qwen2_moe-step2-normalized-sliding", "qwen2_moe-seq-cls"]
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):
