@@ -113,6 +113,25 @@ def test_import_torch_of_a_callable_with_inputs(tmp_path, monkeypatch, capsys):
     assert "expected NAME=SHAPE[:DTYPE], e.g. input_ids=2x16:int64" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("config, message", [
+    ({"model_type": "lama"}, "transformers 5.23.0 does not know model_type 'lama'\n  fix: did you mean 'llama'?"),
+    ({"model_type": "llama", "architectures": ["LlamaForCausalLMM"], **TINY},
+     "architectures[0] 'LlamaForCausalLMM' is not a model class of transformers 5.23.0\n"
+     "  fix: did you mean 'LlamaForCausalLM'?"),
+    ({"model_type": "gpt_neo", "architectures": ["GPTNeoForCausalLM"], "vocab_size": 100, "hidden_size": 32,
+      "num_layers": 2, "num_heads": 4, "attention_types": [[["global", "local"], 1]]},
+     "transformers cannot build GPTNeoForCausalLM with PyTorch's scaled_dot_product_attention: GPTNeoForCausalLM "
+     "does not support an attention implementation through torch.nn.functional.scaled_dot_product_attention yet"),
+])
+def test_a_config_that_cannot_be_traced_is_one_error(config, message, tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert main(["import-torch", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"archgraph: error: {path}: {message}")
+    assert "Traceback" not in err
+
+
 def test_a_sliding_window_mask_is_refused_by_name():
     hf = _model("mistral", "MistralForCausalLM", sliding_window=4)
     with pytest.raises(ArchgraphError) as info:

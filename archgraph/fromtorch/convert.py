@@ -18,6 +18,7 @@ from torch.export.graph_signature import InputKind
 from ..errors import ArchgraphError
 from ..graph import join
 from . import aten as A
+from . import layers  # noqa: F401  (registers the rules of the ops that hold tensors)
 from .body import Body
 from .fold import Folding
 from .nodes import flat, is_tensor_value, module_path, numbered_child, readers, relative, stack_paths, under
@@ -141,7 +142,7 @@ class Converter(Folding):
         try:
             result = rule(node, self)
             if isinstance(result, A.Alias):
-                body.env[node] = self.ref(body, result.of) if isinstance(result.of, tuple) else self.ref(body, result.of)
+                body.env[node] = self.ref(body, result.of)
                 return
             outs = result if isinstance(result, list) else [result]
             done: dict[int, str] = {}

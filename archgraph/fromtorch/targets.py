@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from ..errors import ArchgraphError
+from ..errors import ArchgraphError, did_you_mean
 
 HF_TOKENS = 16  # the example sequence length of a config's model (a size torch.export keeps symbolic)
 _INPUT = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<shape>\d+(x\d+)*)(:(?P<dtype>[a-z0-9]+))?")
@@ -75,27 +75,40 @@ def from_config(path: str) -> tuple[torch.nn.Module, tuple, dict]:
     except ImportError:
         raise ArchgraphError("'archgraph import-torch CONFIG.json' needs transformers, which is not installed",
                              hint="pip install 'transformers==5.23.0'") from None
+    if not Path(path).is_file():
+        raise ArchgraphError(f"{path}: no such file", hint="give a Hugging Face config.json, or "
+                                                          "package.module:callable")
     try:
         raw = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise ArchgraphError(f"{path}: cannot read it as JSON: {exc}") from None
-    if not isinstance(raw, dict) or "model_type" not in raw:
+    if not isinstance(raw, dict) or not isinstance(raw.get("model_type"), str):
         raise ArchgraphError(f"{path}: a Hugging Face config.json names its model_type; this one does not")
-    try:
-        config = transformers.AutoConfig.for_model(**raw)
-    except (ValueError, KeyError) as exc:
-        raise ArchgraphError(f"{path}: transformers does not know model_type '{raw['model_type']}': {exc}") from None
+    known = transformers.CONFIG_MAPPING
+    if raw["model_type"] not in known:
+        raise ArchgraphError(f"{path}: transformers {transformers.__version__} does not know model_type "
+                             f"'{raw['model_type']}'",
+                             hint=did_you_mean(raw["model_type"], known.keys()) or
+                             "transformers.CONFIG_MAPPING lists the model types it knows")
+    config = transformers.AutoConfig.for_model(**raw)
     names = raw.get("architectures") or []
-    cls = getattr(transformers, names[0], None) if names else None
-    if cls is None:
-        cls = transformers.AutoModel
+    cls = getattr(transformers, names[0], None) if names else transformers.AutoModel
+    if cls is None or not hasattr(cls, "_from_config"):
+        raise ArchgraphError(f"{path}: architectures[0] '{names[0]}' is not a model class of transformers "
+                             f"{transformers.__version__}",
+                             hint=did_you_mean(names[0], (n for n in dir(transformers) if n.endswith(
+                                 ("Model", "LM", "Generation", "Classification")))) or
+                             "name a class transformers defines, or leave architectures out for the base model")
     build = cls.from_config if cls is transformers.AutoModel else cls._from_config
     with params_on_meta():
         try:
             model = build(config, attn_implementation="sdpa", dtype=torch.float32)
         except (ValueError, TypeError) as exc:
+            first = str(exc).splitlines()[0].split(". ")[0] if str(exc) else type(exc).__name__
             raise ArchgraphError(f"{path}: transformers cannot build {getattr(cls, '__name__', cls)} with "
-                                 f"PyTorch's scaled_dot_product_attention: {str(exc).splitlines()[0]}") from None
+                                 f"PyTorch's scaled_dot_product_attention: {first}",
+                                 hint="archgraph traces attention as F.scaled_dot_product_attention; a model "
+                                      "with eager attention only is not imported yet") from None
     model.eval()
     ids = torch.zeros(2, HF_TOKENS, dtype=torch.long, device="meta")
     kwargs: dict[str, Any] = {"input_ids": ids}
