@@ -134,6 +134,8 @@ def test_a_header_of_more_tensors_than_any_checkpoint_is_refused_before_parsing(
 # -- limits checked before the work they bound --------------------------------------------
 
 LAYERS_FIX = "check 'repeat:' and the variables it uses; L is the config's num_hidden_layers"
+# the line of the decoder's `repeat: L` in llama.yaml (the error names it)
+REPEAT_LINE = (ROOT / "specs/hf/llama.yaml").read_text().splitlines().index("        repeat: L") + 1
 
 
 @pytest.mark.parametrize("layers, shown", [("1000000000", "1,000,000,000"), ("1" + "0" * 30, "1" + ",000" * 10),
@@ -143,7 +145,7 @@ def test_a_config_of_absurdly_many_layers_is_refused_before_building_them(tmp_pa
     path = config(tmp_path, text)
     refused(capped_cli("params", path, seconds=30),
             f"{path}: the 'mistral' template cannot be built with this config: 'repeat' is {shown} (L = {shown}); "
-            f"a block call repeats at most 100,000 times (template at {ROOT}/specs/hf/llama.yaml:174, node 'layers')",
+            f"a block call repeats at most 100,000 times (template at {ROOT}/specs/hf/llama.yaml:{REPEAT_LINE}, node 'layers')",
             LAYERS_FIX)
 
 
@@ -151,7 +153,7 @@ def test_set_of_a_billion_layers_is_refused_before_building_them():
     refused(capped_cli("params", str(MISTRAL), "--set", "L=1000000000", seconds=30),
             f"{MISTRAL}: the 'mistral' template cannot be built with this config: 'repeat' is 1,000,000,000 "
             f"(L = 1,000,000,000); a block call repeats at most 100,000 times (template at "
-            f"{ROOT}/specs/hf/llama.yaml:174, node 'layers')", LAYERS_FIX)
+            f"{ROOT}/specs/hf/llama.yaml:{REPEAT_LINE}, node 'layers')", LAYERS_FIX)
 
 
 def spec(tmp_path: Path, variable: str, out: str = "4") -> str:
