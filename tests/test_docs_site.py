@@ -59,8 +59,7 @@ def test_every_spec_like_block_is_marked():
 @pytest.mark.parametrize("page", [pytest.param(p, id=str(p.relative_to(doc_blocks.DOCS)),
                                                marks=[pytest.mark.slow] if p.name in TORCH_PAGES else [])
                                   for p in doc_blocks.pages() if doc_blocks.blocks(p, "console")])
-def test_console_blocks_print_what_the_page_shows(page, workdir, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "80")
+def test_console_blocks_print_what_the_page_shows(page, workdir):
     for body in doc_blocks.blocks(page, "console"):
         for command, want in doc_blocks.commands(body):
             got = doc_blocks.run(command, workdir)

@@ -117,7 +117,7 @@ def run(command: str, folder: Path) -> str:
     """What `command` prints (stdout, then stderr) run in `folder` at 80 columns, in this process."""
     from archgraph.cli import main
     out, err = io.StringIO(), io.StringIO()
-    here = os.getcwd()
+    here, columns = os.getcwd(), os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = "80"
     try:
         os.chdir(folder)
@@ -125,6 +125,10 @@ def run(command: str, folder: Path) -> str:
             main(argv(command))
     finally:
         os.chdir(here)
+        if columns is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = columns
     return out.getvalue() + err.getvalue()
 
 
