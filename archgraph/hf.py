@@ -475,14 +475,15 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
         if isinstance(value, list) and mapping is not None:  # a key table's map translates one word
             raise ArchgraphError(f"'{key}' must be a number, true/false or a word; received "
                                  f"{json.dumps(value)[:60]}", loc=loc)
-        if isinstance(value, dict) or (isinstance(value, list) and
-                                       not all(isinstance(v, (int, float, str)) for v in value)):
-            raise ArchgraphError(f"'{key}' must be a number, true/false, a word or a list of them; received "
-                                 f"{json.dumps(value)[:60]}", loc=loc)
+        if not _plain(value):
+            raise ArchgraphError(f"'{key}' must be a number, true/false, a word or a list of them (lists nest "
+                                 f"{MAX_NESTING} deep); received {json.dumps(value)[:60]}", loc=loc)
         if isinstance(rule, Mapping) and rule.get("list") and not isinstance(value, list):
             value = [value]  # transformers' `int | list[int]` fields: one value is a list of one
-        convert = lambda v: _scalar(v, key, var, mapping, model_type, loc)  # noqa: E731
-        return ([convert(v) for v in value] if isinstance(value, list) else convert(value)), key
+
+        def convert(v):  # each word or number of a list (GPT-Neo's attention_types nests them)
+            return [convert(x) for x in v] if isinstance(v, list) else _scalar(v, key, var, mapping, model_type, loc)
+        return convert(value), key
     if isinstance(rule, Mapping) and "default" in rule:  # the family's config class default
         if _holds_any(config, rule.get("unless")):
             return None  # the class's default is a whole that the config replaced (gpt-oss's rope_parameters)
@@ -492,6 +493,16 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
     alternatives = " or ".join(f"'{k}'" for k in keys.split("|"))
     raise ArchgraphError(f"the config lacks {alternatives}, which a '{model_type}' model needs", loc=loc,
                          hint=f"add {alternatives.split(' or ')[0]} to the config (it sets '{var}')")
+
+
+MAX_NESTING = 3   # lists in lists in lists: GPT-Neo's attention_types [[["global", "local"], 12]]
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """A number, true/false, a word, or a list of them nested at most MAX_NESTING deep."""
+    if isinstance(value, list):
+        return depth < MAX_NESTING and all(_plain(v, depth + 1) for v in value)
+    return isinstance(value, (int, float, str))
 
 
 def _scalar(value: Any, key: str, var: str, mapping: Mapping[str, Any] | None, model_type: str, loc: Loc) -> Any:

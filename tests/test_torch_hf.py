@@ -361,6 +361,16 @@ CASES["HubertModel"] = {**HUBERT, "architectures": ["HubertModel"], "conv_pos_ba
                         "feat_proj_layer_norm": False}
 CASES["HubertForSequenceClassification"] = {**HUBERT, "architectures": ["HubertForSequenceClassification"],
                                             "classifier_proj_size": 9, "num_labels": 3}
+# GPT-Neo (issue 29): global and local layers by attention_types, a window shorter than the 7 tokens
+GPT_NEO = {"model_type": "gpt_neo", "hidden_size": 32, "num_layers": 3, "num_heads": 4, "intermediate_size": 37,
+           "vocab_size": 97, "max_position_embeddings": 64, "window_size": 3, "pad_token_id": 0,
+           "attention_types": [[["global", "local"], 1], [["local"], 1]]}
+CASES["gpt_neo-causal"] = {**GPT_NEO, "architectures": ["GPTNeoForCausalLM"]}
+CASES["gpt_neo-base-local-first-untied"] = {**GPT_NEO, "architectures": ["GPTNeoModel"], "tie_word_embeddings": False,
+                                            "attention_types": [[["local", "global"], 1], [["global"], 1]],
+                                            "activation_function": "relu", "window_size": 2}
+for arch in ("GPTNeoForSequenceClassification", "GPTNeoForTokenClassification", "GPTNeoForQuestionAnswering"):
+    CASES[arch] = {**GPT_NEO, "architectures": [arch], "num_labels": 2 if "Question" in arch else 3}
 for arch in ("GPT2ForSequenceClassification", "GPT2ForTokenClassification", "GPT2ForQuestionAnswering"):
     CASES[arch] = {**GPT2, "architectures": [arch]}
 CASES["gpt_bigcode-seq-cls"] = {**CASES["gpt_bigcode-mqa"], "architectures": ["GPTBigCodeForSequenceClassification"],
@@ -985,6 +995,8 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "olmoe-causal", "olmoe-base-normalized-bias",
           "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied",
           "qwen2_moe-causal", "qwen2_moe-step2-normalized-sliding", "qwen2_moe-seq-cls"]
+PADDED += ["gpt_neo-causal", "gpt_neo-base-local-first-untied", "GPTNeoForSequenceClassification",
+           "GPTNeoForTokenClassification", "GPTNeoForQuestionAnswering"]   # GPT-Neo (issue 29)
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

@@ -47,6 +47,7 @@ PREFIX.update({"llava": "Llava"})  # multimodal (issue 12): CLIP's vision tower,
 PREFIX.update({"mt5": "MT5", "mbart": "MBart"})  # encoder-decoders (issue 29)
 PREFIX.update({"qwen2_moe": "Qwen2Moe", "olmoe": "Olmoe"})  # mixtures of experts (issue 29)
 PREFIX.update({"wav2vec2": "Wav2Vec2", "hubert": "Hubert"})  # speech (issue 29)
+PREFIX.update({"gpt_neo": "GPTNeo"})  # local and global layers (issue 29)
 SUFFIX_EXTRA = ["ForCTC"]  # heads only some families have
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
@@ -275,6 +276,20 @@ def mutate(rng, cfg):
                 cfg["backbone_config"] = {"model_type": "timm_backbone", "backbone": name,
                                           "output_stride": rng.choice([8, 16, 32]), "num_channels": rng.choice([1, 3]),
                                           "out_indices": rng.choice([[1, 2, 3, 4], [4], [-1]])}
+    if mt == "gpt_neo":  # a random schedule of global and local layers adding up to num_layers, and its window
+        cfg.pop("num_hidden_layers", None)
+        cfg["num_layers"] = total = rng.randint(1, 4)
+        runs = []
+        while total:
+            kinds = [rng.choice(["global", "local"]) for _ in range(rng.randint(1, 2))]
+            repeats = rng.randint(1, max(1, total // len(kinds)))
+            if len(kinds) * repeats > total:
+                kinds = kinds[:1]
+                repeats = min(repeats, total)
+            runs.append([kinds, repeats])
+            total -= len(kinds) * repeats
+        cfg.update(attention_types=runs, window_size=rng.randint(1, 9))
+        cfg.pop("attention_layers", None)
     if mt in ("wav2vec2", "hubert"):  # the convolution stack, the position convolution, norms and switches
         n = rng.randint(1, 4)
         cfg.update(conv_dim=[rng.randint(2, 9) for _ in range(n)], conv_stride=[rng.randint(1, 5) for _ in range(n)],
