@@ -28,13 +28,15 @@ UNTEMPLATED = {  # model types specs/hf has no template for, with the classes th
     "ernie4_5": ("Ernie4_5ForCausalLM", {}),
     "olmo": ("OlmoForCausalLM", {"num_key_value_heads": 4}),
     "nemotron": ("NemotronForCausalLM", {}),
+    "olmoe": ("OlmoeForCausalLM", {"intermediate_size": 16, "num_experts": 4, "num_experts_per_tok": 2}),
 }
 
 
 def _model(model_type: str, cls: str, **keys):
     config = transformers.AutoConfig.for_model(model_type, **{**TINY, **keys})
     torch.manual_seed(0)
-    return getattr(transformers, cls)._from_config(config, attn_implementation="sdpa").eval()
+    return getattr(transformers, cls)._from_config(config, attn_implementation="sdpa",
+                                                   experts_implementation="batched_mm").eval()
 
 
 @pytest.mark.parametrize("model_type", sorted(UNTEMPLATED))

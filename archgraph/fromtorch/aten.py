@@ -334,3 +334,42 @@ def _repeat_interleave(n, c):
     wide = Out("unsqueeze", [x], {"dim": d + 1})
     grown = Out("expand", [wide], {"sizes": [*shape[:d + 1], repeats, *shape[d + 1:]]})
     return [wide, grown, Out("flatten", [grown], {"start_dim": d, "end_dim": d + 1})]
+
+
+@rule(aten.index.Tensor)
+def _index(n, c):
+    """x[ids] (one index tensor, on the first dim): index_select of the flattened ids, reshaped."""
+    x, indices = n.args[0], n.args[1]
+    if len(indices) != 1 or indices[0] is None:
+        raise Refuse("indexing by several tensors, or not on the first dim")
+    ids = indices[0]
+    if c.dtype(ids) == torch.bool:
+        raise Refuse("indexing by a boolean mask (its size depends on the data)")
+    if len(c.shape(ids)) == 1:
+        return Out("index_select", [x, ids], {"dim": 0})
+    flat = Out("reshape", [ids], {"shape": [-1]})
+    picked = Out("index_select", [x, flat], {"dim": 0})
+    return [flat, picked, Out("reshape", [picked], {"shape": c.shape(n)})]
+
+
+@rule(aten.topk.default)
+def _topk(n, c):
+    k = n.args[1]
+    dim = n.args[2] if len(n.args) > 2 else -1
+    largest = n.args[3] if len(n.args) > 3 else True
+    ordered = n.args[4] if len(n.args) > 4 else True
+    hp = {"k": c.size(k), "dim": dim}
+    if not largest:
+        hp["largest"] = False
+    if not ordered:
+        hp["sorted"] = False
+    return Out("topk", [n.args[0]], hp)
+
+
+@rule(aten.baddbmm.default)
+def _baddbmm(n, c):
+    bias, a, b = n.args[:3]
+    if n.kwargs.get("beta", 1) != 1 or n.kwargs.get("alpha", 1) != 1:
+        raise Refuse("beta or alpha other than 1")
+    product = Out("matmul", [a, b])
+    return [product, Out("add", [product, bias])]

@@ -69,7 +69,8 @@ def from_callable(target: str, inputs: dict[str, torch.Tensor]) -> tuple[torch.n
 
 def from_config(path: str) -> tuple[torch.nn.Module, tuple, dict]:
     """The model a config.json describes, as transformers builds it (the class of architectures[0],
-    else the base model) on the meta device in float32, called with `input_ids` [2, 16]."""
+    else the base model; attention by SDPA, mixture-of-experts layers by batched matmuls) with its
+    parameters on the meta device, in float32, called with `input_ids` [2, 16]."""
     try:
         import transformers
     except ImportError:
@@ -102,7 +103,10 @@ def from_config(path: str) -> tuple[torch.nn.Module, tuple, dict]:
     build = cls.from_config if cls is transformers.AutoModel else cls._from_config
     with params_on_meta():
         try:
-            model = build(config, attn_implementation="sdpa", dtype=torch.float32)
+            # experts as batched matmuls of the weights each token's experts select: what the eager loop
+            # over experts computes, with no shape that depends on the routing
+            model = build(config, attn_implementation="sdpa", experts_implementation="batched_mm",
+                          dtype=torch.float32)
         except (ValueError, TypeError) as exc:
             first = str(exc).splitlines()[0].split(". ")[0] if str(exc) else type(exc).__name__
             raise ArchgraphError(f"{path}: transformers cannot build {getattr(cls, '__name__', cls)} with "
