@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping, Union
@@ -36,7 +37,12 @@ _BOUNDS: contextvars.ContextVar[dict[str, int]] = contextvars.ContextVar("archgr
 def assuming(divisors: Mapping[str, int], bounds: Mapping[str, int] | None = None) -> Iterator[None]:
     """Within the block, each named size is known to be a multiple of its number in `divisors`, and
     at most its number in `bounds` (a spec's constraints)."""
-    tokens = (_DIVISORS.set({**_DIVISORS.get(), **divisors}), _BOUNDS.set({**_BOUNDS.get(), **(bounds or {})}))
+    known, most = dict(_DIVISORS.get()), dict(_BOUNDS.get())
+    for name, k in divisors.items():  # a multiple of both: of their least common multiple
+        known[name] = math.lcm(known.get(name, 1), k)
+    for name, k in (bounds or {}).items():
+        most[name] = min(most.get(name, k), k)
+    tokens = (_DIVISORS.set(known), _BOUNDS.set(most))
     try:
         yield
     finally:
@@ -236,7 +242,8 @@ def _le(a: Dim, b: Dim, shown: str) -> bool:
                                    "and other sizes only")
     outcome = provably_le(a, b)
     if outcome is None:
-        raise InconclusiveDimError(f"cannot decide whether {shown}", hint=_set_hint(b - a))
+        raise InconclusiveDimError(f"cannot decide whether {shown}", hint=_set_hint(b - a),
+                                   names=free_names(b - a))
     return outcome
 
 
@@ -488,7 +495,8 @@ def equal(a: Dim, b: Dim) -> bool:
         return diff == 0
     if _surely_nonzero(diff):
         return False
-    raise InconclusiveDimError(f"cannot decide whether {fmt(a)} equals {fmt(b)}", hint=_set_hint(diff))
+    raise InconclusiveDimError(f"cannot decide whether {fmt(a)} equals {fmt(b)}", hint=_set_hint(diff),
+                               names=free_names(diff))
 
 
 def _surely_nonzero(p: Poly) -> bool:
@@ -520,7 +528,8 @@ def exact_div(a: Dim, b: Dim, what: str) -> Dim:
     quotient = _divide(a, b)
     if quotient is None:
         raise InconclusiveDimError(f"{what}: {fmt(a)} is not known to be divisible by {fmt(b)}",
-                                   hint=_set_hint(a) if isinstance(a, Poly) else _set_hint(b))
+                                   hint=_set_hint(a) if isinstance(a, Poly) else _set_hint(b),
+                                   names=free_names(a) | free_names(b))
     return quotient
 
 

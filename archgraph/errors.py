@@ -89,7 +89,12 @@ class ShapeError(ArchgraphError):
 
 
 class InconclusiveDimError(ShapeError):
-    """Symbolic dimensions whose equality cannot be decided without concrete values."""
+    """Symbolic dimensions whose equality cannot be decided without concrete values; `names`: the
+    sizes the undecided relation involves, when known."""
+
+    def __init__(self, message: str, *, names: Iterable[str] = (), **context):
+        super().__init__(message, **context)
+        self.names = frozenset(names)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str | None:

@@ -184,6 +184,7 @@ class Model:
     overrides: str = ""  # what a spec that extends another sets there ("child.yaml sets H = 770 (child.yaml:5)")
     rebuild: Any = None  # settings -> the same spec built with them as well (passes.resize: another input size)
     files: tuple[str, ...] = ()  # the files the load read (the spec, those it extends or uses, a config.json)
+    notes: list[str] = field(default_factory=list)  # what the load tells beside warnings (sizes it checked at)
 
 
 def join(prefix: str, name: str) -> str:

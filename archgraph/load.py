@@ -1,7 +1,11 @@
 """Find, build and check a model: a spec path, a built-in spec's name, or a Hugging Face config.json.
 
 Every model that `load` returns has had its shapes checked: a spec whose shapes do
-not fit is refused here, so no command ever counts a model that cannot exist.
+not fit is refused here, so no command ever counts a model that cannot exist.  A check
+the symbolic pass cannot decide for every size (is `2*floor(S/2)` equal to `S`?) is
+refused too, or, with `strict=False` (the commands without --strict), made at example
+sizes: the model comes back bound to them, with a note naming the constraints that would
+prove its shapes for every size (`archgraph.passes.undecided`).
 
 >>> load("gpt2").params().total
 124439808
@@ -13,7 +17,7 @@ import gc
 from pathlib import Path
 from typing import Any, Mapping
 
-from .errors import ArchgraphError, Loc
+from .errors import ArchgraphError, InconclusiveDimError, Loc
 from .model import Model
 from .numbers import Trace
 from .passes.shapes import infer_shapes
@@ -45,9 +49,11 @@ class SpecFiles:
         return self.spec(resolve(name, Path(child.file).parent, at))
 
 
-def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False) -> Model:
+def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False,
+         strict: bool = True) -> Model:
     """Load a spec file, built-in model or Hugging Face config.json; `settings` override variables
-    or bind sizes (like --set).  `symbolic` builds over SymInts, for formulas."""
+    or bind sizes (like --set).  `symbolic` builds over SymInts, for formulas.  `strict=False`: a
+    shape check the symbolic pass cannot decide is made at example sizes instead (see above)."""
     from .hf import is_config
     if is_checkpoint_path(source):
         raise ArchgraphError(f"'{source}' is a checkpoint: it lists tensors but has no graph to analyse",
@@ -55,9 +61,9 @@ def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbo
                                   "model's config.json or spec (and 'archgraph check SPEC --against "
                                   "CHECKPOINT' to compare them)")
     if is_config(source):
-        return load_config(source, settings, symbolic=symbolic)
+        return load_config(source, settings, symbolic=symbolic, strict=strict)
     files = SpecFiles()
-    model = build(files.spec(source), settings, files.parent, symbolic=symbolic)
+    model = build(files.spec(source), settings, files.parent, symbolic=symbolic, strict=strict)
     model.files = tuple(files.read)
     return model
 
@@ -72,17 +78,45 @@ def load_text(text: str, filename: str = "<text>", settings: Mapping[str, Any] |
 
 
 def build(spec: LocDict, settings: Mapping[str, Any] | None = None, parent=None, *,
-          symbolic: bool = False) -> Model:
+          symbolic: bool = False, strict: bool = True) -> Model:
     """Build a parsed spec and check its shapes; a symbolic build records, in the model, the names
     its choices depended on (`decided`) and the relations its checks relied on (`conditions`)."""
     if not symbolic:
-        with _no_gc():
-            model = checked(build_model(spec, settings, parent, model_class=Model))
+        try:
+            with _no_gc():
+                model = checked(build_model(spec, settings, parent, model_class=Model))
+        except InconclusiveDimError as exc:
+            if strict:
+                raise
+            return _at_check_sizes(exc, spec, settings, parent)
         model.rebuild = lambda more: build(spec, {**(settings or {}), **more}, parent)
         return model
     with Trace() as trace, _no_gc():
         model = checked(build_model(spec, settings, parent, symbolic=True, model_class=Model))
     model.decided, model.conditions = trace.frozen, list(trace.conditions)
+    return model
+
+
+def _at_check_sizes(error: InconclusiveDimError, spec: LocDict, settings, parent) -> Model:
+    """The model built at the sizes `passes.undecided` chooses, when the shape check `error` is undecided
+    for every size; with a note of the sizes and the constraints that would decide it.  If the check
+    fails at those sizes too, `error` stands, saying so."""
+    from .passes.undecided import check_sizes, constraint_text, proving_divisors
+    with _no_gc():
+        symbolic = build_model(spec, settings, parent, model_class=Model)
+    divisors = proving_divisors(symbolic, error, lambda: build_model(spec, settings, parent, model_class=Model))
+    sizes = check_sizes(symbolic, divisors)
+    shown = ", ".join(f"{n}={v}" for n, v in sizes.items())
+    try:
+        model = build(spec, {**(settings or {}), **sizes}, parent)
+    except ArchgraphError as failure:
+        error.hint = f"at {shown} it fails too ({failure.message}); {error.hint or 'give the sizes with --set'}"
+        raise error from None
+    where = f"{error.loc}: " if error.loc else ""
+    node = f"node '{error.node}': " if error.node else ""
+    proof = (f"'{constraint_text(divisors)}' in the spec would decide it for every size" if divisors else
+             "no constraint NAME % K == 0 decides it: give the sizes with --set")
+    model.notes.append(f"{where}{node}{error.message.split(' (received ')[0]}; checked at {shown} instead; {proof}")
     return model
 
 
@@ -109,12 +143,14 @@ def checked(model: Model) -> Model:
     return model
 
 
-def load_config(path: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False) -> Model:
+def load_config(path: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False,
+                strict: bool = True) -> Model:
     """Build the model a config.json describes; `settings` (like --set) override its values."""
     from .hf import config_error, import_file
     imported = import_file(path)
     try:
-        model = load(imported.template, {**imported.variables, **dict(settings or {})}, symbolic=symbolic)
+        model = load(imported.template, {**imported.variables, **dict(settings or {})}, symbolic=symbolic,
+                     strict=strict)
     except ArchgraphError as exc:
         raise config_error(exc, imported, path) from None
     model.name = imported.name

@@ -491,9 +491,9 @@ class Agreement:
 
 def example_sizes(model: Model, given: dict[str, int] | None = None) -> dict[str, int]:
     """Sizes for the inputs' free dimensions: those `given`, else B=2 and 8 for the others (S, T...)."""
-    from .spec.settings import size_names
+    from .spec.settings import example_size, size_names
     given = given or {}
-    return {name: given.get(name, 2 if name == "B" else 8) for name in size_names(model.inputs, model.variables)
+    return {name: given.get(name, example_size(name)) for name in size_names(model.inputs, model.variables)
             if name not in model.bindings}
 
 

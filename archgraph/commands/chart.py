@@ -31,7 +31,7 @@ def run(args, console) -> int:
     if len(args.model) > 1:
         from ..passes.compare import compare
         from ..render.compare import compare_chart
-        rows = compare(args.model, dict(args.settings), load=loading_into(inputs))
+        rows = compare(args.model, dict(args.settings), load=loading_into(inputs, args.strict))
         check_output(args.output, inputs)  # the specs they extend or use too
         image = compare_chart(rows, fmt)
     else:

@@ -42,7 +42,8 @@ def model_command(sub, name: str, help: str, json: bool = True, nargs: str | Non
     c.add_argument("--set", dest="settings", action="append", type=set_value, default=[],
                    metavar="NAME=VALUE", help="override a variable (L=6) or bind a dimension (B=2, S=128)")
     c.add_argument("--strict", action="store_true", help="treat warnings (a node whose output nobody "
-                   "reads) as errors")
+                   "reads) as errors, and refuse a shape check that cannot be decided for every size "
+                   "(without it, archgraph checks at example sizes and says so)")
     if json:
         c.add_argument("--json", action="store_true", help="print one JSON object")
     return c
@@ -51,23 +52,32 @@ def model_command(sub, name: str, help: str, json: bool = True, nargs: str | Non
 def load_model(args, source: str | None = None, settings: dict | None = None, *, symbolic: bool = False):
     """The model MODEL names, shapes checked; its warnings go to stderr (errors under --strict)."""
     from ..load import load
+    strict = getattr(args, "strict", False)
     model = load(source if source is not None else args.model,
-                 dict(args.settings) if settings is None else settings, symbolic=symbolic)
+                 dict(args.settings) if settings is None else settings, symbolic=symbolic, strict=strict)
     for warning in model.warnings:
-        if getattr(args, "strict", False):
+        if strict:
             raise ArchgraphError(f"{warning} (an error under --strict)")
         print(f"archgraph: warning: {warning}", file=sys.stderr)
+    for note in model.notes:
+        print(f"archgraph: note: {note}", file=sys.stderr)
     return model
 
 
-def loading_into(files: list[str]):
+def loading_into(files: list[str], strict: bool = False):
     """`archgraph.load` adding the files each model read to `files` (the inputs an output must not
-    replace), for passes that load models by name (compare)."""
+    replace), for passes that load models by name (compare); `strict` as --strict, each note on
+    stderr once."""
     from ..load import load
+    said: set[str] = set()
 
     def loading(*args, **kwargs):
-        model = load(*args, **kwargs)
+        model = load(*args, **{"strict": strict, **kwargs})
         files.extend(model.files)
+        for note in model.notes:
+            if note not in said:
+                said.add(note)
+                print(f"archgraph: note: {note}", file=sys.stderr)
         return model
     return loading
 

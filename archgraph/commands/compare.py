@@ -31,7 +31,7 @@ def run(args, console) -> int:
         if fmt not in ("png", "svg", "pdf"):
             raise ArchgraphError(f"cannot draw a chart as '.{fmt}'", hint="use a .png, .svg or .pdf file name")
         check_output(args.output, inputs)
-    rows = compare(args.model, dict(args.settings), load=loading_into(inputs))
+    rows = compare(args.model, dict(args.settings), load=loading_into(inputs, args.strict))
     if args.output:
         check_output(args.output, inputs)  # the specs they extend or use too
     code = emit(console, args.json, lambda: compare_json(rows), lambda: compare_table(rows, console.width))
