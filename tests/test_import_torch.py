@@ -241,3 +241,33 @@ def test_alternating_layers_are_one_call_of_a_schedule():
     model, _, diff = _roundtrip(module, x)
     assert model.params().total == sum(p.numel() for p in module.parameters())
     assert diff < 1e-5
+
+
+class Scaled(nn.Module):
+    """A saved buffer read by plain code, and one state_dict does not save."""
+
+    def __init__(self, hidden: torch.Tensor):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.register_buffer("scale", torch.linspace(0.5, 2.0, 4))
+        self.register_buffer("offset", hidden, persistent=False)
+
+    def forward(self, x):
+        return self.proj(x) * self.scale + self.offset
+
+
+def test_a_saved_buffer_is_loaded_and_a_constant_one_computed():
+    torch.manual_seed(0)
+    module = Scaled(torch.full((4,), 0.25))
+    text = to_spec(module, torch.randn(2, 4))
+    assert "{name: scale, op: buffer, shape: [4]}" in text
+    assert "{name: offset.full, op: full, shape: [4], value: 0.25, dtype: float32}" in text
+    _, mine, diff = _roundtrip(module, torch.randn(2, 4))
+    assert torch.equal(mine.scale, module.scale) and diff < 1e-6
+
+
+def test_an_unsaved_buffer_of_arbitrary_values_is_refused_by_name():
+    with pytest.raises(ArchgraphError) as info:
+        to_spec(Scaled(torch.randn(4)), torch.randn(2, 4))
+    assert info.value.message.startswith("cannot import buffer 'offset', which state_dict does not save: its "
+                                         "value is none archgraph computes from constants")
