@@ -354,6 +354,8 @@ CASES["wav2vec2-ctc-stable-layer"] = {**WAV2VEC2, "architectures": ["Wav2Vec2For
 CASES["Wav2Vec2Model"] = {**WAV2VEC2, "architectures": ["Wav2Vec2Model"], "hidden_act": "gelu_new"}
 CASES["Wav2Vec2ForSequenceClassification"] = {**WAV2VEC2, "architectures": ["Wav2Vec2ForSequenceClassification"],
                                               "classifier_proj_size": 9, "num_labels": 3}
+CASES["Wav2Vec2ForPreTraining"] = {**WAV2VEC2, "architectures": ["Wav2Vec2ForPreTraining"], "num_codevector_groups": 3,
+                                   "num_codevectors_per_group": 5, "codevector_dim": 12, "proj_codevector_dim": 7}
 HUBERT = {**WAV2VEC2, "model_type": "hubert"}
 CASES["hubert-ctc-stable-layer"] = {**HUBERT, "architectures": ["HubertForCTC"], "do_stable_layer_norm": True,
                                     "feat_extract_norm": "layer", "conv_bias": True}
@@ -1071,7 +1073,7 @@ PADDED_ENCODERS = ["bert-base", "bert-mlm", "BertForSequenceClassification", "Be
                    "MT5ForTokenClassification", "MT5ForQuestionAnswering", "mbart-cond-gen", "MBartModel",
                    "MBartForSequenceClassification", "MBartForQuestionAnswering", "MBartForCausalLM",
                    "wav2vec2-ctc", "wav2vec2-ctc-stable-layer", "Wav2Vec2Model", "Wav2Vec2ForSequenceClassification",
-                   "hubert-ctc-stable-layer", "HubertModel", "HubertForSequenceClassification"]
+                   "hubert-ctc-stable-layer", "HubertModel", "HubertForSequenceClassification", "Wav2Vec2ForPreTraining"]
 CLIP_TEXT = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
              "num_attention_heads": 4, "max_position_embeddings": 16, "eos_token_id": 5, "pad_token_id": 1}
 CASES["clip-text"] = {"model_type": "clip_text_model", "architectures": ["CLIPTextModel"], **CLIP_TEXT}
