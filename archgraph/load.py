@@ -91,24 +91,29 @@ def build(spec: LocDict, settings: Mapping[str, Any] | None = None, parent=None,
             return _at_check_sizes(exc, spec, settings, parent)
         model.rebuild = lambda more: build(spec, {**(settings or {}), **more}, parent)
         return model
-    with Trace() as trace, _no_gc():
-        model = checked(build_model(spec, settings, parent, symbolic=True, model_class=Model))
+    try:
+        with Trace() as trace, _no_gc():
+            model = checked(build_model(spec, settings, parent, symbolic=True, model_class=Model))
+    except InconclusiveDimError as exc:
+        if strict:
+            raise
+        return _at_check_sizes(exc, spec, settings, parent, symbolic=True)
     model.decided, model.conditions = trace.frozen, list(trace.conditions)
     return model
 
 
-def _at_check_sizes(error: InconclusiveDimError, spec: LocDict, settings, parent) -> Model:
-    """The model built at the sizes `passes.undecided` chooses, when the shape check `error` is undecided
-    for every size; with a note of the sizes and the constraints that would decide it.  If the check
-    fails at those sizes too, `error` stands, saying so."""
+def _at_check_sizes(error: InconclusiveDimError, spec: LocDict, settings, parent, symbolic: bool = False) -> Model:
+    """The model built (`symbolic` or not) at the sizes `passes.undecided` chooses, when the shape check
+    `error` is undecided for every size; with a note of the sizes and the constraints that would decide
+    it.  If the check fails at those sizes too, `error` stands, saying so."""
     from .passes.undecided import check_sizes, constraint_text, proving_divisors
     with _no_gc():
-        symbolic = build_model(spec, settings, parent, model_class=Model)
-    divisors = proving_divisors(symbolic, error, lambda: build_model(spec, settings, parent, model_class=Model))
-    sizes = check_sizes(symbolic, divisors)
+        unsized = build_model(spec, settings, parent, model_class=Model)
+    divisors = proving_divisors(unsized, error, lambda: build_model(spec, settings, parent, model_class=Model))
+    sizes = check_sizes(unsized, divisors)
     shown = ", ".join(f"{n}={v}" for n, v in sizes.items())
     try:
-        model = build(spec, {**(settings or {}), **sizes}, parent)
+        model = build(spec, {**(settings or {}), **sizes}, parent, symbolic=symbolic)
     except ArchgraphError as failure:
         error.hint = f"at {shown} it fails too ({failure.message}); {error.hint or 'give the sizes with --set'}"
         raise error from None

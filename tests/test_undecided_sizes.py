@@ -94,3 +94,12 @@ def test_the_routed_model_runs_in_pytorch_with_the_shapes_checked_at_those_sizes
     from archgraph.torch import check
     result = check(archgraph.load(str(HALF), strict=False))
     assert result.difference is None and result.module_params == result.params == HALF_TOTAL
+
+
+def test_formulas_and_sweeps_need_no_sizes_either(cli, unet):
+    code, out, err = cli("formula", str(unet), "--json")
+    assert code == 0 and (json.loads(out)["params"], json.loads(out)["value"]) == ("454·C² + 51·C + 1", 117_041)
+    assert err.startswith(f"archgraph: note: {unet}:23: node 'skip2'") and err.count("\n") == 1
+    code, out, err = cli("sweep", str(HALF), "--vary", "H=16,32", "--json")
+    assert code == 0 and [row["params"] for row in json.loads(out)["rows"]] == [8000, 25_216]
+    assert err == HALF_NOTE  # once, though each point is loaded

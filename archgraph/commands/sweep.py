@@ -31,8 +31,8 @@ def run(args, console) -> int:
     import sys
 
     from ..errors import ArchgraphError
-    from ..load import load
     from ..passes.sweep import sweep
+    from .common import loading_into
 
     vary = dict(args.vary)
     if not vary:
@@ -43,7 +43,7 @@ def run(args, console) -> int:
     if size > 1_000_000:
         raise ArchgraphError(f"the grid has {size:,} configurations; at most 1,000,000",
                              hint="give fewer values")
-    rows = sweep(args.model, vary, dict(args.settings), check=args.check, load=load)
+    rows = sweep(args.model, vary, dict(args.settings), check=args.check, load=loading_into([], args.strict))
     refused = [r for r in rows if r.get("refused")]
     if args.json:
         sys.stdout.write(json.dumps({"model": args.model, "rows": rows}, indent=1) + "\n")
