@@ -288,6 +288,10 @@ CASES = [
     case("class_token", {"hidden": 768, "num_patches": 196, "grid": [16, 20], "interpolate": "bicubic"},
          [(B, 320, 768)], (B, 321, 768), {"cls_token": (1, 1, 768), "position_embeddings": (1, 197, 768)},
          flops=B * 321 * 768, id="class_token-resampled"),
+    # SigLIP 2's NaFlex positions: a 16 x 16 table resampled to each image's grid, up to 256 patches;
+    # the table is the one tensor, FLOPs 7 per output value (a bilinear blend)
+    case("resized_positions", {"num_positions": 256, "embedding_dim": 768}, [(B, 256, 768), (B, 2)],
+         (B, 256, 768), {"weight": (256, 768)}, flops=7 * B * 256 * 768),
 
     # ---- attention (HF naming; GQA: k/v have kv_heads * head_dim outputs) ------------------
     # self-attention on [B, S, 768], 12 heads of 64: four 768x768 projections (q, k, v, o)
@@ -686,6 +690,12 @@ ERRORS = [
     reject("select", {"dim": 1, "index": 5}, [(2, 5)], ShapeError, []),
     reject("parameter", {"shape": [4, -1]}, None, SpecError, ["[4, -1]"]),
     reject("parameter", {"shape": [4], "tensor": "my.bias"}, None, SpecError, ["my.bias"]),
+    reject("resized_positions", {"num_positions": 200, "embedding_dim": 8}, None, SpecError,
+           ["num_positions must be a square number", "200"], id="resized_positions-not-square"),
+    reject("resized_positions", {"num_positions": 16, "embedding_dim": 8}, [(2, 16, 12), (2, 3)], ShapeError,
+           ["last dimension of the grid"], id="resized_positions-grid-of-three"),
+    reject("resized_positions", {"num_positions": 16, "embedding_dim": 8}, [(2, 16, 12), (3, 2)], ShapeError,
+           ["batch dimension of the grid"], id="resized_positions-grid-batch"),
     reject("class_token", {"hidden": 768, "num_patches": 196}, [(2, 197, 768)], ShapeError, ["197", "196"]),
     reject("class_token", {"hidden": 768, "num_patches": 196}, [(2, 196, 512)], ShapeError, ["512", "768"]),
     reject("class_token", {"hidden": 8, "num_patches": 12, "grid": [4, 4], "interpolate": "bicubic"}, [(2, 16, 8)],

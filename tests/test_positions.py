@@ -136,3 +136,33 @@ def test_rotary_axes_need_their_positions_and_whole_sections():
         op.infer_shape((2, 5, 64), (2, 2, 5))
     with pytest.raises(ShapeError, match="position_ids' length is 4, expected 5"):
         op.infer_shape((2, 5, 64), (3, 2, 4))
+
+
+def test_resized_positions_resample_the_table_to_each_grid_and_pad_with_the_first():
+    op = REGISTRY["resized_positions"](num_positions=4, embedding_dim=1)
+    table = torch.tensor([[0.0], [1.0], [2.0], [3.0]])  # a 2 x 2 grid: rows (0, 1) and (2, 3)
+    x = torch.zeros(2, 5, 7)
+    assert op.infer_shape(tuple(x.shape), (2, 2)) == (2, 5, 1)
+    got = _rope({"weight": table}, op, x, torch.tensor([[2, 2], [1, 4]]))[..., 0]
+    assert got[0].tolist() == [0.0, 1.0, 2.0, 3.0, 0.0]  # the table as it is, then the first position again
+    row = torch.nn.functional.interpolate(table.reshape(1, 1, 2, 2), size=(1, 4), mode="bilinear",
+                                          align_corners=False, antialias=True).flatten()
+    assert torch.allclose(got[1, :4], row) and got[1, 4] == row[0]
+    assert row[0] < row[3] and torch.allclose(row.mean(), torch.tensor(1.5))  # one row: the columns' blend
+
+
+def test_resized_positions_are_transformers_resize_positional_embeddings():
+    from transformers.models.siglip2.modeling_siglip2 import Siglip2VisionEmbeddings
+    torch.manual_seed(0)
+    table = torch.randn(16, 6)
+    grid = torch.tensor([[4, 4], [3, 5], [2, 7], [1, 1]])
+    want = Siglip2VisionEmbeddings.resize_positional_embeddings(table.reshape(4, 4, 6), grid, max_length=16)
+    got = _rope({"weight": table}, REGISTRY["resized_positions"](num_positions=16, embedding_dim=6),
+                torch.zeros(4, 16, 3), grid)
+    assert torch.equal(got, want)
+
+
+def test_resized_positions_refuse_a_grid_beyond_the_patches():
+    op = REGISTRY["resized_positions"](num_positions=4, embedding_dim=2)
+    with pytest.raises(ValueError, match="grid 3 x 2 must be positive and hold at most the input's 5 patches"):
+        _rope({"weight": torch.zeros(4, 2)}, op, torch.zeros(1, 5, 2), torch.tensor([[3, 2]]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -678,6 +679,23 @@ CASES["qwen2_vl-base-merge3"] = {**QWEN2_VL, "architectures": ["Qwen2VLModel"],
                                  "vision_config": {**QWEN2_VL["vision_config"], "spatial_merge_size": 3,
                                                    "temporal_patch_size": 1, "hidden_act": "gelu"}}
 
+# SigLIP 2: NaFlex patches, 16 per image here: image 0 a full 4 x 4 grid, image 1 a 3 x 5 grid and one
+# padding patch (its mask 0); the position table (4 x 4) resampled to each
+SIGLIP2_TEXT = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "max_position_embeddings": 16, "projection_size": 24}
+SIGLIP2_VISION = {"hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
+                  "num_patches": 16, "patch_size": 3, "num_channels": 2}
+CASES["siglip2-vision"] = {"model_type": "siglip2_vision_model", "architectures": ["Siglip2VisionModel"],
+                           **SIGLIP2_VISION}
+CASES["siglip2-vision-no-head-gelu"] = {**CASES["siglip2-vision"], "vision_use_head": False, "hidden_act": "gelu",
+                                        "num_patches": 9, "layer_norm_eps": 1e-3}
+CASES["siglip2-model"] = {"model_type": "siglip2", "architectures": ["Siglip2Model"], "text_config": SIGLIP2_TEXT,
+                          "vision_config": SIGLIP2_VISION}
+CASES["siglip2-image-cls"] = {"model_type": "siglip2", "architectures": ["Siglip2ForImageClassification"],
+                              "num_labels": 3, "vision_config": SIGLIP2_VISION}
+CASES["siglip2-image-cls-no-head"] = {**CASES["siglip2-image-cls"],
+                                     "vision_config": {**SIGLIP2_VISION, "vision_use_head": False}}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
@@ -794,6 +812,14 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
             if name == "input_ids" and "SequenceClassification" in arch and \
                     config["model_type"] in EOS_POOLED:
                 out[name][:, -1] = config.get("eos_token_id", EOS_POOLED[config["model_type"]])
+        elif name == "pixel_values" and config["model_type"].startswith("siglip2"):  # NaFlex: patches, flattened
+            patches, size = vision.get("num_patches", 256), vision.get("patch_size", 16)
+            out[name] = torch.randn(batch, patches, vision.get("num_channels", 3) * size * size)
+        elif name == "spatial_shapes":  # image 0 the table's square grid, image 1 a wider one and padding
+            side = math.isqrt(vision.get("num_patches", 256))
+            out[name] = torch.tensor([[side, side], [side - 1, side + 1]][:batch])
+            rows, columns = out[name].unbind(-1)
+            out["pixel_attention_mask"] = (torch.arange(side * side) < (rows * columns)[:, None]).long()
         elif name == "pixel_values" and grid is not None:  # patches flattened as Qwen2VLImageProcessor gives them
             width = vision.get("in_channels", 3) * vision.get("temporal_patch_size", 2) * vision.get("patch_size", 14) ** 2
             out[name] = torch.randn(batch * grid[0] * grid[1], width)

@@ -58,6 +58,7 @@ PREFIX.update({"gemma2": "Gemma2", "gemma3_text": "Gemma3Text"})  # issue 11
 ROTARY |= {"gemma2", "gemma3_text"}
 ROTARY |= {"qwen2_moe", "olmoe"}  # issue 29
 PREFIX.update({"ernie4_5": "Ernie4_5", "granitemoe": "GraniteMoe"})  # issue 29 (moefam)
+PREFIX.update({"siglip2": "Siglip2"})  # issue 29 (vlm): NaFlex SigLIP
 ROTARY |= {"ernie4_5", "granitemoe"}
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
@@ -340,6 +341,21 @@ def mutate(rng, cfg):
                    vision_feature_select_strategy=rng.choice(["default", "full"]),
                    multimodal_projector_bias=rng.random() < 0.5, projector_hidden_act=rng.choice(["gelu", "relu"]),
                    tie_word_embeddings=rng.random() < 0.2)
+    if mt == "siglip2":  # two random towers; the vision one NaFlex (a square number of patches)
+        ta, va = rng.randint(1, 6), rng.randint(1, 6)
+        text = {"vocab_size": rng.randint(50, 300), "hidden_size": ta * rng.choice([2, 4, 8]),
+                "num_hidden_layers": rng.randint(1, 3), "num_attention_heads": ta,
+                "intermediate_size": rng.randint(3, 40), "max_position_embeddings": rng.randint(8, 70),
+                "hidden_act": rng.choice(["gelu_pytorch_tanh", "gelu", "relu"])}
+        if rng.random() < 0.5: text["projection_size"] = rng.randint(3, 30)
+        vision = {"hidden_size": va * rng.choice([2, 4, 6]), "num_hidden_layers": rng.randint(1, 3),
+                  "num_attention_heads": va, "intermediate_size": rng.randint(3, 40),
+                  "num_patches": rng.randint(1, 8) ** 2, "patch_size": rng.randint(1, 8),
+                  "num_channels": rng.choice([1, 3]), "vision_use_head": rng.random() < 0.5,
+                  "hidden_act": rng.choice(["gelu_pytorch_tanh", "gelu", "relu"])}
+        if cfg["architectures"] == ["Siglip2Model"]:  # its forward compares pooled outputs of one width
+            vision["vision_use_head"], text["projection_size"] = True, vision["hidden_size"]
+        cfg.update(text_config=text, vision_config=vision)
     return cfg
 
 

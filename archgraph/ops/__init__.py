@@ -23,7 +23,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     "disentangled_attention": "disentangled",
     **dict.fromkeys(["add", "mul", "scale"], "elementwise"),
     **dict.fromkeys(["alibi", "embedding", "learned_position_2d", "position_embedding", "relative_position_bias",
-                     "sine_position_2d", "sinusoidal_position"], "embedding"),
+                     "resized_positions", "sine_position_2d", "sinusoidal_position"], "embedding"),
     **dict.fromkeys(["grid_positions", "multimodal_positions", "rotary_embedding"], "rotary"),
     **dict.fromkeys(["buffer", "class_token", "parameter"], "encoders"),
     **dict.fromkeys(["slice", "squeeze", "unsqueeze"], "indexing"),

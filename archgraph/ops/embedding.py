@@ -1,6 +1,6 @@
 """Lookup tables and position encodings: `embedding`, `position_embedding`,
-`sinusoidal_position`, `sine_position_2d`, `learned_position_2d`, `relative_position_bias`,
-`alibi` (rotary positions are in `rotary`)."""
+`sinusoidal_position`, `sine_position_2d`, `learned_position_2d`, `resized_positions`,
+`relative_position_bias`, `alibi` (rotary positions are in `rotary`)."""
 from __future__ import annotations
 
 from typing import Literal
@@ -233,6 +233,62 @@ class LearnedPosition2d(Op):
 
     def init(self, tensor, value, init):
         init.uniform(value)
+
+
+@op("resized_positions", category="embedding",
+    aliases=("resize_positional_embeddings",), example={"num_positions": 256, "embedding_dim": 768})
+class ResizedPositions(Op):
+    """Learned positions of a square grid resampled to each image's own patch grid (NaFlex,
+    SigLIP 2's): x [B, N, ..] and grid [B, 2] (integers: each image's patch rows and columns)
+    -> [B, N, embedding_dim].
+
+    The table `weight` [num_positions, embedding_dim] is a side x side grid (side² =
+    num_positions); for each image it is resampled to rows x columns (bilinear, antialiased,
+    in float32, as F.interpolate does with align_corners false), read row by row, and the
+    rows · columns <= N positions are followed by copies of the first one up to N (the
+    padding patches'), as transformers' resize_positional_embeddings does."""
+
+    num_positions: int  # rows of the table: a square number, side x side positions
+    embedding_dim: int  # width of each position's vector
+    mode: Literal["bilinear", "bicubic"] = "bilinear"  # how the grid is resampled (antialiased)
+
+    def __post_init__(self):
+        positive(self, "num_positions", "embedding_dim")
+        if math.isqrt(self.num_positions) ** 2 != self.num_positions:
+            raise invalid(self, f"num_positions must be a square number (a side x side grid); "
+                                f"received {self.num_positions}")
+
+    def infer_shape(self, x, grid):
+        expect_rank(x, tuple(range(2, 9)), "patches [B, N, ..]")
+        expect_rank(grid, 2, "grid [B, 2] (each image's patch rows and columns)")
+        expect_dim(grid[0], x[0], "batch dimension of the grid")
+        expect_dim(grid[1], 2, "last dimension of the grid (rows, columns)")
+        return (x[0], x[1], self.embedding_dim)
+
+    def params(self):
+        yield Tensor("weight", (self.num_positions, self.embedding_dim))
+
+    def flops(self, inputs, outputs):
+        return 7 * prod(outputs[0])  # a bilinear blend per value (the antialiasing filter's width aside)
+
+    def forward(self, run, x, grid):
+        table = run.tensor("weight")
+        side = math.isqrt(self.num_positions)
+        square = table.reshape(side, side, -1).permute(2, 0, 1).unsqueeze(0).float()  # (1, dim, side, side)
+        out = table.new_empty(x.shape[0], x.shape[1], self.embedding_dim)
+        for i, (rows, columns) in enumerate(grid.tolist()):
+            if rows <= 0 or columns <= 0 or rows * columns > x.shape[1]:
+                raise ValueError(f"resized_positions: image {i}'s grid {rows} x {columns} must be positive "
+                                 f"and hold at most the input's {x.shape[1]} patches")
+            resized = run.F.interpolate(square, size=(rows, columns), mode=self.mode, align_corners=False,
+                                        antialias=True)
+            resized = resized.reshape(self.embedding_dim, rows * columns).transpose(0, 1).to(table.dtype)
+            out[i, :rows * columns] = resized
+            out[i, rows * columns:] = resized[0]
+        return out
+
+    def init(self, tensor, value, init):
+        init.normal(value, std=1.0)
 
 
 @op("relative_position_bias", category="attention",
