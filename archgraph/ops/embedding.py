@@ -238,9 +238,10 @@ class LearnedPosition2d(Op):
 @op("resized_positions", category="embedding",
     aliases=("resize_positional_embeddings",), example={"num_positions": 256, "embedding_dim": 768})
 class ResizedPositions(Op):
-    """Learned positions of a square grid resampled to each image's own patch grid (NaFlex,
-    SigLIP 2's): x [B, N, ..] and grid [B, 2] (integers: each image's patch rows and columns)
-    -> [B, N, embedding_dim].
+    """A learned square grid of positions resampled to each image's patch grid.
+
+    NaFlex (SigLIP 2's): x [B, N, ..] and grid [B, 2] (integers: each image's patch rows and
+    columns) -> [B, N, embedding_dim].
 
     The table `weight` [num_positions, embedding_dim] is a side x side grid (side² =
     num_positions); for each image it is resampled to rows x columns (bilinear, antialiased,
