@@ -30,7 +30,8 @@ class _Parser(argparse.ArgumentParser):
     """argparse with the tool's one error format: one line, a fix, exit status 2."""
 
     def error(self, message: str):
-        message = message.replace("argument --set: --set", "--set")
+        from .errors import brief, printable
+        message = brief(printable(message.replace("argument --set: --set", "--set")))
         self.exit(2, f"archgraph: error: {message}\n  fix: see '{self.prog} --help'\n")
 
     def _get_formatter(self):

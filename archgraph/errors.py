@@ -48,6 +48,7 @@ class ArchgraphError(Exception):
 
 
 MAX_QUOTED = 80  # characters of a quoted name or value an error shows; longer ones lose their middle
+MAX_WORD = 240   # characters of any other unbroken run (a value in JSON, a number): longer ones too
 
 
 def shortened(text: str, limit: int = MAX_QUOTED) -> str:
@@ -60,11 +61,13 @@ def shortened(text: str, limit: int = MAX_QUOTED) -> str:
 
 def brief(text: str, limit: int | None = None) -> str:
     """An error's text with every quoted name or value (no spaces) of more than MAX_QUOTED characters
-    shortened (a 5,000-character name is still recognisable by its ends), and the whole at
+    shortened (a 5,000-character name is still recognisable by its ends), any other run without
+    spaces of more than MAX_WORD too (a 1 MB value in JSON quotes, 5,000 digits), and the whole at
     most `limit` characters (a hint that lists choices)."""
     if len(text) > MAX_QUOTED:
         import re
         text = re.sub(r"'([^'\s]{%d,})'" % (MAX_QUOTED + 1), lambda m: f"'{shortened(m.group(1))}'", text)
+        text = re.sub(r"\S{%d,}" % (MAX_WORD + 1), lambda m: shortened(m.group(0)), text)
     return shortened(text, limit) if limit is not None else text
 
 

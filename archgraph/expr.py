@@ -29,6 +29,7 @@ import ast
 import collections
 import math
 import operator
+import unicodedata
 from functools import lru_cache
 from typing import Any, Mapping
 
@@ -210,6 +211,9 @@ def parse(text: str) -> ast.Expression:
         raise ExprError(f"cannot parse expression '{text}': {exc.msg}",
                         hint="use numbers, variable names, + - * / // % ** and parentheses") from None
     _check_depth(tree)
+    if not text.isascii():
+        for word in _words(text):
+            folded_name(word)
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED):
             raise ExprError(f"'{ast.unparse(node) if hasattr(ast, 'unparse') else text}' is not allowed "
@@ -226,6 +230,28 @@ def parse(text: str) -> ast.Expression:
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in FUNCTIONS:
             raise ExprError(f"'{node.id}' is a function; name the comprehension's variable otherwise")
     return tree
+
+
+def folded_name(name: str) -> str:
+    """`name` when Python reads it as written; a name in compatibility characters (a fullwidth 'Ｈ',
+    which Python folds to 'H' in an expression but YAML keeps in a key) is refused, in expressions
+    and in the keys that name variables alike, so that one name never means two things."""
+    folded = unicodedata.normalize("NFKC", name)
+    if folded != name:
+        raise ExprError(f"the name '{name}' holds compatibility characters that Python reads as '{folded}'",
+                        hint=f"write '{folded}'")
+    return name
+
+
+def _words(text: str) -> list[str]:
+    """The names in an expression's text as written (outside its quoted words)."""
+    import io
+    import tokenize
+    try:
+        return [t.string for t in tokenize.generate_tokens(io.StringIO(text.strip()).readline)
+                if t.type == tokenize.NAME]
+    except (tokenize.TokenError, SyntaxError):  # pragma: no cover - ast.parse accepted the text
+        return []
 
 
 def _check_depth(tree: ast.AST) -> None:

@@ -45,11 +45,12 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from types import MappingProxyType
 from pathlib import Path
 from typing import Any, Mapping
 
 from . import expr
-from .errors import ArchgraphError, Loc, SpecError
+from .errors import ArchgraphError, Loc, SpecError, shortened
 from .jsonread import loads
 from .limits import MAX_CONFIG_BYTES, read_file
 from .spec.sources import spec_dir
@@ -313,11 +314,11 @@ def _sub_config(config: Mapping[str, Any], key: str, rule: Mapping[str, Any], mo
     if sub is None:
         sub = dict(rule.get("absent") or {})  # what the config class builds without it
     if not isinstance(sub, Mapping):
-        raise ArchgraphError(f"'{key}' must be a JSON object; received {json.dumps(sub)[:60]}", loc=loc)
+        raise ArchgraphError(f"'{key}' must be a JSON object; received {_shown(sub)}", loc=loc)
     types = list(rule.get("types") or [])
     sub_type = sub.get("model_type") or rule.get("default")
     if sub_type not in types:
-        raise ArchgraphError(f"'{key}.model_type' is {json.dumps(sub_type)}, but archgraph's '{model_type}' "
+        raise ArchgraphError(f"'{key}.model_type' is {_shown(sub_type)}, but archgraph's '{model_type}' "
                              f"template cannot build it", loc=loc, hint="known: " + ", ".join(types))
     entry = family(sub_type)
     merged = {**(entry.get("defaults") or {}), **sub}
@@ -389,7 +390,7 @@ def _check_kind(source: str, value: Any, declared: Any, loc: Loc) -> None:
         return "true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) \
             else "a list" if isinstance(v, list) else "a word"
     if isinstance(declared, (bool, int, float, list)) and kind(value) != kind(declared):
-        raise ArchgraphError(f"'{source}' must be {kind(declared)}; received {json.dumps(value)[:60]}", loc=loc)
+        raise ArchgraphError(f"'{source}' must be {kind(declared)}; received {_shown(value)}", loc=loc)
 
 
 def _num_labels(config: Mapping[str, Any], loc: Loc) -> int | None:
@@ -474,10 +475,10 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
             value = [part.strip() for part in (value.lower() if rule.get("lower") else value).split(separator)]
         if isinstance(value, list) and mapping is not None:  # a key table's map translates one word
             raise ArchgraphError(f"'{key}' must be a number, true/false or a word; received "
-                                 f"{json.dumps(value)[:60]}", loc=loc)
+                                 f"{_shown(value)}", loc=loc)
         if not _plain(value):
             raise ArchgraphError(f"'{key}' must be a number, true/false, a word or a list of them (lists nest "
-                                 f"{MAX_NESTING} deep); received {json.dumps(value)[:60]}", loc=loc)
+                                 f"{MAX_NESTING} deep); received {_shown(value)}", loc=loc)
         if isinstance(rule, Mapping) and rule.get("list") and not isinstance(value, list):
             value = [value]  # transformers' `int | list[int]` fields: one value is a list of one
 
@@ -510,13 +511,18 @@ def _scalar(value: Any, key: str, var: str, mapping: Mapping[str, Any] | None, m
     if mapping is not None:
         word = ("true" if value else "false") if isinstance(value, bool) else str(value)
         if word not in mapping:
-            raise ArchgraphError(f"'{key}' is {json.dumps(value)}, which archgraph does not know for "
+            raise ArchgraphError(f"'{key}' is {_shown(value)}, which archgraph does not know for "
                                  f"model_type '{model_type}'", loc=loc,
                                  hint="known values: " + ", ".join(map(str, mapping)))
         value = mapping[word]
     if isinstance(value, float) and value.is_integer() and not var.startswith("eps"):
         value = int(value)
     return value
+
+
+def _shown(value: Any) -> str:
+    """A config value as JSON for a message: a long one (a 1 MB string) keeps its ends only."""
+    return shortened(json.dumps(value))
 
 
 def _model_name(config: Mapping[str, Any], path: str | Path) -> str:
@@ -536,8 +542,15 @@ def import_file(path: str | Path) -> Imported:
     return import_config(read_config(path), path)
 
 
-def config_error(exc: ArchgraphError, imported: Imported, path: str | Path) -> ArchgraphError:
-    """A template that cannot be built with a config's values: the error, told from the config's side."""
+def config_error(exc: ArchgraphError, imported: Imported, path: str | Path,
+                 settings: Mapping[str, Any] = MappingProxyType({})) -> ArchgraphError:
+    """A template that cannot be built with a config's values: the error, told from the config's side
+    (a value the config gave, refused as a setting, is named by its key, not as --set)."""
+    setting = re.match(r"--set (\w+)=", exc.message)
+    if setting and setting.group(1) in imported.sources and setting.group(1) not in settings:
+        key = imported.sources[setting.group(1)]
+        exc.message = f"{key}=" + exc.message[setting.end():]
+        exc.hint = exc.hint and exc.hint.replace(f"--set {setting.group(1)}=", f"{key}=")
     where = f" at {exc.loc}" if exc.loc else ""
     node = f", node '{exc.node}'" if exc.node else ""
     values = ", ".join(f"{imported.sources[v]}={imported.variables[v]!r}" for v in imported.variables

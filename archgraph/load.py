@@ -157,7 +157,7 @@ def load_config(path: str | Path, settings: Mapping[str, Any] | None = None, *, 
         model = load(imported.template, {**imported.variables, **dict(settings or {})}, symbolic=symbolic,
                      strict=strict)
     except ArchgraphError as exc:
-        raise config_error(exc, imported, path) from None
+        raise config_error(exc, imported, path, settings or {}) from None
     model.name = imported.name
     model.description = f"{imported.architecture} from {Path(str(path)).name} ({imported.model_type})"
     model.source = str(path)

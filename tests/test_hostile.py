@@ -181,3 +181,67 @@ def test_a_float_beyond_any_size_is_refused_where_it_is_written(cli, tmp_path, v
     refused(cli("params", path), f"{path}:4: variable 'H': the value {shown} is too large (at most 10**30){where}",
             "no size, count or setting of a model comes near 10**30: check the value and the variables it uses "
             "(a fill value without bound is inf or -inf)")
+
+
+# -- import-hf writes no spec that params would refuse ------------------------------------
+
+VALUES = ("check the config's values: id2label=2, rope_parameters.rope_type='none', max_position_embeddings=131072, "
+          "attention_dropout=0, vocab_size=32000, hidden_size={H}, num_hidden_layers=32, num_attention_heads={A}, "
+          "num_key_value_heads=8, head_dim=128, intermediate_size=14336, rms_norm_eps=1e-06, tie_word_embeddings=False, "
+          "rope_parameters.rope_theta=10000, sliding_window=4096, hidden_act='silu'")
+
+
+@pytest.mark.parametrize("values, message, fix", [
+    ({"hidden_size": float("nan")}, "hidden_size=nan: the value nan is not a number (template)",
+     VALUES.format(H="nan", A=32)),
+    ({"hidden_size": float("inf")}, "hidden_size=inf: 'H' is a whole number in this spec (it is 4096) (template)",
+     "give a whole number, e.g. hidden_size=4096"),
+    ({"hidden_size": 4096.5}, "hidden_size=4096.5: 'H' is a whole number in this spec (it is 4096) (template)",
+     "give a whole number, e.g. hidden_size=4096"),
+    ({"hidden_size": 0}, "received an invalid value for `embedding_dim` of op 'embedding', expected a positive "
+     "integer. Received: embedding_dim=0 (template at {ROOT}/specs/hf/llama.yaml:156, node 'embed_tokens')",
+     VALUES.format(H=0, A=32)),
+    ({"hidden_size": -64}, "received an invalid value for `embedding_dim` of op 'embedding', expected a positive "
+     "integer. Received: embedding_dim=-64 (template at {ROOT}/specs/hf/llama.yaml:156, node 'embed_tokens')",
+     VALUES.format(H=-64, A=32)),
+    ({"num_attention_heads": 0}, "received an invalid value for `heads` of op 'attention', expected a positive "
+     "integer. Received: heads=0 (template at {ROOT}/specs/hf/llama.yaml:101, node 'self_attn')",
+     VALUES.format(H=4096, A=0)),
+    ({"num_hidden_layers": 10 ** 9}, "'repeat' is 1,000,000,000 (L = 1,000,000,000); a block call repeats at most "
+     "100,000 times (template at {ROOT}/specs/hf/llama.yaml:174, node 'layers')", LAYERS_FIX),
+])
+def test_import_hf_refuses_sizes_no_model_can_have_as_params_does(cli, tmp_path, values, message, fix):
+    path = config(tmp_path, **values)
+    out = tmp_path / "out.yaml"
+    for args in (("params", path), ("import-hf", path), ("import-hf", path, "-o", str(out))):
+        refused(cli(*args), f"{path}: the 'mistral' template cannot be built with this config: "
+                            + message.format(ROOT=ROOT), fix)
+    assert not out.exists()
+
+
+# -- messages: long values keep their ends, on one line; one reading of a name ----------------
+
+def test_a_megabyte_config_value_is_shown_by_its_ends(cli, tmp_path):
+    path = config(tmp_path, hidden_act="x" * 1_000_000)
+    code, out, err = cli("params", path)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[0] == (f"archgraph: error: {path}: 'hidden_act' is \"{'x' * 38}…{'x' * 38}\", which "
+                                   "archgraph does not know for model_type 'mistral'")
+    assert len(err.splitlines()) == 2 and err.splitlines()[1].startswith("  fix: known values: gelu, ")
+
+
+def test_set_of_five_thousand_digits_is_shown_by_its_ends(cli):
+    refused(cli("params", "gpt2", "--set", "H=" + "9" * 5000),
+            f"--set H: {'9' * 39}…{'9' * 39} is too large (sizes and values are at most 10**30)",
+            "see 'archgraph params --help'")
+
+
+@pytest.mark.parametrize("variable, out, line, where", [("Ｈ", "4", 4, "variable 'Ｈ'"),
+                                                         ("H", "Ｈ", 7, "node 'fc': linear.out_features")])
+def test_a_fullwidth_name_is_refused_in_keys_and_expressions_alike(cli, tmp_path, variable, out, line, where):
+    path = tmp_path / "s.yaml"
+    path.write_text(f"archgraph: 1\nname: s\nvariables:\n  {variable}: 4\ninputs: {{x: [B, 4]}}\nnodes:\n"
+                    f"  - {{name: fc, op: linear, in_features: 4, out_features: {out}}}\n")
+    suffix = " (in 'Ｈ')" if out == "Ｈ" else ""
+    refused(cli("params", str(path)), f"{path}:{line}: {where}: the name 'Ｈ' holds compatibility characters that "
+                                      f"Python reads as 'H'{suffix}", "write 'H'")

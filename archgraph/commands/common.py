@@ -8,14 +8,14 @@ import os
 import sys
 from typing import Any
 
-from ..errors import ArchgraphError
+from ..errors import ArchgraphError, shortened
 
 
 def set_value(text: str) -> tuple[str, Any]:
     """`NAME=VALUE` of --set: a whole number, a number, true/false (checked against the model later)."""
     name, sep, value = text.partition("=")
     if not sep or not name.strip() or not value.strip():
-        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, received '{text}'")
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, received '{shortened(text)}'")
     value = value.strip()
     if value.lower() in ("true", "false"):
         return name.strip(), value.lower() == "true"
@@ -26,10 +26,11 @@ def set_value(text: str) -> tuple[str, Any]:
     try:
         number = float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--set {name}: '{value}' is not a number or true/false") from None
+        raise argparse.ArgumentTypeError(f"--set {shortened(name)}: '{shortened(value)}' is not a number or "
+                                         "true/false") from None
     if not abs(number) <= 10 ** 30:  # inf and nan fail too
-        raise argparse.ArgumentTypeError(f"--set {name}: {value} is too large (sizes and values are at most "
-                                         f"10**30)")
+        raise argparse.ArgumentTypeError(f"--set {shortened(name)}: {shortened(value)} is too large (sizes and "
+                                         "values are at most 10**30)")
     return name.strip(), number
 
 

@@ -30,11 +30,13 @@ def spec_text(path) -> str:
 
 def run(args, console) -> int:
     from ..hf import import_file
+    from ..load import load_config
     from ..outfile import check_output, write_output
 
     inputs = [args.config]
     if args.output is not None:
         check_output(args.output, inputs)
+    load_config(args.config)  # the checks of `params` first: no spec of sizes no model can have is written
     text = spec_text(args.config)
     if args.output is None:
         sys.stdout.write(text)

@@ -72,6 +72,11 @@ def evaluate_variables(raw: Mapping[str, Any], locs: Mapping[str, Loc], base: Ma
                        overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Evaluate `raw` variables in dependency order, on top of `base`; `overrides` win."""
     for name in raw:
+        if not name.isascii():
+            try:
+                expr.folded_name(name)
+            except ExprError as exc:
+                raise SpecError(f"variable '{name}': {exc.message}", loc=locs.get(name), hint=exc.hint) from None
         if name in expr.CONSTANTS:
             raise SpecError(f"variable '{name}': '{name}' is a constant of expressions "
                             f"({expr.CONSTANTS[name]!r})", loc=locs.get(name), hint="name the variable otherwise")
