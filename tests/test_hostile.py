@@ -138,6 +138,11 @@ LAYERS_FIX = "check 'repeat:' and the variables it uses; L is the config's num_h
 REPEAT_LINE = (ROOT / "specs/hf/llama.yaml").read_text().splitlines().index("        repeat: L") + 1
 
 
+def llama_line(text: str) -> int:
+    """The line of llama.yaml that starts the node holding `text` (errors name it)."""
+    return next(i for i, line in enumerate((ROOT / "specs/hf/llama.yaml").read_text().splitlines(), 1) if text in line)
+
+
 @pytest.mark.parametrize("layers, shown", [("1000000000", "1,000,000,000"), ("1" + "0" * 30, "1" + ",000" * 10),
                                            ("1e9", "1,000,000,000")])
 def test_a_config_of_absurdly_many_layers_is_refused_before_building_them(tmp_path, layers, shown):
@@ -199,23 +204,24 @@ VALUES = ("check the config's values: id2label=2, rope_parameters.rope_type='non
     ({"hidden_size": 4096.5}, "hidden_size=4096.5: 'H' is a whole number in this spec (it is 4096) (template)",
      "give a whole number, e.g. hidden_size=4096"),
     ({"hidden_size": 0}, "received an invalid value for `embedding_dim` of op 'embedding', expected a positive "
-     "integer. Received: embedding_dim=0 (template at {ROOT}/specs/hf/llama.yaml:156, node 'embed_tokens')",
+     "integer. Received: embedding_dim=0 (template at {ROOT}/specs/hf/llama.yaml:{EMBED}, node 'embed_tokens')",
      VALUES.format(H=0, A=32)),
     ({"hidden_size": -64}, "received an invalid value for `embedding_dim` of op 'embedding', expected a positive "
-     "integer. Received: embedding_dim=-64 (template at {ROOT}/specs/hf/llama.yaml:156, node 'embed_tokens')",
+     "integer. Received: embedding_dim=-64 (template at {ROOT}/specs/hf/llama.yaml:{EMBED}, node 'embed_tokens')",
      VALUES.format(H=-64, A=32)),
     ({"num_attention_heads": 0}, "received an invalid value for `heads` of op 'attention', expected a positive "
-     "integer. Received: heads=0 (template at {ROOT}/specs/hf/llama.yaml:101, node 'self_attn')",
+     "integer. Received: heads=0 (template at {ROOT}/specs/hf/llama.yaml:{ATTN}, node 'self_attn')",
      VALUES.format(H=4096, A=0)),
     ({"num_hidden_layers": 10 ** 9}, "'repeat' is 1,000,000,000 (L = 1,000,000,000); a block call repeats at most "
-     "100,000 times (template at {ROOT}/specs/hf/llama.yaml:174, node 'layers')", LAYERS_FIX),
+     "100,000 times (template at {ROOT}/specs/hf/llama.yaml:{REPEAT}, node 'layers')", LAYERS_FIX),
 ])
 def test_import_hf_refuses_sizes_no_model_can_have_as_params_does(cli, tmp_path, values, message, fix):
     path = config(tmp_path, **values)
     out = tmp_path / "out.yaml"
     for args in (("params", path), ("import-hf", path), ("import-hf", path, "-o", str(out))):
         refused(cli(*args), f"{path}: the 'mistral' template cannot be built with this config: "
-                            + message.format(ROOT=ROOT), fix)
+                            + message.format(ROOT=ROOT, EMBED=llama_line("name: embed_tokens"),
+                                             ATTN=llama_line("        heads: A"), REPEAT=REPEAT_LINE), fix)
     assert not out.exists()
 
 
