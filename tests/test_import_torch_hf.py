@@ -29,6 +29,8 @@ UNTEMPLATED = {  # model types specs/hf has no template for, with the classes th
     "olmo": ("OlmoForCausalLM", {"num_key_value_heads": 4}),
     "nemotron": ("NemotronForCausalLM", {}),
     "olmoe": ("OlmoeForCausalLM", {"intermediate_size": 16, "num_experts": 4, "num_experts_per_tok": 2}),
+    "qwen2_moe": ("Qwen2MoeForCausalLM", {"moe_intermediate_size": 16, "shared_expert_intermediate_size": 32,
+                                          "num_experts": 4, "num_experts_per_tok": 2}),
 }
 
 

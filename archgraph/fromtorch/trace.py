@@ -42,11 +42,13 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
     was_training = module.training
     module.eval()
     try:
-        with torch.no_grad(), _hf_masks():
+        with torch.no_grad(), _hf_masks() as unusable:
             program = torch.export.export(module, (), named, dynamic_shapes=dynamic, strict=False)
     except ArchgraphError:
         raise
     except Exception as exc:  # torch.export's many errors: say what failed, in its words
+        if unusable:  # a layer read a mask archgraph cannot express
+            raise _mask_error(unusable[0]) from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ArchgraphError(f"torch.export could not trace {type(module).__name__}: {first}",
                              hint="archgraph reads a module through torch.export; code it cannot trace "
@@ -87,12 +89,15 @@ def _size_names(program, tensors: dict) -> dict:
 def _hf_masks():
     """While a transformers model is traced: a causal or bidirectional mask over no padding is no
     mask (F.scaled_dot_product_attention's `is_causal` then says it, as transformers does outside
-    tracing), and position ids counting 0..S-1 are not read as packed sequences.  Any other mask
-    (a sliding window, chunks, a padding mask given) is refused by name."""
+    tracing), and position ids counting 0..S-1 are not read as packed sequences.  A padding mask
+    given is refused; any other mask (a sliding window, chunks) is an object no layer can read: a
+    model that builds one for layers it does not have (Qwen2-MoE builds a sliding-window mask
+    always) traces, one whose layers read it is refused by name (the list yielded says which)."""
+    unusable: list[str] = []
     import sys
     mu = sys.modules.get("transformers.masking_utils")
     if mu is None:
-        yield
+        yield unusable
         return
     mapping = mu.ALL_MASK_ATTENTION_FUNCTIONS._global_mapping
     saved = {"sdpa": mapping["sdpa"]}  # eager attention reads its mask: it is traced as it is
@@ -102,17 +107,26 @@ def _hf_masks():
         plain = (mu.causal_mask_function, mu.bidirectional_mask_function)
         if attention_mask is None and local_size is None and mask_function in plain:
             return None
+        if attention_mask is not None:
+            raise _mask_error("a padding mask")
         what = getattr(mask_function, "__qualname__", str(mask_function)).split(".<locals>")[0]
-        desc = (f"a sliding window of {local_size} tokens" if local_size else
-                "a padding mask" if attention_mask is not None else f"a mask made by {what}")
-        raise ArchgraphError(f"cannot import the attention mask the model builds: {desc} (archgraph's sdpa "
-                             "attends causally or to every token)",
-                             hint="sliding-window, chunked and padding masks are not imported yet")
+        unusable.append(f"a sliding window of {local_size} tokens" if local_size else f"a mask made by {what}")
+        return _Unusable()
     try:
         for k in saved:
             mapping[k] = no_mask
         mu.find_packed_sequence_indices = lambda position_ids: None
-        yield
+        yield unusable
     finally:
         mapping.update(saved)
         mu.find_packed_sequence_indices = saved_packed
+
+
+class _Unusable:
+    """A mask archgraph cannot express, in place of the tensor: reading it fails the trace."""
+
+
+def _mask_error(what: str) -> ArchgraphError:
+    return ArchgraphError(f"cannot import the attention mask the model builds: {what} (archgraph's sdpa "
+                          "attends causally or to every token)",
+                          hint="sliding-window, chunked and padding masks are not imported yet")
