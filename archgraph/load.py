@@ -87,7 +87,7 @@ def build(spec: LocDict, settings: Mapping[str, Any] | None = None, parent=None,
                 model = checked(build_model(spec, settings, parent, model_class=Model))
         except InconclusiveDimError as exc:
             if strict:
-                raise
+                raise _with_proof(exc, spec, settings, parent) from None
             return _at_check_sizes(exc, spec, settings, parent)
         model.rebuild = lambda more: build(spec, {**(settings or {}), **more}, parent)
         return model
@@ -96,20 +96,39 @@ def build(spec: LocDict, settings: Mapping[str, Any] | None = None, parent=None,
             model = checked(build_model(spec, settings, parent, symbolic=True, model_class=Model))
     except InconclusiveDimError as exc:
         if strict:
-            raise
+            raise _with_proof(exc, spec, settings, parent) from None
         return _at_check_sizes(exc, spec, settings, parent, symbolic=True)
     model.decided, model.conditions = trace.frozen, list(trace.conditions)
     return model
+
+
+def _proof(error: InconclusiveDimError, spec: LocDict, settings, parent) -> tuple[Model, dict[str, int] | None]:
+    """The model with its sizes symbolic, and the divisibility constraints that decide `error` (or None)."""
+    from .passes.undecided import proving_divisors
+
+    def unsized() -> Model:
+        with _no_gc():
+            return build_model(spec, settings, parent, model_class=Model)
+    model = unsized()
+    return model, proving_divisors(model, error, unsized)
+
+
+def _with_proof(error: InconclusiveDimError, spec: LocDict, settings, parent) -> InconclusiveDimError:
+    """`error` (a check undecided for every size), its fix naming the constraints that would decide it."""
+    from .passes.undecided import constraint_text
+    divisors = _proof(error, spec, settings, parent)[1]
+    if divisors:
+        error.hint = f"add '{constraint_text(divisors)}' to the spec, which decides it for every size; or " + \
+            (error.hint or "give the sizes with --set")
+    return error
 
 
 def _at_check_sizes(error: InconclusiveDimError, spec: LocDict, settings, parent, symbolic: bool = False) -> Model:
     """The model built (`symbolic` or not) at the sizes `passes.undecided` chooses, when the shape check
     `error` is undecided for every size; with a note of the sizes and the constraints that would decide
     it.  If the check fails at those sizes too, `error` stands, saying so."""
-    from .passes.undecided import check_sizes, constraint_text, proving_divisors
-    with _no_gc():
-        unsized = build_model(spec, settings, parent, model_class=Model)
-    divisors = proving_divisors(unsized, error, lambda: build_model(spec, settings, parent, model_class=Model))
+    from .passes.undecided import check_sizes, constraint_text
+    unsized, divisors = _proof(error, spec, settings, parent)
     sizes = check_sizes(unsized, divisors)
     shown = ", ".join(f"{n}={v}" for n, v in sizes.items())
     try:

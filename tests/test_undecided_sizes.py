@@ -41,6 +41,8 @@ def test_strict_refuses_an_undecided_check_as_before(cli, unet):
     assert (code, out) == (2, "")
     assert err.startswith(f"archgraph: error: {unet}:23: node 'skip2': concat(dim=1): cannot decide whether "
                           "floor(H/2) equals 2*floor(floor(H/2)/2)")
+    assert err.endswith("  fix: add 'constraints: [H % 4 == 0, W % 4 == 0]' to the spec, which decides it for every "
+                        "size; or give the symbolic sizes concrete values, e.g. --set H=...\n")
 
 
 def test_the_constraint_the_note_names_proves_it(cli):

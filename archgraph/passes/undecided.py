@@ -10,6 +10,7 @@ it, decides the check.
 from __future__ import annotations
 
 import math
+import time
 from typing import Callable
 
 from ..dims import assuming
@@ -20,6 +21,7 @@ from .shapes import infer_shapes
 
 MAX_MODULUS = 64  # the largest K tried in `NAME % K == 0`
 MAX_TRIES = 256   # shape passes the search may run
+MAX_SECONDS = 2.0  # and the time it may take (a large model's pass is slow): then it gives up
 
 
 def free_sizes(model: Model) -> list[str]:
@@ -36,14 +38,14 @@ def proving_divisors(model: Model, error: InconclusiveDimError,
     `k: S // 2` is `S/2` once S is even); without it, `model` as it is."""
     free = set(free_sizes(model))
     found: dict[str, int] = {}
-    tries = 0
+    tries, give_up = 0, time.monotonic() + MAX_SECONDS
     while True:
         in_question = sorted((error.names or free) & free)
         progress = None
         for name in in_question:
             for k in range(2, MAX_MODULUS + 1):
                 tries += 1
-                if tries > MAX_TRIES:
+                if tries > MAX_TRIES or time.monotonic() > give_up:
                     return None
                 trial = {**found, name: math.lcm(found.get(name, 1), k)}
                 outcome = _attempt(build or (lambda: model), trial)
