@@ -251,3 +251,37 @@ def test_a_fullwidth_name_is_refused_in_keys_and_expressions_alike(cli, tmp_path
     suffix = " (in 'Ｈ')" if out == "Ｈ" else ""
     refused(cli("params", str(path)), f"{path}:{line}: {where}: the name 'Ｈ' holds compatibility characters that "
                                       f"Python reads as 'H'{suffix}", "write 'H'")
+
+
+# -- the fuzzer: mutants of the built-in specs and the reference configs -------------------
+
+def fuzz(seed: int, cases: int, seconds: float) -> list[str]:
+    """The failures tools/fuzz_inputs.py finds in `cases` mutants of `seed`, run under the memory cap."""
+    if sys.platform != "linux":
+        pytest.skip("RLIMIT_AS as Linux has it")
+    import resource
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    try:
+        done = subprocess.run([sys.executable, str(ROOT / "tools" / "fuzz_inputs.py"), "--seed", str(seed),
+                               "--cases", str(cases)], capture_output=True, text=True, timeout=seconds,
+                              preexec_fn=cap, cwd=ROOT, env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{cases} mutants of seed {seed} took more than {seconds} s")
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    assert report["cases"] == cases
+    return report["failures"]
+
+
+def test_three_hundred_mutants_are_each_refused_or_built():
+    assert fuzz(seed=27, cases=300, seconds=300) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_three_thousand_more_mutants_are_each_refused_or_built(seed):
+    assert fuzz(seed=seed, cases=1000, seconds=900) == []

@@ -112,7 +112,7 @@ def _inputs(spec: Mapping) -> dict[str, InputSpec]:
             check_keys(value, {"shape", "dtype", "default"}, f"input '{name}'", value.key_loc)
             dtype = str(value.get("dtype", dtype))
             default = value.get("default")
-            if default is not None and default not in INPUT_DEFAULTS:
+            if default is not None and (not isinstance(default, str) or default not in INPUT_DEFAULTS):
                 raise SpecError(f"input '{name}': default {default!r} is not one of "
                                 f"{', '.join(INPUT_DEFAULTS)}", loc=value.key_loc("default"),
                                 hint="default: ones (a mask of every position), zeros (token_type_ids), "
