@@ -161,6 +161,26 @@ def test_set_of_a_billion_layers_is_refused_before_building_them():
             f"{ROOT}/specs/hf/llama.yaml:{REPEAT_LINE}, node 'layers')", LAYERS_FIX)
 
 
+SPECIALIZE = """
+import sys
+from archgraph import hf
+from archgraph.errors import ArchgraphError
+try:
+    hf.specialized(sys.argv[1])
+except ArchgraphError as exc:
+    print(exc)
+"""
+
+
+def test_specializing_a_config_of_a_billion_layers_is_refused_before_folding_them(tmp_path):
+    text = MISTRAL.read_text().replace('"num_hidden_layers": 32', '"num_hidden_layers": 1000000000')
+    path = config(tmp_path, text)
+    done = subprocess.run([sys.executable, "-c", SPECIALIZE, path], capture_output=True, text=True, timeout=30,
+                          cwd=ROOT)
+    assert done.stdout.splitlines()[0] == (f"{ROOT}/specs/hf/llama.yaml:{REPEAT_LINE}: 'repeat' is 1,000,000,000; "
+                                           f"a block call repeats at most 100,000 times")
+
+
 def spec(tmp_path: Path, variable: str, out: str = "4") -> str:
     path = tmp_path / "s.yaml"
     path.write_text(f"archgraph: 1\nname: s\nvariables:\n  H: {variable}\ninputs: {{x: [B, 4]}}\nnodes:\n"

@@ -425,12 +425,7 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
     params = spec_params(ctx, block, definition) if is_spec_block(definition) else block_params(definition, block)
     check_keys(raw, NODE_KEYS - {"op", "tie", "dtype"} | set(params), f"a call of block '{block}'", raw.key_loc)
     repeat = whole_number(raw, "repeat", env, 1, least=0)
-    if repeat > MAX_REPEAT:  # before any repetition's arguments are evaluated
-        used = sorted(expr.names(raw["repeat"])) if isinstance(raw["repeat"], str) else []
-        values = ", ".join(f"{n} = {plain(env[n]):,}" for n in used if isinstance(env.get(n), int))
-        raise SpecError(f"'repeat' is {repeat:,}{f' ({values})' if values else ''}; a block call repeats at "
-                        f"most {MAX_REPEAT:,} times", loc=raw.key_loc("repeat"),
-                        hint="check 'repeat:' and the variables it uses")
+    check_repeat(raw, repeat, env)
     start = whole_number(raw, "start", env, 0, 0)
     shared = raw.get("shared", False)
     if not isinstance(shared, bool):
@@ -516,6 +511,17 @@ def _index_name(raw: LocDict, params) -> str | None:
         raise SpecError(f"no argument of this call uses the index '{name}'", loc=raw.key_loc("index"),
                         hint=f"pass it to the block, e.g. layer: {name}, or drop 'index:'")
     return name if uses and "repeat" in raw else None
+
+
+def check_repeat(raw: LocDict, repeat: int, env: Mapping) -> None:
+    """Refuse a call's repetitions past MAX_REPEAT, before any repetition's arguments are evaluated
+    (building a graph, and specialising a template for import-hf, evaluate them once each)."""
+    if repeat > MAX_REPEAT:
+        used = sorted(expr.names(raw["repeat"])) if isinstance(raw["repeat"], str) else []
+        values = ", ".join(f"{n} = {plain(env[n]):,}" for n in used if isinstance(env.get(n), int))
+        raise SpecError(f"'repeat' is {repeat:,}{f' ({values})' if values else ''}; a block call repeats at "
+                        f"most {MAX_REPEAT:,} times", loc=raw.key_loc("repeat"),
+                        hint="check 'repeat:' and the variables it uses")
 
 
 def _runs(name: str, block: str, bodies: list[Graph], refs, start: int, raw: LocDict, segment: str,

@@ -22,6 +22,7 @@ from ..errors import Loc
 from ..ops import REGISTRY
 from .blocks import block_params
 from .compose import is_spec_block
+from .graphs import check_repeat
 from .partial import Expr, residual, source
 from .prune import drop_unread_inputs, names_in
 from .values import _admits_text, _element_type, evaluate_variables
@@ -187,6 +188,7 @@ class _Walker:
             repeat = self.fold(raw["repeat"], scope, decide=True)
             start = self.fold(raw.get("start", 0), scope, decide=True)
             if isinstance(repeat, int) and isinstance(start, int):
+                check_repeat(raw, repeat, scope.known)
                 steps = range(start, start + repeat)
         node, args = {}, {}
         for key, value in raw.items():
