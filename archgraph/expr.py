@@ -285,14 +285,19 @@ def _names(text: str) -> frozenset[str]:
 
 def evaluate(text: str, env: Mapping[str, Any]) -> Any:
     """Evaluate `text` with the variables in `env`."""
-    tree = parse(text)
+    return evaluate_node(parse(text).body, env, text)
+
+
+def evaluate_node(node: ast.AST, env: Mapping[str, Any], text: str | None = None) -> Any:
+    """Evaluate a parsed expression (`parse(text).body`, or one built from parsed parts and values:
+    the length limit is parse's, for text a user wrote, not for values folded into it)."""
     try:
-        return _eval(tree.body, env)
+        return _eval(node, env)
     except ExprError:
         raise
     except (TypeError, ValueError, ArithmeticError, RecursionError) as exc:
         reason = str(exc) or type(exc).__name__
-        raise ExprError(f"cannot evaluate '{text}': {reason}",
+        raise ExprError(f"cannot evaluate '{ast.unparse(node) if text is None else text}': {reason}",
                         hint="use whole numbers and names of sizes; words can only be compared") from None
 
 

@@ -147,6 +147,22 @@ def test_formula_of_a_config_evaluates_to_the_reference(tmp_path, name):
     assert report.evaluate() == ref["expected_params"]
 
 
+def test_a_long_list_of_the_config_stays_a_variable(tmp_path, cli):
+    """OLMo-3-32B's 64 layer_types, folded into each expression that reads them, would pass the
+    1,000 characters of an expression: the written spec keeps them as a variable, word by word."""
+    config = write_config(tmp_path, **json.loads((DATA / "olmo3-32b.json").read_text())["config"])
+    spec = tmp_path / "olmo3.yaml"
+    code, _, _ = cli("import-hf", str(config), "-o", str(spec))
+    lines = spec.read_text().splitlines()
+    assert code == 0
+    assert [line for line in lines if line.startswith("  layer_types: ")][0].startswith(
+        """  layer_types: ["'sliding_attention'", "'sliding_attention'", "'sliding_attention'", "'full_attention'",""")
+    assert """        local: "layer_types[i] == 'sliding_attention' if layer_types else (i + 1) % 4 != 0\"""" in lines
+    model = archgraph.load(spec)
+    assert model.params().total == 32_233_522_176
+    assert model.variables["layer_types"][3] == "full_attention"
+
+
 def test_zoo_lists_the_hugging_face_model_types(cli):
     code, out, _ = cli("zoo")
     assert code == 0

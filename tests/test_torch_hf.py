@@ -71,6 +71,13 @@ CASES = {
     "olmo2-causal": {"model_type": "olmo2", "architectures": ["Olmo2ForCausalLM"], **TINY, "num_key_value_heads": 2},
     "olmo2-bias-seq-cls": {"model_type": "olmo2", "architectures": ["Olmo2ForSequenceClassification"], **TINY,
                            "attention_bias": True, "pad_token_id": 0, "num_labels": 3},
+    "olmo3-causal": {"model_type": "olmo3", "architectures": ["Olmo3ForCausalLM"], **TINY, "num_hidden_layers": 5,
+                     "num_key_value_heads": 2, "sliding_window": 3, "rope_theta": 100.0},
+    "olmo3-seq-cls-layer-types": {"model_type": "olmo3", "architectures": ["Olmo3ForSequenceClassification"], **TINY,
+                                  "num_hidden_layers": 3, "sliding_window": 2, "pad_token_id": 0, "num_labels": 3,
+                                  "layer_types": ["full_attention", "sliding_attention", "full_attention"]},
+    "olmo3-base-all-sliding": {"model_type": "olmo3", "architectures": ["Olmo3Model"], **TINY, "sliding_window": 4,
+                               "attention_bias": True, "layer_types": ["sliding_attention"] * 2},
     "smollm3-causal": {"model_type": "smollm3", "architectures": ["SmolLM3ForCausalLM"], **TINY, "num_hidden_layers": 5,
                        "num_key_value_heads": 2, "pad_token_id": 0},
     "smollm3-nope-sliding": {"model_type": "smollm3", "architectures": ["SmolLM3Model"], **TINY, "num_hidden_layers": 3,
@@ -483,6 +490,12 @@ ROPE_CASES = {
                                   "rope_scaling": {"rope_type": "dynamic", "factor": 3.0}}, 40),
     "gemma2-rope-dynamic": ({**CASES["gemma2-causal-capped"], "rope_theta": 100.0, "max_position_embeddings": 16,
                              "rope_parameters": {"rope_type": "dynamic", "factor": 2.0}}, 30),
+    "olmo3-rope-yarn-nested": ({**CASES["olmo3-causal"], "rope_theta": None, "rope_parameters": {
+        "full_attention": {"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+                           "rope_theta": 100.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 10.0}}}, 40),
+    "olmo3-rope-linear-legacy": ({**CASES["olmo3-causal"], "rope_theta": 100.0,
+                                  "rope_scaling": {"rope_type": "linear", "factor": 2.0}}, 30),
     "olmo2-rope-llama3": ({"model_type": "olmo2", "architectures": ["Olmo2ForCausalLM"], **TINY,
                            "num_key_value_heads": 2, "rope_theta": 100.0,
                            "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
@@ -1033,6 +1046,7 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "qwen2_moe-causal", "qwen2_moe-step2-normalized-sliding", "qwen2_moe-seq-cls"]
 PADDED += ["gpt_neo-causal", "gpt_neo-base-local-first-untied", "GPTNeoForSequenceClassification",
            "GPTNeoForTokenClassification", "GPTNeoForQuestionAnswering"]   # GPT-Neo (issue 29)
+PADDED += ["olmo3-causal", "olmo3-seq-cls-layer-types", "olmo3-base-all-sliding"]   # OLMo 3 (issue 29)
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

@@ -167,7 +167,7 @@ class _Folder:
                 setattr(node, field, [_ast(v) for v in value])
         if not _free(node):
             try:
-                return _Const(expr.evaluate(ast.unparse(node), {}))
+                return _Const(expr.evaluate_node(node, {}))
             except ExprError:  # a part only a condition around it keeps from being evaluated
                 return node
         return node

@@ -62,7 +62,7 @@ def specialize(spec: Mapping[str, Any], var_locs: Mapping[str, Loc], settings: M
     out["nodes"] = nodes
     if "outputs" in spec:
         out["outputs"] = walker.outputs(spec["outputs"], scope, _Scope({}, set()))
-    variables = {k: settings[k] if k in settings else _text(residual(raw_vars[k], walker.known, walker.values))
+    variables = {k: _elements(settings[k]) if k in settings else _text(residual(raw_vars[k], walker.known, walker.values))
                  for k in raw_vars if k in kept}
     drop_unread_inputs(blocks, walker.calls, out, variables, _callers_first)
     used = _used(out, variables)
@@ -70,13 +70,17 @@ def specialize(spec: Mapping[str, Any], var_locs: Mapping[str, Loc], settings: M
     return Specialized(variables, out, {k: var_locs[k] for k in variables if k in var_locs})
 
 
+LONG_LIST = 200   # characters: a list longer than this as text stays a variable (expressions stop at 1,000)
+
+
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _kept(raw_vars: Mapping[str, Any], values: Mapping[str, Any], settings: Mapping[str, Any]) -> set[str]:
-    """The variables that stay variables: numbers a setting gives, and numbers computed from kept ones."""
-    kept = {k for k in raw_vars if k in settings and _number(values.get(k))}
+    """The variables that stay variables: numbers a setting gives, lists it gives too long to write
+    into each expression that reads them (a 64-layer layer_types), and numbers computed from kept ones."""
+    kept = {k for k in raw_vars if k in settings and (_number(values.get(k)) or _long_list(values.get(k)))}
     changed = True
     while changed:
         changed = False
@@ -86,6 +90,15 @@ def _kept(raw_vars: Mapping[str, Any], values: Mapping[str, Any], settings: Mapp
                 kept.add(k)
                 changed = True
     return kept
+
+
+def _long_list(value: Any) -> bool:
+    return isinstance(value, list) and len(source(value)) > LONG_LIST
+
+
+def _elements(value: Any) -> Any:
+    """A setting as a spec's variable holds it: a list element by element (each word quoted)."""
+    return [_elements(v) for v in value] if isinstance(value, list) else _text(value)
 
 
 def _text(value: Any) -> Any:
