@@ -709,6 +709,23 @@ CASES["siglip2-image-cls"] = {"model_type": "siglip2", "architectures": ["Siglip
 CASES["siglip2-image-cls-no-head"] = {**CASES["siglip2-image-cls"],
                                      "vision_config": {**SIGLIP2_VISION, "vision_use_head": False}}
 
+# Gemma 3 with images: a SigLIP tower's 6 x 6 patches pooled 2 x 2 to 9 image tokens, then the Gemma 3 decoder
+GEMMA3 = {"model_type": "gemma3", "image_token_index": 90, "mm_tokens_per_image": 9,
+          "text_config": {"model_type": "gemma3_text", "vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 3,
+                          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 37,
+                          "sliding_window": 4, "sliding_window_pattern": 2, "query_pre_attn_scalar": 8},
+          "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 24, "num_hidden_layers": 2,
+                            "num_attention_heads": 4, "intermediate_size": 37, "image_size": 24, "patch_size": 4,
+                            "vision_use_head": False}}
+CASES["gemma3-cond-gen"] = {**GEMMA3, "architectures": ["Gemma3ForConditionalGeneration"]}
+CASES["gemma3-base-token-beyond-vocab-head"] = {
+    **GEMMA3, "architectures": ["Gemma3Model"], "image_token_index": 100, "mm_tokens_per_image": 4,
+    "vision_config": {**GEMMA3["vision_config"], "vision_use_head": True, "hidden_act": "gelu", "image_size": 32}}
+CASES["gemma3-untied-rope-linear"] = {
+    **CASES["gemma3-cond-gen"], "tie_word_embeddings": False,
+    "text_config": {**GEMMA3["text_config"], "rope_scaling": {"rope_type": "linear", "factor": 4.0}}}
+CASES["gemma3-seq-cls"] = {**GEMMA3, "architectures": ["Gemma3ForSequenceClassification"], "num_labels": 3}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
@@ -809,8 +826,10 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
     for name in module.required_inputs:
         if name in ("input_ids", "decoder_input_ids"):
             out[name] = torch.randint(3, text.get("vocab_size", 100), (batch, length))  # no padding, start or end token
-            if name == "input_ids" and "image_seq_length" in config:  # LLaVA: image_seq_length image tokens per image
-                token, count = config.get("image_token_index", 32000), config["image_seq_length"]
+            if name == "input_ids" and ("image_seq_length" in config or "mm_tokens_per_image" in config):
+                # LLaVA: image_seq_length image tokens per image; Gemma 3: mm_tokens_per_image
+                token = config.get("image_token_index", 32000)
+                count = config.get("image_seq_length", config.get("mm_tokens_per_image"))
                 ids = torch.randint(3, text.get("vocab_size", 100), (batch, length + count))
                 ids[ids == token] = token - 1
                 ids[:, 2:2 + count] = token
@@ -1039,7 +1058,7 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "BloomForQuestionAnswering", "falcon-new-arch", "falcon-mqa-parallel", "falcon-alibi",
           "FalconForSequenceClassification", "mamba-causal", "mamba-base-bias-gelu", "falcon_mamba-causal",
           "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases",
-          "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
+          "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "gemma3-cond-gen", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
           "qwen3_moe-seq-cls", "mixtral-window",
           "olmoe-causal", "olmoe-base-normalized-bias",
           "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied",

@@ -58,7 +58,7 @@ PREFIX.update({"gemma2": "Gemma2", "gemma3_text": "Gemma3Text"})  # issue 11
 ROTARY |= {"gemma2", "gemma3_text"}
 ROTARY |= {"qwen2_moe", "olmoe"}  # issue 29
 PREFIX.update({"ernie4_5": "Ernie4_5", "granitemoe": "GraniteMoe"})  # issue 29 (moefam)
-PREFIX.update({"siglip2": "Siglip2"})  # issue 29 (vlm): NaFlex SigLIP
+PREFIX.update({"siglip2": "Siglip2", "gemma3": "Gemma3"})  # issue 29 (vlm): NaFlex SigLIP, Gemma 3 with images
 ROTARY |= {"ernie4_5", "granitemoe"}
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
@@ -356,6 +356,22 @@ def mutate(rng, cfg):
         if cfg["architectures"] == ["Siglip2Model"]:  # its forward compares pooled outputs of one width
             vision["vision_use_head"], text["projection_size"] = True, vision["hidden_size"]
         cfg.update(text_config=text, vision_config=vision)
+    if mt == "gemma3":  # a random Gemma 3 decoder and SigLIP tower, pooled to a square number of tokens
+        ta, va, side = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 4)
+        vocab = rng.randint(50, 300)
+        text = {"model_type": "gemma3_text", "vocab_size": vocab, "hidden_size": ta * rng.choice([2, 4, 8]),
+                "num_hidden_layers": rng.randint(1, 4), "num_attention_heads": ta,
+                "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "head_dim": rng.choice([2, 4, 8]), "intermediate_size": rng.randint(3, 40),
+                "attention_bias": rng.random() < 0.3, "sliding_window_pattern": rng.randint(1, 4)}
+        patch = rng.randint(1, 5)
+        vision = {"model_type": "siglip_vision_model", "hidden_size": va * rng.choice([2, 4, 6]),
+                  "num_hidden_layers": rng.randint(1, 3), "num_attention_heads": va,
+                  "intermediate_size": rng.randint(3, 40), "patch_size": patch,
+                  "image_size": patch * side * rng.randint(1, 3), "num_channels": rng.choice([1, 3]),
+                  "vision_use_head": rng.random() < 0.5}
+        cfg.update(text_config=text, vision_config=vision, mm_tokens_per_image=side * side,
+                   image_token_index=rng.randrange(vocab + 2), tie_word_embeddings=rng.random() < 0.5)
     return cfg
 
 
