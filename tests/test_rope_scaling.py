@@ -164,7 +164,8 @@ def _write(tmp_path, config: dict):
 
 def test_every_rotary_family_reads_the_rope_type():
     """A family whose template computes rotary tables reads rope_type (honoured through the `rope` group, or
-    refused by value); GPT-J and CodeGen are the exceptions: their config classes have no rope settings."""
+    refused by value); GPT-J and CodeGen are the exceptions: their config classes have no rope settings, and a
+    composite whose text_config its own model_type's key table reads (LLaVA, Gemma 3) reads it there."""
     from archgraph.hf import _spec_dir, families
     from archgraph.load import read_parent
     from archgraph.spec.extends import merge_extends
@@ -172,7 +173,8 @@ def test_every_rotary_family_reads_the_rope_type():
     missing = [name for name, entry in families().items()
                if "rotary_embedding" in repr(merge_extends(load_file(_spec_dir() / str(entry["template"])),
                                                            read_parent)[0])
-               and "rope_type" not in (entry.get("variables") or {}) and name not in ("gptj", "codegen", "llava")]
+               and "rope_type" not in (entry.get("variables") or {}) and name not in ("gptj", "codegen")
+               and "text_config" not in (entry.get("configs") or {})]
     assert missing == []
 
 
