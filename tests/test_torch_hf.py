@@ -985,9 +985,10 @@ def _narrow(config: dict, cfg) -> dict:
     """`config` with its hidden size cut to 16 per attention head (under the key transformers'
     config class `cfg` names it); the intermediate size by the same factor unless the config class
     derives it from the hidden size; head_dim to 16 where it makes the heads exactly as wide as the
-    hidden size; the experts' intermediate sizes by that factor too, and at most 8 experts; and in
-    each sub-config (CLIP's, SigLIP's towers) the same. Every other key stays as recorded, and the
-    keys it leaves out keep their defaults: layers, heads, vocabulary, every switch."""
+    hidden size; a projection_size equal to the hidden size to the new width; the experts'
+    intermediate sizes by that factor too, and at most 8 experts; and in each sub-config (CLIP's,
+    SigLIP's towers) the same. Every other key stays as recorded, and the keys it leaves out keep
+    their defaults: layers, heads, vocabulary, every switch."""
     out = dict(config)
     for key in getattr(cfg, "sub_configs", {}):
         sub = _narrow(config.get(key) or {}, getattr(cfg, key))
@@ -1006,6 +1007,8 @@ def _narrow(config: dict, cfg) -> dict:
     intermediate = getattr(cfg, "intermediate_size", None)
     if isinstance(intermediate, int) and type(cfg)(**out).intermediate_size == intermediate:
         out[names["intermediate_size"]] = -(-intermediate * width // hidden)
+    if isinstance(config.get("projection_size"), int) and config["projection_size"] == hidden:
+        out["projection_size"] = width  # SigLIP 2's text head: as wide as the text model, which the vision tower matches
     for key, value in config.items():  # the experts' widths (moe_, shared_expert_intermediate_size) alike
         if key.endswith("_intermediate_size") and isinstance(value, int) and not isinstance(value, bool):
             out[key] = -(-value * width // hidden)
