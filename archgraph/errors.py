@@ -91,6 +91,14 @@ class ShapeError(ArchgraphError):
     """Shapes do not fit an op's rule."""
 
 
+class PositionLimitError(ShapeError):
+    """A sequence longer than the `limit` positions a table holds."""
+
+    def __init__(self, message: str, *, limit: int, **context):
+        super().__init__(message, **context)
+        self.limit = limit
+
+
 class InconclusiveDimError(ShapeError):
     """Symbolic dimensions whose equality cannot be decided without concrete values; `names`: the
     sizes the undecided relation involves, when known."""

@@ -314,3 +314,22 @@ def test_an_image_model_with_side_inputs_is_measured_per_image(cli):
     assert dit["kind"] == "vision" and dit["flops"]["encoder_pass"] is None
     assert dit["flops"]["per_image"] * 2 == dit["flops"]["forward"]
     assert [(s["path"], s["role"], s["does"]) for s in dit["stacks"]] == [("blocks", "encoder", ["bidirectional"])]
+
+
+def test_a_model_with_fewer_positions_than_the_default_is_compared_at_its_positions(cli, tmp_path):
+    """A tiny Whisper's decoder holds 12 positions: compare measures it at T=12, says so in the
+    header, and keeps GPT-2 at the default S=512; a length given with --set is never changed."""
+    config = json.loads((DATA / "whisper-aliases-win.json").read_text())["config"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "max_source_positions": 12, "max_target_positions": 12}))
+    code, out, err = cli("compare", str(path), "gpt2", "--json")
+    assert code == 0, err
+    assert [m["bindings"] for m in json.loads(out)["models"]] == [{"B": 1, "T": 12}, {"B": 1, "S": 512}]
+    code, out, err = cli("compare", str(path), "gpt2")
+    assert code == 0, err
+    assert "at tmp: B=1, T=12 (its positions); gpt2: B=1, S=512" in " ".join(out.split()).replace(
+        f"at {tmp_path.name}:", "at tmp:")
+    code, out, err = cli("compare", str(path), "gpt2", "--set", "T=13")
+    assert code == 2
+    assert "sequence length 13 exceeds the 12 positions of the position table" in err
+    assert "fix: give a sequence length of at most 12 (--set)" in err

@@ -8,7 +8,7 @@ from typing import Literal
 import math
 
 from ..dims import Shape, prod
-from ..errors import ShapeError
+from ..errors import PositionLimitError, ShapeError
 from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
 
 
@@ -19,7 +19,9 @@ def _seq_len(x: Shape, what: str = "input") -> object:
 
 def _fits(seq, limit: int, owner: str) -> None:
     if isinstance(seq, int):
-        check(seq <= limit, f"sequence length {seq} exceeds the {limit} positions of {owner}")
+        if seq > limit:
+            raise PositionLimitError(f"sequence length {seq} exceeds the {limit} positions of {owner}", limit=limit,
+                                     hint=f"give a sequence length of at most {limit} (--set)")
 
 
 @op("embedding", category="embedding",

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from ..dims import free_names, subs
-from ..errors import ArchgraphError, SpecError, did_you_mean
+from ..errors import ArchgraphError, PositionLimitError, SpecError, did_you_mean
 from ..graph import Graph, Model, OpNode
 from ..spec.settings import size_names
 from .flops import op_flops
@@ -78,6 +78,7 @@ class ModelSummary:
     flops: FlopsSplit
     memory: MemorySplit
     bindings: dict[str, Any] = field(default_factory=dict)
+    lowered: dict[str, int] = field(default_factory=dict)   # sizes not given, lowered to a position table's
 
 
 def compare(models: list[str], settings: Mapping[str, Any] | None = None, optimizer: str = "adam", *,
@@ -120,6 +121,21 @@ def summarize(name: str, settings: dict, optimizer: str = "adam", *, load: Calla
     probe = load(name) if probe is None else probe
     overrides, sizes = _bindings_for(probe, settings)
     model = load(name, overrides) if overrides else probe
+    first = sizes
+    while True:  # sizes not given shrink to the positions a table holds (a Whisper of 12 positions: S=12)
+        try:
+            summary = _summary(model, sizes, optimizer)
+            summary.lowered = {n: v for n, v in sizes.items() if v != first[n]}
+            return summary
+        except PositionLimitError as exc:
+            lower = {n: exc.limit for n, v in sizes.items() if n not in settings and n != "B" and v > exc.limit}
+            if not lower:
+                raise
+            sizes = {**sizes, **lower}
+
+
+def _summary(model: Model, sizes: dict, optimizer: str) -> ModelSummary:
+    """The figures of `model` at concrete `sizes`."""
     report = count_params(model)
     mem = estimate_memory(model, sizes, optimizer=optimizer)
     run = _symbolic_run(model, sizes)

@@ -61,10 +61,11 @@ def compare_json(rows: list[ModelSummary]) -> dict[str, Any]:
 def sizes_text(rows: list[ModelSummary]) -> str:
     """The sizes the figures are at: one list when every model has them, else each model's own
     (a model whose spec bounds S lower, CLIP's 77 text tokens, is measured at that bound)."""
-    each = [", ".join(f"{k}={v}" for k, v in r.bindings.items()) for r in rows]
-    if all(r.bindings.get(k, v) == v for r in rows for k, v in rows[0].bindings.items()):
-        widest = max(rows, key=lambda r: len(r.bindings)) if rows else None
-        return ", ".join(f"{k}={v}" for k, v in widest.bindings.items()) if widest else ""
+    each = [", ".join(f"{k}={v}" + (" (its positions)" if k in r.lowered else "") for k, v in r.bindings.items())
+            for r in rows]
+    merged = {k: v for r in sorted(rows, key=lambda r: -len(r.bindings)) for k, v in r.bindings.items()}
+    if all(merged[k] == v for r in rows for k, v in r.bindings.items()) and not any(r.lowered for r in rows):
+        return ", ".join(f"{k}={v}" for k, v in merged.items())
     return "; ".join(f"{r.name}: {text}" for r, text in zip(rows, each))
 
 
