@@ -423,6 +423,15 @@ CASES["granitemoe-causal"] = {"model_type": "granitemoe", "architectures": ["Gra
                               "logits_scaling": 4.0}
 CASES["granitemoe-base-bias-tied"] = {**CASES["granitemoe-causal"], "architectures": ["GraniteMoeModel"],
                                       "attention_bias": True, "tie_word_embeddings": True, "num_experts_per_tok": 3}
+CASES["glm4_moe-causal"] = {"model_type": "glm4_moe", "architectures": ["Glm4MoeForCausalLM"], **TINY,
+                            "num_hidden_layers": 3, "num_key_value_heads": 2, "moe_intermediate_size": 11,
+                            "n_routed_experts": 6, "num_experts_per_tok": 2, "n_shared_experts": 1,
+                            "first_k_dense_replace": 1, "attention_bias": True, "routed_scaling_factor": 1.5,
+                            "pad_token_id": 0}
+CASES["glm4_moe-base-groups-qk-norm"] = {**CASES["glm4_moe-causal"], "architectures": ["Glm4MoeModel"], "n_group": 3,
+                                         "topk_group": 2, "num_experts_per_tok": 3, "n_shared_experts": 2,
+                                         "use_qk_norm": True, "norm_topk_prob": False, "partial_rotary_factor": 1.0,
+                                         "first_k_dense_replace": 0, "head_dim": 16}
 
 # rope types (rope_parameters, or a legacy rope_scaling with "type" or "rope_type"), each at a length
 # (LENGTHS) that reaches what it scales: beyond original_max_position_embeddings or max_position_embeddings
@@ -972,6 +981,11 @@ CANNOT_RUN = {
     "mt5-small": "16 blocks with d_ff 1024 (kept by the narrowing) and the test's random weights: transformers' "
                  "own float32 logits are 1.3e-3 from its float64 ones (mt5-cond-gen and the other mt5 fixtures "
                  "run)",
+    "glm4_moe-glm-4.5-air": "GLM-4.5-Air's 46 layers of 128 experts, narrowed, still hold tens of billions of "
+                            "parameters (its counts, names and buffers are checked; glm4_moe-odd-groups-qk-norm-base "
+                            "and the glm4_moe CASES run)",
+    "glm4_moe-glm-4.5": "GLM-4.5's 92 layers of 160 experts, narrowed, still hold tens of billions of parameters "
+                        "(its counts, names and buffers are checked)",
 }
 
 
@@ -1069,6 +1083,7 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
 PADDED += ["gpt_neo-causal", "gpt_neo-base-local-first-untied", "GPTNeoForSequenceClassification",
            "GPTNeoForTokenClassification", "GPTNeoForQuestionAnswering"]   # GPT-Neo (issue 29)
 PADDED += ["olmo3-causal", "olmo3-seq-cls-layer-types", "olmo3-base-all-sliding"]   # OLMo 3 (issue 29)
+PADDED += ["glm4_moe-causal", "glm4_moe-base-groups-qk-norm"]   # issue 29 (moefam)
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

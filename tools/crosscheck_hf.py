@@ -60,6 +60,7 @@ ROTARY |= {"qwen2_moe", "olmoe"}  # issue 29
 PREFIX.update({"ernie4_5": "Ernie4_5", "granitemoe": "GraniteMoe"})  # issue 29 (moefam)
 PREFIX.update({"siglip2": "Siglip2", "gemma3": "Gemma3"})  # issue 29 (vlm): NaFlex SigLIP, Gemma 3 with images
 ROTARY |= {"ernie4_5", "granitemoe"}
+PREFIX["glm4_moe"] = "Glm4Moe"; ROTARY.add("glm4_moe")  # issue 29 (moefam)
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
@@ -102,7 +103,7 @@ def mutate(rng, cfg):
             cfg[kvk] = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
     if "head_dim" in cfg:  # Helium and StableLM read o_proj from hidden_size: heads x head_dim must equal it
         cfg["head_dim"] = hd if mt in ("helium", "stablelm") else rng.choice([hd, 2 * hd, 4])
-    if "partial_rotary_factor" in cfg or mt in ("phi3", "glm", "glm4", "stablelm", "phi"):
+    if "partial_rotary_factor" in cfg or mt in ("phi3", "glm", "glm4", "stablelm", "phi", "glm4_moe"):
         cfg["partial_rotary_factor"] = rng.choice([0.25, 0.5, 1.0])
     if "no_rope_layers" in cfg: cfg.pop("no_rope_layers")
     if "rotary_dim" in cfg or mt in ("gptj", "codegen"): cfg["rotary_dim"] = rng.choice([r for r in (2, 4, 6, 8) if r <= hd])  # GPT-J, CodeGen
@@ -138,6 +139,14 @@ def mutate(rng, cfg):
         cfg["num_experts_per_tok"] = rng.randint(1, cfg["num_local_experts"])
         cfg.update({k: rng.choice([0.5, 1.0, 3.0]) for k in ("embedding_multiplier", "residual_multiplier",
                                                              "attention_multiplier", "logits_scaling")})
+    if mt == "glm4_moe":  # DeepSeek-V3's experts in groups, shared experts, the dense layers first; q/k norms
+        groups = rng.choice([1, 2, 3])
+        experts = groups * rng.randint(1, 4)
+        cfg.update(moe_intermediate_size=rng.randint(3, 20), n_shared_experts=rng.randint(0, 3),
+                   first_k_dense_replace=rng.randint(0, 3), n_group=groups, topk_group=rng.randint(1, groups),
+                   n_routed_experts=experts, num_experts_per_tok=rng.randint(1, experts),
+                   use_qk_norm=rng.random() < 0.5, attention_bias=rng.random() < 0.5,
+                   pad_token_id=rng.choice([None, 0]))   # GLM-4.5's 151329 is outside the small vocabulary
     if mt == "deepseek_v3":  # latent attention's ranks and head dims; experts in groups; the dense layers first
         groups = rng.choice([1, 2, 3])
         experts = groups * rng.randint(1, 4)
