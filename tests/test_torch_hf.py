@@ -987,6 +987,12 @@ CANNOT_RUN = {
     "glm4_moe-glm-4.5": "GLM-4.5's 92 layers of 160 experts, narrowed, still hold tens of billions of parameters "
                         "(its counts, names and buffers are checked)",
 }
+# Gemma 3's real checkpoints see 896-pixel images: 4,096 patches through 27 vision layers, twice (transformers'
+# model and the module), take minutes and about 10 GB however narrow the widths; their counts, names and
+# buffers are checked, and gemma3-odd-untied-head-vision-defaults and the gemma3 CASES run.
+CANNOT_RUN.update({name: "Gemma 3's 896-pixel images are too many patches to run in the suite"
+                   for name in ("gemma3-4b-it", "gemma3-12b-it", "gemma3-27b-it", "gemma3-base-4b",
+                                "gemma3-seq-cls-4b-4-labels")})
 
 
 # Above this many parameters a fixture runs forward at a reduced width (_narrow): building,
