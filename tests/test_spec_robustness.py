@@ -17,9 +17,11 @@ import copy
 import io
 import random
 import signal
+import sys
 import time
 import traceback
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 import yaml
@@ -29,6 +31,9 @@ import archgraph
 from archgraph import ArchgraphError
 from archgraph.render.data import params_json, shapes_json
 from archgraph.render.text import params_table, shapes_table
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from fuzz_inputs import paths, value_at  # noqa: E402  the fuzzer's walk over nested specs
 
 # A valid spec that the tests below break in one place each.
 BASE = """\
@@ -517,30 +522,17 @@ NODE_FIELDS = ["in", "repeat", "start", "shared", "tie", "when", "category", "tr
                "block"]
 
 
-def _paths(obj, prefix=()):
-    yield prefix
-    items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
-    for key, value in items:
-        yield from _paths(value, prefix + (key,))
-
-
-def _get(obj, path):
-    for key in path:
-        obj = obj[key]
-    return obj
-
-
 def _mutate(rng: random.Random, spec: dict) -> None:
     """One random edit: delete or replace anything, or break a node field, an input dim, a block."""
-    paths = [p for p in _paths(spec) if p]
-    nodes = [n for p in paths for n in [_get(spec, p)] if isinstance(n, dict) and "name" in n]
+    every = [p for p in paths(spec) if p]
+    nodes = [n for p in every for n in [value_at(spec, p)] if isinstance(n, dict) and "name" in n]
     kind = rng.choice(["delete", "replace", "node", "node", "input", "block", "suffix"])
     if kind == "delete":
-        path = rng.choice(paths)
-        del _get(spec, path[:-1])[path[-1]]
+        path = rng.choice(every)
+        del value_at(spec, path[:-1])[path[-1]]
     elif kind == "replace":
-        path = rng.choice(paths)
-        _get(spec, path[:-1])[path[-1]] = copy.deepcopy(rng.choice(NASTY))
+        path = rng.choice(every)
+        value_at(spec, path[:-1])[path[-1]] = copy.deepcopy(rng.choice(NASTY))
     elif kind == "node" and nodes:
         names = [n["name"] for n in nodes if isinstance(n.get("name"), str)] or ["x"]
         pool = NASTY + names + [f"{rng.choice(names)}.weight", [rng.choice(names)]]
@@ -556,10 +548,10 @@ def _mutate(rng: random.Random, spec: dict) -> None:
             key = rng.choice(["args", "inputs", "outputs", "variables", "nodes", "category", "trainable"])
             block[key] = copy.deepcopy(rng.choice(NASTY + [[1], [None], ["x:1"], {"H": {"a": 1}}]))
     elif kind == "suffix":
-        texts = [p for p in paths if isinstance(_get(spec, p), str)]
+        texts = [p for p in every if isinstance(value_at(spec, p), str)]
         if texts:
             path = rng.choice(texts)
-            _get(spec, path[:-1])[path[-1]] += rng.choice([" / 0", " % 0", " + 'a'", ":²", " +", " * -1"])
+            value_at(spec, path[:-1])[path[-1]] += rng.choice([" / 0", " % 0", " + 'a'", ":²", " +", " * -1"])
 
 
 def test_seeded_mini_fuzz(tmp_path):

@@ -36,14 +36,16 @@ class TimedOut(Exception):
     pass
 
 
-def _paths(obj, prefix=()):
+def paths(obj, prefix=()):
+    """Every path into nested dicts and lists, the empty path (the whole) first."""
     yield prefix
     items = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
     for key, value in items:
-        yield from _paths(value, prefix + (key,))
+        yield from paths(value, prefix + (key,))
 
 
-def _get(obj, path):
+def value_at(obj, path):
+    """The value at `path` (keys and indices) in nested dicts and lists."""
     for key in path:
         obj = obj[key]
     return obj
@@ -51,10 +53,10 @@ def _get(obj, path):
 
 def mutate(rng: random.Random, data) -> None:
     """One random edit of `data` in place: replace a value by a nasty one, or delete it."""
-    paths = [p for p in _paths(data) if p]
-    leaves = [p for p in paths if not isinstance(_get(data, p), (dict, list))] or paths
-    path = rng.choice(leaves if rng.random() < 0.8 else paths)
-    holder = _get(data, path[:-1])
+    every = [p for p in paths(data) if p]
+    leaves = [p for p in every if not isinstance(value_at(data, p), (dict, list))] or every
+    path = rng.choice(leaves if rng.random() < 0.8 else every)
+    holder = value_at(data, path[:-1])
     if rng.random() < 0.15:
         del holder[path[-1]]
     else:
