@@ -14,14 +14,7 @@ def _read(nodes: list, inputs: list, outputs: Any) -> set:
     prev = inputs[0] if inputs else None
 
     def refs(value):
-        if isinstance(value, dict):
-            for v in value.values():
-                refs(v)
-        elif isinstance(value, list):
-            for v in value:
-                refs(v)
-        elif isinstance(value, str):
-            read.update(o.split(":")[0].strip() for o in value.split("|"))
+        read.update(o.split(":")[0].strip() for text in _strings(value) for o in text.split("|"))
     for node in nodes:
         if "in" in node:
             refs(node["in"])
@@ -71,19 +64,23 @@ def drop_unread_inputs(blocks: dict, calls: dict, spec: dict, variables: dict, c
 
 
 def names_in(value: Any) -> set:
+    """The names the expressions in `value` (nested dicts and lists) read."""
     names: set = set()
-
-    def scan(v):
-        if isinstance(v, dict):
-            for x in v.values():
-                scan(x)
-        elif isinstance(v, list):
-            for x in v:
-                scan(x)
-        elif isinstance(v, str):
-            try:
-                names.update(expr.names(v))
-            except Exception:  # a word or a reference, not an expression
-                pass
-    scan(value)
+    for text in _strings(value):
+        try:
+            names.update(expr.names(text))
+        except Exception:  # a word or a reference, not an expression
+            pass
     return names
+
+
+def _strings(value: Any):
+    """Every string in `value`, through nested dicts (their values) and lists."""
+    if isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, str):
+        yield value
