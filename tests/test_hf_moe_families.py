@@ -121,3 +121,37 @@ def test_deepseek_v3_head_dim_other_than_the_rope_dims_is_refused(tmp_path):
         load_config(write_config(tmp_path, **SMALL_DEEPSEEK, head_dim=2))
     assert err.value.message.startswith("the 'deepseek_v3' template cannot be built with this config: head_dim "
                                         "must equal qk_rope_head_dim: transformers builds DeepSeek-V3's rotary table")
+
+
+# ---- DeepSeek-V2 (issue 29): the recorded checkpoints' totals and active parameters, and the router
+# settings transformers' DeepseekV2 does not compute, refused by key
+def _fixture_config(name: str) -> dict:
+    from pathlib import Path
+    return json.loads((Path(__file__).parent / "data" / "hf" / f"{name}.json").read_text())["config"]
+
+
+@pytest.mark.parametrize("name, total, moe_layers, idle_experts, hidden, width, active", [
+    # DeepSeek-V2: 59 layers of 160 experts, 6 picked; DeepSeek-V2-Lite: 26 layers of 64, 6 picked
+    ("deepseek_v2-deepseek-v2", 235_741_434_880, 59, 154, 5120, 1536, 21_375_800_320),
+    ("deepseek_v2-deepseek-v2-lite", 15_706_484_224, 26, 58, 2048, 1408, 2_661_150_208),
+])
+def test_deepseek_v2_total_and_active_parameters(tmp_path, cli, name, total, moe_layers, idle_experts, hidden,
+                                                 width, active):
+    code, out, _ = cli("params", write_config(tmp_path, **_fixture_config(name)), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["total"] == total  # DeepseekV2ForCausalLM on the meta device
+    assert data["active"] == total - moe_layers * idle_experts * 3 * hidden * width == active
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"norm_topk_prob": True}, "norm_topk_prob true is not what transformers computes"),
+    ({"moe_layer_freq": 2}, "moe_layer_freq other than 1 is not what transformers computes"),
+    ({"scoring_func": "sigmoid"}, "scoring_func other than 'softmax'"),
+    ({"topk_method": "noaux_tc"}, "topk_method must be 'greedy' or 'group_limited_greedy'"),
+    ({"mlp_bias": True}, "mlp_bias"),
+    ({"num_experts_per_tok": None}, "num_experts_per_tok null"),
+])
+def test_deepseek_v2_refuses_what_transformers_does_not_compute(tmp_path, cli, change, words):
+    config = {**_fixture_config("deepseek_v2-odd-groups-seqcls"), **change}
+    code, _, err = cli("params", write_config(tmp_path, **config))
+    assert code == 2 and words in err, err

@@ -152,3 +152,40 @@ def test_sinks_take_a_share_of_each_softmax_and_read_no_value(tmp_path, window):
     weights = torch.exp(scores) / (torch.exp(scores).sum(-1, keepdim=True) + torch.exp(w["attn.sinks"]).view(1, 4, 1, 1))
     out = (weights @ v).transpose(1, 2).reshape(2, 5, 16) @ w["attn.o_proj.weight"].T
     assert (got - out).abs().max().item() < 1e-5
+
+
+V2_SPEC = """
+inputs: {x: [B, S, 6]}
+nodes:
+  - {name: mlp, op: moe, in: x, hidden: 6, intermediate: 5, experts: 8, top_k: TOPK, groups: 4, top_groups: 1,
+     group_score: "'max'", normalize: false, scaling: 3.0}
+"""
+
+
+@pytest.mark.parametrize("top_k", [2, 3])   # 3: more than the chosen group holds; the third pick weighs 0
+def test_group_score_max_routes_as_deepseek_v2s_group_limited_greedy(tmp_path, top_k):
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, V2_SPEC.replace("TOPK", str(top_k)), 0.7)
+    w = dict(module.state_dict())
+    x = torch.randn(2, 5, 6)
+    with torch.no_grad():
+        got = module(x=x)["mlp"]
+    tokens = x.reshape(-1, 6)
+    out = torch.zeros_like(tokens)
+    for t in range(tokens.shape[0]):
+        scores = (tokens[t] @ w["mlp.gate.weight"].T).softmax(-1)
+        best = int(scores.view(4, 2).max(-1).values.argmax())     # the group whose best expert is best
+        kept = torch.zeros(8)
+        kept[2 * best:2 * best + 2] = scores[2 * best:2 * best + 2]   # the others zeroed
+        weights, picked = kept.topk(top_k)
+        for weight, e in zip(weights, picked):
+            gate, up = (w["mlp.experts.gate_up_proj"][e] @ tokens[t]).chunk(2)
+            out[t] += 3.0 * weight * (w["mlp.experts.down_proj"][e] @ (torch.nn.functional.silu(gate) * up))
+    assert (got - out.reshape(2, 5, 6)).abs().max().item() < 1e-5
+
+
+def test_group_score_is_one_of_two(tmp_path, cli):
+    path = tmp_path / "moe.yaml"
+    path.write_text(V2_SPEC.replace("TOPK", "2").replace("'max'", "'sum'"))
+    code, _, err = cli("params", str(path))
+    assert code == 2 and "moe.group_score must be one of top2_sum, max; received 'sum'" in err

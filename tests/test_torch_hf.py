@@ -643,6 +643,25 @@ CASES["deepseek_v3-seq-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForSequ
                                 "pad_token_id": 0, "num_labels": 3, "n_shared_experts": 0}
 CASES["deepseek_v3-token-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForTokenClassification"],
                                   "first_k_dense_replace": 5}
+# issue 29 (worktree moe): DeepSeek-V2's router, greedy and by groups (a group scored by its best expert; a
+# pick from outside the chosen groups weighs 0), never renormalised, scaled
+DEEPSEEK_V2 = {"model_type": "deepseek_v2", **TINY, "num_hidden_layers": 3, "moe_intermediate_size": 11,
+               "n_routed_experts": 8, "num_experts_per_tok": 3, "first_k_dense_replace": 1, "q_lora_rank": 12,
+               "kv_lora_rank": 10, "qk_nope_head_dim": 6, "qk_rope_head_dim": 4, "v_head_dim": 5,
+               "routed_scaling_factor": 2.0, "pad_token_id": 0}
+CASES["deepseek_v2-causal"] = {**DEEPSEEK_V2, "architectures": ["DeepseekV2ForCausalLM"]}
+CASES["deepseek_v2-base-groups-plain-q"] = {**DEEPSEEK_V2, "architectures": ["DeepseekV2Model"], "q_lora_rank": None,
+                                            "topk_method": "group_limited_greedy", "n_group": 4, "topk_group": 2,
+                                            "attention_bias": True, "n_shared_experts": 1, "hidden_act": "gelu"}
+CASES["deepseek_v2-groups-topk-over-kept"] = {**DEEPSEEK_V2, "architectures": ["DeepseekV2ForCausalLM"],
+                                              "topk_method": "group_limited_greedy", "n_group": 4, "topk_group": 1}
+CASES["deepseek_v2-seq-cls"] = {**DEEPSEEK_V2, "architectures": ["DeepseekV2ForSequenceClassification"],
+                                "num_labels": 3, "first_k_dense_replace": 0}
+CASES["deepseek_v2-yarn"] = {**DEEPSEEK_V2, "architectures": ["DeepseekV2ForCausalLM"], "qk_rope_head_dim": 8,
+                             "rope_scaling": {"type": "yarn", "factor": 8.0, "mscale": 0.707, "mscale_all_dim": 0.707,
+                                              "original_max_position_embeddings": 4, "beta_fast": 32, "beta_slow": 1},
+                             "rope_theta": 10000}
+LENGTHS["deepseek_v2-yarn"] = 40
 MAMBA2 = {"model_type": "mamba2", "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_heads": 8,
           "head_dim": 8, "state_size": 16, "n_groups": 2, "expand": 2, "chunk_size": 3}
 CASES["mamba2-causal"] = {**MAMBA2, "architectures": ["Mamba2ForCausalLM"]}
@@ -986,6 +1005,9 @@ CANNOT_RUN = {
                             "and the glm4_moe CASES run)",
     "glm4_moe-glm-4.5": "GLM-4.5's 92 layers of 160 experts, narrowed, still hold tens of billions of parameters "
                         "(its counts, names and buffers are checked)",
+    "deepseek_v2-deepseek-v2": "DeepSeek-V2's 60 layers of 128 heads, narrowed, still hold billions of parameters "
+                               "(its counts, names and buffers are checked; DeepSeek-V2-Lite and "
+                               "deepseek_v2-odd-groups-seqcls run)",
 }
 # Gemma 3's real checkpoints see 896-pixel images: 4,096 patches through 27 vision layers, twice (transformers'
 # model and the module), take minutes and about 10 GB however narrow the widths; their counts, names and
@@ -1090,6 +1112,7 @@ PADDED += ["gpt_neo-causal", "gpt_neo-base-local-first-untied", "GPTNeoForSequen
            "GPTNeoForTokenClassification", "GPTNeoForQuestionAnswering"]   # GPT-Neo (issue 29)
 PADDED += ["olmo3-causal", "olmo3-seq-cls-layer-types", "olmo3-base-all-sliding"]   # OLMo 3 (issue 29)
 PADDED += ["glm4_moe-causal", "glm4_moe-base-groups-qk-norm"]   # issue 29 (moefam)
+PADDED += ["deepseek_v2-causal", "deepseek_v2-base-groups-plain-q", "deepseek_v2-seq-cls"]   # issue 29 (moe)
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

@@ -61,6 +61,7 @@ PREFIX.update({"ernie4_5": "Ernie4_5", "granitemoe": "GraniteMoe"})  # issue 29 
 PREFIX.update({"siglip2": "Siglip2", "gemma3": "Gemma3"})  # issue 29 (vlm): NaFlex SigLIP, Gemma 3 with images
 ROTARY |= {"ernie4_5", "granitemoe"}
 PREFIX["glm4_moe"] = "Glm4Moe"; ROTARY.add("glm4_moe")  # issue 29 (moefam)
+PREFIX["deepseek_v2"] = "DeepseekV2"; ROTARY.add("deepseek_v2")  # issue 29 (moe)
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
@@ -156,6 +157,16 @@ def mutate(rng, cfg):
                    n_shared_experts=rng.randint(0, 3), first_k_dense_replace=rng.randint(0, 3),
                    rope_interleave=rng.random() < 0.5, n_group=groups, topk_group=rng.randint(1, groups),
                    n_routed_experts=experts, num_experts_per_tok=rng.randint(1, experts))
+    if mt == "deepseek_v2":  # latent attention; V2's router, greedy or by groups; the dense layers first
+        groups = rng.choice([1, 2, 3])
+        experts = groups * rng.randint(1, 4)
+        cfg.update(q_lora_rank=rng.choice([None, rng.randint(2, 20)]), kv_lora_rank=rng.randint(2, 20),
+                   qk_nope_head_dim=rng.randint(1, 9), qk_rope_head_dim=rng.randint(1, 7),
+                   v_head_dim=rng.randint(1, 9), moe_intermediate_size=rng.randint(3, 20),
+                   n_shared_experts=rng.randint(0, 3), first_k_dense_replace=rng.randint(0, 3),
+                   topk_method=rng.choice(["greedy", "group_limited_greedy"]), n_group=groups,
+                   topk_group=rng.randint(1, groups), n_routed_experts=experts,
+                   num_experts_per_tok=rng.randint(1, experts))
     if "rotary_pct" in cfg: cfg["rotary_pct"] = rng.choice([0.25, 0.5, 1.0])
     if "feed_forward_proj" in cfg: cfg["feed_forward_proj"] = rng.choice(["relu", "gated-gelu", "gelu", "gated-silu"])
     if mt == "vit":

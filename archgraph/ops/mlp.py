@@ -151,8 +151,10 @@ class MixtureOfExperts(_FeedForward):
     adds a buffer `gate.e_score_correction_bias` [experts] to the scores for the choice only (the
     weights are the scores); with `groups` > 1 the experts form that many groups, a group's score
     is the sum of its two best, and only the experts of the `top_groups` best groups may be
-    picked; `scaling` multiplies the weights (routed_scaling_factor).  `shared` is the width of a
-    gated MLP every token runs besides the routed experts (`shared_experts.{gate,up,down}_proj`;
+    picked; `scaling` multiplies the weights (routed_scaling_factor).  DeepSeek-V2's
+    group_limited_greedy is `group_score: max`: a group's score is its best expert's, and the
+    scores outside the chosen groups are zeroed (an expert picked from them weighs 0).  `shared`
+    is the width of a gated MLP every token runs besides the routed experts (`shared_experts.{gate,up,down}_proj`;
     0 keeps its empty tensors, as transformers builds them; None: no shared experts).
     """
 
@@ -179,6 +181,8 @@ class MixtureOfExperts(_FeedForward):
     groups: int = 1  # experts are split into this many groups for group-limited routing
     top_groups: int = 1  # groups a token may choose its experts from
     scaling: float = 1.0  # multiplies the routed experts' weighted sum (routed_scaling_factor)
+    group_score: Literal["top2_sum", "max"] = "top2_sum"  # a group's score: its two best experts' sum
+    #   (DeepSeek-V3), or its best's, the others zeroed (DeepSeek-V2's group_limited_greedy)
     shared: int | None = None  # width of an always-used shared expert; none: no shared expert
 
     def __post_init__(self):
@@ -293,9 +297,14 @@ class MixtureOfExperts(_FeedForward):
         choice = scores + run.tensor(f"{names[0]}.e_score_correction_bias") if self.correction_bias else scores
         if self.groups > 1:
             per_group = choice.view(-1, self.groups, self.experts // self.groups)
-            best = torch.topk(per_group.topk(2, dim=-1)[0].sum(dim=-1), self.top_groups, dim=-1)[1]
+            ranked = per_group.max(dim=-1)[0] if self.group_score == "max" else per_group.topk(2, dim=-1)[0].sum(dim=-1)
+            best = torch.topk(ranked, self.top_groups, dim=-1)[1]
             keep = torch.zeros_like(per_group[..., 0]).scatter(1, best, 1).bool()
-            choice = choice.masked_fill(~keep.repeat_interleave(self.experts // self.groups, dim=-1), float("-inf"))
+            outside = ~keep.repeat_interleave(self.experts // self.groups, dim=-1)
+            if self.group_score == "max":  # V2: zeroed, and the weights read the zeroed scores
+                scores, choice = scores.masked_fill(outside, 0.0), choice.masked_fill(outside, 0.0)
+            else:
+                choice = choice.masked_fill(outside, float("-inf"))
         picked = torch.topk(choice, self.top_k, dim=-1)[1]
         weights = scores.gather(1, picked)
         if self.normalize:
