@@ -754,6 +754,18 @@ CASES["gemma3-untied-rope-linear"] = {
     "text_config": {**GEMMA3["text_config"], "rope_scaling": {"rope_type": "linear", "factor": 4.0}}}
 CASES["gemma3-seq-cls"] = {**GEMMA3, "architectures": ["Gemma3ForSequenceClassification"], "num_labels": 3}
 
+# Cohere 2 (issue 29): sliding layers with rotary positions, full layers without (NoPE)
+COHERE2 = {"model_type": "cohere2", **TINY, "num_hidden_layers": 5, "num_key_value_heads": 2, "sliding_window": 3,
+           "rope_theta": 100.0, "logit_scale": 0.5}
+CASES["cohere2-causal"] = {**COHERE2, "architectures": ["Cohere2ForCausalLM"]}
+CASES["cohere2-base-layer-types-bias"] = {**COHERE2, "architectures": ["Cohere2Model"], "num_hidden_layers": 3,
+                                          "attention_bias": True,
+                                          "layer_types": ["full_attention", "sliding_attention", "full_attention"]}
+CASES["cohere2-untied-pattern-2"] = {**COHERE2, "architectures": ["Cohere2ForCausalLM"], "tie_word_embeddings": False,
+                                     "sliding_window_pattern": 2, "use_qk_norm": True, "head_dim": 16}
+CASES["cohere2-all-full"] = {**COHERE2, "architectures": ["Cohere2ForCausalLM"], "num_hidden_layers": 2,
+                             "layer_types": ["full_attention"] * 2}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
@@ -1113,6 +1125,7 @@ PADDED += ["gpt_neo-causal", "gpt_neo-base-local-first-untied", "GPTNeoForSequen
 PADDED += ["olmo3-causal", "olmo3-seq-cls-layer-types", "olmo3-base-all-sliding"]   # OLMo 3 (issue 29)
 PADDED += ["glm4_moe-causal", "glm4_moe-base-groups-qk-norm"]   # issue 29 (moefam)
 PADDED += ["deepseek_v2-causal", "deepseek_v2-base-groups-plain-q", "deepseek_v2-seq-cls"]   # issue 29 (moe)
+PADDED += ["cohere2-causal", "cohere2-base-layer-types-bias"]   # Cohere 2 (issue 29)
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

@@ -48,6 +48,7 @@ PREFIX.update({"mt5": "MT5", "mbart": "MBart"})  # encoder-decoders (issue 29)
 PREFIX.update({"qwen2_moe": "Qwen2Moe", "olmoe": "Olmoe"})  # mixtures of experts (issue 29)
 PREFIX.update({"wav2vec2": "Wav2Vec2", "hubert": "Hubert"})  # speech (issue 29)
 PREFIX.update({"gpt_neo": "GPTNeo"})  # local and global layers (issue 29)
+PREFIX.update({"cohere2": "Cohere2", "exaone4": "Exaone4", "lfm2": "Lfm2", "t5gemma": "T5Gemma"})  # issue 29 (dense)
 SUFFIX_EXTRA = ["ForCTC"]  # heads only some families have
 ROTARY = {"gpt_neox", "falcon", "llama", "mistral", "qwen2", "mixtral", "gemma", "granite", "helium", "phi3",
           "starcoder2", "qwen3", "olmo2", "smollm3", "glm", "glm4", "stablelm", "cohere", "phi", "qwen3_moe", "gpt_oss",
