@@ -99,6 +99,7 @@ CASES = [
     case("rotary_embedding", {"head_dim": 16}, [(B, S, 64), (B, S)], [(B, S, 16), (B, S, 16)],
          buffers={"inv_freq": (8,)}, id="rotary_embedding-position-ids"),
     case("grid_positions", {"grid": [16, 16], "tile": [2, 2]}, [], (2, 1, 256)),
+    case("grid_positions", {"grid": [14, 14], "centers": True, "scale": 6.28, "prefix": 5}, [], (2, 1, 201)),
     case("multimodal_positions", {"token": 151655, "grid": [1, 8, 8]}, [(B, S)], (3, B, S)),
     case("alibi", {"heads": 8}, [(B, S)], (1, 8, 1, S)),
     case("alibi", {"heads": 12, "dtype": "bfloat16"}, [(2, 7, 64)], (1, 12, 1, 7), id="alibi-bfloat16"),

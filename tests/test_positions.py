@@ -38,6 +38,31 @@ def test_grid_positions_are_transformers_vision_position_ids():
     assert torch.equal(got[:, 0].T, want)
 
 
+def test_grid_positions_centers_are_dinov3_patch_coordinates():
+    from transformers.models.dinov3_vit.modeling_dinov3_vit import get_patches_center_coordinates
+    op = REGISTRY["grid_positions"](grid=(3, 4), centers=True)
+    got = op.forward(RUN)[:, 0]
+    assert torch.allclose(got[0], torch.tensor([-2 / 3] * 4 + [0.0] * 4 + [2 / 3] * 4))   # rows
+    want = get_patches_center_coordinates(3, 4, torch.float32, torch.device("cpu"))   # [N, 2]: (y, x)
+    assert torch.equal(got.T, want)
+    assert got[1, :4].tolist() == [-0.75, -0.25, 0.25, 0.75]
+
+
+def test_grid_positions_prefix_cells_sit_at_zero_and_are_not_turned():
+    op = REGISTRY["grid_positions"](grid=(2, 2), centers=True, scale=2.0, prefix=3)
+    assert op.infer_shape() == (2, 1, 7)
+    got = op.forward(RUN)[:, 0]
+    assert got.tolist() == [[0.0, 0.0, 0.0, -1.0, -1.0, 1.0, 1.0], [0.0, 0.0, 0.0, -1.0, 1.0, -1.0, 1.0]]
+    rope = REGISTRY["rotary_embedding"](head_dim=8, axes=2)
+    cos, sin = _rope({"inv_freq": rope.inv_freq(torch)}, rope, torch.zeros(1, 7, 8), got[:, None])
+    assert torch.equal(cos[0, :3], torch.ones(3, 8)) and torch.equal(sin[0, :3], torch.zeros(3, 8))
+
+
+def test_grid_positions_refuse_a_scale_of_indices():
+    with pytest.raises(SpecError, match="scale multiplies the centres' coordinates: give centers: true"):
+        REGISTRY["grid_positions"](grid=(2, 2), scale=3.0)
+
+
 def test_grid_positions_refuse_a_grid_of_partial_tiles():
     with pytest.raises(SpecError, match=r"the grid \[6, 7\] is not made of whole \[2, 2\] tiles"):
         REGISTRY["grid_positions"](grid=(6, 7), tile=(2, 2))

@@ -766,6 +766,16 @@ CASES["cohere2-untied-pattern-2"] = {**COHERE2, "architectures": ["Cohere2ForCau
 CASES["cohere2-all-full"] = {**COHERE2, "architectures": ["Cohere2ForCausalLM"], "num_hidden_layers": 2,
                              "layer_types": ["full_attention"] * 2}
 
+# DINOv3 (issue 29): register tokens, 2-D rotary positions of patch centres (the class and register tokens
+# not turned), LayerScale, a plain or gated MLP
+CASES["dinov3_vit-base"] = {"model_type": "dinov3_vit", "architectures": ["DINOv3ViTModel"], "hidden_size": 32,
+                            "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 37,
+                            "image_size": 20, "patch_size": 4, "num_register_tokens": 3, "layerscale_value": 0.5}
+CASES["dinov3_vit-gated-rect-no-registers"] = {
+    **CASES["dinov3_vit-base"], "use_gated_mlp": True, "hidden_act": "silu", "num_register_tokens": 0,
+    "image_size": [12, 20], "patch_size": [4, 5], "num_channels": 2, "key_bias": True, "mlp_bias": False,
+    "proj_bias": False, "rope_theta": 1000.0, "hidden_size": 48, "num_attention_heads": 3}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),

@@ -63,6 +63,7 @@ PREFIX.update({"siglip2": "Siglip2", "gemma3": "Gemma3"})  # issue 29 (vlm): NaF
 ROTARY |= {"ernie4_5", "granitemoe"}
 PREFIX["glm4_moe"] = "Glm4Moe"; ROTARY.add("glm4_moe")  # issue 29 (moefam)
 PREFIX["deepseek_v2"] = "DeepseekV2"; ROTARY.add("deepseek_v2")  # issue 29 (moe)
+PREFIX["dinov3_vit"] = "DINOv3ViT"; ROTARY.add("dinov3_vit")  # issue 29 (vlm2): 2-D rotary of patch centres
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
@@ -393,6 +394,14 @@ def mutate(rng, cfg):
                   "vision_use_head": rng.random() < 0.5}
         cfg.update(text_config=text, vision_config=vision, mm_tokens_per_image=side * side,
                    image_token_index=rng.randrange(vocab + 2), tie_word_embeddings=rng.random() < 0.5)
+    if mt == "dinov3_vit":  # register tokens, a plain or gated MLP, rectangular patches, the biases
+        qv = rng.random() < 0.5   # archgraph's attention has one switch for query and value biases
+        heads = cfg["num_attention_heads"] = rng.randint(1, 6)
+        cfg["hidden_size"] = heads * rng.choice([4, 8, 12])   # head dims by quarters
+        cfg.update(image_size=rng.choice([16, 24, [12, 20]]), patch_size=rng.choice([4, [4, 2]]),
+                   num_channels=rng.choice([1, 3]), num_register_tokens=rng.randint(0, 5),
+                   use_gated_mlp=rng.random() < 0.5, query_bias=qv, value_bias=qv, key_bias=rng.random() < 0.5,
+                   proj_bias=rng.random() < 0.5, mlp_bias=rng.random() < 0.5)
     return cfg
 
 

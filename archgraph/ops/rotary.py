@@ -328,11 +328,20 @@ class GridPositions(Op):
     """The coordinates of a grid's cells in the order a patch sequence lists them: no input ->
     [n, 1, N] for an n-dim `grid` of N cells (row, column, ...), row by row; with `tile` the
     cells of each tile together, tiles row by row (Qwen2-VL's patches, each 2x2 tile side by
-    side for its merger).  The position_ids of an axial `rotary_embedding` (`axes: n`)."""
+    side for its merger).  The position_ids of an axial `rotary_embedding` (`axes: n`).
+
+    `centers: true` gives each cell's centre on a [-1, 1] scale instead of its index, 2·(i + 0.5)/n - 1
+    along an axis of n cells (float32), times `scale` (DINOv3: 2π, its patch coordinates).  `prefix: p`
+    puts p cells at coordinate 0 before the grid, [n, 1, p + N]: tokens ahead of the patches (a class
+    token, register tokens) whose rotation is the identity (angle 0: cos 1, sin 0), as DINOv3 leaves
+    them unrotated."""
 
     grid: tuple[int, ...]  # the grid's size per axis (rows, columns, ...)
     tile: tuple[int, ...] | None = None  # the size per axis of the tiles whose cells are listed together; none: plain
     #   row order
+    centers: bool = False  # the cells' centres scaled to [-1, 1] (float) instead of their indices
+    scale: float = 1.0  # multiplies the centres' coordinates (DINOv3: 2π)
+    prefix: int = 0  # cells at coordinate 0 before the grid (tokens that are not patches: their rotation is none)
 
     def __post_init__(self):
         if not self.grid or any(not isinstance(n, int) or n <= 0 for n in self.grid):
@@ -343,19 +352,32 @@ class GridPositions(Op):
                                 f"dims; received {list(tile)}")
         if any(n % b for n, b in zip(self.grid, tile)):
             raise invalid(self, f"the grid {list(self.grid)} is not made of whole {list(tile)} tiles")
+        if not isinstance(self.prefix, int) or self.prefix < 0:
+            raise invalid(self, f"prefix counts cells before the grid (0 or more); received {self.prefix}")
+        if self.scale != 1.0 and not self.centers:
+            raise invalid(self, f"scale multiplies the centres' coordinates: give centers: true "
+                                f"(received scale={self.scale})")
 
     def infer_shape(self):
-        return (len(self.grid), 1, prod(self.grid))
+        return (len(self.grid), 1, self.prefix + prod(self.grid))
 
     def forward(self, run):
         torch, n = run.torch, len(self.grid)
         tile = self.tile or (1,) * n
-        coords = torch.stack(torch.meshgrid(*[torch.arange(g, device=run.device) for g in self.grid],
-                                            indexing="ij"))
+        if self.centers:  # as DINOv3's get_patches_center_coordinates, float32
+            axes = [2.0 * (torch.arange(0.5, g, dtype=torch.float32, device=run.device) / g) - 1.0
+                    for g in self.grid]
+        else:
+            axes = [torch.arange(g, device=run.device) for g in self.grid]
+        coords = torch.stack(torch.meshgrid(*axes, indexing="ij"))
         # [n, g0/b0, b0, g1/b1, b1, ...] -> [n, g0/b0, g1/b1, ..., b0, b1, ...]
         coords = coords.reshape(n, *[d for g, b in zip(self.grid, tile) for d in (g // b, b)])
-        coords = coords.permute(0, *range(1, 2 * n + 1, 2), *range(2, 2 * n + 1, 2))
-        return coords.reshape(n, 1, -1)
+        coords = coords.permute(0, *range(1, 2 * n + 1, 2), *range(2, 2 * n + 1, 2)).reshape(n, 1, -1)
+        if self.centers and self.scale != 1.0:
+            coords = self.scale * coords
+        if self.prefix:
+            coords = torch.cat([coords.new_zeros(n, 1, self.prefix), coords], dim=-1)
+        return coords
 
 
 @op("multimodal_positions", category="embedding", aliases=("mrope_positions",),
