@@ -28,7 +28,7 @@ NOT_YET = {
     "bart": ["encoder_layerdrop", "decoder_layerdrop"], "mbart": ["encoder_layerdrop", "decoder_layerdrop"],
     "whisper": ["encoder_layerdrop", "decoder_layerdrop"],
     "wav2vec2": ["layerdrop"], "hubert": ["layerdrop"],
-    "dinov2": ["drop_path_rate"], "dinov2_with_registers": ["drop_path_rate"],
+    "dinov2": ["drop_path_rate"], "dinov2_with_registers": ["drop_path_rate"], "dinov3_vit": ["drop_path_rate"],
     "convnext": ["drop_path_rate"],
     "deberta-v2": ["hidden_dropout_prob", "attention_probs_dropout_prob", "pooler_dropout"],
     "swin": ["hidden_dropout_prob", "attention_probs_dropout_prob", "drop_path_rate"],
