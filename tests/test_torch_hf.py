@@ -676,6 +676,14 @@ CASES["recurrent_gemma-base-lru-width"] = {**RGEMMA, "architectures": ["Recurren
                                            "partial_rotary_factor": 1.0, "conv1d_width": 3}
 CASES["recurrent_gemma-head-dim"] = {**RGEMMA, "architectures": ["RecurrentGemmaForCausalLM"], "head_dim": 12,
                                      "block_types": ["recurrent", "attention"]}
+# hybrids of Mamba-2 and attention (issue 29): Bamba's attention layers by index, half of each head rotating
+BAMBA = {"model_type": "bamba", **TINY, "num_hidden_layers": 3, "num_key_value_heads": 2, "attn_layer_indices": [1],
+         "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_n_groups": 2, "mamba_chunk_size": 3}
+CASES["bamba-causal"] = {**BAMBA, "architectures": ["BambaForCausalLM"]}
+CASES["bamba-base-biases-rope-linear"] = {
+    **BAMBA, "architectures": ["BambaModel"], "attn_layer_indices": [0, 2], "attention_bias": True, "mlp_bias": True,
+    "mamba_proj_bias": True, "mamba_conv_bias": False, "mamba_expand": 1, "mamba_n_heads": 4, "mamba_d_conv": 3,
+    "time_step_limit": [0.05, 0.3], "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 500.0}}
 
 # LLaVA (issue 12): CLIP's vision tower, a projector and a Llama; image tokens as many as features
 LLAVA = {"model_type": "llava", "image_token_index": 100, "image_seq_length": 25,
@@ -1025,6 +1033,7 @@ CANNOT_RUN = {
     "glm4_moe-glm-4.5-air": "GLM-4.5-Air's 46 layers of 128 experts, narrowed, still hold tens of billions of "
                             "parameters (its counts, names and buffers are checked; glm4_moe-odd-groups-qk-norm-base "
                             "and the glm4_moe CASES run)",
+    "bamba-all-mamba-tied": "its cache asks an attention layer for the length; there is none",
     "glm4_moe-glm-4.5": "GLM-4.5's 92 layers of 160 experts, narrowed, still hold tens of billions of parameters "
                         "(its counts, names and buffers are checked)",
     "deepseek_v2-deepseek-v2": "DeepSeek-V2's 60 layers of 128 heads, narrowed, still hold billions of parameters "
@@ -1066,6 +1075,9 @@ def _narrow(config: dict, cfg) -> dict:
     if not isinstance(hidden, int) or width >= hidden:
         return out
     out[names["hidden_size"]] = width
+    for key in ("mamba_d_head", "mamba_headdim"):  # a Mamba-2 mixer's heads stay expand x hidden wide in all
+        if isinstance(config.get(key), int) and config[key] * width % hidden == 0:
+            out[key] = config[key] * width // hidden
     if isinstance(heads, int) and getattr(cfg, "head_dim", None) == hidden // heads:
         out[names["head_dim"]] = 16
     intermediate = getattr(cfg, "intermediate_size", None)
@@ -1136,6 +1148,7 @@ PADDED += ["olmo3-causal", "olmo3-seq-cls-layer-types", "olmo3-base-all-sliding"
 PADDED += ["glm4_moe-causal", "glm4_moe-base-groups-qk-norm"]   # issue 29 (moefam)
 PADDED += ["deepseek_v2-causal", "deepseek_v2-base-groups-plain-q", "deepseek_v2-seq-cls"]   # issue 29 (moe)
 PADDED += ["cohere2-causal", "cohere2-base-layer-types-bias"]   # Cohere 2 (issue 29)
+PADDED += ["bamba-causal", "bamba-base-biases-rope-linear"]   # issue 29 (hybrid)
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

@@ -64,6 +64,7 @@ ROTARY |= {"ernie4_5", "granitemoe"}
 PREFIX["glm4_moe"] = "Glm4Moe"; ROTARY.add("glm4_moe")  # issue 29 (moefam)
 PREFIX["deepseek_v2"] = "DeepseekV2"; ROTARY.add("deepseek_v2")  # issue 29 (moe)
 PREFIX["dinov3_vit"] = "DINOv3ViT"; ROTARY.add("dinov3_vit")  # issue 29 (vlm2): 2-D rotary of patch centres
+PREFIX["bamba"] = "Bamba"; ROTARY.add("bamba")  # issue 29 (hybrid): Mamba-2 and attention layers
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
@@ -80,6 +81,18 @@ POS = ["max_position_embeddings", "n_positions", "max_target_positions"]
 BOOLS = ["tie_word_embeddings", "attention_bias", "mlp_bias", "bias", "parallel_attn", "multi_query",
          "new_decoder_architecture", "qkv_bias", "enable_bias", "use_parallel_residual", "do_layer_norm_before",
          "use_bias", "use_qkv_bias", "scale_attn_weights", "use_sliding_window"]
+
+
+def _mamba2_sizes(rng, hidden: int, prefix: str) -> dict:
+    """Random Mamba-2 mixer sizes for a hidden size, under BambaConfig's key names with `prefix`: heads
+    dividing expand x hidden (mamba_d_head that share, or 'auto'), groups dividing the heads."""
+    expand = rng.choice([1, 2])
+    heads = rng.choice([d for d in range(1, expand * hidden + 1) if expand * hidden % d == 0 and d <= 8])
+    return {f"{prefix}expand": expand, f"{prefix}n_heads": heads,
+            f"{prefix}d_head": rng.choice(["auto", expand * hidden // heads]),
+            f"{prefix}n_groups": rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+            f"{prefix}d_state": rng.randint(1, 9), f"{prefix}d_conv": rng.randint(2, 5),
+            f"{prefix}conv_bias": rng.random() < 0.5, f"{prefix}proj_bias": rng.random() < 0.5}
 
 
 def mutate(rng, cfg):
@@ -150,6 +163,12 @@ def mutate(rng, cfg):
                    n_routed_experts=experts, num_experts_per_tok=rng.randint(1, experts),
                    use_qk_norm=rng.random() < 0.5, attention_bias=rng.random() < 0.5,
                    pad_token_id=rng.choice([None, 0]))   # GLM-4.5's 151329 is outside the small vocabulary
+    if mt == "bamba":  # which layers attend; the Mamba-2 mixer's heads (expand x hidden wide), groups, state
+        cfg.update(attn_layer_indices=sorted(rng.sample(range(cfg["num_hidden_layers"]),
+                                                        rng.randint(0, cfg["num_hidden_layers"]))),
+                   mamba_chunk_size=4, **_mamba2_sizes(rng, cfg["hidden_size"], "mamba_"))
+        cfg.update({k: rng.random() < 0.5 for k in ("attention_bias", "mlp_bias")})
+        cfg["num_key_value_heads"] = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
     if mt == "deepseek_v3":  # latent attention's ranks and head dims; experts in groups; the dense layers first
         groups = rng.choice([1, 2, 3])
         experts = groups * rng.randint(1, 4)
