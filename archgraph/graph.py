@@ -9,12 +9,12 @@ module holds data only: the analyses are functions in `archgraph.passes`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, NamedTuple, Union
 
 from .errors import Loc
 from .ops.base import Op
+from .record import Record, factory
 
 
 NO_TIES: Mapping[str, str] = MappingProxyType({})  # what most nodes tie: one shared, read-only mapping
@@ -30,20 +30,31 @@ class Ref(NamedTuple):
         return self.node if self.index == 0 else f"{self.node}:{self.index}"
 
 
-@dataclass(eq=False, slots=True)
 class OpNode:
-    """A node that applies one op to the outputs it reads (`inputs`), its tensors counted under `category`."""
+    """A node that applies one op to the outputs it reads (`inputs`), its tensors counted under `category`.
+    Slots and a written __init__: a graph built in Python may hold a million of them."""
 
+    __slots__ = ("name", "op", "inputs", "category", "trainable", "ties", "loc", "keywords", "dtype", "unused")
     name: str
     op: Op
     inputs: tuple[Ref, ...]
     category: str
-    trainable: bool = True
-    ties: Mapping[str, str] = field(default_factory=lambda: NO_TIES)  # local tensor -> absolute tensor path
-    loc: Loc = Loc()
-    keywords: tuple[str, ...] = ()  # when 'in' is a mapping: the rule's parameter for each input
-    dtype: str | None = None  # `dtype:` in the spec: this node's weights are stored so (memory pass)
-    unused: bool = False  # nothing reads it, on purpose (`unused: true`)
+    trainable: bool  # default True
+    ties: Mapping[str, str]  # local tensor -> absolute tensor path
+    loc: Loc
+    keywords: tuple[str, ...]  # when 'in' is a mapping: the rule's parameter for each input
+    dtype: str | None  # `dtype:` in the spec: this node's weights are stored so (memory pass)
+    unused: bool  # nothing reads it, on purpose (`unused: true`)
+
+    def __init__(self, name: str, op: Op, inputs: tuple[Ref, ...], category: str, trainable: bool = True,
+                 ties: Mapping[str, str] = NO_TIES, loc: Loc = Loc(), keywords: tuple[str, ...] = (),
+                 dtype: str | None = None, unused: bool = False) -> None:
+        self.name, self.op, self.inputs, self.category = name, op, inputs, category
+        self.trainable, self.ties, self.loc, self.keywords = trainable, ties, loc, keywords
+        self.dtype, self.unused = dtype, unused
+
+    def __repr__(self) -> str:
+        return _slots_repr(self)
 
     def bind(self, values: list[Any]) -> tuple[list[Any], dict[str, Any]]:
         """Split input values into the positional and keyword arguments of the op's rules."""
@@ -60,23 +71,35 @@ class OpNode:
         return [given.get(name) for name in self.op.input_names()[0]]
 
 
-@dataclass(eq=False, slots=True)
 class BlockNode:
     """A call of a block: its body graph, run `repeat` times (shared: one set of tensors for all)."""
 
+    __slots__ = ("name", "block", "body", "inputs", "repeat", "start", "indexed", "shared", "loc", "path",
+                 "unused", "scheduled", "group")
     name: str
     block: str
     body: "Graph"
     inputs: tuple[Ref, ...]
-    repeat: int = 1
-    start: int = 0
-    indexed: bool = False  # paths carry the repetition index (`layer.3.x`)
-    shared: bool = False   # every repetition reuses the weights of the first
-    loc: Loc = Loc()
-    path: str | None = None  # the segment tensor paths use, when not the name ('' adds none)
-    unused: bool = False  # nothing reads it, on purpose (`unused: true`)
-    scheduled: bool = False  # one run of a call whose repetitions differ (a layer schedule)
-    group: tuple[str, Any] | None = None  # (name, value) its repetitions share (`group: {stage: ...}`)
+    repeat: int  # default 1
+    start: int  # default 0
+    indexed: bool  # paths carry the repetition index (`layer.3.x`)
+    shared: bool   # every repetition reuses the weights of the first
+    loc: Loc
+    path: str | None  # the segment tensor paths use, when not the name ('' adds none)
+    unused: bool  # nothing reads it, on purpose (`unused: true`)
+    scheduled: bool  # one run of a call whose repetitions differ (a layer schedule)
+    group: tuple[str, Any] | None  # (name, value) its repetitions share (`group: {stage: ...}`)
+
+    def __init__(self, name: str, block: str, body: "Graph", inputs: tuple[Ref, ...], repeat: int = 1,
+                 start: int = 0, indexed: bool = False, shared: bool = False, loc: Loc = Loc(),
+                 path: str | None = None, unused: bool = False, scheduled: bool = False,
+                 group: tuple[str, Any] | None = None) -> None:
+        self.name, self.block, self.body, self.inputs = name, block, body, inputs
+        self.repeat, self.start, self.indexed, self.shared, self.loc = repeat, start, indexed, shared, loc
+        self.path, self.unused, self.scheduled, self.group = path, unused, scheduled, group
+
+    def __repr__(self) -> str:
+        return _slots_repr(self)
 
     @property
     def segment(self) -> str:
@@ -101,8 +124,11 @@ class BlockNode:
 Node = Union[OpNode, BlockNode]
 
 
-@dataclass(eq=False)
-class Graph:
+def _slots_repr(node: Node) -> str:
+    return f"{type(node).__name__}({', '.join(f'{k}={getattr(node, k)!r}' for k in node.__slots__)})"
+
+
+class Graph(Record, eq=False):
     """A graph's inputs, its nodes in topological order and its named outputs."""
 
     name: str
@@ -111,7 +137,7 @@ class Graph:
     outputs: tuple[Ref, ...]
     loc: Loc = Loc()
     output_names: tuple[str, ...] = ()  # the names `outputs:` gives them (a mapping), else their refs
-    _dag: Any = field(default=None, repr=False)
+    _dag: Any = None
 
     @property
     def dag(self):
@@ -131,8 +157,7 @@ def wiring(inputs, nodes: dict[str, Node]):
     return dag
 
 
-@dataclass(frozen=True)
-class InputSpec:
+class InputSpec(Record, frozen=True):
     """An input of the model: its shape (sizes or names of sizes), dtype and default."""
 
     name: str
@@ -150,8 +175,7 @@ INPUT_DEFAULTS = {"zeros": "every element 0", "ones": "every element 1",
                           "the ids with `pad`: RoBERTa's position_ids)"}
 
 
-@dataclass(frozen=True)
-class SpecWarning:
+class SpecWarning(Record, frozen=True):
     """Something valid but probably unintended (a node whose output nobody reads)."""
 
     message: str
@@ -165,8 +189,7 @@ class SpecWarning:
         return f"{where}{node}{self.message}" + (f"\n  fix: {self.hint}" if self.hint else "")
 
 
-@dataclass(eq=False)
-class Model:
+class Model(Record, eq=False):
     """A built model as data (`archgraph.Model` adds the analyses as methods)."""
 
     name: str
@@ -176,15 +199,15 @@ class Model:
     output_names: tuple[str, ...]
     description: str = ""
     source: str = "<spec>"
-    bindings: dict[str, Any] = field(default_factory=dict)  # --set values that are not variables
-    warnings: list[SpecWarning] = field(default_factory=list)
-    constraints: list = field(default_factory=list)  # spec.constraints.Constraint: what sizes satisfy
-    decided: set[str] = field(default_factory=set)  # symbolic build: names a choice depended on
-    conditions: list = field(default_factory=list)  # symbolic build: relations the checks relied on
+    bindings: dict[str, Any] = factory(dict)  # --set values that are not variables
+    warnings: list[SpecWarning] = factory(list)
+    constraints: list = factory(list)  # spec.constraints.Constraint: what sizes satisfy
+    decided: set[str] = factory(set)  # symbolic build: names a choice depended on
+    conditions: list = factory(list)  # symbolic build: relations the checks relied on
     overrides: str = ""  # what a spec that extends another sets there ("child.yaml sets H = 770 (child.yaml:5)")
     rebuild: Any = None  # settings -> the same spec built with them as well (passes.resize: another input size)
     files: tuple[str, ...] = ()  # the files the load read (the spec, those it extends or uses, a config.json)
-    notes: list[str] = field(default_factory=list)  # what the load tells beside warnings (sizes it checked at)
+    notes: list[str] = factory(list)  # what the load tells beside warnings (sizes it checked at)
 
 
 def join(prefix: str, name: str) -> str:

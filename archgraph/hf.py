@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from types import MappingProxyType
 from pathlib import Path
@@ -54,6 +53,7 @@ from .errors import ArchgraphError, Loc, SpecError, shortened
 from .jsonread import loads
 from .limits import MAX_CONFIG_BYTES, read_file
 from .spec.sources import spec_dir
+from .record import Record
 
 # architecture class suffix -> the head word templates test (longest suffix wins)
 HEADS = {
@@ -87,8 +87,7 @@ def head_of(architecture: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class Imported:
+class Imported(Record, frozen=True):
     """What a config turns into: the template to build and the values of its variables."""
 
     name: str

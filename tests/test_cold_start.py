@@ -161,3 +161,11 @@ def test_the_command_itself_ends_at_once_with_its_output_whole():
     assert done.stdout.rstrip() == "built-in models" and done.stderr == ""
     from archgraph.cli import FAST_EXIT  # commands that write files or train end as usual
     assert "import-hf" not in FAST_EXIT and "render" not in FAST_EXIT and "run" not in FAST_EXIT
+
+
+def test_counting_a_config_imports_neither_dataclasses_nor_inspect(config_json):
+    """Both cost a sixth of a cold `params` run (archgraph/record.py says why); the modules every
+    command loads make records and ops without them."""
+    code, modules, out = imported_modules("params", str(config_json), "--json")
+    assert code == 0 and '"total":68976648192' in out
+    assert [m for m in ("dataclasses", "inspect") if m in modules] == []

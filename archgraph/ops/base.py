@@ -1,4 +1,4 @@
-"""What an operator is: a frozen dataclass of typed hyperparameters plus rules.
+"""What an operator is: a frozen value of typed hyperparameters plus rules.
 
 An op declares `infer_shape(*inputs)` (its positional arguments are its inputs;
 it returns one shape, or a list of shapes for several outputs), `params()` and
@@ -9,16 +9,14 @@ decoding keeps).  `@op("name")` registers it; adding an op touches one file.
 """
 from __future__ import annotations
 
-import dataclasses
 import functools
-import inspect
 import typing
-from dataclasses import dataclass
 from typing import Any, ClassVar, Iterable, Literal, NamedTuple, Union, get_args, get_origin
 
 from ..dims import Dim, Poly, Shape, equal, fmt, fmt_shape, free_names, subs
 from ..errors import ShapeError, SpecError, did_you_mean
 from ..numbers import quotient  # noqa: F401  (ops divide validated sizes with it: a/b, not floor)
+from ..record import MISSING, FrozenError, Record
 
 REGISTRY: dict[str, type["Op"]] = {}
 MAX_RANK = 64  # PyTorch's limit on tensor dimensions
@@ -41,8 +39,7 @@ class Tensor(NamedTuple):
         return n
 
 
-@dataclass(frozen=True)
-class Cache:
+class Cache(Record, frozen=True):
     """What one application of an op keeps per sequence while a model decodes, by its `rule`:
     `per_token` values for each of `tokens` cached tokens (keys and values, a latent), and
     `state` values that do not grow with the sequence (a recurrent or convolution state)."""
@@ -53,9 +50,17 @@ class Cache:
     state: Dim = 0
 
 
+class Hyperparameter(NamedTuple):
+    """One hyperparameter of an op: its name and its default (MISSING: a node must give it)."""
+
+    name: str
+    default: Any = MISSING
+
+
 class Op:
-    """Base of all ops.  `@op` makes each subclass a dataclass (its fields are the hyperparameters);
-    Op gives them __init__, equality, hashing, repr, and refuses assignment (ops are frozen)."""
+    """Base of all ops.  `@op` reads each subclass's hyperparameters off its annotated class attributes
+    (as a dataclass's fields); Op gives them __init__, equality, hashing, repr, and refuses assignment
+    (ops are frozen)."""
 
     op_name: ClassVar[str] = ""
     category: ClassVar[str] = "other"
@@ -102,7 +107,8 @@ class Op:
 
     # -- value semantics: what dataclass(frozen=True) would generate, written once here.  Generating
     # them costs a compile per method and class, and a command imports dozens of op classes; ops
-    # are made once per distinct set of hyperparameters, so a generic __init__ costs nothing. -------
+    # are made once per distinct set of hyperparameters, so a generic __init__ costs nothing.
+    # `copy_with(**changes)` is dataclasses.replace. ---------------------------------------------
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         fields = _fields(type(self))
         if len(args) > len(fields):
@@ -116,10 +122,8 @@ class Op:
         for name, f in fields.items():
             if name in values:
                 value = values[name]
-            elif f.default is not dataclasses.MISSING:
+            elif f.default is not MISSING:
                 value = f.default
-            elif f.default_factory is not dataclasses.MISSING:
-                value = f.default_factory()
             else:
                 raise TypeError(f"{type(self).__name__}() missing the argument '{name}'")
             object.__setattr__(self, name, value)
@@ -128,10 +132,10 @@ class Op:
             post_init()
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field '{name}'")
+        raise FrozenError(f"cannot assign to field '{name}'")
 
     def __delattr__(self, name: str) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot delete field '{name}'")
+        raise FrozenError(f"cannot delete field '{name}'")
 
     def _values(self) -> tuple:
         return tuple(getattr(self, name) for name in _fields(type(self)))
@@ -150,7 +154,7 @@ class Op:
 
     # -- construction from spec values ------------------------------------------------
     @classmethod
-    def hyperparameters(cls) -> dict[str, dataclasses.Field]:
+    def hyperparameters(cls) -> dict[str, Hyperparameter]:
         return _fields(cls)
 
     @classmethod
@@ -160,8 +164,7 @@ class Op:
 
     @classmethod
     def required(cls) -> list[str]:
-        return [f.name for f in _fields(cls).values()
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+        return [f.name for f in _fields(cls).values() if f.default is MISSING]
 
     @classmethod
     def arity(cls) -> tuple[int, int | None]:
@@ -170,13 +173,10 @@ class Op:
     @classmethod
     def _arity(cls) -> tuple[int, int | None]:
         """(fewest, most) inputs, read off `infer_shape`'s signature."""
-        sig = inspect.signature(cls.infer_shape)
-        params = list(sig.parameters.values())[1:]
-        if any(p.kind is p.VAR_POSITIONAL for p in params):
-            least = sum(1 for p in params if p.kind is p.POSITIONAL_OR_KEYWORD and p.default is p.empty)
-            return max(least, 1), None
-        least = sum(1 for p in params if p.default is p.empty)
-        return least, len(params)
+        named, required, variadic = _signature(cls.infer_shape)
+        if variadic:
+            return max(len(required), 1), None
+        return len(required), len(named)
 
     @classmethod
     def input_names(cls) -> tuple[list[str], list[str]]:
@@ -185,9 +185,8 @@ class Op:
 
     @classmethod
     def _input_names(cls) -> tuple[list[str], list[str]]:
-        params = list(inspect.signature(cls.infer_shape).parameters.values())[1:]
-        named = [p for p in params if p.kind is p.POSITIONAL_OR_KEYWORD]
-        return [p.name for p in named], [p.name for p in named if p.default is p.empty]
+        named, required, _ = _signature(cls.infer_shape)
+        return named, required
 
     @classmethod
     def build(cls, values: dict[str, Any]) -> "Op":
@@ -209,9 +208,9 @@ class Op:
     def describe(self) -> str:
         """`linear(in_features=768, out_features=3072)`: the non-default hyperparameters."""
         parts = []
-        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+        for f in _fields(type(self)).values():
             value = getattr(self, f.name)
-            if f.default is dataclasses.MISSING or value != f.default:
+            if f.default is MISSING or value != f.default:
                 shown = "[" + ", ".join(map(fmt, value)) + "]" if isinstance(value, tuple) else fmt(value) \
                     if isinstance(value, Poly) else value
                 parts.append(f"{f.name}={shown}")
@@ -229,16 +228,55 @@ class Op:
                 changes[name] = tuple(subs(v, values) for v in value)
             elif isinstance(value, Poly):
                 changes[name] = subs(value, values)
-        return dataclasses.replace(self, **changes) if changes else self
+        return self.copy_with(**changes) if changes else self
+
+    def copy_with(self, **changes: Any) -> "Op":
+        """The op with `changes` to its hyperparameters (dataclasses.replace; checked again)."""
+        return type(self)(**{**self.hparams(), **changes})
 
     def hparams(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}  # type: ignore
+        return {name: getattr(self, name) for name in _fields(type(self))}
 
 
 # Per-class introspection, computed once: building a node must not re-read signatures.
-@functools.cache
-def _fields(cls) -> dict[str, dataclasses.Field]:
-    return {f.name: f for f in dataclasses.fields(cls)}
+def _fields(cls) -> dict[str, Hyperparameter]:
+    found = cls.__dict__.get("_hyperparameters")
+    if found is None:  # a subclass that `@op` did not register
+        found = cls._hyperparameters = _read_hyperparameters(cls)
+    return found
+
+
+def _read_hyperparameters(cls) -> dict[str, Hyperparameter]:
+    """A dataclass's fields, as `dataclasses` reads them: the annotated class attributes (not
+    ClassVar) of the class and of the op classes it extends, the bases' first; an attribute's value
+    is its default."""
+    out: dict[str, Hyperparameter] = {}
+    for klass in reversed(cls.__mro__):
+        if not issubclass(klass, Op) or klass is Op:
+            continue
+        for name, annotation in klass.__dict__.get("__annotations__", {}).items():
+            if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
+                continue
+            default = klass.__dict__.get(name, MISSING)
+            if isinstance(default, (list, dict, set)):
+                raise TypeError(f"op {cls.__name__}.{name}: a mutable default; use a tuple")
+            out[name] = Hyperparameter(name, default)
+    seen_default = None
+    for name, f in out.items():
+        if f.default is MISSING and seen_default:
+            raise TypeError(f"op {cls.__name__}: '{name}' without a default follows '{seen_default}' with one")
+        seen_default = seen_default or (name if f.default is not MISSING else None)
+    return out
+
+
+def _signature(function) -> tuple[list[str], list[str], bool]:
+    """(named parameters, those without a default, whether it takes *args) of a method, self left out:
+    read off its code object (inspect.signature would import inspect on every command)."""
+    code = function.__code__
+    names = list(code.co_varnames[1:code.co_argcount])
+    defaults = len(function.__defaults__ or ())
+    required = names[:len(names) - defaults]
+    return names, required, bool(code.co_flags & 0x04)  # CO_VARARGS
 
 
 @functools.cache
@@ -264,12 +302,12 @@ def _input_names(cls) -> tuple[list[str], list[str]]:
 
 def op(name: str, category: str = "other", *, aliases: tuple[str, ...] = (),
        example: dict[str, Any] | None = None):
-    """Register a class as the op `name` (and make it a frozen dataclass); `aliases` are the names
+    """Register a class as the op `name` (its annotated attributes its hyperparameters); `aliases` are the names
     PyTorch (and others) give it, `example` the hyperparameters of a typical use."""
 
     def wrap(cls):
         # Fields only: Op gives __init__, __eq__, __hash__, __repr__ and the frozen __setattr__.
-        cls = dataclass(init=False, repr=False, eq=False)(cls)
+        cls._hyperparameters = _read_hyperparameters(cls)
         cls.op_name = name
         cls.category = category
         cls.aliases = tuple(aliases)

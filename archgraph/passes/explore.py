@@ -17,12 +17,12 @@ evaluation.
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Mapping
 
 from ..dims import fmt_shape, to_json
 from ..dtypes import nbytes
 from ..graph import BlockNode, Graph, Model, OpNode, join
+from ..record import MISSING
 from .flops import op_flops
 from .params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from .shapes import infer_shapes
@@ -104,9 +104,9 @@ def _op(state: dict, graph: Graph, node: OpNode, runs: list[tuple[Run, int]], pa
 def _args(node: OpNode) -> dict[str, Any]:
     """The op's hyperparameters that differ from their defaults."""
     out = {}
-    for f in dataclasses.fields(node.op):  # type: ignore[arg-type]
+    for f in node.op.hyperparameters().values():
         value = getattr(node.op, f.name)
-        if f.default is not dataclasses.MISSING and value == f.default:
+        if f.default is not MISSING and value == f.default:
             continue
         out[f.name] = _jsonable(value)
     return out

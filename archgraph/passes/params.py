@@ -10,15 +10,14 @@ repetition adds nothing), so a 1,000-layer stack costs what one layer does.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field, replace
 from typing import Iterator
 
 from ..graph import BlockNode, Graph, Model, OpNode, join
 from ..spec.ties import is_relative, tie_owner
+from ..record import Record, factory, replace
 
 
-@dataclass
-class Totals:
+class Totals(Record):
     """Counts of one graph (or one repetition of a block)."""
 
     total: int = 0          # learnable elements, each tensor once
@@ -26,8 +25,8 @@ class Totals:
     buffers: int = 0        # non-learnable tensors (running statistics, fixed tables)
     tied: int = 0           # elements of tensors that reuse another tensor (not in total)
     idle: int = 0           # parameters a token does not touch (experts a router does not pick)
-    by_category: Counter = field(default_factory=Counter)
-    tied_by_category: Counter = field(default_factory=Counter)
+    by_category: Counter = factory(Counter)
+    tied_by_category: Counter = factory(Counter)
 
     @property
     def non_trainable(self) -> int:
@@ -57,8 +56,7 @@ class Totals:
                       tied_by_category=reused)
 
 
-@dataclass(frozen=True)
-class TensorRow:
+class TensorRow(Record, frozen=True):
     """One tensor of a node: its local name, shape and element count, and what kind of tensor it is."""
 
     name: str                 # local name: weight, q_proj.bias
@@ -132,8 +130,7 @@ def call_totals(node: BlockNode, body: Totals) -> Totals:
     return out
 
 
-@dataclass
-class BlockRow:
+class BlockRow(Record):
     """A block call: its path, repetitions and counts, with nested calls."""
 
     path: str
@@ -145,8 +142,7 @@ class BlockRow:
     children: list["BlockRow"]
 
 
-@dataclass
-class ParamReport:
+class ParamReport(Record):
     """The parameter pass's result: the totals, the block tree, and every node and tensor on request."""
 
     model: Model

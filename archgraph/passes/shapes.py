@@ -7,7 +7,6 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
 from .. import expr
@@ -17,10 +16,10 @@ from ..graph import Model, OpNode, join
 from ..spec.constraints import bounds, check_constraints, divisors
 from ..spec.settings import size_names
 from .walk import Run, call_op, walk
+from ..record import Record
 
 
-@dataclass
-class ShapeReport:
+class ShapeReport(Record):
     """The shape pass's result: the input and output shapes, and every node's on request."""
 
     model: Model

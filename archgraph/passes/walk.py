@@ -8,25 +8,23 @@ evaluation, whatever N is.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 from ..errors import ArchgraphError, ShapeError, SpecError
 from ..graph import BlockNode, Graph, OpNode, Ref, join
+from ..record import Record
 
 Visit = Callable[[OpNode, list[Any], str], tuple[Any, ...]]
 
 
-@dataclass
-class Segment:
+class Segment(Record):
     """`count` consecutive repetitions of a block that are the same evaluation `run`."""
 
     run: "Run"
     count: int
 
 
-@dataclass(eq=False)
-class Run:
+class Run(Record, eq=False):
     """The values one evaluation of a graph produced.
 
     `nodes[name]` is the tuple of an op's outputs, or for a block the list of

@@ -25,6 +25,7 @@ from ..graph import BlockNode, Graph, Model, OpNode, join
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport, infer_shapes
 from ..passes.walk import Run
+from ..record import MISSING
 from ..spec.ties import find_tensor, tie_owner
 from .palette import SHARE_BINS, category_color, human, share_bin
 from .pattern import Pattern, kinds, repeating
@@ -504,9 +505,9 @@ def _op_text(node: OpNode) -> str:
     """`linear  in_features=768, out_features=2304`: the op and its non-default hyperparameters."""
     op = node.op
     parts = []
-    for f in dataclasses.fields(op):  # type: ignore[arg-type]
+    for f in op.hyperparameters().values():
         value = getattr(op, f.name)
-        if f.name in HIDDEN_HPARAMS or (f.default is not dataclasses.MISSING and value == f.default):
+        if f.name in HIDDEN_HPARAMS or (f.default is not MISSING and value == f.default):
             continue
         if isinstance(value, tuple):
             value = "(" + ", ".join(map(str, value)) + ")"

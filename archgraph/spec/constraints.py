@@ -14,16 +14,15 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from .. import expr
 from ..dims import Poly
 from ..errors import ArchgraphError, Loc, SpecError
+from ..record import Record
 
 
-@dataclass(frozen=True)
-class Constraint:
+class Constraint(Record, frozen=True):
     """One `constraints:` entry: its expression text and where the spec says it."""
 
     text: str

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .. import expr
@@ -38,6 +37,7 @@ from .values import (
     typed,
 )
 from .yamlload import LocDict
+from ..record import Record, factory
 
 NODE_KEYS = {"name", "op", "block", "in", "category", "trainable", "tie", "repeat", "start", "shared",
              "when", "description", "dtype", "path", "unused", "index", "group"}
@@ -59,18 +59,17 @@ def named_like_head(name: str) -> bool:
 _REF = re.compile(r"([^:|]+?)\s*(?::\s*([0-9]+|[A-Za-z_][A-Za-z0-9_]*))?")
 
 
-@dataclass
-class Ctx:
+class Ctx(Record):
     """What building a graph reads: the block definitions and the spec's variables."""
 
     blocks: Mapping[str, Any]
     globals: Mapping[str, Any]
-    cache: dict = field(default_factory=dict)
-    stack: list = field(default_factory=list)
-    warnings: list = field(default_factory=list)
+    cache: dict = factory(dict)
+    stack: list = factory(list)
+    warnings: list = factory(list)
     load_spec: Any = None          # (name, at, relative_to) -> LocDict: a spec used as a block
-    ops: dict = field(default_factory=dict)  # id(env) -> (env, {(op class, values): op}): equal nodes share it
-    specs: dict = field(default_factory=dict)  # block name -> (used spec, its variables' lines)
+    ops: dict = factory(dict)  # id(env) -> (env, {(op class, values): op}): equal nodes share it
+    specs: dict = factory(dict)  # block name -> (used spec, its variables' lines)
 
 
 def _inner_ctx(blocks: Mapping[str, Any], env: Mapping[str, Any], outer: Ctx) -> Ctx:

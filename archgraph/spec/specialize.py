@@ -13,13 +13,13 @@ Values are ready for YAML: an expression is its text, a word in an expression `'
 """
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from .. import expr
 from ..errors import Loc
 from ..ops import REGISTRY
+from ..record import MISSING
 from .blocks import block_params
 from .compose import is_spec_block
 from .graphs import check_repeat
@@ -167,7 +167,7 @@ class _Walker:
             if key in fields:
                 folded, plain = self._typed(value, types[key], scope)
                 default = fields[key].default
-                if default is not dataclasses.MISSING and not isinstance(plain, Expr) and _same(plain, default):
+                if default is not MISSING and not isinstance(plain, Expr) and _same(plain, default):
                     continue
                 node[key] = folded
             elif key == "unused":

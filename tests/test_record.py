@@ -1,0 +1,85 @@
+"""archgraph.record: the value classes of the modules every command loads, as dataclasses makes them."""
+from __future__ import annotations
+
+from collections import Counter
+from typing import ClassVar
+
+import pytest
+
+from archgraph.record import MISSING, FrozenError, Record, factory, fields, replace
+
+
+class Point(Record, frozen=True):
+    x: int
+    y: int = 0
+    label: str | None = None
+    kind: ClassVar[str] = "point"  # a class constant, not a field
+
+
+class Tally(Record):
+    name: str
+    counts: Counter = factory(Counter)
+
+
+class Handle(Record, eq=False):
+    name: str
+    _cache: object = None
+
+
+class Point3(Point):
+    z: int = 0
+
+
+def test_init_takes_values_by_position_or_name_with_defaults():
+    assert (Point(1).x, Point(1).y, Point(1, 2).y, Point(y=5, x=1).y) == (1, 0, 2, 5)
+    assert fields(Point) == ("x", "y", "label") and fields(Point3) == ("x", "y", "label", "z")
+    assert Point3(1, 2, None, 3).z == 3 and Point.kind == "point"
+    with pytest.raises(TypeError, match=r"Point\(\) missing the argument 'x'"):
+        Point()
+    with pytest.raises(TypeError, match=r"Point\(\) got an unexpected argument 'w'"):
+        Point(1, w=2)
+    with pytest.raises(TypeError, match=r"Point\(\) got a repeated argument 'x'"):
+        Point(1, x=2)
+    with pytest.raises(TypeError, match=r"Point\(\) takes 3 arguments; received 4"):
+        Point(1, 2, "a", 4)
+
+
+def test_a_factory_makes_a_new_value_for_each_record():
+    a, b = Tally("a"), Tally("b")
+    a.counts["x"] += 1
+    assert (a.counts, b.counts) == (Counter(x=1), Counter())
+    assert "counts" not in vars(Tally)  # the factory is not left as a shared class attribute
+
+
+def test_equality_hashing_and_freezing_follow_dataclasses():
+    assert Point(1, 2) == Point(1, 2) and Point(1, 2) != Point(1, 3) and Point(1) != Point3(1)
+    assert hash(Point(1, 2)) == hash(Point(1, 2)) and len({Point(1), Point(1), Point(2)}) == 2
+    with pytest.raises(FrozenError, match="cannot assign to field 'x'"):
+        Point(1).x = 2
+    with pytest.raises(AttributeError):  # FrozenError is an AttributeError, as FrozenInstanceError is
+        del Point(1).y
+    assert Tally("a") == Tally("a")
+    with pytest.raises(TypeError, match="unhashable"):  # compares by value and may change: no hash
+        hash(Tally("a"))
+    h = Handle("a")
+    h._cache = 3  # not frozen: assignable
+    assert h != Handle("a") and h == h and len({h, Handle("a")}) == 2  # identity
+
+
+def test_repr_and_replace():
+    assert repr(Point(1, 2)) == "Point(x=1, y=2, label=None)"
+    assert repr(Handle("a", 5)) == "Handle(name='a')"  # underscored fields are left out
+    assert replace(Point(1, 2), label="p") == Point(1, 2, "p")
+    with pytest.raises(TypeError, match="unexpected argument 'w'"):
+        replace(Point(1), w=3)
+
+
+def test_declarations_dataclasses_refuses_are_refused():
+    with pytest.raises(TypeError, match=r"Bad.xs: a mutable default is shared by every record; use factory\(list\)"):
+        class Bad(Record):
+            xs: list = []
+    with pytest.raises(TypeError, match="field 'b' without a default follows 'a' with one"):
+        class Order(Record):
+            a: int = 0
+            b: int
+    assert repr(MISSING) == "MISSING"
