@@ -200,9 +200,14 @@ def _takes(name: str) -> str:
     return f"{name}() takes {count} number{'s' if most != 1 else ''}"
 
 
-@lru_cache(maxsize=4096)
 def parse(text: str) -> ast.Expression:
     """Parse and whitelist-check an expression; raise ExprError on anything else."""
+    return _parsed(text)[0]
+
+
+@lru_cache(maxsize=4096)
+def _parsed(text: str) -> tuple[ast.Expression, tuple[ast.AST, ...]]:
+    """The checked tree of `text` and all its nodes (one walk serves the checks and `names`)."""
     if len(text) > MAX_LEN:
         raise ExprError(f"expression is longer than {MAX_LEN} characters")
     try:
@@ -210,11 +215,11 @@ def parse(text: str) -> ast.Expression:
     except SyntaxError as exc:
         raise ExprError(f"cannot parse expression '{text}': {exc.msg}",
                         hint="use numbers, variable names, + - * / // % ** and parentheses") from None
-    _check_depth(tree)
+    nodes = _nodes(tree)
     if not text.isascii():
         for word in _words(text):
             folded_name(word)
-    for node in ast.walk(tree):
+    for node in nodes:
         if not isinstance(node, _ALLOWED):
             raise ExprError(f"'{ast.unparse(node) if hasattr(ast, 'unparse') else text}' is not allowed "
                             f"in an expression ({type(node).__name__})",
@@ -229,7 +234,7 @@ def parse(text: str) -> ast.Expression:
             raise ExprError("each 'for' of a list comprehension takes one name: [w * 2 for w in widths]")
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in FUNCTIONS:
             raise ExprError(f"'{node.id}' is a function; name the comprehension's variable otherwise")
-    return tree
+    return tree, nodes
 
 
 def folded_name(name: str) -> str:
@@ -254,13 +259,17 @@ def _words(text: str) -> list[str]:
         return []
 
 
-def _check_depth(tree: ast.AST) -> None:
-    stack = [(tree, 0)]
-    while stack:
-        node, depth = stack.pop()
+def _nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
+    """Every node of `tree`, level by level as ast.walk gives them, refusing one nested deeper
+    than MAX_DEPTH."""
+    out, depths = [tree], [0]
+    for node, depth in zip(out, depths):  # both grow while the loop reads them
         if depth > MAX_DEPTH:
             raise ExprError(f"expression nests more than {MAX_DEPTH} levels deep")
-        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+        for child in ast.iter_child_nodes(node):
+            out.append(child)
+            depths.append(depth + 1)
+    return tuple(out)
 
 
 _ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
@@ -277,7 +286,7 @@ def names(text: str) -> set[str]:
 @lru_cache(maxsize=4096)
 def _names(text: str) -> frozenset[str]:
     """names(), once per expression text (a template asks about the same ones for every layer)."""
-    nodes = list(ast.walk(parse(text)))
+    nodes = _parsed(text)[1]
     calls = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
     bound = {n.id for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     return frozenset({n.id for n in nodes if isinstance(n, ast.Name) and id(n) not in calls} - bound - set(CONSTANTS))
