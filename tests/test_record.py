@@ -83,3 +83,34 @@ def test_declarations_dataclasses_refuses_are_refused():
             a: int = 0
             b: int
     assert repr(MISSING) == "MISSING"
+
+
+def _as_dataclass(cls):
+    """The op class chain rebuilt as dataclasses (what `@op` made of it before records)."""
+    import dataclasses
+
+    from archgraph.ops.base import Op
+    base = object
+    for klass in [k for k in reversed(cls.__mro__) if issubclass(k, Op) and k is not Op]:
+        namespace = {k: v for k, v in vars(klass).items() if k not in ("__dict__", "__weakref__", "_hyperparameters")}
+        namespace.setdefault("__annotations__", {})
+        base = dataclasses.dataclass(init=False, repr=False, eq=False)(type(klass.__name__, (base,), namespace))
+    return base
+
+
+def test_every_op_reads_its_hyperparameters_as_dataclasses_and_typing_would():
+    """Ops declare hyperparameters as dataclass fields are declared; archgraph reads them without
+    dataclasses (fields) or typing.get_type_hints (types): the same names, defaults and types."""
+    import dataclasses
+    import typing
+
+    from archgraph.ops import REGISTRY
+
+    for name, cls in sorted(REGISTRY.items()):
+        expected = dataclasses.fields(_as_dataclass(cls))
+        assert [(f.name, f.default) for f in expected] == \
+            [(h.name, h.default if h.default is not MISSING else dataclasses.MISSING)
+             for h in cls.hyperparameters().values()], name
+        hints = typing.get_type_hints(cls)
+        assert cls.types() == {f.name: hints[f.name] for f in expected}, name
+    assert len(REGISTRY) > 100

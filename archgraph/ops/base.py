@@ -10,7 +10,7 @@ decoding keeps).  `@op("name")` registers it; adding an op touches one file.
 from __future__ import annotations
 
 import functools
-import typing
+import sys
 from typing import Any, ClassVar, Iterable, Literal, NamedTuple, Union, get_args, get_origin
 
 from ..dims import Dim, Poly, Shape, equal, fmt, fmt_shape, free_names, subs
@@ -51,10 +51,13 @@ class Cache(Record, frozen=True):
 
 
 class Hyperparameter(NamedTuple):
-    """One hyperparameter of an op: its name and its default (MISSING: a node must give it)."""
+    """One hyperparameter of an op: its name, its default (MISSING: a node must give it) and its
+    annotation as written in the module that declares it."""
 
     name: str
     default: Any = MISSING
+    annotation: Any = Any
+    module: str = __name__
 
 
 class Op:
@@ -260,7 +263,7 @@ def _read_hyperparameters(cls) -> dict[str, Hyperparameter]:
             default = klass.__dict__.get(name, MISSING)
             if isinstance(default, (list, dict, set)):
                 raise TypeError(f"op {cls.__name__}.{name}: a mutable default; use a tuple")
-            out[name] = Hyperparameter(name, default)
+            out[name] = Hyperparameter(name, default, annotation, klass.__module__)
     seen_default = None
     for name, f in out.items():
         if f.default is MISSING and seen_default:
@@ -281,7 +284,18 @@ def _signature(function) -> tuple[list[str], list[str], bool]:
 
 @functools.cache
 def _types(cls) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    return {name: _evaluated(h.annotation, h.module) for name, h in _fields(cls).items()}
+
+
+@functools.cache
+def _evaluated(annotation: Any, module: str) -> Any:
+    """An op's annotation as typing.get_type_hints reads it: the text evaluated in the globals of the
+    module that declares the op (archgraph's own source, never user text).  Once per distinct text:
+    `int` and `bool` annotate hundreds of hyperparameters, and get_type_hints on each class compiled
+    every one of them again (15 M instructions in a cold `params`)."""
+    if not isinstance(annotation, str):
+        return annotation
+    return eval(annotation, vars(sys.modules[module]))  # noqa: S307 - a source annotation, as typing does
 
 
 @functools.cache
