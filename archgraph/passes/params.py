@@ -10,11 +10,11 @@ repetition adds nothing), so a 1,000-layer stack costs what one layer does.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from ..graph import BlockNode, Graph, Model, OpNode, join
 from ..spec.ties import is_relative, tie_owner
-from ..record import Record, factory, replace
+from ..record import Record, factory
 
 
 class Totals(Record):
@@ -56,8 +56,9 @@ class Totals(Record):
                       tied_by_category=reused)
 
 
-class TensorRow(Record, frozen=True):
-    """One tensor of a node: its local name, shape and element count, and what kind of tensor it is."""
+class TensorRow(NamedTuple):
+    """One tensor of a node: its local name, shape and element count, and what kind of tensor it is
+    (a tuple: a node listing makes one per tensor of every layer)."""
 
     name: str                 # local name: weight, q_proj.bias
     shape: tuple[int, ...]
@@ -180,7 +181,7 @@ def _expand(model: Model, graph: Graph, prefix: str, copy_of: str | None):
             rows = node_tensors(node, model, (graph, prefix))
             if copy_of is not None:
                 first = join(copy_of, name)
-                rows = [r if r.buffer or r.tied_to else replace(r, tied_to=join(first, r.name)) for r in rows]
+                rows = [r if r.buffer or r.tied_to else r._replace(tied_to=join(first, r.name)) for r in rows]
             new = sum(r.count for r in rows if not r.buffer and r.tied_to is None)
             yield join(prefix, name), node, new, rows
             continue
