@@ -191,3 +191,55 @@ def test_resized_positions_refuse_a_grid_beyond_the_patches():
     op = REGISTRY["resized_positions"](num_positions=4, embedding_dim=2)
     with pytest.raises(ValueError, match="grid 3 x 2 must be positive and hold at most the input's 5 patches"):
         _rope({"weight": torch.zeros(4, 2)}, op, torch.zeros(1, 5, 2), torch.tensor([[3, 2]]))
+
+
+def test_strided_axial_tables_are_transformers_pixtral_rotary_embedding():
+    """Pixtral's 2-D rotary positions: the patch's row turns the even frequencies of the whole head,
+    its column the odd ones (axis_frequencies: strided); inv_freq holds them rows first."""
+    from transformers import PixtralVisionConfig
+    from transformers.models.pixtral.modeling_pixtral import PixtralVisionRotaryEmbedding
+    config = PixtralVisionConfig(hidden_size=64, num_attention_heads=2,
+                                 rope_parameters={"rope_type": "axial", "rope_theta": 300.0})
+    reference = PixtralVisionRotaryEmbedding(config)
+    op = REGISTRY["rotary_embedding"](head_dim=32, base=300.0, axes=2, axis_frequencies="strided", original=True)
+    assert [(t.name, t.shape) for t in op.buffers()] == [("inv_freq", (16,)), ("original_inv_freq", (16,))]
+    inv_freq = torch.zeros(16)
+    op.init(None, inv_freq, type("Init", (), {"torch": torch})())
+    assert torch.equal(inv_freq, reference.inv_freq)
+    grid = REGISTRY["grid_positions"](grid=(3, 5)).forward(RUN)
+    cos, sin = _rope({"inv_freq": inv_freq}, op, torch.zeros(1, 15, 64), grid)
+    want_cos, want_sin = reference(torch.zeros(1), grid[:, 0].T)   # position_ids [N, 2]: (row, column)
+    assert cos.shape == (1, 15, 32)
+    assert torch.allclose(cos[0], want_cos, atol=1e-6) and torch.allclose(sin[0], want_sin, atol=1e-6)
+    copies = REGISTRY["rotary_embedding"](head_dim=32, base=300.0, axes=2)   # Qwen2-VL's: the column's differ
+    copy_cos, _ = _rope({"inv_freq": 1.0 / 300.0 ** (torch.arange(0, 16, 2).float() / 16)}, copies,
+                        torch.zeros(1, 15, 64), grid)
+    assert (copy_cos - cos).abs().max() > 0.1
+
+
+def test_strided_axial_frequencies_must_divide_among_the_axes():
+    with pytest.raises(SpecError, match=r"axis_frequencies: strided deals the 5 frequencies of rotary_dim=10 "
+                                        r"out to axes=2"):
+        REGISTRY["rotary_embedding"](head_dim=10, axes=2, axis_frequencies="strided")
+    with pytest.raises(SpecError, match="axis_frequencies: strided deals"):
+        REGISTRY["rotary_embedding"](head_dim=16, axis_frequencies="strided")
+
+
+@pytest.mark.parametrize("order", ["channels_first", "patches_first"])
+def test_pixel_unshuffle_is_transformers_patch_mergers(order):
+    """channels_first is F.pixel_unshuffle on the [C, h, w] map (Mistral 3's unfold); patches_first is
+    Idefics3's and InternVL's pixel shuffle."""
+    x = torch.randn(2, 6 * 4, 5)
+    got = REGISTRY["pixel_unshuffle"](grid=(6, 4), factor=2, order=order).forward(RUN, x)
+    if order == "channels_first":
+        grid = x.transpose(1, 2).reshape(2, 5, 6, 4)
+        want = torch.nn.functional.pixel_unshuffle(grid, 2).flatten(2).transpose(1, 2)
+    else:
+        from transformers.models.internvl.modeling_internvl import InternVLModel
+        want = InternVLModel.pixel_shuffle(None, x.reshape(2, 6, 4, 5), 0.5).reshape(2, 6, 20)
+        square = torch.randn(2, 36, 5)
+        from transformers.models.idefics3.modeling_idefics3 import Idefics3Connector
+        merged = REGISTRY["pixel_unshuffle"](grid=(6, 6), factor=3, order=order).forward(RUN, square)
+        assert torch.equal(merged, Idefics3Connector.pixel_shuffle(None, square, 3))
+    assert got.shape == (2, 6, 20)
+    assert torch.equal(got, want)

@@ -40,8 +40,8 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     "mamba_mixer": "ssm",
     **dict.fromkeys(["gather", "index_add", "index_select", "scatter_add", "sort", "topk"], "routing"),
     **dict.fromkeys(["fft_conv", "interpolate", "timestep_embedding"], "signal"),
-    **dict.fromkeys(["concat", "expand", "flatten", "matmul", "pad", "permute", "reshape", "select", "split",
-                     "transpose"], "tensor"),
+    **dict.fromkeys(["concat", "expand", "flatten", "matmul", "pad", "permute", "pixel_unshuffle", "reshape", "select",
+                     "split", "transpose"], "tensor"),
     **dict.fromkeys(["roll", "window_mask", "window_position_bias"], "windows"),
 }
 

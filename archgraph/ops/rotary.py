@@ -85,6 +85,8 @@ class RotaryEmbedding(Op):
     original: bool = False  # keep an original_inv_freq buffer too, as transformers' dynamic scaling does
     axes: int = 1  # the position_ids input's axes: [axes, B, S] when more than 1
     sections: tuple[int, ...] | None = None  # M-RoPE: frequencies per run, run i from axis i mod axes
+    axis_frequencies: Literal["copy", "strided"] = "copy"  # axial: each axis a copy of the frequencies of
+    #   rotary_dim // axes dims (copy), or every axes-th frequency of the whole rotary_dim (strided)
 
     def __post_init__(self):
         positive(self, "head_dim", "positions", "axes", "original_max", "max_positions")
@@ -96,6 +98,10 @@ class RotaryEmbedding(Op):
             if sum(self.sections) != self.frequencies:
                 raise invalid(self, f"sections {list(self.sections)} add up to {sum(self.sections)}; the "
                                     f"{self.dim} rotary dims have {self.frequencies} frequencies")
+        if self.axis_frequencies == "strided" and (not self.axial or self.frequencies % self.axes):
+            raise invalid(self, f"axis_frequencies: strided deals the {self.frequencies} frequencies of "
+                                f"rotary_dim={self.dim} out to axes={self.axes} axial axes (no sections): they "
+                                f"must divide evenly")
         if self.axes > 1 and (self.positions is not None or self.scaling != "none"):
             raise invalid(self, "positions along several axes come as an input; they take no `positions` "
                                 "table and no `scaling`")
@@ -185,7 +191,7 @@ class RotaryEmbedding(Op):
     @property
     def ladder(self) -> int:
         """The dims one copy of the frequencies is computed over (an axis' share when axial)."""
-        return self.dim // self.axes if self.axial else self.dim
+        return self.dim // self.axes if self.axial and self.axis_frequencies == "copy" else self.dim
 
     @property
     def frequencies(self) -> int:
@@ -193,7 +199,7 @@ class RotaryEmbedding(Op):
 
     @property
     def width(self):
-        return 2 * self.frequencies * (self.axes if self.axial else 1)
+        return 2 * self.frequencies * (self.axes if self.axial and self.axis_frequencies == "copy" else 1)
 
     def infer_shape(self, x, position_ids=None):
         seq = _seq_len(x)
@@ -236,6 +242,8 @@ class RotaryEmbedding(Op):
             if self.sections is not None:  # run i of the frequencies turns with axis i mod axes
                 runs = freqs.split(list(self.sections), dim=-1)
                 freqs = torch.cat([part[i % self.axes] for i, part in enumerate(runs)], dim=-1)
+            elif self.axis_frequencies == "strided":  # axis a turns by its share of the frequencies
+                freqs = torch.cat([part[a] for a, part in enumerate(freqs.chunk(self.axes, dim=-1))], dim=-1)
             elif self.axes > 1:  # each axis its own copy of the frequencies, side by side
                 freqs = torch.cat(list(freqs), dim=-1)
             emb = torch.cat([freqs, freqs], dim=-1)
@@ -283,6 +291,8 @@ class RotaryEmbedding(Op):
         if self.scaling == "yarn":
             return self._yarn(torch, dim, base ** exponents)
         inv_freq = 1.0 / (base ** exponents)
+        if self.axis_frequencies == "strided":  # dealt out to the axes, each axis' together
+            return torch.cat([inv_freq[a::self.axes] for a in range(self.axes)])
         if self.scaling == "linear":
             return inv_freq / factor
         if self.scaling == "llama3":

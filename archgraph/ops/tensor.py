@@ -1,5 +1,5 @@
 """Tensor plumbing without parameters: `matmul`, `reshape`, `transpose`, `permute`,
-`concat`, `split`, `flatten`, `select`, `expand`, `pad`."""
+`concat`, `split`, `flatten`, `select`, `expand`, `pad`, `pixel_unshuffle`."""
 from __future__ import annotations
 
 from typing import Literal
@@ -276,3 +276,40 @@ class Pad(Op):
 
     def forward(self, run, x):
         return run.F.pad(x, list(self.pad), mode=self.mode, value=self.value if self.mode == "constant" else None)
+
+
+@op("pixel_unshuffle", aliases=("space_to_depth", "F.pixel_unshuffle"), example={"grid": [32, 32], "factor": 2})
+class PixelUnshuffle(Op):
+    """Merge each factor x factor block of a token grid into one token: [B, h·w, C] ->
+    [B, (h/f)·(w/f), C·f²], the tokens listed row by row on the `grid` [h, w] and the blocks
+    too.  `order` lays out a block's values: `channels_first` (c, row, column), as
+    F.pixel_unshuffle and F.unfold give them (Mistral 3's patch merger); `patches_first`
+    (row, column, c): each patch's C values side by side (Idefics3's and InternVL's pixel
+    shuffle)."""
+
+    grid: tuple[int, int]  # the tokens' grid [rows, columns]
+    factor: int = 2  # the block's side: factor x factor tokens become one
+    order: Literal["channels_first", "patches_first"] = "channels_first"  # a merged token's values: (c, i, j)
+    #   or (i, j, c)
+
+    def __post_init__(self):
+        if len(self.grid) != 2 or any(not isinstance(n, int) or n <= 0 for n in self.grid):
+            raise invalid(self, f"grid must be two positive sizes [rows, columns]; received {list(self.grid)}")
+        if not isinstance(self.factor, int) or self.factor <= 0:
+            raise invalid(self, f"factor must be a positive whole number; received {self.factor}")
+        if any(n % self.factor for n in self.grid):
+            raise invalid(self, f"the grid {list(self.grid)} is not made of whole {self.factor}x{self.factor} "
+                                f"blocks")
+
+    def infer_shape(self, x):
+        expect_rank(x, 3, "tokens [B, N, C]")
+        rows, columns = self.grid
+        expect_dim(x[1], rows * columns, f"tokens of the {rows}x{columns} grid")
+        f = self.factor
+        return (x[0], (rows // f) * (columns // f), norm(x[2] * f * f))
+
+    def forward(self, run, x):
+        (rows, columns), f = self.grid, self.factor
+        blocks = x.reshape(x.shape[0], rows // f, f, columns // f, f, x.shape[2])   # [B, I, i, J, j, C]
+        inner = (5, 2, 4) if self.order == "channels_first" else (2, 4, 5)
+        return blocks.permute(0, 1, 3, *inner).reshape(x.shape[0], (rows // f) * (columns // f), -1)
