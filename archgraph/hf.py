@@ -18,6 +18,7 @@ spec whose variables carry a typical checkpoint's values) and an entry in
         stages: {key: depths[6], error: "the template builds at most 6 stages"}  # refuse a config
         bias: {key: bias?, if_null: false}  # an explicit null means false
         R: {key: rotary_dim, if_null: {error: "..."}}  # refuse an explicit null
+        P: {key: pattern?, if_word: {error: "..."}, unless: layer_types}  # refuse a word, unless layer_types
         timm: {key: use_timm_backbone, default: true, unless: backbone_config, error: "..."}  # and absent
         orig: {key: rope_parameters.original_max_position_embeddings, default: 4096, unless: rope_parameters}
         FLS: {key: vision_feature_layer, list: true}   # -2 reads as [-2]
@@ -470,6 +471,12 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
         value = _lookup(config, key)
         if value is None:
             continue
+        if isinstance(rule, Mapping) and "if_word" in rule and isinstance(value, str):  # a number, not a word
+            if _holds_any(config, rule.get("unless")):
+                return None  # another key decides instead (EXAONE 4's layer_types, not its pattern)
+            raise ArchgraphError(f"'{key}' is {_shown(value)}, but a '{model_type}' model needs a number "
+                                 f"there: {rule['if_word']['error']}", loc=loc,
+                                 hint=f"give '{key}' a number, or leave it out for the default")
         if separator is not None and isinstance(value, str):  # a list written as one word ("p2c|c2p")
             value = [part.strip() for part in (value.lower() if rule.get("lower") else value).split(separator)]
         if isinstance(value, list) and mapping is not None:  # a key table's map translates one word

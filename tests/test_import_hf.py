@@ -282,3 +282,52 @@ def test_written_spec_builds_the_same_module(tmp_path, cli, name):
     direct = to_module(load_config(config), device="meta").state_dict()
     written = to_module(archgraph.load(spec), device="meta").state_dict()
     assert [(k, tuple(v.shape)) for k, v in written.items()] == [(k, tuple(v.shape)) for k, v in direct.items()]
+
+
+EXAONE4 = {"model_type": "exaone4", "architectures": ["Exaone4ForCausalLM"], "vocab_size": 100, "hidden_size": 32,
+           "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 37}
+
+
+@pytest.mark.parametrize("keys, message", [
+    ({"sliding_window_pattern": "LLLG"},
+     "'sliding_window_pattern' is \"LLLG\", but a 'exaone4' model needs a number there: Exaone4Config without "
+     "layer_types takes the layer number modulo sliding_window_pattern (a word such as 'LLLG' fails with TypeError "
+     "in transformers 5.23.0); give layer_types, or a number\n"
+     "  fix: give 'sliding_window_pattern' a number, or leave it out for the default\n"),
+    ({"sliding_window": None},
+     "the 'exaone4' template cannot be built with this config: a model without a sliding_window needs "
+     "layer_types: Exaone4Config divides by its sliding_window_pattern, which a null window sets to 0 "
+     "(transformers 5.23.0 fails with ZeroDivisionError)"),
+    ({"sliding_window": None, "layer_types": ["sliding_attention", "full_attention"]},
+     "sliding layers need a sliding_window: transformers 5.23.0 builds such a model but cannot make its "
+     "sliding mask"),
+])
+def test_an_exaone4_config_transformers_fails_on_is_refused_by_name(tmp_path, cli, keys, message):
+    """`{key: k, if_word: ..., unless: layer_types}` and the template's constraints: EXAONE 4's
+    configs that transformers 5.23.0 cannot build or run are refused with the reason, not guessed."""
+    path = write_config(tmp_path, **{**EXAONE4, **keys})
+    code, out, err = cli("params", str(path))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"archgraph: error: {path}: ") and message in err
+    assert "Traceback" not in err
+
+
+def test_an_exaone4_pattern_word_beside_layer_types_is_not_read(tmp_path, cli):
+    """EXAONE-4.0-32B's config says "LLLG" and lists layer_types, which Exaone4Config reads instead."""
+    layer_types = ["sliding_attention", "full_attention"]
+    path = write_config(tmp_path, **{**EXAONE4, "sliding_window_pattern": "LLLG", "layer_types": layer_types})
+    model = archgraph.load(path)
+    assert model.variables["P"] == 4 and model.variables["layer_types"] == layer_types
+    assert model.params().total == 19_840   # as transformers 5.23.0 counts it
+
+
+def test_a_cohere2_config_without_a_sliding_window_is_refused_by_name(tmp_path, cli):
+    path = write_config(tmp_path, model_type="cohere2", architectures=["Cohere2ForCausalLM"], vocab_size=100,
+                        hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+                        sliding_window=None)
+    code, out, err = cli("params", str(path))
+    assert (code, out) == (2, "")
+    assert err == (f"archgraph: error: {path}: 'sliding_window' is null, but a 'cohere2' model needs a value: "
+                   "transformers 5.23.0 builds a Cohere 2 model without a sliding window but cannot run it "
+                   "(create_sliding_window_causal_mask requires one); set sliding_window\n"
+                   "  fix: give 'sliding_window' a value, or leave it out for the default\n")

@@ -804,6 +804,22 @@ CASES["dinov3_vit-gated-rect-no-registers"] = {
     "image_size": [12, 20], "patch_size": [4, 5], "num_channels": 2, "key_bias": True, "mlp_bias": False,
     "proj_bias": False, "rope_theta": 1000.0, "hidden_size": 48, "num_attention_heads": 3}
 
+# EXAONE 4 (issue 29): OLMo 2's post-norms, per-head q/k norms; sliding layers with rotary positions, full ones
+# without (NoPE), unless there is no sliding window (EXAONE-4.0-1.2B): then every layer is full and rotates
+EXAONE4 = {"model_type": "exaone4", **TINY, "num_hidden_layers": 5, "num_key_value_heads": 2, "sliding_window": 3,
+           "rope_theta": 100.0}
+CASES["exaone4-causal"] = {**EXAONE4, "architectures": ["Exaone4ForCausalLM"]}
+CASES["exaone4-seq-cls-layer-types-word-pattern"] = {
+    **EXAONE4, "architectures": ["Exaone4ForSequenceClassification"], "num_hidden_layers": 3, "pad_token_id": 0,
+    "num_labels": 3, "sliding_window_pattern": "LLG",
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]}
+CASES["exaone4-base-no-window-tied-head-dim"] = {
+    **EXAONE4, "architectures": ["Exaone4Model"], "sliding_window": None, "head_dim": 16, "num_hidden_layers": 2,
+    "layer_types": ["full_attention"] * 2, "tie_word_embeddings": True}
+CASES["exaone4-token-cls-pattern-2"] = {**EXAONE4, "architectures": ["Exaone4ForTokenClassification"],
+                                        "sliding_window_pattern": 2}
+CASES["exaone4-qa"] = {**EXAONE4, "architectures": ["Exaone4ForQuestionAnswering"], "num_hidden_layers": 2}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
@@ -1197,6 +1213,8 @@ PADDED += ["glm4_moe-causal", "glm4_moe-base-groups-qk-norm"]   # issue 29 (moef
 PADDED += ["deepseek_v2-causal", "deepseek_v2-base-groups-plain-q", "deepseek_v2-seq-cls"]   # issue 29 (moe)
 PADDED += ["cohere2-causal", "cohere2-base-layer-types-bias"]   # Cohere 2 (issue 29)
 PADDED += ["bamba-causal", "bamba-base-biases-rope-linear"]   # issue 29 (hybrid)
+PADDED += ["exaone4-causal", "exaone4-seq-cls-layer-types-word-pattern",
+           "exaone4-base-no-window-tied-head-dim"]   # EXAONE 4 (issue 29)
 
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
 
