@@ -136,7 +136,7 @@ def test_longrope_forward_picks_long_factors_beyond_original_max(tmp_path):
     ({"scaling": "llama3", "factor": 8.0, "original_max": 32, "low_freq_factor": 1.0},
      "scaling 'llama3' needs high_freq_factor"),
     ({"scaling": "llama3", "factor": 8.0, "original_max": 32, "low_freq_factor": 4.0, "high_freq_factor": 1.0},
-     "needs high_freq_factor > low_freq_factor; received low_freq_factor=4.0, high_freq_factor=1.0"),
+     "needs high_freq_factor >= low_freq_factor; received low_freq_factor=4.0, high_freq_factor=1.0"),
     ({"scaling": "yarn", "factor": 4.0}, "scaling 'yarn' needs original_max (or max_positions); received "
                                          "original_max=None"),
     ({"scaling": "linear", "factor": 0.0}, "needs a positive factor; received factor=0.0"),

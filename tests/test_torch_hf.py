@@ -432,6 +432,19 @@ CASES["glm4_moe-base-groups-qk-norm"] = {**CASES["glm4_moe-causal"], "architectu
                                          "topk_group": 2, "num_experts_per_tok": 3, "n_shared_experts": 2,
                                          "use_qk_norm": True, "norm_topk_prob": False, "partial_rotary_factor": 1.0,
                                          "first_k_dense_replace": 0, "head_dim": 16}
+CASES["llama4_text-causal"] = {"model_type": "llama4_text", "architectures": ["Llama4ForCausalLM"], **TINY,
+                               "num_hidden_layers": 4, "num_key_value_heads": 2, "head_dim": 8,
+                               "intermediate_size_mlp": 29, "num_local_experts": 4, "interleave_moe_layer_step": 2,
+                               "attention_chunk_size": 3, "floor_scale": 2, "attn_scale": 0.5, "pad_token_id": 0}
+CASES["llama4_text-base-top2-bias-layer-types"] = {
+    **CASES["llama4_text-causal"], "architectures": ["Llama4TextModel"], "num_experts_per_tok": 2,
+    "use_qk_norm": False, "attention_bias": True, "no_rope_layers": [0, 1, 1, 0], "moe_layers": [0, 3],
+    "layer_types": ["chunked_attention", "chunked_attention", "full_attention", "full_attention"]}
+CASES["llama4_text-rope-llama3-untuned-tied"] = {
+    **CASES["llama4_text-causal"], "attn_temperature_tuning": False, "tie_word_embeddings": True,
+    "no_rope_layer_interval": 2, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 16.0,
+                                                     "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+                                                     "original_max_position_embeddings": 4}}
 
 # rope types (rope_parameters, or a legacy rope_scaling with "type" or "rope_type"), each at a length
 # (LENGTHS) that reaches what it scales: beyond original_max_position_embeddings or max_position_embeddings
@@ -1098,6 +1111,13 @@ CANNOT_RUN = {
     "deepseek_v2-deepseek-v2": "DeepSeek-V2's 60 layers of 128 heads, narrowed, still hold billions of parameters "
                                "(its counts, names and buffers are checked; DeepSeek-V2-Lite and "
                                "deepseek_v2-odd-groups-seqcls run)",
+    "llama4_text-scout-17b-16e": "Llama 4 Scout's 48 layers of 16 experts and 202,048-token vocabulary, narrowed, "
+                                 "still hold over a billion parameters (its counts, names and buffers are checked; "
+                                 "the llama4_text CASES and odd fixtures run)",
+    "llama4_text-defaults-causal": "Llama4TextConfig's defaults are Scout's sizes (see llama4_text-scout-17b-16e)",
+    "llama4_text-maverick-17b-128e": "Llama 4 Maverick's 48 layers, half of them with 128 experts (8 when narrowed), "
+                                     "still hold over a billion parameters (its counts, names and buffers are "
+                                     "checked)",
 }
 # Gemma 3's real checkpoints see 896-pixel images: 4,096 patches through 27 vision layers, twice (transformers'
 # model and the module), take minutes and about 10 GB however narrow the widths; their counts, names and
@@ -1217,6 +1237,7 @@ PADDED += ["exaone4-causal", "exaone4-seq-cls-layer-types-word-pattern",
            "exaone4-base-no-window-tied-head-dim"]   # EXAONE 4 (issue 29)
 
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
+PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

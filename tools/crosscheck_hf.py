@@ -66,7 +66,9 @@ PREFIX["glm4_moe"] = "Glm4Moe"; ROTARY.add("glm4_moe")  # issue 29 (moefam)
 PREFIX["deepseek_v2"] = "DeepseekV2"; ROTARY.add("deepseek_v2")  # issue 29 (moe)
 PREFIX["dinov3_vit"] = "DINOv3ViT"; ROTARY.add("dinov3_vit")  # issue 29 (vlm2): 2-D rotary of patch centres
 PREFIX["bamba"] = "Bamba"; ROTARY.add("bamba")  # issue 29 (hybrid): Mamba-2 and attention layers
+PREFIX["llama4_text"] = "Llama4Text"; ROTARY.add("llama4_text")  # issue 29 (llama4)
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
+EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
 EXTRA_CLASSES.update({"detr": ["DetrForObjectDetection", "DetrForSegmentation"]})
@@ -170,6 +172,17 @@ def mutate(rng, cfg):
                    mamba_chunk_size=4, **_mamba2_sizes(rng, cfg["hidden_size"], "mamba_"))
         cfg.update({k: rng.random() < 0.5 for k in ("attention_bias", "mlp_bias")})
         cfg["num_key_value_heads"] = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
+    if mt == "llama4_text":  # layer kinds (NoPE, chunked, MoE) by interval or by list; experts; q/k norms
+        n = cfg.get("num_hidden_layers", 2)
+        experts = rng.randint(1, 6)
+        cfg.update(num_local_experts=experts, num_experts_per_tok=rng.randint(1, experts),
+                   intermediate_size_mlp=rng.randint(3, 40), use_qk_norm=rng.random() < 0.5,
+                   attention_bias=rng.random() < 0.5, attention_chunk_size=rng.randint(1, 64),
+                   interleave_moe_layer_step=rng.randint(1, 3), no_rope_layer_interval=rng.randint(1, 4))
+        if rng.random() < 0.4:
+            cfg["no_rope_layers"] = [rng.randint(0, 1) for _ in range(n)]
+        if rng.random() < 0.4:
+            cfg["moe_layers"] = sorted(rng.sample(range(n), rng.randint(0, n)))
     if mt == "deepseek_v3":  # latent attention's ranks and head dims; experts in groups; the dense layers first
         groups = rng.choice([1, 2, 3])
         experts = groups * rng.randint(1, 4)

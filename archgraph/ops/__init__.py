@@ -28,7 +28,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     **dict.fromkeys(["buffer", "class_token", "parameter"], "encoders"),
     **dict.fromkeys(["slice", "squeeze", "unsqueeze"], "indexing"),
     "linear": "linear",
-    **dict.fromkeys(["abs", "arange", "cast", "clamp", "cos", "cumsum", "div", "eq", "exp", "full", "ge", "gt", "le", "linspace",
+    **dict.fromkeys(["abs", "arange", "cast", "clamp", "cos", "cumsum", "div", "eq", "exp", "floor", "full", "ge", "gt", "le", "linspace",
                      "log", "lt", "masked_fill", "masked_scatter", "maximum", "minimum", "ne", "neg", "pow", "reciprocal", "rsqrt",
                      "sin", "sqrt", "square", "sub", "tril", "triu", "where"], "math"),
     **dict.fromkeys(["gated_mlp", "mlp", "moe"], "mlp"),

@@ -38,7 +38,13 @@ class Attention(Op):
     `v` [B, T, vdim] (a Perceiver's latents attending to inputs of other widths).  `sinks` adds a
     learned logit per head (`sinks` [heads]) to every query's softmax, a share of the weight that
     reads no value (gpt-oss).  `window` keeps
-    the keys less than `window` positions before each query (`window_side: both`: on either side).  `softcap`
+    the keys less than `window` positions before each query (`window_side: both`: on either side); `chunk`
+    cuts the sequence into chunks of that many positions, and a query sees only the keys of its own
+    chunk (Llama 4's chunked attention; with a padding mask, chunks count from each row's first key
+    that is not padding, as transformers does).  `qk_norm: l2` normalises each head's queries and keys
+    by their root mean square without a weight, after the rotary positions (Llama 4's L2Norm, its
+    epsilon qk_norm_eps).  The optional input `q_scale` [S] multiplies the queries position by
+    position before the scores (Llama 4's temperature tuning of its layers without positions).  `softcap`
     bounds the scaled scores smoothly to (-softcap, softcap) (Gemma 2); `qk_norm_offset: 1` makes
     the q/k norms scale by 1 + weight (Gemma 3).  `cached: false` says a causal attention is never
     decoded token by token (CLIP's text encoder), so `memory` gives it no KV cache.  `dropout`
@@ -67,6 +73,8 @@ class Attention(Op):
     window: int | None = None  # sliding window: each query sees the last `window` keys (Mistral, Gemma 2)
     window_side: Literal["past", "both"] = "past"  # both: and the next window - 1 keys too, a window
     #   around each query (ModernBERT's local attention: window = local_attention // 2 + 1)
+    chunk: int | None = None  # chunked attention: each query sees only the keys of its own chunk of
+    #   `chunk` positions (Llama 4's attention_chunk_size)
     qkv_layout: Literal["blocks", "heads", "groups"] = "blocks"  # fused: [q|k|v], per head (BLOOM,
     #   NeoX: [q,k,v] of head 1, head 2, ...) or per key/value group (Falcon: [q..., k, v] per group)
     qkv_groups: int = 1  # blocks: the fused output is this many equal groups, each [q | k | v] of
@@ -77,9 +85,10 @@ class Attention(Op):
     bias_scaled: bool = False  # the bias is added before the scale (Falcon's ALiBi), not after (BLOOM's)
     rotary: Literal["half", "interleaved"] = "half"  # how rope pairs dims: halves (Llama's rotate_half)
     #   or neighbours (GPT-J, CodeGen, Helium: dims 2i and 2i+1)
-    qk_norm: Literal["none", "head", "full", "each_head"] = "none"  # norms of queries and keys before rotary
+    qk_norm: Literal["none", "head", "full", "each_head", "l2"] = "none"  # norms of queries and keys before rotary
     #   positions: over each head's dims with one weight (Qwen3, Gemma 3: q_norm/k_norm [head_dim]), a
-    #   weight of its own per head (each_head: Cohere's [heads, head_dim]), or the whole projection (OLMo 2)
+    #   weight of its own per head (each_head: Cohere's [heads, head_dim]), or the whole projection (OLMo 2);
+    #   l2: over each head's dims without a weight, after the rotary positions (Llama 4)
     qk_norm_eps: float = 1e-6  # the epsilon of the query and key norms
     qk_norm_type: Literal["rms", "layer"] = "rms"  # RMSNorm, or LayerNorm (mean removed: Cohere, StableLM, Phi)
     qk_norm_bias: bool = False  # the q/k LayerNorms have a bias (Phi's q_layernorm/k_layernorm)
@@ -96,8 +105,14 @@ class Attention(Op):
     dropout: float = 0.0  # probability of zeroing each attention probability, in training only
 
     def __post_init__(self):
-        positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups")
+        positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups",
+                 "chunk")
         check_dropout(self)
+        if self.chunk is not None and (self.window is not None or not self.causal):
+            raise invalid(self, "chunk is a causal mask of its own: give causal: true and no window")
+        if self.qk_norm == "l2" and (self.qk_norm_type != "rms" or self.qk_norm_bias or self.qk_norm_offset):
+            raise invalid(self, "qk_norm 'l2' has no weight: it takes no qk_norm_type, qk_norm_bias or "
+                                "qk_norm_offset")
         if self.softcap is not None and not self.softcap > 0:
             raise invalid(self, f"softcap must be positive (or null: no capping); received {self.softcap}")
         if self.kv_hidden is not None and (self.kdim is not None or self.vdim is not None):
@@ -145,7 +160,7 @@ class Attention(Op):
     def v_width(self) -> int:
         return self.vdim or self.kv_hidden or self.hidden
 
-    def infer_shape(self, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None):
+    def infer_shape(self, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None):
         expect_rank(x, 3, "query input")
         expect_dim(x[-1], self.hidden, "last dimension of the query input (hidden)")
         if (k is None) != (v is None) or (k is not None and kv is not None):
@@ -180,6 +195,9 @@ class Attention(Op):
             if not isinstance(rope[-1], int) or rope[-1] > self.d:
                 raise ShapeError(f"the rotary table's width {rope[-1]} must be a size of at most "
                                  f"head_dim={self.d}")
+        if q_scale is not None:
+            expect_rank(q_scale, 1, "query scale (q_scale) [S]")
+            expect_dim(q_scale[0], x[1], "length of the query scale (that of the queries)")
         return (x[0], x[1], self.hidden)
 
     def _linear(self, name: str, out: int, inp: int, bias: bool):
@@ -198,7 +216,7 @@ class Attention(Op):
             yield from self._linear(names[1], kv * d, self.k_width, k_bias)
             yield from self._linear(names[2], kv * d, self.v_width, self.qkv_bias)
         yield from self._linear(names[-1], h, q * d, self.out_bias)
-        if self.qk_norm != "none":
+        if self.qk_norm not in ("none", "l2"):
             for name, heads in zip(self._qk_norm_names, (q, kv)):
                 yield from self._qk_norm_tensors(name, heads, d)
         if self.sinks:
@@ -239,6 +257,8 @@ class Attention(Op):
         per_token = 2 * self.n_kv * self.d
         if source is None and self.causal:
             seq = inputs[0][1]
+            if self.chunk is not None:
+                return Cache(f"chunk of {self.chunk}", per_token, _smaller(seq, self.chunk))
             if self.window is not None:
                 return Cache(f"sliding window of {self.window}", per_token, _smaller(seq, self.window))
             return Cache("full attention", per_token, seq)
@@ -246,7 +266,7 @@ class Attention(Op):
             return Cache("cross-attention (encoder output)", per_token, source[1])
         return None
 
-    def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None):
+    def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None):
         torch = run.torch
         names = self.names or self._default_names()
         b, s = x.shape[0], x.shape[1]
@@ -269,9 +289,14 @@ class Attention(Op):
             value = self._project(run, names[2], v_src, self.qkv_bias).view(b, v_src.shape[1], kv_, d).transpose(1, 2)
         if rope is not None:
             q, key = rotate_pair(torch, q, key, rope, rope_sin, self.rotary, "attention")
+        if self.qk_norm == "l2":
+            from .norm import rms_normalize
+            q, key = (rms_normalize(torch, t, self.qk_norm_eps, None) for t in (q, key))
+        if q_scale is not None:
+            q = (q * q_scale[:, None].to(q.dtype)).to(q.dtype)
         out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
                      run.tensor("sinks") if self.sinks else None, self.window_side == "both",
-                     self.softcap, mask, run.dropout(self.dropout))
+                     self.softcap, mask, run.dropout(self.dropout), self.chunk)
         out = out.transpose(1, 2).reshape(b, s, q_ * d)
         return self._project(run, names[-1], out, self.out_bias)
 
@@ -292,7 +317,7 @@ class Attention(Op):
         return (h + found[1].float() if self.qk_norm_bias else h).to(x.dtype)
 
     def init(self, tensor, value, init):
-        qk = self._qk_norm_names if self.qk_norm != "none" else ()
+        qk = self._qk_norm_names if self.qk_norm not in ("none", "l2") else ()
         if tensor.name.split(".", 1)[0] in qk:
             if tensor.name.endswith("bias") or self.qk_norm_offset:
                 init.zeros(value)  # offset + 0: the norm starts as the identity scale, as Gemma 3's
@@ -572,7 +597,7 @@ def expect_key_mask(mask, batch, keys) -> None:
 
 
 def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False, sinks=None,
-           both_sides: bool = False, softcap=None, mask=None, dropout: float = 0.0):
+           both_sides: bool = False, softcap=None, mask=None, dropout: float = 0.0, chunk=None):
     """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors, keys and values shared by
     grouped heads, as Hugging Face's attention computes it.  `sinks` [heads]:
     one more logit per head in each softmax, dropped after it (its weight goes to no value).
@@ -581,12 +606,14 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
     sees no key at all (a padding position under a causal mask) gets a uniform average, as
     transformers leaves such rows, and its output means nothing.  `dropout` (0 unless training) zeroes
     probabilities after the softmax and scales the rest by 1/(1 - dropout), as transformers' attention.
+    `chunk`: a query sees only the keys of its own chunk of that many positions, counted from each
+    row's first key that the mask does not hide (transformers' chunked causal mask).
 
     Without sinks, softcap or a bias added before the scale, this is torch's
     scaled_dot_product_attention (transformers' default kernel, sdpa: its fused CPU kernel neither
     repeats the grouped keys nor stores the [S, T] scores); otherwise eager, the softmax in float32."""
     factor = q.shape[-1] ** -0.5 if scale is None else scale
-    hidden = _hidden_keys(torch, q, k, causal, window, both_sides, mask)
+    hidden = _hidden_keys(torch, q, k, causal, window, both_sides, mask, chunk)
     if sinks is None and softcap is None and not (bias is not None and bias_scaled):
         if hidden is not None:  # the lowest value added, as eager fills: a row with no key averages, never NaN
             bias = torch.where(hidden, torch.finfo(q.dtype).min,
@@ -616,7 +643,7 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
     return torch.matmul(probs, v)
 
 
-def _hidden_keys(torch, q, k, causal: bool, window, both_sides: bool, mask):
+def _hidden_keys(torch, q, k, causal: bool, window, both_sides: bool, mask, chunk=None):
     """True where a query may not see a key ([S, T], or [B, 1, S|1, T] with a padding mask), or None."""
     s, t = q.shape[-2], k.shape[-2]
     hidden = None
@@ -626,6 +653,12 @@ def _hidden_keys(torch, q, k, causal: bool, window, both_sides: bool, mask):
         hidden = (j > i) if causal else torch.zeros(s, t, dtype=torch.bool, device=q.device)
         if window is not None:
             hidden = hidden | ((i - j).abs() >= window if both_sides else i - j >= window)
+    if chunk is not None:  # chunks counted from each row's first key that is not padding
+        i = torch.arange(s, device=q.device)[:, None] + (t - s)
+        j = torch.arange(t, device=q.device)[None, :]
+        left = (mask.cumsum(dim=-1) == 0).sum(dim=-1)[:, None, None, None] if mask is not None else 0
+        other = torch.div(j - left, chunk, rounding_mode="floor") != torch.div(i - left, chunk, rounding_mode="floor")
+        hidden = other if hidden is None else hidden | other
     if mask is not None:  # applied whatever it holds: no branch on data, so torch.export traces it
         padding = (mask == 0)[:, None, None, :]  # [B, 1, 1, T]
         hidden = padding if hidden is None else hidden | padding

@@ -196,6 +196,14 @@ class Abs(Pointwise):
         return run.torch.abs(x)
 
 
+@op("floor", aliases=("torch.floor",))
+class Floor(Pointwise):
+    """The largest whole number at most x (Llama 4's temperature tuning)."""
+
+    def forward(self, run, x):
+        return run.torch.floor(x)
+
+
 @op("sqrt", aliases=("torch.sqrt",))
 class Sqrt(Pointwise):
     """√x."""

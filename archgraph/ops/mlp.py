@@ -156,6 +156,8 @@ class MixtureOfExperts(_FeedForward):
     scores outside the chosen groups are zeroed (an expert picked from them weighs 0).  `shared`
     is the width of a gated MLP every token runs besides the routed experts (`shared_experts.{gate,up,down}_proj`;
     0 keeps its empty tensors, as transformers builds them; None: no shared experts).
+    `weighting: input` scales each token by its weight before the expert rather than the expert's
+    output after it (Llama 4: expert(weight·x)).
     """
 
     hidden: int  # width of the input and of the output
@@ -184,6 +186,8 @@ class MixtureOfExperts(_FeedForward):
     group_score: Literal["top2_sum", "max"] = "top2_sum"  # a group's score: its two best experts' sum
     #   (DeepSeek-V3), or its best's, the others zeroed (DeepSeek-V2's group_limited_greedy)
     shared: int | None = None  # width of an always-used shared expert; none: no shared expert
+    weighting: Literal["output", "input"] = "output"  # where a token's router weight applies: to each
+    #   expert's output, or to its input (Llama 4)
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate", "experts", "top_k", "groups", "top_groups")
@@ -266,7 +270,10 @@ class MixtureOfExperts(_FeedForward):
         fused = self._fused_weights(run, names)
         if tokens.is_meta:  # no data-dependent indexing on the meta device: every expert, weighted
             dense = torch.zeros(tokens.shape[0], self.experts, device=tokens.device).scatter(1, picked, weights)
-            out = sum(self._expert(run, names, fused, e, tokens) * dense[:, e:e + 1] for e in range(self.experts))
+            if self.weighting == "input":
+                out = sum(self._expert(run, names, fused, e, tokens * dense[:, e:e + 1]) for e in range(self.experts))
+            else:
+                out = sum(self._expert(run, names, fused, e, tokens) * dense[:, e:e + 1] for e in range(self.experts))
         else:
             out = self._dispatch(run, names, fused, tokens, weights, picked)
         if self.shared is not None:
@@ -284,9 +291,14 @@ class MixtureOfExperts(_FeedForward):
         order = torch.argsort(expert, stable=True)
         counts = torch.bincount(expert, minlength=self.experts).tolist()
         token = order // self.top_k
-        runs = tokens[token].split(counts)
+        weight = weights.reshape(-1)[order, None]
+        picked_tokens = tokens[token]
+        if self.weighting == "input":
+            picked_tokens = (picked_tokens * weight).to(tokens.dtype)
+        runs = picked_tokens.split(counts)
         h = torch.cat([self._expert(run, names, fused, e, part) for e, part in enumerate(runs) if counts[e]])
-        h = (h * weights.reshape(-1)[order, None]).to(tokens.dtype)
+        if self.weighting == "output":
+            h = (h * weight).to(tokens.dtype)
         return torch.zeros_like(tokens).index_add_(0, token, h)
 
     def _route(self, run, names, logits):

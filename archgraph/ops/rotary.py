@@ -30,7 +30,7 @@ class RotaryEmbedding(Op):
       - `llama3`: wavelengths 2π/f longer than original_max / low_freq_factor are divided by
         `factor`, those shorter than original_max / high_freq_factor kept, and the ones between
         blended by (original_max / wavelength - low_freq_factor) / (high_freq_factor -
-        low_freq_factor) (Llama 3.1-3.3).
+        low_freq_factor) (Llama 3.1-3.3; equal factors blend none: Llama 4 Scout).
       - `dynamic` (NTK): in forward, at L = the largest position + 1 (S without position_ids)
         beyond `max_positions`, the base becomes base·(factor·L/max_positions - factor + 1)^(d/(d-2))
         (d = rotary_dim) and inv_freq is rewritten; back at fewer than max_positions it is
@@ -139,8 +139,8 @@ class RotaryEmbedding(Op):
         if kind == "dynamic" and self.dim <= 2:
             raise invalid(self, f"scaling 'dynamic' raises the base to d/(d-2) for d = rotary_dim; "
                                 f"received rotary_dim={self.dim}")
-        if kind == "llama3" and not self.high_freq_factor > self.low_freq_factor:
-            raise invalid(self, f"scaling 'llama3' needs high_freq_factor > low_freq_factor; received "
+        if kind == "llama3" and not self.high_freq_factor >= self.low_freq_factor:
+            raise invalid(self, f"scaling 'llama3' needs high_freq_factor >= low_freq_factor; received "
                                 f"low_freq_factor={self.low_freq_factor}, high_freq_factor={self.high_freq_factor}")
         if kind == "longrope":
             for name in ("short_factor", "long_factor"):
@@ -318,6 +318,8 @@ class RotaryEmbedding(Op):
         low_wavelen, high_wavelen = context / low, context / high
         wavelen = 2 * math.pi / inv_freq
         scaled = torch.where(wavelen > low_wavelen, inv_freq / factor, inv_freq)
+        if high == low:  # no band between (Llama 4 Scout's 1.0 and 1.0): transformers blends nothing
+            return scaled
         smooth = (context / wavelen - low) / (high - low)
         smoothed = (1 - smooth) * scaled / factor + smooth * scaled
         medium = ~(wavelen < high_wavelen) * ~(wavelen > low_wavelen)
