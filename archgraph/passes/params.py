@@ -161,7 +161,7 @@ class ParamReport(Record):
         Repetitions of a shared block after the first report 0 new params and
         their tensors as tied to the first repetition's.
         """
-        yield from _expand(self.model, self.model.graph, "", None)
+        yield from _expand(self.model, self.model.graph, "", None, {})
 
     def tensors(self) -> Iterator[tuple[str, TensorRow]]:
         """Every parameter by full name, as `named_parameters(remove_duplicate=False)` lists them:
@@ -174,11 +174,13 @@ class ParamReport(Record):
         yield from named_tensors(self.model, buffers="persistent")
 
 
-def _expand(model: Model, graph: Graph, prefix: str, copy_of: str | None):
-    """`copy_of`: the path this subtree repeats when it is a later repetition of a shared block."""
+def _expand(model: Model, graph: Graph, prefix: str, copy_of: str | None, rows_of: dict):
+    """`copy_of`: the path this subtree repeats when it is a later repetition of a shared block.
+    `rows_of`: the tensors of each node without ties, made once for all its repetitions (the
+    same list each time: callers read it)."""
     for name, node in graph.nodes.items():
         if isinstance(node, OpNode):
-            rows = node_tensors(node, model, (graph, prefix))
+            rows = _rows(node, model, graph, prefix, rows_of)
             if copy_of is not None:
                 first = join(copy_of, name)
                 rows = [r if r.buffer or r.tied_to else r._replace(tied_to=join(first, r.name)) for r in rows]
@@ -190,27 +192,38 @@ def _expand(model: Model, graph: Graph, prefix: str, copy_of: str | None):
                 inner = node.rep_path(copy_of, 0 if node.shared else i)
             else:
                 inner = node.rep_path(prefix, 0) if node.shared and i > 0 else None
-            yield from _expand(model, node.body, node.rep_path(prefix, i), inner)
+            yield from _expand(model, node.body, node.rep_path(prefix, i), inner, rows_of)
 
 
 def named_tensors(model: Model, buffers: str = "none") -> Iterator[tuple[str, TensorRow]]:
     """Every parameter by full name (tied ones under each name that uses them, a shared block's
     once, under its path), and the buffers: `none`, `persistent` (what state_dict() holds) or `all`."""
-    yield from _named(model, model.graph, "", buffers)
+    yield from _named(model, model.graph, "", buffers, {})
 
 
-def _named(model: Model, graph: Graph, prefix: str, buffers: str):
+def _rows(node: OpNode, model: Model, graph: Graph, prefix: str, rows_of: dict) -> list[TensorRow]:
+    """node_tensors of `node` where it stands; once per node when it ties nothing (its tensors are then
+    the same in every repetition: an 80-layer listing asks each layer's nodes 80 times)."""
+    if node.ties:
+        return node_tensors(node, model, (graph, prefix))
+    rows = rows_of.get(id(node))
+    if rows is None:
+        rows = rows_of[id(node)] = node_tensors(node)
+    return rows
+
+
+def _named(model: Model, graph: Graph, prefix: str, buffers: str, rows_of: dict):
     for name, node in graph.nodes.items():
         if isinstance(node, OpNode):
-            for row in node_tensors(node, model, (graph, prefix)):
+            for row in _rows(node, model, graph, prefix, rows_of):
                 if not row.buffer or buffers == "all" or (buffers == "persistent" and row.persistent):
                     yield join(join(prefix, name), row.name), row
         elif node.shared:
             if node.repeat:
-                yield from _named(model, node.body, join(prefix, node.segment), buffers)
+                yield from _named(model, node.body, join(prefix, node.segment), buffers, rows_of)
         else:
             for i in range(node.repeat):
-                yield from _named(model, node.body, node.rep_path(prefix, i), buffers)
+                yield from _named(model, node.body, node.rep_path(prefix, i), buffers, rows_of)
 
 
 def count_params(model: Model) -> ParamReport:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dims import to_json
-from ..passes.params import BlockRow, ParamReport, Totals
+from ..passes.params import BlockRow, ParamReport, TensorRow, Totals
 from ..passes.shapes import ShapeReport
 
 
@@ -23,20 +23,25 @@ def _block_json(row: BlockRow) -> dict[str, Any]:
 
 def params_json(report: ParamReport) -> dict[str, Any]:
     nodes = []
+    listed: dict[int, tuple[list, list]] = {}  # id(rows) -> (rows, their entries): a layer's, once
     for path, node, new, rows in report.nodes():
-        tensors = []
-        for r in rows:
-            entry: dict[str, Any] = {"name": r.name, "shape": list(r.shape), "params": r.count}
-            if r.buffer:
-                entry["buffer"] = True
-            if r.tied_to:
-                entry["tied_to"] = r.tied_to
-            tensors.append(entry)
+        known = listed.get(id(rows))
+        if known is None:
+            known = listed[id(rows)] = (rows, [_tensor_json(r) for r in rows])  # rows kept: ids stay unique
         nodes.append({"path": path, "op": node.op.op_name, "params": new, "category": node.category,
-                      "trainable": node.trainable, "tensors": tensors})
+                      "trainable": node.trainable, "tensors": known[1]})
     state = {name: list(row.shape) for name, row in report.state_dict()}
     return {"model": report.model.name, **totals_json(report.totals),
             "blocks": [_block_json(b) for b in report.blocks], "nodes": nodes, "state_dict": state}
+
+
+def _tensor_json(r: TensorRow) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": r.name, "shape": list(r.shape), "params": r.count}
+    if r.buffer:
+        entry["buffer"] = True
+    if r.tied_to:
+        entry["tied_to"] = r.tied_to
+    return entry
 
 
 def shape_json(shape) -> list[int | str]:
