@@ -155,3 +155,17 @@ def test_deepseek_v2_refuses_what_transformers_does_not_compute(tmp_path, cli, c
     config = {**_fixture_config("deepseek_v2-odd-groups-seqcls"), **change}
     code, _, err = cli("params", write_config(tmp_path, **config))
     assert code == 2 and words in err, err
+
+
+# ---- Granite 4.0-H (issue 29): the recorded checkpoints' totals and active parameters; a token leaves
+# all but num_experts_per_tok experts of each layer idle, the shared MLP and the Mamba-2 mixers not
+@pytest.mark.parametrize("name, total, idle_experts, hidden, width, active", [
+    ("granitemoehybrid-granite-4.0-h-tiny", 6_939_037_248, 64 - 6, 1536, 512, 1_465_470_528),
+    ("granitemoehybrid-granite-4.0-h-small", 35_478_895_104, 72 - 10, 4096, 768, 12_074_678_784),
+    ("granitemoehybrid-granite-4.0-h-micro", 3_191_396_096, 0, 2048, 8192, 3_191_396_096),   # no experts
+])
+def test_granite_4_h_total_and_active_parameters(tmp_path, cli, name, total, idle_experts, hidden, width, active):
+    code, out, _ = cli("params", write_config(tmp_path, **_fixture_config(name)), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["total"] == total  # GraniteMoeHybridForCausalLM on the meta device
+    assert data["active"] == total - 40 * idle_experts * 3 * hidden * width == active

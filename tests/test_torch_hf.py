@@ -697,6 +697,18 @@ CASES["bamba-base-biases-rope-linear"] = {
     **BAMBA, "architectures": ["BambaModel"], "attn_layer_indices": [0, 2], "attention_bias": True, "mlp_bias": True,
     "mamba_proj_bias": True, "mamba_conv_bias": False, "mamba_expand": 1, "mamba_n_heads": 4, "mamba_d_conv": 3,
     "time_step_limit": [0.05, 0.3], "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 500.0}}
+# Granite 4.0-H: Mamba-2 or attention by layer_types, Granite's multipliers, experts plus a shared MLP
+GMH = {"model_type": "granitemoehybrid", **TINY, "num_hidden_layers": 3, "num_key_value_heads": 2,
+       "layer_types": ["mamba", "attention", "mamba"], "mamba_n_heads": 8, "mamba_d_state": 16, "mamba_n_groups": 2,
+       "mamba_chunk_size": 3, "num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 23,
+       "embedding_multiplier": 12.0, "residual_multiplier": 0.22, "attention_multiplier": 0.0078125,
+       "logits_scaling": 6.0}
+CASES["granitemoehybrid-causal"] = {**GMH, "architectures": ["GraniteMoeHybridForCausalLM"]}
+CASES["granitemoehybrid-base-rope-dense"] = {
+    **GMH, "architectures": ["GraniteMoeHybridModel"], "layer_types": ["attention", "mamba", "full_attention"],
+    "num_local_experts": 0, "position_embedding_type": "rope", "rope_parameters": {"rope_type": "linear",
+    "factor": 2.0, "rope_theta": 500.0}, "attention_bias": True, "mamba_proj_bias": True, "mamba_conv_bias": False,
+    "mamba_expand": 1, "mamba_n_heads": 4, "mamba_d_conv": 3, "time_step_limit": [0.05, 0.3]}
 
 # LLaVA (issue 12): CLIP's vision tower, a projector and a Llama; image tokens as many as features
 LLAVA = {"model_type": "llava", "image_token_index": 100, "image_seq_length": 25,
@@ -1106,6 +1118,7 @@ CANNOT_RUN = {
                             "parameters (its counts, names and buffers are checked; glm4_moe-odd-groups-qk-norm-base "
                             "and the glm4_moe CASES run)",
     "bamba-all-mamba-tied": "its cache asks an attention layer for the length; there is none",
+    "granitemoehybrid-defaults-narrow": "its cache asks an attention layer for the length; there is none",
     "glm4_moe-glm-4.5": "GLM-4.5's 92 layers of 160 experts, narrowed, still hold tens of billions of parameters "
                         "(its counts, names and buffers are checked)",
     "deepseek_v2-deepseek-v2": "DeepSeek-V2's 60 layers of 128 heads, narrowed, still hold billions of parameters "
@@ -1238,6 +1251,7 @@ PADDED += ["exaone4-causal", "exaone4-seq-cls-layer-types-word-pattern",
 
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
 PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)
+PADDED += ["granitemoehybrid-causal", "granitemoehybrid-base-rope-dense"]   # issue 29 (hybrid)
 
 
 def padding_mask(ids, left: int = 2, right: int = 3):

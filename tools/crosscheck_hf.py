@@ -67,6 +67,7 @@ PREFIX["deepseek_v2"] = "DeepseekV2"; ROTARY.add("deepseek_v2")  # issue 29 (moe
 PREFIX["dinov3_vit"] = "DINOv3ViT"; ROTARY.add("dinov3_vit")  # issue 29 (vlm2): 2-D rotary of patch centres
 PREFIX["bamba"] = "Bamba"; ROTARY.add("bamba")  # issue 29 (hybrid): Mamba-2 and attention layers
 PREFIX["llama4_text"] = "Llama4Text"; ROTARY.add("llama4_text")  # issue 29 (llama4)
+PREFIX["granitemoehybrid"] = "GraniteMoeHybrid"; ROTARY.add("granitemoehybrid")  # issue 29 (hybrid)
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
@@ -183,6 +184,17 @@ def mutate(rng, cfg):
             cfg["no_rope_layers"] = [rng.randint(0, 1) for _ in range(n)]
         if rng.random() < 0.4:
             cfg["moe_layers"] = sorted(rng.sample(range(n), rng.randint(0, n)))
+    if mt == "granitemoehybrid":  # the layer kinds, rope or none, experts (0: the shared MLP alone), multipliers
+        e = rng.randint(0, 4)
+        cfg.update(layer_types=[rng.choice(["mamba", "attention"]) for _ in range(cfg["num_hidden_layers"])],
+                   position_embedding_type=rng.choice([None, "rope", "nope"]), num_local_experts=e,
+                   num_experts_per_tok=rng.randint(1, max(1, e)), shared_intermediate_size=rng.randint(3, 20),
+                   intermediate_size=rng.randint(3, 20), mamba_chunk_size=4,
+                   num_key_value_heads=rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+                   attention_bias=rng.random() < 0.5, pad_token_id=rng.choice([None, 0]),  # Granite 4's 100256
+                   **_mamba2_sizes(rng, cfg["hidden_size"], "mamba_"))              # is beyond the vocabulary
+        cfg.update({k: rng.choice([0.5, 1.0, 3.0]) for k in ("embedding_multiplier", "residual_multiplier",
+                                                             "attention_multiplier", "logits_scaling")})
     if mt == "deepseek_v3":  # latent attention's ranks and head dims; experts in groups; the dense layers first
         groups = rng.choice([1, 2, 3])
         experts = groups * rng.randint(1, 4)
