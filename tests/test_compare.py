@@ -333,3 +333,15 @@ def test_a_model_with_fewer_positions_than_the_default_is_compared_at_its_positi
     assert code == 2
     assert "sequence length 13 exceeds the 12 positions of the position table" in err
     assert "fix: give a sequence length of at most 12 (--set)" in err
+
+
+def test_short_convolution_layers_are_a_stack_of_their_own(cli, tmp_path):
+    """LFM2-1.2B: 10 short-convolution layers and 6 attention layers, each its own stack."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(json.loads((DATA / "lfm2-1.2b.json").read_text())["config"]))
+    code, out, err = cli("compare", str(config), "gpt2", "--json")
+    assert code == 0, err
+    lfm2 = json.loads(out)["models"][0]
+    assert [(s["path"], s["layers"], s["params_per_layer"], s["does"]) for s in lfm2["stacks"]] == [
+        ("model.layers.0,1,3,…,15", 10, 67_119_104, ["convolution"]),
+        ("model.layers.2,5,8,…,14", 6, 60_821_632, ["causal"])]

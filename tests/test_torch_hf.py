@@ -845,6 +845,19 @@ CASES["exaone4-token-cls-pattern-2"] = {**EXAONE4, "architectures": ["Exaone4For
                                         "sliding_window_pattern": 2}
 CASES["exaone4-qa"] = {**EXAONE4, "architectures": ["Exaone4ForQuestionAnswering"], "num_hidden_layers": 2}
 
+# LFM2 (issue 29): short gated convolution layers (padding zeroed before them) among attention layers
+LFM2 = {"model_type": "lfm2", **TINY, "num_hidden_layers": 4, "num_key_value_heads": 2, "rope_theta": 100.0,
+        "block_multiple_of": 8, "full_attn_idxs": [1, 3]}
+CASES["lfm2-causal"] = {**LFM2, "architectures": ["Lfm2ForCausalLM"]}
+CASES["lfm2-base-layer-types-bias-4-taps"] = {
+    **LFM2, "architectures": ["Lfm2Model"], "num_hidden_layers": 3, "layer_types": ["conv", "full_attention", "conv"],
+    "conv_bias": True, "conv_L_cache": 4, "block_auto_adjust_ff_dim": False}
+CASES["lfm2-legacy-keys-untied-multiplier"] = {
+    **LFM2, "architectures": ["Lfm2ForCausalLM"], "tie_embedding": False, "block_ff_dim": 48,
+    "block_ffn_dim_multiplier": 1.5, "intermediate_size": 30, "full_attn_idxs": [0], "head_dim": 16}
+CASES["lfm2-all-attention"] = {**LFM2, "architectures": ["Lfm2ForCausalLM"], "num_hidden_layers": 2,
+                               "full_attn_idxs": None}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
@@ -1248,6 +1261,7 @@ PADDED += ["cohere2-causal", "cohere2-base-layer-types-bias"]   # Cohere 2 (issu
 PADDED += ["bamba-causal", "bamba-base-biases-rope-linear"]   # issue 29 (hybrid)
 PADDED += ["exaone4-causal", "exaone4-seq-cls-layer-types-word-pattern",
            "exaone4-base-no-window-tied-head-dim"]   # EXAONE 4 (issue 29)
+PADDED += ["lfm2-causal", "lfm2-base-layer-types-bias-4-taps"]   # LFM2 (issue 29)
 
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
 PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)

@@ -25,7 +25,8 @@ from .params import graph_totals
 from .walk import Run
 
 ATTENTION_OPS = {"attention", "sdpa", "latent_attention", "multihead_attention", "disentangled_attention"}
-STATE_OPS = {"mamba_mixer": "state-space", "mamba2_mixer": "state-space", "rg_lru": "recurrent"}
+STATE_OPS = {"mamba_mixer": "state-space", "mamba2_mixer": "state-space", "rg_lru": "recurrent",
+             "causal_conv1d": "convolution"}   # a short convolution keeps its last inputs while decoding
 GENERATES = "generates"  # a mark among what a layer does: it keeps a cache and decodes
 
 
