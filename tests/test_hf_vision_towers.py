@@ -31,3 +31,35 @@ def test_dinov3_refuses_a_query_bias_without_a_value_bias(tmp_path):
     with pytest.raises(ArchgraphError) as err:
         load_config(write_config(tmp_path, **DINOV3, query_bias=True, value_bias=False))
     assert "query_bias and value_bias differ" in err.value.message
+
+
+QWEN2_5_VL = dict(model_type="qwen2_5_vl", architectures=["Qwen2_5_VLForConditionalGeneration"], image_token_id=100,
+                  text_config=dict(vocab_size=120, hidden_size=48, num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, intermediate_size=37,
+                                   rope_parameters=dict(rope_type="default", mrope_section=[2, 2, 2])),
+                  vision_config=dict(depth=3, hidden_size=32, num_heads=4, out_hidden_size=48, intermediate_size=40,
+                                     patch_size=4, window_size=16, fullatt_block_indexes=[1]))
+
+
+def test_qwen2_5_vl_layers_attend_in_windows_but_at_fullatt_block_indexes(tmp_path):
+    model = load_config(write_config(tmp_path, **QWEN2_5_VL), {"B": 1, "IH": 16, "IW": 24})
+    shapes = model.shapes()
+    assert shapes.shape_of("model.visual.window_mask") == [(1, 1, 24, 24)]   # 4 x 6 patches
+    biases = {path: ins[3:] for path, _, ins, _ in shapes.io()
+              if path.startswith("model.visual.blocks.") and path.endswith(".attn")}
+    assert biases == {"model.visual.blocks.0.attn": [(1, 1, 24, 24)], "model.visual.blocks.1.attn": [],
+                      "model.visual.blocks.2.attn": [(1, 1, 24, 24)]}
+
+
+def test_qwen2_5_vl_refuses_a_merger_narrower_than_the_text_model(tmp_path):
+    config = {**QWEN2_5_VL, "vision_config": {**QWEN2_5_VL["vision_config"], "out_hidden_size": 40}}
+    with pytest.raises(ArchgraphError) as err:
+        load_config(write_config(tmp_path, **config))
+    assert "vision_config.out_hidden_size must equal the text model's hidden_size" in err.value.message
+
+
+def test_qwen2_5_vl_refuses_a_window_smaller_than_a_merged_token(tmp_path):
+    config = {**QWEN2_5_VL, "vision_config": {**QWEN2_5_VL["vision_config"], "window_size": 7}}
+    with pytest.raises(ArchgraphError) as err:
+        load_config(write_config(tmp_path, **config))
+    assert "window_size must be at least spatial_merge_size * patch_size pixels" in err.value.message

@@ -576,6 +576,8 @@ CASES = [
     # a 14x21 map (6 windows) for each image; the bias table has (2·7-1)² rows, its index 7⁴ entries
     case("roll", {"shifts": [-3, -3], "dims": [1, 2]}, [(B, 14, 14, 96)], (B, 14, 14, 96), flops=0),
     case("window_mask", {"window": 7, "shift": 3}, [(B, 14, 21, 96)], (6 * B, 1, 49, 49), flops=0),
+    case("grid_window_mask", {"grid": [16, 12], "window": 8, "tile": [2, 2]}, [(B, 192, 32)], (1, 1, 192, 192),
+         flops=0),
     case("window_position_bias", {"window": 7, "heads": 3}, [], (1, 3, 49, 49),
          {"relative_position_bias_table": (169, 3)}, {"relative_position_index": (2401,)}, flops=0),
 ]
@@ -737,6 +739,8 @@ ERRORS = [
     reject("roll", {"shifts": [1, 1], "dims": [1]}, None, SpecError, ["shifts", "dims"]),
     reject("roll", {"shifts": [1], "dims": [4]}, [(2, 3, 4)], ShapeError, ["dim 4"]),
     reject("window_mask", {"window": 7, "shift": 7}, None, SpecError, ["shift", "window"]),
+    reject("grid_window_mask", {"grid": [6, 7], "window": 4, "tile": [2, 2]}, None, SpecError, ["whole", "tiles"]),
+    reject("grid_window_mask", {"grid": [4, 4], "window": 2}, [(2, 15, 8)], ShapeError, ["15", "16"]),
     reject("window_mask", {"window": 7, "shift": 3}, [(2, 14, 10, 8)], ShapeError, ["10", "7"],
            id="window_mask-map-not-whole-windows"),
     reject("window_position_bias", {"window": 0, "heads": 3}, None, SpecError, ["window"]),

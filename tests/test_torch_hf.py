@@ -752,6 +752,16 @@ CASES["qwen2_vl-cond-gen"] = {**QWEN2_VL, "architectures": ["Qwen2VLForCondition
 CASES["qwen2_vl-base-merge3"] = {**QWEN2_VL, "architectures": ["Qwen2VLModel"],
                                  "vision_config": {**QWEN2_VL["vision_config"], "spatial_merge_size": 3,
                                                    "temporal_patch_size": 1, "hidden_act": "gelu"}}
+# Qwen2.5-VL (issue 29): window attention in the vision tower (a 4 x 6 patch grid: two windows of 2 x 2
+# merged tokens, or six of one), full attention at fullatt_block_indexes, RMSNorm, gated MLPs
+QWEN2_5_VL = {**QWEN2_VL, "model_type": "qwen2_5_vl",
+              "vision_config": {"depth": 3, "hidden_size": 32, "num_heads": 4, "out_hidden_size": 48,
+                                "intermediate_size": 40, "patch_size": 4, "window_size": 16,
+                                "fullatt_block_indexes": [1]}}
+CASES["qwen2_5_vl-cond-gen"] = {**QWEN2_5_VL, "architectures": ["Qwen2_5_VLForConditionalGeneration"]}
+CASES["qwen2_5_vl-base-unit-windows"] = {**QWEN2_5_VL, "architectures": ["Qwen2_5_VLModel"],
+                                         "vision_config": {**QWEN2_5_VL["vision_config"], "window_size": 8,
+                                                           "fullatt_block_indexes": [], "hidden_act": "gelu"}}
 
 # Mistral 3: Pixtral's tower (2-D rotary positions, any image in whole patches: 8 x 12 here), the projector's
 # norm and 2 x 2 patch merger, a Mistral; one image of 2 x 3 merged tokens per sequence
@@ -912,9 +922,12 @@ def _loaded_pair(tmp_path, config: dict):
     return reference, module
 
 
+QWEN_VL = {"qwen2_vl", "qwen2_5_vl"}   # one image per sequence, its patches flattened, its grid given
+
+
 def _image_grid(config: dict) -> tuple[int, int] | None:
     """A Qwen2-VL image's patch grid (rows, columns) for the tests: 2 x 3 merged tokens."""
-    if config["model_type"] != "qwen2_vl":
+    if config["model_type"] not in QWEN_VL:
         return None
     merge = config.get("vision_config", {}).get("spatial_merge_size", 2)
     return 2 * merge, 3 * merge
@@ -1145,6 +1158,12 @@ CANNOT_RUN = {
                                      "still hold over a billion parameters (its counts, names and buffers are "
                                      "checked)",
 }
+# Qwen2.5-VL's real checkpoints keep the text model's keys at the top level, where narrowing does not reach
+# them (3.8 to 73 billion parameters); their counts, names and buffers are checked, and
+# qwen2_5_vl-odd-nested-windows and the qwen2_5_vl CASES run.
+CANNOT_RUN.update({name: "Qwen2.5-VL's real sizes (a flat config narrowing does not reach) are too many to run in "
+                         "the suite" for name in ("qwen2_5_vl-3b-instruct", "qwen2_5_vl-7b-instruct",
+                                                  "qwen2_5_vl-32b-instruct", "qwen2_5_vl-72b-instruct")})
 # Gemma 3's real checkpoints see 896-pixel images: 4,096 patches through 27 vision layers, twice (transformers'
 # model and the module), take minutes and about 10 GB however narrow the widths; their counts, names and
 # buffers are checked, and gemma3-odd-untied-head-vision-defaults and the gemma3 CASES run.
@@ -1248,6 +1267,7 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "FalconForSequenceClassification", "mamba-causal", "mamba-base-bias-gelu", "falcon_mamba-causal",
           "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases",
           "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "gemma3-cond-gen", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
+          "qwen2_5_vl-cond-gen", "qwen2_5_vl-base-unit-windows",
           "qwen3_moe-seq-cls", "mixtral-window",
           "olmoe-causal", "olmoe-base-normalized-bias",
           "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied",

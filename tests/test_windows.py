@@ -1,5 +1,6 @@
 """Swin's window ops compute what transformers computes: the shifted-window mask of
-SwinLayer.get_attn_mask and the relative position index of SwinRelativePositionBias."""
+SwinLayer.get_attn_mask and the relative position index of SwinRelativePositionBias; and the
+window mask of a patch sequence, Qwen2.5-VL's windows (get_vision_window_index)."""
 from __future__ import annotations
 
 import pytest
@@ -46,3 +47,29 @@ def test_window_ops_match_transformers_swin():
     for window in (1, 3, 7):
         bias = swin.SwinRelativePositionBias(2, (window, window))
         assert torch.equal(window_position_index(torch, window).view(-1), bias.relative_position_index)
+
+
+@pytest.mark.parametrize("rows, cols, merge, units", [(4, 6, 2, 2), (6, 10, 2, 2), (8, 8, 2, 4), (6, 9, 3, 1),
+                                                      (10, 4, 2, 3)])
+def test_grid_window_mask_keeps_qwen2_5_vl_windows(rows, cols, merge, units):
+    """Patches attend to each other exactly when transformers puts them in one window run."""
+    from transformers.vision_utils import get_vision_window_index
+    patch = 14
+    index, cu = get_vision_window_index(torch.tensor([[1, rows, cols]]), spatial_merge_size=merge,
+                                        window_size=units * merge * patch, patch_size=patch)
+    # transformers' runs are of merged tokens (window_index) cut at cu (in patches): the window of each patch
+    unit_window = torch.empty(len(index), dtype=torch.long)
+    bounds = (cu // merge ** 2).tolist()
+    for w, (start, end) in enumerate(zip(bounds, bounds[1:])):
+        unit_window[index[start:end]] = w
+    want = unit_window.repeat_interleave(merge ** 2)   # a merged token's patches are consecutive
+    op = REGISTRY["grid_window_mask"](grid=(rows, cols), window=units * merge, tile=(merge, merge))
+    mask = op.forward(RUN, torch.zeros(1, rows * cols, 4))
+    assert mask.shape == (1, 1, rows * cols, rows * cols)
+    assert torch.equal(mask[0, 0] == 0, want[:, None] == want[None, :])
+    assert mask.min() == (torch.finfo(torch.float32).min if want.max() > 0 else 0.0)   # (8, 8, 2, 4): one window
+
+
+def test_grid_window_mask_of_one_window_masks_nothing():
+    mask = REGISTRY["grid_window_mask"](grid=(3, 5), window=5).forward(RUN, torch.zeros(2, 15, 4))
+    assert torch.equal(mask, torch.zeros(1, 1, 15, 15))

@@ -68,6 +68,7 @@ PREFIX["dinov3_vit"] = "DINOv3ViT"; ROTARY.add("dinov3_vit")  # issue 29 (vlm2):
 PREFIX["bamba"] = "Bamba"; ROTARY.add("bamba")  # issue 29 (hybrid): Mamba-2 and attention layers
 PREFIX["llama4_text"] = "Llama4Text"; ROTARY.add("llama4_text")  # issue 29 (llama4)
 PREFIX["granitemoehybrid"] = "GraniteMoeHybrid"; ROTARY.add("granitemoehybrid")  # issue 29 (hybrid)
+PREFIX["qwen2_5_vl"] = "Qwen2_5_VL"  # issue 29 (vlm2): window attention in the vision tower
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
@@ -463,6 +464,27 @@ def mutate(rng, cfg):
                    vision_feature_layer=rng.choice([d for d in range(-(vl + 1), vl + 1) if d != 0]),
                    spatial_merge_size=rng.randint(1, 3), multimodal_projector_bias=rng.random() < 0.5,
                    projector_hidden_act=rng.choice(["gelu", "relu"]), tie_word_embeddings=rng.random() < 0.5)
+    if mt == "qwen2_5_vl":  # a random Qwen2 with M-RoPE and a random tower of windows (nested, transformers 5's)
+        ta, va, merge = rng.randint(1, 6), rng.randint(1, 6), rng.choice([1, 2, 3])
+        hidden, patch = ta * rng.choice([6, 12]), rng.randint(1, 5)
+        half = hidden // ta // 2
+        first = rng.randint(0, half)
+        text = {"vocab_size": rng.randint(50, 300), "hidden_size": hidden, "num_hidden_layers": rng.randint(1, 3),
+                "num_attention_heads": ta, "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "intermediate_size": rng.randint(3, 40), "tie_word_embeddings": rng.random() < 0.3,
+                "rope_parameters": {"rope_type": "default", "mrope_section": [first, rng.randint(0, half - first),
+                                                                              0]}}
+        sec = text["rope_parameters"]["mrope_section"]
+        sec[2] = half - sec[0] - sec[1]
+        depth = rng.randint(1, 4)
+        vision = {"depth": depth, "hidden_size": va * rng.choice([4, 8]), "num_heads": va,
+                  "intermediate_size": rng.randint(3, 40), "out_hidden_size": hidden, "patch_size": patch,
+                  "spatial_merge_size": merge, "temporal_patch_size": rng.choice([1, 2]),
+                  "window_size": merge * patch * rng.randint(1, 3), "in_channels": rng.choice([1, 3]),
+                  "fullatt_block_indexes": sorted(rng.sample(range(depth), rng.randint(0, depth))),
+                  "hidden_act": rng.choice(["silu", "gelu"])}
+        cfg = {"model_type": mt, "architectures": cfg["architectures"], "text_config": text, "vision_config": vision,
+               "image_token_id": rng.randrange(text["vocab_size"])}
     return cfg
 
 

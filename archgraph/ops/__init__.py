@@ -42,7 +42,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     **dict.fromkeys(["fft_conv", "interpolate", "timestep_embedding"], "signal"),
     **dict.fromkeys(["concat", "expand", "flatten", "matmul", "pad", "permute", "pixel_unshuffle", "reshape", "select",
                      "split", "transpose"], "tensor"),
-    **dict.fromkeys(["roll", "window_mask", "window_position_bias"], "windows"),
+    **dict.fromkeys(["grid_window_mask", "roll", "window_mask", "window_position_bias"], "windows"),
 }
 
 

@@ -1,11 +1,13 @@
 """Attention in windows (Swin): `roll` (torch.roll, the cyclic shift of shifted windows),
 `window_mask` (the additive mask that keeps a shifted window's regions apart) and
 `window_position_bias` (a learned bias per head for each relative position inside a window).
-Cutting a [B, H, W, C] map into windows and back is plain reshape and permute."""
+Cutting a [B, H, W, C] map into windows and back is plain reshape and permute.  A patch sequence
+kept in its order: `grid_window_mask` (the additive mask that keeps each patch to its window)."""
 from __future__ import annotations
 
-from ..dims import exact_div, fmt_shape
-from .base import Op, Tensor, check, expect_rank, invalid, op, positive
+from ..dims import exact_div, fmt_shape, prod
+from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
+from .rotary import GridPositions
 
 
 @op("roll", aliases=("torch.roll", "cyclic_shift"), example={"shifts": [-3, -3], "dims": [1, 2]})
@@ -116,3 +118,42 @@ def window_position_index(torch, window: int):
     coords = torch.stack(torch.meshgrid(torch.arange(window), torch.arange(window), indexing="ij")).flatten(1)
     relative = (coords[:, :, None] - coords[:, None, :]).permute(1, 2, 0) + (window - 1)
     return relative[:, :, 0] * (2 * window - 1) + relative[:, :, 1]
+
+
+@op("grid_window_mask", category="attention", aliases=("get_vision_window_index", "vision_window_mask"),
+    example={"grid": [16, 16], "window": 8, "tile": [2, 2]})
+class GridWindowMask(Op):
+    """The attention mask of window attention over a patch sequence kept in its order: x [B, N, C]
+    (the N cells of `grid`, listed as `grid_positions` lists them: row by row, or `tile` by tile)
+    -> [1, 1, N, N], 0 where query and key lie in the same window and the dtype's lowest value
+    where they do not.  Windows are `window` cells a side from the grid's first row and column,
+    the last ones partial where the grid is not a whole number of windows.  Qwen2.5-VL's window
+    attention (get_vision_window_index: windows of window_size // spatial_merge_size //
+    patch_size merged tokens, here in patches) computes the same, the windows' tokens gathered
+    into runs and scattered back after the merger; a layer given the mask as its attention's
+    `bias` attends within windows, one without it across the image."""
+
+    grid: tuple[int, ...]  # the grid's size per axis (rows, columns, ...)
+    window: int  # the side of a window in cells, along every axis
+    tile: tuple[int, ...] | None = None  # the cells of each tile are listed together (grid_positions' tile)
+
+    def __post_init__(self):
+        positive(self, "window")
+        GridPositions(grid=tuple(self.grid), tile=self.tile)   # the same checks of grid and tile
+
+    def infer_shape(self, x):
+        expect_rank(x, 3, "patch sequence [B, N, C]")
+        n = prod(self.grid)
+        expect_dim(x[1], n, f"patches of the {'x'.join(map(str, self.grid))} grid")
+        return (1, 1, n, n)
+
+    def forward(self, run, x):
+        torch = run.torch
+        coords = GridPositions(grid=tuple(self.grid), tile=self.tile).forward(run)[:, 0].to(x.device)  # [n, N]
+        per_axis = [-(-g // self.window) for g in self.grid]   # windows along each axis
+        ids = torch.zeros_like(coords[0])
+        for axis, count in zip(coords, per_axis):
+            ids = ids * count + axis // self.window
+        same = ids[:, None] == ids[None, :]
+        mask = torch.zeros(same.shape, dtype=x.dtype, device=x.device).masked_fill(~same, torch.finfo(x.dtype).min)
+        return mask[None, None]
