@@ -19,6 +19,10 @@ Both must print the reference total.  Every round also runs the floor, a bare
 archgraph within 2.5x of it).  The table shows medians, the ratio to the floor and how many times
 sooner than transformers (ratios of medians).  Then `python -X importtime` of the CLI on the first
 config, with its slowest imports (cumulative).
+
+On a busy machine, `--instructions` also counts the instructions each archgraph command and the
+floor execute, once each, with valgrind's callgrind (`apt-get install valgrind`): a count does not
+move with the load, so its ratio to the floor's is the steady figure (time ratios drift with it).
 """
 from __future__ import annotations
 
@@ -63,6 +67,16 @@ def timed(argv: list[str]) -> tuple[float, str]:
     return seconds, out.stdout
 
 
+def instructions(argv: list[str]) -> int:
+    """Instructions the process executes (callgrind, children not traced)."""
+    out = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                         capture_output=True, text=True)
+    counted = [line for line in out.stderr.splitlines() if "Collected :" in line]
+    if out.returncode != 0 or not counted:
+        sys.exit(f"cold_start: valgrind {' '.join(argv)} failed:\n{out.stderr[-2000:]}")
+    return int(counted[-1].split()[-1])
+
+
 def total_of(stdout: str) -> int:
     text = stdout.strip()
     return int(text) if text.isdigit() else json.loads(text)["total"]
@@ -73,7 +87,11 @@ def main() -> int:
     p.add_argument("--framework", metavar="PYTHON", help="a Python with torch and transformers")
     p.add_argument("--rounds", type=int, default=9, help="interleaved rounds per model (default 9)")
     p.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
+    p.add_argument("--instructions", action="store_true",
+                   help="also count instructions with valgrind's callgrind (steady under load)")
     args = p.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        sys.exit("cold_start: --instructions needs valgrind (apt-get install valgrind)")
     cli = shutil.which("archgraph", path=str(Path(sys.executable).parent)) or shutil.which("archgraph")
     if cli is None:
         sys.exit("cold_start: the archgraph command is not installed beside this Python")
@@ -85,6 +103,7 @@ def main() -> int:
     compileall.compile_dir(str(Path(archgraph.__file__).parent), quiet=1)
     folder = Path(tempfile.mkdtemp())
     rows = []
+    counts: list[tuple[str, str, int]] = []  # (model, command, instructions) with --instructions
     floors: list[float] = []
     for name in args.models:
         ref = json.loads((REFERENCE / f"{name}.json").read_text())
@@ -113,6 +132,9 @@ def main() -> int:
             ratio = f"{framework / median:.0f}x" if framework and case != "transformers on meta" else ""
             rows.append((name, case, median, f"{median / floor:.1f}x", ratio, ref["expected_params"]))
         floors.clear()
+        if args.instructions:
+            counts += [(name, case, instructions(argv)) for case, argv in cases.items()
+                       if case != "transformers on meta"]
 
     print(f"machine: {os.cpu_count()} CPUs, {platform.machine()}, Python {platform.python_version()}; "
           f"median of {args.rounds} interleaved rounds\n")
@@ -120,6 +142,14 @@ def main() -> int:
     print("|---|---|---:|---:|---:|")
     for model, case, median, floor_ratio, ratio, total in rows:
         print(f"| {model} ({total:,}) | {case} | {median * 1000:,.0f} ms | {floor_ratio} | {ratio} |")
+
+    if counts:
+        floor = instructions(FLOOR)
+        print(f"\nInstructions (callgrind), the floor {floor / 1e6:,.0f} M:\n")
+        print("| model | command | instructions | x the floor |")
+        print("|---|---|---:|---:|")
+        for model, case, count in counts:
+            print(f"| {model} | {case} | {count / 1e6:,.0f} M | {count / floor:.2f}x |")
 
     first = folder / args.models[0] / "config.json"
     out = subprocess.run([sys.executable, "-X", "importtime", "-c",
