@@ -464,6 +464,8 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
                                              f"{null['error']}", loc=loc,
                                              hint=f"give '{key}' a value, or leave it out for the default")
                     return null, f"{key} (null)"
+        if "by_layer" in rule:
+            return _by_layer(config, rule, keys.rstrip("?"), loc)
     else:
         keys, optional, separator = str(rule), str(rule).endswith("?"), None
     keys = keys.rstrip("?")
@@ -500,6 +502,37 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
     alternatives = " or ".join(f"'{k}'" for k in keys.split("|"))
     raise ArchgraphError(f"the config lacks {alternatives}, which a '{model_type}' model needs", loc=loc,
                          hint=f"add {alternatives.split(' or ')[0]} to the config (it sets '{var}')")
+
+
+def _by_layer(config: Mapping[str, Any], rule: Mapping[str, Any], key: str, loc: Loc):
+    """`{key: k, by_layer: field, fields: [...]}`: a mapping of layer index -> overrides (transformers'
+    per_layer_config) read as the list of [layer, value] pairs of the layers that set `field`, in
+    layer order; an override of a field not in `fields` is refused by name.  None when absent."""
+    value = _lookup(config, key)
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ArchgraphError(f"'{key}' must map layer indices to their overrides; received {_shown(value)}", loc=loc)
+    pairs = []
+    for layer, overrides in value.items():
+        if not (isinstance(layer, str) and layer.isascii() and layer.isdigit() and len(layer) <= 6) \
+                or not isinstance(overrides, Mapping):
+            raise ArchgraphError(f"'{key}' must map layer indices to their overrides; received "
+                                 f"{_shown({layer: overrides}) if isinstance(layer, str) else _shown(str(layer))}",
+                                 loc=loc)
+        unknown = sorted(set(overrides) - set(rule.get("fields", [rule["by_layer"]])))
+        if unknown:
+            raise ArchgraphError(f"'{key}.{layer}' overrides {', '.join(map(repr, unknown))}, which archgraph's "
+                                 f"template does not build per layer", loc=loc,
+                                 hint="write a spec for it: start from 'archgraph import-hf' of a config the "
+                                      "template builds, and edit that")
+        if rule["by_layer"] in overrides:
+            field = overrides[rule["by_layer"]]
+            if not _plain(field) or isinstance(field, list):
+                raise ArchgraphError(f"'{key}.{layer}.{rule['by_layer']}' must be a number or a word; received "
+                                     f"{_shown(field)}", loc=loc)
+            pairs.append([int(layer), field])
+    return sorted(pairs), key
 
 
 MAX_NESTING = 3   # lists in lists in lists: GPT-Neo's attention_types [[["global", "local"], 12]]

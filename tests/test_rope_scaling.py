@@ -63,8 +63,8 @@ def test_frequencies_and_scale_are_transformers_init_functions(name):
 
 
 def test_an_unknown_scaling_made_in_python_is_refused():
-    with pytest.raises(SpecError, match="scaling must be none, linear, dynamic, yarn, longrope or llama3; "
-                                        "received 'ntk'"):
+    with pytest.raises(SpecError, match="scaling must be none, linear, dynamic, yarn, longrope, llama3 or "
+                                        "proportional; received 'ntk'"):
         Rotary(head_dim=8, scaling="ntk")
 
 

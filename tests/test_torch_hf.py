@@ -817,6 +817,30 @@ CASES["gemma3-untied-rope-linear"] = {
     "text_config": {**GEMMA3["text_config"], "rope_scaling": {"rope_type": "linear", "factor": 4.0}}}
 CASES["gemma3-seq-cls"] = {**GEMMA3, "architectures": ["Gemma3ForSequenceClassification"], "num_labels": 3}
 
+# Gemma 4's text decoder (issue 29): sliding layers of head_dim 8 and full layers of 16 (a quarter turning,
+# proportional rope), per-layer embeddings, the last 2 layers reading the keys and values of layers 2 and 3
+# with a double-wide MLP; a MoE beside the MLP with values = keys on the full layers (1 kv head)
+GEMMA4_TEXT = {"model_type": "gemma4_text", "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 6,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "global_head_dim": 16,
+               "intermediate_size": 37, "sliding_window": 3, "hidden_size_per_layer_input": 8,
+               "vocab_size_per_layer_input": 97, "pad_token_id": 0,
+               "layer_types": ["sliding_attention", "full_attention"] * 3}
+CASES["gemma4_text-causal-shared-kv"] = {**GEMMA4_TEXT, "architectures": ["Gemma4ForCausalLM"],
+                                         "num_kv_shared_layers": 2, "use_double_wide_mlp": True}
+CASES["gemma4_text-base-moe-k-eq-v"] = {**GEMMA4_TEXT, "architectures": ["Gemma4TextModel"], "num_hidden_layers": 5,
+                                        "layer_types": None, "hidden_size_per_layer_input": 0,
+                                        "attention_k_eq_v": True, "num_global_key_value_heads": 1,
+                                        "enable_moe_block": True, "num_experts": 5, "top_k_experts": 2,
+                                        "moe_intermediate_size": 12}
+CASES["gemma4_text-untied-capped-rope"] = {
+    **GEMMA4_TEXT, "architectures": ["Gemma4ForCausalLM"], "tie_word_embeddings": False,
+    "final_logit_softcapping": 3.0, "per_layer_config": {"1": {"head_dim": 16, "num_key_value_heads": 1},
+                                                         "3": {"head_dim": 16, "num_key_value_heads": 1},
+                                                         "5": {"head_dim": 16, "num_key_value_heads": 1}},
+    "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 100.0},
+                        "full_attention": {"rope_type": "proportional", "rope_theta": 1000.0,
+                                           "partial_rotary_factor": 0.5, "factor": 2.0}}}
+
 # Cohere 2 (issue 29): sliding layers with rotary positions, full layers without (NoPE)
 COHERE2 = {"model_type": "cohere2", **TINY, "num_hidden_layers": 5, "num_key_value_heads": 2, "sliding_window": 3,
            "rope_theta": 100.0, "logit_scale": 0.5}
@@ -1177,6 +1201,14 @@ CANNOT_RUN.update({name: "Gemma 3's 896-pixel images are too many patches to run
 CANNOT_RUN.update({name: "40 + 24 random layers: transformers' own sdpa and eager logits differ by 1.6e-3"
                    for name in ("mistral3-small-3.1-24b", "mistral3-defaults")})
 
+# Gemma 4's per-layer embeddings are a [vocab_size_per_layer_input, layers x 256] table that narrowing the width
+# leaves whole (2.3 to 2.8 billion parameters): their counts, names and buffers are checked, and the odd
+# gemma4_text fixtures and CASES run
+CANNOT_RUN.update({name: "Gemma 4's per-layer embedding table (262,144 x layers x 256) stays too big narrowed"
+                   for name in ("gemma4_text-e2b-reconstructed", "gemma4_text-e4b-reconstructed",
+                                "gemma4_text-defaults-base")})
+
+
 # Above this many parameters a fixture runs forward at a reduced width (_narrow): building,
 # initialising and loading real-size models took most of this file's time, and a real-size
 # fixture's counts, names and shapes are checked by test_hf_configs.py.
@@ -1192,6 +1224,8 @@ def _narrow(config: dict, cfg) -> dict:
     SigLIP's towers) the same. Every other key stays as recorded, and the keys it leaves out keep
     their defaults: layers, heads, vocabulary, every switch."""
     out = dict(config)
+    if hasattr(cfg, "per_layer_config"):  # Gemma 4's heterogeneous layers: the global head_dim is the sliding layers'
+        cfg.allow_global_per_layer_attribute_access = True
     for key in getattr(cfg, "sub_configs", {}):
         sub = _narrow(config.get(key) or {}, getattr(cfg, key))
         if sub != (config.get(key) or {}):
@@ -1287,6 +1321,7 @@ PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 
 PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)
 PADDED += ["granitemoehybrid-causal", "granitemoehybrid-base-rope-dense"]   # issue 29 (hybrid)
 
+PADDED += ["gemma4_text-causal-shared-kv", "gemma4_text-base-moe-k-eq-v"]   # Gemma 4 (issue 29)
 
 def padding_mask(ids, left: int = 2, right: int = 3):
     """A mask [B, S] whose row 0 starts with `left` padding positions and row 1 ends with `right`."""

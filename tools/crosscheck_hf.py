@@ -71,6 +71,8 @@ PREFIX["granitemoehybrid"] = "GraniteMoeHybrid"; ROTARY.add("granitemoehybrid") 
 PREFIX["qwen2_5_vl"] = "Qwen2_5_VL"  # issue 29 (vlm2): window attention in the vision tower
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
+PREFIX["gemma4_text"] = "Gemma4Text"; ROTARY.add("gemma4_text")  # issue 29 (gemma)
+EXTRA_CLASSES["gemma4_text"] = ["Gemma4ForCausalLM"]
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
 EXTRA_CLASSES.update({"detr": ["DetrForObjectDetection", "DetrForSegmentation"]})
@@ -424,6 +426,31 @@ def mutate(rng, cfg):
         if cfg["architectures"] == ["Siglip2Model"]:  # its forward compares pooled outputs of one width
             vision["vision_use_head"], text["projection_size"] = True, vision["hidden_size"]
         cfg.update(text_config=text, vision_config=vision)
+    if mt == "gemma4_text":  # layer kinds, full layers' own head size, shared keys and values, MoE, per-layer inputs
+        layers = cfg["num_hidden_layers"] = rng.randint(2, 7)
+        cfg["layer_types"] = [rng.choice(["sliding_attention", "full_attention"]) for _ in range(layers - 1)] + \
+            ["full_attention"]
+        cfg["global_head_dim"] = rng.choice([2, 4, 8, 12])
+        cfg["attention_k_eq_v"] = rng.random() < 0.4
+        cfg["num_global_key_value_heads"] = rng.choice([None, 1])
+        cfg["num_kv_shared_layers"] = rng.randint(0, layers - 1)
+        if set(cfg["layer_types"][:layers - cfg["num_kv_shared_layers"]]) != set(cfg["layer_types"]):
+            cfg["num_kv_shared_layers"] = 0   # every kind needs a layer before the shared ones
+        cfg["use_double_wide_mlp"] = rng.random() < 0.5
+        cfg["hidden_size_per_layer_input"] = rng.choice([0, 2, 4])
+        cfg["vocab_size_per_layer_input"] = rng.randint(20, 300)
+        cfg["sliding_window"] = rng.randint(2, 8)
+        cfg["enable_moe_block"] = rng.random() < 0.5
+        cfg.update(num_experts=rng.randint(1, 6), moe_intermediate_size=rng.randint(2, 20))
+        cfg["top_k_experts"] = rng.randint(1, cfg["num_experts"])
+        if rng.random() < 0.3:
+            width = rng.choice([4, 8])   # one head size per kind: the kind shares one rotary table
+            cfg["per_layer_config"] = {str(i): {"head_dim": width} for i in range(layers)
+                                       if cfg["layer_types"][i] == "full_attention"}
+        cfg["rope_parameters"] = {
+            "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+            "full_attention": {"rope_type": rng.choice(["default", "proportional"]), "rope_theta": 1e6,
+                               "partial_rotary_factor": rng.choice([0.25, 0.5, 1.0])}}
     if mt == "gemma3":  # a random Gemma 3 decoder and SigLIP tower, pooled to a square number of tokens
         ta, va, side = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 4)
         vocab = rng.randint(50, 300)

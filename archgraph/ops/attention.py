@@ -50,6 +50,15 @@ class Attention(Op):
     decoded token by token (CLIP's text encoder), so `memory` gives it no KV cache.  `dropout`
     zeroes attention probabilities with that probability (the rest scaled by 1/(1 - dropout)) in
     training only, as transformers' eager and sdpa attention apply config.attention_dropout.
+
+    Keys and values shared across layers (Gemma 3n, Gemma 4): `kv_out: true` gives two more
+    outputs, the keys and the values as this layer attends to them ([B, kv_heads, T, head_dim],
+    normed and rotated), and `shared_kv: true` makes a layer read another's from the inputs
+    `shared_k` and `shared_v` instead of projecting its own: it then has no key or value
+    projection or norm and keeps no cache of its own (`memory`).  `v_norm` normalises each value
+    head by its RMS without a weight (Gemma 3n, Gemma 4); `k_eq_v` takes the values from the key
+    projection (before the key norm and rotary positions), with no v_proj (Gemma 4's full layers
+    with attention_k_eq_v).
     """
 
     hidden: int  # width of the input x and of the output
@@ -103,10 +112,21 @@ class Attention(Op):
     cached: bool = True  # false: causal, but never decoded token by token, so it keeps no cache (CLIP's
     #   text encoder)
     dropout: float = 0.0  # probability of zeroing each attention probability, in training only
+    v_norm: bool = False  # each value head is normalised by its RMS (no weight; eps qk_norm_eps)
+    k_eq_v: bool = False  # the values are the key projection's output (no v_proj): Gemma 4's attention_k_eq_v
+    kv_out: bool = False  # outputs 1 and 2: the keys and values attended to [B, kv_heads, T, head_dim], for
+    #   layers that share them
+    shared_kv: bool = False  # keys and values are the inputs shared_k and shared_v, another layer's: no key or
+    #   value projections or norms, no cache of its own
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups",
                  "chunk")
+        if (self.k_eq_v or self.v_norm or self.kv_out or self.shared_kv) and self.qkv == "fused":
+            raise invalid(self, "k_eq_v, v_norm, kv_out and shared_kv need separate q, k and v projections")
+        if self.shared_kv and (self.k_eq_v or self.kv_out):
+            raise invalid(self, "a layer with shared_kv reads another layer's keys and values: k_eq_v and kv_out "
+                                "belong to the layer that computes them")
         check_dropout(self)
         if self.chunk is not None and (self.window is not None or not self.causal):
             raise invalid(self, "chunk is a causal mask of its own: give causal: true and no window")
@@ -160,9 +180,23 @@ class Attention(Op):
     def v_width(self) -> int:
         return self.vdim or self.kv_hidden or self.hidden
 
-    def infer_shape(self, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None):
+    def infer_shape(self, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None,
+                    shared_k=None, shared_v=None):
         expect_rank(x, 3, "query input")
         expect_dim(x[-1], self.hidden, "last dimension of the query input (hidden)")
+        if self.shared_kv != (shared_k is not None and shared_v is not None):
+            raise ShapeError("shared_kv: true reads the inputs shared_k and shared_v (another layer's keys and "
+                             "values), and only then" if self.shared_kv or shared_k is None else
+                             "the inputs shared_k and shared_v are read with shared_kv: true")
+        if self.shared_kv:
+            if kv is not None or k is not None:
+                raise ShapeError("a layer with shared_kv reads its keys and values from shared_k and shared_v only")
+            for t, what in ((shared_k, "shared_k"), (shared_v, "shared_v")):
+                expect_rank(t, 4, what)
+                expect_dim(t[0], x[0], f"batch dimension of {what}")
+                expect_dim(t[1], self.n_kv, f"head dimension of {what} (kv_heads)")
+                expect_dim(t[3], self.d, f"last dimension of {what} (head_dim)")
+            expect_dim(shared_v[2], shared_k[2], "length of shared_v (that of shared_k)")
         if (k is None) != (v is None) or (k is not None and kv is not None):
             raise ShapeError("give keys and values one source (kv) or two (k and v), not both")
         if kv is not None:
@@ -198,6 +232,11 @@ class Attention(Op):
         if q_scale is not None:
             expect_rank(q_scale, 1, "query scale (q_scale) [S]")
             expect_dim(q_scale[0], x[1], "length of the query scale (that of the queries)")
+        if mask is not None and self.shared_kv:
+            expect_key_mask(mask, x[0], shared_k[2])
+        if self.kv_out:
+            t = (kv if kv is not None else x)[1]
+            return [(x[0], x[1], self.hidden), (x[0], self.n_kv, t, self.d), (x[0], self.n_kv, t, self.d)]
         return (x[0], x[1], self.hidden)
 
     def _linear(self, name: str, out: int, inp: int, bias: bool):
@@ -213,11 +252,13 @@ class Attention(Op):
         else:
             k_bias = self.qkv_bias if self.k_bias is None else self.k_bias
             yield from self._linear(names[0], q * d, h, self.qkv_bias)
-            yield from self._linear(names[1], kv * d, self.k_width, k_bias)
-            yield from self._linear(names[2], kv * d, self.v_width, self.qkv_bias)
+            if not self.shared_kv:
+                yield from self._linear(names[1], kv * d, self.k_width, k_bias)
+            if not (self.shared_kv or self.k_eq_v):
+                yield from self._linear(names[2], kv * d, self.v_width, self.qkv_bias)
         yield from self._linear(names[-1], h, q * d, self.out_bias)
         if self.qk_norm not in ("none", "l2"):
-            for name, heads in zip(self._qk_norm_names, (q, kv)):
+            for name, heads in zip(self._qk_norm_names[:1 if self.shared_kv else 2], (q, kv)):
                 yield from self._qk_norm_tensors(name, heads, d)
         if self.sinks:
             yield Tensor("sinks", (q,))
@@ -243,7 +284,11 @@ class Attention(Op):
         kv = sources[0] if sources else x
         b, s, t = x[0], x[1], kv[1]
         h, d, q, n_kv = self.hidden, self.d, self.heads, self.n_kv
-        proj = 2 * b * s * h * q * d + 2 * b * t * (self.k_width + self.v_width) * n_kv * d + 2 * b * s * q * d * h
+        if self.shared_kv:  # another layer's keys and values: none projected here
+            t, kv_width = inputs[9][2], 0
+        else:
+            kv_width = self.k_width + (0 if self.k_eq_v else self.v_width)
+        proj = 2 * b * s * h * q * d + 2 * b * t * kv_width * n_kv * d + 2 * b * s * q * d * h
         core = 2 * 2 * b * q * s * t * d
         return proj + core
 
@@ -251,7 +296,7 @@ class Attention(Op):
         """Self-attention that is causal keeps its keys and values (kv_heads · head_dim each per
         token: all S tokens, or the last `window`); a decoder's cross-attention keeps those of the
         encoder output, computed once; `cached: false` keeps none (an encoder that is causal)."""
-        if not self.cached:
+        if not self.cached or self.shared_kv:  # shared_kv: another layer's cache is read
             return None
         source = next((s for s in (inputs[1:2] + inputs[4:5]) if s is not None), None)
         per_token = 2 * self.n_kv * self.d
@@ -266,19 +311,22 @@ class Attention(Op):
             return Cache("cross-attention (encoder output)", per_token, source[1])
         return None
 
-    def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None):
+    def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None,
+                shared_k=None, shared_v=None):
         torch = run.torch
         names = self.names or self._default_names()
         b, s = x.shape[0], x.shape[1]
         q_, kv_, d = self.heads, self.n_kv, self.d
         if self.qkv == "fused":
             q, key, value = self._split_fused(torch, self._project(run, names[0], x, self.qkv_bias), b, s)
+        elif self.shared_kv:
+            return self._attend_shared(run, names, x, rope, rope_sin, mask, shared_k, shared_v)
         else:
             k_src = k if k is not None else kv if kv is not None else x
             v_src = v if v is not None else kv if kv is not None else x
             k_bias = self.qkv_bias if self.k_bias is None else self.k_bias
             q = self._project(run, names[0], x, self.qkv_bias)
-            key = self._project(run, names[1], k_src, k_bias)
+            key = raw_key = self._project(run, names[1], k_src, k_bias)
             qn, kn = self._qk_norm_names
             if self.qk_norm == "full":
                 q, key = self._qk_normalize(run, qn, q, q_), self._qk_normalize(run, kn, key, kv_)
@@ -286,7 +334,11 @@ class Attention(Op):
             key = key.view(b, k_src.shape[1], kv_, d).transpose(1, 2)
             if self.qk_norm in ("head", "each_head"):
                 q, key = self._qk_normalize(run, qn, q, q_), self._qk_normalize(run, kn, key, kv_)
-            value = self._project(run, names[2], v_src, self.qkv_bias).view(b, v_src.shape[1], kv_, d).transpose(1, 2)
+            value = raw_key if self.k_eq_v else self._project(run, names[2], v_src, self.qkv_bias)
+            value = value.view(b, v_src.shape[1], kv_, d).transpose(1, 2)
+            if self.v_norm:
+                from .norm import rms_normalize
+                value = rms_normalize(torch, value, self.qk_norm_eps)
         if rope is not None:
             q, key = rotate_pair(torch, q, key, rope, rope_sin, self.rotary, "attention")
         if self.qk_norm == "l2":
@@ -294,11 +346,30 @@ class Attention(Op):
             q, key = (rms_normalize(torch, t, self.qk_norm_eps, None) for t in (q, key))
         if q_scale is not None:
             q = (q * q_scale[:, None].to(q.dtype)).to(q.dtype)
-        out = attend(torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
+        out = self._attend(run, names, q, key, value, bias, mask)
+        return (out, key, value) if self.kv_out else out
+
+    def _attend(self, run, names, q, key, value, bias, mask):
+        """The scores, softmax and values of q [B, heads, S, d] over key and value, then o_proj."""
+        b, s = q.shape[0], q.shape[2]
+        out = attend(run.torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
                      run.tensor("sinks") if self.sinks else None, self.window_side == "both",
                      self.softcap, mask, run.dropout(self.dropout), self.chunk)
-        out = out.transpose(1, 2).reshape(b, s, q_ * d)
+        out = out.transpose(1, 2).reshape(b, s, self.heads * self.d)
         return self._project(run, names[-1], out, self.out_bias)
+
+    def _attend_shared(self, run, names, x, rope, rope_sin, mask, key, value):
+        """shared_kv: the queries of x over another layer's keys and values."""
+        b, s = x.shape[0], x.shape[1]
+        q = self._project(run, names[0], x, self.qkv_bias)
+        if self.qk_norm == "full":
+            q = self._qk_normalize(run, self._qk_norm_names[0], q, self.heads)
+        q = q.view(b, s, self.heads, self.d).transpose(1, 2)
+        if self.qk_norm in ("head", "each_head"):
+            q = self._qk_normalize(run, self._qk_norm_names[0], q, self.heads)
+        if rope is not None:
+            q = rotate_pair(run.torch, q, q[:, :0], rope, rope_sin, self.rotary, "attention")[0]
+        return self._attend(run, names, q, key, value, None, mask)
 
     def _qk_normalize(self, run, name, x, heads):
         """The q or k norm `name` over the last dim of x ([B, S, heads·d] for full, else [B, heads,

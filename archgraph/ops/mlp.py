@@ -7,10 +7,15 @@ from ..dims import prod
 from ..numbers import decided
 from .activation import ActivationName as Activation
 from .activation import activate
-from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
+from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
 
 MAX_SEPARATE_EXPERTS = 4096
 _SHARED = ("shared_experts.gate_proj", "shared_experts.up_proj", "shared_experts.down_proj")
+
+
+def _join(prefix: str, name: str) -> str:
+    """A tensor's name under a prefix that may be empty (the node's own tensors)."""
+    return f"{prefix}.{name}" if prefix else name
 
 
 def _linear(name: str, out: int, inp: int, bias: bool):
@@ -158,6 +163,13 @@ class MixtureOfExperts(_FeedForward):
     0 keeps its empty tensors, as transformers builds them; None: no shared experts).
     `weighting: input` scales each token by its weight before the expert rather than the expert's
     output after it (Llama 4: expert(weight·x)).
+
+    `routing: given` takes the routing as inputs instead of computing it: `weights` and `picked`
+    [..., top_k] (each token's experts and their weights, from nodes of the family's own router:
+    Gemma 4's normed, scaled router beside the layer's MLP), and optionally `expert_scale`
+    [experts], a learned factor of each picked expert's weight (Gemma 4's per_expert_scale).
+    The op then holds no router tensor, and an empty experts name ("") puts gate_up_proj and
+    down_proj directly under the node (Gemma 4's `experts.gate_up_proj`).
     """
 
     hidden: int  # width of the input and of the output
@@ -188,6 +200,8 @@ class MixtureOfExperts(_FeedForward):
     shared: int | None = None  # width of an always-used shared expert; none: no shared expert
     weighting: Literal["output", "input"] = "output"  # where a token's router weight applies: to each
     #   expert's output, or to its input (Llama 4)
+    routing: Literal["router", "given"] = "router"  # router: its own gate picks the experts; given: the
+    #   weights and picked experts are inputs (a family's router made of nodes)
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate", "experts", "top_k", "groups", "top_groups")
@@ -208,7 +222,28 @@ class MixtureOfExperts(_FeedForward):
         if self.expert_layout == "separate" and self.experts > MAX_SEPARATE_EXPERTS:
             raise invalid(self, f"expert_layout 'separate' lists three tensors per expert; use 'fused' "
                                 f"for more than {MAX_SEPARATE_EXPERTS:,} experts (received {self.experts:,})")
+        if self.routing == "given" and (self.router_bias or self.correction_bias or self.scoring != "softmax"
+                                        or self.groups != 1 or self.scaling != 1 or not self.normalize):
+            raise invalid(self, "routing 'given' takes the weights and experts as inputs: router_bias, "
+                                "correction_bias, scoring, groups, scaling and normalize belong to the op's own router")
         self._check_names(*self._default())
+
+    def infer_shape(self, x, weights=None, picked=None, expert_scale=None):
+        out = super().infer_shape(x)
+        if self.routing == "router":
+            check(weights is None and picked is None and expert_scale is None,
+                  "weights, picked and expert_scale are inputs of routing 'given'")
+            return out
+        check(weights is not None and picked is not None, "routing 'given' needs the inputs weights and picked")
+        for t, what in ((weights, "weights"), (picked, "picked")):
+            check(len(t) == len(x), f"{what} must have the input's rank ([..., top_k])")
+            for a, b in zip(t[:-1], x[:-1]):
+                expect_dim(a, b, f"leading dims of {what} (the tokens')")
+            expect_dim(t[-1], self.top_k, f"last dimension of {what} (top_k)")
+        if expert_scale is not None:
+            expect_rank(expert_scale, 1, "expert_scale")
+            expect_dim(expert_scale[0], self.experts, "expert_scale's size (experts)")
+        return out
 
     def _default(self):
         names = ("gate", "experts") if self.expert_layout == "fused" else ("gate", "experts", "w1", "w3", "w2")
@@ -217,15 +252,16 @@ class MixtureOfExperts(_FeedForward):
     def params(self):
         names = self.names or self._default()[1]
         e, h, i = self.experts, self.hidden, self.intermediate
-        yield from _linear(names[0], e, h, self.router_bias)
+        if self.routing == "router":
+            yield from _linear(names[0], e, h, self.router_bias)
         if self.expert_layout == "fused":
             flip = self.weight_layout == "in_out"
-            yield Tensor(f"{names[1]}.gate_up_proj", (e, h, 2 * i) if flip else (e, 2 * i, h))
+            yield Tensor(_join(names[1], "gate_up_proj"), (e, h, 2 * i) if flip else (e, 2 * i, h))
             if self.bias:
-                yield Tensor(f"{names[1]}.gate_up_proj_bias", (e, 2 * i))
-            yield Tensor(f"{names[1]}.down_proj", (e, i, h) if flip else (e, h, i))
+                yield Tensor(_join(names[1], "gate_up_proj_bias"), (e, 2 * i))
+            yield Tensor(_join(names[1], "down_proj"), (e, i, h) if flip else (e, h, i))
             if self.bias:
-                yield Tensor(f"{names[1]}.down_proj_bias", (e, h))
+                yield Tensor(_join(names[1], "down_proj_bias"), (e, h))
         else:
             decided(e)  # one tensor per expert: the formula knows this many
             for n in range(e):
@@ -243,7 +279,8 @@ class MixtureOfExperts(_FeedForward):
 
     def flops(self, inputs, outputs):
         tokens = prod(inputs[0][:-1])
-        return 2 * tokens * self.hidden * self.experts + \
+        router = 2 * tokens * self.hidden * self.experts if self.routing == "router" else 0
+        return router + \
             (self.top_k * self.intermediate + (self.shared or 0)) * 3 * 2 * tokens * self.hidden
 
     def idle_params(self):
@@ -253,18 +290,16 @@ class MixtureOfExperts(_FeedForward):
             per_expert += 2 * self.intermediate + self.hidden
         return (self.experts - self.top_k) * per_expert
 
-    def forward(self, run, x):
+    def forward(self, run, x, weights=None, picked=None, expert_scale=None):
         torch, F = run.torch, run.F
         names = self.names or self._default()[1]
         tokens = x.reshape(-1, self.hidden)
-        logits = F.linear(tokens, run.tensor(f"{names[0]}.weight"),
-                          run.tensor(f"{names[0]}.bias") if self.router_bias else None)
-        if self.scoring == "softmax" and not self.correction_bias and self.groups == 1:
-            weights, picked = torch.topk(F.softmax(logits.float(), dim=-1), self.top_k, dim=-1)
-            if self.normalize:
-                weights = weights / weights.sum(dim=-1, keepdim=True)
+        if self.routing == "given":
+            weights, picked = weights.reshape(-1, self.top_k), picked.reshape(-1, self.top_k)
+            if expert_scale is not None:
+                weights = weights * expert_scale[picked]
         else:
-            weights, picked = self._route(run, names, logits.float())
+            weights, picked = self._router(run, names, tokens)
         if self.scaling != 1:
             weights = weights * self.scaling
         fused = self._fused_weights(run, names)
@@ -280,6 +315,19 @@ class MixtureOfExperts(_FeedForward):
             gate, up, down = (run.tensor(f"{name}.weight") for name in _SHARED)
             out = out + F.linear(self.act(run, F.linear(tokens, gate)) * F.linear(tokens, up), down)
         return out.reshape(x.shape)
+
+    def _router(self, run, names, tokens):
+        """(weights, picked experts) of the op's own router over the tokens [N, hidden]."""
+        torch, F = run.torch, run.F
+        logits = F.linear(tokens, run.tensor(f"{names[0]}.weight"),
+                          run.tensor(f"{names[0]}.bias") if self.router_bias else None)
+        if self.scoring == "softmax" and not self.correction_bias and self.groups == 1:
+            weights, picked = torch.topk(F.softmax(logits.float(), dim=-1), self.top_k, dim=-1)
+            if self.normalize:
+                weights = weights / weights.sum(dim=-1, keepdim=True)
+        else:
+            weights, picked = self._route(run, names, logits.float())
+        return weights, picked
 
     def _dispatch(self, run, names, fused, tokens, weights, picked):
         """Each token through its picked experts, weighted and summed: the (token, slot) pairs sorted
@@ -330,7 +378,7 @@ class MixtureOfExperts(_FeedForward):
         if self.expert_layout != "fused":
             return None
         keys = ("gate_up_proj", "down_proj") + (("gate_up_proj_bias", "down_proj_bias") if self.bias else ())
-        return {key: run.tensor(f"{names[1]}.{key}").unbind(0) for key in keys}
+        return {key: run.tensor(_join(names[1], key)).unbind(0) for key in keys}
 
     def _expert(self, run, names, fused, e, x):
         F = run.F

@@ -40,6 +40,9 @@ class RotaryEmbedding(Op):
         ramp (its ends rounded out with `truncate`) blends the ones between.
       - `longrope`: frequencies divided by `short_factor` (one per frequency), or in forward by
         `long_factor` when L exceeds `original_max` (inv_freq is rewritten with the set in use).
+      - `proportional` (Gemma 4's full layers): the tables span head_dim; the first rotary_dim / 2
+        frequencies are base^(-2k / head_dim) and the rest 0 (those dims do not turn), all divided
+        by `factor` (default 1): dim i pairs with i + head_dim/2, not a partial rotary's i + rotary_dim/2.
     `factor` is required by linear, dynamic and llama3; yarn and longrope default it to
     max_positions / original_max, and original_max defaults to max_positions (as transformers'
     config standardisation fills it).  The tables are multiplied by `attention_factor`; without
@@ -64,8 +67,9 @@ class RotaryEmbedding(Op):
     rotary_dim: int | None = None  # dims that are rotated (default head_dim; fewer is partial rotary)
     base: float = 10000.0  # the base of the frequencies (rope_theta)
     positions: int | None = None  # a table of this many positions ([sin | cos]) instead of inv_freq
-    scaling: Literal["none", "linear", "dynamic", "yarn", "longrope", "llama3"] = "none"  # how the frequencies are
-    #   stretched for longer contexts (rope_type): none, linear, dynamic, yarn, longrope, llama3
+    scaling: Literal["none", "linear", "dynamic", "yarn", "longrope", "llama3", "proportional"] = "none"  # how the
+    #   frequencies are stretched for longer contexts (rope_type): none, linear, dynamic, yarn, longrope, llama3,
+    #   proportional
     factor: float | None = None  # the context scaling factor of linear, dynamic, yarn and llama3 scaling
     original_max: int | None = None    # yarn, longrope, llama3: the positions the model was trained on
     max_positions: int | None = None   # dynamic (and yarn's, longrope's default factor): max_position_embeddings
@@ -122,9 +126,18 @@ class RotaryEmbedding(Op):
             return
         needs = {"linear": ("factor",), "dynamic": ("factor", "max_positions"),
                  "llama3": ("factor", "low_freq_factor", "high_freq_factor"),
-                 "yarn": (), "longrope": ("short_factor", "long_factor")}.get(kind)
+                 "yarn": (), "longrope": ("short_factor", "long_factor"), "proportional": ()}.get(kind)
         if needs is None:
-            raise invalid(self, f"scaling must be none, linear, dynamic, yarn, longrope or llama3; received {kind!r}")
+            raise invalid(self, f"scaling must be none, linear, dynamic, yarn, longrope, llama3 or proportional; "
+                                f"received {kind!r}")
+        if kind == "proportional":
+            if self.head_dim % 2 or self.dim % 2 or self.axes > 1:
+                raise invalid(self, f"scaling 'proportional' turns pairs i, i + head_dim/2 of one axis: head_dim "
+                                    f"and rotary_dim must be even; received head_dim={self.head_dim}, "
+                                    f"rotary_dim={self.dim}")
+            if not self.scale_factor > 0:
+                raise invalid(self, f"scaling 'proportional' needs a positive factor; received {self.factor}")
+            return
         missing = [name for name in needs if getattr(self, name) is None]
         if kind in ("llama3", "yarn", "longrope") and self.context is None:
             missing.append("original_max (or max_positions)")
@@ -190,7 +203,10 @@ class RotaryEmbedding(Op):
 
     @property
     def ladder(self) -> int:
-        """The dims one copy of the frequencies is computed over (an axis' share when axial)."""
+        """The dims one copy of the frequencies is computed over (an axis' share when axial;
+        proportional: all of head_dim, the dims past rotary_dim at frequency 0)."""
+        if self.scaling == "proportional":
+            return self.head_dim
         return self.dim // self.axes if self.axial and self.axis_frequencies == "copy" else self.dim
 
     @property
@@ -276,6 +292,10 @@ class RotaryEmbedding(Op):
         """The frequencies as transformers' rope init function for `scaling` computes them, op for op
         (float32): at construction, or for dynamic at length `seq_len` (a tensor), or longrope's long set."""
         dim, base, factor = self.ladder, self.base, self.scale_factor
+        if self.scaling == "proportional":  # rotary_dim / 2 frequencies over head_dim, then zeros
+            turned = 1.0 / (base ** (torch.arange(0, self.dim, 2, dtype=torch.int64, device=device).float() / dim))
+            zeros = torch.zeros(self.frequencies - self.dim // 2, dtype=torch.float32, device=device)
+            return torch.cat([turned, zeros]) / factor
         exponents = torch.arange(0, dim, 2, dtype=torch.int64, device=device).float() / dim
         if self.scaling == "dynamic":
             if seq_len is None:  # at construction: max_positions, the plain base

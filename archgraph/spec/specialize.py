@@ -79,14 +79,16 @@ def _number(value: Any) -> bool:
 
 def _kept(raw_vars: Mapping[str, Any], values: Mapping[str, Any], settings: Mapping[str, Any]) -> set[str]:
     """The variables that stay variables: numbers a setting gives, lists it gives too long to write
-    into each expression that reads them (a 64-layer layer_types), and numbers computed from kept ones."""
+    into each expression that reads them (a 64-layer layer_types), and numbers and long lists computed
+    from kept ones (Gemma 4's per-layer head sizes from layer_types)."""
     kept = {k for k in raw_vars if k in settings and (_number(values.get(k)) or _long_list(values.get(k)))}
     changed = True
     while changed:
         changed = False
         known = {k: v for k, v in values.items() if k not in kept}
         for k, raw in raw_vars.items():
-            if k not in kept and _number(values.get(k)) and isinstance(residual(raw, known), Expr):
+            if k not in kept and (_number(values.get(k)) or _long_list(values.get(k))) and \
+                    isinstance(residual(raw, known), Expr):
                 kept.add(k)
                 changed = True
     return kept
