@@ -572,6 +572,14 @@ CASES = [
          {"conv1d.weight": (88, 1, 4), "in_proj.weight": (164, 24), "in_proj.bias": (164,), "dt_bias": (4,),
           "A_log": (4,), "norm.weight": (72,), "D": (4,), "out_proj.weight": (24, 72), "out_proj.bias": (24,)},
          id="mamba2_mixer-biases"),
+    # Falcon-H1's mixer: no norm (mamba_rms_norm false), out_proj's bias apart (projectors_bias), and the five
+    # muP multipliers of in_proj's output as the non-persistent buffer mup_vector [1, 1, 164]
+    case("mamba2_mixer", {"hidden": 24, "heads": 4, "head_dim": 18, "state": 8, "norm": "none", "out_bias": True,
+                          "multipliers": [0.5, 1.0, 2.0, 2.0, 0.25]},
+         [(2, 7, 24)], (2, 7, 24),
+         {"conv1d.weight": (88, 1, 4), "conv1d.bias": (88,), "in_proj.weight": (164, 24), "dt_bias": (4,),
+          "A_log": (4,), "D": (4,), "out_proj.weight": (24, 72), "out_proj.bias": (24,)},
+         {"mup_vector": (1, 1, 164)}, id="mamba2_mixer-falcon-h1"),
     # Swin's windows: torch.roll keeps the shape; the shift mask is one [49, 49] per 7x7 window of
     # a 14x21 map (6 windows) for each image; the bias table has (2·7-1)² rows, its index 7⁴ entries
     case("roll", {"shifts": [-3, -3], "dims": [1, 2]}, [(B, 14, 14, 96)], (B, 14, 14, 96), flops=0),
@@ -590,6 +598,10 @@ ERRORS = [
            ["the source's rows [6] must be the input's [8]", "mask [B, S, 1]"], id="masked_scatter-rows"),
     reject("mamba2_mixer", {"hidden": 64, "heads": 6, "head_dim": 16, "state": 8, "groups": 4}, None, SpecError,
            ["heads=6 is not divisible by groups=4"]),
+    reject("mamba2_mixer", {"hidden": 64, "heads": 4, "head_dim": 16, "state": 8, "multipliers": [1.0, 2.0]}, None,
+           SpecError, ["multipliers needs 5 factors (z, x, B, C, dt); received [1.0, 2.0]"]),
+    reject("mamba2_mixer", {"hidden": 64, "heads": 4, "head_dim": 16, "state": 8, "norm": "before"}, None,
+           SpecError, ["mamba2_mixer.norm must be one of gated, gate_after, none; received 'before'"]),
     reject("rg_lru", {"width": 10, "heads": 4}, None, SpecError, ["width=10 is not divisible by heads=4"]),
     reject("causal_conv1d", {"channels": 8, "kernel_size": 4}, [(2, 7, 6)], ShapeError, ["channels", "6", "8"]),
     reject("split", {"dim": -1, "sizes": [-2, 18]}, None, SpecError, ["positive"], id="split-negative-size"),

@@ -709,6 +709,20 @@ CASES["granitemoehybrid-base-rope-dense"] = {
     "num_local_experts": 0, "position_embedding_type": "rope", "rope_parameters": {"rope_type": "linear",
     "factor": 2.0, "rope_theta": 500.0}, "attention_bias": True, "mamba_proj_bias": True, "mamba_conv_bias": False,
     "mamba_expand": 1, "mamba_n_heads": 4, "mamba_d_conv": 3, "time_step_limit": [0.05, 0.3]}
+# Falcon-H1: attention and a Mamba-2 mixer side by side in every layer, every muP multiplier set
+FALCON_H1 = {"model_type": "falcon_h1", **TINY, "num_key_value_heads": 2, "mamba_d_ssm": 48, "mamba_n_heads": 6,
+             "mamba_d_state": 16, "mamba_n_groups": 2, "mamba_chunk_size": 3,
+             "ssm_multipliers": [0.5, 2.0, 1.0, 3.0, 0.25], "mlp_multipliers": [2.0, 0.5], "key_multiplier": 0.3,
+             "embedding_multiplier": 5.0, "lm_head_multiplier": 0.1, "attention_in_multiplier": 2.0,
+             "attention_out_multiplier": 0.7, "ssm_in_multiplier": 1.5, "ssm_out_multiplier": 0.4}
+CASES["falcon_h1-causal"] = {**FALCON_H1, "architectures": ["FalconH1ForCausalLM"]}
+CASES["falcon_h1-causal-norm-first-biases"] = {
+    **FALCON_H1, "architectures": ["FalconH1ForCausalLM"], "mamba_rms_norm": True, "projectors_bias": True,
+    "mamba_proj_bias": True, "attention_bias": True, "mlp_bias": True, "head_dim": 16, "tie_word_embeddings": True}
+CASES["falcon_h1-base-norm-after-gate-expand"] = {
+    **FALCON_H1, "architectures": ["FalconH1Model"], "mamba_rms_norm": True, "mamba_norm_before_gate": False,
+    "mamba_d_ssm": None, "mamba_expand": 1, "mamba_n_heads": 4, "mamba_d_conv": 3, "mamba_conv_bias": False,
+    "time_step_limit": [0.05, 0.3], "rope_parameters": {"rope_type": "linear", "factor": 2.0, "rope_theta": 500.0}}
 
 # LLaVA (issue 12): CLIP's vision tower, a projector and a Llama; image tokens as many as features
 LLAVA = {"model_type": "llava", "image_token_index": 100, "image_seq_length": 25,
@@ -1169,6 +1183,9 @@ CANNOT_RUN = {
                             "and the glm4_moe CASES run)",
     "bamba-all-mamba-tied": "its cache asks an attention layer for the length; there is none",
     "granitemoehybrid-defaults-narrow": "its cache asks an attention layer for the length; there is none",
+    "falcon_h1-falcon-h1-34b-base": "Falcon-H1-34B's 72 layers and 261,120-token vocabulary, narrowed, take two "
+                                    "minutes (its counts, names and buffers are checked; the other Falcon-H1 "
+                                    "fixtures and CASES run)",
     "glm4_moe-glm-4.5": "GLM-4.5's 92 layers of 160 experts, narrowed, still hold tens of billions of parameters "
                         "(its counts, names and buffers are checked)",
     "deepseek_v2-deepseek-v2": "DeepSeek-V2's 60 layers of 128 heads, narrowed, still hold billions of parameters "
@@ -1238,9 +1255,9 @@ def _narrow(config: dict, cfg) -> dict:
     if not isinstance(hidden, int) or width >= hidden:
         return out
     out[names["hidden_size"]] = width
-    for key in ("mamba_d_head", "mamba_headdim"):  # a Mamba-2 mixer's heads stay expand x hidden wide in all
+    for key in ("mamba_d_head", "mamba_headdim", "mamba_d_ssm"):  # a Mamba-2 mixer's heads stay as wide in
         if isinstance(config.get(key), int) and config[key] * width % hidden == 0:
-            out[key] = config[key] * width // hidden
+            out[key] = config[key] * width // hidden   # all as expand x hidden or mamba_d_ssm (Falcon-H1's)
     if isinstance(heads, int) and getattr(cfg, "head_dim", None) == hidden // heads:
         out[names["head_dim"]] = 16
     intermediate = getattr(cfg, "intermediate_size", None)
@@ -1320,6 +1337,7 @@ PADDED += ["lfm2-causal", "lfm2-base-layer-types-bias-4-taps"]   # LFM2 (issue 2
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
 PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)
 PADDED += ["granitemoehybrid-causal", "granitemoehybrid-base-rope-dense"]   # issue 29 (hybrid)
+PADDED += ["falcon_h1-causal", "falcon_h1-causal-norm-first-biases", "falcon_h1-base-norm-after-gate-expand"]
 
 PADDED += ["gemma4_text-causal-shared-kv", "gemma4_text-base-moe-k-eq-v"]   # Gemma 4 (issue 29)
 

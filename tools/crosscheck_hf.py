@@ -69,6 +69,7 @@ PREFIX["bamba"] = "Bamba"; ROTARY.add("bamba")  # issue 29 (hybrid): Mamba-2 and
 PREFIX["llama4_text"] = "Llama4Text"; ROTARY.add("llama4_text")  # issue 29 (llama4)
 PREFIX["granitemoehybrid"] = "GraniteMoeHybrid"; ROTARY.add("granitemoehybrid")  # issue 29 (hybrid)
 PREFIX["qwen2_5_vl"] = "Qwen2_5_VL"  # issue 29 (vlm2): window attention in the vision tower
+PREFIX["falcon_h1"] = "FalconH1"; ROTARY.add("falcon_h1")  # issue 29 (hybrid)
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
 PREFIX["gemma4_text"] = "Gemma4Text"; ROTARY.add("gemma4_text")  # issue 29 (gemma)
@@ -198,6 +199,24 @@ def mutate(rng, cfg):
                    **_mamba2_sizes(rng, cfg["hidden_size"], "mamba_"))              # is beyond the vocabulary
         cfg.update({k: rng.choice([0.5, 1.0, 3.0]) for k in ("embedding_multiplier", "residual_multiplier",
                                                              "attention_multiplier", "logits_scaling")})
+    if mt == "falcon_h1":  # the mixer's width (mamba_d_ssm or expand x hidden), its norm, biases, every multiplier
+        sizes = _mamba2_sizes(rng, cfg["hidden_size"], "mamba_")
+        if rng.random() < 0.5:  # the mixer's own width (else expand x hidden)
+            n = sizes["mamba_n_heads"]
+            width = n * rng.choice([2, 4, 6])
+            sizes.update(mamba_d_ssm=width, mamba_d_head=rng.choice(["auto", width // n]))
+        else:
+            sizes["mamba_d_ssm"] = None
+        cfg.update(**sizes,
+                   mamba_rms_norm=rng.random() < 0.5, mamba_norm_before_gate=rng.random() < 0.5,
+                   projectors_bias=rng.random() < 0.5, mamba_chunk_size=4, pad_token_id=rng.choice([None, 0]),
+                   num_key_value_heads=rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+                   ssm_multipliers=[rng.choice([0.5, 1.0, 2.0]) for _ in range(5)],
+                   mlp_multipliers=[rng.choice([0.5, 1.0, 2.0]) for _ in range(2)])
+        cfg.update({k: rng.choice([0.5, 1.0, 3.0]) for k in (
+            "embedding_multiplier", "lm_head_multiplier", "key_multiplier", "attention_in_multiplier",
+            "attention_out_multiplier", "ssm_in_multiplier", "ssm_out_multiplier")})
+        cfg.update({k: rng.random() < 0.5 for k in ("attention_bias", "mlp_bias")})
     if mt == "deepseek_v3":  # latent attention's ranks and head dims; experts in groups; the dense layers first
         groups = rng.choice([1, 2, 3])
         experts = groups * rng.randint(1, 4)

@@ -100,6 +100,8 @@ class GatedMLP(_FeedForward):
     names: tuple[str, ...] | None = None  # the projections' names, in place of gate_proj, up_proj, down_proj
     #   (gate_up_proj, down_proj fused)
     dropout: float = 0.0  # probability of zeroing each gated activation, in training only
+    gate_multiplier: float = 1.0  # the gate projection's output is scaled by it before the activation
+    #   (Falcon-H1's mlp_multipliers[0]: act(m·gate(x)), which no scale outside the op can give)
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate")
@@ -129,6 +131,8 @@ class GatedMLP(_FeedForward):
             gate, up = self.dense(run, names[0], x).chunk(2, dim=-1)
         else:
             gate, up = self.dense(run, names[0], x), self.dense(run, names[1], x)
+        if self.gate_multiplier != 1:
+            gate = gate * self.gate_multiplier
         return self.dense(run, names[-1], self.drop(run, self.act(run, gate) * up))
 
 

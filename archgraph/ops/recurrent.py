@@ -5,6 +5,7 @@ Each one's `cache` is a number of values per sequence that does not grow with it
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from ..dims import prod
 from .activation import ActivationName, activate
@@ -160,9 +161,14 @@ class Mamba2Mixer(Op):
     Δ = clamp(softplus(dt + dt_bias), dt_min, dt_max) and A = -exp(A_log), the state [head_dim, state]
     follows h_t = exp(Δ·A)·h_{t-1} + Δ·x_t ⊗ B_t and y_t = h_t·C_t + D·x_t; then
     norm(y · silu(z)) (RMSNorm over each of `groups` slices of I, weight norm.weight [I]) and out_proj.
+    `norm: gate_after` is norm(y) · silu(z) instead, `norm: none` y · silu(z) with no norm (Falcon-H1's
+    mamba_norm_before_gate, mamba_rms_norm).  `multipliers` (five: z, x, B, C, dt) scale in_proj's
+    output by parts, through a buffer mup_vector [1, 1, in_proj's width] that state_dict leaves out
+    (Falcon-H1's ssm_multipliers).
     Tensors as transformers' Mamba2Mixer: conv1d.weight [I + 2·groups·state, 1, conv_kernel],
     conv1d.bias (conv_bias), in_proj.weight [2·I + 2·groups·state + heads, hidden], dt_bias, A_log,
-    D [heads], norm.weight, out_proj.weight [hidden, I], in_proj/out_proj biases with `bias`.
+    D [heads], norm.weight, out_proj.weight [hidden, I], in_proj/out_proj biases with `bias`
+    (out_proj's with `out_bias` when it is given).
     Decoding keeps the convolution's last conv_kernel inputs (as transformers' cache holds them)
     and the state, heads·head_dim·state values.  An optional second input `mask` [B, S] (0: padding)
     zeroes the padding positions of the input and of the convolution's output, as transformers'
@@ -181,12 +187,26 @@ class Mamba2Mixer(Op):
     eps: float = 1e-6  # the epsilon of the gated norm
     dt_min: float = 0.0  # the lower bound time steps are clamped to (time_step_limit's first value)
     dt_max: float | None = None  # time_step_limit's upper end (None: no limit)
+    out_bias: bool | None = None  # out_proj has a bias (None: as `bias`)
+    norm: Literal["gated", "gate_after", "none"] = "gated"  # the gated output's norm: gate then norm,
+    #   norm then gate, or the gate alone
+    multipliers: tuple[float, ...] | None = None  # factors of in_proj's z, x, B, C and dt parts (None: 1)
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "head_dim", "state", "groups", "conv_kernel")
         if self.heads % self.groups:
             raise invalid(self, f"heads={self.heads} is not divisible by groups={self.groups} "
                                 "(each group's B and C serve heads/groups heads)")
+        if self.multipliers is not None and len(self.multipliers) != 5:
+            raise invalid(self, f"multipliers needs 5 factors (z, x, B, C, dt); received {list(self.multipliers)}")
+
+    @property
+    def has_out_bias(self) -> bool:
+        return self.bias if self.out_bias is None else self.out_bias
+
+    @property
+    def projection(self) -> int:
+        return self.inner + self.conv_dim + self.heads
 
     @property
     def inner(self) -> int:
@@ -204,16 +224,21 @@ class Mamba2Mixer(Op):
         yield Tensor("conv1d.weight", (self.conv_dim, 1, self.conv_kernel))
         if self.conv_bias:
             yield Tensor("conv1d.bias", (self.conv_dim,))
-        yield Tensor("in_proj.weight", (self.inner + self.conv_dim + self.heads, self.hidden))
+        yield Tensor("in_proj.weight", (self.projection, self.hidden))
         if self.bias:
-            yield Tensor("in_proj.bias", (self.inner + self.conv_dim + self.heads,))
+            yield Tensor("in_proj.bias", (self.projection,))
         yield Tensor("dt_bias", (self.heads,))
         yield Tensor("A_log", (self.heads,))
-        yield Tensor("norm.weight", (self.inner,))
+        if self.norm != "none":
+            yield Tensor("norm.weight", (self.inner,))
         yield Tensor("D", (self.heads,))
         yield Tensor("out_proj.weight", (self.hidden, self.inner))
-        if self.bias:
+        if self.has_out_bias:
             yield Tensor("out_proj.bias", (self.hidden,))
+
+    def buffers(self):
+        if self.multipliers is not None:
+            yield Tensor("mup_vector", (1, 1, self.projection), persistent=False)
 
     def flops(self, inputs, outputs):
         """Projections and convolution (2 per multiply-add), the scan (per state value: decay,
@@ -231,7 +256,10 @@ class Mamba2Mixer(Op):
         torch, F = run.torch, run.F
         b, s, _ = x.shape
         i, g, n, nh, hd = self.inner, self.groups, self.state, self.heads, self.head_dim
-        z, xbc, dt = run.linear("in_proj", zero_padding(x, mask), self.bias).split([i, self.conv_dim, nh], dim=-1)
+        projected = run.linear("in_proj", zero_padding(x, mask), self.bias)
+        if self.multipliers is not None:
+            projected = projected * run.tensor("mup_vector")
+        z, xbc, dt = projected.split([i, self.conv_dim, nh], dim=-1)
         xbc = activate(self.activation, run, _causal_conv(run, xbc, run.tensor("conv1d.weight"),
                                                           run.tensor("conv1d.bias") if self.conv_bias else None))
         xbc = zero_padding(xbc, mask)
@@ -241,15 +269,24 @@ class Mamba2Mixer(Op):
                       bs.reshape(b, s, g, n).float(), cs.reshape(b, s, g, n).float())
         y = y + run.tensor("D").float()[:, None] * xs.reshape(b, s, nh, hd).float()
         y = y.reshape(b, s, i).to(x.dtype)
-        gated = y.float() * F.silu(z.float())  # transformers' MambaRMSNormGated: gate, then norm per group
-        grouped = rms_normalize(torch, gated.view(b, s, g, i // g), self.eps)
+        if self.norm == "none":
+            return run.linear("out_proj", (y * F.silu(z)).to(x.dtype), self.has_out_bias)
+        if self.norm == "gated":  # transformers' MambaRMSNormGated: gate, then norm per group
+            y = y.float() * F.silu(z.float())
+        grouped = rms_normalize(torch, y.float().view(b, s, g, i // g), self.eps)
         normed = run.tensor("norm.weight") * grouped.view(b, s, i).to(x.dtype)
-        return run.linear("out_proj", normed.to(x.dtype), self.bias)
+        if self.norm == "gate_after":  # Falcon-H1's norm before the gate
+            normed = normed * F.silu(z.float())
+        return run.linear("out_proj", normed.to(x.dtype), self.has_out_bias)
 
     def init(self, tensor, value, init):
         torch = init.torch
         with torch.no_grad():
-            if tensor.name == "A_log":  # A = -(1 .. heads)
+            if tensor.name == "mup_vector":  # each part of in_proj's output its factor
+                parts = [self.inner, self.inner, self.groups * self.state, self.groups * self.state, self.heads]
+                value.copy_(torch.cat([torch.full((n,), float(m)) for n, m in zip(parts, self.multipliers)])
+                            .view(1, 1, -1))
+            elif tensor.name == "A_log":  # A = -(1 .. heads)
                 value.copy_(torch.log(torch.arange(1, self.heads + 1, dtype=torch.float32)))
             elif tensor.name == "dt_bias":  # softplus⁻¹ of Δ, log-uniform in [0.001, 0.1]
                 dt = torch.exp(torch.rand(self.heads) * (math.log(0.1) - math.log(0.001)) + math.log(0.001))

@@ -1,0 +1,79 @@
+"""The constructs the Mamba-2 / attention hybrids added (issue 29), each on its own: gated_mlp's
+gate_multiplier (a factor inside the activation, Falcon-H1's mlp_multipliers[0]), mamba2_mixer's
+multipliers of in_proj's output (Falcon-H1's mup_vector) and its norm placements (gate then norm,
+norm then gate, no norm), against rescaled weights and, slow, transformers' FalconH1Mixer."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+import archgraph
+from archgraph.torch import to_module
+
+
+def _module(tmp_path, node: str, width: int, name: str = "one"):
+    spec = tmp_path / f"{name}.yaml"
+    spec.write_text(f"name: {name}\ninputs:\n  x: [B, S, {width}]\nnodes:\n  - {node}\n")
+    module = to_module(archgraph.load(spec)).eval()
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.normal_(0, 0.5)
+    return module
+
+
+def _run(module, x):
+    with torch.no_grad():
+        return next(iter(module(x=x).values()))
+
+
+def _tensors(module) -> dict:
+    return {name.split(".", 1)[1]: t for name, t in module.state_dict().items()}
+
+
+def test_gate_multiplier_scales_the_gate_inside_the_activation(tmp_path):
+    scaled = _module(tmp_path, "{name: f, op: gated_mlp, in: x, hidden: 6, intermediate: 5, gate_multiplier: 2.5}", 6)
+    plain = _module(tmp_path, "{name: f, op: gated_mlp, in: x, hidden: 6, intermediate: 5}", 6, "plain")
+    tensors = _tensors(scaled)
+    plain.load_state_dict({f"f.{k}": v * 2.5 if k == "gate_proj.weight" else v for k, v in tensors.items()})
+    x = torch.randn(2, 3, 6)
+    assert (_run(scaled, x) - _run(plain, x)).abs().max().item() < 1e-5
+    assert (_run(scaled, x) - _run(plain, x) * 0).abs().max().item() > 1e-3   # not zero: the check can fail
+
+
+MIXER = "{name: m, op: mamba2_mixer, in: x, hidden: 6, heads: 4, head_dim: 3, state: 5, groups: 2, conv_kernel: 3"
+
+
+def test_mixer_multipliers_scale_each_part_of_in_proj(tmp_path):
+    """mup_vector's z, x, B, C and dt parts (12, 12, 10, 10, 4 values) are in_proj's rows scaled."""
+    factors = [0.5, 2.0, 3.0, 0.25, 1.5]
+    with_mup = _module(tmp_path, MIXER + f", multipliers: {factors}}}", 6)
+    plain = _module(tmp_path, MIXER + "}", 6, "plain")
+    assert "m.mup_vector" not in with_mup.state_dict()   # a non-persistent buffer, as transformers registers it
+    rows = torch.cat([torch.full((n,), f) for n, f in zip([12, 12, 10, 10, 4], factors)])
+    assert torch.equal(dict(with_mup.named_buffers())["m.mup_vector"], rows.view(1, 1, 48))
+    tensors = _tensors(with_mup)
+    plain.load_state_dict({f"m.{k}": v * rows[:, None] if k == "in_proj.weight" else v for k, v in tensors.items()})
+    x = torch.randn(2, 5, 6)
+    assert (_run(with_mup, x) - _run(plain, x)).abs().max().item() < 1e-4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rms_norm, before_gate, norm", [(False, True, "none"), (True, True, "gate_after"),
+                                                          (True, False, "gated")])
+def test_mixer_norm_placements_compute_what_falcon_h1_computes(tmp_path, rms_norm, before_gate, norm):
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.falcon_h1.modeling_falcon_h1 import FalconH1Mixer, compute_mup_vector
+    factors = [0.5, 2.0, 3.0, 0.25, 1.5]
+    cfg = transformers.FalconH1Config(hidden_size=6, mamba_d_ssm=12, mamba_n_heads=4, mamba_d_state=5,
+                                      mamba_n_groups=2, mamba_d_conv=3, mamba_chunk_size=3, num_hidden_layers=1,
+                                      num_attention_heads=2, mamba_rms_norm=rms_norm,
+                                      mamba_norm_before_gate=before_gate, projectors_bias=True,
+                                      ssm_multipliers=factors)
+    reference = FalconH1Mixer(cfg, layer_idx=0).eval()
+    reference.register_buffer("mup_vector", compute_mup_vector(cfg), persistent=False)
+    module = _module(tmp_path, MIXER + f", norm: {norm}, out_bias: true, multipliers: {factors}, eps: 1.0e-5}}", 6)
+    reference.load_state_dict(_tensors(module), strict=True)
+    x = torch.randn(2, 7, 6)
+    with torch.no_grad():
+        assert (_run(module, x) - reference(x)).abs().max().item() < 1e-4
