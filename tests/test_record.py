@@ -114,3 +114,17 @@ def test_every_op_reads_its_hyperparameters_as_dataclasses_and_typing_would():
         hints = typing.get_type_hints(cls)
         assert cls.types() == {f.name: hints[f.name] for f in expected}, name
     assert len(REGISTRY) > 100
+
+
+def test_an_op_declared_with_a_dataclass_field_is_refused_by_name():
+    import dataclasses
+
+    from archgraph.ops.base import Op, op
+    with pytest.raises(TypeError, match=r"op Widths.sizes: write the default value itself, not field"):
+        @op("widths_test_only")
+        class Widths(Op):
+            sizes: tuple = dataclasses.field(default=(1, 2))
+    with pytest.raises(TypeError, match=r"op Lists.sizes: a mutable default; use a tuple"):
+        @op("lists_test_only")
+        class Lists(Op):
+            sizes: list = [1, 2]

@@ -263,6 +263,8 @@ def _read_hyperparameters(cls) -> dict[str, Hyperparameter]:
             default = klass.__dict__.get(name, MISSING)
             if isinstance(default, (list, dict, set)):
                 raise TypeError(f"op {cls.__name__}.{name}: a mutable default; use a tuple")
+            if type(default).__name__ == "Field":  # dataclasses.field(...): ops are not dataclasses
+                raise TypeError(f"op {cls.__name__}.{name}: write the default value itself, not field(...)")
             out[name] = Hyperparameter(name, default, annotation, klass.__module__)
     seen_default = None
     for name, f in out.items():
