@@ -169,3 +169,26 @@ def test_granite_4_h_total_and_active_parameters(tmp_path, cli, name, total, idl
     data = json.loads(out)
     assert code == 0 and data["total"] == total  # GraniteMoeHybridForCausalLM on the meta device
     assert data["active"] == total - 40 * idle_experts * 3 * hidden * width == active
+# ---- PhiMoE (issue 29): Phi-3.5-MoE's total and active parameters (its published class name, PhiMoE, too),
+# and what the template refuses
+def test_phi_3_5_moe_total_and_active_parameters(tmp_path, cli):
+    config = {**_fixture_config("phimoe-phi-3.5-moe-instruct"), "architectures": ["PhiMoEForCausalLM"]}
+    code, out, _ = cli("params", write_config(tmp_path, **config), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["total"] == 41_873_153_344  # PhimoeForCausalLM on the meta device
+    # the sparsemixer leaves 14 of 16 experts per layer idle: 3 matrices 4096 x 6400 each
+    assert data["active"] == 41_873_153_344 - 32 * 14 * (3 * 4096 * 6400) == 6_640_999_744
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"num_experts_per_tok": 3}, "num_experts_per_tok must be 2"),
+    ({"rope_scaling": {"type": "yarn", "factor": 2.0, "short_mscale": 1.0, "long_mscale": 1.0}},
+     "other rope types are not in the template"),
+    ({"rope_scaling": {"type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4, "short_mscale": 1.1,
+                       "long_mscale": 1.3, "original_max_position_embeddings": 16}},
+     "the template takes them equal"),
+])
+def test_phimoe_refuses_what_the_template_cannot_compute(tmp_path, cli, change, words):
+    config = {**_fixture_config("phimoe-odd-longrope-window-seqcls"), **change}
+    code, _, err = cli("params", write_config(tmp_path, **config))
+    assert code == 2 and words in err, err

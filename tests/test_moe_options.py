@@ -189,3 +189,39 @@ def test_group_score_is_one_of_two(tmp_path, cli):
     path.write_text(V2_SPEC.replace("TOPK", "2").replace("'max'", "'sum'"))
     code, _, err = cli("params", str(path))
     assert code == 2 and "moe.group_score must be one of top2_sum, max; received 'sum'" in err
+
+
+MIXER_SPEC = """
+inputs: {x: [B, S, 6]}
+nodes:
+  - {name: mlp, op: moe, in: x, hidden: 6, intermediate: 5, experts: 4, top_k: 2, scoring: "'sparsemixer'",
+     mixer_eps: EPS, normalize: false}
+"""
+
+
+@pytest.mark.parametrize("eps", [0.01, 0.4])   # 0.4: several logits stay in each softmax
+def test_sparsemixer_picks_two_experts_each_weighted_by_a_softmax_near_it(tmp_path, eps):
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, MIXER_SPEC.replace("EPS", str(eps)), 0.7)
+    w = dict(module.state_dict())
+    x = torch.randn(2, 5, 6)
+    with torch.no_grad():
+        got = module(x=x)["mlp"]
+    tokens = x.reshape(-1, 6)
+    out = torch.zeros_like(tokens)
+    for t in range(tokens.shape[0]):
+        logits = tokens[t] @ w["mlp.gate.weight"].T
+        first = int(logits.argmax())
+        second = max((e for e in range(4) if e != first), key=lambda e: logits[e])
+        for e, left_out in ((first, ()), (second, (first,))):
+            near = [j for j in range(4) if j not in left_out
+                    and (logits[e] - logits[j]) / max(abs(logits[j]), logits[e]) <= 2 * eps]
+            weight = logits[e].exp() / sum(logits[j].exp() for j in near)
+            gate, up = (w["mlp.experts.gate_up_proj"][e] @ tokens[t]).chunk(2)
+            out[t] += weight * (w["mlp.experts.down_proj"][e] @ (torch.nn.functional.silu(gate) * up))
+    assert (got - out.reshape(2, 5, 6)).abs().max().item() < 1e-5
+
+
+def test_sparsemixer_picks_exactly_two():
+    with pytest.raises(SpecError, match="scoring 'sparsemixer' picks two experts"):
+        MoE(hidden=H, intermediate=I, experts=E, top_k=3, scoring="sparsemixer")

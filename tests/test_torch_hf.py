@@ -675,6 +675,20 @@ CASES["deepseek_v2-yarn"] = {**DEEPSEEK_V2, "architectures": ["DeepseekV2ForCaus
                                               "original_max_position_embeddings": 4, "beta_fast": 32, "beta_slow": 1},
                              "rope_theta": 10000}
 LENGTHS["deepseek_v2-yarn"] = 40
+# PhiMoE: LayerNorms, the sparsemixer's two experts (a wide threshold keeps several logits in each softmax);
+# longrope's short factors at every length, the tables scaled by short_mscale
+PHIMOE = {"model_type": "phimoe", **TINY, "num_key_value_heads": 2, "num_local_experts": 5, "pad_token_id": 0}
+CASES["phimoe-causal"] = {**PHIMOE, "architectures": ["PhimoeForCausalLM"], "attention_bias": True,
+                          "lm_head_bias": True}
+CASES["phimoe-base-wide-threshold-window"] = {**PHIMOE, "architectures": ["PhimoeModel"], "router_jitter_noise": 0.6,
+                                             "sliding_window": 3, "hidden_act": "gelu"}
+CASES["phimoe-seq-cls"] = {**PHIMOE, "architectures": ["PhimoeForSequenceClassification"], "num_labels": 3,
+                           "router_jitter_noise": 0.2}
+CASES["phimoe-longrope-long"] = {**PHIMOE, "architectures": ["PhimoeForCausalLM"], "router_jitter_noise": 0.3,
+                                 "rope_scaling": {"type": "longrope", "short_factor": [1.0, 1.5, 2.0, 3.0],
+                                                  "long_factor": [2.0, 4.0, 8.0, 16.0], "short_mscale": 1.3,
+                                                  "long_mscale": 1.3, "original_max_position_embeddings": 16}}
+LENGTHS["phimoe-longrope-long"] = 40
 MAMBA2 = {"model_type": "mamba2", "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_heads": 8,
           "head_dim": 8, "state_size": 16, "n_groups": 2, "expand": 2, "chunk_size": 3}
 CASES["mamba2-causal"] = {**MAMBA2, "architectures": ["Mamba2ForCausalLM"]}
@@ -1188,6 +1202,9 @@ CANNOT_RUN = {
                                     "fixtures and CASES run)",
     "glm4_moe-glm-4.5": "GLM-4.5's 92 layers of 160 experts, narrowed, still hold tens of billions of parameters "
                         "(its counts, names and buffers are checked)",
+    "phimoe-phi-3.5-moe-instruct": "narrowed to 16 dims a head, its 64 longrope factors no longer fit the head "
+                                   "(its counts, names and buffers are checked; phimoe-odd-longrope-window-seqcls "
+                                   "and the phimoe CASES run)",
     "deepseek_v2-deepseek-v2": "DeepSeek-V2's 60 layers of 128 heads, narrowed, still hold billions of parameters "
                                "(its counts, names and buffers are checked; DeepSeek-V2-Lite and "
                                "deepseek_v2-odd-groups-seqcls run)",
@@ -1338,6 +1355,7 @@ PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 
 PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)
 PADDED += ["granitemoehybrid-causal", "granitemoehybrid-base-rope-dense"]   # issue 29 (hybrid)
 PADDED += ["falcon_h1-causal", "falcon_h1-causal-norm-first-biases", "falcon_h1-base-norm-after-gate-expand"]
+PADDED += ["phimoe-causal", "phimoe-base-wide-threshold-window", "phimoe-seq-cls"]   # issue 29 (moe)
 
 PADDED += ["gemma4_text-causal-shared-kv", "gemma4_text-base-moe-k-eq-v"]   # Gemma 4 (issue 29)
 

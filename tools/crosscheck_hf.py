@@ -70,6 +70,7 @@ PREFIX["llama4_text"] = "Llama4Text"; ROTARY.add("llama4_text")  # issue 29 (lla
 PREFIX["granitemoehybrid"] = "GraniteMoeHybrid"; ROTARY.add("granitemoehybrid")  # issue 29 (hybrid)
 PREFIX["qwen2_5_vl"] = "Qwen2_5_VL"  # issue 29 (vlm2): window attention in the vision tower
 PREFIX["falcon_h1"] = "FalconH1"; ROTARY.add("falcon_h1")  # issue 29 (hybrid)
+PREFIX["phimoe"] = "Phimoe"; ROTARY.add("phimoe")  # issue 29 (moe)
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
 PREFIX["gemma4_text"] = "Gemma4Text"; ROTARY.add("gemma4_text")  # issue 29 (gemma)
@@ -236,6 +237,9 @@ def mutate(rng, cfg):
                    topk_method=rng.choice(["greedy", "group_limited_greedy"]), n_group=groups,
                    topk_group=rng.randint(1, groups), n_routed_experts=experts,
                    num_experts_per_tok=rng.randint(1, experts))
+    if mt == "phimoe":  # the sparsemixer's two of 2-6 experts; biases; the longrope factors fit no random head
+        cfg.update(num_local_experts=rng.randint(2, 6), num_experts_per_tok=2, rope_scaling=None,
+                   attention_bias=rng.random() < 0.5, lm_head_bias=rng.random() < 0.5)
     if "rotary_pct" in cfg: cfg["rotary_pct"] = rng.choice([0.25, 0.5, 1.0])
     if "feed_forward_proj" in cfg: cfg["feed_forward_proj"] = rng.choice(["relu", "gated-gelu", "gelu", "gated-silu"])
     if mt == "vit":

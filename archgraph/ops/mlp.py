@@ -174,6 +174,10 @@ class MixtureOfExperts(_FeedForward):
     [experts], a learned factor of each picked expert's weight (Gemma 4's per_expert_scale).
     The op then holds no router tensor, and an empty experts name ("") puts gate_up_proj and
     down_proj directly under the node (Gemma 4's `experts.gate_up_proj`).
+    `scoring: sparsemixer` is PhiMoE's router in eval (top_k 2): the best expert, weighted by a
+    softmax over the logits within `mixer_eps` of it ((best - logit) / max(|logit|, best) <=
+    2·mixer_eps, the others dropped), then the best of the rest, weighted by the same softmax
+    around it with the first expert left out; the weights are not renormalised.
     """
 
     hidden: int  # width of the input and of the output
@@ -193,12 +197,14 @@ class MixtureOfExperts(_FeedForward):
     glu: Literal["standard", "clamped"] = "standard"  # act(gate)·up, or gpt-oss's clamped Swish gate
     glu_alpha: float = 1.702  # clamped: the Swish's gain
     glu_limit: float = 7.0    # clamped: the clamp of gate (above) and up (both sides)
-    scoring: Literal["softmax", "sigmoid"] = "softmax"  # how router logits become weights: softmax, or sigmoid
-    #   (DeepSeek-V3)
+    scoring: Literal["softmax", "sigmoid", "sparsemixer"] = "softmax"  # how router logits become weights:
+    #   softmax, sigmoid (DeepSeek-V3), or PhiMoE's sparsemixer (two experts, each its own masked softmax)
     correction_bias: bool = False  # a learned per-expert bias added for the choice only (e_score_correction_bias)
     groups: int = 1  # experts are split into this many groups for group-limited routing
     top_groups: int = 1  # groups a token may choose its experts from
     scaling: float = 1.0  # multiplies the routed experts' weighted sum (routed_scaling_factor)
+    mixer_eps: float = 0.01  # sparsemixer: the relative distance from the best logit that keeps a logit
+    #   in the softmax, halved (PhiMoE's router_jitter_noise)
     group_score: Literal["top2_sum", "max"] = "top2_sum"  # a group's score: its two best experts' sum
     #   (DeepSeek-V3), or its best's, the others zeroed (DeepSeek-V2's group_limited_greedy)
     shared: int | None = None  # width of an always-used shared expert; none: no shared expert
@@ -218,6 +224,10 @@ class MixtureOfExperts(_FeedForward):
         if self.glu == "clamped" and self.activation != "silu":
             raise invalid(self, f"glu 'clamped' is a Swish (gate·σ(glu_alpha·gate)): activation must be "
                                 f"'silu'; received {self.activation!r}")
+        if self.scoring == "sparsemixer" and (self.top_k != 2 or self.groups != 1 or self.correction_bias):
+            raise invalid(self, f"scoring 'sparsemixer' picks two experts, without groups or a correction bias; "
+                                f"received top_k={self.top_k}, groups={self.groups}, "
+                                f"correction_bias={self.correction_bias}")
         if self.experts % self.groups or self.top_groups > self.groups:
             raise invalid(self, f"groups={self.groups} must divide experts={self.experts} and be at least "
                                 f"top_groups={self.top_groups}")
@@ -325,7 +335,9 @@ class MixtureOfExperts(_FeedForward):
         torch, F = run.torch, run.F
         logits = F.linear(tokens, run.tensor(f"{names[0]}.weight"),
                           run.tensor(f"{names[0]}.bias") if self.router_bias else None)
-        if self.scoring == "softmax" and not self.correction_bias and self.groups == 1:
+        if self.scoring == "sparsemixer":
+            weights, picked = self._sparsemixer(torch, logits.float())
+        elif self.scoring == "softmax" and not self.correction_bias and self.groups == 1:
             weights, picked = torch.topk(F.softmax(logits.float(), dim=-1), self.top_k, dim=-1)
             if self.normalize:
                 weights = weights / weights.sum(dim=-1, keepdim=True)
@@ -352,6 +364,18 @@ class MixtureOfExperts(_FeedForward):
         if self.weighting == "output":
             h = (h * weight).to(tokens.dtype)
         return torch.zeros_like(tokens).index_add_(0, token, h)
+
+    def _sparsemixer(self, torch, logits):
+        """(weights, picked experts) of PhiMoE's sparsemixer in eval: twice, the best remaining
+        expert, weighted by a softmax over the remaining logits near it (relative to it)."""
+        weights, picked, remaining = [], [], logits
+        for _ in range(2):
+            best, index = remaining.max(dim=-1, keepdim=True)
+            far = (best - logits) / logits.abs().clamp(min=best) > 2 * self.mixer_eps
+            weights.append(remaining.masked_fill(far, float("-inf")).softmax(dim=-1).gather(-1, index))
+            picked.append(index)
+            remaining = remaining.scatter(-1, index, float("-inf"))
+        return torch.cat(weights, dim=-1), torch.cat(picked, dim=-1)
 
     def _route(self, run, names, logits):
         """(weights, picked experts) of DeepSeek-V3's router: scores (softmax or sigmoid), plus the
