@@ -4,6 +4,8 @@ multipliers of in_proj's output (Falcon-H1's mup_vector) and its norm placements
 norm then gate, no norm), against rescaled weights and, slow, transformers' FalconH1Mixer."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -77,3 +79,25 @@ def test_mixer_norm_placements_compute_what_falcon_h1_computes(tmp_path, rms_nor
     x = torch.randn(2, 7, 6)
     with torch.no_grad():
         assert (_run(module, x) - reference(x)).abs().max().item() < 1e-4
+
+
+# ---- the hybrids' key tables: what transformers builds but cannot run is refused by name (exit 2)
+TINY_FALCON_H1 = {"model_type": "falcon_h1", "architectures": ["FalconH1ForCausalLM"], "hidden_size": 16,
+                  "num_hidden_layers": 1, "num_attention_heads": 2, "num_key_value_heads": 1, "intermediate_size": 8,
+                  "vocab_size": 20, "mamba_d_ssm": 16, "mamba_n_heads": 4, "mamba_d_state": 4}
+TINY_GMH = {"model_type": "granitemoehybrid", "architectures": ["GraniteMoeHybridForCausalLM"], "hidden_size": 16,
+            "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 8, "vocab_size": 20,
+            "mamba_n_heads": 4, "mamba_d_state": 4, "layer_types": ["mamba", "attention"],
+            "position_embedding_type": "rope"}
+
+
+@pytest.mark.parametrize("config, family", [(TINY_FALCON_H1, "Falcon-H1"), (TINY_GMH, "GraniteMoeHybrid")])
+def test_partial_rotary_with_a_rope_type_is_refused(tmp_path, cli, config, family):
+    from conftest import write_config
+    rope = {"rope_type": "linear", "factor": 2.0, "rope_theta": 100.0}
+    code, _, err = cli("params", write_config(tmp_path, **config, rope_parameters={**rope, "partial_rotary_factor": 0.5}))
+    assert code == 2 and f"partial_rotary_factor with a rope_type: transformers' {family} builds a table" in err, err
+    # the default rope type ignores the factor (whole heads of 8 rotate: inv_freq and its original copy hold
+    # 4 frequencies each), and so does archgraph; Falcon-H1 keeps its mixer's mup_vector too (in_proj: 44 wide)
+    code, out, _ = cli("params", write_config(tmp_path, **config, partial_rotary_factor=0.5), "--json")
+    assert code == 0 and json.loads(out)["buffers"] == 2 * 4 + (44 if family == "Falcon-H1" else 0), out
