@@ -331,3 +331,16 @@ def test_a_cohere2_config_without_a_sliding_window_is_refused_by_name(tmp_path, 
                    "transformers 5.23.0 builds a Cohere 2 model without a sliding window but cannot run it "
                    "(create_sliding_window_causal_mask requires one); set sliding_window\n"
                    "  fix: give 'sliding_window' a value, or leave it out for the default\n")
+
+
+@pytest.mark.parametrize("architecture, enc_dec, message", [
+    ("T5GemmaEncoderModel", True, "T5GemmaEncoderModel is the encoder alone and transformers 5.23.0 refuses "
+                                  "is_encoder_decoder: true for it; set is_encoder_decoder to false"),
+    ("T5GemmaModel", False, "T5GemmaModel is an encoder-decoder and transformers 5.23.0 refuses "
+                            "is_encoder_decoder: false for it (T5GemmaEncoderModel is the encoder alone)")])
+def test_a_t5gemma_class_transformers_refuses_is_refused_by_name(tmp_path, cli, architecture, enc_dec, message):
+    path = write_config(tmp_path, model_type="t5gemma", architectures=[architecture], is_encoder_decoder=enc_dec)
+    code, out, err = cli("params", str(path))
+    assert (code, out) == (2, "")
+    assert err.startswith(f"archgraph: error: {path}: the 't5gemma' template cannot be built with this config: "
+                          f"{message} (the constraint")

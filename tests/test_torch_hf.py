@@ -920,6 +920,25 @@ CASES["lfm2-legacy-keys-untied-multiplier"] = {
 CASES["lfm2-all-attention"] = {**LFM2, "architectures": ["Lfm2ForCausalLM"], "num_hidden_layers": 2,
                                "full_attn_idxs": None}
 
+# T5Gemma (issue 29): Gemma 2 layers as an encoder (bidirectional, sliding layers see W on either side) and a
+# decoder with a cross-attention in every layer; each stack its own sizes
+T5GEMMA_STACK = {"vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 37, "sliding_window": 2,
+                 "query_pre_attn_scalar": 8, "rope_theta": 100.0, "attn_logit_softcapping": 5.0}
+T5GEMMA = {"model_type": "t5gemma", "vocab_size": 97, "pad_token_id": 0, "final_logit_softcapping": 3.0,
+           "encoder": T5GEMMA_STACK, "decoder": {**T5GEMMA_STACK, "final_logit_softcapping": 3.0}}
+CASES["t5gemma-cond-gen"] = {**T5GEMMA, "architectures": ["T5GemmaForConditionalGeneration"]}
+CASES["t5gemma-base-uneven-bias-untied"] = {
+    **T5GEMMA, "architectures": ["T5GemmaModel"], "tie_word_embeddings": False,
+    "encoder": {**T5GEMMA_STACK, "hidden_size": 48, "num_attention_heads": 6, "num_key_value_heads": 3,
+                "attention_bias": True, "layer_types": ["full_attention", "sliding_attention", "sliding_attention"]},
+    "decoder": {**T5GEMMA_STACK, "num_hidden_layers": 2, "attn_logit_softcapping": None, "hidden_activation": "gelu"}}
+CASES["t5gemma-cond-gen-untied-uncapped"] = {
+    **CASES["t5gemma-cond-gen"], "tie_word_embeddings": False,
+    "decoder": {**T5GEMMA_STACK, "final_logit_softcapping": None, "sliding_window": 3}}
+CASES["t5gemma-encoder-only"] = {**T5GEMMA, "architectures": ["T5GemmaEncoderModel"], "is_encoder_decoder": False,
+                                 "encoder": {**T5GEMMA_STACK, "num_hidden_layers": 4}}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
@@ -1350,6 +1369,7 @@ PADDED += ["bamba-causal", "bamba-base-biases-rope-linear"]   # issue 29 (hybrid
 PADDED += ["exaone4-causal", "exaone4-seq-cls-layer-types-word-pattern",
            "exaone4-base-no-window-tied-head-dim"]   # EXAONE 4 (issue 29)
 PADDED += ["lfm2-causal", "lfm2-base-layer-types-bias-4-taps"]   # LFM2 (issue 29)
+PADDED += ["t5gemma-cond-gen", "t5gemma-base-uneven-bias-untied", "t5gemma-encoder-only"]   # T5Gemma (issue 29)
 
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
 PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)
