@@ -164,7 +164,7 @@ def _write(tmp_path, config: dict):
 
 def test_every_rotary_family_reads_the_rope_type():
     """A family whose template computes rotary tables reads rope_type (honoured through the `rope` group, or
-    refused by value); GPT-J, CodeGen and DINOv3 are the exceptions: their config classes have no rope settings, and a
+    refused by value; each stack's, e_rope_type and d_rope_type, in T5Gemma); GPT-J, CodeGen and DINOv3 are the exceptions: their config classes have no rope settings, and a
     composite whose text_config its own model_type's key table reads (LLaVA, Gemma 3) reads it there."""
     from archgraph.hf import _spec_dir, families
     from archgraph.load import read_parent
@@ -173,7 +173,8 @@ def test_every_rotary_family_reads_the_rope_type():
     missing = [name for name, entry in families().items()
                if "rotary_embedding" in repr(merge_extends(load_file(_spec_dir() / str(entry["template"])),
                                                            read_parent)[0])
-               and "rope_type" not in (entry.get("variables") or {}) and name not in ("gptj", "codegen", "dinov3_vit")
+               and not any(v == "rope_type" or v.endswith("_rope_type") for v in (entry.get("variables") or {}))
+               and name not in ("gptj", "codegen", "dinov3_vit")
                and "text_config" not in (entry.get("configs") or {})]
     assert missing == []
 

@@ -936,6 +936,10 @@ CASES["t5gemma-base-uneven-bias-untied"] = {
 CASES["t5gemma-cond-gen-untied-uncapped"] = {
     **CASES["t5gemma-cond-gen"], "tie_word_embeddings": False,
     "decoder": {**T5GEMMA_STACK, "final_logit_softcapping": None, "sliding_window": 3}}
+CASES["t5gemma-cond-gen-rope-linear-dynamic"] = {
+    **CASES["t5gemma-cond-gen"], "encoder": {**T5GEMMA_STACK, "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
+    "decoder": {**T5GEMMA_STACK, "max_position_embeddings": 4,
+                "rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 50.0}}}
 CASES["t5gemma-encoder-only"] = {**T5GEMMA, "architectures": ["T5GemmaEncoderModel"], "is_encoder_decoder": False,
                                  "encoder": {**T5GEMMA_STACK, "num_hidden_layers": 4}}
 
