@@ -63,3 +63,29 @@ def test_qwen2_5_vl_refuses_a_window_smaller_than_a_merged_token(tmp_path):
     with pytest.raises(ArchgraphError) as err:
         load_config(write_config(tmp_path, **config))
     assert "window_size must be at least spatial_merge_size * patch_size pixels" in err.value.message
+
+
+QWEN3_VL = dict(model_type="qwen3_vl", architectures=["Qwen3VLForConditionalGeneration"], image_token_id=100,
+                text_config=dict(vocab_size=120, hidden_size=48, num_hidden_layers=3, num_attention_heads=4,
+                                 num_key_value_heads=2, head_dim=12, intermediate_size=37,
+                                 rope_parameters=dict(rope_type="default", mrope_section=[2, 2, 2])),
+                vision_config=dict(depth=3, hidden_size=32, num_heads=4, out_hidden_size=48, intermediate_size=40,
+                                   patch_size=4, num_position_embeddings=16, deepstack_visual_indexes=[0, 2]))
+
+
+def test_qwen3_vl_keeps_the_tapped_layers_and_adds_each_feature_after_an_early_decoder_layer(tmp_path):
+    shapes = load_config(write_config(tmp_path, **QWEN3_VL), {"B": 1, "IH": 16, "IW": 24, "S": 10}).shapes()
+    # 24 patches; the kept states: the embeddings and layers 0 and 2, side by side
+    assert shapes.shape_of("model.visual.blocks.2.joined") == [(1, 24, 3 * 32)]
+    assert shapes.shape_of("model.visual.deepstack") == [(1, 6, 2 * 48)]   # 6 merged tokens, 2 features
+    assert shapes.shape_of("model.deepstack") == [(1, 10, 2 * 48)]         # over the sequence
+    added = sorted(path for path, _, _, _ in shapes.io() if path.endswith(".deepstack_added"))
+    assert added == ["model.language_model.layers.0.deepstack_added", "model.language_model.layers.1.deepstack_added"]
+
+
+def test_qwen3_vl_refuses_deepstack_layers_out_of_order_or_beyond_the_tower(tmp_path):
+    for indexes in ([2, 0], [1, 3], [1, 1]):
+        config = {**QWEN3_VL, "vision_config": {**QWEN3_VL["vision_config"], "deepstack_visual_indexes": indexes}}
+        with pytest.raises(ArchgraphError) as err:
+            load_config(write_config(tmp_path, **config))
+        assert "deepstack_visual_indexes must be increasing layer numbers of the vision tower" in err.value.message

@@ -127,6 +127,33 @@ def test_mrope_tables_are_transformers_qwen2_vl_rotary_embedding():
     assert torch.allclose(cos, want_cos, atol=1e-6) and torch.allclose(sin, want_sin, atol=1e-6)
 
 
+def test_interleaved_mrope_tables_are_transformers_qwen3_vl_rotary_embedding():
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import Qwen3VLTextConfig, Qwen3VLTextRotaryEmbedding
+    config = Qwen3VLTextConfig(hidden_size=64, num_attention_heads=2, head_dim=24,
+                               rope_parameters={"rope_type": "default", "mrope_section": [4, 4, 4],
+                                                "rope_theta": 500.0})
+    reference = Qwen3VLTextRotaryEmbedding(config)
+    op = REGISTRY["rotary_embedding"](head_dim=24, base=500.0, axes=3, sections=(4, 4, 4),
+                                      section_layout="interleaved")
+    positions = torch.stack([torch.arange(5) * 100, torch.arange(5) * 10, torch.arange(5)])[:, None]  # [3, 1, 5]
+    x = torch.zeros(1, 5, 64)
+    cos, sin = _rope({"inv_freq": reference.inv_freq}, op, x, positions)
+    want_cos, want_sin = reference(x, positions)
+    assert torch.allclose(cos, want_cos, atol=1e-6) and torch.allclose(sin, want_sin, atol=1e-6)
+    turning = []   # which frequencies each axis turns: positions 0 but 1 on that axis
+    for axis in range(3):
+        one = torch.zeros(3, 1, 1, dtype=torch.long)
+        one[axis] = 1
+        cos, _ = _rope({"inv_freq": reference.inv_freq}, op, torch.zeros(1, 1, 64), one)
+        turning.append([j for j in range(12) if cos[0, 0, j] < 1])
+    assert turning == [[0, 3, 6, 9], [1, 4, 7, 10], [2, 5, 8, 11]]   # time, row, column in turn
+
+
+def test_interleaved_sections_need_sections():
+    with pytest.raises(SpecError, match="section_layout: interleaved lays out M-RoPE's sections: give sections"):
+        REGISTRY["rotary_embedding"](head_dim=16, axes=2, section_layout="interleaved")
+
+
 def test_axial_tables_are_transformers_qwen2_vl_vision_rotary_embedding():
     from transformers.models.qwen2_vl.modeling_qwen2_vl import (
         Qwen2VLVisionConfig,

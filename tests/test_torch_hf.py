@@ -790,6 +790,22 @@ CASES["qwen2_5_vl-cond-gen"] = {**QWEN2_5_VL, "architectures": ["Qwen2_5_VLForCo
 CASES["qwen2_5_vl-base-unit-windows"] = {**QWEN2_5_VL, "architectures": ["Qwen2_5_VLModel"],
                                          "vision_config": {**QWEN2_5_VL["vision_config"], "window_size": 8,
                                                            "fullatt_block_indexes": [], "hidden_act": "gelu"}}
+# Qwen3-VL (issue 29): a 4 x 4 grid of positions resampled to the image's 4 x 6 patches, DeepStack features of
+# vision layers 0 and 2 added after the decoder's first two layers, interleaved M-RoPE, Qwen3's q/k norms
+QWEN3_VL = {"model_type": "qwen3_vl", "image_token_id": 100,
+            "text_config": {"vocab_size": 120, "hidden_size": 48, "num_hidden_layers": 3, "num_attention_heads": 4,
+                            "num_key_value_heads": 2, "head_dim": 12, "intermediate_size": 37,
+                            "rope_parameters": {"rope_type": "default", "mrope_section": [2, 2, 2],
+                                                "mrope_interleaved": True, "rope_theta": 1000.0}},
+            "vision_config": {"depth": 3, "hidden_size": 32, "num_heads": 4, "out_hidden_size": 48,
+                              "intermediate_size": 40, "patch_size": 4, "num_position_embeddings": 16,
+                              "deepstack_visual_indexes": [0, 2]}}
+CASES["qwen3_vl-cond-gen"] = {**QWEN3_VL, "architectures": ["Qwen3VLForConditionalGeneration"]}
+CASES["qwen3_vl-base-deeper-stack-bias"] = {
+    **QWEN3_VL, "architectures": ["Qwen3VLModel"],
+    "text_config": {**QWEN3_VL["text_config"], "num_hidden_layers": 2, "attention_bias": True},
+    "vision_config": {**QWEN3_VL["vision_config"], "deepstack_visual_indexes": [0, 1, 2], "spatial_merge_size": 1,
+                      "temporal_patch_size": 1, "hidden_act": "silu", "num_position_embeddings": 9}}
 
 # Mistral 3: Pixtral's tower (2-D rotary positions, any image in whole patches: 8 x 12 here), the projector's
 # norm and 2 x 2 patch merger, a Mistral; one image of 2 x 3 merged tokens per sequence
@@ -997,7 +1013,7 @@ def _loaded_pair(tmp_path, config: dict):
     return reference, module
 
 
-QWEN_VL = {"qwen2_vl", "qwen2_5_vl"}   # one image per sequence, its patches flattened, its grid given
+QWEN_VL = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}   # one image per sequence, its patches flattened, its grid given
 
 
 def _image_grid(config: dict) -> tuple[int, int] | None:
@@ -1245,6 +1261,13 @@ CANNOT_RUN = {
 CANNOT_RUN.update({name: "Qwen2.5-VL's real sizes (a flat config narrowing does not reach) are too many to run in "
                          "the suite" for name in ("qwen2_5_vl-3b-instruct", "qwen2_5_vl-7b-instruct",
                                                   "qwen2_5_vl-32b-instruct", "qwen2_5_vl-72b-instruct")})
+# Qwen3-VL's real checkpoints: narrowing cuts the text model's 128-wide heads to 16 dims, which its mrope_section
+# [24, 20, 20] (64 frequencies) no longer fits, and the merger's out_hidden_size stays the full text width; their
+# counts, names and buffers are checked, and qwen3_vl-odd-base-no-deepstack and the qwen3_vl CASES run.
+CANNOT_RUN.update({name: "Qwen3-VL's real sizes cannot be narrowed (mrope_section fits 128-wide heads only) and are "
+                         "too many to run in the suite"
+                   for name in ("qwen3_vl-2b-instruct", "qwen3_vl-4b-instruct", "qwen3_vl-8b-instruct",
+                                "qwen3_vl-32b-instruct")})
 # Gemma 3's real checkpoints see 896-pixel images: 4,096 patches through 27 vision layers, twice (transformers'
 # model and the module), take minutes and about 10 GB however narrow the widths; their counts, names and
 # buffers are checked, and gemma3-odd-untied-head-vision-defaults and the gemma3 CASES run.
@@ -1358,7 +1381,7 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "FalconForSequenceClassification", "mamba-causal", "mamba-base-bias-gelu", "falcon_mamba-causal",
           "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases",
           "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "gemma3-cond-gen", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
-          "qwen2_5_vl-cond-gen", "qwen2_5_vl-base-unit-windows",
+          "qwen2_5_vl-cond-gen", "qwen2_5_vl-base-unit-windows", "qwen3_vl-cond-gen", "qwen3_vl-base-deeper-stack-bias",
           "qwen3_moe-seq-cls", "mixtral-window",
           "olmoe-causal", "olmoe-base-normalized-bias",
           "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied",

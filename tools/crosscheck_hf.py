@@ -71,6 +71,7 @@ PREFIX["granitemoehybrid"] = "GraniteMoeHybrid"; ROTARY.add("granitemoehybrid") 
 PREFIX["qwen2_5_vl"] = "Qwen2_5_VL"  # issue 29 (vlm2): window attention in the vision tower
 PREFIX["falcon_h1"] = "FalconH1"; ROTARY.add("falcon_h1")  # issue 29 (hybrid)
 PREFIX["phimoe"] = "Phimoe"; ROTARY.add("phimoe")  # issue 29 (moe)
+PREFIX["qwen3_vl"] = "Qwen3VL"  # issue 29 (vlm2): resampled positions, DeepStack features
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
 PREFIX["gemma4_text"] = "Gemma4Text"; ROTARY.add("gemma4_text")  # issue 29 (gemma)
@@ -535,6 +536,27 @@ def mutate(rng, cfg):
                   "hidden_act": rng.choice(["silu", "gelu"])}
         cfg = {"model_type": mt, "architectures": cfg["architectures"], "text_config": text, "vision_config": vision,
                "image_token_id": rng.randrange(text["vocab_size"])}
+    if mt == "qwen3_vl":  # a random Qwen3 with interleaved M-RoPE and a random tower with DeepStack taps
+        ta, va, merge, side = rng.randint(1, 6), rng.randint(1, 6), rng.choice([1, 2, 3]), rng.randint(1, 6)
+        hd = rng.choice([6, 12])
+        first = rng.randint(0, hd // 2)
+        depth = rng.randint(1, 4)
+        text = {"vocab_size": rng.randint(50, 300), "hidden_size": ta * rng.choice([4, 8]),
+                "num_hidden_layers": rng.randint(1, 4), "num_attention_heads": ta, "head_dim": hd,
+                "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "intermediate_size": rng.randint(3, 40), "attention_bias": rng.random() < 0.3,
+                "rope_parameters": {"rope_type": "default", "mrope_interleaved": True,
+                                    "mrope_section": [first, rng.randint(0, hd // 2 - first), 0]}}
+        sec = text["rope_parameters"]["mrope_section"]
+        sec[2] = hd // 2 - sec[0] - sec[1]
+        vision = {"depth": depth, "hidden_size": va * rng.choice([4, 8]), "num_heads": va,
+                  "intermediate_size": rng.randint(3, 40), "out_hidden_size": text["hidden_size"],
+                  "patch_size": rng.randint(1, 5), "spatial_merge_size": merge, "temporal_patch_size": rng.choice([1, 2]),
+                  "num_position_embeddings": side * side, "in_channels": rng.choice([1, 3]),
+                  "deepstack_visual_indexes": sorted(rng.sample(range(depth), rng.randint(0, depth))),
+                  "hidden_act": rng.choice(["gelu_pytorch_tanh", "silu"])}
+        cfg = {"model_type": mt, "architectures": cfg["architectures"], "text_config": text, "vision_config": vision,
+               "image_token_id": rng.randrange(text["vocab_size"]), "tie_word_embeddings": rng.random() < 0.3}
     return cfg
 
 

@@ -59,7 +59,9 @@ class RotaryEmbedding(Op):
     [B, S, width].  With `axes: n` the positions have n axes, [n, B, S] (a `grid_positions` or
     `multimodal_positions` table), and each frequency takes its angle from one axis: with
     `sections` (M-RoPE, Qwen2-VL's mrope_section) the ceil(rotary_dim/2) frequencies are cut into
-    runs of those lengths and run i reads axis i mod n; without, the rotation is axial (a 2-D
+    runs of those lengths and run i reads axis i mod n (with `section_layout: interleaved`, frequency j
+    reads axis a >= 1 when j mod n = a and j < n·sections[a], else axis 0: Qwen3-VL's interleaved
+    M-RoPE, time, row, column, time, ...); without, the rotation is axial (a 2-D
     ViT's): each axis has its own copy of the frequencies of rotary_dim // n dims, laid side by
     side (inv_freq holds one copy)."""
 
@@ -89,6 +91,8 @@ class RotaryEmbedding(Op):
     original: bool = False  # keep an original_inv_freq buffer too, as transformers' dynamic scaling does
     axes: int = 1  # the position_ids input's axes: [axes, B, S] when more than 1
     sections: tuple[int, ...] | None = None  # M-RoPE: frequencies per run, run i from axis i mod axes
+    section_layout: Literal["runs", "interleaved"] = "runs"  # M-RoPE: each axis' frequencies in one run, or
+    #   dealt out in turn (interleaved: Qwen3-VL's)
     axis_frequencies: Literal["copy", "strided"] = "copy"  # axial: each axis a copy of the frequencies of
     #   rotary_dim // axes dims (copy), or every axes-th frequency of the whole rotary_dim (strided)
 
@@ -102,6 +106,8 @@ class RotaryEmbedding(Op):
             if sum(self.sections) != self.frequencies:
                 raise invalid(self, f"sections {list(self.sections)} add up to {sum(self.sections)}; the "
                                     f"{self.dim} rotary dims have {self.frequencies} frequencies")
+        if self.section_layout != "runs" and self.sections is None:
+            raise invalid(self, f"section_layout: {self.section_layout} lays out M-RoPE's sections: give sections")
         if self.axis_frequencies == "strided" and (not self.axial or self.frequencies % self.axes):
             raise invalid(self, f"axis_frequencies: strided deals the {self.frequencies} frequencies of "
                                 f"rotary_dim={self.dim} out to axes={self.axes} axial axes (no sections): they "
@@ -255,7 +261,13 @@ class RotaryEmbedding(Op):
             if position_ids is None:
                 position_ids = torch.arange(x.shape[1], dtype=torch.float32, device=x.device)[None]
             freqs = position_ids.float()[..., None] * run.tensor(f"{self.prefix}inv_freq").float()
-            if self.sections is not None:  # run i of the frequencies turns with axis i mod axes
+            if self.sections is not None and self.section_layout == "interleaved":
+                out = freqs[0].clone()   # axis 0 but where an axis a >= 1 takes its turn
+                for a in range(1, self.axes):
+                    turn = slice(a, self.sections[a] * self.axes, self.axes)
+                    out[..., turn] = freqs[a, ..., turn]
+                freqs = out
+            elif self.sections is not None:  # run i of the frequencies turns with axis i mod axes
                 runs = freqs.split(list(self.sections), dim=-1)
                 freqs = torch.cat([part[i % self.axes] for i, part in enumerate(runs)], dim=-1)
             elif self.axis_frequencies == "strided":  # axis a turns by its share of the frequencies
