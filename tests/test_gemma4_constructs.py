@@ -3,7 +3,8 @@ attention gives (`kv_out`) and another reads instead of projecting its own (`sha
 weightless value norm (`v_norm`) and values taken from the key projection (`k_eq_v`); the
 `proportional` rotary table; a mixture of experts whose routing is given by nodes (`routing:
 given`, `expert_scale`); the key tables' `by_layer` rule (transformers' per_layer_config); and
-what `memory` keeps for Gemma 4's layers (shared layers: no cache of their own)."""
+what `memory` keeps for Gemma 4's layers (shared layers: no cache of their own); and Gemma 3n's
+sparse gates (gated_mlp's `sparsity`)."""
 from __future__ import annotations
 
 import pytest
@@ -180,3 +181,41 @@ def test_shared_layers_keep_no_cache_and_each_kind_keeps_its_own(tmp_path):
         layers[(e.rule, e.context, e.width)] = layers.get((e.rule, e.context, e.width), 0) + e.layers
     # keys and values of kv_heads x head_dim: 2 x 2 x 8 on the sliding layers, 2 x 2 x 16 on the full one
     assert layers == {("sliding window of 4", 4, 32): 2, ("full attention", 10, 64): 1}
+
+
+SPARSE = """
+inputs: {x: [B, S, 8]}
+nodes:
+  - {name: mlp, op: gated_mlp, in: x, hidden: 8, intermediate: 16, activation: gelu_tanh, sparsity: 0.9}
+"""
+
+
+def test_a_sparse_gate_keeps_what_exceeds_mean_plus_quantile_std(tmp_path):
+    module = spec_module(tmp_path, SPARSE, 0.5)
+    state = dict(module.state_dict())
+    x = torch.randn(2, 3, 8)
+    with torch.no_grad():
+        got = module(x=x)["mlp"]
+    gate = x @ state["mlp.gate_proj.weight"].T
+    cutoff = gate.mean(-1, keepdim=True) + gate.std(-1, keepdim=True, unbiased=False) * 1.2815515   # Φ⁻¹(0.9)
+    kept = torch.relu(gate - cutoff)
+    assert 0 < (kept > 0).float().mean().item() < 0.3   # about a tenth of each gate survives
+    h = torch.nn.functional.gelu(kept, approximate="tanh") * (x @ state["mlp.up_proj.weight"].T)
+    assert (got - h @ state["mlp.down_proj.weight"].T).abs().max().item() < 1e-5
+
+
+def test_a_sparse_gate_is_transformers_gaussian_topk():
+    transformers = pytest.importorskip("transformers")
+    from transformers.models.gemma3n.modeling_gemma3n import Gemma3nTextMLP
+
+    config = transformers.Gemma3nTextConfig(num_hidden_layers=1, activation_sparsity_pattern=[0.95])
+    reference = Gemma3nTextMLP(config, 0)
+    gate = torch.randn(4, 5, 64)
+    op = REGISTRY["gated_mlp"](hidden=8, intermediate=64, sparsity=0.95)
+    assert torch.equal(op._sparse(torch, gate), reference._gaussian_topk(gate))
+
+
+@pytest.mark.parametrize("sparsity", [-0.1, 1.0])
+def test_a_sparsity_outside_0_1_is_refused(sparsity):
+    with pytest.raises(SpecError, match="0 <= sparsity < 1"):
+        REGISTRY["gated_mlp"](hidden=8, intermediate=16, sparsity=sparsity)

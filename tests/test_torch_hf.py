@@ -876,6 +876,21 @@ CASES["gemma4_text-base-moe-k-eq-v"] = {**GEMMA4_TEXT, "architectures": ["Gemma4
                                         "attention_k_eq_v": True, "num_global_key_value_heads": 1,
                                         "enable_moe_block": True, "num_experts": 5, "top_k_experts": 2,
                                         "moe_intermediate_size": 12}
+# Gemma 3n's text decoder (issue 29): 4 AltUp streams, Laurel, sparse gates on the first 2 layers, per-layer sizes,
+# per-layer inputs from a table smaller than the vocabulary, the last 2 layers reading layers 2 and 3's keys and values
+GEMMA3N_TEXT = {"model_type": "gemma3n_text", "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 6,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+                "intermediate_size": [40, 40, 48, 40, 40, 48], "sliding_window": 3, "hidden_size_per_layer_input": 8,
+                "vocab_size_per_layer_input": 60, "num_kv_shared_layers": 2, "laurel_rank": 4,
+                "activation_sparsity_pattern": [0.95, 0.95, 0.0, 0.0, 0.0, 0.0], "pad_token_id": 0,
+                "layer_types": ["sliding_attention", "full_attention"] * 3}
+CASES["gemma3n_text-causal"] = {**GEMMA3N_TEXT, "architectures": ["Gemma3nForCausalLM"]}
+CASES["gemma3n_text-base-three-streams-unscaled"] = {
+    **GEMMA3N_TEXT, "architectures": ["Gemma3nTextModel"], "altup_num_inputs": 3, "altup_active_idx": 1,
+    "altup_correct_scale": False, "num_kv_shared_layers": 0, "intermediate_size": 24, "layer_types": None,
+    "activation_sparsity_pattern": [0.5] * 6, "rope_parameters": {
+        "sliding_attention": {"rope_type": "default", "rope_theta": 100.0},
+        "full_attention": {"rope_type": "default", "rope_theta": 1000.0}}}
 CASES["gemma4_text-untied-capped-rope"] = {
     **GEMMA4_TEXT, "architectures": ["Gemma4ForCausalLM"], "tie_word_embeddings": False,
     "final_logit_softcapping": 3.0, "per_layer_config": {"1": {"head_dim": 16, "num_key_value_heads": 1},
@@ -1287,6 +1302,8 @@ CANNOT_RUN.update({name: "40 + 24 random layers: transformers' own sdpa and eage
 CANNOT_RUN.update({name: "Gemma 4's per-layer embedding table (262,144 x layers x 256) stays too big narrowed"
                    for name in ("gemma4_text-e2b-reconstructed", "gemma4_text-e4b-reconstructed",
                                 "gemma4_text-defaults-base")})
+CANNOT_RUN.update({name: "Gemma 3n's per-layer embedding table (262,144 x layers x 256) stays too big narrowed"
+                   for name in ("gemma3n_text-e2b", "gemma3n_text-e4b", "gemma3n_text-defaults-base")})
 
 
 # Above this many parameters a fixture runs forward at a reduced width (_narrow): building,
@@ -1405,6 +1422,7 @@ PADDED += ["falcon_h1-causal", "falcon_h1-causal-norm-first-biases", "falcon_h1-
 PADDED += ["phimoe-causal", "phimoe-base-wide-threshold-window", "phimoe-seq-cls"]   # issue 29 (moe)
 
 PADDED += ["gemma4_text-causal-shared-kv", "gemma4_text-base-moe-k-eq-v"]   # Gemma 4 (issue 29)
+PADDED += ["gemma3n_text-causal", "gemma3n_text-base-three-streams-unscaled"]   # Gemma 3n (issue 29)
 
 def padding_mask(ids, left: int = 2, right: int = 3):
     """A mask [B, S] whose row 0 starts with `left` padding positions and row 1 ends with `right`."""

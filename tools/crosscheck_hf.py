@@ -76,6 +76,8 @@ EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the fa
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
 PREFIX["gemma4_text"] = "Gemma4Text"; ROTARY.add("gemma4_text")  # issue 29 (gemma)
 EXTRA_CLASSES["gemma4_text"] = ["Gemma4ForCausalLM"]
+PREFIX["gemma3n_text"] = "Gemma3nText"; ROTARY.add("gemma3n_text")  # issue 29 (gemma)
+EXTRA_CLASSES["gemma3n_text"] = ["Gemma3nForCausalLM"]
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
 EXTRA_CLASSES.update({"detr": ["DetrForObjectDetection", "DetrForSegmentation"]})
@@ -450,6 +452,21 @@ def mutate(rng, cfg):
         if cfg["architectures"] == ["Siglip2Model"]:  # its forward compares pooled outputs of one width
             vision["vision_use_head"], text["projection_size"] = True, vision["hidden_size"]
         cfg.update(text_config=text, vision_config=vision)
+    if mt == "gemma3n_text":  # AltUp streams, Laurel rank, per-layer sizes and sparsity, shared keys and values
+        layers = cfg["num_hidden_layers"] = rng.randint(2, 7)
+        cfg["layer_types"] = [rng.choice(["sliding_attention", "full_attention"]) for _ in range(layers)]
+        cfg["num_kv_shared_layers"] = rng.randint(0, layers - 1)
+        if set(cfg["layer_types"][:layers - cfg["num_kv_shared_layers"]]) != set(cfg["layer_types"]):
+            cfg["num_kv_shared_layers"] = 0   # every kind needs a layer before the shared ones
+        cfg["intermediate_size"] = rng.choice([rng.randint(3, 40), [rng.randint(3, 40) for _ in range(layers)]])
+        cfg["activation_sparsity_pattern"] = [rng.choice([0.0, 0.5, 0.95]) for _ in range(layers)]
+        cfg["altup_num_inputs"] = rng.randint(1, 5)
+        cfg["altup_active_idx"] = rng.randrange(cfg["altup_num_inputs"])
+        cfg["altup_correct_scale"] = rng.random() < 0.5
+        cfg["laurel_rank"] = rng.randint(1, 9)
+        cfg["hidden_size_per_layer_input"] = rng.randint(1, 6)
+        cfg["vocab_size_per_layer_input"] = rng.randint(20, 300)
+        cfg["sliding_window"] = rng.randint(2, 8)
     if mt == "gemma4_text":  # layer kinds, full layers' own head size, shared keys and values, MoE, per-layer inputs
         layers = cfg["num_hidden_layers"] = rng.randint(2, 7)
         cfg["layer_types"] = [rng.choice(["sliding_attention", "full_attention"]) for _ in range(layers - 1)] + \

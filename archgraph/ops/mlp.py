@@ -90,7 +90,9 @@ class MLP(_FeedForward):
 class GatedMLP(_FeedForward):
     """down(act(gate(x)) · up(x)): SwiGLU with silu, GeGLU with gelu; `fused` stores gate and up as one.
     `dropout` zeroes act(gate(x)) · up(x) before the down projection, in training only (T5's gated
-    DenseReluDense)."""
+    DenseReluDense).  `sparsity` p > 0 keeps of each token's gate only what exceeds its mean plus
+    Φ⁻¹(p) standard deviations (relu(gate − cutoff), before the activation): about a share p of the
+    gate is zeroed, as Gemma 3n's activation_sparsity_pattern (transformers' _gaussian_topk)."""
 
     hidden: int  # width of the input and of the output
     intermediate: int  # width of the gate and up projections
@@ -102,11 +104,14 @@ class GatedMLP(_FeedForward):
     dropout: float = 0.0  # probability of zeroing each gated activation, in training only
     gate_multiplier: float = 1.0  # the gate projection's output is scaled by it before the activation
     #   (Falcon-H1's mlp_multipliers[0]: act(m·gate(x)), which no scale outside the op can give)
+    sparsity: float = 0.0  # the share of each token's gate zeroed by a cutoff at mean + Φ⁻¹(sparsity)·std
 
     def __post_init__(self):
         positive(self, "hidden", "intermediate")
         self._check_names(*self._default())
         self._check_dropout()
+        if not 0 <= self.sparsity < 1:
+            raise invalid(self, f"sparsity is a share of the gate, 0 <= sparsity < 1; received {self.sparsity}")
 
     def _default(self):
         names = ("gate_up_proj", "down_proj") if self.fused else ("gate_proj", "up_proj", "down_proj")
@@ -133,7 +138,16 @@ class GatedMLP(_FeedForward):
             gate, up = self.dense(run, names[0], x), self.dense(run, names[1], x)
         if self.gate_multiplier != 1:
             gate = gate * self.gate_multiplier
+        if self.sparsity > 0:
+            gate = self._sparse(run.torch, gate)
         return self.dense(run, names[-1], self.drop(run, self.act(run, gate) * up))
+
+    def _sparse(self, torch, gate):
+        """relu(gate − (mean + Φ⁻¹(sparsity)·std)) over the last dim, as transformers' _gaussian_topk."""
+        p = torch.tensor(self.sparsity, dtype=torch.float32, device=gate.device)
+        multiplier = torch.distributions.normal.Normal(0, 1).icdf(p).type(gate.dtype)
+        cutoff = gate.mean(dim=-1, keepdim=True) + gate.std(dim=-1, keepdim=True, unbiased=False) * multiplier
+        return torch.nn.functional.relu(gate - cutoff)
 
 
 @op("moe", category="mlp",
