@@ -225,3 +225,39 @@ def test_sdpa_scale_is_torch_scaled_dot_product_attentions(scale):
     unscaled = REGISTRY["sdpa"](heads=4, kv_heads=2, causal=True).forward(
         Run(torch, torch.nn.functional, False, None, "", None), q, k, v)
     assert ((got - unscaled).abs().max().item() > 1e-3) == (scale is not None)
+
+
+@pytest.mark.parametrize("window", [None, 2])
+def test_block_ids_open_each_block_both_ways_as_transformers_block_sequence_ids(window):
+    """`block_ids` [B, S]: past the causal rule (and a window), a query sees every key of its block
+    (an id >= 0), as transformers' create_causal_mask with block_sequence_ids; padding still hides."""
+    torch = pytest.importorskip("torch")
+    from transformers import Gemma2Config
+    from transformers.masking_utils import create_causal_mask, create_sliding_window_causal_mask
+    from archgraph.ops.attention import attend
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 2, 6, 4), torch.randn(2, 2, 6, 4), torch.randn(2, 2, 6, 4)
+    blocks = torch.tensor([[0, 0, 0, 0, -1, -1], [-1, 0, 0, 0, 1, 1]])
+    padding = torch.tensor([[1, 1, 1, 1, 1, 1], [0, 1, 1, 1, 1, 1]])
+    config = Gemma2Config(sliding_window=window or 4096, num_hidden_layers=1, layer_types=["sliding_attention"])
+    config._attn_implementation = "eager"
+    make = create_sliding_window_causal_mask if window else create_causal_mask
+    mask = make(config=config, inputs_embeds=torch.zeros(2, 6, 8), attention_mask=padding, past_key_values=None,
+                position_ids=torch.arange(6)[None], block_sequence_ids=blocks)   # [B, 1, S, T], 0 or -inf
+    scores = torch.matmul(q, k.transpose(-1, -2)) * 0.5 + mask
+    want = torch.matmul(torch.softmax(scores, dim=-1), v)
+    got = attend(torch, q, k, v, None, None, True, window, mask=padding, block_ids=blocks)
+    keep = padding.bool()
+    assert torch.allclose(got.transpose(1, 2)[keep], want.transpose(1, 2)[keep], atol=1e-6)
+    causal = attend(torch, q, k, v, None, None, True, window, mask=padding)
+    assert (causal[0, :, 1] - got[0, :, 1]).abs().max() > 1e-3   # the block's later keys count
+
+
+def test_block_ids_are_a_self_attentions_and_must_fit():
+    from archgraph.errors import ShapeError
+    op = Attention(hidden=32, heads=4, causal=True)
+    assert op.infer_shape((2, 6, 32), block_ids=(2, 6)) == (2, 6, 32)
+    with pytest.raises(ShapeError, match=r"length of the block ids \[B, S\] \(the keys'\) is 5, expected 6"):
+        op.infer_shape((2, 6, 32), block_ids=(2, 5))
+    with pytest.raises(ShapeError, match=r"block ids \[B, S\] are for self-attention"):
+        op.infer_shape((2, 6, 32), kv=(2, 4, 32), block_ids=(2, 6))

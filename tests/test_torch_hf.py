@@ -827,6 +827,25 @@ CASES["mistral3-untied-qwen2-layer1"] = {**CASES["mistral3-cond-gen"], "tie_word
                                          "vision_feature_layer": 1,
                                          "text_config": {**MISTRAL3["text_config"], "model_type": "qwen2"}}
 
+# PaliGemma: SigLIP's 3 x 3 patches, one linear, a Gemma (PaliGemma 2: a Gemma 2); the image and the first
+# 3 prompt tokens (token_type_ids 0) attend both ways, the rest causally
+PALIGEMMA = {"model_type": "paligemma", "image_token_index": 100, "projection_dim": 32,
+             "text_config": {"model_type": "gemma", "vocab_size": 120, "hidden_size": 32, "num_hidden_layers": 2,
+                             "num_attention_heads": 4, "num_key_value_heads": 1, "intermediate_size": 37,
+                             "head_dim": 8},
+             "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 24, "num_hidden_layers": 2,
+                               "num_attention_heads": 4, "intermediate_size": 29, "image_size": 12, "patch_size": 4}}
+CASES["paligemma-cond-gen"] = {**PALIGEMMA, "architectures": ["PaliGemmaForConditionalGeneration"]}
+CASES["paligemma-base-head-token-beyond-vocab"] = {
+    **PALIGEMMA, "architectures": ["PaliGemmaModel"], "image_token_index": 130,
+    "vision_config": {**PALIGEMMA["vision_config"], "vision_use_head": True, "hidden_act": "gelu", "num_channels": 2}}
+CASES["paligemma-gemma2-capped-window-untied"] = {
+    **CASES["paligemma-cond-gen"], "tie_word_embeddings": False,
+    "text_config": {"model_type": "gemma2", "vocab_size": 120, "hidden_size": 32, "num_hidden_layers": 3,
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 37, "head_dim": 8,
+                    "sliding_window": 4, "query_pre_attn_scalar": 8, "final_logit_softcapping": 3.0,
+                    "attn_logit_softcapping": 5.0}}   # 16 tokens: the sliding layers' window cuts the prefix
+
 # SigLIP 2: NaFlex patches, 16 per image here: image 0 a full 4 x 4 grid, image 1 a 3 x 5 grid and one
 # padding patch (its mask 0); the position table (4 x 4) resampled to each
 SIGLIP2_TEXT = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
@@ -999,6 +1018,9 @@ def _hf_model(config: dict):
         pytest.skip("transformers builds this backbone with timm, which is not installed")
     cfg._experts_implementation = "eager"  # the reference loop (the grouped kernel wants aligned sizes)
     cfg._attn_implementation = "eager"
+    for key in getattr(cfg, "sub_configs", {}):  # float32: a sub-config's torch_dtype (PaliGemma 2's bfloat16)
+        if getattr(cfg, key, None) is not None:   # would build its tower, and its rotary tables, in it
+            getattr(cfg, key).dtype = None
     torch.manual_seed(0)
     if "architectures" in config:
         model = getattr(transformers, config["architectures"][0])(cfg).eval()
@@ -1100,6 +1122,16 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
                 ids[ids == token] = token - 1
                 ids[:, 2:2 + count] = token
                 out[name] = ids
+            if name == "input_ids" and config["model_type"] == "paligemma":  # one image's patches, then the prompt
+                cfg = transformers.AutoConfig.for_model(**config)
+                token, count = cfg.image_token_index, (cfg.vision_config.image_size // cfg.vision_config.patch_size) ** 2
+                ids = torch.randint(3, cfg.text_config.vocab_size, (batch, length + count))
+                ids[ids == token] = token - 1
+                ids[:, 2:2 + count] = token
+                out[name] = ids
+                types = torch.ones_like(ids)   # the prefix (its block attended both ways): the image and 3 tokens
+                types[:, :count + 5] = 0
+                out["token_type_ids"] = types
             if name == "input_ids" and _image_pixels(config) is not None:  # Mistral 3: one image's merged blocks
                 token, count = config.get("image_token_index", 10), 6
                 ids = torch.randint(3, text.get("vocab_size", 100), (batch, length + count))
@@ -1127,6 +1159,9 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
         elif name == "pixel_values" and grid is not None:  # patches flattened as Qwen2VLImageProcessor gives them
             width = vision.get("in_channels", 3) * vision.get("temporal_patch_size", 2) * vision.get("patch_size", 14) ** 2
             out[name] = torch.randn(batch * grid[0] * grid[1], width)
+        elif name == "pixel_values" and config["model_type"] == "paligemma":   # its vision config class's size
+            side = transformers.AutoConfig.for_model(**config).vision_config.image_size
+            out[name] = torch.randn(batch, vision.get("num_channels", 3), side, side)
         elif name == "pixel_values" and _image_pixels(config) is not None:
             out[name] = torch.randn(batch, vision.get("num_channels", 3), *_image_pixels(config))
         elif name == "pixel_values":
@@ -1295,6 +1330,14 @@ CANNOT_RUN.update({name: "Gemma 3's 896-pixel images are too many patches to run
 # CASES and the small fixtures run
 CANNOT_RUN.update({name: "40 + 24 random layers: transformers' own sdpa and eager logits differ by 1.6e-3"
                    for name in ("mistral3-small-3.1-24b", "mistral3-defaults")})
+# PaliGemma-3B's 27 vision and 18 text layers, narrowed, with random weights: transformers' own eager and sdpa
+# logits are 1.7e-4 apart (of 16.6), and the module agrees with its sdpa; a config without sub-configs,
+# narrowed, gets SiglipVisionConfig's 12 heads for a 256-wide tower (PaliGemma's 16 come only when none is
+# given). paligemma2-3b-pt-224 and the small paligemma fixtures and CASES run.
+CANNOT_RUN.update({"paligemma-3b-pt-224": "27 + 18 random layers: transformers' own eager and sdpa logits differ "
+                                          "by 1.7e-4",
+                   "paligemma-defaults": "narrowing gives the absent vision_config SiglipVisionConfig's 12 heads "
+                                         "for a 256-wide tower"})
 
 # Gemma 4's per-layer embeddings are a [vocab_size_per_layer_input, layers x 256] table that narrowing the width
 # leaves whole (2.3 to 2.8 billion parameters): their counts, names and buffers are checked, and the odd
@@ -1327,6 +1370,9 @@ def _narrow(config: dict, cfg) -> dict:
         sub = _narrow(config.get(key) or {}, getattr(cfg, key))
         if sub != (config.get(key) or {}):
             out[key] = sub
+    text = getattr(cfg, "text_config", None)   # PaliGemma's projection_dim: as wide as its narrowed text model
+    if getattr(cfg, "projection_dim", None) == getattr(text, "hidden_size", None) and "hidden_size" in out.get("text_config", {}):
+        out["projection_dim"] = out["text_config"]["hidden_size"]
     names = {"hidden_size": "hidden_size", "intermediate_size": "intermediate_size", "head_dim": "head_dim",
              **cfg.attribute_map}
     heads = getattr(cfg, "num_attention_heads", None)
@@ -1415,6 +1461,8 @@ PADDED += ["exaone4-causal", "exaone4-seq-cls-layer-types-word-pattern",
 PADDED += ["lfm2-causal", "lfm2-base-layer-types-bias-4-taps"]   # LFM2 (issue 29)
 PADDED += ["t5gemma-cond-gen", "t5gemma-base-uneven-bias-untied", "t5gemma-encoder-only"]   # T5Gemma (issue 29)
 
+PADDED += ["paligemma-cond-gen", "paligemma-base-head-token-beyond-vocab",
+           "paligemma-gemma2-capped-window-untied"]   # issue 29 (vlm1): with token_type_ids
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
 PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)
 PADDED += ["granitemoehybrid-causal", "granitemoehybrid-base-rope-dense"]   # issue 29 (hybrid)
@@ -1423,6 +1471,7 @@ PADDED += ["phimoe-causal", "phimoe-base-wide-threshold-window", "phimoe-seq-cls
 
 PADDED += ["gemma4_text-causal-shared-kv", "gemma4_text-base-moe-k-eq-v"]   # Gemma 4 (issue 29)
 PADDED += ["gemma3n_text-causal", "gemma3n_text-base-three-streams-unscaled"]   # Gemma 3n (issue 29)
+
 
 def padding_mask(ids, left: int = 2, right: int = 3):
     """A mask [B, S] whose row 0 starts with `left` padding positions and row 1 ends with `right`."""
@@ -1740,3 +1789,20 @@ def test_builtin_t5_small_computes_t5():
             assert (got["encoder_last_hidden_state"][keep] - want.encoder_last_hidden_state[keep]).abs().max() < 1e-4
         positional = module(ids, mask, decoder_ids, decoder_mask)["logits"]
         assert torch.equal(positional, got["logits"])
+
+
+@pytest.mark.parametrize("name", ["paligemma-cond-gen", "paligemma-gemma2-capped-window-untied"])
+def test_paligemma_without_token_type_ids_computes_what_transformers_computes(tmp_path, name):
+    """Without token_type_ids transformers 5.23.0's PaliGemma attends causally (eager attention, or any
+    padding mask; its sdpa path without a mask skips the causal mask and then, by
+    use_bidirectional_attention, lets every token see every other); so does the module by default,
+    and the prefix given makes a difference."""
+    config = CASES[name]
+    reference, module = _loaded_pair(tmp_path, config)
+    inputs = _inputs(module, config)
+    types = inputs.pop("token_type_ids")
+    with torch.no_grad():
+        want, got = reference(**inputs).logits, module(**inputs)["logits"]
+        typed = module(**inputs, token_type_ids=types)["logits"]
+    assert (got - want).abs().max().item() < 1e-4
+    assert (got - typed).abs().max().item() > 1e-3

@@ -59,7 +59,7 @@ PREFIX.update({"gemma2": "Gemma2", "gemma3_text": "Gemma3Text"})  # issue 11
 ROTARY |= {"gemma2", "gemma3_text"}
 ROTARY |= {"qwen2_moe", "olmoe"}  # issue 29
 PREFIX.update({"ernie4_5": "Ernie4_5", "granitemoe": "GraniteMoe"})  # issue 29 (moefam)
-PREFIX.update({"mistral3": "Mistral3"})  # issue 29 (vlm1): Pixtral's tower, a patch merger, a Mistral
+PREFIX.update({"mistral3": "Mistral3", "paligemma": "PaliGemma"})  # issue 29 (vlm1): Pixtral's tower, a patch merger, a Mistral
 PREFIX.update({"siglip2": "Siglip2", "gemma3": "Gemma3"})  # issue 29 (vlm): NaFlex SigLIP, Gemma 3 with images
 ROTARY |= {"ernie4_5", "granitemoe"}
 PREFIX["glm4_moe"] = "Glm4Moe"; ROTARY.add("glm4_moe")  # issue 29 (moefam)
@@ -516,6 +516,22 @@ def mutate(rng, cfg):
                    num_channels=rng.choice([1, 3]), num_register_tokens=rng.randint(0, 5),
                    use_gated_mlp=rng.random() < 0.5, query_bias=qv, value_bias=qv, key_bias=rng.random() < 0.5,
                    proj_bias=rng.random() < 0.5, mlp_bias=rng.random() < 0.5)
+    if mt == "paligemma":  # a random Gemma or Gemma 2 and SigLIP tower; projection_dim the text width
+        ta, va = rng.randint(1, 6), rng.randint(1, 6)
+        vocab = rng.randint(50, 300)
+        text = {"model_type": rng.choice(["gemma", "gemma2"]), "vocab_size": vocab,
+                "hidden_size": ta * rng.choice([2, 4, 8]), "num_hidden_layers": rng.randint(1, 4),
+                "num_attention_heads": ta, "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "head_dim": rng.choice([2, 4, 8]), "intermediate_size": rng.randint(3, 40),
+                "attention_bias": rng.random() < 0.3, "tie_word_embeddings": rng.random() < 0.3}
+        patch = rng.randint(1, 5)
+        vision = {"model_type": "siglip_vision_model", "hidden_size": va * rng.choice([2, 4, 6]),
+                  "num_hidden_layers": rng.randint(1, 3), "num_attention_heads": va,
+                  "intermediate_size": rng.randint(3, 40), "patch_size": patch,
+                  "image_size": patch * rng.randint(1, 4), "num_channels": rng.choice([1, 3]),
+                  "vision_use_head": rng.random() < 0.5}
+        cfg.update(text_config=text, vision_config=vision, projection_dim=text["hidden_size"],
+                   image_token_index=rng.randrange(vocab + 2), tie_word_embeddings=rng.random() < 0.5)
     if mt == "mistral3":  # a random text model and Pixtral tower, the merger's block size, one feature layer
         ta, va, vl = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 4)
         vocab = rng.randint(50, 300)

@@ -10,6 +10,7 @@ from .base import (
     Cache,
     Op,
     Tensor,
+    check,
     expect_dim,
     expect_rank,
     invalid,
@@ -32,7 +33,10 @@ class Attention(Op):
     the tensor prefixes: q, k, v, o (separate) or qkv, o (fused).  Optional
     inputs, by keyword (`in: {x: .., kv: .., bias: .., rope: ..}`): `kv` for
     cross-attention, `bias` [1|B, 1|heads, 1|S, 1|T] (T5, ALiBi, masks), `mask` [B, T] the keys
-    a query may see (1) and the padding it may not (0), as transformers' attention_mask, `rope` the cos table
+    a query may see (1) and the padding it may not (0), as transformers' attention_mask, `block_ids` [B, S]
+    a block id per position: a query also sees every key of its own block (an id of 0 or more),
+    whatever their order, as transformers' block_sequence_ids (PaliGemma's image and prefix
+    tokens attend both ways; -1: no block), `rope` the cos table
     of a rotary_embedding and `rope_sin` its sin table (queries and keys are rotated on their
     first rotary_dim dims, as Hugging Face's rotate_half; `rotary: interleaved` pairs neighbouring dims, as GPT-J); or separate sources for keys and values, `k` [B, T, kdim] and
     `v` [B, T, vdim] (a Perceiver's latents attending to inputs of other widths).  `sinks` adds a
@@ -181,7 +185,7 @@ class Attention(Op):
         return self.vdim or self.kv_hidden or self.hidden
 
     def infer_shape(self, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None,
-                    shared_k=None, shared_v=None):
+                    shared_k=None, shared_v=None, block_ids=None):
         expect_rank(x, 3, "query input")
         expect_dim(x[-1], self.hidden, "last dimension of the query input (hidden)")
         if self.shared_kv != (shared_k is not None and shared_v is not None):
@@ -221,6 +225,9 @@ class Attention(Op):
                     expect_dim(bias[i], want, f"{what} dimension of the attention bias")
         if mask is not None:
             expect_key_mask(mask, x[0], (kv if kv is not None else x)[1])
+        if block_ids is not None:
+            check(kv is None and k is None, "block ids [B, S] are for self-attention (keys the queries' positions)")
+            expect_key_mask(block_ids, x[0], x[1], "block ids [B, S]")
         if (rope is None) != (rope_sin is None) and rope_sin is not None:
             raise ShapeError("rope_sin comes with rope (the rotary cos table)")
         if rope is not None:
@@ -312,7 +319,7 @@ class Attention(Op):
         return None
 
     def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None,
-                shared_k=None, shared_v=None):
+                shared_k=None, shared_v=None, block_ids=None):
         torch = run.torch
         names = self.names or self._default_names()
         b, s = x.shape[0], x.shape[1]
@@ -320,7 +327,7 @@ class Attention(Op):
         if self.qkv == "fused":
             q, key, value = self._split_fused(torch, self._project(run, names[0], x, self.qkv_bias), b, s)
         elif self.shared_kv:
-            return self._attend_shared(run, names, x, rope, rope_sin, mask, shared_k, shared_v)
+            return self._attend_shared(run, names, x, rope, rope_sin, mask, shared_k, shared_v, block_ids)
         else:
             k_src = k if k is not None else kv if kv is not None else x
             v_src = v if v is not None else kv if kv is not None else x
@@ -346,19 +353,19 @@ class Attention(Op):
             q, key = (rms_normalize(torch, t, self.qk_norm_eps, None) for t in (q, key))
         if q_scale is not None:
             q = (q * q_scale[:, None].to(q.dtype)).to(q.dtype)
-        out = self._attend(run, names, q, key, value, bias, mask)
+        out = self._attend(run, names, q, key, value, bias, mask, block_ids)
         return (out, key, value) if self.kv_out else out
 
-    def _attend(self, run, names, q, key, value, bias, mask):
+    def _attend(self, run, names, q, key, value, bias, mask, block_ids=None):
         """The scores, softmax and values of q [B, heads, S, d] over key and value, then o_proj."""
         b, s = q.shape[0], q.shape[2]
         out = attend(run.torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
                      run.tensor("sinks") if self.sinks else None, self.window_side == "both",
-                     self.softcap, mask, run.dropout(self.dropout), self.chunk)
+                     self.softcap, mask, run.dropout(self.dropout), self.chunk, block_ids)
         out = out.transpose(1, 2).reshape(b, s, self.heads * self.d)
         return self._project(run, names[-1], out, self.out_bias)
 
-    def _attend_shared(self, run, names, x, rope, rope_sin, mask, key, value):
+    def _attend_shared(self, run, names, x, rope, rope_sin, mask, key, value, block_ids=None):
         """shared_kv: the queries of x over another layer's keys and values."""
         b, s = x.shape[0], x.shape[1]
         q = self._project(run, names[0], x, self.qkv_bias)
@@ -369,7 +376,7 @@ class Attention(Op):
             q = self._qk_normalize(run, self._qk_norm_names[0], q, self.heads)
         if rope is not None:
             q = rotate_pair(run.torch, q, q[:, :0], rope, rope_sin, self.rotary, "attention")[0]
-        return self._attend(run, names, q, key, value, None, mask)
+        return self._attend(run, names, q, key, value, None, mask, block_ids)
 
     def _qk_normalize(self, run, name, x, heads):
         """The q or k norm `name` over the last dim of x ([B, S, heads·d] for full, else [B, heads,
@@ -660,22 +667,24 @@ def check_dropout(op) -> None:
         raise invalid(op, f"dropout must be a probability in [0, 1); received {op.dropout}")
 
 
-def expect_key_mask(mask, batch, keys) -> None:
+def expect_key_mask(mask, batch, keys, what: str = "attention mask [B, T]") -> None:
     """A padding mask [B, T] (1: a key to attend to, 0: padding) for `batch` rows of `keys` keys."""
-    expect_rank(mask, 2, "attention mask [B, T]")
-    expect_dim(mask[0], batch, "batch dimension of the attention mask")
-    expect_dim(mask[1], keys, "length of the attention mask (the keys')")
+    expect_rank(mask, 2, what)
+    expect_dim(mask[0], batch, f"batch dimension of the {what}")
+    expect_dim(mask[1], keys, f"length of the {what} (the keys')")
 
 
 def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False, sinks=None,
-           both_sides: bool = False, softcap=None, mask=None, dropout: float = 0.0, chunk=None):
+           both_sides: bool = False, softcap=None, mask=None, dropout: float = 0.0, chunk=None, block_ids=None):
     """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors, keys and values shared by
     grouped heads, as Hugging Face's attention computes it.  `sinks` [heads]:
     one more logit per head in each softmax, dropped after it (its weight goes to no value).
     `softcap` caps the scaled scores (softcap·tanh(s / softcap)) before the bias and the mask.
     `mask` [B, T]: keys whose entry is 0 are hidden from every query (padding); a query that then
     sees no key at all (a padding position under a causal mask) gets a uniform average, as
-    transformers leaves such rows, and its output means nothing.  `dropout` (0 unless training) zeroes
+    transformers leaves such rows, and its output means nothing.  `block_ids` [B, S] (self-attention):
+    a query sees every key of its block (an id >= 0) past the causal and window rules, before
+    the padding hides keys.  `dropout` (0 unless training) zeroes
     probabilities after the softmax and scales the rest by 1/(1 - dropout), as transformers' attention.
     `chunk`: a query sees only the keys of its own chunk of that many positions, counted from each
     row's first key that the mask does not hide (transformers' chunked causal mask).
@@ -684,7 +693,7 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
     scaled_dot_product_attention (transformers' default kernel, sdpa: its fused CPU kernel neither
     repeats the grouped keys nor stores the [S, T] scores); otherwise eager, the softmax in float32."""
     factor = q.shape[-1] ** -0.5 if scale is None else scale
-    hidden = _hidden_keys(torch, q, k, causal, window, both_sides, mask, chunk)
+    hidden = _hidden_keys(torch, q, k, causal, window, both_sides, mask, chunk, block_ids)
     if sinks is None and softcap is None and not (bias is not None and bias_scaled):
         if hidden is not None:  # the lowest value added, as eager fills: a row with no key averages, never NaN
             bias = torch.where(hidden, torch.finfo(q.dtype).min,
@@ -714,7 +723,7 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
     return torch.matmul(probs, v)
 
 
-def _hidden_keys(torch, q, k, causal: bool, window, both_sides: bool, mask, chunk=None):
+def _hidden_keys(torch, q, k, causal: bool, window, both_sides: bool, mask, chunk=None, block_ids=None):
     """True where a query may not see a key ([S, T], or [B, 1, S|1, T] with a padding mask), or None."""
     s, t = q.shape[-2], k.shape[-2]
     hidden = None
@@ -730,6 +739,9 @@ def _hidden_keys(torch, q, k, causal: bool, window, both_sides: bool, mask, chun
         left = (mask.cumsum(dim=-1) == 0).sum(dim=-1)[:, None, None, None] if mask is not None else 0
         other = torch.div(j - left, chunk, rounding_mode="floor") != torch.div(i - left, chunk, rounding_mode="floor")
         hidden = other if hidden is None else hidden | other
+    if block_ids is not None and hidden is not None:  # a block's keys seen both ways (block_sequence_ids)
+        same = (block_ids[:, :, None] == block_ids[:, None, :]) & (block_ids[:, :, None] >= 0)
+        hidden = hidden & ~same[:, None]  # [B, 1, S, T]
     if mask is not None:  # applied whatever it holds: no branch on data, so torch.export traces it
         padding = (mask == 0)[:, None, None, :]  # [B, 1, 1, T]
         hidden = padding if hidden is None else hidden | padding
