@@ -157,3 +157,19 @@ nodes:
 def test_disentangled_attention_reads_its_table():
     with pytest.raises(SpecError, match="relative attention reads the relative embeddings"):
         DisentangledAttention(hidden=12, heads=3, span=4).infer_shape((2, 7, 12))
+
+
+def test_last_token_offset_reads_one_position_later_at_most_the_last(tmp_path):
+    """last_token's `offset` (T5Gemma's encoder-decoder classifiers): the input's last token that is
+    not padding, moved by offset and clamped to the states' last position; the states may be
+    another sequence's, of another length."""
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, """
+inputs: {x: [B, T, 2], ids: {shape: [B, S], dtype: int64}}
+nodes:
+  - {name: pooled, op: last_token, in: [x, ids], pad: 0, offset: 1}
+""")
+    ids = torch.tensor([[0, 0, 5, 6, 7], [5, 6, 0, 0, 0], [5, 6, 7, 8, 0]])   # left padded, right padded
+    states = torch.arange(3 * 4 * 2, dtype=torch.float32).reshape(3, 4, 2)    # 4 positions, the ids 5
+    got = module(x=states, ids=ids)["pooled"]
+    assert got.tolist() == [states[0, 3].tolist(), states[1, 2].tolist(), states[2, 3].tolist()]

@@ -17,7 +17,6 @@ NOT_APPLIED = {
     "phi3": {"embd_pdrop": "Phi3Model has no embedding dropout (only resid_pdrop and attention_dropout)"},
     "gpt2": {"summary_first_dropout": "only GPT2DoubleHeadsModel's SequenceSummary reads it, a head not built"},
     "electra": {"summary_last_dropout": "only ElectraForMultipleChoice's SequenceSummary reads it, a head not built"},
-    "t5gemma": {"classifier_dropout_rate": "only T5Gemma's classifiers read it, heads not built"},
 }
 
 # Keys transformers applies and the template does not read yet: the module's training-mode outputs

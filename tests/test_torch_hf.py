@@ -990,6 +990,11 @@ CASES["t5gemma-cond-gen-rope-linear-dynamic"] = {
     **CASES["t5gemma-cond-gen"], "encoder": {**T5GEMMA_STACK, "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
     "decoder": {**T5GEMMA_STACK, "max_position_embeddings": 4,
                 "rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 50.0}}}
+CASES["t5gemma-seq-cls"] = {**T5GEMMA, "architectures": ["T5GemmaForSequenceClassification"], "num_labels": 3}
+CASES["t5gemma-seq-cls-encoder-only"] = {**CASES["t5gemma-seq-cls"], "is_encoder_decoder": False}
+CASES["t5gemma-token-cls"] = {**T5GEMMA, "architectures": ["T5GemmaForTokenClassification"], "num_labels": 3,
+                              "decoder": {**T5GEMMA_STACK, "hidden_size": 24, "num_attention_heads": 2}}
+CASES["t5gemma-token-cls-encoder-only"] = {**CASES["t5gemma-token-cls"], "is_encoder_decoder": False}
 CASES["t5gemma-encoder-only"] = {**T5GEMMA, "architectures": ["T5GemmaEncoderModel"], "is_encoder_decoder": False,
                                  "encoder": {**T5GEMMA_STACK, "num_hidden_layers": 4}}
 
@@ -1459,7 +1464,8 @@ PADDED += ["bamba-causal", "bamba-base-biases-rope-linear"]   # issue 29 (hybrid
 PADDED += ["exaone4-causal", "exaone4-seq-cls-layer-types-word-pattern",
            "exaone4-base-no-window-tied-head-dim"]   # EXAONE 4 (issue 29)
 PADDED += ["lfm2-causal", "lfm2-base-layer-types-bias-4-taps"]   # LFM2 (issue 29)
-PADDED += ["t5gemma-cond-gen", "t5gemma-base-uneven-bias-untied", "t5gemma-encoder-only"]   # T5Gemma (issue 29)
+PADDED += ["t5gemma-cond-gen", "t5gemma-base-uneven-bias-untied", "t5gemma-encoder-only", "t5gemma-seq-cls",
+           "t5gemma-seq-cls-encoder-only", "t5gemma-token-cls-encoder-only"]   # T5Gemma (issue 29)
 
 PADDED += ["paligemma-cond-gen", "paligemma-base-head-token-beyond-vocab",
            "paligemma-gemma2-capped-window-untied"]   # issue 29 (vlm1): with token_type_ids

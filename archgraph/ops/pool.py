@@ -161,10 +161,14 @@ class LastToken(Op):
     hold it, as many times as the others, or the module refuses as transformers does; the ids may be
     another sequence's, the encoder's for a decoder's states, of the same length when the module
     runs).  With neither, every row takes the last position, and, as transformers refuses it, a
-    batch of more than one row is an error when the module runs (it cannot tell padding from text)."""
+    batch of more than one row is an error when the module runs (it cannot tell padding from text).
+    `offset` moves the position by that many, at most to x's last position: T5Gemma's
+    encoder-decoder classifiers read the decoder one position after the input's last token (the
+    decoder's inputs are the input shifted right), so x may be as long as another sequence."""
 
     pad: int | None = None  # the padding id: each row's last token that is not padding
     token: int | None = None  # an id (<eos>): each row's last position holding it
+    offset: int = 0  # the pooled position moved by this many, at most x's last position
 
     def __post_init__(self):
         if self.pad is not None and self.token is not None:
@@ -174,7 +178,7 @@ class LastToken(Op):
         expect_rank(x, tuple(range(2, 9)), "input")
         expect_rank(ids, 2, "token ids [B, S]")
         expect_dim(ids[0], x[0], "batch dimension of the token ids")
-        if self.token is None or (isinstance(ids[1], int) and isinstance(x[1], int)):
+        if not self.offset and (self.token is None or (isinstance(ids[1], int) and isinstance(x[1], int))):
             expect_dim(ids[1], x[1], "length of the token ids")
         return (x[0], *x[2:])
 
@@ -196,6 +200,8 @@ class LastToken(Op):
                 raise ValueError(f"last_token: All examples must have the same number of <eos> tokens (id "
                                  f"{self.token}), at least one; the rows hold {counts.tolist()}")
         last = (torch.arange(ids.shape[-1], device=ids.device, dtype=torch.int32) * keep).argmax(-1)
+        if self.offset:
+            last = torch.clamp(last + self.offset, max=x.shape[1] - 1)
         return x[rows, last.to(x.device)]
 
 
