@@ -3,6 +3,9 @@ refuse by name, and the sizes their inputs take (counts and parity: test_hf_conf
 test_torch_hf.py)."""
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from archgraph.errors import ArchgraphError
@@ -89,3 +92,17 @@ def test_qwen3_vl_refuses_deepstack_layers_out_of_order_or_beyond_the_tower(tmp_
         with pytest.raises(ArchgraphError) as err:
             load_config(write_config(tmp_path, **config))
         assert "deepstack_visual_indexes must be increasing layer numbers of the vision tower" in err.value.message
+
+
+
+@pytest.mark.parametrize("name, total, layers, hidden, width, active", [
+    ("qwen3_vl_moe-30b-a3b-instruct", 31_070_754_032, 48, 2048, 768, 3_891_664_112),
+    ("qwen3_vl_moe-235b-a22b-instruct", 235_670_022_896, 94, 4096, 1536, 22_767_151_856)])
+def test_qwen3_vl_moe_active_parameters_leave_out_the_experts_not_chosen(tmp_path, cli, name, total, layers,
+                                                                        hidden, width, active):
+    """128 experts, 8 chosen per token: 120 experts' gate, up and down projections idle in every layer."""
+    fixture = json.loads((Path(__file__).parent / "data" / "hf" / f"{name}.json").read_text())
+    code, out, _ = cli("params", write_config(tmp_path, **fixture["config"]), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["total"] == fixture["expected_params"] == total
+    assert data["active"] == total - layers * 120 * 3 * hidden * width == active

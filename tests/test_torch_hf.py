@@ -806,6 +806,16 @@ CASES["qwen3_vl-base-deeper-stack-bias"] = {
     "text_config": {**QWEN3_VL["text_config"], "num_hidden_layers": 2, "attention_bias": True},
     "vision_config": {**QWEN3_VL["vision_config"], "deepstack_visual_indexes": [0, 1, 2], "spatial_merge_size": 1,
                       "temporal_patch_size": 1, "hidden_act": "silu", "num_position_embeddings": 9}}
+# Qwen3-VL-MoE (issue 29): Qwen3-VL's tower and DeepStack; experts in the decoder but at mlp_only_layers
+QWEN3_VL_MOE = {**QWEN3_VL, "model_type": "qwen3_vl_moe",
+                "text_config": {**QWEN3_VL["text_config"], "num_hidden_layers": 4, "moe_intermediate_size": 11,
+                                "num_experts": 5, "num_experts_per_tok": 2, "mlp_only_layers": [1]}}
+CASES["qwen3_vl_moe-cond-gen"] = {**QWEN3_VL_MOE, "architectures": ["Qwen3VLMoeForConditionalGeneration"]}
+CASES["qwen3_vl_moe-base-step2"] = {
+    **QWEN3_VL_MOE, "architectures": ["Qwen3VLMoeModel"],
+    "text_config": {**QWEN3_VL_MOE["text_config"], "mlp_only_layers": [], "decoder_sparse_step": 2,
+                    "num_experts_per_tok": 3, "head_dim": None, "attention_bias": True,
+                    "rope_parameters": {"rope_type": "default", "mrope_section": [2, 2, 2]}}}
 
 # Mistral 3: Pixtral's tower (2-D rotary positions, any image in whole patches: 8 x 12 here), the projector's
 # norm and 2 x 2 patch merger, a Mistral; one image of 2 x 3 merged tokens per sequence
@@ -1055,7 +1065,7 @@ def _loaded_pair(tmp_path, config: dict):
     return reference, module
 
 
-QWEN_VL = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl"}   # one image per sequence, its patches flattened, its grid given
+QWEN_VL = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"}   # one image per sequence, its patches flattened, its grid given
 
 
 def _image_grid(config: dict) -> tuple[int, int] | None:
@@ -1322,7 +1332,8 @@ CANNOT_RUN.update({name: "Qwen2.5-VL's real sizes (a flat config narrowing does 
 CANNOT_RUN.update({name: "Qwen3-VL's real sizes cannot be narrowed (mrope_section fits 128-wide heads only) and are "
                          "too many to run in the suite"
                    for name in ("qwen3_vl-2b-instruct", "qwen3_vl-4b-instruct", "qwen3_vl-8b-instruct",
-                                "qwen3_vl-32b-instruct")})
+                                "qwen3_vl-32b-instruct", "qwen3_vl_moe-30b-a3b-instruct",
+                                "qwen3_vl_moe-235b-a22b-instruct")})
 # Gemma 3's real checkpoints see 896-pixel images: 4,096 patches through 27 vision layers, twice (transformers'
 # model and the module), take minutes and about 10 GB however narrow the widths; their counts, names and
 # buffers are checked, and gemma3-odd-untied-head-vision-defaults and the gemma3 CASES run.
@@ -1450,6 +1461,7 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases",
           "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "gemma3-cond-gen", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
           "qwen2_5_vl-cond-gen", "qwen2_5_vl-base-unit-windows", "qwen3_vl-cond-gen", "qwen3_vl-base-deeper-stack-bias",
+          "qwen3_vl_moe-cond-gen", "qwen3_vl_moe-base-step2",
           "qwen3_moe-seq-cls", "mixtral-window",
           "olmoe-causal", "olmoe-base-normalized-bias",
           "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied",

@@ -72,6 +72,7 @@ PREFIX["qwen2_5_vl"] = "Qwen2_5_VL"  # issue 29 (vlm2): window attention in the 
 PREFIX["falcon_h1"] = "FalconH1"; ROTARY.add("falcon_h1")  # issue 29 (hybrid)
 PREFIX["phimoe"] = "Phimoe"; ROTARY.add("phimoe")  # issue 29 (moe)
 PREFIX["qwen3_vl"] = "Qwen3VL"  # issue 29 (vlm2): resampled positions, DeepStack features
+PREFIX["qwen3_vl_moe"] = "Qwen3VLMoe"  # issue 29 (vlm2): and experts in the decoder
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
 PREFIX["gemma4_text"] = "Gemma4Text"; ROTARY.add("gemma4_text")  # issue 29 (gemma)
@@ -569,7 +570,7 @@ def mutate(rng, cfg):
                   "hidden_act": rng.choice(["silu", "gelu"])}
         cfg = {"model_type": mt, "architectures": cfg["architectures"], "text_config": text, "vision_config": vision,
                "image_token_id": rng.randrange(text["vocab_size"])}
-    if mt == "qwen3_vl":  # a random Qwen3 with interleaved M-RoPE and a random tower with DeepStack taps
+    if mt in ("qwen3_vl", "qwen3_vl_moe"):  # a random Qwen3 (-MoE) with interleaved M-RoPE, a tower with DeepStack
         ta, va, merge, side = rng.randint(1, 6), rng.randint(1, 6), rng.choice([1, 2, 3]), rng.randint(1, 6)
         hd = rng.choice([6, 12])
         first = rng.randint(0, hd // 2)
@@ -590,6 +591,11 @@ def mutate(rng, cfg):
                   "hidden_act": rng.choice(["gelu_pytorch_tanh", "silu"])}
         cfg = {"model_type": mt, "architectures": cfg["architectures"], "text_config": text, "vision_config": vision,
                "image_token_id": rng.randrange(text["vocab_size"]), "tie_word_embeddings": rng.random() < 0.3}
+        if mt == "qwen3_vl_moe":   # experts (none: all dense), top-k, the layer schedule
+            experts = rng.randint(0, 5)
+            text.update(num_experts=experts, num_experts_per_tok=rng.randint(1, max(1, experts)),
+                        moe_intermediate_size=rng.randint(3, 20), decoder_sparse_step=rng.randint(1, 3),
+                        mlp_only_layers=sorted(rng.sample(range(4), rng.randint(0, 2))))
     return cfg
 
 
