@@ -261,3 +261,26 @@ def test_block_ids_are_a_self_attentions_and_must_fit():
         op.infer_shape((2, 6, 32), block_ids=(2, 5))
     with pytest.raises(ShapeError, match=r"block ids \[B, S\] are for self-attention"):
         op.infer_shape((2, 6, 32), kv=(2, 4, 32), block_ids=(2, 6))
+
+
+def test_window_blocks_keep_the_window_over_a_block_as_gemma3s_sliding_mask():
+    """`window_blocks`: the window still bounds a block's keys, AND(window, OR(causal, block)) as
+    Gemma 3's create_masks_for_vision_model makes its sliding layers' mask."""
+    torch = pytest.importorskip("torch")
+    from transformers import Gemma3TextConfig
+    from transformers.models.gemma3.modeling_gemma3 import create_masks_for_vision_model
+    from archgraph.ops.attention import attend
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 2, 7, 4), torch.randn(2, 2, 7, 4), torch.randn(2, 2, 7, 4)
+    blocks = torch.tensor([[-1, 0, 0, 0, 0, 0, -1], [0, 0, 0, -1, 1, 1, -1]])
+    padding = torch.tensor([[1, 1, 1, 1, 1, 1, 1], [0, 1, 1, 1, 1, 1, 1]])
+    config = Gemma3TextConfig(sliding_window=2, num_hidden_layers=2)
+    config._attn_implementation = "eager"
+    mask = create_masks_for_vision_model(config, torch.zeros(2, 7, 8), padding, None, torch.arange(7)[None],
+                                         blocks)["sliding_attention"]
+    want = torch.matmul(torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * 0.5 + mask, dim=-1), v)
+    got = attend(torch, q, k, v, None, None, True, 2, mask=padding, block_ids=blocks, window_blocks=True)
+    keep = padding.bool()
+    assert torch.allclose(got.transpose(1, 2)[keep], want.transpose(1, 2)[keep], atol=1e-6)
+    beyond = attend(torch, q, k, v, None, None, True, 2, mask=padding, block_ids=blocks)   # PaliGemma's order
+    assert (beyond[0, :, 5] - got[0, :, 5]).abs().max() > 1e-3

@@ -1137,6 +1137,8 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
                 ids[ids == token] = token - 1
                 ids[:, 2:2 + count] = token
                 out[name] = ids
+                if config["model_type"] == "gemma3":   # its image tokens typed 1: they attend both ways
+                    out["token_type_ids"] = (ids == token).long()
             if name == "input_ids" and config["model_type"] == "paligemma":  # one image's patches, then the prompt
                 cfg = transformers.AutoConfig.for_model(**config)
                 token, count = cfg.image_token_index, (cfg.vision_config.image_size // cfg.vision_config.patch_size) ** 2

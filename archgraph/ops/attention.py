@@ -84,6 +84,8 @@ class Attention(Op):
     kdim: int | None = None  # width of the keys' source (default kv_hidden, else hidden)
     vdim: int | None = None  # width of the values' source
     window: int | None = None  # sliding window: each query sees the last `window` keys (Mistral, Gemma 2)
+    window_blocks: bool = False  # with block_ids: the window bounds a block's keys too (Gemma 3's sliding layers);
+    #   false: a block's keys are seen whatever the window (PaliGemma's)
     window_side: Literal["past", "both"] = "past"  # both: and the next window - 1 keys too, a window
     #   around each query (ModernBERT's local attention: window = local_attention // 2 + 1)
     chunk: int | None = None  # chunked attention: each query sees only the keys of its own chunk of
@@ -361,7 +363,7 @@ class Attention(Op):
         b, s = q.shape[0], q.shape[2]
         out = attend(run.torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
                      run.tensor("sinks") if self.sinks else None, self.window_side == "both",
-                     self.softcap, mask, run.dropout(self.dropout), self.chunk, block_ids)
+                     self.softcap, mask, run.dropout(self.dropout), self.chunk, block_ids, self.window_blocks)
         out = out.transpose(1, 2).reshape(b, s, self.heads * self.d)
         return self._project(run, names[-1], out, self.out_bias)
 
@@ -675,7 +677,8 @@ def expect_key_mask(mask, batch, keys, what: str = "attention mask [B, T]") -> N
 
 
 def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool = False, sinks=None,
-           both_sides: bool = False, softcap=None, mask=None, dropout: float = 0.0, chunk=None, block_ids=None):
+           both_sides: bool = False, softcap=None, mask=None, dropout: float = 0.0, chunk=None, block_ids=None,
+           window_blocks: bool = False):
     """softmax(q·kᵀ·scale + bias, masked) · v on [B, heads, S, d] tensors, keys and values shared by
     grouped heads, as Hugging Face's attention computes it.  `sinks` [heads]:
     one more logit per head in each softmax, dropped after it (its weight goes to no value).
@@ -683,8 +686,9 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
     `mask` [B, T]: keys whose entry is 0 are hidden from every query (padding); a query that then
     sees no key at all (a padding position under a causal mask) gets a uniform average, as
     transformers leaves such rows, and its output means nothing.  `block_ids` [B, S] (self-attention):
-    a query sees every key of its block (an id >= 0) past the causal and window rules, before
-    the padding hides keys.  `dropout` (0 unless training) zeroes
+    a query sees every key of its block (an id >= 0) past the causal and window rules (with
+    `window_blocks`, past the causal rule only: the window still bounds them), before the padding
+    hides keys.  `dropout` (0 unless training) zeroes
     probabilities after the softmax and scales the rest by 1/(1 - dropout), as transformers' attention.
     `chunk`: a query sees only the keys of its own chunk of that many positions, counted from each
     row's first key that the mask does not hide (transformers' chunked causal mask).
@@ -693,7 +697,7 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
     scaled_dot_product_attention (transformers' default kernel, sdpa: its fused CPU kernel neither
     repeats the grouped keys nor stores the [S, T] scores); otherwise eager, the softmax in float32."""
     factor = q.shape[-1] ** -0.5 if scale is None else scale
-    hidden = _hidden_keys(torch, q, k, causal, window, both_sides, mask, chunk, block_ids)
+    hidden = _hidden_keys(torch, q, k, causal, window, both_sides, mask, chunk, block_ids, window_blocks)
     if sinks is None and softcap is None and not (bias is not None and bias_scaled):
         if hidden is not None:  # the lowest value added, as eager fills: a row with no key averages, never NaN
             bias = torch.where(hidden, torch.finfo(q.dtype).min,
@@ -723,16 +727,18 @@ def attend(torch, q, k, v, scale, bias, causal: bool, window, bias_scaled: bool 
     return torch.matmul(probs, v)
 
 
-def _hidden_keys(torch, q, k, causal: bool, window, both_sides: bool, mask, chunk=None, block_ids=None):
+def _hidden_keys(torch, q, k, causal: bool, window, both_sides: bool, mask, chunk=None, block_ids=None,
+                 window_blocks: bool = False):
     """True where a query may not see a key ([S, T], or [B, 1, S|1, T] with a padding mask), or None."""
     s, t = q.shape[-2], k.shape[-2]
-    hidden = None
+    hidden = far = None
     if causal or window is not None:
         i = torch.arange(s, device=q.device)[:, None] + (t - s)
         j = torch.arange(t, device=q.device)[None, :]
         hidden = (j > i) if causal else torch.zeros(s, t, dtype=torch.bool, device=q.device)
         if window is not None:
-            hidden = hidden | ((i - j).abs() >= window if both_sides else i - j >= window)
+            far = (i - j).abs() >= window if both_sides else i - j >= window
+            hidden = hidden | far
     if chunk is not None:  # chunks counted from each row's first key that is not padding
         i = torch.arange(s, device=q.device)[:, None] + (t - s)
         j = torch.arange(t, device=q.device)[None, :]
@@ -742,6 +748,8 @@ def _hidden_keys(torch, q, k, causal: bool, window, both_sides: bool, mask, chun
     if block_ids is not None and hidden is not None:  # a block's keys seen both ways (block_sequence_ids)
         same = (block_ids[:, :, None] == block_ids[:, None, :]) & (block_ids[:, :, None] >= 0)
         hidden = hidden & ~same[:, None]  # [B, 1, S, T]
+        if window_blocks and far is not None:  # the window bounds a block's keys too (Gemma 3)
+            hidden = hidden | far
     if mask is not None:  # applied whatever it holds: no branch on data, so torch.export traces it
         padding = (mask == 0)[:, None, None, :]  # [B, 1, 1, T]
         hidden = padding if hidden is None else hidden | padding
