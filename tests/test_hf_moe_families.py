@@ -192,3 +192,18 @@ def test_phimoe_refuses_what_the_template_cannot_compute(tmp_path, cli, change, 
     config = {**_fixture_config("phimoe-odd-longrope-window-seqcls"), **change}
     code, _, err = cli("params", write_config(tmp_path, **config))
     assert code == 2 and words in err, err
+
+
+# ---- ERNIE 4.5 MoE (issue 29): totals, trainable (the correction bias is a parameter without gradients) and
+# active parameters of the recorded checkpoints
+@pytest.mark.parametrize("name, total, moe_layers, idle, hidden, width, active", [
+    ("ernie4_5_moe-ernie-4.5-21b-a3b", 21_825_437_888, 27, 58, 2560, 1536, 3_352_150_208),   # layers 1-27, 6 of 64
+    ("ernie4_5_moe-ernie-4.5-300b-a47b", 299_484_163_264, 51, 56, 8192, 3584, 47_926_586_560),   # 3-53, 8 of 64
+])
+def test_ernie4_5_moe_total_trainable_and_active_parameters(tmp_path, cli, name, total, moe_layers, idle, hidden,
+                                                           width, active):
+    code, out, _ = cli("params", write_config(tmp_path, **_fixture_config(name)), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["total"] == total  # Ernie4_5_MoeForCausalLM on the meta device
+    assert data["trainable"] == total - moe_layers * 64   # each MoE layer's [1, 64] e_score_correction_bias
+    assert data["active"] == total - moe_layers * idle * 3 * hidden * width == active

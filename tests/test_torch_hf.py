@@ -689,6 +689,18 @@ CASES["phimoe-longrope-long"] = {**PHIMOE, "architectures": ["PhimoeForCausalLM"
                                                   "long_factor": [2.0, 4.0, 8.0, 16.0], "short_mscale": 1.3,
                                                   "long_mscale": 1.3, "original_max_position_embeddings": 16}}
 LENGTHS["phimoe-longrope-long"] = 40
+# ERNIE 4.5 MoE: a router of nodes (softmax scores, the choice by scores plus the correction bias, the picked
+# scores renormalised) feeding moe's given routing; shared experts; experts on a layer schedule
+ERNIE_MOE = {"model_type": "ernie4_5_moe", **TINY, "num_hidden_layers": 4, "num_key_value_heads": 2,
+             "moe_intermediate_size": 11, "moe_num_experts": 6, "moe_k": 2, "moe_num_shared_experts": 1,
+             "pad_token_id": 0}
+CASES["ernie4_5_moe-causal"] = {**ERNIE_MOE, "architectures": ["Ernie4_5_MoeForCausalLM"], "tie_word_embeddings": False}
+CASES["ernie4_5_moe-causal-bias-tied"] = {**ERNIE_MOE, "architectures": ["Ernie4_5_MoeForCausalLM"], "use_bias": True,
+                                          "moe_num_shared_experts": 2, "moe_k": 3}
+CASES["ernie4_5_moe-base-interval-no-shared"] = {**ERNIE_MOE, "architectures": ["Ernie4_5_MoeModel"],
+                                                 "num_hidden_layers": 6, "moe_layer_start_index": 0,
+                                                 "moe_layer_end_index": 4, "moe_layer_interval": 2,
+                                                 "moe_num_shared_experts": 0, "head_dim": 16, "hidden_act": "gelu"}
 MAMBA2 = {"model_type": "mamba2", "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 2, "num_heads": 8,
           "head_dim": 8, "state_size": 16, "n_groups": 2, "expand": 2, "chunk_size": 3}
 CASES["mamba2-causal"] = {**MAMBA2, "architectures": ["Mamba2ForCausalLM"]}
@@ -1308,6 +1320,9 @@ CANNOT_RUN = {
                                     "fixtures and CASES run)",
     "glm4_moe-glm-4.5": "GLM-4.5's 92 layers of 160 experts, narrowed, still hold tens of billions of parameters "
                         "(its counts, names and buffers are checked)",
+    "ernie4_5_moe-ernie-4.5-300b-a47b": "ERNIE-4.5-300B's 54 layers of 64 heads, narrowed, still hold billions of "
+                                        "parameters (its counts, names and buffers are checked; ERNIE-4.5-21B-A3B "
+                                        "and ernie4_5_moe-odd-interval-end-bias-base run)",
     "phimoe-phi-3.5-moe-instruct": "narrowed to 16 dims a head, its 64 longrope factors no longer fit the head "
                                    "(its counts, names and buffers are checked; phimoe-odd-longrope-window-seqcls "
                                    "and the phimoe CASES run)",
@@ -1493,6 +1508,7 @@ PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # L
 PADDED += ["granitemoehybrid-causal", "granitemoehybrid-base-rope-dense"]   # issue 29 (hybrid)
 PADDED += ["falcon_h1-causal", "falcon_h1-causal-norm-first-biases", "falcon_h1-base-norm-after-gate-expand"]
 PADDED += ["phimoe-causal", "phimoe-base-wide-threshold-window", "phimoe-seq-cls"]   # issue 29 (moe)
+PADDED += ["ernie4_5_moe-causal", "ernie4_5_moe-causal-bias-tied", "ernie4_5_moe-base-interval-no-shared"]  # (moe)
 
 PADDED += ["gemma4_text-causal-shared-kv", "gemma4_text-base-moe-k-eq-v"]   # Gemma 4 (issue 29)
 PADDED += ["gemma3n_text-causal", "gemma3n_text-base-three-streams-unscaled"]   # Gemma 3n (issue 29)

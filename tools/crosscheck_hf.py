@@ -73,6 +73,7 @@ PREFIX["falcon_h1"] = "FalconH1"; ROTARY.add("falcon_h1")  # issue 29 (hybrid)
 PREFIX["phimoe"] = "Phimoe"; ROTARY.add("phimoe")  # issue 29 (moe)
 PREFIX["qwen3_vl"] = "Qwen3VL"  # issue 29 (vlm2): resampled positions, DeepStack features
 PREFIX["qwen3_vl_moe"] = "Qwen3VLMoe"  # issue 29 (vlm2): and experts in the decoder
+PREFIX["ernie4_5_moe"] = "Ernie4_5_Moe"; ROTARY.add("ernie4_5_moe")  # issue 29 (moe)
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
 PREFIX["gemma4_text"] = "Gemma4Text"; ROTARY.add("gemma4_text")  # issue 29 (gemma)
@@ -244,6 +245,13 @@ def mutate(rng, cfg):
     if mt == "phimoe":  # the sparsemixer's two of 2-6 experts; biases; the longrope factors fit no random head
         cfg.update(num_local_experts=rng.randint(2, 6), num_experts_per_tok=2, rope_scaling=None,
                    attention_bias=rng.random() < 0.5, lm_head_bias=rng.random() < 0.5)
+    if mt == "ernie4_5_moe":  # experts, top-k, shared experts, the layer schedule, biases
+        experts = rng.randint(1, 6)
+        layers = cfg["num_hidden_layers"]
+        cfg.update(moe_num_experts=experts, moe_k=rng.randint(1, experts), moe_num_shared_experts=rng.randint(0, 2),
+                   moe_intermediate_size=rng.randint(3, 20), moe_layer_start_index=rng.randint(0, layers),
+                   moe_layer_end_index=rng.choice([-1, rng.randint(0, layers)]), moe_layer_interval=rng.randint(1, 3),
+                   use_bias=rng.random() < 0.5, tie_word_embeddings=rng.random() < 0.5)
     if "rotary_pct" in cfg: cfg["rotary_pct"] = rng.choice([0.25, 0.5, 1.0])
     if "feed_forward_proj" in cfg: cfg["feed_forward_proj"] = rng.choice(["relu", "gated-gelu", "gelu", "gated-silu"])
     if mt == "vit":
