@@ -254,4 +254,4 @@ def test_ops_mlp_names_its_tensors_as_they_are(cli):
     assert data["summary"] == "A two-layer feed-forward block."
     assert data["hyperparameters"][0] == ["hidden", "int", None, "width of the input and of the output"]
     assert data["hyperparameters"][3][1] == "gelu | gelu_tanh | quick_gelu | gelu_10 | relu | relu2 | relu6 | " \
-                                           "leaky_relu | silu | mish | hardswish | sigmoid | tanh | identity"
+                                           "leaky_relu | silu | mish | hardswish | sigmoid | tanh | softplus | identity"

@@ -315,6 +315,15 @@ CASES = [
           "o_proj.weight": (64, 64)},
          flops=(2 * 20 * 64 * 64) + 2 * (2 * 20 * 64 * 16) + (2 * 20 * 64 * 64)
          + 2 * (2 * 2 * 8 * 10 * 10 * 8), id="attention-gqa"),
+    # Qwen3-Next's gated attention: q_proj makes each head's query and gate (2 x 8 heads x 8 wide); the gate
+    # costs its projection, a sigmoid and a product (5 per value)
+    case("attention", {"hidden": 64, "heads": 8, "kv_heads": 2, "qkv_bias": False, "out_bias": False,
+                       "output_gate": True},
+         [(2, 10, 64)], (2, 10, 64),
+         {"q_proj.weight": (128, 64), "k_proj.weight": (16, 64), "v_proj.weight": (16, 64),
+          "o_proj.weight": (64, 64)},
+         flops=(2 * 20 * 64 * 64) + 2 * (2 * 20 * 64 * 16) + (2 * 20 * 64 * 64)
+         + 2 * (2 * 2 * 8 * 10 * 10 * 8) + 2 * 20 * 64 * 64 + 5 * 20 * 64, id="attention-output-gate"),
     case("attention", {"hidden": 64, "heads": 4, "kv_heads": 1}, [(2, 3, 64)], (2, 3, 64),
          {"q_proj.weight": (64, 64), "q_proj.bias": (64,), "k_proj.weight": (16, 64), "k_proj.bias": (16,),
           "v_proj.weight": (16, 64), "v_proj.bias": (16,), "o_proj.weight": (64, 64), "o_proj.bias": (64,)},
@@ -581,6 +590,11 @@ CASES = [
          {"conv1d.weight": (88, 1, 4), "conv1d.bias": (88,), "in_proj.weight": (164, 24), "dt_bias": (4,),
           "A_log": (4,), "D": (4,), "out_proj.weight": (24, 72), "out_proj.bias": (24,)},
          {"mup_vector": (1, 1, 164)}, id="mamba2_mixer-falcon-h1"),
+    # Gated DeltaNet's recurrence (Qwen3-Next-80B's sizes: 16 key heads of 128 serve 32 value heads of 128):
+    # no tensors; the output keeps the value heads apart for the gated norm; 7 FLOPs per state value and token
+    case("gated_delta_rule", {"heads": 32, "key_heads": 16, "key_dim": 128, "value_dim": 128},
+         [(B, S, 2048), (B, S, 2048), (B, S, 4096), (B, S, 32), (B, S, 32)], (B, S, 32, 128),
+         flops=7 * B * S * 32 * 128 * 128),
     # Swin's windows: torch.roll keeps the shape; the shift mask is one [49, 49] per 7x7 window of
     # a 14x21 map (6 windows) for each image; the bias table has (2·7-1)² rows, its index 7⁴ entries
     case("roll", {"shifts": [-3, -3], "dims": [1, 2]}, [(B, 14, 14, 96)], (B, 14, 14, 96), flops=0),
@@ -604,6 +618,9 @@ ERRORS = [
     reject("mamba2_mixer", {"hidden": 64, "heads": 4, "head_dim": 16, "state": 8, "norm": "before"}, None,
            SpecError, ["mamba2_mixer.norm must be one of gated, gate_after, none; received 'before'"]),
     reject("rg_lru", {"width": 10, "heads": 4}, None, SpecError, ["width=10 is not divisible by heads=4"]),
+    reject("gated_delta_rule", {"heads": 4, "key_dim": 8, "value_dim": 8},
+           [(2, 7, 32), (2, 7, 32), (2, 7, 24), (2, 7, 4), (2, 7, 4)], ShapeError,
+           ["value (heads·value_dim)", "24", "32"]),
     reject("causal_conv1d", {"channels": 8, "kernel_size": 4}, [(2, 7, 6)], ShapeError, ["channels", "6", "8"]),
     reject("split", {"dim": -1, "sizes": [-2, 18]}, None, SpecError, ["positive"], id="split-negative-size"),
     reject("split", {"dim": -1, "sizes": [10, -1]}, [(2, 8)], ShapeError, ["more than"], id="split-rest-negative"),

@@ -404,6 +404,44 @@ CASES["qwen2_moe-step2-normalized-sliding"] = {**QWEN2_MOE, "architectures": ["Q
                                                "use_sliding_window": True, "sliding_window": 3, "max_window_layers": 3}
 CASES["qwen2_moe-seq-cls"] = {**QWEN2_MOE, "architectures": ["Qwen2MoeForSequenceClassification"], "num_labels": 3,
                               "pad_token_id": 0}
+# Qwen3-Next (issue 29): gated attention and Gated DeltaNet layers (2 key heads serving 4 value heads),
+# experts with a gated shared expert; qwen3_next-long's 70 tokens cross the delta rule's chunk of 64
+QWEN3_NEXT = {"model_type": "qwen3_next", **TINY, "num_hidden_layers": 4, "num_key_value_heads": 2, "head_dim": 8,
+              "moe_intermediate_size": 11, "shared_expert_intermediate_size": 13, "num_experts": 5,
+              "num_experts_per_tok": 2, "mlp_only_layers": [1], "linear_num_key_heads": 2,
+              "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 6,
+              "linear_conv_kernel_dim": 3}
+CASES["qwen3_next-causal"] = {**QWEN3_NEXT, "architectures": ["Qwen3NextForCausalLM"]}
+CASES["qwen3_next-long"] = {**QWEN3_NEXT, "architectures": ["Qwen3NextForCausalLM"], "max_position_embeddings": 128}
+CASES["qwen3_next-base-layer-types-step2"] = {
+    **QWEN3_NEXT, "architectures": ["Qwen3NextModel"], "decoder_sparse_step": 2, "mlp_only_layers": [],
+    "layer_types": ["full_attention", "linear_attention", "linear_attention", "full_attention"],
+    "attention_bias": True, "norm_topk_prob": False, "partial_rotary_factor": 0.5, "linear_num_key_heads": 4,
+    "hidden_act": "gelu", "rope_theta": 1000.0}
+CASES["qwen3_next-seq-cls"] = {**QWEN3_NEXT, "architectures": ["Qwen3NextForSequenceClassification"],
+                               "num_labels": 3, "pad_token_id": 0}
+CASES["qwen3_next-token-cls"] = {**QWEN3_NEXT, "architectures": ["Qwen3NextForTokenClassification"],
+                                 "full_attention_interval": 2, "num_experts": 0}
+CASES["qwen3_next-qa"] = {**QWEN3_NEXT, "architectures": ["Qwen3NextForQuestionAnswering"], "tie_word_embeddings": True}
+# Qwen3.5's language models (issue 29): Qwen3-Next's layers with the DeltaNet's projections apart; dense, or
+# experts in every layer; text positions only (M-RoPE's three axes at one position: the plain table)
+QWEN3_5 = {"model_type": "qwen3_5_text", **TINY, "num_hidden_layers": 4, "num_key_value_heads": 2, "head_dim": 8,
+           "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+           "linear_value_head_dim": 6, "linear_conv_kernel_dim": 3,
+           "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0, "partial_rotary_factor": 0.25,
+                               "mrope_section": [1, 1, 0], "mrope_interleaved": True}}
+CASES["qwen3_5_text-causal"] = {**QWEN3_5, "architectures": ["Qwen3_5ForCausalLM"]}
+CASES["qwen3_5_text-base-layer-types-bias"] = {
+    **QWEN3_5, "architectures": ["Qwen3_5TextModel"], "attention_bias": True, "linear_num_key_heads": 4,
+    "layer_types": ["full_attention", "linear_attention", "full_attention", "linear_attention"]}
+CASES["qwen3_5_text-seq-cls"] = {**QWEN3_5, "architectures": ["Qwen3_5TextForSequenceClassification"],
+                                 "num_labels": 3, "pad_token_id": 0, "full_attention_interval": 2}
+QWEN3_5_MOE = {**QWEN3_5, "model_type": "qwen3_5_moe_text", "moe_intermediate_size": 11,
+               "shared_expert_intermediate_size": 13, "num_experts": 5, "num_experts_per_tok": 2}
+CASES["qwen3_5_text-token-cls"] = {**QWEN3_5, "architectures": ["Qwen3_5ForTokenClassification"], "num_labels": 3}
+CASES["qwen3_5_moe_text-causal"] = {**QWEN3_5_MOE, "architectures": ["Qwen3_5MoeForCausalLM"]}
+CASES["qwen3_5_moe_text-base-tied-interval-2"] = {**QWEN3_5_MOE, "architectures": ["Qwen3_5MoeTextModel"],
+                                                  "full_attention_interval": 2, "tie_word_embeddings": True}
 CASES["olmoe-causal"] = {"model_type": "olmoe", "architectures": ["OlmoeForCausalLM"], **TINY, "num_hidden_layers": 3,
                          "num_key_value_heads": 2, "num_experts": 5, "num_experts_per_tok": 2, "pad_token_id": 0}
 CASES["olmoe-base-normalized-bias"] = {**CASES["olmoe-causal"], "architectures": ["OlmoeModel"], "norm_topk_prob": True,
@@ -652,6 +690,7 @@ CASES["deepseek_v3-rope-llama3"] = {**DEEPSEEK, "architectures": ["DeepseekV3For
                                                         "high_freq_factor": 4.0, "mscale_all_dim": 0.7,
                                                         "original_max_position_embeddings": 16, "rope_theta": 100.0}}
 LENGTHS.update({"deepseek_v3-rope-dynamic-long": 40, "deepseek_v3-rope-llama3": 40})
+LENGTHS["qwen3_next-long"] = 70   # across transformers' 64-token chunk of the delta rule
 CASES["deepseek_v3-seq-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForSequenceClassification"],
                                 "pad_token_id": 0, "num_labels": 3, "n_shared_experts": 0}
 CASES["deepseek_v3-token-cls"] = {**DEEPSEEK, "architectures": ["DeepseekV3ForTokenClassification"],
@@ -1337,6 +1376,18 @@ CANNOT_RUN = {
                                      "still hold over a billion parameters (its counts, names and buffers are "
                                      "checked)",
 }
+CANNOT_RUN["qwen3_next-80b-a3b-instruct"] = (
+    "48 layers, narrowed, with the test's random weights grow the hidden states to about 600: float32 rounding "
+    "(eager attention against sdpa, the experts' sums) reaches 5e-4 on logits of 18 (4e-5 at 4 layers); its "
+    "counts, names and buffers are checked, the gated delta rule is bit-exact with transformers' chunked one "
+    "(test_gated_deltanet) and the qwen3_next CASES and odd fixtures run")
+CANNOT_RUN.update({name: "its layers, narrowed, with the test's random weights: float32 rounding (eager attention "
+                         "against sdpa, the experts' sums) grows past 1e-4 on the logits (5e-5 at 4 layers); its "
+                         "counts, names and buffers are checked, and qwen3_5_text-9b, the odd fixtures and the "
+                         "qwen3_5 CASES run"
+                   for name in ("qwen3_5_text-27b", "qwen3_5_moe_text-35b-a3b")})
+CANNOT_RUN["qwen3_5_moe_text-397b-a17b"] = ("Qwen3.5-397B-A17B narrowed still needs 4.6 GiB (a 248,320-token vocabulary "
+                                            "and 60 layers); its counts, names and buffers are checked")
 # Qwen2.5-VL's real checkpoints keep the text model's keys at the top level, where narrowing does not reach
 # them (3.8 to 73 billion parameters); their counts, names and buffers are checked, and
 # qwen2_5_vl-odd-nested-windows and the qwen2_5_vl CASES run.
@@ -1488,6 +1539,10 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "olmoe-causal", "olmoe-base-normalized-bias",
           "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied",
           "qwen2_moe-causal", "qwen2_moe-step2-normalized-sliding", "qwen2_moe-seq-cls"]
+PADDED += ["qwen3_next-causal", "qwen3_next-base-layer-types-step2", "qwen3_next-seq-cls",
+           "qwen3_next-token-cls"]   # issue 29 (deltanet)
+PADDED += ["qwen3_5_text-causal", "qwen3_5_text-base-layer-types-bias", "qwen3_5_text-seq-cls", "qwen3_5_text-token-cls",
+           "qwen3_5_moe_text-causal", "qwen3_5_moe_text-base-tied-interval-2"]   # issue 29 (deltanet)
 PADDED += ["gpt_neo-causal", "gpt_neo-base-local-first-untied", "GPTNeoForSequenceClassification",
            "GPTNeoForTokenClassification", "GPTNeoForQuestionAnswering"]   # GPT-Neo (issue 29)
 PADDED += ["olmo3-causal", "olmo3-seq-cls-layer-types", "olmo3-base-all-sliding"]   # OLMo 3 (issue 29)

@@ -58,6 +58,8 @@ ROTARY |= {"modernbert"}  # text encoders (issue 12)
 PREFIX.update({"gemma2": "Gemma2", "gemma3_text": "Gemma3Text"})  # issue 11
 ROTARY |= {"gemma2", "gemma3_text"}
 ROTARY |= {"qwen2_moe", "olmoe"}  # issue 29
+PREFIX["qwen3_next"] = "Qwen3Next"; ROTARY.add("qwen3_next")  # issue 29 (deltanet): Gated DeltaNet layers
+PREFIX.update({"qwen3_5_text": "Qwen3_5", "qwen3_5_moe_text": "Qwen3_5Moe"}); ROTARY |= {"qwen3_5_text", "qwen3_5_moe_text"}
 PREFIX.update({"ernie4_5": "Ernie4_5", "granitemoe": "GraniteMoe"})  # issue 29 (moefam)
 PREFIX.update({"mistral3": "Mistral3", "paligemma": "PaliGemma"})  # issue 29 (vlm1): Pixtral's tower, a patch merger, a Mistral
 PREFIX.update({"siglip2": "Siglip2", "gemma3": "Gemma3"})  # issue 29 (vlm): NaFlex SigLIP, Gemma 3 with images
@@ -75,6 +77,8 @@ PREFIX["qwen3_vl"] = "Qwen3VL"  # issue 29 (vlm2): resampled positions, DeepStac
 PREFIX["qwen3_vl_moe"] = "Qwen3VLMoe"  # issue 29 (vlm2): and experts in the decoder
 PREFIX["ernie4_5_moe"] = "Ernie4_5_Moe"; ROTARY.add("ernie4_5_moe")  # issue 29 (moe)
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
+EXTRA_CLASSES.update({"qwen3_5_text": ["Qwen3_5TextModel", "Qwen3_5TextForSequenceClassification"],
+                      "qwen3_5_moe_text": ["Qwen3_5MoeTextModel"]})  # issue 29 (deltanet)
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
 PREFIX["gemma4_text"] = "Gemma4Text"; ROTARY.add("gemma4_text")  # issue 29 (gemma)
 EXTRA_CLASSES["gemma4_text"] = ["Gemma4ForCausalLM"]
@@ -165,6 +169,23 @@ def mutate(rng, cfg):
                        sliding_window=rng.randint(2, 6), max_window_layers=rng.randint(0, 3))
         else:
             cfg["attention_bias"] = rng.random() < 0.5
+    if mt in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):  # Gated DeltaNet's heads and convolution,
+        key_heads = rng.randint(1, 3)                                  # the layer kinds
+        cfg.update(linear_num_key_heads=key_heads, linear_num_value_heads=key_heads * rng.randint(1, 3),
+                   linear_key_head_dim=rng.randint(2, 9), linear_value_head_dim=rng.randint(2, 9),
+                   linear_conv_kernel_dim=rng.randint(2, 5), full_attention_interval=rng.randint(1, 3),
+                   attention_bias=rng.random() < 0.5, partial_rotary_factor=rng.choice([0.25, 0.5, 1.0]))
+    if mt in ("qwen3_next", "qwen3_5_moe_text"):  # experts (Qwen3-Next: none too) and the gated shared expert
+        cfg.update(num_experts=rng.randint(0 if mt == "qwen3_next" else 1, 5), moe_intermediate_size=rng.randint(3, 20),
+                   shared_expert_intermediate_size=rng.randint(3, 20))
+        cfg["num_experts_per_tok"] = rng.randint(1, max(1, cfg["num_experts"]))
+    if mt == "qwen3_next":  # its layer schedule of dense layers
+        cfg.update(decoder_sparse_step=rng.randint(1, 3), mlp_only_layers=sorted(rng.sample(range(4), rng.randint(0, 2))),
+                   norm_topk_prob=rng.random() < 0.5)
+    if mt in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):
+        if rng.random() < 0.3:
+            cfg["layer_types"] = [rng.choice(["linear_attention", "full_attention"])
+                                  for _ in range(cfg["num_hidden_layers"])]
     if mt == "granitemoe":  # experts and top-k; Granite's multipliers
         cfg["num_experts_per_tok"] = rng.randint(1, cfg["num_local_experts"])
         cfg.update({k: rng.choice([0.5, 1.0, 3.0]) for k in ("embedding_multiplier", "residual_multiplier",

@@ -25,7 +25,7 @@ class Pointwise(Op):
 
 
 ActivationName = Literal["gelu", "gelu_tanh", "quick_gelu", "gelu_10", "relu", "relu2", "relu6", "leaky_relu",
-                         "silu", "mish", "hardswish", "sigmoid", "tanh", "identity"]
+                         "silu", "mish", "hardswish", "sigmoid", "tanh", "softplus", "identity"]
 
 ACTIVATIONS = {  # name -> (what it computes given run and x, FLOPs per element)
     "gelu": (lambda run, x: run.F.gelu(x), 8),                                   # erf form (nn.GELU)
@@ -41,6 +41,7 @@ ACTIVATIONS = {  # name -> (what it computes given run and x, FLOPs per element)
     "hardswish": (lambda run, x: run.F.hardswish(x), 3),
     "sigmoid": (lambda run, x: run.torch.sigmoid(x), 4),
     "tanh": (lambda run, x: run.torch.tanh(x), 4),
+    "softplus": (lambda run, x: run.F.softplus(x), 4),                            # log(1 + exp(x))
     "identity": (lambda run, x: x, 0),                                            # 'linear'
 }
 assert set(ACTIVATIONS) == set(get_args(ActivationName))
@@ -55,7 +56,8 @@ def activate(name: str, run, x):
 class Activation(Pointwise):
     """The activation named by `fn` (a Hugging Face config's hidden_act): gelu, gelu_tanh
     (gelu_new, gelu_pytorch_tanh, gelu_fast), quick_gelu, gelu_10, relu, relu2, relu6,
-    leaky_relu, silu (swish), mish, hardswish, sigmoid, tanh, identity (linear)."""
+    leaky_relu, silu (swish), mish, hardswish, sigmoid, tanh, softplus (log(1 + eˣ): Gated DeltaNet's
+    time step), identity (linear)."""
 
     fn: ActivationName = "gelu"  # which activation (a Hugging Face config's hidden_act, normalised): gelu, relu,
     #   silu, ...

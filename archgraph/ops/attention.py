@@ -63,6 +63,8 @@ class Attention(Op):
     head by its RMS without a weight (Gemma 3n, Gemma 4); `k_eq_v` takes the values from the key
     projection (before the key norm and rotary positions), with no v_proj (Gemma 4's full layers
     with attention_k_eq_v).
+    `output_gate` doubles q_proj into each head's query and a gate, and multiplies the heads' output
+    by sigmoid(gate) before o_proj (Qwen3-Next's gated attention).
     """
 
     hidden: int  # width of the input x and of the output
@@ -124,6 +126,8 @@ class Attention(Op):
     #   layers that share them
     shared_kv: bool = False  # keys and values are the inputs shared_k and shared_v, another layer's: no key or
     #   value projections or norms, no cache of its own
+    output_gate: bool = False  # q_proj also makes a gate per head (each head's [query | gate], twice as wide);
+    #   the heads' output is multiplied by sigmoid(gate) before o_proj (Qwen3-Next, Qwen3.5)
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups",
@@ -159,6 +163,8 @@ class Attention(Op):
                                     f"qkv_groups={self.qkv_groups} (each group holds as many heads)")
         if self.qk_norm != "none" and self.qkv == "fused":
             raise invalid(self, "qk_norm needs separate q, k and v projections")
+        if self.output_gate and self.qkv == "fused":
+            raise invalid(self, "output_gate widens q_proj: it needs separate q, k and v projections")
         if self.qk_norm_bias and self.qk_norm_type != "layer":
             raise invalid(self, "qk_norm_bias is the bias of a LayerNorm: give qk_norm_type: layer")
         if self.qk_norm_modules and self.qk_norm != "each_head":
@@ -260,7 +266,7 @@ class Attention(Op):
             yield from self._linear(names[0], (q + 2 * kv) * d, h, self.qkv_bias)
         else:
             k_bias = self.qkv_bias if self.k_bias is None else self.k_bias
-            yield from self._linear(names[0], q * d, h, self.qkv_bias)
+            yield from self._linear(names[0], q * d * (2 if self.output_gate else 1), h, self.qkv_bias)
             if not self.shared_kv:
                 yield from self._linear(names[1], kv * d, self.k_width, k_bias)
             if not (self.shared_kv or self.k_eq_v):
@@ -299,7 +305,8 @@ class Attention(Op):
             kv_width = self.k_width + (0 if self.k_eq_v else self.v_width)
         proj = 2 * b * s * h * q * d + 2 * b * t * kv_width * n_kv * d + 2 * b * s * q * d * h
         core = 2 * 2 * b * q * s * t * d
-        return proj + core
+        gate = (2 * b * s * h * q * d + 5 * b * s * q * d) if self.output_gate else 0  # its projection, sigmoid, product
+        return proj + core + gate
 
     def cache(self, inputs, outputs, decoder):
         """Self-attention that is causal keeps its keys and values (kv_heads · head_dim each per
@@ -326,6 +333,7 @@ class Attention(Op):
         names = self.names or self._default_names()
         b, s = x.shape[0], x.shape[1]
         q_, kv_, d = self.heads, self.n_kv, self.d
+        gate = None
         if self.qkv == "fused":
             q, key, value = self._split_fused(torch, self._project(run, names[0], x, self.qkv_bias), b, s)
         elif self.shared_kv:
@@ -335,6 +343,9 @@ class Attention(Op):
             v_src = v if v is not None else kv if kv is not None else x
             k_bias = self.qkv_bias if self.k_bias is None else self.k_bias
             q = self._project(run, names[0], x, self.qkv_bias)
+            if self.output_gate:  # each head's [query | gate]
+                q, gate = q.view(b, s, q_, 2 * d).chunk(2, dim=-1)
+                q, gate = q.reshape(b, s, q_ * d), gate.reshape(b, s, q_ * d)
             key = raw_key = self._project(run, names[1], k_src, k_bias)
             qn, kn = self._qk_norm_names
             if self.qk_norm == "full":
@@ -355,16 +366,19 @@ class Attention(Op):
             q, key = (rms_normalize(torch, t, self.qk_norm_eps, None) for t in (q, key))
         if q_scale is not None:
             q = (q * q_scale[:, None].to(q.dtype)).to(q.dtype)
-        out = self._attend(run, names, q, key, value, bias, mask, block_ids)
+        out = self._attend(run, names, q, key, value, bias, mask, block_ids, gate)
         return (out, key, value) if self.kv_out else out
 
-    def _attend(self, run, names, q, key, value, bias, mask, block_ids=None):
-        """The scores, softmax and values of q [B, heads, S, d] over key and value, then o_proj."""
+    def _attend(self, run, names, q, key, value, bias, mask, block_ids=None, gate=None):
+        """The scores, softmax and values of q [B, heads, S, d] over key and value, times
+        sigmoid(gate) [B, S, heads·d] when given (output_gate), then o_proj."""
         b, s = q.shape[0], q.shape[2]
         out = attend(run.torch, q, key, value, self.scale, bias, self.causal, self.window, self.bias_scaled,
                      run.tensor("sinks") if self.sinks else None, self.window_side == "both",
                      self.softcap, mask, run.dropout(self.dropout), self.chunk, block_ids, self.window_blocks)
         out = out.transpose(1, 2).reshape(b, s, self.heads * self.d)
+        if gate is not None:
+            out = out * run.torch.sigmoid(gate)
         return self._project(run, names[-1], out, self.out_bias)
 
     def _attend_shared(self, run, names, x, rope, rope_sin, mask, key, value, block_ids=None):

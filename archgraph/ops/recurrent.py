@@ -1,6 +1,7 @@
 """Layers that decode with a fixed state instead of a growing cache: `causal_conv1d` (a depthwise
 convolution along the sequence that sees no future token), `rg_lru` (Griffin's real-gated linear
-recurrent unit) and `mamba2_mixer` (Mamba-2's state-space duality layer, projections included).
+recurrent unit), `mamba2_mixer` (Mamba-2's state-space duality layer, projections included) and
+`gated_delta_rule` (Gated DeltaNet's recurrence alone: its layer is nodes around it).
 Each one's `cache` is a number of values per sequence that does not grow with its length."""
 from __future__ import annotations
 
@@ -309,3 +310,100 @@ def _ssd_scan(torch, x, dt, a, b, c):
         h = h * decay + (dt[:, t, :, None] * x[:, t])[..., None] * b[:, t, :, None, :]
         out.append((h * c[:, t, :, None, :]).sum(-1))                       # [B, heads, head_dim]
     return torch.stack(out, dim=1)
+
+
+@op("gated_delta_rule", category="recurrent",
+    aliases=("GatedDeltaNet", "chunk_gated_delta_rule", "fused_recurrent_gated_delta_rule", "gated_deltanet"),
+    example={"heads": 32, "key_heads": 16, "key_dim": 128, "value_dim": 128})
+class GatedDeltaRule(Op):
+    """The gated delta rule (Gated DeltaNet's recurrence, no parameters): q, k [B, S, key_heads·key_dim],
+    v [B, S, heads·value_dim], g and beta [B, S, heads] -> [B, S, heads, value_dim].
+
+    Each value head keeps a state M [key_dim, value_dim], zero at the start; per token, with its
+    log-decay g (≤ 0) and write strength beta: M ← exp(g)·M, then M ← M + k ⊗ beta·(v − Mᵀk) (the
+    delta rule: what M already predicts for k is replaced, not added to), and the output is Mᵀq.
+    q and k are first L2-normalised per head (`qk_l2norm`: x·rsqrt(Σx² + 1e-6), as the fla kernels
+    and transformers' torch fallbacks do) and q scaled by `scale` (default 1/√key_dim).  A key head
+    serves heads/key_heads consecutive value heads.  Computed in float32 by chunks of 64 tokens, as
+    transformers' torch_chunk_gated_delta_rule (token by token, as its recurrent form, gives the same
+    values up to rounding).  The layer around it
+    (Qwen3-Next's, Qwen3.5's) is nodes of the block: projections, the short causal convolution, the
+    decay g = -exp(A_log)·softplus(a + dt_bias) and beta = sigmoid(b), a gated RMSNorm.
+    FLOPs per token and value head: 7·key_dim·value_dim (decay, read, write, output).  Decoding keeps
+    the state: heads·key_dim·value_dim values per sequence.
+    """
+
+    heads: int  # number of value heads (each with its own state, decay and beta)
+    key_dim: int  # width of each query/key head
+    value_dim: int  # width of each value head
+    key_heads: int | None = None  # number of query/key heads (default heads; fewer: each serves several)
+    qk_l2norm: bool = True  # L2-normalise q and k per head first (use_qk_l2norm_in_kernel)
+    scale: float | None = None  # the queries' factor (None: 1/√key_dim)
+
+    def __post_init__(self):
+        positive(self, "heads", "key_dim", "value_dim", "key_heads")
+        if self.heads % self.n_key:
+            raise invalid(self, f"heads={self.heads} is not a multiple of key_heads={self.n_key} "
+                                "(each key head serves heads/key_heads value heads)")
+
+    @property
+    def n_key(self) -> int:
+        return self.key_heads if self.key_heads is not None else self.heads
+
+    def infer_shape(self, q, k, v, g, beta):
+        for t, width, what in ((q, self.n_key * self.key_dim, "query (key_heads·key_dim)"),
+                               (k, self.n_key * self.key_dim, "key (key_heads·key_dim)"),
+                               (v, self.heads * self.value_dim, "value (heads·value_dim)"),
+                               (g, self.heads, "log-decay g (heads)"), (beta, self.heads, "beta (heads)")):
+            expect_rank(t, 3, f"{what.split(' ')[0]} [B, S, width]")
+            expect_dim(t[-1], width, f"last dimension of the {what}")
+            expect_dim(t[0], q[0], f"batch dimension of the {what.split(' ')[0]}")
+            expect_dim(t[1], q[1], f"length of the {what.split(' ')[0]}")
+        return (q[0], q[1], self.heads, self.value_dim)
+
+    def flops(self, inputs, outputs):
+        return 7 * prod(inputs[0][:-1]) * self.heads * self.key_dim * self.value_dim
+
+    def cache(self, inputs, outputs, decoder):
+        """The state of every value head: heads·key_dim·value_dim values."""
+        return Cache("recurrent state (gated delta rule)", state=self.heads * self.key_dim * self.value_dim)
+
+    def forward(self, run, q, k, v, g, beta):
+        return gated_delta_rule(run.torch, q, k, v, g, beta, self)
+
+
+def gated_delta_rule(torch, q, k, v, g, beta, rule: GatedDeltaRule, chunk: int = 64):
+    """The recurrence of GatedDeltaRule on torch tensors, float32 inside, the input's dtype out: by
+    chunks of `chunk` tokens as transformers' torch_chunk_gated_delta_rule (its default path, so the
+    rounding is its): within a chunk the delta rule's writes are solved at once (a unit lower
+    triangular system, the UT transform), between chunks the state carries on."""
+    b, s = q.shape[0], q.shape[1]
+    nv, dk, dv = rule.heads, rule.key_dim, rule.value_dim
+    dtype = q.dtype
+    q, k = (t.reshape(b, s, rule.n_key, dk).float() for t in (q, k))
+    if rule.n_key != nv:
+        q, k = (t.repeat_interleave(nv // rule.n_key, dim=2) for t in (q, k))
+    if rule.qk_l2norm:
+        q, k = (t * torch.rsqrt((t * t).sum(-1, keepdim=True) + 1e-6) for t in (q, k))
+    q = q * (dk ** -0.5 if rule.scale is None else rule.scale)
+    v = v.reshape(b, s, nv, dv).float()
+    pad = (chunk - s % chunk) % chunk                                   # [B, heads, S + pad, ...] from here
+    q, k, v = (torch.nn.functional.pad(t.transpose(1, 2), (0, 0, 0, pad)) for t in (q, k, v))
+    g, beta = (torch.nn.functional.pad(t.float().transpose(1, 2), (0, pad)) for t in (g, beta))
+    q, k, v, k_beta, v_beta = (t.reshape(b, nv, -1, chunk, t.shape[-1])
+                               for t in (q, k, v, k * beta[..., None], v * beta[..., None]))
+    g = g.reshape(b, nv, -1, chunk).cumsum(-1)                          # log-decay from the chunk's start
+    future = torch.ones(chunk, chunk, dtype=torch.bool, device=q.device).triu(1)
+    decay = (g[..., :, None] - g[..., None, :]).masked_fill(future, float("-inf")).exp()   # [.., i, j]: j to i
+    system = (k_beta @ k.transpose(-1, -2)) * decay                   # the writes' interactions
+    solve = lambda rhs: torch.linalg.solve_triangular(system, rhs, upper=False, unitriangular=True)  # noqa: E731
+    written, k_decayed = solve(v_beta), solve(k_beta * g.exp()[..., None])
+    inner = (q @ k.transpose(-1, -2)) * decay
+    q, k = q * g.exp()[..., None], k * (g[..., -1:] - g).exp()[..., None]
+    state = torch.zeros(b, nv, dk, dv, dtype=torch.float32, device=q.device)
+    out = torch.zeros_like(written)
+    for c in range(written.shape[2]):
+        fresh = written[:, :, c] - k_decayed[:, :, c] @ state          # what the state does not yet predict
+        out[:, :, c] = q[:, :, c] @ state + inner[:, :, c] @ fresh
+        state = state * g[:, :, c, -1].exp()[..., None, None] + k[:, :, c].transpose(-1, -2) @ fresh
+    return out.reshape(b, nv, -1, dv)[:, :, :s].transpose(1, 2).to(dtype)   # [B, S, heads, dv]

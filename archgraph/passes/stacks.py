@@ -26,7 +26,8 @@ from .walk import Run
 
 ATTENTION_OPS = {"attention", "sdpa", "latent_attention", "multihead_attention", "disentangled_attention"}
 STATE_OPS = {"mamba_mixer": "state-space", "mamba2_mixer": "state-space", "rg_lru": "recurrent",
-             "causal_conv1d": "convolution"}   # a short convolution keeps its last inputs while decoding
+             "causal_conv1d": "convolution",   # a short convolution keeps its last inputs while decoding
+             "gated_delta_rule": "linear attention"}
 GENERATES = "generates"  # a mark among what a layer does: it keeps a cache and decodes
 
 
@@ -167,7 +168,8 @@ def _features(graph: Graph, owner: dict[int, Stack], stack: Stack | None = None,
                 found.setdefault(id(stack), set()).update(_what(node, graph, up))
         else:
             _features(node.body, owner, owner.get(id(node), stack), found, _caller(graph, node, up))
-    order = ["bidirectional", "causal", "cross-attention", "state-space", "recurrent", "convolution"]
+    order = ["bidirectional", "causal", "cross-attention", "state-space", "recurrent", "linear attention",
+             "convolution"]
     return {k: sorted(v, key=lambda d: (order.index(d) if d in order else len(order), d)) for k, v in found.items()}
 
 
