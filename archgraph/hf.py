@@ -316,7 +316,9 @@ def _sub_config(config: Mapping[str, Any], key: str, rule: Mapping[str, Any], mo
     if not isinstance(sub, Mapping):
         raise ArchgraphError(f"'{key}' must be a JSON object; received {_shown(sub)}", loc=loc)
     types = list(rule.get("types") or [])
-    sub_type = sub.get("model_type") or rule.get("default")
+    # `own_class`: the config class builds this sub-config with its own class whatever model_type it names
+    # (Idefics3's vision_config saved as "idefics3"): read by the default's key table
+    sub_type = rule.get("default") if rule.get("own_class") else sub.get("model_type") or rule.get("default")
     if sub_type not in types:
         raise ArchgraphError(f"'{key}.model_type' is {_shown(sub_type)}, but archgraph's '{model_type}' "
                              f"template cannot build it", loc=loc, hint="known: " + ", ".join(types))

@@ -907,6 +907,21 @@ CASES["paligemma-gemma2-capped-window-untied"] = {
                     "sliding_window": 4, "query_pre_attn_scalar": 8, "final_logit_softcapping": 3.0,
                     "attn_logit_softcapping": 5.0}}   # 16 tokens: the sliding layers' window cuts the prefix
 
+# Idefics3 and SmolVLM: SigLIP's tower (4 x 4 patches), each 2 x 2 block shuffled into one token and
+# projected, a Llama named text_model; one image per sequence
+IDEFICS3 = {"model_type": "idefics3", "image_token_id": 100, "scale_factor": 2,
+            "text_config": {"model_type": "llama", "vocab_size": 120, "hidden_size": 32, "num_hidden_layers": 2,
+                            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 37},
+            "vision_config": {"hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4,
+                              "intermediate_size": 29, "image_size": 16, "patch_size": 4}}
+CASES["idefics3-cond-gen"] = {**IDEFICS3, "architectures": ["Idefics3ForConditionalGeneration"]}
+CASES["idefics3-base-scale4-gelu"] = {**IDEFICS3, "architectures": ["Idefics3Model"], "scale_factor": 4,
+                                      "vision_config": {**IDEFICS3["vision_config"], "hidden_act": "gelu",
+                                                        "num_channels": 1}}
+CASES["smolvlm-cond-gen-tied"] = {**IDEFICS3, "model_type": "smolvlm", "architectures": ["SmolVLMForConditionalGeneration"],
+                                  "tie_word_embeddings": True,
+                                  "text_config": {**IDEFICS3["text_config"], "attention_bias": True}}
+
 # SigLIP 2: NaFlex patches, 16 per image here: image 0 a full 4 x 4 grid, image 1 a 3 x 5 grid and one
 # padding patch (its mask 0); the position table (4 x 4) resampled to each
 SIGLIP2_TEXT = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
@@ -1190,6 +1205,14 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
                 out[name] = ids
                 if config["model_type"] == "gemma3":   # its image tokens typed 1: they attend both ways
                     out["token_type_ids"] = (ids == token).long()
+            if name == "input_ids" and config["model_type"] in ("idefics3", "smolvlm"):  # one image's shuffled tokens
+                cfg = transformers.AutoConfig.for_model(**config)
+                side = cfg.vision_config.image_size // cfg.vision_config.patch_size
+                token, count = cfg.image_token_id, (side // cfg.scale_factor) ** 2
+                ids = torch.randint(3, cfg.text_config.vocab_size, (batch, length + count))
+                ids[ids == token] = token - 1
+                ids[:, 2:2 + count] = token
+                out[name] = ids
             if name == "input_ids" and config["model_type"] == "paligemma":  # one image's patches, then the prompt
                 cfg = transformers.AutoConfig.for_model(**config)
                 token, count = cfg.image_token_index, (cfg.vision_config.image_size // cfg.vision_config.patch_size) ** 2
@@ -1227,6 +1250,9 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
         elif name == "pixel_values" and grid is not None:  # patches flattened as Qwen2VLImageProcessor gives them
             width = vision.get("in_channels", 3) * vision.get("temporal_patch_size", 2) * vision.get("patch_size", 14) ** 2
             out[name] = torch.randn(batch * grid[0] * grid[1], width)
+        elif name == "pixel_values" and config["model_type"] in ("idefics3", "smolvlm"):   # one image per row
+            cfg = transformers.AutoConfig.for_model(**config).vision_config
+            out[name] = torch.randn(batch, 1, cfg.num_channels, cfg.image_size, cfg.image_size)
         elif name == "pixel_values" and config["model_type"] == "paligemma":   # its vision config class's size
             side = transformers.AutoConfig.for_model(**config).vision_config.image_size
             out[name] = torch.randn(batch, vision.get("num_channels", 3), side, side)
@@ -1558,6 +1584,7 @@ PADDED += ["t5gemma-cond-gen", "t5gemma-base-uneven-bias-untied", "t5gemma-encod
 
 PADDED += ["paligemma-cond-gen", "paligemma-base-head-token-beyond-vocab",
            "paligemma-gemma2-capped-window-untied"]   # issue 29 (vlm1): with token_type_ids
+PADDED += ["idefics3-cond-gen", "idefics3-base-scale4-gelu", "smolvlm-cond-gen-tied"]   # issue 29 (vlm1)
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
 PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)
 PADDED += ["granitemoehybrid-causal", "granitemoehybrid-base-rope-dense"]   # issue 29 (hybrid)
