@@ -1,4 +1,4 @@
-"""A block call's `tie:`: the instance's tensors are another instance's, named by a path the call
+"""A block call's `tied_to:`: the instance's tensors are another instance's, named by a path the call
 computes (transformers' module-prefix ties: Zamba2's shared blocks, used round-robin)."""
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ blocks:
 nodes:
   - {name: layers, block: layer, repeat: L, k: i}
 """
-TIE = "tie: \"None if k < M else ['layers', k % M, 'shared_part']\""
+TIE = "tied_to: \"None if k < M else ['layers', k % M, 'shared_part']\""
 INNER = ["a.weight", "a.bias", "lst.0.p.weight", "lst.1.p.weight", "lst.2.p.weight"]
 
 
@@ -65,12 +65,12 @@ def test_a_tied_call_shares_the_parameters_in_torch():
 
 
 def test_a_dotted_word_ties_too():
-    report = spec("tie: \"None if k == 0 else 'layers.0.shared_part'\"").params()
+    report = spec("tied_to: \"None if k == 0 else 'layers.0.shared_part'\"").params()
     assert report.totals.tied == 4 * (72 + 3 * 64)
 
 
 def test_a_tie_to_a_missing_instance_or_a_relative_path_is_refused():
     with pytest.raises(SpecError, match="layers.7.shared_part"):
-        spec("tie: \"None if k == 0 else 'layers.7.shared_part'\"").params()
+        spec("tied_to: \"None if k == 0 else 'layers.7.shared_part'\"").params()
     with pytest.raises(SpecError, match="by its absolute path .a word or a list of segments.; received '.own'"):
-        spec("tie: \"'.own'\"").params()
+        spec("tied_to: \"'.own'\"").params()

@@ -423,7 +423,8 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
                         hint=hint or ("blocks defined: " + ", ".join(ctx.blocks) if ctx.blocks
                                       else "define it under 'blocks:'"))
     params = spec_params(ctx, block, definition) if is_spec_block(definition) else block_params(definition, block)
-    check_keys(raw, NODE_KEYS - {"op", "dtype"} | set(params), f"a call of block '{block}'", raw.key_loc)
+    check_keys(raw, NODE_KEYS - {"op", "tie", "dtype"} | {"tied_to"} | set(params), f"a call of block '{block}'",
+               raw.key_loc)
     repeat = whole_number(raw, "repeat", env, 1, least=0)
     check_repeat(raw, repeat, env)
     start = whole_number(raw, "start", env, 0, 0)
@@ -440,8 +441,8 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
         if inherit:  # the used spec's variables the caller also has take the caller's values
             args = {**{p: here[p] for p in params if p in here}, **args}
         body = _instantiate(ctx, block, definition, params, args, category, trainable, raw.loc)
-        target = tie_path(raw["tie"], here, raw.key_loc("tie")) if "tie" in raw else None
-        bodies.append(tied_copy(body, target, raw.key_loc("tie")) if target else body)
+        target = tie_path(raw["tied_to"], here, raw.key_loc("tied_to")) if "tied_to" in raw else None
+        bodies.append(tied_copy(body, target, raw.key_loc("tied_to")) if target else body)
         if group:
             groups.append((group[0], argument(group[1], here, raw.key_loc("group"), "group")))
     if bodies:
@@ -508,7 +509,7 @@ def _index_name(raw: LocDict, params) -> str | None:
     if not isinstance(name, str) or not name.isidentifier():
         raise SpecError(f"'index' names the repetition number, such as i; received {name!r}",
                         loc=raw.key_loc("index"))
-    uses = any(isinstance(v, str) and name in expr.names(v) for k, v in raw.items() if k in params or k == "tie")
+    uses = any(isinstance(v, str) and name in expr.names(v) for k, v in raw.items() if k in params or k == "tied_to")
     if "index" in raw and not uses:
         raise SpecError(f"no argument of this call uses the index '{name}'", loc=raw.key_loc("index"),
                         hint=f"pass it to the block, e.g. layer: {name}, or drop 'index:'")

@@ -217,6 +217,9 @@ class _Walker:
                 local = _Scope(scope.known, scope.free | {index})
                 node[key] = {k: _text(self.fold(v, local, (index, steps) if steps else None))
                              for k, v in value.items()}
+            elif key == "tied_to":  # like an argument, it may use the repetition index
+                local = _Scope(scope.known, scope.free | {index})
+                node[key] = _text(self.fold(value, local, (index, steps) if steps else None))
             elif key in CALL_KEYS:
                 node[key] = value
             else:  # an argument

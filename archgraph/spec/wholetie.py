@@ -1,9 +1,9 @@
-"""A block call's `tie:`: every tensor of the instance is the tensor of the same name under another
+"""A block call's `tied_to:`: every tensor of the instance is the tensor of the same name under another
 instance's path, as transformers ties a whole module by its prefix (`_tied_weights_keys =
 {'layers.7.shared_transformer': 'layers.1.shared_transformer'}`: Zamba2's shared blocks).
 
 The value is an expression evaluated where the call's arguments are (so with the repetition index:
-`tie: "None if i < 2 else ['layers', i % 2, 'block']"`): a dotted path, a list of its segments
+`tied_to: "None if i < 2 else ['layers', i % 2, 'block']"`): a dotted path, a list of its segments
 (words and whole numbers, empty words skipped) or null (no tie).  The call's body is copied with
 each op node tying each of its tensors to `PATH.<node's path in the body>.<tensor>`; the ties are
 then the op nodes' own (`tie:`), checked, counted once and shared by `to_module` as those are.
@@ -18,16 +18,16 @@ from .values import evaluate
 
 
 def tie_path(value: Any, env, loc: Loc) -> str | None:
-    """The absolute path a call's `tie:` names, or None (the call owns its tensors)."""
-    path = evaluate(value, env, loc, "tie")
+    """The absolute path a call's `tied_to:` names, or None (the call owns its tensors)."""
+    path = evaluate(value, env, loc, "tied_to")
     if path is None or path == "":
         return None
     if isinstance(path, (list, tuple)) and all(isinstance(p, (str, int)) and not isinstance(p, bool) for p in path):
         path = ".".join(str(p) for p in path if p != "")
     if not isinstance(path, str) or not path or path.startswith(".") or ".." in path:
-        raise SpecError(f"a block call's 'tie' names the instance whose tensors it uses by its absolute path "
+        raise SpecError(f"a block call's 'tied_to' names the instance whose tensors it uses by its absolute path "
                         f"(a word or a list of segments); received {path!r}", loc=loc,
-                        hint="tie: \"['model', 'layers', 1, 'block']\" or tie: \"'encoder.block'\"")
+                        hint="tied_to: \"['model', 'layers', 1, 'block']\" or tied_to: \"'encoder.block'\"")
     return path
 
 
