@@ -106,3 +106,48 @@ def test_qwen3_vl_moe_active_parameters_leave_out_the_experts_not_chosen(tmp_pat
     data = json.loads(out)
     assert code == 0 and data["total"] == fixture["expected_params"] == total
     assert data["active"] == total - layers * 120 * 3 * hidden * width == active
+
+
+MLLAMA = dict(model_type="mllama", architectures=["MllamaForConditionalGeneration"],
+              text_config=dict(vocab_size=120, hidden_size=32, num_hidden_layers=4, num_attention_heads=4,
+                               num_key_value_heads=2, intermediate_size=37, cross_attention_layers=[1, 3],
+                               pad_token_id=0),
+              vision_config=dict(hidden_size=24, num_hidden_layers=3, num_global_layers=2, attention_heads=4,
+                                 intermediate_size=40, vision_output_dim=72, image_size=12, patch_size=4,
+                                 max_num_tiles=3, intermediate_layers_indices=[0, 2]))
+
+
+def test_mllama_decoder_cross_attends_to_every_tiles_tokens_at_cross_attention_layers(tmp_path):
+    shapes = load_config(write_config(tmp_path, **MLLAMA), {"B": 1, "S": 5}).shapes()
+    # 3 tiles of 9 patches and a class token, each padded to 16 for the encoders
+    assert shapes.shape_of("model.vision_model.vision_mask") == [(1, 1, 48, 48)]
+    assert shapes.shape_of("model.vision_model.features") == [(1, 3, 10, 72)]   # 24 x (1 + 2 kept layers)
+    cross = {path: ins[1] for path, _, ins, _ in shapes.io() if path.endswith(".cross_attn")}
+    assert cross == {"model.language_model.layers.1.cross_attn": (1, 30, 32),
+                     "model.language_model.layers.3.cross_attn": (1, 30, 32)}
+    selfs = sorted(path for path, _, _, _ in shapes.io() if path.endswith(".self_attn") and "language" in path)
+    assert selfs == ["model.language_model.layers.0.self_attn", "model.language_model.layers.2.self_attn"]
+
+
+def test_mllama_memory_keeps_a_cross_attention_cache_of_the_image_tokens(tmp_path, cli):
+    code, out, _ = cli("memory", write_config(tmp_path, **MLLAMA), "--set", "S=8")
+    assert code == 0
+    lines = [line for line in out.splitlines() if "cross-attention" in line]
+    assert lines and "2 layers" in lines[0] and "30 tokens" in lines[0]
+
+
+@pytest.mark.parametrize("vision, message", [
+    ({"vision_output_dim": 48}, "vision_output_dim must be hidden_size x (1 + len(intermediate_layers_indices))"),
+    ({"intermediate_layers_indices": [], "vision_output_dim": 24}, "must name at least one local layer"),
+    ({"intermediate_layers_indices": [2, 0]}, "must be increasing layer numbers of the local encoder")])
+def test_mllama_refuses_what_its_forward_cannot_run(tmp_path, vision, message):
+    config = {**MLLAMA, "vision_config": {**MLLAMA["vision_config"], **vision}}
+    with pytest.raises(ArchgraphError) as err:
+        load_config(write_config(tmp_path, **config))
+    assert message in err.value.message
+
+
+def test_mllama_causal_lm_is_refused_by_name(tmp_path):
+    with pytest.raises(ArchgraphError) as err:
+        load_config(write_config(tmp_path, **{**MLLAMA, "architectures": ["MllamaForCausalLM"]}))
+    assert "model class 'MllamaForCausalLM' is not supported for model_type 'mllama'" in err.value.message

@@ -867,6 +867,26 @@ CASES["qwen3_vl_moe-base-step2"] = {
     "text_config": {**QWEN3_VL_MOE["text_config"], "mlp_only_layers": [], "decoder_sparse_step": 2,
                     "num_experts_per_tok": 3, "head_dim": None, "attention_bias": True,
                     "rope_parameters": {"rope_type": "default", "mrope_section": [2, 2, 2]}}}
+# Mllama (issue 29): 3 tiles of 12 pixels (9 patches and a class token, padded to 16), kept local layers 0 and 2
+# beside the gated global encoder's output, cross-attention layers 1 and 3 of the decoder; the last row's image
+# has one tile, and two tokens of each row see no tile
+MLLAMA = {"model_type": "mllama",
+          "text_config": {"vocab_size": 120, "hidden_size": 32, "num_hidden_layers": 4, "num_attention_heads": 4,
+                          "num_key_value_heads": 2, "intermediate_size": 37, "cross_attention_layers": [1, 3],
+                          "rope_theta": 500.0, "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2},
+          "vision_config": {"hidden_size": 24, "num_hidden_layers": 3, "num_global_layers": 2, "attention_heads": 4,
+                            "intermediate_size": 40, "vision_output_dim": 72, "image_size": 12, "patch_size": 4,
+                            "max_num_tiles": 3, "intermediate_layers_indices": [0, 2],
+                            "supported_aspect_ratios": [[1, 1], [1, 2], [2, 1], [1, 3], [3, 1]]}}
+CASES["mllama-cond-gen"] = {**MLLAMA, "architectures": ["MllamaForConditionalGeneration"]}
+CASES["mllama-base-llama3-rope"] = {
+    **MLLAMA, "architectures": ["MllamaModel"],
+    "text_config": {**MLLAMA["text_config"], "cross_attention_layers": [0], "num_hidden_layers": 2,
+                    "rope_parameters": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                        "high_freq_factor": 4.0, "original_max_position_embeddings": 4,
+                                        "rope_theta": 500.0}},
+    "vision_config": {**MLLAMA["vision_config"], "intermediate_layers_indices": [1], "vision_output_dim": 48,
+                      "hidden_act": "quick_gelu", "image_size": 8, "patch_size": 2, "max_num_tiles": 2}}
 
 # Mistral 3: Pixtral's tower (2-D rotary positions, any image in whole patches: 8 x 12 here), the projector's
 # norm and 2 x 2 patch merger, a Mistral; one image of 2 x 3 merged tokens per sequence
@@ -1247,6 +1267,16 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
             out[name] = torch.tensor([[side, side], [side - 1, side + 1]][:batch])
             rows, columns = out[name].unbind(-1)
             out["pixel_attention_mask"] = (torch.arange(side * side) < (rows * columns)[:, None]).long()
+        elif name == "pixel_values" and config["model_type"] == "mllama":   # one image of max_num_tiles tiles
+            tiles, side = vision.get("max_num_tiles", 4), vision.get("image_size", 448)
+            out[name] = torch.randn(batch, 1, tiles, vision.get("num_channels", 3), side, side)
+        elif name == "aspect_ratio_ids":   # the second layout (if any), and the first (one tile) for the last row
+            layouts = len(vision.get("supported_aspect_ratios") or [[1, 1]] * 8)
+            out[name] = torch.tensor([[min(2, layouts)]] * (batch - 1) + [[1]])
+        elif name == "aspect_ratio_mask":   # every tile of the first rows; only the first of the last row
+            tiles = vision.get("max_num_tiles", 4)
+            out[name] = torch.ones(batch, 1, tiles, dtype=torch.long)
+            out[name][-1, 0, 1:] = 0
         elif name == "pixel_values" and grid is not None:  # patches flattened as Qwen2VLImageProcessor gives them
             width = vision.get("in_channels", 3) * vision.get("temporal_patch_size", 2) * vision.get("patch_size", 14) ** 2
             out[name] = torch.randn(batch * grid[0] * grid[1], width)
@@ -1278,6 +1308,11 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
             out[name] = torch.randint(0, config.get("type_vocab_size", 2), (batch, length))
         else:
             raise KeyError(name)
+    if config["model_type"] == "mllama":   # the first two tokens see no tile, the last row's others tile 0 alone
+        mask = torch.ones(batch, out["input_ids"].shape[1], 1, vision.get("max_num_tiles", 4), dtype=torch.long)
+        mask[:, :2] = 0
+        mask[-1, :, :, 1:] = 0
+        out["cross_attention_mask"] = mask
     return out
 
 
@@ -1428,6 +1463,13 @@ CANNOT_RUN.update({name: "Qwen3-VL's real sizes cannot be narrowed (mrope_sectio
                    for name in ("qwen3_vl-2b-instruct", "qwen3_vl-4b-instruct", "qwen3_vl-8b-instruct",
                                 "qwen3_vl-32b-instruct", "qwen3_vl_moe-30b-a3b-instruct",
                                 "qwen3_vl_moe-235b-a22b-instruct")})
+# Llama 3.2 Vision's real checkpoints: narrowing leaves vision_output_dim (7,680) apart from the narrowed tower's
+# width, and 560-pixel tiles are 1,601 tokens each; their counts, names and buffers are checked, and
+# mllama-odd-base-one-tile and the mllama CASES run.
+CANNOT_RUN.update({name: "Llama 3.2 Vision's real sizes cannot be narrowed (vision_output_dim) and are too many to "
+                         "run in the suite"
+                   for name in ("mllama-llama-3.2-11b-vision", "mllama-llama-3.2-11b-vision-instruct",
+                                "mllama-llama-3.2-90b-vision-instruct")})
 # Gemma 3's real checkpoints see 896-pixel images: 4,096 patches through 27 vision layers, twice (transformers'
 # model and the module), take minutes and about 10 GB however narrow the widths; their counts, names and
 # buffers are checked, and gemma3-odd-untied-head-vision-defaults and the gemma3 CASES run.
@@ -1560,7 +1602,7 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases",
           "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "gemma3-cond-gen", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
           "qwen2_5_vl-cond-gen", "qwen2_5_vl-base-unit-windows", "qwen3_vl-cond-gen", "qwen3_vl-base-deeper-stack-bias",
-          "qwen3_vl_moe-cond-gen", "qwen3_vl_moe-base-step2",
+          "qwen3_vl_moe-cond-gen", "qwen3_vl_moe-base-step2", "mllama-cond-gen", "mllama-base-llama3-rope",
           "qwen3_moe-seq-cls", "mixtral-window",
           "olmoe-causal", "olmoe-base-normalized-bias",
           "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied",

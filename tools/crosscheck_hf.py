@@ -76,6 +76,7 @@ PREFIX["phimoe"] = "Phimoe"; ROTARY.add("phimoe")  # issue 29 (moe)
 PREFIX["qwen3_vl"] = "Qwen3VL"  # issue 29 (vlm2): resampled positions, DeepStack features
 PREFIX["qwen3_vl_moe"] = "Qwen3VLMoe"  # issue 29 (vlm2): and experts in the decoder
 PREFIX["ernie4_5_moe"] = "Ernie4_5_Moe"; ROTARY.add("ernie4_5_moe")  # issue 29 (moe)
+PREFIX["mllama"] = "Mllama"  # issue 29 (vlm2): tiles, a gated global encoder, cross-attention layers
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"qwen3_5_text": ["Qwen3_5TextModel", "Qwen3_5TextForSequenceClassification"],
                       "qwen3_5_moe_text": ["Qwen3_5MoeTextModel"]})  # issue 29 (deltanet)
@@ -640,6 +641,24 @@ def mutate(rng, cfg):
             text.update(num_experts=experts, num_experts_per_tok=rng.randint(1, max(1, experts)),
                         moe_intermediate_size=rng.randint(3, 20), decoder_sparse_step=rng.randint(1, 3),
                         mlp_only_layers=sorted(rng.sample(range(4), rng.randint(0, 2))))
+    if mt == "mllama":  # a random tiled vision model (kept layers) and a Llama with cross-attention layers
+        ta, va, layers, vl = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 5), rng.randint(1, 4)
+        hidden, vh, patch = ta * rng.choice([2, 4, 8]), va * rng.choice([2, 4]), rng.randint(1, 5)
+        taps = sorted(rng.sample(range(vl), rng.randint(1, vl)))   # none: transformers' forward fails
+        side = rng.randint(1, 5)
+        ratios = [[1, 1], [1, 2], [2, 1], [2, 2], [1, 3], [3, 1]][:rng.randint(1, 6)]
+        text = {"vocab_size": rng.randint(50, 300), "hidden_size": hidden, "num_hidden_layers": layers,
+                "num_attention_heads": ta, "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "intermediate_size": rng.randint(3, 40), "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
+                "cross_attention_layers": sorted(rng.sample(range(layers), rng.randint(0, layers)))}
+        vision = {"hidden_size": vh, "num_hidden_layers": vl, "num_global_layers": rng.randint(0, 3),
+                  "attention_heads": va, "intermediate_size": rng.randint(3, 40), "patch_size": patch,
+                  "image_size": side * patch, "max_num_tiles": rng.randint(1, 4), "num_channels": rng.choice([1, 3]),
+                  "intermediate_layers_indices": taps, "vision_output_dim": vh * (1 + len(taps)),
+                  "supported_aspect_ratios": ratios, "hidden_act": rng.choice(["gelu", "quick_gelu"])}
+        # MllamaForCausalLM (the text model alone, its cross-attention layers skipped) is refused by name
+        arch = [rng.choice(["MllamaForConditionalGeneration", "MllamaModel"])]
+        cfg = {"model_type": mt, "architectures": arch, "text_config": text, "vision_config": vision}
     return cfg
 
 
