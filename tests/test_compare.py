@@ -345,3 +345,16 @@ def test_short_convolution_layers_are_a_stack_of_their_own(cli, tmp_path):
     assert [(s["path"], s["layers"], s["params_per_layer"], s["does"]) for s in lfm2["stacks"]] == [
         ("model.layers.0,1,3,…,15", 10, 67_119_104, ["convolution"]),
         ("model.layers.2,5,8,…,14", 6, 60_821_632, ["causal"])]
+
+
+def test_a_decoder_without_an_encoder_has_no_encoder_pass(cli, tmp_path):
+    """Qwen3-Next's DeltaNet layers compute their decay exp(A_log) from parameters alone: work that does
+    not grow with the length, which in a model without an encoder or a tower every forward step does.
+    It belongs to the prefill and to each generated token, not to an 'encoder pass' (it was 32 FLOPs)."""
+    code, out, err = cli("compare", _config(tmp_path, "qwen3_next-odd-interval-seq-cls-tied"), "gpt2",
+                         "--set", "S=64", "--json")
+    assert code == 0, err
+    qwen = json.loads(out)["models"][0]
+    assert qwen["kind"] == "decoder-only"
+    assert qwen["flops"] == {"forward": 23_268_896, "encoder_pass": None, "decoder_prefill": 23_268_896,
+                             "per_generated_token": 364_376, "per_image": None, "decoder_length": "S"}

@@ -6,7 +6,9 @@ given), so the figures are comparable.  FLOPs come from one symbolic shape walk:
 count as a polynomial in the decoder's length D, c0 + c1·D + c2·D², splits into the work done
 once per input (c0: an encoder pass, a vision tower), the decoder's prefill of D tokens
 (c1·D + c2·D²) and one generated token with D tokens cached (c1 + c2·(D + 1): every per-token
-op once, attention over D + 1 keys), per sequence of the batch.
+op once, attention over D + 1 keys), per sequence of the batch.  A model without an encoder or
+a tower has no work done once: its c0 (a constant every forward computes, Qwen3-Next's decay
+exp(A_log)) is part of the prefill and of every generated token.
 
 >>> from archgraph import load
 >>> rows = compare(["gpt2", "bert-base-uncased"], {"S": 128}, load=load)
@@ -216,9 +218,13 @@ def _flops(model: Model, sizes: dict, run, stacks: list[Stack]) -> tuple[list[in
         c0, c1, c2 = coeffs
         d, b = sizes[length], sizes.get("B", 1)
         split.decoder_length = length
-        split.encoder = c0 or None
-        split.prefill = c1 * d + c2 * d * d
-        split.per_token = _per(c1 + c2 * (d + 1), b)
+        if any(s.role != "decoder" for s in stacks):  # an encoder or a vision tower: run once per input
+            split.encoder = c0 or None
+            split.prefill = c1 * d + c2 * d * d
+            split.per_token = _per(c1 + c2 * (d + 1), b)
+        else:  # no encoder: what does not grow with the length (Qwen3-Next's exp(A_log)) is every step's
+            split.prefill = c0 + c1 * d + c2 * d * d
+            split.per_token = _per(c0 + c1 + c2 * (d + 1), b)
     elif cached:  # a decoder whose FLOPs are not a polynomial in one length: no split
         split.prefill = forward
     elif _images_only(model):
