@@ -358,3 +358,11 @@ def test_a_decoder_without_an_encoder_has_no_encoder_pass(cli, tmp_path):
     assert qwen["kind"] == "decoder-only"
     assert qwen["flops"] == {"forward": 23_268_896, "encoder_pass": None, "decoder_prefill": 23_268_896,
                              "per_generated_token": 364_376, "per_image": None, "decoder_length": "S"}
+
+
+def test_width_is_the_token_embeddings_not_a_vision_towers_first_table(cli, tmp_path):
+    """Mllama's vision tower comes first and holds small tables (gated aspect-ratio embeddings of
+    max_num_tiles x its width: 16 here); the width a designer compares is the text model's (24)."""
+    code, out, err = cli("compare", _config(tmp_path, "mllama-odd-base-one-tile"), "gpt2", "--json")
+    assert code == 0, err
+    assert [m["width"] for m in json.loads(out)["models"]] == [24, 768]

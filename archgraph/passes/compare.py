@@ -73,7 +73,7 @@ class ModelSummary:
     active_params: int                 # touched by one token (a mixture of experts: the experts it is routed to)
     by_category: dict[str, int]
     embedding_share: float             # embedding parameters / total
-    width: int | None                  # embedding size of the first token embedding
+    width: int | None                  # width of the token embedding (the table with the most rows)
     stacks: list[Stack]
     stack_flops: list[int]             # forward FLOPs of each stack's layers at the sizes
     outside: dict[str, int]            # parameters outside the stacks by category (embeddings, heads)
@@ -264,11 +264,16 @@ def _per(n: int, b: int) -> Any:
 
 
 def _width(graph: Graph) -> int | None:
+    """The width of the token embedding: the embedding table with the most rows (the vocabulary),
+    the first of equals; not a vision tower's tile or position tables that come before it."""
+    tables = list(_embeddings(graph))
+    return max(tables, key=lambda op: op.num_embeddings).embedding_dim if tables else None
+
+
+def _embeddings(graph: Graph):
     for node in graph.nodes.values():
-        if isinstance(node, OpNode) and node.op.op_name == "embedding":
-            return node.op.embedding_dim
-        if not isinstance(node, OpNode):
-            found = _width(node.body)
-            if found:
-                return found
-    return None
+        if isinstance(node, OpNode):
+            if node.op.op_name == "embedding":
+                yield node.op
+        else:
+            yield from _embeddings(node.body)
