@@ -124,7 +124,7 @@ def test_memory_table_gives_one_cache_row_per_rule(tmp_path):
     per_token = 2 * 16  # keys and values: 1 kv head x 16
     assert cache_rows(report.kv_cache) == [
         ("cache, sliding window of 1024: 52 layers in 11 runs from layers.0.self_attn "
-         f"({per_token} values/token, 1024 tokens)", 52 * 1024 * per_token * 2),
+         f"({per_token} values/token, 1,024 tokens)", 52 * 1024 * per_token * 2),
         ("cache, full attention: 10 layers in 10 runs from layers.5.self_attn "
-         f"({per_token} values/token, 8192 tokens)", 10 * 8192 * per_token * 2),
+         f"({per_token} values/token, 8,192 tokens)", 10 * 8192 * per_token * 2),
     ]

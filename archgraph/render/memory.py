@@ -60,6 +60,11 @@ def _row(table: Sheet, label: str, n: int | None, bold: bool = False) -> None:
     table.add_row(*[Text(c, style="bold") if bold else c for c in cells])
 
 
+def _n(value) -> str:
+    """A count with thousands separators (a symbolic one as written)."""
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
 def cache_rows(entries) -> list[tuple[str, int | None]]:
     """One row per rule and size: the runs of layers that cache alike (Gemma 3's five sliding
     layers between full ones, 10 times over) are summed into one line that counts them."""
@@ -69,7 +74,7 @@ def cache_rows(entries) -> list[tuple[str, int | None]]:
     rows = []
     for runs in groups.values():
         e = runs[0]
-        what = f"{e.width} values/token, {e.context} tokens" if e.width else f"{e.state} values per sequence"
+        what = f"{_n(e.width)} values/token, {_n(e.context)} tokens" if e.width else f"{_n(e.state)} values per sequence"
         sizes = [r.bytes for r in runs]
         total = None if None in sizes else sum(sizes)
         if len(runs) == 1:
