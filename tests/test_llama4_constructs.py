@@ -2,7 +2,8 @@
 of its own, with its decoding cache), the weightless q/k norm after the rotary positions
 (`qk_norm: l2`), queries scaled per position (`q_scale`), the `floor` op, and experts that scale
 their input by the router weight (moe's `weighting: input`); then llama4_text's layer kinds,
-the published checkpoints' totals and active parameters, and their cache per layer kind."""
+the published checkpoints' totals and active parameters, and their cache per layer kind; the
+vision tower (its rotary angles' buffer, the pixel shuffle) and the model with images."""
 from __future__ import annotations
 
 import json
@@ -205,3 +206,46 @@ def test_scout_caches_a_chunk_on_chunked_layers_and_every_token_on_the_others(tm
     assert layers == {"chunk of 8192": 36, "full attention": 12}
     assert tokens == {"chunk of 8192": {8192}, "full attention": {100_000}}
     assert report.kv_cache_bytes == 2 * 2 * 8 * 128 * (36 * 8192 + 12 * 100_000)   # bf16 keys and values
+
+
+def _fixture(name: str) -> dict:
+    return json.loads((__import__("pathlib").Path(__file__).parent / "data" / "hf" / f"{name}.json").read_text())["config"]
+
+
+@pytest.mark.parametrize("name, total, active", [
+    # transformers 5.23.0 on the meta device: the text model's, the vision tower (850,960,896) and the projector
+    ("llama4-scout-17b-16e", 108_641_793_536, 108_641_793_536 - 48 * 15 * 3 * 5120 * 8192),
+    ("llama4-maverick-17b-128e", 401_583_781_376, 401_583_781_376 - 24 * 127 * 3 * 5120 * 8192),
+    ("llama4_vision_model-scout-17b-16e", 850_960_896, 850_960_896),
+])
+def test_published_models_with_images(tmp_path, cli, name, total, active):
+    code, out, _ = cli("params", write_config(tmp_path, **_fixture(name)), "--json")
+    data = json.loads(out)
+    assert code == 0 and (data["total"], data["active"]) == (total, active)
+
+
+def test_the_vision_tower_keeps_its_rotary_angles_as_a_buffer_and_gives_shuffled_tokens(tmp_path):
+    model = load_config(write_config(tmp_path, **_fixture("llama4_vision_model-scout-17b-16e")))
+    buffers = {(path, row.name, tuple(row.shape), row.persistent)
+               for path, _, _, rows in model.params().nodes() for row in rows if row.buffer}
+    assert buffers == {("rotary_embedding", "freqs_ci", (577, 1, 44), False)}   # 24 x 24 patches and the class token
+    shapes = model.shapes()
+    assert [str(d) for d in shapes.outputs["last_hidden_state"]] == ["B", "144", "4096"]   # 12 x 12 tokens after the shuffle
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"intermediate_size": 5000}, "intermediate_size is hidden_size / pixel_shuffle_ratio²"),
+    ({"pixel_shuffle_ratio": 0.3}, "pixel_shuffle_ratio must cut the patch grid into whole blocks"),
+    ({"hidden_size": 1400}, "must be a multiple of 4"),
+])
+def test_vision_configs_transformers_cannot_run_are_refused(tmp_path, cli, change, words):
+    code, _, err = cli("params", write_config(tmp_path, **{**_fixture("llama4_vision_model-scout-17b-16e"), **change}))
+    assert code == 2 and words in " ".join(err.split())
+
+
+def test_the_text_config_ties_the_head_and_the_top_level_does_not(tmp_path, cli):
+    config = _fixture("llama4-odd-tied-text-quarter-shuffle")   # text_config ties: 1,000 x 96 fewer
+    untied = {**config, "text_config": {**config["text_config"], "tie_word_embeddings": False},
+              "tie_word_embeddings": True}
+    totals = [json.loads(cli("params", write_config(tmp_path, **c), "--json")[1])["total"] for c in (config, untied)]
+    assert totals == [723_136, 723_136 + 1000 * 96]

@@ -478,11 +478,26 @@ CASES["llama4_text-base-top2-bias-layer-types"] = {
     **CASES["llama4_text-causal"], "architectures": ["Llama4TextModel"], "num_experts_per_tok": 2,
     "use_qk_norm": False, "attention_bias": True, "no_rope_layers": [0, 1, 1, 0], "moe_layers": [0, 3],
     "layer_types": ["chunked_attention", "chunked_attention", "full_attention", "full_attention"]}
+CASES["llama4_vision_model-base"] = {"model_type": "llama4_vision_model", "architectures": ["Llama4VisionModel"],
+                                    "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+                                    "intermediate_size": 128, "image_size": 32, "patch_size": 8,
+                                    "projector_input_dim": 24, "projector_output_dim": 24, "vision_output_dim": 24,
+                                    "rope_theta": 100.0}
 CASES["llama4_text-rope-llama3-untuned-tied"] = {
     **CASES["llama4_text-causal"], "attn_temperature_tuning": False, "tie_word_embeddings": True,
     "no_rope_layer_interval": 2, "rope_parameters": {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 16.0,
                                                      "low_freq_factor": 1.0, "high_freq_factor": 1.0,
                                                      "original_max_position_embeddings": 4}}
+LLAMA4 = {"model_type": "llama4", "image_token_index": 90,
+          "text_config": {**{k: v for k, v in CASES["llama4_text-causal"].items() if k != "architectures"},
+                          "vocab_size": 97},
+          "vision_config": {**{k: v for k, v in CASES["llama4_vision_model-base"].items() if k != "architectures"},
+                            "model_type": "llama4_vision_model"}}
+CASES["llama4-cond-gen"] = {**LLAMA4, "architectures": ["Llama4ForConditionalGeneration"]}
+CASES["llama4-cond-gen-tied-ratio-quarter"] = {
+    **CASES["llama4-cond-gen"], "text_config": {**LLAMA4["text_config"], "tie_word_embeddings": True},
+    "vision_config": {**LLAMA4["vision_config"], "pixel_shuffle_ratio": 0.25, "intermediate_size": 512,
+                      "image_size": 64, "num_attention_heads": 4, "hidden_size": 32, "rope_theta": 10000.0}}
 
 # rope types (rope_parameters, or a legacy rope_scaling with "type" or "rope_type"), each at a length
 # (LENGTHS) that reaches what it scales: beyond original_max_position_embeddings or max_position_embeddings
@@ -1243,6 +1258,13 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
                 types = torch.ones_like(ids)   # the prefix (its block attended both ways): the image and 3 tokens
                 types[:, :count + 5] = 0
                 out["token_type_ids"] = types
+            if name == "input_ids" and config["model_type"] == "llama4":  # the pixel-shuffled patches of one image
+                token = config.get("image_token_index", 200092)
+                count = int(vision["image_size"] // vision["patch_size"] * vision.get("pixel_shuffle_ratio", 0.5)) ** 2
+                ids = torch.randint(3, text.get("vocab_size", 100), (batch, length + count))
+                ids[ids == token] = token - 1
+                ids[:, 2:2 + count] = token
+                out[name] = ids
             if name == "input_ids" and _image_pixels(config) is not None:  # Mistral 3: one image's merged blocks
                 token, count = config.get("image_token_index", 10), 6
                 ids = torch.randint(3, text.get("vocab_size", 100), (batch, length + count))
@@ -1433,6 +1455,11 @@ CANNOT_RUN = {
                                  "still hold over a billion parameters (its counts, names and buffers are checked; "
                                  "the llama4_text CASES and odd fixtures run)",
     "llama4_text-defaults-causal": "Llama4TextConfig's defaults are Scout's sizes (see llama4_text-scout-17b-16e)",
+    "llama4-scout-17b-16e": "Llama 4 Scout's language model (see llama4_text-scout-17b-16e) with its vision tower "
+                            "(its counts, names and buffers are checked; llama4_vision_model-scout-17b-16e, "
+                            "llama4-odd-tied-text-quarter-shuffle and the llama4 CASES run)",
+    "llama4-maverick-17b-128e": "Llama 4 Maverick's language model (see llama4_text-maverick-17b-128e) with its "
+                                "vision tower (its counts, names and buffers are checked)",
     "llama4_text-maverick-17b-128e": "Llama 4 Maverick's 48 layers, half of them with 128 experts (8 when narrowed), "
                                      "still hold over a billion parameters (its counts, names and buffers are "
                                      "checked)",
@@ -1629,6 +1656,7 @@ PADDED += ["paligemma-cond-gen", "paligemma-base-head-token-beyond-vocab",
 PADDED += ["idefics3-cond-gen", "idefics3-base-scale4-gelu", "smolvlm-cond-gen-tied"]   # issue 29 (vlm1)
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
 PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)
+PADDED += ["llama4-cond-gen"]   # Llama 4 with an image (issue 29)
 PADDED += ["granitemoehybrid-causal", "granitemoehybrid-base-rope-dense"]   # issue 29 (hybrid)
 PADDED += ["falcon_h1-causal", "falcon_h1-causal-norm-first-biases", "falcon_h1-base-norm-after-gate-expand"]
 PADDED += ["phimoe-causal", "phimoe-base-wide-threshold-window", "phimoe-seq-cls"]   # issue 29 (moe)

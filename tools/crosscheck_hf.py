@@ -81,6 +81,7 @@ EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the fa
 EXTRA_CLASSES.update({"qwen3_5_text": ["Qwen3_5TextModel", "Qwen3_5TextForSequenceClassification"],
                       "qwen3_5_moe_text": ["Qwen3_5MoeTextModel"]})  # issue 29 (deltanet)
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
+PREFIX.update({"llama4": "Llama4", "llama4_vision_model": "Llama4Vision"})  # with images; the tower alone
 PREFIX["gemma4_text"] = "Gemma4Text"; ROTARY.add("gemma4_text")  # issue 29 (gemma)
 EXTRA_CLASSES["gemma4_text"] = ["Gemma4ForCausalLM"]
 PREFIX["gemma3n_text"] = "Gemma3nText"; ROTARY.add("gemma3n_text")  # issue 29 (gemma)
@@ -437,6 +438,31 @@ def mutate(rng, cfg):
     classes = [PREFIX[mt] + s for s in SUFFIX + SUFFIX_EXTRA if hasattr(transformers, PREFIX[mt] + s)] \
         + EXTRA_CLASSES.get(mt, [])
     cfg["architectures"] = [rng.choice(classes)]
+    if mt in ("llama4", "llama4_vision_model"):  # a random tower (a runnable pixel shuffle) and Llama 4 decoder
+        va, ratio = rng.randint(1, 4), rng.choice([0.5, 0.25])
+        hidden, patch = va * rng.choice([4, 8]), rng.randint(2, 5)
+        out = rng.randint(3, 30)
+        vision = {"model_type": "llama4_vision_model", "hidden_size": hidden, "num_hidden_layers": rng.randint(1, 3),
+                  "num_attention_heads": va, "intermediate_size": int(hidden / ratio / ratio),
+                  "image_size": patch * int(1 / ratio) * rng.randint(1, 3), "patch_size": patch,
+                  "pixel_shuffle_ratio": ratio, "projector_input_dim": out, "projector_output_dim": out,
+                  "vision_output_dim": out, "num_channels": rng.choice([1, 3]), "rope_theta": rng.choice([100, 10000])}
+        if mt == "llama4_vision_model":
+            cfg = {**vision, "architectures": ["Llama4VisionModel"]}
+        else:
+            ta, vocab, layers = rng.randint(1, 6), rng.randint(50, 300), rng.randint(1, 5)
+            experts = rng.randint(1, 4)
+            text = {"model_type": "llama4_text", "vocab_size": vocab, "hidden_size": ta * rng.choice([2, 4, 8]),
+                    "num_hidden_layers": layers, "num_attention_heads": ta,
+                    "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                    "head_dim": rng.choice([2, 4, 8]), "intermediate_size": rng.randint(3, 40),
+                    "intermediate_size_mlp": rng.randint(3, 40), "num_local_experts": experts,
+                    "num_experts_per_tok": rng.randint(1, experts), "interleave_moe_layer_step": rng.randint(1, 3),
+                    "use_qk_norm": rng.random() < 0.5, "attention_bias": rng.random() < 0.3,
+                    "tie_word_embeddings": rng.random() < 0.3}
+            cfg = {"model_type": "llama4", "architectures": ["Llama4ForConditionalGeneration"], "text_config": text,
+                   "vision_config": vision, "image_token_index": rng.randrange(vocab),
+                   "tie_word_embeddings": rng.random() < 0.3}
     if mt == "llava":  # multimodal (issue 12): a random Llama and CLIP vision tower, and the bridge's switches
         ta, va, vl = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 4)
         vocab = rng.randint(50, 300)
