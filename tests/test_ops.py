@@ -231,6 +231,8 @@ CASES = [
     case("last_token", {}, [(2, 7, 3, 4), (2, 7)], (2, 3, 4), id="last_token-no-pad"),
     case("last_token", {"token": 2}, [(B, S, 5), (B, S)], (B, 5), id="last_token-eos"),
     case("last_token", {"pad": 0, "offset": 1}, [(B, T, 5), (B, S)], (B, 5), id="last_token-offset-other-length"),
+    case("padding_mask", {"pad": 0}, [(B, S)], (B, S), flops=0),
+    case("padding_mask", {"pad": 0}, [(B, S), (B, S)], (B, S), flops=0, id="padding_mask-given"),
 
     # ---- pointwise ----------------------------------------------------------------------
     case("relu", {}, [(B, 64, 56, 56)], (B, 64, 56, 56)),

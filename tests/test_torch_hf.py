@@ -1102,12 +1102,18 @@ CASES["t5gemma-cond-gen-rope-linear-dynamic"] = {
     "decoder": {**T5GEMMA_STACK, "max_position_embeddings": 4,
                 "rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 50.0}}}
 CASES["t5gemma-seq-cls"] = {**T5GEMMA, "architectures": ["T5GemmaForSequenceClassification"], "num_labels": 3}
-CASES["t5gemma-seq-cls-encoder-only"] = {**CASES["t5gemma-seq-cls"], "is_encoder_decoder": False}
+# (the encoder-only classes pad with 0 and mask id 96 when a call gives no mask: the padded test's call without
+# the mask must compute other values)
+CASES["t5gemma-seq-cls-encoder-only"] = {**CASES["t5gemma-seq-cls"], "is_encoder_decoder": False,
+                                         "encoder": {**T5GEMMA_STACK, "pad_token_id": 96}}
 CASES["t5gemma-token-cls"] = {**T5GEMMA, "architectures": ["T5GemmaForTokenClassification"], "num_labels": 3,
                               "decoder": {**T5GEMMA_STACK, "hidden_size": 24, "num_attention_heads": 2}}
-CASES["t5gemma-token-cls-encoder-only"] = {**CASES["t5gemma-token-cls"], "is_encoder_decoder": False}
+CASES["t5gemma-token-cls-encoder-only"] = {**CASES["t5gemma-token-cls"], "is_encoder_decoder": False,
+                                           "encoder": {**T5GEMMA_STACK, "pad_token_id": 96}}
+CASES["t5gemma-base-pad-5"] = {**T5GEMMA, "architectures": ["T5GemmaModel"], "pad_token_id": 5,
+                               "encoder": {**T5GEMMA_STACK, "pad_token_id": 5}}
 CASES["t5gemma-encoder-only"] = {**T5GEMMA, "architectures": ["T5GemmaEncoderModel"], "is_encoder_decoder": False,
-                                 "encoder": {**T5GEMMA_STACK, "num_hidden_layers": 4}}
+                                 "encoder": {**T5GEMMA_STACK, "num_hidden_layers": 4, "pad_token_id": 96}}
 
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
@@ -1698,6 +1704,26 @@ def test_padded_batch_computes_what_transformers_computes(tmp_path, name):
     # the mask matters: without it, a row padded on the left computes other values
     first = next(iter(got))
     assert (got[first][0] - unpadded[first][0]).abs().max().item() > 1e-3
+
+
+@pytest.mark.parametrize("name", ["t5gemma-cond-gen", "t5gemma-encoder-only", "t5gemma-base-pad-5"])
+def test_t5gemma_without_a_mask_masks_its_encoder_padding_as_transformers(tmp_path, name):
+    """T5Gemma's encoder, given no attention_mask, masks the input ids equal to encoder.pad_token_id
+    (padding_mask); the decoder's cross-attention then sees every position, as in transformers."""
+    config = CASES[name]
+    reference, module = _loaded_pair(tmp_path, config)
+    inputs = _inputs(module, config)
+    pad = config["encoder"].get("pad_token_id", 0)
+    inputs["input_ids"][0, :2] = pad
+    inputs["input_ids"][1, -3:] = pad
+    with torch.no_grad():
+        want = reference(**inputs, **_hf_only(config, inputs))
+        got = module(**inputs)
+        ones = module(**inputs, attention_mask=torch.ones_like(inputs["input_ids"]))
+    for key, value in got.items():
+        assert (value - getattr(want, key)).abs().max().item() < 1e-4, key
+    first = next(iter(got))
+    assert (got[first] - ones[first]).abs().max().item() > 1e-3   # the padding was masked
 
 
 def test_gpt2_takes_position_ids_and_an_encoder_mask(tmp_path):

@@ -34,7 +34,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     **dict.fromkeys(["gated_mlp", "mlp", "moe"], "mlp"),
     **dict.fromkeys(["batch_norm", "group_norm", "layer_norm", "rms_norm"], "norm"),
     **dict.fromkeys(["adaptive_avg_pool1d", "adaptive_avg_pool2d", "avg_pool1d", "avg_pool2d", "global_avg_pool",
-                     "global_max_pool", "last_token", "max_pool1d", "max_pool2d"], "pool"),
+                     "global_max_pool", "last_token", "max_pool1d", "max_pool2d", "padding_mask"], "pool"),
     **dict.fromkeys(["causal_conv1d", "gated_delta_rule", "mamba2_mixer", "rg_lru"], "recurrent"),
     **dict.fromkeys(["amax", "argmax", "mean", "sum"], "reduce"),
     "mamba_mixer": "ssm",

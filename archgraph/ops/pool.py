@@ -1,5 +1,5 @@
 """Pooling: `max_pool1d/2d`, `avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `global_avg_pool`, `global_max_pool`,
-`last_token`."""
+`last_token`; and `padding_mask`, the padding a call's token ids hold when it gives no mask."""
 from __future__ import annotations
 
 from ..dims import prod
@@ -203,6 +203,34 @@ class LastToken(Op):
         if self.offset:
             last = torch.clamp(last + self.offset, max=x.shape[1] - 1)
         return x[rows, last.to(x.device)]
+
+
+@op("padding_mask", aliases=("make_default_2d_attention_mask",), example={"pad": 0})
+class PaddingMask(Op):
+    """The attention mask a call gives, or, when it leaves it out, 1 where the ids are not `pad`:
+    ids [B, S] and mask [B, S] -> [B, S] (int64).
+
+    T5Gemma's encoder (transformers' make_default_2d_attention_mask) masks its padding tokens by
+    itself when a call gives no attention_mask; the mask is an input with `default: none`, so the
+    op sees that it was left out. Without `pad`, a call must give the mask (transformers refuses)."""
+
+    pad: int | None = None  # the padding id
+
+    def infer_shape(self, ids, mask=None):
+        expect_rank(ids, 2, "token ids [B, S]")
+        if mask is not None:
+            expect_rank(mask, 2, "mask [B, S]")
+            expect_dim(mask[0], ids[0], "batch dimension of the mask")
+            expect_dim(mask[1], ids[1], "length of the mask")
+        return ids
+
+    def forward(self, run, ids, mask=None):
+        if mask is not None:
+            return mask
+        if self.pad is None:
+            raise ValueError("padding_mask: the call gives no attention mask and the model has no pad_token_id to "
+                             "find the padding by: give the mask")
+        return (ids != self.pad).to(run.torch.long)
 
 
 def _tracing(torch) -> bool:
