@@ -207,7 +207,8 @@ class LastToken(Op):
 
 @op("padding_mask", aliases=("make_default_2d_attention_mask",), example={"pad": 0})
 class PaddingMask(Op):
-    """The attention mask a call gives, or, when it leaves it out, 1 where the ids are not `pad`:
+    """A call's attention mask, or 1 where the ids are not `pad` when it gives none.
+
     ids [B, S] and mask [B, S] -> [B, S] (int64).
 
     T5Gemma's encoder (transformers' make_default_2d_attention_mask) masks its padding tokens by
