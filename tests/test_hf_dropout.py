@@ -30,6 +30,7 @@ NOT_YET = {
     "wav2vec2": ["layerdrop"], "hubert": ["layerdrop"],
     "dinov2": ["drop_path_rate"], "dinov2_with_registers": ["drop_path_rate"], "dinov3_vit": ["drop_path_rate"],
     "convnext": ["drop_path_rate"],
+    "internvl_vision": ["hidden_dropout_prob", "projection_dropout"],   # InternViT's MLP and attention outputs
     "deberta-v2": ["hidden_dropout_prob", "attention_probs_dropout_prob", "pooler_dropout"],
     "swin": ["hidden_dropout_prob", "attention_probs_dropout_prob", "drop_path_rate"],
     "segformer": ["hidden_dropout_prob", "attention_probs_dropout_prob", "classifier_dropout_prob", "drop_path_rate"],

@@ -957,6 +957,21 @@ CASES["smolvlm-cond-gen-tied"] = {**IDEFICS3, "model_type": "smolvlm", "architec
                                   "tie_word_embeddings": True,
                                   "text_config": {**IDEFICS3["text_config"], "attention_bias": True}}
 
+# InternVL: InternViT (4 x 4 patches and a class token, layer scale), each 2 x 2 block shuffled into one
+# token, LayerNorm and two linears, a Qwen2; one tile per sequence
+INTERNVL = {"model_type": "internvl", "image_token_id": 100,
+            "text_config": {"model_type": "qwen2", "vocab_size": 120, "hidden_size": 32, "num_hidden_layers": 2,
+                            "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 37},
+            "vision_config": {"hidden_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4,
+                              "intermediate_size": 29, "image_size": 16, "patch_size": 4}}
+CASES["internvl-cond-gen"] = {**INTERNVL, "architectures": ["InternVLForConditionalGeneration"]}
+CASES["internvl-base-llama-qk-norm-rms"] = {
+    **INTERNVL, "architectures": ["InternVLModel"], "projector_hidden_act": "relu",
+    "text_config": {**INTERNVL["text_config"], "model_type": "llama"},
+    "vision_config": {**INTERNVL["vision_config"], "use_qk_norm": True, "norm_type": "rms_norm", "attention_bias": True,
+                      "use_mean_pooling": False, "layer_scale_init_value": 0.3, "num_channels": 2}}
+CASES["internvl-untied"] = {**CASES["internvl-cond-gen"], "tie_word_embeddings": False}
+
 # SigLIP 2: NaFlex patches, 16 per image here: image 0 a full 4 x 4 grid, image 1 a 3 x 5 grid and one
 # padding patch (its mask 0); the position table (4 x 4) resampled to each
 SIGLIP2_TEXT = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
@@ -1246,6 +1261,14 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
                 out[name] = ids
                 if config["model_type"] == "gemma3":   # its image tokens typed 1: they attend both ways
                     out["token_type_ids"] = (ids == token).long()
+            if name == "input_ids" and config["model_type"] == "internvl":  # one tile's shuffled patches
+                cfg = transformers.AutoConfig.for_model(**config)
+                side = cfg.vision_config.image_size[0] // cfg.vision_config.patch_size[0]
+                token, count = cfg.image_token_id, (side // int(1 / cfg.downsample_ratio)) ** 2
+                ids = torch.randint(3, cfg.text_config.vocab_size, (batch, length + count))
+                ids[ids == token] = token - 1
+                ids[:, 2:2 + count] = token
+                out[name] = ids
             if name == "input_ids" and config["model_type"] in ("idefics3", "smolvlm"):  # one image's shuffled tokens
                 cfg = transformers.AutoConfig.for_model(**config)
                 side = cfg.vision_config.image_size // cfg.vision_config.patch_size
@@ -1660,6 +1683,7 @@ PADDED += ["t5gemma-cond-gen", "t5gemma-base-uneven-bias-untied", "t5gemma-encod
 PADDED += ["paligemma-cond-gen", "paligemma-base-head-token-beyond-vocab",
            "paligemma-gemma2-capped-window-untied"]   # issue 29 (vlm1): with token_type_ids
 PADDED += ["idefics3-cond-gen", "idefics3-base-scale4-gelu", "smolvlm-cond-gen-tied"]   # issue 29 (vlm1)
+PADDED += ["internvl-cond-gen", "internvl-base-llama-qk-norm-rms"]   # issue 29 (vlm1)
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
 PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)
 PADDED += ["llama4-cond-gen"]   # Llama 4 with an image (issue 29)

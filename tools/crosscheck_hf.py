@@ -61,7 +61,8 @@ ROTARY |= {"qwen2_moe", "olmoe"}  # issue 29
 PREFIX["qwen3_next"] = "Qwen3Next"; ROTARY.add("qwen3_next")  # issue 29 (deltanet): Gated DeltaNet layers
 PREFIX.update({"qwen3_5_text": "Qwen3_5", "qwen3_5_moe_text": "Qwen3_5Moe"}); ROTARY |= {"qwen3_5_text", "qwen3_5_moe_text"}
 PREFIX.update({"ernie4_5": "Ernie4_5", "granitemoe": "GraniteMoe"})  # issue 29 (moefam)
-PREFIX.update({"mistral3": "Mistral3", "paligemma": "PaliGemma", "idefics3": "Idefics3", "smolvlm": "SmolVLM"})  # issue 29 (vlm1): Pixtral's tower, a patch merger, a Mistral
+PREFIX.update({"mistral3": "Mistral3", "paligemma": "PaliGemma", "idefics3": "Idefics3", "smolvlm": "SmolVLM",
+               "internvl": "InternVL"})  # issue 29 (vlm1): Pixtral's tower, a patch merger, a Mistral
 PREFIX.update({"siglip2": "Siglip2", "gemma3": "Gemma3"})  # issue 29 (vlm): NaFlex SigLIP, Gemma 3 with images
 ROTARY |= {"ernie4_5", "granitemoe"}
 PREFIX["glm4_moe"] = "Glm4Moe"; ROTARY.add("glm4_moe")  # issue 29 (moefam)
@@ -589,6 +590,22 @@ def mutate(rng, cfg):
                   "vision_use_head": rng.random() < 0.5}
         cfg.update(text_config=text, vision_config=vision, projection_dim=text["hidden_size"],
                    image_token_index=rng.randrange(vocab + 2), tie_word_embeddings=rng.random() < 0.5)
+    if mt == "internvl":  # a random Qwen2 or Llama and InternViT; a patch grid of whole 2 x 2 blocks
+        ta, va = rng.randint(1, 6), rng.randint(1, 6)
+        vocab = rng.randint(50, 300)
+        text = {"model_type": rng.choice(["qwen2", "llama"]), "vocab_size": vocab,
+                "hidden_size": ta * rng.choice([2, 4, 8]), "num_hidden_layers": rng.randint(1, 3),
+                "num_attention_heads": ta, "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "intermediate_size": rng.randint(3, 40), "tie_word_embeddings": rng.random() < 0.3}
+        patch = rng.randint(1, 5)
+        vision = {"hidden_size": va * rng.choice([2, 4, 6]), "num_hidden_layers": rng.randint(1, 3),
+                  "num_attention_heads": va, "intermediate_size": rng.randint(3, 40), "patch_size": patch,
+                  "image_size": patch * 2 * rng.randint(1, 3), "num_channels": rng.choice([1, 3]),
+                  "use_qk_norm": rng.random() < 0.5, "norm_type": rng.choice(["layer_norm", "rms_norm"]),
+                  "attention_bias": rng.random() < 0.5, "use_mask_token": rng.random() < 0.3,
+                  "use_mean_pooling": rng.random() < 0.5}
+        cfg.update(text_config=text, vision_config=vision, image_token_id=rng.randrange(vocab),
+                   projector_hidden_act=rng.choice(["gelu", "relu"]), tie_word_embeddings=rng.random() < 0.5)
     if mt in ("idefics3", "smolvlm"):  # a random Llama and vision tower; scale_factor divides the patch grid
         ta, va, sf = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 3)
         vocab = rng.randint(50, 300)
