@@ -78,6 +78,7 @@ PREFIX["qwen3_vl"] = "Qwen3VL"  # issue 29 (vlm2): resampled positions, DeepStac
 PREFIX["qwen3_vl_moe"] = "Qwen3VLMoe"  # issue 29 (vlm2): and experts in the decoder
 PREFIX["ernie4_5_moe"] = "Ernie4_5_Moe"; ROTARY.add("ernie4_5_moe")  # issue 29 (moe)
 PREFIX["mllama"] = "Mllama"  # issue 29 (vlm2): tiles, a gated global encoder, cross-attention layers
+PREFIX["zamba2"] = "Zamba2"; ROTARY.add("zamba2")  # issue 29 (zamba2): shared blocks round-robin, adapters per use
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"qwen3_5_text": ["Qwen3_5TextModel", "Qwen3_5TextForSequenceClassification"],
                       "qwen3_5_moe_text": ["Qwen3_5MoeTextModel"]})  # issue 29 (deltanet)
@@ -269,6 +270,18 @@ def mutate(rng, cfg):
     if mt == "phimoe":  # the sparsemixer's two of 2-6 experts; biases; the longrope factors fit no random head
         cfg.update(num_local_experts=rng.randint(2, 6), num_experts_per_tok=2, rope_scaling=None,
                    attention_bias=rng.random() < 0.5, lm_head_bias=rng.random() < 0.5)
+    if mt == "zamba2":  # layer kinds, shared blocks, adapters, rope, the Mamba-2 mixer's sizes, ties
+        n = rng.randint(1, 6)
+        sizes = _mamba2_sizes(rng, cfg["hidden_size"], "")
+        cfg.update(num_hidden_layers=n, layers_block_type=[rng.choice(["mamba", "hybrid"]) for _ in range(n)],
+                   num_mem_blocks=rng.randint(1, 3), use_shared_attention_adapter=rng.random() < 0.5,
+                   adapter_rank=rng.randint(1, 6), use_mem_rope=rng.random() < 0.5, chunk_size=4,
+                   add_bias_linear=rng.random() < 0.5, tie_word_embeddings=rng.random() < 0.5,
+                   mamba_expand=sizes["expand"], n_mamba_heads=sizes["n_heads"], mamba_ngroups=sizes["n_groups"],
+                   mamba_d_state=sizes["d_state"], mamba_d_conv=sizes["d_conv"],
+                   intermediate_size=rng.choice([None, rng.randint(3, 40)]))
+        cfg["num_key_value_heads"] = heads if cfg["use_shared_attention_adapter"] else \
+            rng.choice([d for d in range(1, heads + 1) if heads % d == 0])   # adapters: only full heads run
     if mt == "ernie4_5_moe":  # experts, top-k, shared experts, the layer schedule, biases
         experts = rng.randint(1, 6)
         layers = cfg["num_hidden_layers"]

@@ -63,6 +63,9 @@ class Attention(Op):
     head by its RMS without a weight (Gemma 3n, Gemma 4); `k_eq_v` takes the values from the key
     projection (before the key norm and rotary positions), with no v_proj (Gemma 4's full layers
     with attention_k_eq_v).
+    The optional inputs `q_add`, `k_add` and `v_add` [B, S, heads·head_dim] (kv_heads for k and v)
+    are added to the projections' outputs before the heads are split: low-rank adapters of the
+    projections computed by other nodes (Zamba2's shared attention, its per-use LoRA adapters).
     `output_gate` doubles q_proj into each head's query and a gate, and multiplies the heads' output
     by sigmoid(gate) before o_proj (Qwen3-Next's gated attention).
     """
@@ -128,9 +131,11 @@ class Attention(Op):
     #   value projections or norms, no cache of its own
     output_gate: bool = False  # q_proj also makes a gate per head (each head's [query | gate], twice as wide);
     #   the heads' output is multiplied by sigmoid(gate) before o_proj (Qwen3-Next, Qwen3.5)
+    out_hidden: int | None = None  # width of the output, o_proj's (default hidden; Zamba2's shared attention reads
+    #   2·hidden and gives hidden)
 
     def __post_init__(self):
-        positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups",
+        positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups", "out_hidden",
                  "chunk")
         if (self.k_eq_v or self.v_norm or self.kv_out or self.shared_kv) and self.qkv == "fused":
             raise invalid(self, "k_eq_v, v_norm, kv_out and shared_kv need separate q, k and v projections")
@@ -193,7 +198,7 @@ class Attention(Op):
         return self.vdim or self.kv_hidden or self.hidden
 
     def infer_shape(self, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None,
-                    shared_k=None, shared_v=None, block_ids=None):
+                    shared_k=None, shared_v=None, block_ids=None, q_add=None, k_add=None, v_add=None):
         expect_rank(x, 3, "query input")
         expect_dim(x[-1], self.hidden, "last dimension of the query input (hidden)")
         if self.shared_kv != (shared_k is not None and shared_v is not None):
@@ -249,10 +254,19 @@ class Attention(Op):
             expect_dim(q_scale[0], x[1], "length of the query scale (that of the queries)")
         if mask is not None and self.shared_kv:
             expect_key_mask(mask, x[0], shared_k[2])
+        for t, heads, what in ((q_add, self.heads, "q_add"), (k_add, self.n_kv, "k_add"), (v_add, self.n_kv, "v_add")):
+            if t is not None:
+                check(self.qkv == "separate" and not self.shared_kv and not self.output_gate
+                      and kv is None and k is None, f"{what} is added to a projection of x (separate q, k, v)")
+                expect_rank(t, 3, what)
+                expect_dim(t[0], x[0], f"batch dimension of {what}")
+                expect_dim(t[1], x[1], f"length of {what} (that of the queries)")
+                expect_dim(t[2], heads * self.d, f"last dimension of {what} (heads · head_dim)")
+        out = self.out_hidden or self.hidden
         if self.kv_out:
             t = (kv if kv is not None else x)[1]
-            return [(x[0], x[1], self.hidden), (x[0], self.n_kv, t, self.d), (x[0], self.n_kv, t, self.d)]
-        return (x[0], x[1], self.hidden)
+            return [(x[0], x[1], out), (x[0], self.n_kv, t, self.d), (x[0], self.n_kv, t, self.d)]
+        return (x[0], x[1], out)
 
     def _linear(self, name: str, out: int, inp: int, bias: bool):
         yield Tensor(f"{name}.weight", (out, inp) if self.weight_layout == "out_in" else (inp, out))
@@ -271,7 +285,7 @@ class Attention(Op):
                 yield from self._linear(names[1], kv * d, self.k_width, k_bias)
             if not (self.shared_kv or self.k_eq_v):
                 yield from self._linear(names[2], kv * d, self.v_width, self.qkv_bias)
-        yield from self._linear(names[-1], h, q * d, self.out_bias)
+        yield from self._linear(names[-1], self.out_hidden or h, q * d, self.out_bias)
         if self.qk_norm not in ("none", "l2"):
             for name, heads in zip(self._qk_norm_names[:1 if self.shared_kv else 2], (q, kv)):
                 yield from self._qk_norm_tensors(name, heads, d)
@@ -303,7 +317,7 @@ class Attention(Op):
             t, kv_width = inputs[9][2], 0
         else:
             kv_width = self.k_width + (0 if self.k_eq_v else self.v_width)
-        proj = 2 * b * s * h * q * d + 2 * b * t * kv_width * n_kv * d + 2 * b * s * q * d * h
+        proj = 2 * b * s * h * q * d + 2 * b * t * kv_width * n_kv * d + 2 * b * s * q * d * (self.out_hidden or h)
         core = 2 * 2 * b * q * s * t * d
         gate = (2 * b * s * h * q * d + 5 * b * s * q * d) if self.output_gate else 0  # its projection, sigmoid, product
         return proj + core + gate
@@ -328,7 +342,7 @@ class Attention(Op):
         return None
 
     def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None,
-                shared_k=None, shared_v=None, block_ids=None):
+                shared_k=None, shared_v=None, block_ids=None, q_add=None, k_add=None, v_add=None):
         torch = run.torch
         names = self.names or self._default_names()
         b, s = x.shape[0], x.shape[1]
@@ -342,11 +356,11 @@ class Attention(Op):
             k_src = k if k is not None else kv if kv is not None else x
             v_src = v if v is not None else kv if kv is not None else x
             k_bias = self.qkv_bias if self.k_bias is None else self.k_bias
-            q = self._project(run, names[0], x, self.qkv_bias)
+            q = _plus(self._project(run, names[0], x, self.qkv_bias), q_add)
             if self.output_gate:  # each head's [query | gate]
                 q, gate = q.view(b, s, q_, 2 * d).chunk(2, dim=-1)
                 q, gate = q.reshape(b, s, q_ * d), gate.reshape(b, s, q_ * d)
-            key = raw_key = self._project(run, names[1], k_src, k_bias)
+            key = raw_key = _plus(self._project(run, names[1], k_src, k_bias), k_add)
             qn, kn = self._qk_norm_names
             if self.qk_norm == "full":
                 q, key = self._qk_normalize(run, qn, q, q_), self._qk_normalize(run, kn, key, kv_)
@@ -354,7 +368,7 @@ class Attention(Op):
             key = key.view(b, k_src.shape[1], kv_, d).transpose(1, 2)
             if self.qk_norm in ("head", "each_head"):
                 q, key = self._qk_normalize(run, qn, q, q_), self._qk_normalize(run, kn, key, kv_)
-            value = raw_key if self.k_eq_v else self._project(run, names[2], v_src, self.qkv_bias)
+            value = raw_key if self.k_eq_v else _plus(self._project(run, names[2], v_src, self.qkv_bias), v_add)
             value = value.view(b, v_src.shape[1], kv_, d).transpose(1, 2)
             if self.v_norm:
                 from .norm import rms_normalize
@@ -523,6 +537,11 @@ class ScaledDotProductAttention(Op):
         return out.transpose(1, 2).reshape(b, s, self.heads * dv)
 
 
+
+
+def _plus(x, extra):
+    """x + extra (an adapter's output), or x."""
+    return x if extra is None else x + extra
 
 
 def _batch(q, k, v):
