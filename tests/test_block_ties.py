@@ -74,3 +74,11 @@ def test_a_tie_to_a_missing_instance_or_a_relative_path_is_refused():
         spec("tied_to: \"None if k == 0 else 'layers.7.shared_part'\"").params()
     with pytest.raises(SpecError, match="by its absolute path .a word or a list of segments.; received '.own'"):
         spec("tied_to: \"'.own'\"").params()
+
+
+def test_a_schedules_layers_holding_repeated_blocks_are_one_stack_each_kind():
+    """compare's stacks: the layers that own the shared part and those that tie to it, never the
+    repeated block inside each layer (Zamba2's adapter slots)."""
+    from archgraph.passes.stacks import find_stacks
+    assert [(s.path, s.layers, s.per_layer) for s in find_stacks(spec())] == [
+        ("layers.0..1", 2, 64 + 72 + 3 * 64), ("layers.2..4", 3, 64)]

@@ -145,7 +145,11 @@ def _layer_calls(graph: Graph, prefix: str) -> Iterator[tuple[str, BlockNode]]:
     chosen = [n for n in calls if n in chosen or (n.scheduled and (n.segment, n.block) in scheduled)]
     for call in chosen:
         inner = list(_layer_calls(call.body, call.rep_path(prefix, 0))) if call.repeat == 1 else []
-        if any(n.repeat > 1 or n.scheduled or n.indexed for _, n in inner):
+        # a call made once may wrap stacks (a model, an encoder, Swin's stages of a schedule); a run
+        # of a schedule wraps only calls that are layers themselves (Zamba2's hybrid layers hold
+        # repeated adapter slots, which are no stack)
+        if any(n.repeat > 1 or n.scheduled or n.indexed for _, n in inner) and (
+                not call.scheduled or any(_has_op(n.body, ATTENTION_OPS | {"add"}) for _, n in inner)):
             yield from inner
         else:
             yield prefix, call
