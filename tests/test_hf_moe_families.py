@@ -207,3 +207,23 @@ def test_ernie4_5_moe_total_trainable_and_active_parameters(tmp_path, cli, name,
     assert code == 0 and data["total"] == total  # Ernie4_5_MoeForCausalLM on the meta device
     assert data["trainable"] == total - moe_layers * 64   # each MoE layer's [1, 64] e_score_correction_bias
     assert data["active"] == total - moe_layers * idle * 3 * hidden * width == active
+
+
+# ---- DBRX (issue 29): the published checkpoints' total and active parameters; what the template refuses
+@pytest.mark.parametrize("name", ["dbrx-dbrx-base", "dbrx-dbrx-instruct"])
+def test_dbrx_total_and_active_parameters(tmp_path, cli, name):
+    code, out, _ = cli("params", write_config(tmp_path, **_fixture_config(name)), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["total"] == 131_596_523_520  # DbrxForCausalLM on the meta device
+    # 12 of 16 experts per layer idle: their rows of w1, v1 and w2, 10752 x 6144 each
+    assert data["active"] == 131_596_523_520 - 40 * 12 * (3 * 10752 * 6144) == 36_469_708_800
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"tie_word_embeddings": True}, "DBRX has no tied lm_head"),
+    ({"attn_config": {"kv_n_heads": 3, "clip_qkv": 4.0}}, "attn_config.rope_theta"),
+])
+def test_dbrx_refuses_what_transformers_refuses(tmp_path, cli, change, words):
+    config = {**_fixture_config("dbrx-odd-gqa-p2-gelu-base"), **change}
+    code, _, err = cli("params", write_config(tmp_path, **config))
+    assert code == 2 and words in err, err

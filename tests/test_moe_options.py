@@ -225,3 +225,74 @@ def test_sparsemixer_picks_two_experts_each_weighted_by_a_softmax_near_it(tmp_pa
 def test_sparsemixer_picks_exactly_two():
     with pytest.raises(SpecError, match="scoring 'sparsemixer' picks two experts"):
         MoE(hidden=H, intermediate=I, experts=E, top_k=3, scoring="sparsemixer")
+
+
+ROWS_SPEC = """
+inputs: {x: [B, S, 6]}
+nodes:
+  - {name: mlp, op: moe, in: x, hidden: 6, intermediate: 5, experts: 4, top_k: 2, expert_layout: "'rows'",
+     names: [router.layer, experts.mlp, w1, v1, w2]}
+"""
+
+
+def test_rows_layout_stores_every_experts_rows_in_three_matrices(tmp_path):
+    op = MoE(hidden=H, intermediate=I, experts=E, expert_layout="rows", names=("router.layer", "experts.mlp", "w1",
+                                                                               "v1", "w2"))
+    assert tensors(op) == {"router.layer.weight": (E, H), "experts.mlp.w1": (E * I, H),
+                           "experts.mlp.v1": (E * I, H), "experts.mlp.w2": (E * I, H)}
+    assert op.idle_params() == (E - 2) * 3 * H * I
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, ROWS_SPEC, 0.7)
+    w = dict(module.state_dict())
+    x = torch.randn(2, 3, 6)
+    with torch.no_grad():
+        got = module(x=x)["mlp"]
+    tokens = x.reshape(-1, 6)
+    top, picked = (tokens @ w["mlp.router.layer.weight"].T).softmax(-1).topk(2, dim=-1)
+    top = top / top.sum(-1, keepdim=True)
+    out = torch.zeros_like(tokens)
+    for t in range(tokens.shape[0]):
+        for slot in range(2):
+            rows = slice(5 * picked[t, slot], 5 * picked[t, slot] + 5)   # expert e's rows of each matrix
+            gate = tokens[t] @ w["mlp.experts.mlp.w1"][rows].T
+            up = tokens[t] @ w["mlp.experts.mlp.v1"][rows].T
+            out[t] += top[t, slot] * ((torch.nn.functional.silu(gate) * up) @ w["mlp.experts.mlp.w2"][rows])
+    assert (got - out.reshape(2, 3, 6)).abs().max().item() < 1e-5
+
+
+def test_rows_layout_has_no_fused_options():
+    with pytest.raises(SpecError, match="use expert_layout 'fused' with them"):
+        MoE(hidden=H, intermediate=I, experts=E, expert_layout="rows", bias=True)
+
+
+CLIP_SPEC = """
+inputs: {x: [B, S, 16]}
+nodes:
+  - {name: attn, op: attention, in: x, hidden: 16, heads: 4, kv_heads: 2, causal: true, qkv_bias: false,
+     out_bias: false, clip_qkv: 0.4, QKV}
+"""
+
+
+@pytest.mark.parametrize("qkv", ["qkv: \"'fused'\"", "qkv: \"'separate'\""])
+def test_clip_qkv_clamps_the_projections_before_the_heads_are_split(tmp_path, qkv):
+    torch = pytest.importorskip("torch")
+    module = spec_module(tmp_path, CLIP_SPEC.replace("QKV", qkv), 0.5)
+    w = dict(module.state_dict())
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        got = module(x=x)["attn"]
+    if "fused" in qkv:
+        q, k, v = (x @ w["attn.qkv_proj.weight"].T).clamp(-0.4, 0.4).split([16, 8, 8], dim=-1)
+    else:
+        q, k, v = ((x @ w[f"attn.{n}_proj.weight"].T).clamp(-0.4, 0.4) for n in "qkv")
+    q, k, v = q.view(2, 5, 4, 4).transpose(1, 2), k.view(2, 5, 2, 4).transpose(1, 2), v.view(2, 5, 2, 4).transpose(1, 2)
+    k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+    scores = ((q @ k.transpose(-1, -2)) / 2.0).masked_fill(torch.ones(5, 5).triu(1).bool(), float("-inf"))
+    out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(2, 5, 16) @ w["attn.o_proj.weight"].T
+    assert (got - out).abs().max().item() < 1e-5
+    assert (x @ w[f"attn.{'qkv' if 'fused' in qkv else 'q'}_proj.weight"].T).abs().max() > 0.4   # the clamp bites
+
+
+def test_clip_qkv_must_be_positive():
+    with pytest.raises(SpecError, match="clip_qkv must be positive"):
+        Attention(hidden=16, heads=4, clip_qkv=0.0)

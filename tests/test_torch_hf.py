@@ -743,6 +743,22 @@ CASES["phimoe-longrope-long"] = {**PHIMOE, "architectures": ["PhimoeForCausalLM"
                                                   "long_factor": [2.0, 4.0, 8.0, 16.0], "short_mscale": 1.3,
                                                   "long_mscale": 1.3, "original_max_position_embeddings": 16}}
 LENGTHS["phimoe-longrope-long"] = 40
+# DBRX: a fused Wqkv clamped to ±clip_qkv, bias-free LayerNorms, a router of nodes (softmax, top-k, the p-norm),
+# the experts stored as rows of three 2-D tensors
+DBRX = {"model_type": "dbrx", "d_model": 32, "n_heads": 4, "n_layers": 2, "vocab_size": 97, "max_seq_len": 64,
+        "attn_config": {"kv_n_heads": 2, "rope_theta": 500000},
+        "ffn_config": {"ffn_hidden_size": 11, "moe_num_experts": 5, "moe_top_k": 2}}
+CASES["dbrx-causal-clipped"] = {**DBRX, "architectures": ["DbrxForCausalLM"],
+                                "attn_config": {"kv_n_heads": 2, "clip_qkv": 0.3, "rope_theta": 500000}}
+CASES["dbrx-base-norm-p2-gelu"] = {**DBRX, "architectures": ["DbrxModel"], "rope_theta": 100.0,
+                                   "attn_config": {"kv_n_heads": 1, "clip_qkv": 2.0, "rope_theta": 500000},
+                                   "ffn_config": {"ffn_hidden_size": 11, "moe_num_experts": 5, "moe_top_k": 3,
+                                                  "moe_normalize_expert_weights": 2.0,
+                                                  "ffn_act_fn": {"name": "gelu"}}}
+CASES["dbrx-causal-unnormalized-mha"] = {**DBRX, "architectures": ["DbrxForCausalLM"],
+                                         "attn_config": {"kv_n_heads": 4, "clip_qkv": 8, "rope_theta": 10000},
+                                         "ffn_config": {"ffn_hidden_size": 11, "moe_num_experts": 4, "moe_top_k": 1,
+                                                        "moe_normalize_expert_weights": None}}
 # ERNIE 4.5 MoE: a router of nodes (softmax scores, the choice by scores plus the correction bias, the picked
 # scores renormalised) feeding moe's given routing; shared experts; experts on a layer schedule
 ERNIE_MOE = {"model_type": "ernie4_5_moe", **TINY, "num_hidden_layers": 4, "num_key_value_heads": 2,
@@ -1490,6 +1506,10 @@ CANNOT_RUN = {
                                     "fixtures and CASES run)",
     "glm4_moe-glm-4.5": "GLM-4.5's 92 layers of 160 experts, narrowed, still hold tens of billions of parameters "
                         "(its counts, names and buffers are checked)",
+    "dbrx-dbrx-base": "DBRX's 40 layers of 16 experts, narrowed, still hold a billion parameters (its counts, names "
+                      "and buffers are checked; dbrx-odd-gqa-p2-gelu-base and the dbrx CASES run)",
+    "dbrx-dbrx-instruct": "DBRX's 40 layers of 16 experts, narrowed, still hold a billion parameters (its counts, "
+                          "names and buffers are checked; dbrx-odd-gqa-p2-gelu-base and the dbrx CASES run)",
     "ernie4_5_moe-ernie-4.5-300b-a47b": "ERNIE-4.5-300B's 54 layers of 64 heads, narrowed, still hold billions of "
                                         "parameters (its counts, names and buffers are checked; ERNIE-4.5-21B-A3B "
                                         "and ernie4_5_moe-odd-interval-end-bias-base run)",
@@ -1711,6 +1731,7 @@ PADDED += ["falcon_h1-causal", "falcon_h1-causal-norm-first-biases", "falcon_h1-
 PADDED += ["zamba2-causal", "zamba2-seq-cls-one-block-biases", "zamba2-base-untied-rope-linear"]   # issue 29 (hybrid)
 PADDED += ["phimoe-causal", "phimoe-base-wide-threshold-window", "phimoe-seq-cls"]   # issue 29 (moe)
 PADDED += ["ernie4_5_moe-causal", "ernie4_5_moe-causal-bias-tied", "ernie4_5_moe-base-interval-no-shared"]  # (moe)
+PADDED += ["dbrx-causal-clipped", "dbrx-base-norm-p2-gelu", "dbrx-causal-unnormalized-mha"]   # issue 29 (moe)
 
 PADDED += ["gemma4_text-causal-shared-kv", "gemma4_text-base-moe-k-eq-v"]   # Gemma 4 (issue 29)
 PADDED += ["gemma3n_text-causal", "gemma3n_text-base-three-streams-unscaled"]   # Gemma 3n (issue 29)

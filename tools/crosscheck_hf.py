@@ -79,6 +79,7 @@ PREFIX["qwen3_vl_moe"] = "Qwen3VLMoe"  # issue 29 (vlm2): and experts in the dec
 PREFIX["ernie4_5_moe"] = "Ernie4_5_Moe"; ROTARY.add("ernie4_5_moe")  # issue 29 (moe)
 PREFIX["mllama"] = "Mllama"  # issue 29 (vlm2): tiles, a gated global encoder, cross-attention layers
 PREFIX["zamba2"] = "Zamba2"; ROTARY.add("zamba2")  # issue 29 (zamba2): shared blocks round-robin, adapters per use
+PREFIX["dbrx"] = "Dbrx"; ROTARY.add("dbrx")  # issue 29 (moe)
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"qwen3_5_text": ["Qwen3_5TextModel", "Qwen3_5TextForSequenceClassification"],
                       "qwen3_5_moe_text": ["Qwen3_5MoeTextModel"]})  # issue 29 (deltanet)
@@ -289,6 +290,13 @@ def mutate(rng, cfg):
                    moe_intermediate_size=rng.randint(3, 20), moe_layer_start_index=rng.randint(0, layers),
                    moe_layer_end_index=rng.choice([-1, rng.randint(0, layers)]), moe_layer_interval=rng.randint(1, 3),
                    use_bias=rng.random() < 0.5, tie_word_embeddings=rng.random() < 0.5)
+    if mt == "dbrx":  # key/value heads, the clamp, the experts' sizes and the weights' norm (in the sub-configs)
+        experts = rng.randint(1, 6)
+        cfg["attn_config"] = {"kv_n_heads": rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+                              "clip_qkv": rng.choice([None, 8]), "rope_theta": 500000}
+        cfg["ffn_config"] = {"ffn_hidden_size": rng.randint(3, 20), "moe_num_experts": experts,
+                             "moe_top_k": rng.randint(1, experts),
+                             "moe_normalize_expert_weights": rng.choice([None, 1.0, 2.0])}
     if "rotary_pct" in cfg: cfg["rotary_pct"] = rng.choice([0.25, 0.5, 1.0])
     if "feed_forward_proj" in cfg: cfg["feed_forward_proj"] = rng.choice(["relu", "gated-gelu", "gelu", "gated-silu"])
     if mt == "vit":

@@ -131,12 +131,17 @@ class Attention(Op):
     #   value projections or norms, no cache of its own
     output_gate: bool = False  # q_proj also makes a gate per head (each head's [query | gate], twice as wide);
     #   the heads' output is multiplied by sigmoid(gate) before o_proj (Qwen3-Next, Qwen3.5)
+    clip_qkv: float | None = None  # the q, k and v projections' outputs clamped to ±clip_qkv, before any
+    #   norm, split or rotation (DBRX's and OLMo's clip_qkv)
     out_hidden: int | None = None  # width of the output, o_proj's (default hidden; Zamba2's shared attention reads
     #   2·hidden and gives hidden)
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups", "out_hidden",
                  "chunk")
+        if self.clip_qkv is not None and (self.clip_qkv <= 0 or self.shared_kv):
+            raise invalid(self, f"clip_qkv must be positive, and clamps the layer's own projections (no shared_kv); "
+                                f"received clip_qkv={self.clip_qkv}, shared_kv={self.shared_kv}")
         if (self.k_eq_v or self.v_norm or self.kv_out or self.shared_kv) and self.qkv == "fused":
             raise invalid(self, "k_eq_v, v_norm, kv_out and shared_kv need separate q, k and v projections")
         if self.shared_kv and (self.k_eq_v or self.kv_out):
@@ -349,18 +354,18 @@ class Attention(Op):
         q_, kv_, d = self.heads, self.n_kv, self.d
         gate = None
         if self.qkv == "fused":
-            q, key, value = self._split_fused(torch, self._project(run, names[0], x, self.qkv_bias), b, s)
+            q, key, value = self._split_fused(torch, self._clip(self._project(run, names[0], x, self.qkv_bias)), b, s)
         elif self.shared_kv:
             return self._attend_shared(run, names, x, rope, rope_sin, mask, shared_k, shared_v, block_ids)
         else:
             k_src = k if k is not None else kv if kv is not None else x
             v_src = v if v is not None else kv if kv is not None else x
             k_bias = self.qkv_bias if self.k_bias is None else self.k_bias
-            q = _plus(self._project(run, names[0], x, self.qkv_bias), q_add)
+            q = _plus(self._clip(self._project(run, names[0], x, self.qkv_bias)), q_add)
             if self.output_gate:  # each head's [query | gate]
                 q, gate = q.view(b, s, q_, 2 * d).chunk(2, dim=-1)
                 q, gate = q.reshape(b, s, q_ * d), gate.reshape(b, s, q_ * d)
-            key = raw_key = _plus(self._project(run, names[1], k_src, k_bias), k_add)
+            key = raw_key = _plus(self._clip(self._project(run, names[1], k_src, k_bias)), k_add)
             qn, kn = self._qk_norm_names
             if self.qk_norm == "full":
                 q, key = self._qk_normalize(run, qn, q, q_), self._qk_normalize(run, kn, key, kv_)
@@ -368,7 +373,7 @@ class Attention(Op):
             key = key.view(b, k_src.shape[1], kv_, d).transpose(1, 2)
             if self.qk_norm in ("head", "each_head"):
                 q, key = self._qk_normalize(run, qn, q, q_), self._qk_normalize(run, kn, key, kv_)
-            value = raw_key if self.k_eq_v else _plus(self._project(run, names[2], v_src, self.qkv_bias), v_add)
+            value = raw_key if self.k_eq_v else _plus(self._clip(self._project(run, names[2], v_src, self.qkv_bias)), v_add)
             value = value.view(b, v_src.shape[1], kv_, d).transpose(1, 2)
             if self.v_norm:
                 from .norm import rms_normalize
@@ -433,6 +438,9 @@ class Attention(Op):
                 init.ones(value)
         else:
             init.default(value, tensor.name)
+
+    def _clip(self, t):
+        return t if self.clip_qkv is None else t.clamp(min=-self.clip_qkv, max=self.clip_qkv)
 
     def _project(self, run, name, x, bias):
         weight = run.tensor(f"{name}.weight")

@@ -159,7 +159,9 @@ class MixtureOfExperts(_FeedForward):
     Tensors (Hugging Face transformers 5 layout): router `gate.weight` [experts, hidden]
     (`gate.bias` [experts] with `router_bias`), `experts.gate_up_proj` [experts,
     2·intermediate, hidden], `experts.down_proj` [experts, hidden, intermediate];
-    `expert_layout: separate` stores `experts.N.{w1,w3,w2}.weight` per expert instead.  The
+    `expert_layout: separate` stores `experts.N.{w1,w3,w2}.weight` per expert instead, and
+    `expert_layout: rows` three 2-D tensors of every expert's rows, `experts.{w1,v1,w2}`
+    [experts·intermediate, hidden] (gate, up, and down applied as x @ W: DBRX's).  The
     router's softmax over all experts is renormalised over the top_k picked (`normalize`,
     Mixtral's; the same as a softmax over the top_k logits, gpt-oss's), or not (Qwen2-MoE's
     default).  Options of the fused layout, each on its own: `bias` adds
@@ -200,7 +202,7 @@ class MixtureOfExperts(_FeedForward):
     top_k: int = 2  # experts each token is sent to
     router_bias: bool = False  # the router has a bias
     activation: Activation = "silu"  # the experts' gate activation
-    expert_layout: Literal["fused", "separate"] = "fused"  # fused: the experts' weights as stacked tensors
+    expert_layout: Literal["fused", "separate", "rows"] = "fused"  # fused: the experts' weights as stacked tensors
     #   (transformers 5); separate: w1, w3, w2 per expert
     names: tuple[str, ...] | None = None  # the tensors' names, in place of gate and experts (and w1, w3, w2 when
     #   separate)
@@ -231,8 +233,8 @@ class MixtureOfExperts(_FeedForward):
         positive(self, "hidden", "intermediate", "experts", "top_k", "groups", "top_groups")
         if self.top_k > self.experts:
             raise invalid(self, f"top_k={self.top_k} exceeds experts={self.experts}")
-        if self.expert_layout == "separate" and (self.bias or self.weight_layout != "out_in"
-                                                 or self.gate_up != "halves"):
+        if self.expert_layout != "fused" and (self.bias or self.weight_layout != "out_in"
+                                              or self.gate_up != "halves"):
             raise invalid(self, "bias, weight_layout and gate_up describe the fused experts' tensors; "
                                 "use expert_layout 'fused' with them")
         if self.glu == "clamped" and self.activation != "silu":
@@ -274,7 +276,8 @@ class MixtureOfExperts(_FeedForward):
         return out
 
     def _default(self):
-        names = ("gate", "experts") if self.expert_layout == "fused" else ("gate", "experts", "w1", "w3", "w2")
+        names = {"fused": ("gate", "experts"), "separate": ("gate", "experts", "w1", "w3", "w2"),
+                 "rows": ("gate", "experts", "w1", "v1", "w2")}[self.expert_layout]
         return len(names), names
 
     def params(self):
@@ -290,6 +293,9 @@ class MixtureOfExperts(_FeedForward):
             yield Tensor(_join(names[1], "down_proj"), (e, i, h) if flip else (e, h, i))
             if self.bias:
                 yield Tensor(_join(names[1], "down_proj_bias"), (e, h))
+        elif self.expert_layout == "rows":
+            for name in names[2:]:
+                yield Tensor(_join(names[1], name), (e * i, h))
         else:
             decided(e)  # one tensor per expert: the formula knows this many
             for n in range(e):
@@ -417,6 +423,9 @@ class MixtureOfExperts(_FeedForward):
         """The fused layout's tensors split into one view per expert, once per call: indexing a
         parameter per expert (weight[e]) would give each expert's backward a zero-filled gradient
         of the whole [experts, ...] tensor to add up; unbind's backward stacks them once."""
+        if self.expert_layout == "rows":  # each [experts·intermediate, hidden] cut into one view per expert
+            return {name: run.tensor(_join(names[1], name)).view(self.experts, self.intermediate, self.hidden)
+                    .unbind(0) for name in names[2:]}
         if self.expert_layout != "fused":
             return None
         keys = ("gate_up_proj", "down_proj") + (("gate_up_proj_bias", "down_proj_bias") if self.bias else ())
@@ -424,6 +433,9 @@ class MixtureOfExperts(_FeedForward):
 
     def _expert(self, run, names, fused, e, x):
         F = run.F
+        if self.expert_layout == "rows":
+            gate, up, down = (fused[name][e] for name in names[2:])
+            return self._gate(run, F.linear(x, gate), F.linear(x, up)) @ down
         if fused is not None:
             gate_up = self._apply(run, fused, "gate_up_proj", e, x)
             if self.gate_up == "interleaved":
