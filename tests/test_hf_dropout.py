@@ -17,6 +17,7 @@ NOT_APPLIED = {
     "phi3": {"embd_pdrop": "Phi3Model has no embedding dropout (only resid_pdrop and attention_dropout)"},
     "gpt2": {"summary_first_dropout": "only GPT2DoubleHeadsModel's SequenceSummary reads it, a head not built"},
     "electra": {"summary_last_dropout": "only ElectraForMultipleChoice's SequenceSummary reads it, a head not built"},
+    "dbrx": {"emb_pdrop": "DbrxModel stores it and never applies it (only resid_pdrop and attn_pdrop)"},
 }
 
 # Keys transformers applies and the template does not read yet: the module's training-mode outputs
