@@ -67,6 +67,9 @@ class Record:
             if isinstance(default, (list, dict, set)):
                 raise TypeError(f"{cls.__name__}.{name}: a mutable default is shared by every record; "
                                 f"use factory({type(default).__name__})")
+            if type(default).__name__ == "Field":  # dataclasses.field(...)
+                raise TypeError(f"{cls.__name__}.{name}: write the default value itself (or factory(...)), "
+                                "not dataclasses.field(...)")
             if isinstance(default, factory):
                 delattr(cls, name)
             own[name] = default

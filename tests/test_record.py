@@ -116,15 +116,16 @@ def test_every_op_reads_its_hyperparameters_as_dataclasses_and_typing_would():
     assert len(REGISTRY) > 100
 
 
-def test_an_op_declared_with_a_dataclass_field_is_refused_by_name():
+def test_an_op_declared_with_a_dataclass_field_or_a_mutable_default_is_refused_by_name():
     import dataclasses
 
     from archgraph.ops.base import Op, op
-    with pytest.raises(TypeError, match=r"op Widths.sizes: write the default value itself, not field"):
+    with pytest.raises(TypeError, match=r"Widths.sizes: write the default value itself \(or factory\(...\)\), "
+                                        r"not dataclasses.field"):
         @op("widths_test_only")
         class Widths(Op):
             sizes: tuple = dataclasses.field(default=(1, 2))
-    with pytest.raises(TypeError, match=r"op Lists.sizes: a mutable default; use a tuple"):
+    with pytest.raises(TypeError, match=r"Lists.sizes: a mutable default is shared by every record; use factory"):
         @op("lists_test_only")
         class Lists(Op):
             sizes: list = [1, 2]

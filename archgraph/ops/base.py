@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Iterable, Literal, NamedTuple, Union, get_args
 from ..dims import Dim, Poly, Shape, equal, fmt, fmt_shape, free_names, subs
 from ..errors import ShapeError, SpecError, did_you_mean
 from ..numbers import quotient  # noqa: F401  (ops divide validated sizes with it: a/b, not floor)
-from ..record import MISSING, FrozenError, Record
+from ..record import MISSING, Record
 
 REGISTRY: dict[str, type["Op"]] = {}
 MAX_RANK = 64  # PyTorch's limit on tensor dimensions
@@ -60,10 +60,10 @@ class Hyperparameter(NamedTuple):
     module: str = __name__
 
 
-class Op:
-    """Base of all ops.  `@op` reads each subclass's hyperparameters off its annotated class attributes
-    (as a dataclass's fields); Op gives them __init__, equality, hashing, repr, and refuses assignment
-    (ops are frozen)."""
+class Op(Record, frozen=True):
+    """Base of all ops: a frozen record whose fields (annotated class attributes, as a dataclass's)
+    are the hyperparameters, with their __init__ (which then runs `__post_init__`), equality,
+    hashing and repr."""
 
     op_name: ClassVar[str] = ""
     category: ClassVar[str] = "other"
@@ -108,57 +108,16 @@ class Op:
         or None."""
         return None
 
-    # -- value semantics: what dataclass(frozen=True) would generate, written once here.  Generating
-    # them costs a compile per method and class, and a command imports dozens of op classes; ops
-    # are made once per distinct set of hyperparameters, so a generic __init__ costs nothing.
-    # `copy_with(**changes)` is dataclasses.replace. ---------------------------------------------
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        fields = _fields(type(self))
-        if len(args) > len(fields):
-            raise TypeError(f"{type(self).__name__}() takes {len(fields)} arguments; received {len(args)}")
-        values = dict(zip(fields, args))
-        for name, value in kwargs.items():
-            if name not in fields or name in values:
-                problem = "an unexpected" if name not in fields else "a repeated"
-                raise TypeError(f"{type(self).__name__}() got {problem} argument '{name}'")
-            values[name] = value
-        for name, f in fields.items():
-            if name in values:
-                value = values[name]
-            elif f.default is not MISSING:
-                value = f.default
-            else:
-                raise TypeError(f"{type(self).__name__}() missing the argument '{name}'")
-            object.__setattr__(self, name, value)
+        Record.__init__(self, *args, **kwargs)
         post_init = getattr(self, "__post_init__", None)
         if post_init is not None:
             post_init()
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        raise FrozenError(f"cannot assign to field '{name}'")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenError(f"cannot delete field '{name}'")
-
-    def _values(self) -> tuple:
-        return tuple(getattr(self, name) for name in _fields(type(self)))
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        values = ", ".join(f"{name}={getattr(self, name)!r}" for name in _fields(type(self)))
-        return f"{type(self).__qualname__}({values})"
-
     # -- construction from spec values ------------------------------------------------
     @classmethod
     def hyperparameters(cls) -> dict[str, Hyperparameter]:
-        return _fields(cls)
+        return _hyperparameters_of(cls)
 
     @classmethod
     def types(cls) -> dict[str, Any]:
@@ -167,7 +126,7 @@ class Op:
 
     @classmethod
     def required(cls) -> list[str]:
-        return [f.name for f in _fields(cls).values() if f.default is MISSING]
+        return [f.name for f in _hyperparameters_of(cls).values() if f.default is MISSING]
 
     @classmethod
     def arity(cls) -> tuple[int, int | None]:
@@ -195,7 +154,7 @@ class Op:
     def build(cls, values: dict[str, Any]) -> "Op":
         """Make the op from already-evaluated values, coercing each to its declared type."""
         hints = _types(cls)
-        fields = _fields(cls)
+        fields = _hyperparameters_of(cls)
         for key in values:
             if key not in fields:
                 hint = did_you_mean(key, fields)
@@ -211,7 +170,7 @@ class Op:
     def describe(self) -> str:
         """`linear(in_features=768, out_features=3072)`: the non-default hyperparameters."""
         parts = []
-        for f in _fields(type(self)).values():
+        for f in _hyperparameters_of(type(self)).values():
             value = getattr(self, f.name)
             if f.default is MISSING or value != f.default:
                 shown = "[" + ", ".join(map(fmt, value)) + "]" if isinstance(value, tuple) else fmt(value) \
@@ -221,7 +180,7 @@ class Op:
 
     def with_sizes(self, values: dict[str, Any]) -> "Op":
         """The op with the symbolic sizes in its hyperparameters bound to `values` (`B=2`)."""
-        names = _size_fields(type(self))
+        names = _size_hyperparameters_of(type(self))
         if not names or not values:
             return self
         changes = {}
@@ -238,11 +197,11 @@ class Op:
         return type(self)(**{**self.hparams(), **changes})
 
     def hparams(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in _fields(type(self))}
+        return {name: getattr(self, name) for name in _hyperparameters_of(type(self))}
 
 
 # Per-class introspection, computed once: building a node must not re-read signatures.
-def _fields(cls) -> dict[str, Hyperparameter]:
+def _hyperparameters_of(cls) -> dict[str, Hyperparameter]:
     found = cls.__dict__.get("_hyperparameters")
     if found is None:  # a subclass that `@op` did not register
         found = cls._hyperparameters = _read_hyperparameters(cls)
@@ -250,28 +209,13 @@ def _fields(cls) -> dict[str, Hyperparameter]:
 
 
 def _read_hyperparameters(cls) -> dict[str, Hyperparameter]:
-    """A dataclass's fields, as `dataclasses` reads them: the annotated class attributes (not
-    ClassVar) of the class and of the op classes it extends, the bases' first; an attribute's value
-    is its default."""
-    out: dict[str, Hyperparameter] = {}
+    """The record's fields (its annotated class attributes and its op bases', as dataclasses reads
+    them), each with the annotation and module that declare it."""
+    declared = {}
     for klass in reversed(cls.__mro__):
-        if not issubclass(klass, Op) or klass is Op:
-            continue
         for name, annotation in klass.__dict__.get("__annotations__", {}).items():
-            if str(annotation).startswith(("ClassVar", "typing.ClassVar")):
-                continue
-            default = klass.__dict__.get(name, MISSING)
-            if isinstance(default, (list, dict, set)):
-                raise TypeError(f"op {cls.__name__}.{name}: a mutable default; use a tuple")
-            if type(default).__name__ == "Field":  # dataclasses.field(...): ops are not dataclasses
-                raise TypeError(f"op {cls.__name__}.{name}: write the default value itself, not field(...)")
-            out[name] = Hyperparameter(name, default, annotation, klass.__module__)
-    seen_default = None
-    for name, f in out.items():
-        if f.default is MISSING and seen_default:
-            raise TypeError(f"op {cls.__name__}: '{name}' without a default follows '{seen_default}' with one")
-        seen_default = seen_default or (name if f.default is not MISSING else None)
-    return out
+            declared[name] = (annotation, klass.__module__)
+    return {name: Hyperparameter(name, default, *declared[name]) for name, default in cls._fields.items()}
 
 
 def _signature(function) -> tuple[list[str], list[str], bool]:
@@ -286,7 +230,7 @@ def _signature(function) -> tuple[list[str], list[str], bool]:
 
 @functools.cache
 def _types(cls) -> dict[str, Any]:
-    return {name: _evaluated(h.annotation, h.module) for name, h in _fields(cls).items()}
+    return {name: _evaluated(h.annotation, h.module) for name, h in _hyperparameters_of(cls).items()}
 
 
 @functools.cache
@@ -301,7 +245,7 @@ def _evaluated(annotation: Any, module: str) -> Any:
 
 
 @functools.cache
-def _size_fields(cls) -> tuple[str, ...]:
+def _size_hyperparameters_of(cls) -> tuple[str, ...]:
     """Hyperparameters whose type admits a symbolic size."""
     return tuple(name for name, typ in _types(cls).items() if "Poly" in str(typ))
 
