@@ -162,10 +162,11 @@ nodes:
 """
 
 
-@pytest.mark.parametrize("top_k", [2, 3])   # 3: more than the chosen group holds; the third pick weighs 0
-def test_group_score_max_routes_as_deepseek_v2s_group_limited_greedy(tmp_path, top_k):
+def _routes_as(tmp_path, spec: str, route) -> None:
+    """The spec's `mlp` against a token-by-token sum over `route(token, weights)`'s (weight, expert)
+    picks, each expert a SiLU-gated MLP."""
     torch = pytest.importorskip("torch")
-    module = spec_module(tmp_path, V2_SPEC.replace("TOPK", str(top_k)), 0.7)
+    module = spec_module(tmp_path, spec, 0.7)
     w = dict(module.state_dict())
     x = torch.randn(2, 5, 6)
     with torch.no_grad():
@@ -173,15 +174,25 @@ def test_group_score_max_routes_as_deepseek_v2s_group_limited_greedy(tmp_path, t
     tokens = x.reshape(-1, 6)
     out = torch.zeros_like(tokens)
     for t in range(tokens.shape[0]):
-        scores = (tokens[t] @ w["mlp.gate.weight"].T).softmax(-1)
+        for weight, e in route(tokens[t], w):
+            gate, up = (w["mlp.experts.gate_up_proj"][e] @ tokens[t]).chunk(2)
+            out[t] += weight * (w["mlp.experts.down_proj"][e] @ (torch.nn.functional.silu(gate) * up))
+    assert (got - out.reshape(2, 5, 6)).abs().max().item() < 1e-5
+
+
+@pytest.mark.parametrize("top_k", [2, 3])   # 3: more than the chosen group holds; the third pick weighs 0
+def test_group_score_max_routes_as_deepseek_v2s_group_limited_greedy(tmp_path, top_k):
+    torch = pytest.importorskip("torch")
+
+    def route(token, w):
+        scores = (token @ w["mlp.gate.weight"].T).softmax(-1)
         best = int(scores.view(4, 2).max(-1).values.argmax())     # the group whose best expert is best
         kept = torch.zeros(8)
         kept[2 * best:2 * best + 2] = scores[2 * best:2 * best + 2]   # the others zeroed
         weights, picked = kept.topk(top_k)
-        for weight, e in zip(weights, picked):
-            gate, up = (w["mlp.experts.gate_up_proj"][e] @ tokens[t]).chunk(2)
-            out[t] += 3.0 * weight * (w["mlp.experts.down_proj"][e] @ (torch.nn.functional.silu(gate) * up))
-    assert (got - out.reshape(2, 5, 6)).abs().max().item() < 1e-5
+        return [(3.0 * weight, e) for weight, e in zip(weights, picked)]   # scaling: 3.0
+
+    _routes_as(tmp_path, V2_SPEC.replace("TOPK", str(top_k)), route)
 
 
 def test_group_score_is_one_of_two(tmp_path, cli):
@@ -201,25 +212,18 @@ nodes:
 
 @pytest.mark.parametrize("eps", [0.01, 0.4])   # 0.4: several logits stay in each softmax
 def test_sparsemixer_picks_two_experts_each_weighted_by_a_softmax_near_it(tmp_path, eps):
-    torch = pytest.importorskip("torch")
-    module = spec_module(tmp_path, MIXER_SPEC.replace("EPS", str(eps)), 0.7)
-    w = dict(module.state_dict())
-    x = torch.randn(2, 5, 6)
-    with torch.no_grad():
-        got = module(x=x)["mlp"]
-    tokens = x.reshape(-1, 6)
-    out = torch.zeros_like(tokens)
-    for t in range(tokens.shape[0]):
-        logits = tokens[t] @ w["mlp.gate.weight"].T
+    def route(token, w):
+        logits = token @ w["mlp.gate.weight"].T
         first = int(logits.argmax())
         second = max((e for e in range(4) if e != first), key=lambda e: logits[e])
+        picks = []
         for e, left_out in ((first, ()), (second, (first,))):
             near = [j for j in range(4) if j not in left_out
                     and (logits[e] - logits[j]) / max(abs(logits[j]), logits[e]) <= 2 * eps]
-            weight = logits[e].exp() / sum(logits[j].exp() for j in near)
-            gate, up = (w["mlp.experts.gate_up_proj"][e] @ tokens[t]).chunk(2)
-            out[t] += weight * (w["mlp.experts.down_proj"][e] @ (torch.nn.functional.silu(gate) * up))
-    assert (got - out.reshape(2, 5, 6)).abs().max().item() < 1e-5
+            picks.append((logits[e].exp() / sum(logits[j].exp() for j in near), e))
+        return picks
+
+    _routes_as(tmp_path, MIXER_SPEC.replace("EPS", str(eps)), route)
 
 
 def test_sparsemixer_picks_exactly_two():
