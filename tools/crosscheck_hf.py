@@ -106,6 +106,18 @@ BOOLS = ["tie_word_embeddings", "attention_bias", "mlp_bias", "bias", "parallel_
          "use_bias", "use_qkv_bias", "scale_attn_weights", "use_sliding_window"]
 
 
+def _latent_moe(rng, cfg: dict) -> tuple[int, int]:
+    """DeepSeek V2's and V3's latent attention sizes, shared experts and dense layers, set in `cfg`;
+    (groups, routed experts: a multiple of the groups) for the router each draws after them."""
+    groups = rng.choice([1, 2, 3])
+    experts = groups * rng.randint(1, 4)
+    cfg.update(q_lora_rank=rng.choice([None, rng.randint(2, 20)]), kv_lora_rank=rng.randint(2, 20),
+               qk_nope_head_dim=rng.randint(1, 9), qk_rope_head_dim=rng.randint(1, 7),
+               v_head_dim=rng.randint(1, 9), moe_intermediate_size=rng.randint(3, 20),
+               n_shared_experts=rng.randint(0, 3), first_k_dense_replace=rng.randint(0, 3))
+    return groups, experts
+
+
 def _mamba2_sizes(rng, hidden: int, prefix: str) -> dict:
     """Random Mamba-2 mixer sizes for a hidden size, under BambaConfig's key names with `prefix`: heads
     dividing expand x hidden (mamba_d_head that share, or 'auto'), groups dividing the heads."""
@@ -250,22 +262,12 @@ def mutate(rng, cfg):
             "attention_out_multiplier", "ssm_in_multiplier", "ssm_out_multiplier")})
         cfg.update({k: rng.random() < 0.5 for k in ("attention_bias", "mlp_bias")})
     if mt == "deepseek_v3":  # latent attention's ranks and head dims; experts in groups; the dense layers first
-        groups = rng.choice([1, 2, 3])
-        experts = groups * rng.randint(1, 4)
-        cfg.update(q_lora_rank=rng.choice([None, rng.randint(2, 20)]), kv_lora_rank=rng.randint(2, 20),
-                   qk_nope_head_dim=rng.randint(1, 9), qk_rope_head_dim=rng.randint(1, 7),
-                   v_head_dim=rng.randint(1, 9), moe_intermediate_size=rng.randint(3, 20),
-                   n_shared_experts=rng.randint(0, 3), first_k_dense_replace=rng.randint(0, 3),
-                   rope_interleave=rng.random() < 0.5, n_group=groups, topk_group=rng.randint(1, groups),
+        groups, experts = _latent_moe(rng, cfg)
+        cfg.update(rope_interleave=rng.random() < 0.5, n_group=groups, topk_group=rng.randint(1, groups),
                    n_routed_experts=experts, num_experts_per_tok=rng.randint(1, experts))
     if mt == "deepseek_v2":  # latent attention; V2's router, greedy or by groups; the dense layers first
-        groups = rng.choice([1, 2, 3])
-        experts = groups * rng.randint(1, 4)
-        cfg.update(q_lora_rank=rng.choice([None, rng.randint(2, 20)]), kv_lora_rank=rng.randint(2, 20),
-                   qk_nope_head_dim=rng.randint(1, 9), qk_rope_head_dim=rng.randint(1, 7),
-                   v_head_dim=rng.randint(1, 9), moe_intermediate_size=rng.randint(3, 20),
-                   n_shared_experts=rng.randint(0, 3), first_k_dense_replace=rng.randint(0, 3),
-                   topk_method=rng.choice(["greedy", "group_limited_greedy"]), n_group=groups,
+        groups, experts = _latent_moe(rng, cfg)
+        cfg.update(topk_method=rng.choice(["greedy", "group_limited_greedy"]), n_group=groups,
                    topk_group=rng.randint(1, groups), n_routed_experts=experts,
                    num_experts_per_tok=rng.randint(1, experts))
     if mt == "phimoe":  # the sparsemixer's two of 2-6 experts; biases; the longrope factors fit no random head
