@@ -85,3 +85,33 @@ def test_partial_rotary_with_a_rope_type_is_refused(tmp_path, cli, config, famil
     # 4 frequencies each), and so does archgraph; Falcon-H1 keeps its mixer's mup_vector too (in_proj: 44 wide)
     code, out, _ = cli("params", write_config(tmp_path, **config, partial_rotary_factor=0.5), "--json")
     assert code == 0 and json.loads(out)["buffers"] == 2 * 4 + (44 if family == "Falcon-H1" else 0), out
+
+
+TINY_ZAMBA2 = {"model_type": "zamba2", "architectures": ["Zamba2ForCausalLM"], "hidden_size": 16,
+               "num_hidden_layers": 4, "num_attention_heads": 2, "vocab_size": 20, "n_mamba_heads": 2,
+               "mamba_d_state": 4, "adapter_rank": 2, "num_mem_blocks": 1, "use_mem_rope": True,
+               "layers_block_type": ["mamba", "hybrid", "mamba", "hybrid"]}
+
+
+def test_zamba2_hybrid_layer_ids_must_match_the_layer_kinds(tmp_path, cli):
+    from conftest import write_config
+    # a saved config's own list is read, and agrees
+    code, out, _ = cli("params", write_config(tmp_path, **TINY_ZAMBA2, hybrid_layer_ids=[1, 3]), "--json")
+    assert code == 0 and json.loads(out)["total"] == json.loads(cli("params", write_config(
+        tmp_path, **TINY_ZAMBA2), "--json")[1])["total"]
+    # transformers reads hybrid_layer_ids over layers_block_type (and maps adapters through it): refused by name
+    code, _, err = cli("params", write_config(tmp_path, **TINY_ZAMBA2, hybrid_layer_ids=[3, 1]))
+    assert code == 2 and "hybrid_layer_ids must list the 'hybrid' layers of layers_block_type, in order" in err, err
+
+
+def test_zamba2_use_long_context_sets_the_rotary_range_to_16384(tmp_path):
+    import archgraph
+    from conftest import write_config
+    # dynamic scaling's threshold is max_position_embeddings, which use_long_context replaces by 16384
+    rope = {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 10000.0}
+    config = {**TINY_ZAMBA2, "max_position_embeddings": 64, "rope_parameters": rope}
+    ranges = []
+    for long_context in (False, True):
+        model = archgraph.load(str(write_config(tmp_path, **config, use_long_context=long_context)))
+        ranges.append({n.op.max_positions for _, n, _ in model.shapes().nodes() if n.op.op_name == "rotary_embedding"})
+    assert ranges == [{64}, {16384}]
