@@ -61,6 +61,15 @@ def test_qwen2_5_vl_refuses_a_merger_narrower_than_the_text_model(tmp_path):
     assert "vision_config.out_hidden_size must equal the text model's hidden_size" in err.value.message
 
 
+def test_qwen2_vl_default_config_is_refused_by_its_merger_width(tmp_path):
+    """Qwen2VLConfig's defaults give the merger 3584 outputs and the text model 8192: transformers builds
+    that model and cannot run it.  A config that leaves vision_config.hidden_size out takes 3584."""
+    with pytest.raises(ArchgraphError) as err:
+        load_config(write_config(tmp_path, model_type="qwen2_vl", architectures=["Qwen2VLForConditionalGeneration"]))
+    assert ("vision_config.hidden_size must equal the text model's hidden_size" in err.value.message
+            and "H=8192, VH=3584" in err.value.message), err.value.message
+
+
 def test_qwen2_5_vl_refuses_a_window_smaller_than_a_merged_token(tmp_path):
     config = {**QWEN2_5_VL, "vision_config": {**QWEN2_5_VL["vision_config"], "window_size": 7}}
     with pytest.raises(ArchgraphError) as err:
