@@ -138,6 +138,7 @@ class Graph(Record, eq=False):
     loc: Loc = Loc()
     output_names: tuple[str, ...] = ()  # the names `outputs:` gives them (a mapping), else their refs
     _dag: Any = None
+    _segments: Any = None
 
     @property
     def dag(self):
@@ -145,6 +146,18 @@ class Graph(Record, eq=False):
         if self._dag is None:
             self._dag = wiring(self.inputs, self.nodes)
         return self._dag
+
+    @property
+    def segments(self) -> dict[str, list[tuple[str, Node]]]:
+        """The nodes by the path segment their tensors' names continue with (an op node's name, a block
+        call's segment), in graph order; under '' the block calls adding no segment."""
+        if self._segments is None:
+            index: dict[str, list[tuple[str, Node]]] = {}
+            for name, node in self.nodes.items():
+                segment = node.segment if isinstance(node, BlockNode) else name
+                index.setdefault(segment, []).append((segment, node))
+            self._segments = index
+        return self._segments
 
 
 def wiring(inputs, nodes: dict[str, Node]):

@@ -101,13 +101,15 @@ def _find(graph: Graph, rest: str, prefix: str) -> Found | SpecError:
 
 def _candidates(graph: Graph, rest: str):
     """(segment, node) pairs `rest` could continue: longest segment first, then blocks adding none."""
-    matches = []
-    for name, node in graph.nodes.items():
-        segment = node.segment if isinstance(node, BlockNode) else name
-        if segment and (rest.startswith(segment + ".") or (rest == segment and isinstance(node, OpNode))):
-            matches.append((segment, node))
-    matches.sort(key=lambda m: -len(m[0]))
-    return matches + [("", n) for n in graph.nodes.values() if isinstance(n, BlockNode) and n.segment == ""]
+    segments = graph.segments
+    groups = []
+    dot = rest.find(".")
+    while dot > 0:
+        groups.append(segments.get(rest[:dot], ()))
+        dot = rest.find(".", dot + 1)
+    groups.append([m for m in segments.get(rest, ()) if isinstance(m[1], OpNode)])
+    return [m for group in reversed(groups) for m in group] + [
+        m for m in segments.get("", ()) if isinstance(m[1], BlockNode)]
 
 
 def tie_owner(model: Model, target: str, graph: Graph | None = None, prefix: str = "") -> str:
