@@ -1,6 +1,8 @@
 """Normalisation: `layer_norm`, `rms_norm`, `batch_norm`, `group_norm`."""
 from __future__ import annotations
 
+from typing import Literal
+
 from ..dims import prod
 from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
 
@@ -48,17 +50,23 @@ class LayerNorm(Op):
 @op("rms_norm", category="norm", aliases=("nn.RMSNorm", "RMSNorm", "LlamaRMSNorm"), example={"dim": 4096})
 class RMSNorm(Op):
     """Root-mean-square norm: over the last dim (computed in float32, as Llama's and T5's), times a
-    weight of size `dim` plus `offset` (Gemma's norms scale by 1 + weight: offset 1); no bias."""
+    weight of size `dim` plus `offset` (Gemma's norms scale by 1 + weight: offset 1); no bias.
+    `axis: 1` normalises over dim 1 instead, the channels of a [B, C, H, W] map (timm's RmsNorm2d)."""
 
-    dim: int  # width of the last dimension
+    dim: int  # width of the normalised dimension
     eps: float = 1e-6  # added to the mean square for stability
     elementwise_affine: bool = True  # a learned weight after normalising
     offset: float = 0.0  # added to the weight before scaling (Gemma: 1)
+    axis: Literal[-1, 1] = -1  # the dimension normalised: -1 (the last) or 1 (a map's channels)
 
     def __post_init__(self):
         positive(self, "dim")
 
     def infer_shape(self, x):
+        if self.axis == 1:
+            expect_rank(x, tuple(range(2, 9)))
+            expect_dim(x[1], self.dim, "channel dimension (dim 1) of the input (dim)")
+            return x
         expect_rank(x, tuple(range(1, 9)))
         expect_dim(x[-1], self.dim, "last dimension of the input (dim)")
         return x
@@ -71,8 +79,10 @@ class RMSNorm(Op):
         return 4 * prod(inputs[0])
 
     def forward(self, run, x):
-        return rms_normalize(run.torch, x, self.eps, run.tensor("weight") if self.elementwise_affine else None,
-                             self.offset)
+        h = x.movedim(1, -1) if self.axis == 1 else x
+        h = rms_normalize(run.torch, h, self.eps, run.tensor("weight") if self.elementwise_affine else None,
+                          self.offset)
+        return h.movedim(-1, 1) if self.axis == 1 else h
 
     def init(self, tensor, value, init):
         init.zeros(value) if self.offset else init.ones(value)
