@@ -347,6 +347,10 @@ def _sub_config(config: Mapping[str, Any], key: str, rule: Mapping[str, Any], mo
             variables[prefix + var], sources[prefix + var] = found[0], source
     if rule.get("type"):
         variables[str(rule["type"])], sources[str(rule["type"])] = sub_type, f"{key}.model_type"
+    if rule.get("present"):  # whether the config has this sub-config at all (Gemma 4's optional towers)
+        given = config.get(key) is not None
+        variables[str(rule["present"])] = given
+        sources[str(rule["present"])] = f"{key} ({'given' if given else 'absent or null'})"
 
 
 def _architecture(config: Mapping[str, Any], model_type: str, entry: Mapping[str, Any], loc: Loc) -> str:

@@ -1051,6 +1051,26 @@ CASES["gemma4_text-base-moe-k-eq-v"] = {**GEMMA4_TEXT, "architectures": ["Gemma4
                                         "attention_k_eq_v": True, "num_global_key_value_heads": 1,
                                         "enable_moe_block": True, "num_experts": 5, "top_k_experts": 2,
                                         "moe_intermediate_size": 12}
+# Gemma 4 with images (issue 29): the decoder above, a tower of 4 x 4 patches pooled 2 x 2 (2-D rotary positions,
+# clipped linears, standardized features), image tokens attending both ways in the sliding layers
+GEMMA4 = {"model_type": "gemma4", "image_token_id": 90, "video_token_id": 91, "audio_token_id": 92,
+          "text_config": {**GEMMA4_TEXT, "num_kv_shared_layers": 2, "use_bidirectional_attention": "vision"},
+          "vision_config": {"model_type": "gemma4_vision", "hidden_size": 24, "intermediate_size": 40,
+                            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
+                            "patch_size": 4, "position_embedding_size": 12, "pooling_kernel_size": 2,
+                            "use_clipped_linears": True, "standardize": True}}
+CASES["gemma4-cond-gen"] = {**GEMMA4, "architectures": ["Gemma4ForConditionalGeneration"]}
+CASES["gemma4-base-causal-moe-untied"] = {
+    **GEMMA4, "architectures": ["Gemma4Model"], "tie_word_embeddings": False,
+    "text_config": {k: v for k, v in CASES["gemma4_text-base-moe-k-eq-v"].items() if k != "architectures"},
+    "vision_config": {**GEMMA4["vision_config"], "use_clipped_linears": False, "standardize": False,
+                      "pooling_kernel_size": 3, "hidden_activation": "gelu", "rope_parameters": {
+                          "rope_type": "axial", "rope_theta": 10.0}}}
+CASES["gemma4-cond-gen-text-only-capped"] = {
+    "model_type": "gemma4", "architectures": ["Gemma4ForConditionalGeneration"], "image_token_id": 90,
+    "video_token_id": 91, "audio_token_id": 92, "text_config": {**GEMMA4_TEXT, "final_logit_softcapping": 3.0}}
+CASES["gemma4_vision-base"] = {**GEMMA4["vision_config"], "architectures": ["Gemma4VisionModel"],
+                               "pooling_kernel_size": 3, "num_key_value_heads": 4}
 # Gemma 3n's text decoder (issue 29): 4 AltUp streams, Laurel, sparse gates on the first 2 layers, per-layer sizes,
 # per-layer inputs from a table smaller than the vocabulary, the last 2 layers reading layers 2 and 3's keys and values
 GEMMA3N_TEXT = {"model_type": "gemma3n_text", "vocab_size": 97, "hidden_size": 32, "num_hidden_layers": 6,
@@ -1237,9 +1257,49 @@ def _image_pixels(config: dict) -> tuple[int, int] | None:
     return 2 * side, 3 * side
 
 
+def _gemma4_patches(config: dict) -> int | None:
+    """Gemma 4's patches per image for the tests (the processor's max_patches): 2 x 2 blocks of k x k."""
+    if config["model_type"] not in ("gemma4", "gemma4_vision"):
+        return None
+    vision = config.get("vision_config") or {} if config["model_type"] == "gemma4" else config
+    return 4 * vision.get("pooling_kernel_size", 3) ** 2
+
+
+def _gemma4_inputs(config: dict, batch: int, length: int) -> dict:
+    """Gemma 4's inputs: image 0 fills its 2k x 2k patches (4 tokens), image 1 is 2k x k and padding (2 tokens;
+    full for the tower alone);
+    the text holds each image's tokens (typed 1) and, in row 0, a video and an audio token."""
+    patches, top = _gemma4_patches(config), config["model_type"] == "gemma4"
+    vision = config.get("vision_config") if top else config
+    out = {}
+    if vision is not None:
+        side = math.isqrt(patches)
+        size = vision.get("patch_size", 16)
+        # the tower alone gives only the real tokens (a shape of the data): both images full there
+        grids = [[(x, y) for y in range(h) for x in range(side)] for h in (side, side // 2 if top else side)][:batch]
+        out["pixel_values"] = torch.rand(batch, patches, 3 * size * size)
+        out["image_position_ids" if top else "pixel_position_ids"] = torch.tensor(
+            [grid + [(-1, -1)] * (patches - len(grid)) for grid in grids])
+    if not top:
+        return out
+    text = config.get("text_config") or {}
+    tokens = [config.get(k, d) for k, d in (("image_token_id", 258880), ("video_token_id", 258884),
+                                             ("audio_token_id", 258881))]
+    ids = torch.randint(3, text.get("vocab_size", 262144), (batch, length + 4))
+    ids[torch.isin(ids, torch.tensor(tokens))] = 3
+    types = torch.zeros_like(ids)
+    if vision is not None:
+        for row, count in enumerate((4, 2)[:batch]):
+            ids[row, 2:2 + count], types[row, 2:2 + count] = tokens[0], 1
+    ids[0, -2], ids[0, -1] = tokens[1:]
+    return {**out, "input_ids": ids, "mm_token_type_ids": types}
+
+
 def _settings(config: dict) -> dict:
     """The template variables a test sets: Qwen2-VL's image size (pixels) to a small grid, Mistral 3's
-    to a small image."""
+    to a small image, Gemma 4's patches per image."""
+    if _gemma4_patches(config) is not None:
+        return {"v_NP" if config["model_type"] == "gemma4" else "NP": _gemma4_patches(config)}
     if _image_pixels(config) is not None:
         return dict(zip(("v_IH", "v_IW"), _image_pixels(config)))
     grid = _image_grid(config)
@@ -1278,6 +1338,8 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
     vision = config.get("vision_config") or config
     positions = [text[k] for k in ("max_position_embeddings", "n_positions", "max_target_positions") if k in text]
     length = length or min([7, *positions])
+    if _gemma4_patches(config) is not None:
+        return _gemma4_inputs(config, batch, length)
     for name in module.required_inputs:
         if name in ("input_ids", "decoder_input_ids"):
             out[name] = torch.randint(3, text.get("vocab_size", 100), (batch, length))  # no padding, start or end token
@@ -1615,6 +1677,8 @@ def _narrow(config: dict, cfg) -> dict:
     if hasattr(cfg, "per_layer_config"):  # Gemma 4's heterogeneous layers: the global head_dim is the sliding layers'
         cfg.allow_global_per_layer_attribute_access = True
     for key in getattr(cfg, "sub_configs", {}):
+        if getattr(cfg, key, None) is None:   # an optional sub-config left out (Gemma 4's audio_config)
+            continue
         sub = _narrow(config.get(key) or {}, getattr(cfg, key))
         if sub != (config.get(key) or {}):
             out[key] = sub
@@ -1734,6 +1798,7 @@ PADDED += ["ernie4_5_moe-causal", "ernie4_5_moe-causal-bias-tied", "ernie4_5_moe
 PADDED += ["dbrx-causal-clipped", "dbrx-base-norm-p2-gelu", "dbrx-causal-unnormalized-mha"]   # issue 29 (moe)
 
 PADDED += ["gemma4_text-causal-shared-kv", "gemma4_text-base-moe-k-eq-v"]   # Gemma 4 (issue 29)
+PADDED += ["gemma4-cond-gen", "gemma4-base-causal-moe-untied", "gemma4-cond-gen-text-only-capped"]   # Gemma 4 (issue 29)
 PADDED += ["gemma3n_text-causal", "gemma3n_text-base-three-streams-unscaled"]   # Gemma 3n (issue 29)
 
 

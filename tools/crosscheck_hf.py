@@ -88,6 +88,7 @@ EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
 PREFIX.update({"llama4": "Llama4", "llama4_vision_model": "Llama4Vision"})  # with images; the tower alone
 PREFIX["gemma4_text"] = "Gemma4Text"; ROTARY.add("gemma4_text")  # issue 29 (gemma)
 EXTRA_CLASSES["gemma4_text"] = ["Gemma4ForCausalLM"]
+PREFIX.update({"gemma4": "Gemma4", "gemma4_vision": "Gemma4Vision"})  # issue 29 (gemma4mm): with images; the tower
 PREFIX["gemma3n_text"] = "Gemma3nText"; ROTARY.add("gemma3n_text")  # issue 29 (gemma)
 EXTRA_CLASSES["gemma3n_text"] = ["Gemma3nForCausalLM"]
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
@@ -574,6 +575,28 @@ def mutate(rng, cfg):
             "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
             "full_attention": {"rope_type": rng.choice(["default", "proportional"]), "rope_theta": 1e6,
                                "partial_rotary_factor": rng.choice([0.25, 0.5, 1.0])}}
+    if mt in ("gemma4", "gemma4_vision"):  # a random Gemma 4 tower and decoder (gemma4_text's mutation)
+        va = rng.randint(1, 4)
+        vision = {"model_type": "gemma4_vision", "hidden_size": rng.randint(2, 12) * 4, "num_hidden_layers": rng.randint(1, 3),
+                  "num_attention_heads": va, "num_key_value_heads": rng.choice([d for d in range(1, va + 1) if va % d == 0]),
+                  "head_dim": rng.choice([4, 8, 12]), "intermediate_size": rng.randint(3, 40),
+                  "patch_size": rng.randint(1, 5), "pooling_kernel_size": rng.randint(2, 4),
+                  "position_embedding_size": rng.randint(5, 60), "use_clipped_linears": rng.random() < 0.5,
+                  "standardize": rng.random() < 0.5, "hidden_activation": rng.choice(["gelu_pytorch_tanh", "gelu"]),
+                  "rope_parameters": {"rope_type": "axial", "rope_theta": rng.choice([10.0, 100.0])}}
+        if mt == "gemma4_vision":
+            cfg = {**vision, "architectures": ["Gemma4VisionModel"]}
+        else:
+            seed = {"model_type": "gemma4_text", "vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 4,
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 37,
+                    "max_position_embeddings": 128}
+            text = {k: v for k, v in mutate(rng, seed).items() if k not in ("architectures", "num_labels")}
+            text["use_bidirectional_attention"] = rng.choice([None, "vision"])
+            cfg = {"model_type": "gemma4", "architectures": [rng.choice(["Gemma4ForConditionalGeneration", "Gemma4Model"])],
+                   "text_config": text, "image_token_id": rng.randrange(text["vocab_size"]),
+                   "tie_word_embeddings": rng.random() < 0.5}
+            if rng.random() < 0.8:   # without one, no tower
+                cfg["vision_config"] = vision
     if mt == "gemma3":  # a random Gemma 3 decoder and SigLIP tower, pooled to a square number of tokens
         ta, va, side = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 4)
         vocab = rng.randint(50, 300)

@@ -187,12 +187,17 @@ def _caller(graph: Graph, call: BlockNode, up):
 
 def _root(graph: Graph, name: str, up) -> tuple:
     """Where a value comes from, following each op's first input (a projection, a reshape, a norm,
-    rotary positions, adding positions) and a block's input out to what its caller passed; a
-    block call's output is a root (the layer before)."""
+    rotary positions, adding positions) and a block's input out to what its caller passed; the
+    output of a block call that holds attention is a root (the layer before), one without it is
+    followed through its first input as an op is (Gemma 4's clippable linears and its 2-D rotary
+    positions are blocks)."""
     while True:
         if name in graph.inputs:
             return up(name)
         node = graph.nodes.get(name)
+        if isinstance(node, BlockNode) and node.inputs and not _has_op(node.body, ATTENTION_OPS):
+            name = node.inputs[0].node
+            continue
         if not isinstance(node, OpNode) or not node.inputs:
             return (id(graph), name)
         name = node.inputs[0].node

@@ -1,0 +1,121 @@
+"""Gemma 4 with images (issue 29): the published checkpoints' totals and active parameters, the
+vision tower's buffers and what it refuses, the optional towers (`present:` of a key table's
+sub-config rule; audio refused by name), the image tokens' block mask in the sliding layers,
+what `memory` keeps and what `compare` says the tower does."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from conftest import write_config
+
+from archgraph.hf import import_config
+from archgraph.load import load_config
+
+DATA = Path(__file__).parent / "data" / "hf"
+
+
+def _fixture(name: str) -> dict:
+    return json.loads((DATA / f"{name}.json").read_text())["config"]
+
+
+# a token leaves 120 of the 128 experts idle in each of the 30 layers: gate_up [1408, 2816] and down [2816, 704]
+IDLE_26B = 30 * 120 * 3 * 704 * 2816
+
+
+@pytest.mark.parametrize("name, total, active", [
+    # transformers 5.23.0 on the meta device (configs written from the published ones, no Hub access)
+    ("gemma4-26b-a4b-it-reconstructed", 25_805_933_872, 25_805_933_872 - IDLE_26B),
+    ("gemma4-31b-it-reconstructed", 31_273_086_512, 31_273_086_512),
+    ("gemma4_vision-26b-a4b-tower-reconstructed", 569_548_080, 569_548_080),
+])
+def test_published_models_with_images(tmp_path, cli, name, total, active):
+    code, out, _ = cli("params", write_config(tmp_path, **_fixture(name)), "--json")
+    data = json.loads(out)
+    assert code == 0 and (data["total"], data["active"]) == (total, active)
+    assert active in (569_548_080, 4_395_322_672, 31_273_086_512)   # the "A4B": 3.8 B of text, 0.57 B of tower
+
+
+def test_the_tower_keeps_its_rotary_frequencies_and_clipping_bounds_as_buffers(tmp_path):
+    config = _fixture("gemma4-odd-untied-clipped-k2-gqa")
+    model = load_config(write_config(tmp_path, **config))
+    buffers = {path + "." + row.name if row.name else path: (tuple(row.shape), row.persistent)
+               for path, _, _, rows in model.params().nodes() for row in rows if row.buffer}
+    tower = {k: v for k, v in buffers.items() if k.startswith("model.vision_tower.")}
+    assert tower["model.vision_tower.encoder.rotary_emb.inv_freq"] == ((3,), False)   # head_dim 12: 12 / 4 frequencies
+    assert tower["model.vision_tower.encoder.layers.0.self_attn.q_proj.input_min"] == ((), True)
+    assert tower["model.vision_tower.std_scale"] == ((48,), True)
+    # 7 clippable linears per layer (q, k, v, o, gate, up, down), 4 bounds each, 3 layers; 2 rotary tables, 2 std
+    assert len(tower) == 7 * 4 * 3 + 2 + 2
+
+
+def test_an_audio_tower_is_refused_by_name(tmp_path, cli):
+    config = {**_fixture("gemma4-e4b-it-without-audio-reconstructed"),
+              "audio_config": {"model_type": "gemma4_audio", "hidden_size": 1024, "num_hidden_layers": 12}}
+    code, _, err = cli("params", write_config(tmp_path, **config))
+    assert code == 2 and "'audio_config' is set" in err and "Gemma4AudioModel" in err
+    assert "Traceback" not in err
+
+
+def test_a_kernel_of_one_is_refused_saying_why(tmp_path, cli):
+    config = {**_fixture("gemma4_vision-26b-a4b-tower-reconstructed"), "pooling_kernel_size": 1}
+    code, _, err = cli("params", write_config(tmp_path, **config))
+    assert code == 2 and "pooling_kernel_size 1" in err and "keeps the padding patches" in err
+
+
+def test_a_config_without_vision_config_has_no_tower(tmp_path):
+    with_tower = _fixture("gemma4-odd-untied-clipped-k2-gqa")
+    imported = import_config(with_tower)
+    assert imported.variables["vision"] is True and imported.sources["vision"] == "vision_config (given)"
+    alone = import_config({**with_tower, "vision_config": None})
+    assert alone.variables["vision"] is False and alone.sources["vision"] == "vision_config (absent or null)"
+    model = load_config(write_config(tmp_path, **_fixture("gemma4-odd-base-text-only-untied")))
+    names = [path for path, *_ in model.params().nodes()]
+    assert names and not any("vision" in n for n in names)
+    assert model.params().total == 187_376   # transformers 5.23.0's Gemma4Model without a tower
+
+
+def test_the_text_model_alone_reads_vision_bidirectional_attention_and_stays_causal(tmp_path):
+    text = {k: v for k, v in _fixture("gemma4-26b-a4b-it-reconstructed")["text_config"].items()}
+    assert text["use_bidirectional_attention"] == "vision"
+    model = load_config(write_config(tmp_path, **text, architectures=["Gemma4ForCausalLM"]))
+    assert model.params().total == 25_233_141_760   # gemma4_text-26b-a4b-reconstructed's
+
+
+def test_memory_caches_the_decoder_by_layer_kind_and_nothing_for_the_tower(tmp_path):
+    from archgraph.passes.memory import estimate_memory
+    report = estimate_memory(load_config(write_config(tmp_path, **_fixture("gemma4-26b-a4b-it-reconstructed"))),
+                             {"B": 1, "S": 8192})
+    layers = {}
+    for e in report.kv_cache:
+        assert e.path.startswith("model.language_model.")
+        layers[e.rule] = layers.get(e.rule, 0) + e.layers
+    assert layers == {"sliding window of 1024": 25, "full attention": 5}
+    # sliding: 8 kv heads x 256 keys and values; full: 2 heads x 512, keys = values but both kept
+    assert report.kv_cache_bytes == 2 * (25 * 1024 * 2 * 8 * 256 + 5 * 8192 * 2 * 2 * 512)
+
+
+def test_compare_says_the_towers_layers_attend_both_ways(tmp_path):
+    from archgraph.passes.stacks import find_stacks
+    model = load_config(write_config(tmp_path, **_fixture("gemma4-odd-untied-clipped-k2-gqa")))
+    does = {s.path: s.does for s in find_stacks(model)}
+    assert does["model.vision_tower.encoder.layers"] == ("bidirectional",)
+
+
+torch = pytest.importorskip("torch")
+
+
+def test_image_tokens_attend_both_ways_only_in_the_sliding_layers(tmp_path):
+    """With mm_token_type_ids an image's tokens see each other in the sliding layers (transformers'
+    create_masks_for_vision_model); the module agrees with and without them, and they change the output."""
+    import test_torch_hf as cases
+    config = cases.CASES["gemma4-cond-gen"]
+    reference, module = cases._loaded_pair(tmp_path, config)
+    inputs = cases._inputs(module, config)
+    causal = {**inputs, "mm_token_type_ids": torch.zeros_like(inputs["mm_token_type_ids"])}
+    with torch.no_grad():
+        both, alone = reference(**inputs).logits, reference(**causal).logits
+        assert (module(**inputs)["logits"] - both).abs().max() < 1e-4
+        assert (module(**causal)["logits"] - alone).abs().max() < 1e-4
+    assert (both - alone).abs().max() > 1e-3
