@@ -366,3 +366,23 @@ def test_width_is_the_token_embeddings_not_a_vision_towers_first_table(cli, tmp_
     code, out, err = cli("compare", _config(tmp_path, "mllama-odd-base-one-tile"), "gpt2", "--json")
     assert code == 0, err
     assert [m["width"] for m in json.loads(out)["models"]] == [24, 768]
+
+
+def test_what_limits_the_keys_is_said_with_how_many_layers(cli, tmp_path):
+    """A layer schedule that mixes sliding-window (or chunked) and full attention layers is one stack,
+    as they hold as many parameters; what they do says which window, and on how many of the layers:
+    OLMo-3-32B slides on three of four layers, Llama 4 Scout reads its keys in chunks on three of
+    four, ModernBERT-base's local layers see a window of 129 tokens around each (two of three; layer 0,
+    without attn_norm, is a stack of its own)."""
+    stacks = {}
+    modernbert = tmp_path / "modernbert-base.json"
+    modernbert.write_text(json.dumps({"model_type": "modernbert", "architectures": ["ModernBertModel"]}))
+    for name in ("olmo3-32b", "llama4_text-defaults-causal", str(modernbert)):
+        code, out, err = cli("compare", _config(tmp_path, name) if name[0] != "/" else name, "gpt2", "--json")
+        assert code == 0, err
+        stacks[name] = [(s["path"], s["layers"], s["does"]) for s in json.loads(out)["models"][0]["stacks"]]
+    assert stacks["olmo3-32b"] == [("model.layers", 64, ["causal", "sliding window of 4,096 (48 of 64 layers)"])]
+    assert stacks["llama4_text-defaults-causal"] == [
+        ("model.layers", 48, ["causal", "MoE 16 experts top 1", "chunks of 8,192 (36 of 48 layers)"])]
+    assert stacks[str(modernbert)] == [("layers.0", 1, ["bidirectional"]),
+                                       ("layers.1..21", 21, ["bidirectional", "local window of 129 (14 of 21 layers)"])]

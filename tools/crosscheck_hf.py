@@ -81,6 +81,7 @@ PREFIX["mllama"] = "Mllama"  # issue 29 (vlm2): tiles, a gated global encoder, c
 PREFIX["zamba2"] = "Zamba2"; ROTARY.add("zamba2")  # issue 29 (zamba2): shared blocks round-robin, adapters per use
 PREFIX["dbrx"] = "Dbrx"; ROTARY.add("dbrx")  # issue 29 (moe)
 PREFIX["olmo3"] = "Olmo3"; ROTARY.add("olmo3")  # issue 29: sliding and full layers, a rotary table per kind
+PREFIX.update({"siglip2_text_model": "Siglip2Text", "siglip2_vision_model": "Siglip2Vision", "qwen2_vl": "Qwen2VL"})
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"qwen3_5_text": ["Qwen3_5TextModel", "Qwen3_5TextForSequenceClassification"],
                       "qwen3_5_moe_text": ["Qwen3_5MoeTextModel"]})  # issue 29 (deltanet)

@@ -87,12 +87,39 @@ def find_stacks(model: Model) -> list[Stack]:
         where[id(stack)][1].extend(ids)
     does = _features(model.graph, {id(c): s for s in found for c in s.calls})
     for stack in found:
-        stack.does = tuple(d for d in does.get(id(stack), ()) if d != GENERATES)
+        stack.does = tuple(d for d in does.get(id(stack), ()) if d != GENERATES) + _masks(stack)
         stack.generates = GENERATES in does.get(id(stack), ())
         base, ids = where[id(stack)]
         stack.base, stack.indices = base, list(ids)
         if any(c.scheduled for c in stack.calls) and len(ids) < len(_all_ids(found, where, base)):
             stack.path = f"{base}.{_indices(ids)}"
+    return found
+
+
+def _masks(stack: Stack) -> tuple[str, ...]:
+    """What limits the keys its self-attention sees, with how many of its layers when not all: a
+    sliding window (Mistral; Gemma 3's five of six layers), a window on both sides (ModernBERT's
+    local layers), chunks (Llama 4's)."""
+    layers: Counter = Counter()
+    for call in stack.calls:
+        for mask in sorted(_masks_in(call.body)):
+            layers[mask] += call.repeat
+    return tuple(mask if n == stack.layers else f"{mask} ({n} of {stack.layers} layers)"
+                 for mask, n in layers.items())
+
+
+def _masks_in(graph: Graph) -> set[str]:
+    found = set()
+    for node in graph.nodes.values():
+        if isinstance(node, BlockNode):
+            found |= _masks_in(node.body)
+        elif node.op.op_name == "attention":
+            op = node.op
+            if op.chunk is not None:
+                found.add(f"chunks of {op.chunk:,}")
+            elif op.window is not None:
+                found.add(f"sliding window of {op.window:,}" if op.window_side == "past"
+                          else f"local window of {2 * op.window - 1:,}")
     return found
 
 
