@@ -14,6 +14,7 @@ from archgraph.hf import import_config
 from archgraph.load import load_config
 
 DATA = Path(__file__).parent / "data" / "hf"
+torch = pytest.importorskip("torch")
 
 
 def _fixture(name: str) -> dict:
@@ -83,6 +84,18 @@ def test_the_text_model_alone_reads_vision_bidirectional_attention_and_stays_cau
     assert model.params().total == 25_233_141_760   # gemma4_text-26b-a4b-reconstructed's
 
 
+def test_a_null_token_id_matches_no_token(tmp_path):
+    """transformers compares the ids with None (no token is one): a null video or audio id embeds no pad."""
+    import test_torch_hf as cases
+    config = {**cases.CASES["gemma4-cond-gen-text-only-capped"], "video_token_id": None, "audio_token_id": None}
+    reference, module = cases._loaded_pair(tmp_path, config)
+    ids = torch.tensor([[5, 91, 92, 258884 % 97, 7]])
+    with torch.no_grad():
+        assert (module(input_ids=ids)["logits"] - reference(input_ids=ids).logits).abs().max() < 1e-4
+    imported = import_config(config)
+    assert (imported.variables["video_token"], imported.variables["audio_token"]) == (-1, -1)
+
+
 def test_memory_caches_the_decoder_by_layer_kind_and_nothing_for_the_tower(tmp_path):
     from archgraph.passes.memory import estimate_memory
     report = estimate_memory(load_config(write_config(tmp_path, **_fixture("gemma4-26b-a4b-it-reconstructed"))),
@@ -101,9 +114,6 @@ def test_compare_says_the_towers_layers_attend_both_ways(tmp_path):
     model = load_config(write_config(tmp_path, **_fixture("gemma4-odd-untied-clipped-k2-gqa")))
     does = {s.path: s.does for s in find_stacks(model)}
     assert does["model.vision_tower.encoder.layers"] == ("bidirectional",)
-
-
-torch = pytest.importorskip("torch")
 
 
 def test_image_tokens_attend_both_ways_only_in_the_sliding_layers(tmp_path):
