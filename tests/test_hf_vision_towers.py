@@ -160,3 +160,54 @@ def test_mllama_causal_lm_is_refused_by_name(tmp_path):
     with pytest.raises(ArchgraphError) as err:
         load_config(write_config(tmp_path, **{**MLLAMA, "architectures": ["MllamaForCausalLM"]}))
     assert "model class 'MllamaForCausalLM' is not supported for model_type 'mllama'" in err.value.message
+
+
+QWEN3_5 = {"model_type": "qwen3_5", "architectures": ["Qwen3_5ForConditionalGeneration"], "image_token_id": 60,
+           "text_config": {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1,
+                           "head_dim": 16, "intermediate_size": 40, "vocab_size": 64, "linear_num_key_heads": 1,
+                           "linear_num_value_heads": 2, "linear_key_head_dim": 8, "linear_value_head_dim": 8},
+           "vision_config": {"depth": 1, "hidden_size": 16, "num_heads": 2, "intermediate_size": 20,
+                             "out_hidden_size": 32, "num_position_embeddings": 4, "patch_size": 2}}
+
+
+@pytest.mark.parametrize("rope, sections", [
+    ({"partial_rotary_factor": 0.25}, [1, 1, 0]),          # 2 frequencies of [11, 11, 10]: time, row
+    ({"partial_rotary_factor": 1.0}, [3, 3, 2]),           # 8 frequencies: T H W T H W T H
+    ({"partial_rotary_factor": 1.0, "mrope_section": [6, 1, 1]}, [6, 1, 1])])
+def test_qwen3_5_cuts_mrope_section_to_the_frequencies_interleaving_reaches(tmp_path, rope, sections):
+    """transformers' Qwen3_5TextRotaryEmbedding deals frequency j to the row when j mod 3 = 1 and j < 3 x
+    mrope_section[1] (the column likewise), whatever the sections add up to: time takes the rest."""
+    text = {**QWEN3_5["text_config"], "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, **rope}}
+    shapes = load_config(write_config(tmp_path, **{**QWEN3_5, "text_config": text}), {"B": 1}).shapes()
+    rotary = [node.op for path, node, _, _ in shapes.io() if path == "model.language_model.rotary_emb"]
+    assert len(rotary) == 1 and list(rotary[0].sections) == sections
+    assert rotary[0].section_layout == "interleaved"
+
+
+@pytest.mark.parametrize("rope, message", [
+    ({"rope_type": "yarn", "factor": 2.0}, "rope_type other than 'default' is not in the template"),
+    ({"mrope_section": [4, 4]}, "mrope_section must list three counts of frequencies")])
+def test_qwen3_5_refuses_rotary_tables_it_does_not_build(tmp_path, rope, message):
+    text = {**QWEN3_5["text_config"], "rope_parameters": {"rope_type": "default", "rope_theta": 1e4, **rope}}
+    with pytest.raises(ArchgraphError) as err:
+        load_config(write_config(tmp_path, **{**QWEN3_5, "text_config": text}))
+    assert message in err.value.message
+
+
+def test_qwen3_5_reads_text_config_as_its_own_class_whatever_type_it_names(tmp_path):
+    """Qwen3_5Config builds Qwen3_5TextConfig from text_config even when it names another model_type."""
+    named = {**QWEN3_5, "text_config": {**QWEN3_5["text_config"], "model_type": "qwen3_5_moe_text"}}
+    assert load_config(write_config(tmp_path, **named)).params().total == 25_132   # transformers 5.23.0
+
+
+@pytest.mark.parametrize("name, total, layers, experts, hidden, width, active", [
+    ("qwen3_5_moe-35b-a3b", 35_107_181_936, 40, 256 - 8, 2048, 512, 3_901_560_176),
+    ("qwen3_5_moe-397b-a17b", 396_802_360_816, 60, 512 - 10, 4096, 1024, 17_805_051_376)])
+def test_qwen3_5_moe_active_parameters_leave_out_the_experts_not_chosen(tmp_path, cli, name, total, layers,
+                                                                       experts, hidden, width, active):
+    """The tower, the shared experts and the routers all run; of the routed experts only top_k per token."""
+    fixture = json.loads((Path(__file__).parent / "data" / "hf" / f"{name}.json").read_text())
+    code, out, _ = cli("params", write_config(tmp_path, **fixture["config"]), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["total"] == fixture["expected_params"] == total
+    assert data["active"] == total - layers * experts * 3 * hidden * width == active

@@ -912,6 +912,37 @@ CASES["qwen3_vl_moe-base-step2"] = {
     "text_config": {**QWEN3_VL_MOE["text_config"], "mlp_only_layers": [], "decoder_sparse_step": 2,
                     "num_experts_per_tok": 3, "head_dim": None, "attention_bias": True,
                     "rope_parameters": {"rope_type": "default", "mrope_section": [2, 2, 2]}}}
+# Qwen3.5 (issue 29): Qwen3-VL's tower without DeepStack, and Qwen3.5's language model (gated attention and Gated
+# DeltaNet layers) on M-RoPE's interleaved positions over half of each head (4 frequencies: time, row, column, time)
+QWEN3_5_VL = {"model_type": "qwen3_5", "image_token_id": 100,
+              "text_config": {**{k: v for k, v in QWEN3_5.items() if k != "model_type"}, "vocab_size": 120,
+                              "hidden_size": 48, "head_dim": 16,
+                              "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0,
+                                                  "partial_rotary_factor": 0.5, "mrope_section": [2, 1, 1],
+                                                  "mrope_interleaved": True}},
+              "vision_config": {"depth": 2, "hidden_size": 32, "num_heads": 4, "out_hidden_size": 48,
+                                "intermediate_size": 40, "patch_size": 4, "num_position_embeddings": 16}}
+CASES["qwen3_5-cond-gen"] = {**QWEN3_5_VL, "architectures": ["Qwen3_5ForConditionalGeneration"]}
+# mrope_section's default [11, 11, 10] cut to the 6 frequencies (2 of each axis), biases, listed layer kinds
+CASES["qwen3_5-base-default-sections-bias"] = {
+    **QWEN3_5_VL, "architectures": ["Qwen3_5Model"],
+    "text_config": {**QWEN3_5_VL["text_config"], "head_dim": 24, "attention_bias": True,
+                    "layer_types": ["full_attention", "linear_attention", "full_attention", "linear_attention"],
+                    "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0, "partial_rotary_factor": 0.5}},
+    "vision_config": {**QWEN3_5_VL["vision_config"], "spatial_merge_size": 1, "temporal_patch_size": 1,
+                      "hidden_act": "silu", "num_position_embeddings": 9}}
+CASES["qwen3_5-seq-cls"] = {**QWEN3_5_VL, "architectures": ["Qwen3_5ForSequenceClassification"], "num_labels": 3,
+                            "pad_token_id": 0, "text_config": {**QWEN3_5_VL["text_config"], "pad_token_id": 0}}
+CASES["qwen3_5-token-cls-tied"] = {**QWEN3_5_VL, "architectures": ["Qwen3_5ForTokenClassification"], "num_labels": 3,
+                                   "tie_word_embeddings": True}
+QWEN3_5_VL_MOE = {**QWEN3_5_VL, "model_type": "qwen3_5_moe",
+                  "text_config": {**QWEN3_5_VL["text_config"], "moe_intermediate_size": 11,
+                                  "shared_expert_intermediate_size": 13, "num_experts": 5, "num_experts_per_tok": 2}}
+CASES["qwen3_5_moe-cond-gen"] = {**QWEN3_5_VL_MOE, "architectures": ["Qwen3_5MoeForConditionalGeneration"]}
+CASES["qwen3_5_moe-base-interval-2"] = {
+    **QWEN3_5_VL_MOE, "architectures": ["Qwen3_5MoeModel"],
+    "text_config": {**QWEN3_5_VL_MOE["text_config"], "full_attention_interval": 2, "num_experts_per_tok": 3}}
+
 # Mllama (issue 29): 3 tiles of 12 pixels (9 patches and a class token, padded to 16), kept local layers 0 and 2
 # beside the gated global encoder's output, cross-attention layers 1 and 3 of the decoder; the last row's image
 # has one tile, and two tokens of each row see no tile
@@ -1237,7 +1268,7 @@ def _loaded_pair(tmp_path, config: dict):
     return reference, module
 
 
-QWEN_VL = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"}   # one image per sequence, its patches flattened, its grid given
+QWEN_VL = {"qwen2_vl", "qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"}   # one image per sequence, its patches flattened, its grid given
 
 
 def _image_grid(config: dict) -> tuple[int, int] | None:
@@ -1627,6 +1658,10 @@ CANNOT_RUN.update({name: "Llama 3.2 Vision's real sizes cannot be narrowed (visi
                          "run in the suite"
                    for name in ("mllama-llama-3.2-11b-vision", "mllama-llama-3.2-11b-vision-instruct",
                                 "mllama-llama-3.2-90b-vision-instruct")})
+CANNOT_RUN.update({name: "Qwen3.5's real sizes cannot be narrowed (the tower's out_hidden_size must stay the narrowed "
+                         "text model's width) and are too many to run in the suite (counts, names and buffers are "
+                         "checked; the qwen3_5 odd fixtures and CASES run)"
+                   for name in ("qwen3_5-9b", "qwen3_5-27b", "qwen3_5_moe-35b-a3b", "qwen3_5_moe-397b-a17b")})
 # Gemma 3's real checkpoints see 896-pixel images: 4,096 patches through 27 vision layers, twice (transformers'
 # model and the module), take minutes and about 10 GB however narrow the widths; their counts, names and
 # buffers are checked, and gemma3-odd-untied-head-vision-defaults and the gemma3 CASES run.
@@ -1770,6 +1805,8 @@ PADDED += ["qwen3_next-causal", "qwen3_next-base-layer-types-step2", "qwen3_next
            "qwen3_next-token-cls"]   # issue 29 (deltanet)
 PADDED += ["qwen3_5_text-causal", "qwen3_5_text-base-layer-types-bias", "qwen3_5_text-seq-cls", "qwen3_5_text-token-cls",
            "qwen3_5_moe_text-causal", "qwen3_5_moe_text-base-tied-interval-2"]   # issue 29 (deltanet)
+PADDED += ["qwen3_5-cond-gen", "qwen3_5-base-default-sections-bias", "qwen3_5-seq-cls", "qwen3_5-token-cls-tied",
+           "qwen3_5_moe-cond-gen", "qwen3_5_moe-base-interval-2"]   # issue 29 (qwen3.5 composites)
 PADDED += ["gpt_neo-causal", "gpt_neo-base-local-first-untied", "GPTNeoForSequenceClassification",
            "GPTNeoForTokenClassification", "GPTNeoForQuestionAnswering"]   # GPT-Neo (issue 29)
 PADDED += ["olmo3-causal", "olmo3-seq-cls-layer-types", "olmo3-base-all-sliding"]   # OLMo 3 (issue 29)

@@ -76,6 +76,7 @@ PREFIX["falcon_h1"] = "FalconH1"; ROTARY.add("falcon_h1")  # issue 29 (hybrid)
 PREFIX["phimoe"] = "Phimoe"; ROTARY.add("phimoe")  # issue 29 (moe)
 PREFIX["qwen3_vl"] = "Qwen3VL"  # issue 29 (vlm2): resampled positions, DeepStack features
 PREFIX["qwen3_vl_moe"] = "Qwen3VLMoe"  # issue 29 (vlm2): and experts in the decoder
+PREFIX.update({"qwen3_5": "Qwen3_5", "qwen3_5_moe": "Qwen3_5Moe"})  # issue 29: Qwen3.5's composites
 PREFIX["ernie4_5_moe"] = "Ernie4_5_Moe"; ROTARY.add("ernie4_5_moe")  # issue 29 (moe)
 PREFIX["mllama"] = "Mllama"  # issue 29 (vlm2): tiles, a gated global encoder, cross-attention layers
 PREFIX["zamba2"] = "Zamba2"; ROTARY.add("zamba2")  # issue 29 (zamba2): shared blocks round-robin, adapters per use
@@ -732,6 +733,36 @@ def mutate(rng, cfg):
             text.update(num_experts=experts, num_experts_per_tok=rng.randint(1, max(1, experts)),
                         moe_intermediate_size=rng.randint(3, 20), decoder_sparse_step=rng.randint(1, 3),
                         mlp_only_layers=sorted(rng.sample(range(4), rng.randint(0, 2))))
+    if mt in ("qwen3_5", "qwen3_5_moe"):  # a random Qwen3.5 (-MoE) text model with M-RoPE and Qwen3-VL's tower
+        ta, va, merge, side = rng.randint(1, 6), rng.randint(1, 6), rng.choice([1, 2, 3]), rng.randint(1, 6)
+        key_heads = rng.randint(1, 3)
+        text = {"vocab_size": rng.randint(50, 300), "hidden_size": ta * rng.choice([4, 8]),
+                "num_hidden_layers": rng.randint(1, 4), "num_attention_heads": ta, "head_dim": rng.choice([4, 8, 12]),
+                "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "intermediate_size": rng.randint(3, 40), "attention_bias": rng.random() < 0.3,
+                "linear_num_key_heads": key_heads, "linear_num_value_heads": key_heads * rng.randint(1, 3),
+                "linear_key_head_dim": rng.randint(2, 9), "linear_value_head_dim": rng.randint(2, 9),
+                "linear_conv_kernel_dim": rng.randint(2, 5), "full_attention_interval": rng.randint(1, 3),
+                "tie_word_embeddings": rng.random() < 0.3,
+                "rope_parameters": {"rope_type": "default", "rope_theta": rng.choice([1e4, 1e6]),
+                                    "partial_rotary_factor": rng.choice([0.25, 0.5, 1.0])}}
+        if rng.random() < 0.7:   # else Qwen3_5TextRotaryEmbedding's default [11, 11, 10]
+            text["rope_parameters"]["mrope_section"] = [rng.randint(0, 4) for _ in range(3)]
+        if rng.random() < 0.3:
+            text["layer_types"] = [rng.choice(["linear_attention", "full_attention"])
+                                   for _ in range(text["num_hidden_layers"])]
+        if mt == "qwen3_5_moe":   # experts, top-k, the gated shared expert
+            experts = rng.randint(1, 5)
+            text.update(num_experts=experts, num_experts_per_tok=rng.randint(1, experts),
+                        moe_intermediate_size=rng.randint(3, 20), shared_expert_intermediate_size=rng.randint(3, 20))
+        vision = {"depth": rng.randint(1, 3), "hidden_size": va * rng.choice([4, 8]), "num_heads": va,
+                  "intermediate_size": rng.randint(3, 40), "out_hidden_size": text["hidden_size"],
+                  "patch_size": rng.randint(1, 5), "spatial_merge_size": merge, "temporal_patch_size": rng.choice([1, 2]),
+                  "num_position_embeddings": side * side, "in_channels": rng.choice([1, 3]),
+                  "hidden_act": rng.choice(["gelu_pytorch_tanh", "silu"])}
+        cfg = {"model_type": mt, "architectures": cfg["architectures"], "text_config": text, "vision_config": vision,
+               "image_token_id": rng.randrange(text["vocab_size"]), "tie_word_embeddings": rng.random() < 0.3,
+               "num_labels": rng.randint(1, 5), "classifier_dropout": rng.choice([None, 0.2])}
     if mt == "mllama":  # a random tiled vision model (kept layers) and a Llama with cross-attention layers
         ta, va, layers, vl = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 5), rng.randint(1, 4)
         hidden, vh, patch = ta * rng.choice([2, 4, 8]), va * rng.choice([2, 4]), rng.randint(1, 5)
