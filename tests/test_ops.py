@@ -599,6 +599,11 @@ CASES = [
     case("gated_delta_rule", {"heads": 32, "key_heads": 16, "key_dim": 128, "value_dim": 128},
          [(B, S, 2048), (B, S, 2048), (B, S, 4096), (B, S, 32), (B, S, 32)], (B, S, 32, 128),
          flops=7 * B * S * 32 * 128 * 128),
+    # Gemma 4's audio attention (8 heads of 128, blocks of 12 frames with 12 frames back): no tensors; each
+    # query scores its block's 24-frame context and 13 relative positions, and weighs 24 values
+    case("local_attention", {"heads": 8, "chunk": 12, "past": 12, "window_past": 11, "softcap": 50.0},
+         [(B, S, 1024), (B, S, 1024), (B, S, 1024), (13, 1024), (B, S)], (B, S, 1024),
+         flops=2 * B * S * 1024 * (2 * 24 + 13)),
     # Swin's windows: torch.roll keeps the shape; the shift mask is one [49, 49] per 7x7 window of
     # a 14x21 map (6 windows) for each image; the bias table has (2·7-1)² rows, its index 7⁴ entries
     case("roll", {"shifts": [-3, -3], "dims": [1, 2]}, [(B, 14, 14, 96)], (B, 14, 14, 96), flops=0),
@@ -626,6 +631,10 @@ ERRORS = [
            [(2, 7, 32), (2, 7, 32), (2, 7, 24), (2, 7, 4), (2, 7, 4)], ShapeError,
            ["value (heads·value_dim)", "24", "32"]),
     reject("causal_conv1d", {"channels": 8, "kernel_size": 4}, [(2, 7, 6)], ShapeError, ["channels", "6", "8"]),
+    reject("local_attention", {"heads": 3, "chunk": 4}, [(2, 7, 8), (2, 7, 8), (2, 7, 8)], ShapeError,
+           ["the width 8 is not a multiple of heads=3"]),
+    reject("local_attention", {"heads": 2, "chunk": 4, "future": 1, "window_future": 2}, None, SpecError,
+           ["window_future=2 must lie in -1..future=1"]),
     reject("split", {"dim": -1, "sizes": [-2, 18]}, None, SpecError, ["positive"], id="split-negative-size"),
     reject("split", {"dim": -1, "sizes": [10, -1]}, [(2, 8)], ShapeError, ["more than"], id="split-rest-negative"),
     reject("add", {}, [(2, 3)], ShapeError, ["second input, or a constant"], id="add-one-input"),

@@ -1211,6 +1211,17 @@ CASES["t5gemma-base-pad-5"] = {**T5GEMMA, "architectures": ["T5GemmaModel"], "pa
 CASES["t5gemma-encoder-only"] = {**T5GEMMA, "architectures": ["T5GemmaEncoderModel"], "is_encoder_decoder": False,
                                  "encoder": {**T5GEMMA_STACK, "num_hidden_layers": 4, "pad_token_id": 96}}
 
+# Gemma 4's audio tower (issue 29): two stride-2 convolutions, conformer layers of chunked local attention
+# (blocks of 3 frames, 3 back and 2 ahead: the last block partial) with relative positions, light convolutions
+GEMMA4_AUDIO = {"model_type": "gemma4_audio", "architectures": ["Gemma4AudioModel"], "hidden_size": 16,
+                "num_hidden_layers": 2, "num_attention_heads": 2, "subsampling_conv_channels": [8, 4],
+                "attention_chunk_size": 3, "attention_context_left": 4, "attention_context_right": 2,
+                "output_proj_dims": 12, "conv_kernel_size": 3}
+CASES["gemma4_audio"] = GEMMA4_AUDIO
+CASES["gemma4_audio-unclipped-gelu-causal"] = {**GEMMA4_AUDIO, "use_clipped_linears": False,
+                                               "hidden_act": "gelu_pytorch_tanh", "attention_context_right": 0,
+                                               "residual_weight": 0.25, "attention_logit_cap": 3.0}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
@@ -1470,6 +1481,9 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
         elif name == "encoder_hidden_states":
             hidden = config.get("hidden_size", config.get("n_embd"))
             out[name] = torch.randn(batch, 5, hidden)
+        elif name == "input_features" and config["model_type"] == "gemma4_audio":   # log-mel frames [B, T, mel]
+            channels = config.get("subsampling_conv_channels", [128, 32])   # its input_proj_linear's mel bins
+            out[name] = torch.randn(batch, 4 * length + 2, 4 * (channels[0] // 4))
         elif name == "input_features":
             out[name] = torch.randn(batch, config["num_mel_bins"], 2 * config["max_source_positions"])
         elif name == "input_values":   # a waveform long enough for `length` frames of the convolution stack

@@ -83,6 +83,7 @@ PREFIX["zamba2"] = "Zamba2"; ROTARY.add("zamba2")  # issue 29 (zamba2): shared b
 PREFIX["dbrx"] = "Dbrx"; ROTARY.add("dbrx")  # issue 29 (moe)
 PREFIX["olmo3"] = "Olmo3"; ROTARY.add("olmo3")  # issue 29: sliding and full layers, a rotary table per kind
 PREFIX.update({"siglip2_text_model": "Siglip2Text", "siglip2_vision_model": "Siglip2Vision", "qwen2_vl": "Qwen2VL"})
+PREFIX["gemma4_audio"] = "Gemma4Audio"  # issue 29 (gemmaaudio): the conformer audio tower alone
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
 EXTRA_CLASSES.update({"qwen3_5_text": ["Qwen3_5TextModel", "Qwen3_5TextForSequenceClassification"],
                       "qwen3_5_moe_text": ["Qwen3_5MoeTextModel"]})  # issue 29 (deltanet)
@@ -781,6 +782,11 @@ def mutate(rng, cfg):
         # MllamaForCausalLM (the text model alone, its cross-attention layers skipped) is refused by name
         arch = [rng.choice(["MllamaForConditionalGeneration", "MllamaModel"])]
         cfg = {"model_type": mt, "architectures": arch, "text_config": text, "vision_config": vision}
+    if mt == "gemma4_audio":  # the front end's channels, the attention's blocks and context, light convolutions
+        cfg.update(subsampling_conv_channels=[rng.randint(4, 20), rng.randint(1, 9)], conv_kernel_size=rng.randint(1, 6),
+                   attention_chunk_size=rng.randint(1, 8), attention_context_left=rng.randint(1, 9),
+                   attention_context_right=rng.randint(0, 4), use_clipped_linears=rng.random() < 0.5,
+                   output_proj_dims=rng.randint(3, 40), hidden_act=rng.choice(["silu", "gelu_pytorch_tanh", "relu"]))
     return cfg
 
 

@@ -19,6 +19,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
                     "activation"),
     **dict.fromkeys(["attention", "multihead_attention", "sdpa"], "attention"),
     "latent_attention": "latent_attention",
+    "local_attention": "local_attention",
     **dict.fromkeys(["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_frames_mask"], "conv"),
     "disentangled_attention": "disentangled",
     **dict.fromkeys(["add", "mul", "scale"], "elementwise"),

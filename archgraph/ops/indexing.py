@@ -2,7 +2,7 @@
 `squeeze`.  Symbolic sizes stay exact where the answer is decidable (x[:, 1:] of S is S - 1)."""
 from __future__ import annotations
 
-from ..dims import equal, fmt, provably_le
+from ..dims import ceil_div, equal, fmt, provably_le
 from ..errors import InconclusiveDimError
 from .base import Op, Size, axis, check, invalid, op
 
@@ -57,7 +57,7 @@ class Slice(Op):
         elif provably_le(length, 0):
             raise InconclusiveDimError(f"x[{self.start}:{self.end}] of a dim of size {fmt(size)} may be empty")
         if self.step != 1:
-            length = -(-length // self.step)
+            length = ceil_div(length, self.step)   # ceil(T/2), as a stride-2 convolution of T gives
         return (*x[:d], length, *x[d + 1:])
 
     def forward(self, run, x):
