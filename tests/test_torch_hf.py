@@ -1238,13 +1238,22 @@ for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal"
 # transformers builds DETR's default backbone with timm, which needs a torchvision built for the torch
 # it runs beside; PyPI has none for torch 2.13.0's CPU build, so the suite's venv has no timm and these
 # configs are checked here only where timm imports (their counts, names and buffers: test_hf_configs)
+# (Gemma 3n's vision tower, a TimmWrapperModel of MobileNet-V5, likewise)
 TIMM = importlib.util.find_spec("timm") is not None
+TIMM_CONFIGS = {"timm_backbone", "timm_wrapper", "gemma3n_vision"}
+
+
+def _builds_with_timm(cfg) -> bool:
+    """Whether transformers builds the config, or one of its sub-configs, with timm."""
+    return getattr(cfg, "model_type", None) in TIMM_CONFIGS or any(
+        _builds_with_timm(getattr(cfg, key)) for key in getattr(cfg, "sub_configs", {})
+        if getattr(cfg, key, None) is not None)
 
 
 def _hf_model(config: dict):
     cfg = transformers.AutoConfig.for_model(**config)
-    if not TIMM and getattr(getattr(cfg, "backbone_config", None), "model_type", None) == "timm_backbone":
-        pytest.skip("transformers builds this backbone with timm, which is not installed")
+    if not TIMM and _builds_with_timm(cfg):
+        pytest.skip("transformers builds this model (or its backbone or tower) with timm, which is not installed")
     cfg._experts_implementation = "eager"  # the reference loop (the grouped kernel wants aligned sizes)
     cfg._attn_implementation = "eager"
     for key in getattr(cfg, "sub_configs", {}):  # float32: a sub-config's torch_dtype (PaliGemma 2's bfloat16)
