@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,9 @@ transformers = pytest.importorskip("transformers")
 
 from archgraph.load import load_config  # noqa: E402
 from archgraph.torch import to_module  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from record_hf import build  # noqa: E402  a class as transformers builds it (a composite's text model by Auto)
 
 pytestmark = pytest.mark.slow
 
@@ -939,6 +943,10 @@ QWEN3_5_VL_MOE = {**QWEN3_5_VL, "model_type": "qwen3_5_moe",
                   "text_config": {**QWEN3_5_VL["text_config"], "moe_intermediate_size": 11,
                                   "shared_expert_intermediate_size": 13, "num_experts": 5, "num_experts_per_tok": 2}}
 CASES["qwen3_5_moe-cond-gen"] = {**QWEN3_5_VL_MOE, "architectures": ["Qwen3_5MoeForConditionalGeneration"]}
+# the causal LMs AutoModelForCausalLM builds of a composite config: the text model alone (text_config's tie)
+CASES["qwen3_5-causal-text-tied"] = {**QWEN3_5_VL, "architectures": ["Qwen3_5ForCausalLM"],
+                                     "text_config": {**QWEN3_5_VL["text_config"], "tie_word_embeddings": True}}
+CASES["qwen3_5_moe-causal"] = {**QWEN3_5_VL_MOE, "architectures": ["Qwen3_5MoeForCausalLM"]}
 CASES["qwen3_5_moe-base-interval-2"] = {
     **QWEN3_5_VL_MOE, "architectures": ["Qwen3_5MoeModel"],
     "text_config": {**QWEN3_5_VL_MOE["text_config"], "full_attention_interval": 2, "num_experts_per_tok": 3}}
@@ -1261,7 +1269,7 @@ def _hf_model(config: dict):
             getattr(cfg, key).dtype = None
     torch.manual_seed(0)
     if "architectures" in config:
-        model = getattr(transformers, config["architectures"][0])(cfg).eval()
+        model = build(getattr(transformers, config["architectures"][0]), cfg).eval()
     else:
         model = transformers.AutoModel.from_config(cfg).eval()
     with torch.no_grad():  # random values everywhere: norms and biases too, so they matter
@@ -1829,7 +1837,8 @@ PADDED += ["qwen3_next-causal", "qwen3_next-base-layer-types-step2", "qwen3_next
 PADDED += ["qwen3_5_text-causal", "qwen3_5_text-base-layer-types-bias", "qwen3_5_text-seq-cls", "qwen3_5_text-token-cls",
            "qwen3_5_moe_text-causal", "qwen3_5_moe_text-base-tied-interval-2"]   # issue 29 (deltanet)
 PADDED += ["qwen3_5-cond-gen", "qwen3_5-base-default-sections-bias", "qwen3_5-seq-cls", "qwen3_5-token-cls-tied",
-           "qwen3_5_moe-cond-gen", "qwen3_5_moe-base-interval-2"]   # issue 29 (qwen3.5 composites)
+           "qwen3_5_moe-cond-gen", "qwen3_5_moe-base-interval-2", "qwen3_5-causal-text-tied",
+           "qwen3_5_moe-causal"]   # issue 29 (qwen3.5 composites)
 PADDED += ["gpt_neo-causal", "gpt_neo-base-local-first-untied", "GPTNeoForSequenceClassification",
            "GPTNeoForTokenClassification", "GPTNeoForQuestionAnswering"]   # GPT-Neo (issue 29)
 PADDED += ["olmo3-causal", "olmo3-seq-cls-layer-types", "olmo3-base-all-sliding"]   # OLMo 3 (issue 29)

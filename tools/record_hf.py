@@ -26,7 +26,7 @@ def record(name: str, config: dict) -> dict:
     arch = (config.get("architectures") or [None])[0]
     cls = getattr(transformers, arch) if arch else transformers.AutoModel._model_mapping[type(cfg)]
     with torch.device("meta"):
-        model = cls(cfg)
+        model = build(cls, cfg)
     named = list(model.named_parameters(remove_duplicate=False))
     return {
         "name": name,
@@ -37,6 +37,19 @@ def record(name: str, config: dict) -> dict:
         "buffers": buffers(model),
         "transformers_version": transformers.__version__,
     }
+
+
+def build(cls, cfg):
+    """`cls(cfg)`, or, for a class of a composite config's text model (Qwen3_5ForCausalLM for a qwen3_5
+    config, which AutoModelForCausalLM maps for "VLM compatibility"), the model that Auto class builds:
+    the class on the config's text_config, as transformers' from_config does."""
+    import transformers
+
+    text = (getattr(cfg, "sub_configs", None) or {}).get("text_config")
+    if text is not None and getattr(cls, "config_class", None) is text and \
+            transformers.AutoModelForCausalLM._model_mapping.get(type(cfg), None) is cls:
+        return transformers.AutoModelForCausalLM.from_config(cfg)
+    return cls(cfg)
 
 
 def buffers(model) -> dict:
