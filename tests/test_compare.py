@@ -383,6 +383,6 @@ def test_what_limits_the_keys_is_said_with_how_many_layers(cli, tmp_path):
         stacks[name] = [(s["path"], s["layers"], s["does"]) for s in json.loads(out)["models"][0]["stacks"]]
     assert stacks["olmo3-32b"] == [("model.layers", 64, ["causal", "sliding window of 4,096 (48 of 64 layers)"])]
     assert stacks["llama4_text-defaults-causal"] == [
-        ("model.layers", 48, ["causal", "MoE 16 experts top 1", "chunks of 8,192 (36 of 48 layers)"])]
+        ("model.layers", 48, ["causal", "chunks of 8,192 (36 of 48 layers)", "MoE 16 experts top 1"])]
     assert stacks[str(modernbert)] == [("layers.0", 1, ["bidirectional"]),
                                        ("layers.1..21", 21, ["bidirectional", "local window of 129 (14 of 21 layers)"])]

@@ -87,7 +87,9 @@ def find_stacks(model: Model) -> list[Stack]:
         where[id(stack)][1].extend(ids)
     does = _features(model.graph, {id(c): s for s in found for c in s.calls})
     for stack in found:
-        stack.does = tuple(d for d in does.get(id(stack), ()) if d != GENERATES) + _masks(stack)
+        found_does = [d for d in does.get(id(stack), ()) if d != GENERATES]
+        attends = sum(d in ("bidirectional", "causal", "cross-attention") for d in found_does)
+        stack.does = (*found_does[:attends], *_masks(stack), *found_does[attends:])   # the window by the attention
         stack.generates = GENERATES in does.get(id(stack), ())
         base, ids = where[id(stack)]
         stack.base, stack.indices = base, list(ids)
