@@ -1,6 +1,6 @@
 """Gemma 4 with images (issue 29): the published checkpoints' totals and active parameters, the
 vision tower's buffers and what it refuses, the optional towers (`present:` of a key table's
-sub-config rule; audio refused by name), the image tokens' block mask in the sliding layers,
+sub-config rule; the audio tower composed), the image tokens' block mask in the sliding layers,
 what `memory` keeps and what `compare` says the tower does."""
 from __future__ import annotations
 
@@ -51,12 +51,20 @@ def test_the_tower_keeps_its_rotary_frequencies_and_clipping_bounds_as_buffers(t
     assert len(tower) == 7 * 4 * 3 + 2 + 2
 
 
-def test_an_audio_tower_is_refused_by_name(tmp_path, cli):
-    config = {**_fixture("gemma4-e4b-it-without-audio-reconstructed"),
-              "audio_config": {"model_type": "gemma4_audio", "hidden_size": 1024, "num_hidden_layers": 12}}
-    code, _, err = cli("params", write_config(tmp_path, **config))
-    assert code == 2 and "'audio_config' is set" in err and "Gemma4AudioModel" in err
-    assert "Traceback" not in err
+@pytest.mark.parametrize("name, total", [
+    # transformers 5.23.0 on the meta device: text, vision and audio towers and both embedders
+    ("gemma4-e2b-it-reconstructed", 5_104_297_504),
+    ("gemma4-e4b-it-reconstructed", 7_941_100_832),
+])
+def test_the_small_checkpoints_compose_the_audio_tower(tmp_path, cli, name, total):
+    config = _fixture(name)
+    code, out, _ = cli("params", write_config(tmp_path, **config), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["total"] == data["active"] == total
+    without = load_config(write_config(tmp_path, **{**config, "audio_config": None})).params().total
+    # the conformer (gemma4_audio-gemma-4-e2b's count) and embed_audio's [H, output_proj_dims] projection
+    audio = json.loads((DATA / "gemma4_audio-gemma-4-e2b.json").read_text())["expected_params"]
+    assert total - without == audio + config["text_config"]["hidden_size"] * 1536
 
 
 def test_a_kernel_of_one_is_refused_saying_why(tmp_path, cli):

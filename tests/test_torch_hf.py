@@ -1229,6 +1229,13 @@ CASES["gemma4_audio"] = GEMMA4_AUDIO
 CASES["gemma4_audio-unclipped-gelu-causal"] = {**GEMMA4_AUDIO, "use_clipped_linears": False,
                                                "hidden_act": "gelu_pytorch_tanh", "attention_context_right": 0,
                                                "residual_weight": 0.25, "attention_logit_cap": 3.0}
+# Gemma 4 with its audio tower (issue 29): the image case above and this tower, and a text model with the tower alone
+CASES["gemma4-cond-gen-audio"] = {**CASES["gemma4-cond-gen"], "audio_config": {
+    k: v for k, v in GEMMA4_AUDIO.items() if k != "architectures"}}
+CASES["gemma4-base-audio-only-unclipped"] = {
+    **CASES["gemma4-cond-gen-text-only-capped"], "architectures": ["Gemma4Model"],
+    "audio_config": CASES["gemma4-cond-gen-audio"]["audio_config"] | {"use_clipped_linears": False,
+                                                                      "output_proj_dims": 20, "rms_norm_eps": 1e-5}}
 
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
@@ -1341,16 +1348,26 @@ def _gemma4_inputs(config: dict, batch: int, length: int) -> dict:
             [grid + [(-1, -1)] * (patches - len(grid)) for grid in grids])
     if not top:
         return out
-    text = config.get("text_config") or {}
+    text, audio = config.get("text_config") or {}, config.get("audio_config")
     tokens = [config.get(k, d) for k, d in (("image_token_id", 258880), ("video_token_id", 258884),
                                              ("audio_token_id", 258881))]
-    ids = torch.randint(3, text.get("vocab_size", 262144), (batch, length + 4))
-    ids[torch.isin(ids, torch.tensor(tokens))] = 3
+    ids = torch.randint(3, text.get("vocab_size", 262144), (batch, length + 7))
+    ids[torch.isin(ids, torch.tensor([t for t in tokens if t is not None]))] = 3
     types = torch.zeros_like(ids)
     if vision is not None:
         for row, count in enumerate((4, 2)[:batch]):
             ids[row, 2:2 + count], types[row, 2:2 + count] = tokens[0], 1
-    ids[0, -2], ids[0, -1] = tokens[1:]
+    if audio is not None:   # 10 frames: 3 after the front end; row 1's last 4 frames padding: 2
+        mel = 4 * (audio.get("subsampling_conv_channels", [128, 32])[0] // 4)
+        out["input_features"] = torch.randn(batch, 10, mel)
+        out["input_features_mask"] = torch.ones(batch, 10, dtype=torch.bool)   # as the processor: an int mask
+        # would index the features (transformers reads audio_features[mask])
+        out["input_features_mask"][1:, 6:] = False
+        for row, count in enumerate((3, 2)[:batch]):
+            ids[row, 7:7 + count] = tokens[2]
+    ids[0, -2] = tokens[1]
+    if audio is None:   # an audio token without a tower: embedded as the pad token
+        ids[0, -1] = tokens[2]
     return {**out, "input_ids": ids, "mm_token_type_ids": types}
 
 
@@ -1867,7 +1884,8 @@ PADDED += ["ernie4_5_moe-causal", "ernie4_5_moe-causal-bias-tied", "ernie4_5_moe
 PADDED += ["dbrx-causal-clipped", "dbrx-base-norm-p2-gelu", "dbrx-causal-unnormalized-mha"]   # issue 29 (moe)
 
 PADDED += ["gemma4_text-causal-shared-kv", "gemma4_text-base-moe-k-eq-v"]   # Gemma 4 (issue 29)
-PADDED += ["gemma4-cond-gen", "gemma4-base-causal-moe-untied", "gemma4-cond-gen-text-only-capped"]   # Gemma 4 (issue 29)
+PADDED += ["gemma4-cond-gen", "gemma4-base-causal-moe-untied", "gemma4-cond-gen-text-only-capped",
+           "gemma4-cond-gen-audio", "gemma4-base-audio-only-unclipped"]   # Gemma 4 (issue 29)
 PADDED += ["gemma3n_text-causal", "gemma3n_text-base-three-streams-unscaled"]   # Gemma 3n (issue 29)
 
 

@@ -600,6 +600,9 @@ def mutate(rng, cfg):
                    "tie_word_embeddings": rng.random() < 0.5}
             if rng.random() < 0.8:   # without one, no tower
                 cfg["vision_config"] = vision
+            if rng.random() < 0.5:   # an audio tower (gemma4_audio's mutation)
+                seed = {"model_type": "gemma4_audio", "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2}
+                cfg["audio_config"] = {k: v for k, v in mutate(rng, seed).items() if k not in ("architectures", "num_labels")}
     if mt == "gemma3":  # a random Gemma 3 decoder and SigLIP tower, pooled to a square number of tokens
         ta, va, side = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 4)
         vocab = rng.randint(50, 300)
