@@ -1709,7 +1709,8 @@ CANNOT_RUN.update({name: "Llama 3.2 Vision's real sizes cannot be narrowed (visi
 CANNOT_RUN.update({name: "Qwen3.5's real sizes cannot be narrowed (the tower's out_hidden_size must stay the narrowed "
                          "text model's width) and are too many to run in the suite (counts, names and buffers are "
                          "checked; the qwen3_5 odd fixtures and CASES run)"
-                   for name in ("qwen3_5-9b", "qwen3_5-27b", "qwen3_5_moe-35b-a3b", "qwen3_5_moe-397b-a17b")})
+                   for name in ("qwen3_5-0.8b", "qwen3_5-2b", "qwen3_5-9b", "qwen3_5-27b", "qwen3_5_moe-35b-a3b",
+                                "qwen3_5_moe-397b-a17b")})
 # Gemma 3's real checkpoints see 896-pixel images: 4,096 patches through 27 vision layers, twice (transformers'
 # model and the module), take minutes and about 10 GB however narrow the widths; their counts, names and
 # buffers are checked, and gemma3-odd-untied-head-vision-defaults and the gemma3 CASES run.
