@@ -137,3 +137,21 @@ def test_image_tokens_attend_both_ways_only_in_the_sliding_layers(tmp_path):
         assert (module(**inputs)["logits"] - both).abs().max() < 1e-4
         assert (module(**causal)["logits"] - alone).abs().max() < 1e-4
     assert (both - alone).abs().max() > 1e-3
+
+
+def test_an_encoders_causal_convolution_keeps_no_window():
+    from archgraph.ops import REGISTRY
+    conv = REGISTRY["causal_conv1d"]
+    assert conv(channels=8, kernel_size=5).cache([(2, 7, 8)], [(2, 7, 8)], True).state == 8 * 4
+    assert conv(channels=8, kernel_size=5, cached=False).cache([(2, 7, 8)], [(2, 7, 8)], True) is None
+
+
+def test_the_audio_tower_is_an_encoder_stack_with_no_cache(tmp_path):
+    from archgraph.passes.memory import estimate_memory
+    from archgraph.passes.stacks import find_stacks
+    model = load_config(write_config(tmp_path, **_fixture("gemma4-e2b-it-reconstructed")))
+    does = {s.path: s.does for s in find_stacks(model)}
+    assert does["model.audio_tower.layers"] == ("bidirectional", "convolution")
+    report = estimate_memory(model, {"B": 1, "S": 4096, "T": 400})
+    assert {e.rule for e in report.kv_cache} == {"sliding window of 512", "full attention"}
+    assert sum(e.layers for e in report.kv_cache) == 15   # E2B's last 20 of 35 layers read others' keys and values

@@ -45,12 +45,15 @@ class CausalConv1d(Op):
 
     Each channel has its own kernel of `kernel_size` taps; output t sees inputs t-K+1 .. t. Tensors
     as nn.Conv1d(channels, channels, K, groups=channels) lays them out: weight [channels, 1, K],
-    bias [channels]. While decoding it keeps the last K-1 inputs of each channel (Griffin's conv1d_state).
+    bias [channels]. While decoding it keeps the last K-1 inputs of each channel (Griffin's conv1d_state);
+    `cached: false` says it is never decoded token by token (an encoder's: Gemma 4's audio tower), so
+    `memory` keeps no window for it.
     """
 
     channels: int  # number of channels (the input's last dimension)
     kernel_size: int  # taps of each channel's kernel
     bias: bool = True  # a learned bias per channel
+    cached: bool = True  # false: an encoder's convolution, run over the whole input once: no window kept
 
     def __post_init__(self):
         positive(self, "channels", "kernel_size")
@@ -67,7 +70,9 @@ class CausalConv1d(Op):
         return 2 * prod(outputs[0]) * self.kernel_size
 
     def cache(self, inputs, outputs, decoder):
-        """The last kernel_size - 1 inputs of every channel."""
+        """The last kernel_size - 1 inputs of every channel (none when not `cached`)."""
+        if not self.cached:
+            return None
         return Cache(f"convolution window of {self.kernel_size - 1}", state=self.channels * (self.kernel_size - 1))
 
     def forward(self, run, x):

@@ -24,7 +24,8 @@ from ..graph import BlockNode, Graph, Model, OpNode, join
 from .params import graph_totals
 from .walk import Run
 
-ATTENTION_OPS = {"attention", "sdpa", "latent_attention", "multihead_attention", "disentangled_attention"}
+ATTENTION_OPS = {"attention", "sdpa", "latent_attention", "multihead_attention", "disentangled_attention",
+                 "local_attention"}
 STATE_OPS = {"mamba_mixer": "state-space", "mamba2_mixer": "state-space", "rg_lru": "recurrent",
              "causal_conv1d": "convolution",   # a short convolution keeps its last inputs while decoding
              "gated_delta_rule": "linear attention"}
@@ -262,8 +263,8 @@ def _what(node: OpNode, graph: Graph, up) -> set[str]:
         return {"bidirectional"}
     if name == "moe":
         return {f"MoE {op.experts} experts top {op.top_k}"}
-    if name in STATE_OPS:
-        return {STATE_OPS[name], GENERATES}
+    if name in STATE_OPS:   # a state kept while decoding, unless the op says it is never decoded (an encoder's)
+        return {STATE_OPS[name], GENERATES} if getattr(op, "cached", True) else {STATE_OPS[name]}
     if name.startswith("conv"):
         return {"convolution"}
     return set()
