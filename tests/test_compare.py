@@ -386,3 +386,21 @@ def test_what_limits_the_keys_is_said_with_how_many_layers(cli, tmp_path):
         ("model.layers", 48, ["causal", "chunks of 8,192 (36 of 48 layers)", "MoE 16 experts top 1"])]
     assert stacks[str(modernbert)] == [("layers.0", 1, ["bidirectional"]),
                                        ("layers.1..21", 21, ["bidirectional", "local window of 129 (14 of 21 layers)"])]
+
+
+def test_a_long_stack_path_folds_after_a_dot_at_80_columns(tmp_path):
+    """Gemma 4's language model's layers are `model.language_model.layers.0,1,2,…,28`: wider than the
+    column at 80, the path goes on a second line after a dot, so the indices are read whole."""
+    from rich.console import Console
+
+    from archgraph.render.compare import compare_table
+    from archgraph.render.fit import fit
+    rows = compare([_config(tmp_path, "gemma4-26b-a4b-it-reconstructed"), "gpt2"], {}, load=archgraph.load)
+    console = Console(width=80, record=True)
+    console.print(fit(compare_table(rows, 80), console))
+    lines = console.export_text().splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= 80
+    cells = [line.split("│")[1].rstrip() for line in lines if line.startswith("│ ")]
+    cells = [c for c in cells if c.startswith("   ")]
+    assert cells[:6] == ["   model.vision_tower.encoder.", "     layers", "   model.language_model.layers.",
+                         "     0,1,2,…,28", "   model.language_model.layers.", "     5,11..29"]

@@ -77,9 +77,25 @@ def _shorten(text: str, width: int) -> str:
     return text[:(keep + 1) // 2] + "…" + text[len(text) - keep // 2:]
 
 
+def _fold(path: str, width: int) -> str:
+    """`path` indented by two, on lines of at most `width` characters broken after a dot (the next lines
+    indented by two more: 'model.language_model.' then 'layers.0,1,2,…,28'), a part wider than a line
+    shortened in the middle."""
+    lines, line = [], ""
+    for part in path.replace(".", ".\0").split("\0"):
+        room = width if not lines else width - 2
+        if line and len(line) + len(part) > room:
+            lines.append(line)
+            line = ""
+        line += part
+    lines.append(line)
+    lines = [_shorten(text, width if not k else width - 2) for k, text in enumerate(lines)]
+    return "\n".join(("  " if not k else "    ") + text for k, text in enumerate(lines))
+
+
 def stacks_table(rows: list[ModelSummary], width: int = 80) -> Table:
     """One row per stack, under its model's name and kind; a path wider than its share of
-    `width` is shortened in the middle, what the layers do wraps between words."""
+    `width` folds after a dot, what the layers do wraps between words."""
     paths = [f"  {s.path}" for r in rows for s in r.stacks] + [r.name for r in rows]
     per_layer = max([len(f"{s.per_layer:,}") for r in rows for s in r.stacks] + [12])
     layers = max([len(f"{s.layers:,}") for r in rows for s in r.stacks] + [6])
@@ -98,7 +114,7 @@ def stacks_table(rows: list[ModelSummary], width: int = 80) -> Table:
                 does += f"; {s.active_per_layer:,} active"
             if s.calls and s.calls[0].shared:
                 does += "; one set of weights"
-            table.add_row("  " + _shorten(s.path, first - 2), f"{s.layers:,}", f"{s.per_layer:,}", does)
+            table.add_row(_fold(s.path, first - 2), f"{s.layers:,}", f"{s.per_layer:,}", does)
         if not r.stacks:
             table.add_row("  (no repeated layers)", "", "", "")
     return table
