@@ -1357,13 +1357,13 @@ def _gemma4_inputs(config: dict, batch: int, length: int) -> dict:
     if vision is not None:
         for row, count in enumerate((4, 2)[:batch]):
             ids[row, 2:2 + count], types[row, 2:2 + count] = tokens[0], 1
-    if audio is not None:   # 10 frames: 3 after the front end; row 1's last 4 frames padding: 2
-        mel = 4 * (audio.get("subsampling_conv_channels", [128, 32])[0] // 4)
-        out["input_features"] = torch.randn(batch, 10, mel)
+    if audio is not None:   # 10 frames: 3 after the front end; row 0's last 4 frames padding: 2 (its padding
+        mel = 4 * (audio.get("subsampling_conv_channels", [128, 32])[0] // 4)   # frame comes before row 1's, and
+        out["input_features"] = torch.randn(batch, 10, mel)                      # transformers drops it)
         out["input_features_mask"] = torch.ones(batch, 10, dtype=torch.bool)   # as the processor: an int mask
         # would index the features (transformers reads audio_features[mask])
-        out["input_features_mask"][1:, 6:] = False
-        for row, count in enumerate((3, 2)[:batch]):
+        out["input_features_mask"][:1, 6:] = False
+        for row, count in enumerate((2, 3)[:batch]):
             ids[row, 7:7 + count] = tokens[2]
     ids[0, -2] = tokens[1]
     if audio is None:   # an audio token without a tower: embedded as the pad token
