@@ -151,7 +151,7 @@ def test_the_audio_tower_is_an_encoder_stack_with_no_cache(tmp_path):
     from archgraph.passes.stacks import find_stacks
     model = load_config(write_config(tmp_path, **_fixture("gemma4-e2b-it-reconstructed")))
     does = {s.path: s.does for s in find_stacks(model)}
-    assert does["model.audio_tower.layers"] == ("bidirectional", "convolution")
+    assert does["model.audio_tower.layers"] == ("bidirectional", "local window of 12 in blocks of 12", "convolution")
     report = estimate_memory(model, {"B": 1, "S": 4096, "T": 400})
     assert {e.rule for e in report.kv_cache} == {"sliding window of 512", "full attention"}
     assert sum(e.layers for e in report.kv_cache) == 15   # E2B's last 20 of 35 layers read others' keys and values

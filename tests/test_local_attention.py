@@ -186,3 +186,13 @@ def test_gemma4_audio_real_checkpoint_counts_and_buffers(cli, tmp_path):
     assert report["total"] == 304_824_608 == recorded["expected_params"]
     assert report["state_dict"] == recorded["param_shapes"] | {
         name: b["shape"] for name, b in recorded["buffers"].items() if b["persistent"]}
+
+
+def test_compare_shows_the_audio_layers_local_window_in_blocks(tmp_path):
+    """The tower's layers attend both ways within 12 frames (11 back and the frame itself), in
+    blocks of 12; an encoder's light convolutions keep no decoding state."""
+    from archgraph.passes.stacks import find_stacks
+    recorded = json.loads(open("tests/data/hf/gemma4_audio-gemma-4-e2b.json").read())
+    (stack,) = find_stacks(load_config(write_config(tmp_path, **recorded["config"])))
+    assert (stack.path, stack.layers, stack.role, stack.generates) == ("layers", 12, "encoder", False)
+    assert stack.does == ("bidirectional", "local window of 12 in blocks of 12", "convolution")
