@@ -85,12 +85,6 @@ def test_a_vision_width_the_tower_cannot_give_is_refused():
 
 
 TIMM = importlib.util.find_spec("timm") is not None and importlib.util.find_spec("torchvision") is not None
-TEXT = {"model_type": "gemma3n_text", "vocab_size": 300, "hidden_size": 32, "num_hidden_layers": 6,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8,
-        "intermediate_size": [40, 40, 48, 40, 40, 48], "sliding_window": 3, "hidden_size_per_layer_input": 8,
-        "vocab_size_per_layer_input": 60, "num_kv_shared_layers": 2, "laurel_rank": 4,
-        "activation_sparsity_pattern": [0.95, 0.95, 0.0, 0.0, 0.0, 0.0], "pad_token_id": 0,
-        "layer_types": ["sliding_attention", "full_attention"] * 3}
 
 
 @pytest.mark.slow
@@ -100,8 +94,11 @@ TEXT = {"model_type": "gemma3n_text", "vocab_size": 300, "hidden_size": 32, "num
 def test_images_and_multimodal_ids_compute_what_transformers_computes(arch, tie):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
+    from test_torch_hf import GEMMA3N_TEXT
+
     from archgraph.torch import to_module
-    config = {"model_type": "gemma3n", "architectures": [arch], "text_config": TEXT, "tie_word_embeddings": tie,
+    text = {**GEMMA3N_TEXT, "vocab_size": 300}   # room for both embedders' ids past the text's
+    config = {"model_type": "gemma3n", "architectures": [arch], "text_config": text, "tie_word_embeddings": tie,
               "vision_config": {"model_type": "gemma3n_vision", "vocab_size": 8, "vocab_offset": 200,
                                 "rms_norm_eps": 1e-5},
               "audio_config": {"model_type": "gemma3n_audio", "vocab_size": 6, "vocab_offset": 208, "hidden_size": 48,
