@@ -89,9 +89,10 @@ TIMM = importlib.util.find_spec("timm") is not None and importlib.util.find_spec
 
 @pytest.mark.slow
 @pytest.mark.skipif(not TIMM, reason="timm (which needs a torchvision built for the torch beside it) is not installed")
-@pytest.mark.parametrize("arch, tie", [("Gemma3nForConditionalGeneration", True), ("Gemma3nModel", True),
-                                       ("Gemma3nForConditionalGeneration", False)])
-def test_images_and_multimodal_ids_compute_what_transformers_computes(arch, tie):
+@pytest.mark.parametrize("arch, tie, padded", [("Gemma3nForConditionalGeneration", True, False),
+                                               ("Gemma3nModel", True, True),
+                                               ("Gemma3nForConditionalGeneration", False, True)])
+def test_images_and_multimodal_ids_compute_what_transformers_computes(arch, tie, padded):
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     from test_torch_hf import GEMMA3N_TEXT
@@ -122,9 +123,15 @@ def test_images_and_multimodal_ids_compute_what_transformers_computes(arch, tie)
     ids[:, 2:258] = 201                                                       # the image's 256 tokens
     ids[0, 259], ids[1, 260], ids[0, 261], ids[1, 1] = 203, 210, 207, 213     # embed_vision's and embed_audio's ids
     pixels = torch.randn(2, 3, 64, 64)
+    mask = torch.ones_like(ids)
+    if padded:   # row 0 starts with two padding positions, row 1 ends with three
+        mask[0, :2] = 0
+        mask[1, -3:] = 0
     with torch.no_grad():
-        out = ref(input_ids=ids, pixel_values=pixels)
-        got = module(input_ids=ids, pixel_values=pixels)
+        out = ref(input_ids=ids, pixel_values=pixels, attention_mask=mask)
+        got = module(input_ids=ids, pixel_values=pixels, attention_mask=mask)
     key = "last_hidden_state" if arch == "Gemma3nModel" else "logits"
-    assert got[key].shape == getattr(out, key).shape
-    assert torch.allclose(got[key], getattr(out, key), atol=1e-4)
+    want, got = getattr(out, key), got[key]
+    assert got.shape == want.shape
+    keep = mask.bool()   # what padding positions hold is nobody's output
+    assert torch.allclose(got[keep], want[keep], atol=1e-4)
