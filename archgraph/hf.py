@@ -80,8 +80,15 @@ HEADS = {
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[(-?\d+)\])?")  # a[-1]: the last element
 
 
+# class endings that name a family's bare model though they end in none of HEADS' suffixes (not offered
+# in hints: a family that has one says so in its own class name)
+BARE_ENDINGS = ("AudioEncoder",)   # an audio tower built alone (Gemma3nAudioEncoder)
+
+
 def head_of(architecture: str) -> str | None:
     """The head word for a model class name, or None when the suffix is not known."""
+    if architecture.endswith(BARE_ENDINGS):
+        return "base"
     for suffix in sorted(HEADS, key=len, reverse=True):
         if architecture.endswith(suffix):
             return HEADS[suffix]

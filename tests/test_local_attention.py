@@ -196,3 +196,31 @@ def test_compare_shows_the_audio_layers_local_window_in_blocks(tmp_path):
     (stack,) = find_stacks(load_config(write_config(tmp_path, **recorded["config"])))
     assert (stack.path, stack.layers, stack.role, stack.generates) == ("layers", 12, "encoder", False)
     assert stack.does == ("bidirectional", "local window of 12 in blocks of 12", "convolution")
+
+
+def test_gemma3n_audio_real_checkpoint_counts_and_buffers(cli, tmp_path):
+    """gemma-3n-E4B's audio_config (E2B's is the same): 681,348,640 parameters, every name and shape
+    and every buffer, the non-persistent ones too (gradient_clipping, q_scale, softcap, the window's
+    local_causal_valid_mask, inv_timescales: 5 scalars or tables per conformer block)."""
+    recorded = json.loads(open("tests/data/hf/gemma3n_audio-gemma-3n-e4b.json").read())
+    path = write_config(tmp_path, **recorded["config"])
+    code, out, _ = cli("params", path, "--json")
+    report = json.loads(out)
+    assert code == 0 and report["total"] == 681_348_640 == recorded["expected_params"]
+    assert report["state_dict"] == recorded["param_shapes"]
+    model = load_config(path)
+    buffers = {path + "." + row.name if row.name else path: [list(row.shape), row.persistent]
+               for path, _, _, rows in model.params().nodes() for row in rows if row.buffer}
+    assert buffers == {name: [b["shape"], b["persistent"]] for name, b in recorded["buffers"].items()}
+    assert buffers["conformer.11.attention.attn.local_causal_valid_mask"] == [[12, 24], False]
+
+
+@pytest.mark.parametrize("key, value, says", [
+    ("conf_num_attention_heads", 5, "hidden_size is not a multiple of conf_num_attention_heads"),
+    ("sscp_conv_channel_size", [8, 4, 2], "builds exactly two convolutions"),
+    ("sscp_conv_kernel_size", [[3, 13], [3, 3]], "input_feat_size is too small")])
+def test_gemma3n_audio_refuses_what_transformers_cannot_run_by_name(tmp_path, key, value, says):
+    config = {"model_type": "gemma3n_audio", "hidden_size": 16, "conf_num_attention_heads": 2, "input_feat_size": 10,
+              "sscp_conv_channel_size": [6, 4]}
+    with pytest.raises(ArchgraphError, match=says):
+        load_config(write_config(tmp_path, **{**config, key: value}))

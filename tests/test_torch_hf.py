@@ -1237,6 +1237,17 @@ CASES["gemma4-base-audio-only-unclipped"] = {
     "audio_config": CASES["gemma4-cond-gen-audio"]["audio_config"] | {"use_clipped_linears": False,
                                                                       "output_proj_dims": 20, "rms_norm_eps": 1e-5}}
 
+# Gemma 3n's audio tower (issue 29, gemmaaudio): convolutions with cumulative group norms, local attention whose
+# frames see 3 back and 2 ahead in blocks of 3, every 2nd frame kept; odd kernels and strides too
+GEMMA3N_AUDIO = {"model_type": "gemma3n_audio", "architectures": ["Gemma3nAudioEncoder"], "hidden_size": 16,
+                 "conf_num_hidden_layers": 2, "conf_num_attention_heads": 2, "input_feat_size": 10,
+                 "sscp_conv_channel_size": [6, 4], "conf_attention_chunk_size": 3, "conf_attention_context_left": 4,
+                 "conf_attention_context_right": 2, "conf_conv_kernel_size": 3, "conf_reduction_factor": 2}
+CASES["gemma3n_audio"] = GEMMA3N_AUDIO
+CASES["gemma3n_audio-odd-strides"] = {**GEMMA3N_AUDIO, "sscp_conv_kernel_size": [[4, 3], [2, 5]],
+                                      "sscp_conv_stride_size": [[3, 2], [1, 2]], "conf_reduction_factor": 1,
+                                      "conf_attention_context_right": 0, "gradient_clipping": 1.5}
+
 # the activation each family's config names (hidden_act, activation_function, activation)
 for name, key, act in [("llama-causal", "hidden_act", "gelu"), ("mistral-causal", "hidden_act", "relu2"),
                        ("mixtral-causal", "hidden_act", "gelu_pytorch_tanh"), ("gemma-causal", "hidden_act", "gelu"),
@@ -1515,6 +1526,11 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
         elif name == "encoder_hidden_states":
             hidden = config.get("hidden_size", config.get("n_embd"))
             out[name] = torch.randn(batch, 5, hidden)
+        elif name == "audio_mel":   # Gemma 3n's audio tower: log-mel frames [B, T, input_feat_size]
+            out[name] = torch.randn(batch, 4 * length + 2, config.get("input_feat_size", 128))
+        elif name == "audio_mel_mask":   # true for padding: the last row's last 9 frames
+            out[name] = torch.zeros(batch, 4 * length + 2, dtype=torch.bool)
+            out[name][-1, -9:] = True
         elif name == "input_features" and config["model_type"] == "gemma4_audio":   # log-mel frames [B, T, mel]
             channels = config.get("subsampling_conv_channels", [128, 32])   # its input_proj_linear's mel bins
             out[name] = torch.randn(batch, 4 * length + 2, 4 * (channels[0] // 4))
@@ -1582,6 +1598,9 @@ def _assert_same_outputs(reference, module, inputs: dict, hf_only: dict | None =
     for key, value in got.items():
         expected = getattr(want, key)
         assert value.shape == expected.shape, key
+        if expected.dtype == torch.bool:   # a mask (Gemma 3n's audio_mel_mask): the same
+            assert torch.equal(value.bool(), expected), key
+            continue
         diff = (value - expected).abs().max().item()
         assert diff < 1e-4, f"{key}: max difference {diff:.3g}"
 

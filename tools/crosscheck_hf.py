@@ -85,6 +85,7 @@ PREFIX["olmo3"] = "Olmo3"; ROTARY.add("olmo3")  # issue 29: sliding and full lay
 PREFIX.update({"siglip2_text_model": "Siglip2Text", "siglip2_vision_model": "Siglip2Vision", "qwen2_vl": "Qwen2VL"})
 PREFIX["gemma4_audio"] = "Gemma4Audio"  # issue 29 (gemmaaudio): the conformer audio tower alone
 EXTRA_CLASSES = {"gemma3_text": ["Gemma3ForCausalLM"]}  # classes outside the family's prefix
+PREFIX["gemma3n_audio"] = "Gemma3nAudio"; EXTRA_CLASSES["gemma3n_audio"] = ["Gemma3nAudioEncoder"]  # issue 29 (gemmaaudio): the tower alone
 EXTRA_CLASSES.update({"qwen3_5_text": ["Qwen3_5TextModel", "Qwen3_5TextForSequenceClassification"],
                       "qwen3_5_moe_text": ["Qwen3_5MoeTextModel"]})  # issue 29 (deltanet)
 EXTRA_CLASSES["llama4_text"] = ["Llama4ForCausalLM"]
@@ -785,6 +786,15 @@ def mutate(rng, cfg):
         # MllamaForCausalLM (the text model alone, its cross-attention layers skipped) is refused by name
         arch = [rng.choice(["MllamaForConditionalGeneration", "MllamaModel"])]
         cfg = {"model_type": mt, "architectures": arch, "text_config": text, "vision_config": vision}
+    if mt == "gemma3n_audio":  # the front end's convolutions, the attention's blocks and context, the reduction
+        cfg.update(hidden_size=rng.choice([2, 4, 6]) * rng.choice([2, 4]), conf_num_hidden_layers=rng.randint(1, 3),
+                   input_feat_size=rng.randint(6, 40), sscp_conv_channel_size=[rng.randint(1, 12), rng.randint(1, 9)],
+                   sscp_conv_kernel_size=[[rng.randint(1, 4), rng.randint(1, 4)] for _ in range(2)],
+                   sscp_conv_stride_size=[[rng.randint(1, 3), rng.randint(1, 3)] for _ in range(2)],
+                   conf_attention_chunk_size=rng.randint(1, 8), conf_attention_context_left=rng.randint(0, 9),
+                   conf_attention_context_right=rng.randint(0, 4), conf_conv_kernel_size=rng.randint(1, 6),
+                   conf_reduction_factor=rng.randint(1, 4))
+        cfg["conf_num_attention_heads"] = rng.choice([d for d in (1, 2, 4) if cfg["hidden_size"] % d == 0])
     if mt == "gemma4_audio":  # the front end's channels, the attention's blocks and context, light convolutions
         cfg.update(subsampling_conv_channels=[rng.randint(4, 20), rng.randint(1, 9)], conv_kernel_size=rng.randint(1, 6),
                    attention_chunk_size=rng.randint(1, 8), attention_context_left=rng.randint(1, 9),
