@@ -75,7 +75,7 @@ class BlockNode:
     """A call of a block: its body graph, run `repeat` times (shared: one set of tensors for all)."""
 
     __slots__ = ("name", "block", "body", "inputs", "repeat", "start", "indexed", "shared", "loc", "path",
-                 "unused", "scheduled", "group")
+                 "unused", "scheduled", "group", "each")
     name: str
     block: str
     body: "Graph"
@@ -89,12 +89,14 @@ class BlockNode:
     unused: bool  # nothing reads it, on purpose (`unused: true`)
     scheduled: bool  # one run of a call whose repetitions differ (a layer schedule)
     group: tuple[str, Any] | None  # (name, value) its repetitions share (`group: {stage: ...}`)
+    each: tuple[int | None, ...]  # () or per input: the dim repetition k reads index start + k of (`each:`), or None
 
     def __init__(self, name: str, block: str, body: "Graph", inputs: tuple[Ref, ...], repeat: int = 1,
                  start: int = 0, indexed: bool = False, shared: bool = False, loc: Loc = Loc(),
                  path: str | None = None, unused: bool = False, scheduled: bool = False,
-                 group: tuple[str, Any] | None = None) -> None:
+                 group: tuple[str, Any] | None = None, each: tuple[int | None, ...] = ()) -> None:
         self.name, self.block, self.body, self.inputs = name, block, body, inputs
+        self.each = each
         self.repeat, self.start, self.indexed, self.shared, self.loc = repeat, start, indexed, shared, loc
         self.path, self.unused, self.scheduled, self.group = path, unused, scheduled, group
 
@@ -115,6 +117,14 @@ class BlockNode:
             return base
         last = self.start + self.repeat - 1
         return f"{base}.{self.start}" if last == self.start else f"{base}.{self.start}..{last}"
+
+    def sliced(self, values: tuple, i: int, select) -> tuple:
+        """The inputs repetition i gets from the call's `values`: an input the call slices (`each:`)
+        as `select(value, dim, self.start + i, position)` gives its index along that dim, the rest whole."""
+        if not self.each:
+            return values
+        return tuple(value if dim is None else select(value, dim, self.start + i, k)
+                     for k, (value, dim) in enumerate(zip(values, self.each)))
 
     def rep_path(self, prefix: str, i: int) -> str:
         base = join(prefix, self.segment)

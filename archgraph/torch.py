@@ -328,7 +328,8 @@ class SpecModule(nn.Module):
                 continue
             current = tuple(args)
             for i in range(node.repeat):
-                outs = self.run_graph(node.body, body_prefix(node, prefix, i), current)
+                given = node.sliced(current, i, lambda value, dim, index, _: value.select(dim, index))
+                outs = self.run_graph(node.body, body_prefix(node, prefix, i), given)
                 current = outs + current[len(outs):]
             env[name] = current[:len(node.body.outputs)]
         return tuple(env[ref.node][ref.index] for ref in graph.outputs)

@@ -403,3 +403,17 @@ def test_gemma_3_draws_its_two_rotary_tables_as_two_boxes(browser, cli, tmp_path
     wide, small, sideways = _overflowing(browser)
     assert (wide, small, sideways) == ([], [], 0)
     assert all(px >= 8 for _, px in _smallest_labels(browser))
+
+
+@pytest.mark.slow
+def test_an_input_sliced_per_repetition_is_labelled_with_its_slice(browser, cli, tmp_path):
+    from tests.test_each_slices import SPEC
+    spec = tmp_path / "each.yaml"
+    spec.write_text(SPEC)
+    page = _report(cli, tmp_path, [str(spec)], "report-each.html")
+    _open(browser, page)
+    labels = lambda: {t.text.strip() for t in browser.find_elements("css selector", "#m0 svg g.edge text")}  # noqa: E731
+    assert "[1, 512, 3, 4][:, :, i]" in labels()  # into the closed box: the table and the slice each repetition takes
+    _path(browser, "m0", "layers").click()
+    assert "[1, 512, 4] = [:, :, i]" in labels()  # opened: what the body receives
+    _shot(browser, tmp_path, "report-each.png")

@@ -73,6 +73,8 @@ def _graph(state: dict, graph: Graph, runs: list[tuple[Run, int]], prefix: str, 
             body = _graph(state, node.body, segments, node.rep_path(prefix, 0),
                           join(rows, node.segment) + (".*" if node.indexed else ""), inner)
             block["body"] = body
+            if node.each:  # inputs sliced per repetition (`each:`): the dim, and what the first repetition gets
+                block.update(each=list(node.each), given=[_shape(v) for v in segments[0][0].inputs])
             block["flops"] = sum(n["flops"] for n in body["nodes"])
             block["bytes"] = sum(n["bytes"] for n in body["nodes"])
         else:  # repeated 0 times: hands its inputs on

@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping
 
 from .. import expr
-from ..dims import Poly, Shape, assuming, fmt_shape, norm, symbol
+from ..dims import Poly, Shape, assuming, fmt, fmt_shape, norm, provably_le, symbol
 from ..errors import ArchgraphError, ShapeError, SpecError, did_you_mean
-from ..graph import Model, OpNode, join
+from ..graph import BlockNode, Model, OpNode, join
 from ..spec.constraints import bounds, check_constraints, divisors
 from ..spec.settings import size_names
 from .walk import Run, call_op, walk
@@ -109,8 +109,29 @@ def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> Sha
         return result
 
     with assuming(divisors(model.constraints, bindings), bounds(model.constraints, bindings)):
-        run = walk(model.graph, tuple(inputs[n] for n in model.graph.inputs), visit)
+        run = walk(model.graph, tuple(inputs[n] for n in model.graph.inputs), visit, select=each_slice)
     return ShapeReport(model, inputs, run, dict(bindings))
+
+
+def each_slice(call: BlockNode, path: str, shape: Shape, dim: int, index: int, position: int) -> Shape:
+    """The shape repetition `index` of a call reads of an input it slices (`each: dim`): the
+    input's without that dim, once the dim exists and is long enough for every repetition."""
+    name = call.body.inputs[position]
+    last = call.start + call.repeat - 1
+    if not -len(shape) <= dim < len(shape):
+        raise SpecError(f"input '{name}' is sliced along dim {dim} (each: {dim}), but it has {len(shape)} dims "
+                        f"{fmt_shape(shape)}", loc=call.loc, node=path,
+                        hint=f"each: counts the input's dims from 0 (negative from the end): 0 to {len(shape) - 1}")
+    size = shape[dim % len(shape)]
+    if provably_le(last + 1, size) is not True:
+        reads = f"repetitions {call.start}..{last} read its indices up to {last}" if last > call.start else \
+            f"repetition {last} reads its index {last}"
+        raise SpecError(f"input '{name}' {fmt_shape(shape)} is sliced along dim {dim} (each: {dim}), of size "
+                        f"{fmt(size)}, but {reads}", loc=call.loc,
+                        node=path, hint="repeat the call at most as many times as the dim is long (index "
+                        "start + repeat - 1 must exist), or slice another dim")
+    d = dim % len(shape)
+    return (*shape[:d], *shape[d + 1:])
 
 
 def _rule(node: OpNode, op, shapes) -> Any:

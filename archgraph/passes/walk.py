@@ -4,7 +4,10 @@ values of its inputs and recursing into blocks.
 A body is evaluated once per distinct tuple of input values (a cache), and a
 repetition whose outputs equal its inputs is a fixed point: every later
 repetition is the same evaluation, so a block repeated N times costs one body
-evaluation, whatever N is.
+evaluation, whatever N is.  A call that slices an input per repetition (`each:`) hands
+repetition k `select(value, dim, index, position)` of it instead (the pass says what a
+slice of its values is: a shape without that dim, a tensor's index); equal slices are
+the same evaluation again, so its repetitions stay one run.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from ..graph import BlockNode, Graph, OpNode, Ref, join
 from ..record import Record
 
 Visit = Callable[[OpNode, list[Any], str], tuple[Any, ...]]
+Select = Callable[[BlockNode, str, Any, int, int, int], Any]  # (call, path, value, dim, index, input) -> slice
 
 
 class Segment(Record):
@@ -43,7 +47,7 @@ class Run(Record, eq=False):
 
 
 def walk(graph: Graph, inputs: tuple[Any, ...], visit: Visit, prefix: str = "",
-         cache: dict | None = None) -> Run:
+         cache: dict | None = None, select: Select | None = None) -> Run:
     cache = {} if cache is None else cache
     key = (id(graph), inputs)
     if key in cache:
@@ -66,7 +70,7 @@ def walk(graph: Graph, inputs: tuple[Any, ...], visit: Visit, prefix: str = "",
             env[name] = results[name] = visit(node, args, join(prefix, name))
             continue
         args = [_pick(env, ref, node, prefix) for ref in node.inputs]  # a block call
-        results[name], current = _repeat(node, tuple(args), visit, prefix, cache)
+        results[name], current = _repeat(node, tuple(args), visit, prefix, cache, select)
         env[name] = current[:len(node.body.outputs)]  # repeat 0 passes its inputs through
     outputs = tuple(_pick(env, ref, graph, prefix) for ref in graph.outputs)
     run = Run(graph, inputs, outputs, results, env)
@@ -74,19 +78,22 @@ def walk(graph: Graph, inputs: tuple[Any, ...], visit: Visit, prefix: str = "",
     return run
 
 
-def _repeat(node: BlockNode, current: tuple, visit: Visit, prefix: str, cache: dict):
+def _repeat(node: BlockNode, current: tuple, visit: Visit, prefix: str, cache: dict, select: Select | None):
     """Evaluate the repetitions of a block: (segments, inputs the next repetition would get)."""
     segments: list[Segment] = []
     done = 0
+    path = join(prefix, node.label)
     while done < node.repeat:
-        run = walk(node.body, current, visit, node.rep_path(prefix, done), cache)
+        given = node.sliced(current, done, lambda v, d, k, j: select(node, path, v, d, k, j)) if node.each \
+            else current
+        run = walk(node.body, given, visit, node.rep_path(prefix, done), cache, select)
         if segments and segments[-1].run is run:
             segments[-1].count += 1
         else:
             segments.append(Segment(run, 1))
         done += 1
         following = run.outputs + current[len(run.outputs):]
-        if following == current:  # a fixed point: every remaining repetition is this evaluation
+        if following == current and not node.each:  # a fixed point: every remaining repetition is this evaluation
             segments[-1].count += node.repeat - done
             break
         current = following

@@ -28,7 +28,7 @@ from ..passes.walk import Run
 from ..record import MISSING
 from ..spec.ties import find_tensor, tie_owner
 from .palette import SHARE_BINS, category_color, human, share_bin
-from .pattern import Pattern, kinds, repeating
+from .pattern import Pattern, kinds, picked, repeating
 
 # Hyperparameters that are noise in a figure (naming and numerics, not architecture).
 HIDDEN_HPARAMS = frozenset({"eps", "weight_layout", "names", "momentum", "track_running_stats"})
@@ -247,7 +247,8 @@ class _Drawer:
         title = f"<b>{escape(str(node.group[0]))} {escape(str(node.group[1]))}</b>  {escape(where)}"
         counts = _small(f"{count} × {escape(node.block)} · {human(params * scope.times)} params")
         if self.options.depth is not None and scope.level + 1 > self.options.depth:  # the group as one box
-            ins = [scope.end(ref) for run in runs for ref in run.inputs if ref.node not in members]
+            ins = [end for run in runs for ref, end in zip(run.inputs, _sliced(run, [
+                None if r.node in members else scope.end(r) for r in run.inputs])) if ref.node not in members]
             box = self._box_node(container, join(scope.prefix, f"{name} (group)"), [title, counts],
                                  graph_totals(runs[0].body, self.params.cache), params, scope.times, count > 1, ins)
             for index in range(first, last + 1):  # a tensor of any repetition points at the box
@@ -310,14 +311,15 @@ class _Drawer:
         level = scope.level + 1
         base = join(scope.prefix, name)
         if self.options.depth is not None and level > self.options.depth:
-            return self._box(container, scope, name, node, base, ins, final)
+            return self._box(container, scope, name, node, base, _sliced(node, ins), final)
         segments = scope.run.nodes[name]
         if not self.options.expand:
             first = node.rep_path(scope.prefix, 0)
             if node.indexed:
                 self.redirects.append((base, node.start, None))
             times = scope.times * (1 if node.shared else node.repeat)
-            outs = self._cluster(container, scope, node, segments[0].run, first, ins, level, times,
+            given = _sliced(node, ins, segments[0].run.inputs)
+            outs = self._cluster(container, scope, node, segments[0].run, first, given, level, times,
                                  self._cluster_label(node, node.label if node.scheduled else name, collapsed=True))
             return [(end[0], shape) for end, shape in zip(outs, final)]
         current, index = ins, 0
@@ -326,7 +328,8 @@ class _Drawer:
                 rep = node.rep_path(scope.prefix, index)
                 times = scope.times if index == 0 or not node.shared else 0
                 local = (rep[len(scope.prefix) + 1:] if scope.prefix else rep) or name  # `path: ''`: its name
-                outs = self._cluster(container, scope, node, segment.run, rep, current, level, times,
+                given = _sliced(node, current, segment.run.inputs, str(node.start + index))
+                outs = self._cluster(container, scope, node, segment.run, rep, given, level, times,
                                      self._cluster_label(node, local, collapsed=False))
                 current = outs + current[len(outs):]
                 index += 1
@@ -401,7 +404,7 @@ class _Drawer:
         return fill, ink
 
     def _edge(self, source: str, target: str, shape) -> None:
-        label = fmt_shape(shape) if isinstance(shape, tuple) else ""
+        label = fmt_shape(shape) if isinstance(shape, tuple) else shape if isinstance(shape, str) else ""
         self.edges.setdefault((source, target, label), None)
 
     def _tie_edges(self) -> None:
@@ -486,6 +489,21 @@ class _SafeDigraph(graphviz.Digraph):
 
     def subgraph(self, graph=None, name=None, **kwargs):
         return super().subgraph(graph, name=_dot_id(name) if name is not None else None, **kwargs)
+
+
+def _sliced(node: BlockNode, ends: list, given: tuple | None = None, index: str = "i") -> list:
+    """`ends` as the repetitions of `node` get them: an input it slices (`each: dim`) labelled with the
+    slice, `[B, S, 42, 256][:, :, i]` into a box, `[B, S, 256] = [:, :, 3]` inside a drawn repetition
+    (`given`: the shapes the repetition's body received)."""
+    out = list(ends)
+    for k, dim in enumerate(node.each):
+        if dim is None or out[k] is None or not isinstance(out[k][1], tuple):
+            continue
+        source, shape = out[k]
+        pick = picked(dim, len(shape), index)
+        label = f"{fmt_shape(shape)}{pick}" if given is None else f"{fmt_shape(given[k])} = {pick}"
+        out[k] = (source, label)
+    return out
 
 
 def _times(node: BlockNode) -> str:

@@ -97,6 +97,19 @@ function visit(graph, fn) {
   }
 }
 
+function sliced(node, from, open) {
+  // a block call's input it slices per repetition (`each: dim`), labelled as PyTorch writes the slice:
+  // "[B, S, 42, 256][:, :, i]" into its box, "[B, S, 256] = [:, :, i]" inside it when open
+  if (!node.each) return from;
+  return from.map((f, k) => {
+    const dim = node.each[k];
+    if (dim === null || dim === undefined || !f || !f.shape) return f;
+    const rank = f.shape.split(",").length, at = ((dim % rank) + rank) % rank;
+    const pick = `[${[...Array(at).fill(":"), "i"].join(", ")}]`;
+    return {id: f.id, shape: open ? `${node.given[k]} = ${pick}` : `${f.shape}${pick}`};
+  });
+}
+
 class DotWriter {
   // view: {key, expanded: Set of open block ids, folds: Map of schedule states, measure}
   constructor(model, view) {
@@ -163,12 +176,13 @@ class DotWriter {
   }
 
   node(node, end, outs, depth) {
-    const from = node.inputs.map(end), id = `"${this.view.key}-n${node.id}"`;
+    const open = node.kind === "block" && this.view.expanded.has(node.id);
+    const from = sliced(node, node.inputs.map(end), open), id = `"${this.view.key}-n${node.id}"`;
     if (node.kind === "block" && !node.body) {  // repeated 0 times: hands its inputs on
       outs.set(node.name, from);
       return;
     }
-    if (node.kind === "block" && this.view.expanded.has(node.id)) {
+    if (open) {
       this.cluster(node, from, outs, depth);
       return;
     }

@@ -96,3 +96,20 @@ def places(runs: list[BlockNode], j: int, period: int) -> str:
     found = [runs[k].label[len(runs[k].segment) + 1:] if runs[k].segment else runs[k].label
              for k in range(j, len(runs), period)]
     return found[0] + ("" if len(found) == 1 else f", {found[1]}" + (f" .. {found[-1]}" if len(found) > 2 else ""))
+
+
+def picked(dim: int, rank: int, index: str = "i") -> str:
+    """How a repetition's slice of an input it reads `each: dim` of is written, as in PyTorch:
+    `[:, :, i]` (dim 2), `[3]` (dim 0 of repetition 3).
+
+    >>> picked(2, 4), picked(-1, 3, "5")
+    ('[:, :, i]', '[:, :, 5]')
+    """
+    return "[" + ", ".join([":"] * (dim % rank) + [index]) + "]"
+
+
+def call_inputs(node: BlockNode, shapes: list) -> list[str]:
+    """A block call's inputs as tables show them: `per_layer_inputs[:, :, i]` for one it slices."""
+    each = node.each or (None,) * len(node.inputs)
+    return [str(ref) if dim is None or not isinstance(shape, tuple) else f"{ref}{picked(dim, len(shape))}"
+            for ref, dim, shape in zip(node.inputs, each, shapes)]

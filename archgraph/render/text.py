@@ -10,7 +10,7 @@ from ..graph import Graph, OpNode
 from ..passes.params import ParamReport, TensorRow, call_totals, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport
 from ..passes.walk import Run
-from .pattern import Pattern, kinds, places, repeating
+from .pattern import Pattern, call_inputs, kinds, places, repeating
 from .sheet import Alt, Col, Sheet
 
 
@@ -178,7 +178,7 @@ def _shape_rows(table: Sheet, run: Run, depth: int) -> None:
             if count > 1:
                 label = f"{base}.{node.start + first}..{node.start + first + count - 1}  × {count}"
             table.add_row(Text(pad + label, style="bold"), Text(node.block, style="bold"),
-                          ", ".join(map(str, node.inputs)), "")
+                          ", ".join(call_inputs(node, run.input_values(node))), "")
             _shape_rows(table, rep, depth + 1)
             first += count
 

@@ -174,10 +174,17 @@ def _node(ctx: Ctx, raw: Any, scope: dict, env, category, trainable, prev):
     if not isinstance(train, bool):
         raise SpecError("'trainable' must be true or false", loc=raw.key_loc("trainable"), node=name)
     try:
+        each = _each(raw, env)
         if "op" in raw:
+            if each:
+                key = next(iter(each))
+                raise SpecError(f"input '{key}' takes 'each:', which slices a repeated block call's input per "
+                                f"repetition; op '{raw['op']}' is not a block call", loc=each[key][1],
+                                hint=f"select one index with an op (op: select, dim: ..., index: ...), or drop "
+                                     f"'each:' ({key}: {{from: ...}})")
             return _op_node(ctx, raw, name, prev, scope, env, own_cat or category, own_cat is not None, train)
         refs, keywords = _refs(raw, prev, scope, env)
-        return _block_node(ctx, raw, name, refs, keywords, env, own_cat or category, train)
+        return _block_node(ctx, raw, name, refs, keywords, env, own_cat or category, train, each)
     except ArchgraphError as exc:
         raise exc.with_context(loc=raw.loc, node=name)
 
@@ -216,14 +223,35 @@ def _conditional_inputs(value: dict, env: Mapping, loc: Loc) -> dict:
     out = {}
     for key, item in value.items():
         if isinstance(item, dict):
-            check_keys(item, {"from", "when"}, f"input '{key}'", getattr(item, "key_loc", lambda k: loc))
+            check_keys(item, {"from", "when", "each"}, f"input '{key}'", getattr(item, "key_loc", lambda k: loc))
             if "from" not in item:
                 raise SpecError(f"input '{key}' names what it reads with 'from:'", loc=loc,
-                                hint=f"write {key}: {{from: NODE, when: CONDITION}}")
+                                hint=f"write {key}: {{from: NODE, when: CONDITION}} or {{from: NODE, each: DIM}}")
             if "when" in item and not _condition(item["when"], env, getattr(item, "loc", loc), None):
                 continue
             item = item["from"]
         out[key] = item
+    return out
+
+
+def _each(raw: LocDict, env: Mapping) -> dict[str, tuple[int, Loc]]:
+    """`in: {ple: {from: per_layer_inputs, each: 2}}`: the inputs a repeated call slices per repetition
+    (repetition k reads index start + k along that dim), by name: (dim, where it is written)."""
+    value = raw.get("in")
+    if not isinstance(value, dict):
+        return {}
+    out = {}
+    for key, item in value.items():
+        if not (isinstance(item, dict) and "each" in item):
+            continue
+        loc = item.key_loc("each") if isinstance(item, LocDict) else raw.key_loc("in")
+        if "when" in item and not _condition(item["when"], env, loc, None):
+            continue
+        dim = evaluate(item["each"], env, loc, "each")
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise SpecError(f"input '{key}': 'each' is the dim each repetition takes its index along, a whole "
+                            f"number; received {dim!r}", loc=loc, hint=f"write {key}: {{from: ..., each: 2}}")
+        out[key] = (dim, loc)
     return out
 
 
@@ -412,7 +440,7 @@ def _ties(raw: LocDict) -> Mapping[str, str]:
                     loc=raw.key_loc("tie"))
 
 
-def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category, trainable):
+def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category, trainable, each=None):
     """A block call: one BlockNode, or, when its arguments depend on the repetition index, one per
     run of repetitions that make the same body (a layer schedule: dense × 3, then MoE × 58)."""
     block = raw["block"]
@@ -464,18 +492,41 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
     if repeat != 1 and len(body.outputs) > len(body.inputs):
         raise SpecError(f"block '{block}' is repeated, so its outputs feed its next repetition: it has "
                         f"{len(body.outputs)} outputs but only {len(body.inputs)} inputs", loc=raw.key_loc("repeat"))
+    slices = _slices(raw, block, body, len(refs), each or {})
     indexed = "repeat" in raw or "start" in raw
     path = call_path(raw, env, indexed)
     if not index or not bodies:
         if index:
             decided(repeat)
-        return BlockNode(name, block, body, refs, repeat, start, indexed, shared, raw.loc, path, _unused(raw, env))
+        return BlockNode(name, block, body, refs, repeat, start, indexed, shared, raw.loc, path, _unused(raw, env),
+                         each=slices)
     if shared:
         raise SpecError(f"the repetitions of a shared block are one module, so its arguments cannot depend on "
                         f"'{index}'", loc=raw.key_loc("shared"), hint="drop 'shared: true', or the index")
     decided(repeat)  # the runs' lengths are numbers now
     return _runs(name, block, bodies, refs, start, raw, path if path is not None else name, _unused(raw, env),
-                 groups or [None] * len(bodies))
+                 groups or [None] * len(bodies), slices)
+
+
+def _slices(raw: LocDict, block: str, body: Graph, given: int, each: dict) -> tuple[int | None, ...]:
+    """The call's `each:` dims by input position (None: read whole), or () when it slices none."""
+    if not each:
+        return ()
+    key, (dim, loc) = next(iter(each.items()))
+    if "repeat" not in raw:
+        raise SpecError(f"input '{key}' takes 'each: {dim}', which gives each repetition its own index of it, but "
+                        f"this call of block '{block}' is not repeated", loc=loc,
+                        hint=f"add 'repeat: N', or read the input whole ({key}: {{from: ...}})")
+    dims: list[int | None] = [None] * given
+    for key, (dim, loc) in each.items():
+        position = body.inputs.index(key)
+        if position < len(body.outputs):
+            raise SpecError(f"input '{key}' takes 'each: {dim}', but it is the block's input {position}, which its "
+                            f"output {position} feeds in the next repetition: only the inputs after the {len(body.outputs)} "
+                            "fed ones can be sliced per repetition", loc=loc,
+                            hint=f"put '{key}' after the inputs the block's outputs feed, in its 'inputs:'")
+        dims[position] = dim
+    return tuple(dims)
 
 
 def _inherits(definition: LocDict, block: str) -> bool:
@@ -528,7 +579,7 @@ def check_repeat(raw: LocDict, repeat: int, env: Mapping) -> None:
 
 
 def _runs(name: str, block: str, bodies: list[Graph], refs, start: int, raw: LocDict, segment: str,
-          unused: bool, groups: list) -> list:
+          unused: bool, groups: list, each: tuple = ()) -> list:
     """Consecutive repetitions with the same body (and group) as one BlockNode each; the last run
     carries the call's name, so what reads the call reads the last repetition."""
     runs: list[list] = []
@@ -544,7 +595,7 @@ def _runs(name: str, block: str, bodies: list[Graph], refs, start: int, raw: Loc
             previous = out[-1].name
             refs = tuple(Ref(previous, j) for j in range(len(body.outputs))) + tuple(refs[len(body.outputs):])
         out.append(BlockNode(key, block, body, refs, count, offset, True, False, raw.loc, segment, unused,
-                             scheduled=True, group=group))
+                             scheduled=True, group=group, each=each))
         offset += count
     return out
 

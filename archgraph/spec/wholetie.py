@@ -64,11 +64,11 @@ def _split(node: BlockNode, target: str, loc: Loc) -> dict[str, BlockNode]:
         key = node.name if k == node.start + node.repeat - 1 else f"{node.name}#{k}"
         body = tied_copy(node.body, join(join(target, node.segment), str(k)), loc)
         out[key] = BlockNode(key, node.block, body, refs, 1, k, True, False, node.loc, node.segment,
-                             node.unused, scheduled=node.repeat > 1 or node.scheduled, group=node.group)
+                             node.unused, scheduled=node.repeat > 1 or node.scheduled, group=node.group, each=node.each)
         previous = key
     return out
 
 
 def _with_body(node: BlockNode, body: Graph) -> BlockNode:
     return BlockNode(node.name, node.block, body, node.inputs, node.repeat, node.start, node.indexed,
-                     node.shared, node.loc, node.path, node.unused, node.scheduled, node.group)
+                     node.shared, node.loc, node.path, node.unused, node.scheduled, node.group, node.each)
