@@ -237,7 +237,8 @@ class _Walker:
         return node
 
     def _inputs(self, value: Any, scope: _Scope) -> Any:
-        """`in:` with each `{from: ref, when: cond}` decided: the reference, or left out."""
+        """`in:` with each `{from: ref, when: cond}` decided: the reference, or left out; an input
+        sliced per repetition keeps its `each:` (folded)."""
         if not isinstance(value, dict):
             return value
         out = {}
@@ -246,7 +247,9 @@ class _Walker:
                 keep = self.fold(item["when"], scope, decide=True) if "when" in item else True
                 if keep is False:
                     continue
-                item = item["from"] if keep is True else {"from": item["from"], "when": _text(keep)}
+                each = {"each": _text(self.fold(item["each"], scope))} if "each" in item else {}
+                item = item["from"] if keep is True and not each else \
+                    {"from": item["from"], **({} if keep is True else {"when": _text(keep)}), **each}
             out[key] = item
         return out
 
