@@ -164,3 +164,25 @@ def test_tables_and_diagrams_show_the_slice(cli, tmp_path):
     code, dot, _ = cli("render", str(spec), "--depth", "0")  # each stage one box
     assert code == 0 and dot.count('-> "layers (group)" [label=" [B, S, 3, 4][:, :, i] "]') == 1
     assert dot.count('-> "layers#0 (group)" [label=" [B, S, 3, 4][:, :, i] "]') == 1
+
+
+@pytest.mark.parametrize("fixture, runs", [
+    ("gemma4_text-e4b-reconstructed", {"sliding window of 512": (20, 5), "full attention": (4, 4)}),
+    ("gemma3n_text-e4b", {"sliding window of 512": (16, 5), "full attention": (4, 4)}),
+])
+def test_gemmas_per_layer_embeddings_keep_a_run_per_kind_of_layer(tmp_path, fixture, runs):
+    """Each layer reads its slice of per_layer_inputs with each: 2, so the caches `memory` lists are a
+    run per stretch of one kind of layer (a layer each, before: 20 runs of one sliding layer)."""
+    import json
+    from pathlib import Path
+    from archgraph.passes.memory import estimate_memory
+    record = json.loads((Path(__file__).parent / "data" / "hf" / f"{fixture}.json").read_text())
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(record["config"]))
+    model = archgraph.load(str(config))
+    assert model.params().total == record["expected_params"]  # transformers' count, as before
+    found: dict = {}
+    for entry in estimate_memory(model).kv_cache:
+        layers, count = found.get(entry.rule, (0, 0))
+        found[entry.rule] = (layers + entry.layers, count + 1)
+    assert found == runs
