@@ -167,6 +167,31 @@ def _round(x: Any) -> Any:
     return x if isinstance(x, (int, dims.Poly)) else round(x)
 
 
+def _best_resolution(height: Any, width: Any, resolutions: Any) -> list:
+    """best_resolution(h, w, [[h1, w1], ...]): of the listed [height, width] resolutions, the one an
+    h x w image fills best when scaled to fit (the most of the image's pixels kept, then the fewest
+    wasted; the first of equals): transformers' select_best_resolution, by which LLaVA-NeXT's
+    processor picks the grid of tiles an image is cut into (`anyres`)."""
+    if any(isinstance(a, bool) or not isinstance(a, int) or a <= 0 for a in (height, width)):
+        raise ExprError(f"best_resolution() takes an image's height and width, positive whole numbers; "
+                        f"received {height}, {width}")
+    if not isinstance(resolutions, (list, tuple)) or not resolutions or any(
+            not isinstance(r, (list, tuple)) or len(r) != 2 or
+            any(isinstance(n, bool) or not isinstance(n, int) or n <= 0 for n in r) for r in resolutions):
+        raise ExprError(f"best_resolution() takes a list of [height, width] resolutions, positive whole numbers; "
+                        f"received {resolutions!r}")
+    decided(height, width, *(n for r in resolutions for n in r))
+    height, width = int(height), int(width)
+    best, most, least = None, 0, math.inf
+    for h, w in ((int(h), int(w)) for h, w in resolutions):
+        scale = min(w / width, h / height)
+        kept = min(int(width * scale) * int(height * scale), width * height)
+        wasted = w * h - kept
+        if kept > most or (kept == most and wasted < least):
+            best, most, least = [h, w], kept, wasted
+    return best
+
+
 def _range(*args: Any) -> list:
     """range(stop), range(start, stop[, step]) as a list (a comprehension runs over it)."""
     if any(isinstance(a, bool) or not isinstance(a, int) for a in args):
@@ -183,12 +208,13 @@ def _range(*args: Any) -> list:
 FUNCTIONS = {"min": _chosen(min), "max": _chosen(max), "abs": abs, "ceil_div": _ceil_div,
              "ceil": _rounded(math.ceil), "floor": _rounded(math.floor), "round": _round, "len": _list_fn(len),
              "sum": _list_fn(sum), "range": _range, "log": _real(math.log), "exp": _real(math.exp),
-             "sqrt": _real(math.sqrt)}
+             "sqrt": _real(math.sqrt), "best_resolution": _best_resolution}
 LIST_FUNCTIONS = {"len", "sum"}
+LIST_ARGUMENTS = LIST_FUNCTIONS | {"best_resolution"}  # the functions that take a list
 CONSTANTS = {"pi": math.pi}  # names no variable may take (a spec's variables are checked)
 ARITY = {"min": (2, None), "max": (2, None), "abs": (1, 1), "ceil_div": (2, 2), "ceil": (1, 1),
          "floor": (1, 1), "round": (1, 1), "len": (1, 1), "sum": (1, 1), "range": (1, 3), "log": (1, 1),
-         "exp": (1, 1), "sqrt": (1, 1)}
+         "exp": (1, 1), "sqrt": (1, 1), "best_resolution": (3, 3)}
 
 
 def _takes(name: str) -> str:
@@ -196,6 +222,8 @@ def _takes(name: str) -> str:
     least, most = ARITY[name]
     if name in LIST_FUNCTIONS:
         return f"{name}() takes a list"
+    if name == "best_resolution":
+        return "best_resolution() takes a height, a width and a list of [height, width] resolutions"
     count = f"{least} or more" if most is None else str(least)
     return f"{name}() takes {count} number{'s' if most != 1 else ''}"
 
@@ -472,7 +500,7 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         if len(args) < least or (most is not None and len(args) > most):
             raise ExprError(f"{_takes(node.func.id)}; received {len(args)}")
         if any(isinstance(a, str) for a in args) or \
-                (node.func.id not in LIST_FUNCTIONS and any(isinstance(a, (list, tuple)) for a in args)):
+                (node.func.id not in LIST_ARGUMENTS and any(isinstance(a, (list, tuple)) for a in args)):
             shown = ", ".join(repr(a) if isinstance(a, str) else dims.fmt(a) if isinstance(a, dims.Poly)
                               else str(a) for a in args)
             raise ExprError(f"{_takes(node.func.id)}; received {shown}")

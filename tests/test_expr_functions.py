@@ -3,6 +3,7 @@ decided by the sizes' bounds, and `log`, `exp`, `pi`."""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -107,3 +108,38 @@ def test_function_errors(text, message):
 def test_pi_is_not_a_variable_name():
     with pytest.raises(SpecError, match=r"variable 'pi': 'pi' is a constant of expressions \(3.14159"):
         load_text("name: p\nvariables:\n  pi: 3\ninputs:\n  x: [B, 4]\nnodes:\n  - {name: g, op: gelu}\n", "p.yaml")
+
+
+PINPOINTS = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]   # llava-v1.6's image_grid_pinpoints
+
+
+@pytest.mark.parametrize("height, width, best", [
+    (336, 336, [336, 672]),     # fits [336, 672] and [672, 672] alike: the one that wastes less
+    (500, 300, [672, 336]),
+    (800, 800, [672, 672]),
+    (300, 1200, [336, 1008]),   # the most of the image's pixels kept wins over waste
+    (2000, 500, [1008, 336]),
+])
+def test_best_resolution_picks_the_grid_an_image_fills_best(height, width, best):
+    assert evaluate("best_resolution(h, w, p)", {"h": height, "w": width, "p": PINPOINTS}) == best
+
+
+def test_best_resolution_is_transformers_select_best_resolution():
+    utils = pytest.importorskip("transformers.image_processing_utils")
+    grid = [[384 * i, 384 * j] for i in range(1, 7) for j in range(1, 7)]   # LLaVA-OneVision's
+    for height, width in [(1, 1), (97, 1500), (384, 385), (768, 1152), (2300, 2305), (5000, 10), (333, 777)]:
+        for pinpoints in (PINPOINTS, grid):
+            assert evaluate("best_resolution(h, w, p)", {"h": height, "w": width, "p": pinpoints}) == \
+                list(utils.select_best_resolution((height, width), pinpoints))
+
+
+@pytest.mark.parametrize("text, says", [
+    ("best_resolution(0, 4, [[8, 8]])", "takes an image's height and width, positive whole numbers; received 0, 4"),
+    ("best_resolution(4, 4, [[8]])", "a list of [height, width] resolutions, positive whole numbers; received [[8]]"),
+    ("best_resolution(4, 4, [])", "received []"),
+    ("best_resolution(4, 4)", "takes a height, a width and a list of [height, width] resolutions; received 2"),
+])
+def test_best_resolution_refuses_what_is_not_an_image_and_its_resolutions(text, says):
+    with pytest.raises(ExprError, match=re.escape(says)):
+        evaluate(text, {})
+

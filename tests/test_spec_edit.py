@@ -266,3 +266,24 @@ nodes:
         load_text(text.replace("{from: rope, when: use_rope}", "{when: use_rope}"))
     with pytest.raises(archgraph.SpecError, match="unknown key 'if' in input 'rope'"):
         load_text(text.replace("{from: rope, when: use_rope}", "{from: rope, if: use_rope}"))
+
+
+def test_a_call_sets_the_sizes_a_used_specs_inputs_name(tmp_path):
+    """A used spec's input sizes are the caller's sizes of those names unless the call sets them: a tower
+    whose class token expands to its batch B reads every tile of B images when the call gives B: B * T."""
+    (tmp_path / "tower.yaml").write_text(
+        "variables: {H: 4}\ninputs: {x: [B, 3, H]}\nnodes:\n"
+        "  - {name: cls, op: parameter, in: [], shape: [H], tensor: ''}\n"
+        "  - {name: cls_rows, op: expand, sizes: [B, 1, -1]}\n"
+        "  - {name: tokens, op: concat, in: [cls_rows, x], dim: 1}\n")
+    spec = tmp_path / "top.yaml"
+    text = ("variables: {T: 5}\ninputs: {x: [B, T, 3, 4]}\nblocks:\n  tower: {spec: tower.yaml}\nnodes:\n"
+            "  - {name: tiles, op: reshape, in: x, shape: [-1, 3, 4]}\n"
+            "  - {name: tower, block: tower, B: B * T}\n")
+    spec.write_text(text)
+    model = archgraph.load(spec)
+    assert model.params().total == 4
+    assert model.shapes(B=2).shape_of("tower.tokens") == [(10, 4, 4)]
+    spec.write_text(text.replace(", B: B * T", ""))
+    with pytest.raises(ArchgraphError, match=r"dimension 0 of a concatenated input is 5\*B, expected B"):
+        archgraph.load(spec)   # without it the tower's class tokens expand to B rows, its patches are 5·B

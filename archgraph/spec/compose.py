@@ -48,21 +48,29 @@ def read_used_spec(ctx, block: str, definition: LocDict) -> LocDict:
 
 
 def spec_params(ctx, block: str, definition: LocDict) -> dict[str, Any]:
-    """The arguments a used spec takes: its variables, each optional (its own value is the default)."""
+    """The arguments a used spec takes: its variables, each optional (its own value is the default),
+    and the sizes its inputs name (the caller's sizes of those names by default: a call that feeds
+    the tower every tile of B images sets `B: B * TL`)."""
     spec, _ = read_used_spec(ctx, block, definition)
-    return {name: "" for name in (spec.get("variables") or {})}
+    variables = spec.get("variables") or {}
+    inputs = spec.get("inputs") or {}
+    sizes = _size_names(inputs) if isinstance(inputs, dict) else set()
+    return {name: "" for name in [*variables, *sorted(sizes - set(variables))]}
 
 
 def instantiate_spec(ctx, block: str, definition: LocDict, args: dict, category, trainable: bool, loc: Loc,
                      build_graph: Callable[..., Graph], make_ctx: Callable[..., Any]) -> Graph:
     """The used spec's graph with the call's arguments overriding its variables."""
     spec, var_locs = read_used_spec(ctx, block, definition)
-    variables = evaluate_variables(spec.get("variables") or {}, var_locs, {}, args)
     inputs = spec.get("inputs") or {}
     names = list(inputs) if isinstance(inputs, dict) else []
     if not names:
         raise SpecError(f"the spec of block '{block}' has no 'inputs:'", loc=spec.loc)
-    sizes = {n: ctx.globals[n] for n in _size_names(inputs) if n not in variables and n in ctx.globals}
+    raw_variables = spec.get("variables") or {}
+    given = {n: v for n, v in args.items() if n not in raw_variables}   # its inputs' sizes, set by the call
+    variables = evaluate_variables(raw_variables, var_locs, {}, {n: v for n, v in args.items() if n not in given})
+    sizes = {n: given[n] if n in given else ctx.globals[n] for n in _size_names(inputs)
+             if n not in variables and (n in given or n in ctx.globals)}
     inner = make_ctx(spec.get("blocks") or {}, {**variables, **sizes}, ctx)
     # its constraints hold for these arguments (those on its inputs' sizes are the caller's shapes' to keep)
     constraints = read_constraints(spec.get("constraints"), loc_of(spec, "constraints"), inner.globals)

@@ -15,6 +15,8 @@ where they are known (whole numbers: `floor(D)` of a whole D is D).
 'W'
 >>> residual("floor(D * rot)", {"rot": 1.0}, {"D": 64})
 'D'
+>>> residual("CH * rot / IMH", {"rot": 1.0}, {"CH": 24})   # a real number: / divides as Python's
+'CH * 1.0 / IMH'
 """
 from __future__ import annotations
 
@@ -113,8 +115,8 @@ class _Folder:
             return self._comprehension(node)
         if isinstance(node, ast.Call):
             args = [self.fold(a) for a in node.args]
-            if node.func.id in _WHOLE and len(args) == 1 and self._whole(args[0]):
-                return args[0]
+            if node.func.id in _WHOLE and len(args) == 1 and self._whole(_unreal(args[0])):
+                return _unreal(args[0])
             return self._rebuild(ast.Call(node.func, args, []))
         if isinstance(node, ast.BinOp):
             left, right = self.fold(node.left), self.fold(node.right)
@@ -185,12 +187,13 @@ def _ast(value: Any) -> ast.AST:
 
 
 def _identity(op: ast.operator, left: Any, right: Any) -> Any:
-    """`x * 1`, `1 * x`, `x / 1`, `x // 1`, `x + 0`, `0 + x`, `x - 0`: x."""
+    """`x * 1`, `1 * x`, `x / 1`, `x // 1`, `x + 0`, `0 + x`, `x - 0`: x.  Whole-number constants only:
+    `x * 1.0` makes a real number of x (`CH * 1.0 / IMH` divides as Python's `/`, not exactly)."""
     def one(v):
-        return isinstance(v, _Const) and not isinstance(v.value, bool) and v.value == 1
+        return isinstance(v, _Const) and type(v.value) is int and v.value == 1
 
     def zero(v):
-        return isinstance(v, _Const) and not isinstance(v.value, bool) and v.value == 0
+        return isinstance(v, _Const) and type(v.value) is int and v.value == 0
     if isinstance(left, _Const) and isinstance(right, _Const):
         return None
     if isinstance(op, ast.Mult):
@@ -202,6 +205,15 @@ def _identity(op: ast.operator, left: Any, right: Any) -> Any:
     if isinstance(op, ast.Sub):
         return left if zero(right) else None
     return None
+
+
+def _unreal(value: Any) -> Any:
+    """x of `x * 1.0` or `1.0 * x` (floor(D * 1.0) is D when D is whole); else the value."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        for one, other in ((value.right, value.left), (value.left, value.right)):
+            if isinstance(one, ast.Constant) and type(one.value) is float and one.value == 1.0:
+                return other
+    return value
 
 
 def _free(node: ast.AST) -> set[str]:
