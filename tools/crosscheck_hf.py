@@ -63,6 +63,7 @@ PREFIX.update({"qwen3_5_text": "Qwen3_5", "qwen3_5_moe_text": "Qwen3_5Moe"}); RO
 PREFIX.update({"ernie4_5": "Ernie4_5", "granitemoe": "GraniteMoe"})  # issue 29 (moefam)
 PREFIX.update({"mistral3": "Mistral3", "paligemma": "PaliGemma", "idefics3": "Idefics3", "smolvlm": "SmolVLM",
                "internvl": "InternVL"})  # issue 29 (vlm1): Pixtral's tower, a patch merger, a Mistral
+PREFIX.update({"llava_next": "LlavaNext", "llava_onevision": "LlavaOnevision"})  # issue 29 (llavanext): tiled images
 PREFIX.update({"siglip2": "Siglip2", "gemma3": "Gemma3"})  # issue 29 (vlm): NaFlex SigLIP, Gemma 3 with images
 ROTARY |= {"ernie4_5", "granitemoe"}
 PREFIX["glm4_moe"] = "Glm4Moe"; ROTARY.add("glm4_moe")  # issue 29 (moefam)
@@ -644,6 +645,31 @@ def mutate(rng, cfg):
                   "vision_use_head": rng.random() < 0.5}
         cfg.update(text_config=text, vision_config=vision, projection_dim=text["hidden_size"],
                    image_token_index=rng.randrange(vocab + 2), tie_word_embeddings=rng.random() < 0.5)
+    if mt in ("llava_next", "llava_onevision"):  # a random language model, a CLIP ('default') or SigLIP ('full')
+        # tower, pinpoints of whole tiles, feature layers, the bridge's switches
+        ta, va, vl = rng.randint(1, 6), rng.randint(1, 6), rng.randint(1, 4)
+        vocab = rng.randint(50, 300)
+        text = {"model_type": rng.choice(["llama", "mistral", "qwen2", "qwen3", "phi3", "granite", "gemma"]),
+                "vocab_size": vocab, "hidden_size": ta * rng.choice([2, 4, 8]), "num_hidden_layers": rng.randint(1, 3),
+                "num_attention_heads": ta, "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "intermediate_size": rng.randint(3, 40), "tie_word_embeddings": rng.random() < 0.3, "pad_token_id": 0}
+        tower = rng.choice(["clip_vision_model", "siglip_vision_model"])
+        patch = rng.choice([2, 4, 6])
+        size = patch * rng.randint(1, 4)
+        vision = {"model_type": tower, "hidden_size": va * rng.choice([2, 4, 6, 8]), "num_hidden_layers": vl,
+                  "num_attention_heads": va, "intermediate_size": rng.randint(3, 40), "image_size": size,
+                  "patch_size": patch, "num_channels": rng.choice([1, 3])}
+        if tower == "siglip_vision_model": vision["vision_use_head"] = rng.random() < 0.5
+        layers = [rng.choice([d for d in range(-(vl + 1), vl + 1) if d != 0]) for _ in range(rng.randint(1, 3))]
+        pinpoints = [[size * rng.randint(1, 3), size * rng.randint(1, 3)] for _ in range(rng.randint(1, 5))]
+        cfg.update(text_config=text, vision_config=vision, image_token_index=rng.randrange(vocab),
+                   vision_feature_layer=layers if len(layers) > 1 else layers[0], image_grid_pinpoints=pinpoints,
+                   vision_feature_select_strategy="default" if tower == "clip_vision_model" else "full",
+                   multimodal_projector_bias=rng.random() < 0.5, projector_hidden_act=rng.choice(["gelu", "relu"]),
+                   tie_word_embeddings=rng.random() < 0.2)
+        if mt == "llava_onevision":
+            cfg.update(vision_aspect_ratio=rng.choice(["anyres_max_1", "anyres_max_4", "anyres_max_9"]),
+                       video_token_index=rng.randrange(vocab))
     if mt == "internvl":  # a random Qwen2 or Llama and InternViT; a patch grid of whole 2 x 2 blocks
         ta, va = rng.randint(1, 6), rng.randint(1, 6)
         vocab = rng.randint(50, 300)
