@@ -4,10 +4,13 @@ feature layers (the hidden states after FLS layers, side by side; `index_select`
 caller's), and the key table's sub-configs (`configs:`, each read by its own model_type's table)."""
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
 
+import archgraph
 from archgraph import load
 from archgraph.load import load_text
 
@@ -199,3 +202,38 @@ def test_public_llava_checkpoints_count_what_transformers_builds(tmp_path, confi
     assert model.params().total == total
     assert sum(row.count for name, row in model.params().tensors()
                if name.startswith("model.vision_tower.") and row.tied_to is None) == vision
+
+
+TILED = {"model_type": "llava_next", "image_grid_pinpoints": [[8, 16], [16, 16]],
+         "text_config": {"model_type": "llama", "vocab_size": 120, "hidden_size": 32, "num_hidden_layers": 1,
+                         "num_attention_heads": 4, "intermediate_size": 37},
+         "vision_config": {"model_type": "clip_vision_model", "hidden_size": 24, "num_hidden_layers": 1,
+                           "num_attention_heads": 4, "intermediate_size": 29, "image_size": 8, "patch_size": 2}}
+
+
+@pytest.mark.parametrize("size, tiles, tokens", [
+    ((8, 8), 3, 16 + 4 * 5),       # [8, 16]: 1 x 2 tiles, the 4 x 8 map unpadded to 4 x 4, a newline per row
+    ((16, 16), 5, 16 + 8 * 9),     # [16, 16]: 2 x 2 tiles, nothing to unpad
+    ((6, 20), 3, 16 + 2 * 9),      # [8, 16]: a wide image keeps 2 of the map's 4 rows (int(6 * 8 / 20) = 2)
+])
+def test_a_tiled_image_takes_the_tiles_and_tokens_its_size_picks(tmp_path, size, tiles, tokens):
+    from archgraph.load import load_config
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(TILED))
+    model = load_config(path, {"IMH": size[0], "IMW": size[1]})
+    shapes = model.shapes(B=2, S=50)
+    assert shapes.shape_of("tiles") == [(2 * tiles, 3, 8, 8)]
+    assert shapes.shape_of("image_features") == [(2, tokens, 32)]
+    assert model.params().total == load_config(path).params().total   # the image's size adds no parameters
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"vision_feature_select_strategy": "full"}, "vision_feature_select_strategy 'default' drops CLIP's class token"),
+    ({"image_grid_pinpoints": [[8, 12]]}, "must be whole tiles of vision_config.image_size"),
+])
+def test_a_tiled_image_transformers_cannot_lay_out_is_refused_by_name(tmp_path, change, says):
+    from archgraph.load import load_config
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**TILED, **change}))
+    with pytest.raises(archgraph.ArchgraphError, match=re.escape(says)):
+        load_config(path)

@@ -8,6 +8,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -1026,6 +1027,40 @@ CASES["smolvlm-cond-gen-tied"] = {**IDEFICS3, "model_type": "smolvlm", "architec
                                   "tie_word_embeddings": True,
                                   "text_config": {**IDEFICS3["text_config"], "attention_bias": True}}
 
+# LLaVA-NeXT (issue 29): tiled images: 8-pixel tiles of 4 x 4 patches, a base tile and the grid the
+# image's size picks of image_grid_pinpoints (_tiled_image: 10 x 22 pixels, 3 tiles wide, its columns
+# unpadded; tall pinpoints first, 30 x 12, 3 tiles high, its rows unpadded), a newline per row
+LLAVA_NEXT = {"model_type": "llava_next", "image_token_index": 100,
+              "image_grid_pinpoints": [[8, 16], [16, 8], [16, 16], [24, 8], [8, 24]],
+              "text_config": {"model_type": "llama", "vocab_size": 120, "hidden_size": 32, "num_hidden_layers": 2,
+                              "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 37},
+              "vision_config": {"model_type": "clip_vision_model", "hidden_size": 24, "num_hidden_layers": 3,
+                                "num_attention_heads": 4, "intermediate_size": 29, "image_size": 8, "patch_size": 2}}
+CASES["llava_next-cond-gen"] = {**LLAVA_NEXT, "architectures": ["LlavaNextForConditionalGeneration"]}
+CASES["llava_next-base-tall-siglip-layers"] = {
+    **LLAVA_NEXT, "architectures": ["LlavaNextModel"], "image_grid_pinpoints": [[16, 8], [8, 16], [16, 16], [24, 8]],
+    "vision_feature_select_strategy": "full", "vision_feature_layer": [-1, 1], "multimodal_projector_bias": False,
+    "projector_hidden_act": "relu", "text_config": {**LLAVA_NEXT["text_config"], "model_type": "qwen2"},
+    "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 24, "num_hidden_layers": 2,
+                      "num_attention_heads": 4, "intermediate_size": 29, "image_size": 8, "patch_size": 2}}
+CASES["llava_next-mistral-tied"] = {**CASES["llava_next-cond-gen"], "tie_word_embeddings": True,
+                                    "text_config": {**LLAVA_NEXT["text_config"], "model_type": "mistral"}}
+# LLaVA-OneVision (issue 29): a 10 x 22 image takes 3 x 3 tiles, its map unpadded to 6 x 12 patches;
+# anyres_max_9 keeps it, anyres_max_1 resizes it (bilinear) to 2 x 5
+LLAVA_ONEVISION = {"model_type": "llava_onevision", "image_token_index": 100, "video_token_index": 101,
+                   "image_grid_pinpoints": [[8, 8], [8, 16], [16, 8], [16, 16], [8, 24], [24, 8], [24, 24]],
+                   "text_config": {**LLAVA_NEXT["text_config"], "model_type": "qwen2"},
+                   "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 24, "num_hidden_layers": 2,
+                                     "num_attention_heads": 4, "intermediate_size": 29, "image_size": 8,
+                                     "patch_size": 2}}
+CASES["llava_onevision-cond-gen"] = {**LLAVA_ONEVISION, "architectures": ["LlavaOnevisionForConditionalGeneration"]}
+CASES["llava_onevision-base-resized-clip"] = {
+    **LLAVA_ONEVISION, "architectures": ["LlavaOnevisionModel"], "vision_aspect_ratio": "anyres_max_1",
+    "vision_feature_select_strategy": "default", "vision_feature_layer": -2,
+    "text_config": {**LLAVA_NEXT["text_config"]}, "vision_config": LLAVA_NEXT["vision_config"]}
+CASES["llava_onevision-resized-tied"] = {**CASES["llava_onevision-cond-gen"], "vision_aspect_ratio": "anyres_max_1",
+                                         "text_config": {**LLAVA_ONEVISION["text_config"], "tie_word_embeddings": True}}
+
 # InternVL: InternViT (4 x 4 patches and a class token, layer scale), each 2 x 2 block shuffled into one
 # token, LayerNorm and two linears, a Qwen2; one tile per sequence
 INTERNVL = {"model_type": "internvl", "image_token_id": 100,
@@ -1382,6 +1417,47 @@ def _gemma4_inputs(config: dict, batch: int, length: int) -> dict:
     return {**out, "input_ids": ids, "mm_token_type_ids": types}
 
 
+TILED = {"llava_next", "llava_onevision"}   # one image per sequence, cut into a base tile and a grid of tiles
+
+
+def _tiled_image(config: dict) -> tuple[int, int] | None:
+    """A LLaVA-NeXT or OneVision image's size for the tests, none of the pinpoints, shaped as the first
+    pinpoint: wide (10 x 22 pixels for 8-pixel tiles) or tall (30 x 12)."""
+    if config["model_type"] not in TILED:
+        return None
+    cfg = transformers.AutoConfig.for_model(**config)
+    side, (height, width) = cfg.vision_config.image_size, cfg.image_grid_pinpoints[0]
+    return (5 * side // 4, 11 * side // 4) if width >= height else (15 * side // 4, 3 * side // 2)
+
+
+def _tiled_counts(config: dict, size: tuple[int, int]) -> tuple[int, int]:
+    """An image's tiles and image tokens, by transformers' own image_size_to_num_patches and
+    pack_image_features (on zeros)."""
+    mt = config["model_type"]
+    module = importlib.import_module(f"transformers.models.{mt}.modeling_{mt}")
+    cfg = transformers.AutoConfig.for_model(**config)
+    tiles = module.image_size_to_num_patches(list(size), cfg.image_grid_pinpoints, cfg.vision_config.image_size)
+    side = cfg.vision_config.image_size // cfg.vision_config.patch_size
+    features, sizes, owner = [torch.zeros(tiles, side * side, 1)], torch.tensor([size]), SimpleNamespace(config=cfg)
+    if mt == "llava_next":
+        packed, _ = module.LlavaNextModel.pack_image_features(owner, features, sizes, "default", torch.zeros(1))
+    else:
+        packed, _ = module.LlavaOnevisionModel.pack_image_features(owner, features, sizes, torch.zeros(1),
+                                                                   cfg.vision_aspect_ratio)
+    return tiles, packed[0].shape[0]
+
+
+def _tiled_inputs(config: dict, batch: int, length: int, size: tuple[int, int]) -> dict:
+    """input_ids with one image's tokens after two text tokens, and its tiles (pixel_values [B, tiles, C, S, S])."""
+    tiles, count = _tiled_counts(config, size)
+    vision, token = config["vision_config"], config["image_token_index"]
+    ids = torch.randint(3, config["text_config"]["vocab_size"], (batch, length + count))
+    ids[(ids == token) | (ids == config.get("video_token_index", -1))] = token - 2
+    ids[:, 2:2 + count] = token
+    side = vision["image_size"]
+    return {"input_ids": ids, "pixel_values": torch.randn(batch, tiles, vision.get("num_channels", 3), side, side)}
+
+
 def _settings(config: dict) -> dict:
     """The template variables a test sets: Qwen2-VL's image size (pixels) to a small grid, Mistral 3's
     to a small image, Gemma 4's patches per image."""
@@ -1389,6 +1465,8 @@ def _settings(config: dict) -> dict:
         return {"v_NP" if config["model_type"] == "gemma4" else "NP": _gemma4_patches(config)}
     if _image_pixels(config) is not None:
         return dict(zip(("v_IH", "v_IW"), _image_pixels(config)))
+    if _tiled_image(config) is not None:   # LLaVA-NeXT's image size picks its tiles
+        return dict(zip(("IMH", "IMW"), _tiled_image(config)))
     grid = _image_grid(config)
     if grid is None:
         return {}
@@ -1401,6 +1479,8 @@ def _hf_only(config: dict, inputs: dict) -> dict:
     Mistral 3's image sizes."""
     if _image_pixels(config) is not None:
         return {"image_sizes": torch.tensor([_image_pixels(config)] * inputs["input_ids"].shape[0])}
+    if _tiled_image(config) is not None:
+        return {"image_sizes": torch.tensor([_tiled_image(config)] * inputs["input_ids"].shape[0])}
     grid = _image_grid(config)
     if grid is None:
         return {}
@@ -1440,6 +1520,8 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
                 out[name] = ids
                 if config["model_type"] == "gemma3":   # its image tokens typed 1: they attend both ways
                     out["token_type_ids"] = (ids == token).long()
+            if name == "input_ids" and _tiled_image(config) is not None:  # LLaVA-NeXT: one image's tiles
+                out.update(_tiled_inputs(config, batch, length, _tiled_image(config)))
             if name == "input_ids" and config["model_type"] == "internvl":  # one tile's shuffled patches
                 cfg = transformers.AutoConfig.for_model(**config)
                 side = cfg.vision_config.image_size[0] // cfg.vision_config.patch_size[0]
@@ -1489,6 +1571,8 @@ def _inputs(module, config: dict, length: int | None = None) -> dict:
             if name == "input_ids" and "SequenceClassification" in arch and \
                     config["model_type"] in EOS_POOLED:
                 out[name][:, -1] = config.get("eos_token_id", EOS_POOLED[config["model_type"]])
+        elif name == "pixel_values" and _tiled_image(config) is not None:
+            continue   # with input_ids (_tiled_inputs)
         elif name == "pixel_values" and config["model_type"].startswith("siglip2"):  # NaFlex: patches, flattened
             patches, size = vision.get("num_patches", 256), vision.get("patch_size", 16)
             out[name] = torch.randn(batch, patches, vision.get("num_channels", 3) * size * size)
@@ -1565,6 +1649,22 @@ def test_template_computes_what_transformers_computes(tmp_path, name):
     module.load_state_dict(reference.state_dict(), strict=True)
     inputs = _inputs(module, config, LENGTHS.get(name))
     _assert_same_outputs(reference, module, inputs, _hf_only(config, inputs))
+
+
+@pytest.mark.parametrize("name", ["llava_next-cond-gen", "llava_onevision-base-resized-clip"])
+@pytest.mark.parametrize("size", [(8, 8), (16, 16), (9, 40), (41, 7)])
+def test_a_tiled_image_of_any_size_computes_what_transformers_computes(tmp_path, name, size):
+    """The grid of tiles the image's size picks (one tile's size, a 2 x 2 grid, 1 x 3 and 3 x 1 with
+    unpadding), and OneVision's resize of the map, follow the image size (IMH, IMW) as transformers'
+    image_sizes."""
+    config = CASES[name]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config)
+    module = to_module(load_config(path, {"IMH": size[0], "IMW": size[1]})).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    inputs = _tiled_inputs(config, 2, 5, size)
+    _assert_same_outputs(reference, module, inputs, {"image_sizes": torch.tensor([size] * 2)})
 
 
 @pytest.mark.parametrize("name", ["llama-causal", "gpt2-lm", "mixtral-causal", "qwen3_moe-causal", "gpt_oss-causal",
@@ -1751,6 +1851,11 @@ CANNOT_RUN.update({"paligemma-3b-pt-224": "27 + 18 random layers: transformers' 
                    "paligemma-defaults": "narrowing gives the absent vision_config SiglipVisionConfig's 12 heads "
                                          "for a 256-wide tower"})
 
+# LLaVA-NeXT's 34B (Yi): 60 layers and a 64,064-token vocabulary narrowed to 896 wide, two float32 copies
+# and four 336-pixel tiles take 7.7 GB and minutes of the shared machine; its counts, names and buffers are
+# checked, and the 7B, 8B and 13B fixtures run narrowed (the tiles and the unpadding the same)
+CANNOT_RUN["llava_next-llava-v1.6-34b-hf"] = "60 random layers narrowed still take 7.7 GB and minutes to run"
+
 # Gemma 4's per-layer embeddings are a [vocab_size_per_layer_input, layers x 256] table that narrowing the width
 # leaves whole (2.3 to 2.8 billion parameters): their counts, names and buffers are checked, and the odd
 # gemma4_text fixtures and CASES run
@@ -1893,6 +1998,8 @@ PADDED += ["paligemma-cond-gen", "paligemma-base-head-token-beyond-vocab",
            "paligemma-gemma2-capped-window-untied"]   # issue 29 (vlm1): with token_type_ids
 PADDED += ["idefics3-cond-gen", "idefics3-base-scale4-gelu", "smolvlm-cond-gen-tied"]   # issue 29 (vlm1)
 PADDED += ["internvl-cond-gen", "internvl-base-llama-qk-norm-rms"]   # issue 29 (vlm1)
+PADDED += ["llava_next-cond-gen", "llava_next-base-tall-siglip-layers", "llava_onevision-cond-gen",
+           "llava_onevision-base-resized-clip"]   # issue 29 (llavanext)
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
 PADDED += ["llama4_text-causal", "llama4_text-base-top2-bias-layer-types"]   # Llama 4 (issue 29)
 PADDED += ["llama4-cond-gen"]   # Llama 4 with an image (issue 29)
