@@ -1667,6 +1667,30 @@ def test_a_tiled_image_of_any_size_computes_what_transformers_computes(tmp_path,
     _assert_same_outputs(reference, module, inputs, {"image_sizes": torch.tensor([size] * 2)})
 
 
+@pytest.mark.parametrize("name", ["llava_onevision-cond-gen", "llava_onevision-base-resized-clip"])
+@pytest.mark.parametrize("frames", [1, 3])
+def test_onevision_video_computes_what_transformers_computes(tmp_path, name, frames):
+    """A video of FR frames beside the tiled image (pixel_values_videos [B, FR, C, S, S]): its frames through
+    the tower and the projector with the tiles, each frame's 4 x 4 map pooled (bilinear) to 2 x 2, one
+    image_newline after them all, written at the video tokens, as transformers' get_video_features."""
+    config = CASES[name]
+    size, vision = _tiled_image(config), config["vision_config"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    reference = _hf_model(config)
+    module = to_module(load_config(path, {"IMH": size[0], "IMW": size[1], "FR": frames})).eval()
+    module.load_state_dict(reference.state_dict(), strict=True)
+    assert "pixel_values_videos" in module.required_inputs
+    inputs = _tiled_inputs(config, 2, 5, size)
+    pooled = -(-vision["image_size"] // vision["patch_size"] // 2)
+    video = torch.full((2, frames * pooled ** 2 + 1), config["video_token_index"])
+    ids = inputs["input_ids"]
+    inputs["input_ids"] = torch.cat([ids[:, :-2], video, ids[:, -2:]], dim=1)
+    side = vision["image_size"]
+    inputs["pixel_values_videos"] = torch.randn(2, frames, vision.get("num_channels", 3), side, side)
+    _assert_same_outputs(reference, module, inputs, {"image_sizes": torch.tensor([size] * 2)})
+
+
 @pytest.mark.parametrize("name", ["llama-causal", "gpt2-lm", "mixtral-causal", "qwen3_moe-causal", "gpt_oss-causal",
                                   "deepseek_v3-causal"])
 def test_backward_gives_transformers_gradients(tmp_path, name):
@@ -1855,6 +1879,8 @@ CANNOT_RUN.update({"paligemma-3b-pt-224": "27 + 18 random layers: transformers' 
 # and four 336-pixel tiles take 7.7 GB and minutes of the shared machine; its counts, names and buffers are
 # checked, and the 7B, 8B and 13B fixtures run narrowed (the tiles and the unpadding the same)
 CANNOT_RUN["llava_next-llava-v1.6-34b-hf"] = "60 random layers narrowed still take 7.7 GB and minutes to run"
+CANNOT_RUN["llava_next-granite-vision-3.2-2b"] = ("27 + 40 random layers over seven 384-pixel tiles (a 2 x 3 grid) narrowed still take "
+                                                  "8.5 GB and minutes to run")
 
 # Gemma 4's per-layer embeddings are a [vocab_size_per_layer_input, layers x 256] table that narrowing the width
 # leaves whole (2.3 to 2.8 billion parameters): their counts, names and buffers are checked, and the odd
