@@ -95,6 +95,7 @@ PREFIX["gemma4_text"] = "Gemma4Text"; ROTARY.add("gemma4_text")  # issue 29 (gem
 EXTRA_CLASSES["gemma4_text"] = ["Gemma4ForCausalLM"]
 PREFIX.update({"gemma4": "Gemma4", "gemma4_vision": "Gemma4Vision"})  # issue 29 (gemma4mm): with images; the tower
 PREFIX["gemma3n_text"] = "Gemma3nText"; ROTARY.add("gemma3n_text")  # issue 29 (gemma)
+PREFIX["gemma3n"] = "Gemma3n"  # issue 29 (gemma3n): MobileNet-V5 (recording needs timm), the audio tower, the decoder
 EXTRA_CLASSES["gemma3n_text"] = ["Gemma3nForCausalLM"]
 EXTRA_CLASSES.update({"swin": ["SwinForMaskedImageModeling"],  # vision heads other families do not build
                       "segformer": ["SegformerForSemanticSegmentation"]})
@@ -812,6 +813,20 @@ def mutate(rng, cfg):
         # MllamaForCausalLM (the text model alone, its cross-attention layers skipped) is refused by name
         arch = [rng.choice(["MllamaForConditionalGeneration", "MllamaModel"])]
         cfg = {"model_type": mt, "architectures": arch, "text_config": text, "vision_config": vision}
+    if mt == "gemma3n":  # gemma3n_text's and gemma3n_audio's mutations; timm's MobileNet-V5 as it is; the embedders
+        def sub(seed):
+            return {k: v for k, v in mutate(rng, seed).items() if k not in ("architectures", "num_labels")}
+        text = sub({"model_type": "gemma3n_text", "vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 4,
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 37})
+        audio = sub({"model_type": "gemma3n_audio", "hidden_size": 16, "conf_num_hidden_layers": 2})
+        vv, av = rng.randint(1, 20), rng.randint(1, 20)
+        voff = rng.randint(0, text["vocab_size"])
+        cfg = {"model_type": "gemma3n", "architectures": [rng.choice(["Gemma3nForConditionalGeneration", "Gemma3nModel"])],
+               "text_config": text, "audio_config": {**audio, "vocab_size": av, "vocab_offset": voff + vv},
+               "vision_config": {"model_type": "gemma3n_vision", "vocab_size": vv, "vocab_offset": voff,
+                                 "rms_norm_eps": rng.choice([1e-6, 1e-5]), "do_pooling": rng.random() < 0.5},
+               "image_token_id": voff, "audio_token_id": voff + vv, "audio_soft_tokens_per_image": rng.randint(1, 200),
+               "tie_word_embeddings": rng.random() < 0.5}
     if mt == "gemma3n_audio":  # the front end's convolutions, the attention's blocks and context, the reduction
         cfg.update(hidden_size=rng.choice([2, 4, 6]) * rng.choice([2, 4]), conf_num_hidden_layers=rng.randint(1, 3),
                    input_feat_size=rng.randint(6, 40), sscp_conv_channel_size=[rng.randint(1, 12), rng.randint(1, 9)],
