@@ -1877,10 +1877,20 @@ CANNOT_RUN.update({"paligemma-3b-pt-224": "27 + 18 random layers: transformers' 
 
 # LLaVA-NeXT's 34B (Yi): 60 layers and a 64,064-token vocabulary narrowed to 896 wide, two float32 copies
 # and four 336-pixel tiles take 7.7 GB and minutes of the shared machine; its counts, names and buffers are
-# checked, and the 7B, 8B and 13B fixtures run narrowed (the tiles and the unpadding the same)
+# checked
 CANNOT_RUN["llava_next-llava-v1.6-34b-hf"] = "60 random layers narrowed still take 7.7 GB and minutes to run"
 CANNOT_RUN["llava_next-granite-vision-3.2-2b"] = ("27 + 40 random layers over seven 384-pixel tiles (a 2 x 3 grid) narrowed still take "
                                                   "8.5 GB and minutes to run")
+# The other real sizes ran narrowed, but their towers read every tile of a real-size image (five 336-pixel
+# tiles for LLaVA-NeXT, up to ten 384-pixel ones for OneVision) through 24 to 27 layers: 95 to 310 s each,
+# 15 minutes together, for nothing the tiny cases above do not check (the tiles, the unpadding, the newline
+# and OneVision's resizing run there at several image sizes, through the same templates)
+CANNOT_RUN.update({name: "its tower over a real-size image's tiles takes minutes even narrowed; the tiny cases run "
+                         "the tiling, unpadding and resizing"
+                   for name in ("llava_next-llava-v1.6-mistral-7b-hf", "llava_next-llava-v1.6-vicuna-7b-hf",
+                                "llava_next-llava-v1.6-vicuna-13b-hf", "llava_next-llama3-llava-next-8b-hf",
+                                "llava_onevision-llava-onevision-qwen2-0.5b-ov-hf",
+                                "llava_onevision-llava-onevision-qwen2-7b-ov-hf")})
 
 # Gemma 4's per-layer embeddings are a [vocab_size_per_layer_input, layers x 256] table that narrowing the width
 # leaves whole (2.3 to 2.8 billion parameters): their counts, names and buffers are checked, and the odd
