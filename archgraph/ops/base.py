@@ -377,6 +377,14 @@ def expect_dim(actual: Dim, expected: Dim, what: str) -> None:
         raise ShapeError(f"{what} is {fmt(actual)}, expected {fmt(expected)}")
 
 
+def expect_padding_mask(mask: Shape | None, x: Shape, what: str = "padding mask") -> None:
+    """A padding mask [B, S] (0: padding) of a sequence x [B, S, ...] (token ids, hidden states), or none."""
+    if mask is not None:
+        expect_rank(mask, 2, f"{what} [B, S]")
+        expect_dim(mask[0], x[0], f"batch dimension of the {what}")
+        expect_dim(mask[1], x[1], f"length of the {what}")
+
+
 def axis(dim: int, rank: int, what: str = "dim") -> int:
     """Normalise a possibly negative axis."""
     if not -rank <= dim < rank:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..dims import prod
-from .base import Op, expect_dim, expect_rank, invalid, op
+from .base import Op, expect_dim, expect_padding_mask, expect_rank, invalid, op
 from .conv import _tuple, window_out
 
 
@@ -219,10 +219,7 @@ class PaddingMask(Op):
 
     def infer_shape(self, ids, mask=None):
         expect_rank(ids, 2, "token ids [B, S]")
-        if mask is not None:
-            expect_rank(mask, 2, "mask [B, S]")
-            expect_dim(mask[0], ids[0], "batch dimension of the mask")
-            expect_dim(mask[1], ids[1], "length of the mask")
+        expect_padding_mask(mask, ids, "mask")
         return ids
 
     def forward(self, run, ids, mask=None):

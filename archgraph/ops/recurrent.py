@@ -15,6 +15,7 @@ from .base import (
     Op,
     Tensor,
     expect_dim,
+    expect_padding_mask,
     expect_rank,
     invalid,
     op,
@@ -23,7 +24,7 @@ from .base import (
 )
 from .conv import causal_depthwise
 from .norm import rms_normalize
-from .ssm import expect_padding_mask, zero_padding
+from .ssm import zero_padding
 
 
 def _sequence(x, width: int, what: str):

@@ -9,7 +9,7 @@ from typing import Literal
 
 from ..dims import ceil_div, prod
 from ..errors import ShapeError
-from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
+from .base import Op, Tensor, check, expect_dim, expect_padding_mask, expect_rank, invalid, op, positive
 from .embedding import _fits, _seq_len
 
 
@@ -447,10 +447,7 @@ class MultimodalPositions(Op):
 
     def infer_shape(self, ids, mask=None):
         expect_rank(ids, 2, "input_ids")
-        if mask is not None:
-            expect_rank(mask, 2, "padding mask [B, S]")
-            expect_dim(mask[0], ids[0], "batch dimension of the padding mask")
-            expect_dim(mask[1], ids[1], "length of the padding mask")
+        expect_padding_mask(mask, ids)
         return (3, *ids)
 
     def forward(self, run, ids, mask=None):

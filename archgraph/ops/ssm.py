@@ -11,7 +11,7 @@ from typing import Literal
 from ..dims import prod
 from .activation import ActivationName as Activation
 from .activation import activate
-from .base import Cache, Op, Tensor, expect_dim, expect_rank, op, positive
+from .base import Cache, Op, Tensor, expect_dim, expect_padding_mask, expect_rank, op, positive
 from .conv import causal_depthwise
 
 
@@ -134,14 +134,6 @@ class MambaMixer(Op):
         from .norm import rms_normalize
         weight = run.tensor(f"{name}_layernorm.weight") if self.bcdt_norm == "weighted" else None
         return rms_normalize(run.torch, x, self.norm_eps, weight)
-
-
-def expect_padding_mask(mask, x) -> None:
-    """A padding mask [B, S] (0: padding) of a sequence x [B, S, ...], or none."""
-    if mask is not None:
-        expect_rank(mask, 2, "padding mask [B, S]")
-        expect_dim(mask[0], x[0], "batch dimension of the padding mask")
-        expect_dim(mask[1], x[1], "length of the padding mask")
 
 
 def zero_padding(x, mask):
