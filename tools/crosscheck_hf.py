@@ -114,6 +114,11 @@ BOOLS = ["tie_word_embeddings", "attention_bias", "mlp_bias", "bias", "parallel_
          "use_bias", "use_qkv_bias", "scale_attn_weights", "use_sliding_window"]
 
 
+def _divisor(rng: random.Random, n: int) -> int:
+    """A random divisor of n (key/value heads of n query heads, groups of n channels)."""
+    return rng.choice([d for d in range(1, n + 1) if n % d == 0])
+
+
 def _latent_moe(rng, cfg: dict) -> tuple[int, int]:
     """DeepSeek V2's and V3's latent attention sizes, shared experts and dense layers, set in `cfg`;
     (groups, routed experts: a multiple of the groups) for the router each draws after them."""
@@ -133,7 +138,7 @@ def _mamba2_sizes(rng, hidden: int, prefix: str) -> dict:
     heads = rng.choice([d for d in range(1, expand * hidden + 1) if expand * hidden % d == 0 and d <= 8])
     return {f"{prefix}expand": expand, f"{prefix}n_heads": heads,
             f"{prefix}d_head": rng.choice(["auto", expand * hidden // heads]),
-            f"{prefix}n_groups": rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+            f"{prefix}n_groups": _divisor(rng, heads),
             f"{prefix}d_state": rng.randint(1, 9), f"{prefix}d_conv": rng.randint(2, 5),
             f"{prefix}conv_bias": rng.random() < 0.5, f"{prefix}proj_bias": rng.random() < 0.5}
 
@@ -159,7 +164,7 @@ def mutate(rng, cfg):
     if "vocab_size" in cfg: cfg["vocab_size"] = rng.randint(50, 300)
     for kvk in ("num_key_value_heads", "num_kv_heads"):
         if kvk in cfg:
-            cfg[kvk] = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
+            cfg[kvk] = _divisor(rng, heads)
     if "head_dim" in cfg:  # Helium and StableLM read o_proj from hidden_size: heads x head_dim must equal it
         cfg["head_dim"] = hd if mt in ("helium", "stablelm") else rng.choice([hd, 2 * hd, 4])
     if "partial_rotary_factor" in cfg or mt in ("phi3", "glm", "glm4", "stablelm", "phi", "glm4_moe"):
@@ -228,7 +233,7 @@ def mutate(rng, cfg):
                                                         rng.randint(0, cfg["num_hidden_layers"]))),
                    mamba_chunk_size=4, **_mamba2_sizes(rng, cfg["hidden_size"], "mamba_"))
         cfg.update({k: rng.random() < 0.5 for k in ("attention_bias", "mlp_bias")})
-        cfg["num_key_value_heads"] = rng.choice([d for d in range(1, heads + 1) if heads % d == 0])
+        cfg["num_key_value_heads"] = _divisor(rng, heads)
     if mt == "llama4_text":  # layer kinds (NoPE, chunked, MoE) by interval or by list; experts; q/k norms
         n = cfg.get("num_hidden_layers", 2)
         experts = rng.randint(1, 6)
@@ -246,7 +251,7 @@ def mutate(rng, cfg):
                    position_embedding_type=rng.choice([None, "rope", "nope"]), num_local_experts=e,
                    num_experts_per_tok=rng.randint(1, max(1, e)), shared_intermediate_size=rng.randint(3, 20),
                    intermediate_size=rng.randint(3, 20), mamba_chunk_size=4,
-                   num_key_value_heads=rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+                   num_key_value_heads=_divisor(rng, heads),
                    attention_bias=rng.random() < 0.5, pad_token_id=rng.choice([None, 0]),  # Granite 4's 100256
                    **_mamba2_sizes(rng, cfg["hidden_size"], "mamba_"))              # is beyond the vocabulary
         cfg.update({k: rng.choice([0.5, 1.0, 3.0]) for k in ("embedding_multiplier", "residual_multiplier",
@@ -262,7 +267,7 @@ def mutate(rng, cfg):
         cfg.update(**sizes,
                    mamba_rms_norm=rng.random() < 0.5, mamba_norm_before_gate=rng.random() < 0.5,
                    projectors_bias=rng.random() < 0.5, mamba_chunk_size=4, pad_token_id=rng.choice([None, 0]),
-                   num_key_value_heads=rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+                   num_key_value_heads=_divisor(rng, heads),
                    ssm_multipliers=[rng.choice([0.5, 1.0, 2.0]) for _ in range(5)],
                    mlp_multipliers=[rng.choice([0.5, 1.0, 2.0]) for _ in range(2)])
         cfg.update({k: rng.choice([0.5, 1.0, 3.0]) for k in (
@@ -292,7 +297,7 @@ def mutate(rng, cfg):
                    mamba_d_state=sizes["d_state"], mamba_d_conv=sizes["d_conv"],
                    intermediate_size=rng.choice([None, rng.randint(3, 40)]))
         cfg["num_key_value_heads"] = heads if cfg["use_shared_attention_adapter"] else \
-            rng.choice([d for d in range(1, heads + 1) if heads % d == 0])   # adapters: only full heads run
+            _divisor(rng, heads)   # adapters: only full heads run
     if mt == "ernie4_5_moe":  # experts, top-k, shared experts, the layer schedule, biases
         experts = rng.randint(1, 6)
         layers = cfg["num_hidden_layers"]
@@ -302,7 +307,7 @@ def mutate(rng, cfg):
                    use_bias=rng.random() < 0.5, tie_word_embeddings=rng.random() < 0.5)
     if mt == "dbrx":  # key/value heads, the clamp, the experts' sizes and the weights' norm (in the sub-configs)
         experts = rng.randint(1, 6)
-        cfg["attn_config"] = {"kv_n_heads": rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+        cfg["attn_config"] = {"kv_n_heads": _divisor(rng, heads),
                               "clip_qkv": rng.choice([None, 8]), "rope_theta": 500000}
         cfg["ffn_config"] = {"ffn_hidden_size": rng.randint(3, 20), "moe_num_experts": experts,
                              "moe_top_k": rng.randint(1, experts),
@@ -379,14 +384,14 @@ def mutate(rng, cfg):
     if mt == "mamba2":  # hidden_size * expand must equal num_heads * head_dim
         expand = rng.choice([1, 2, 3])
         cfg.update(num_heads=heads, head_dim=expand * rng.choice([1, 2, 3]), expand=expand,
-                   n_groups=rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+                   n_groups=_divisor(rng, heads),
                    state_size=rng.randint(1, 12), conv_kernel=rng.randint(1, 5), use_conv_bias=rng.random() < 0.5)
         cfg["hidden_size"] = heads * cfg["head_dim"] // expand
     if mt == "recurrent_gemma":
         cfg.update(lru_width=rng.choice([None, heads * rng.choice([1, 2, 3])]), conv1d_width=rng.randint(1, 5),
                    attention_window_size=rng.randint(1, 9), logits_soft_cap=rng.choice([10.0, 30.0]),
                    block_types=[rng.choice(["recurrent", "attention"]) for _ in range(rng.randint(1, 3))],
-                   num_key_value_heads=rng.choice([d for d in range(1, heads + 1) if heads % d == 0]),
+                   num_key_value_heads=_divisor(rng, heads),
                    partial_rotary_factor=rng.choice([0.25, 0.5, 1.0]), num_hidden_layers=rng.randint(1, 4))
     if mt == "swin":  # stages of doubling widths; every stage's map at least a window wide (else transformers fails)
         n, window, patch = rng.randint(1, 4), rng.randint(1, 4), rng.randint(1, 4)
@@ -457,7 +462,7 @@ def mutate(rng, cfg):
                    conv_kernel=[rng.randint(1, 10) for _ in range(n)], conv_bias=rng.random() < 0.5,
                    feat_extract_norm=rng.choice(["group", "layer"]), do_stable_layer_norm=rng.random() < 0.5,
                    num_conv_pos_embeddings=rng.randint(1, 9),
-                   num_conv_pos_embedding_groups=rng.choice([d for d in range(1, heads * hd + 1) if heads * hd % d == 0]),
+                   num_conv_pos_embedding_groups=_divisor(rng, heads * hd),
                    classifier_proj_size=rng.randint(2, 20), mask_time_prob=rng.choice([0.0, 0.05]),
                    mask_feature_prob=rng.choice([0.0, 0.1]))
         cfg.pop("num_feat_extract_layers", None)
@@ -486,7 +491,7 @@ def mutate(rng, cfg):
             experts = rng.randint(1, 4)
             text = {"model_type": "llama4_text", "vocab_size": vocab, "hidden_size": ta * rng.choice([2, 4, 8]),
                     "num_hidden_layers": layers, "num_attention_heads": ta,
-                    "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                    "num_key_value_heads": _divisor(rng, ta),
                     "head_dim": rng.choice([2, 4, 8]), "intermediate_size": rng.randint(3, 40),
                     "intermediate_size_mlp": rng.randint(3, 40), "num_local_experts": experts,
                     "num_experts_per_tok": rng.randint(1, experts), "interleave_moe_layer_step": rng.randint(1, 3),
@@ -500,7 +505,7 @@ def mutate(rng, cfg):
         vocab = rng.randint(50, 300)
         text = {"model_type": "llama", "vocab_size": vocab, "hidden_size": ta * rng.choice([2, 4, 8]),
                 "num_hidden_layers": rng.randint(1, 3), "num_attention_heads": ta,
-                "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "num_key_value_heads": _divisor(rng, ta),
                 "intermediate_size": rng.randint(3, 40), "attention_bias": rng.random() < 0.5,
                 "mlp_bias": rng.random() < 0.5, "tie_word_embeddings": rng.random() < 0.3,
                 "hidden_act": rng.choice(["silu", "gelu", "relu"])}
@@ -584,7 +589,7 @@ def mutate(rng, cfg):
     if mt in ("gemma4", "gemma4_vision"):  # a random Gemma 4 tower and decoder (gemma4_text's mutation)
         va = rng.randint(1, 4)
         vision = {"model_type": "gemma4_vision", "hidden_size": rng.randint(2, 12) * 4, "num_hidden_layers": rng.randint(1, 3),
-                  "num_attention_heads": va, "num_key_value_heads": rng.choice([d for d in range(1, va + 1) if va % d == 0]),
+                  "num_attention_heads": va, "num_key_value_heads": _divisor(rng, va),
                   "head_dim": rng.choice([4, 8, 12]), "intermediate_size": rng.randint(3, 40),
                   "patch_size": rng.randint(1, 5), "pooling_kernel_size": rng.randint(2, 4),
                   "position_embedding_size": rng.randint(5, 60), "use_clipped_linears": rng.random() < 0.5,
@@ -611,7 +616,7 @@ def mutate(rng, cfg):
         vocab = rng.randint(50, 300)
         text = {"model_type": "gemma3_text", "vocab_size": vocab, "hidden_size": ta * rng.choice([2, 4, 8]),
                 "num_hidden_layers": rng.randint(1, 4), "num_attention_heads": ta,
-                "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "num_key_value_heads": _divisor(rng, ta),
                 "head_dim": rng.choice([2, 4, 8]), "intermediate_size": rng.randint(3, 40),
                 "attention_bias": rng.random() < 0.3, "sliding_window_pattern": rng.randint(1, 4)}
         patch = rng.randint(1, 5)
@@ -635,7 +640,7 @@ def mutate(rng, cfg):
         vocab = rng.randint(50, 300)
         text = {"model_type": rng.choice(["gemma", "gemma2"]), "vocab_size": vocab,
                 "hidden_size": ta * rng.choice([2, 4, 8]), "num_hidden_layers": rng.randint(1, 4),
-                "num_attention_heads": ta, "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "num_attention_heads": ta, "num_key_value_heads": _divisor(rng, ta),
                 "head_dim": rng.choice([2, 4, 8]), "intermediate_size": rng.randint(3, 40),
                 "attention_bias": rng.random() < 0.3, "tie_word_embeddings": rng.random() < 0.3}
         patch = rng.randint(1, 5)
@@ -652,7 +657,7 @@ def mutate(rng, cfg):
         vocab = rng.randint(50, 300)
         text = {"model_type": rng.choice(["llama", "mistral", "qwen2", "qwen3", "phi3", "granite", "gemma"]),
                 "vocab_size": vocab, "hidden_size": ta * rng.choice([2, 4, 8]), "num_hidden_layers": rng.randint(1, 3),
-                "num_attention_heads": ta, "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "num_attention_heads": ta, "num_key_value_heads": _divisor(rng, ta),
                 "intermediate_size": rng.randint(3, 40), "tie_word_embeddings": rng.random() < 0.3, "pad_token_id": 0}
         tower = rng.choice(["clip_vision_model", "siglip_vision_model"])
         patch = rng.choice([2, 4, 6])
@@ -676,7 +681,7 @@ def mutate(rng, cfg):
         vocab = rng.randint(50, 300)
         text = {"model_type": rng.choice(["qwen2", "llama"]), "vocab_size": vocab,
                 "hidden_size": ta * rng.choice([2, 4, 8]), "num_hidden_layers": rng.randint(1, 3),
-                "num_attention_heads": ta, "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "num_attention_heads": ta, "num_key_value_heads": _divisor(rng, ta),
                 "intermediate_size": rng.randint(3, 40), "tie_word_embeddings": rng.random() < 0.3}
         patch = rng.randint(1, 5)
         vision = {"hidden_size": va * rng.choice([2, 4, 6]), "num_hidden_layers": rng.randint(1, 3),
@@ -692,7 +697,7 @@ def mutate(rng, cfg):
         vocab = rng.randint(50, 300)
         text = {"model_type": "llama", "vocab_size": vocab, "hidden_size": ta * rng.choice([2, 4, 8]),
                 "num_hidden_layers": rng.randint(1, 3), "num_attention_heads": ta,
-                "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "num_key_value_heads": _divisor(rng, ta),
                 "intermediate_size": rng.randint(3, 40), "attention_bias": rng.random() < 0.3,
                 "tie_word_embeddings": rng.random() < 0.3}
         patch = rng.randint(1, 5)
@@ -707,7 +712,7 @@ def mutate(rng, cfg):
         vocab = rng.randint(50, 300)
         text = {"model_type": rng.choice(["mistral", "llama", "qwen2", "qwen3"]), "vocab_size": vocab,
                 "hidden_size": ta * rng.choice([2, 4, 8]), "num_hidden_layers": rng.randint(1, 3),
-                "num_attention_heads": ta, "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "num_attention_heads": ta, "num_key_value_heads": _divisor(rng, ta),
                 "intermediate_size": rng.randint(3, 40), "tie_word_embeddings": rng.random() < 0.3,
                 "hidden_act": rng.choice(["silu", "gelu"]), "head_dim": rng.choice([2, 4, 6])}
         vision = {"model_type": "pixtral", "hidden_size": va * rng.choice([4, 8]), "num_hidden_layers": vl,
@@ -724,7 +729,7 @@ def mutate(rng, cfg):
         half = hidden // ta // 2
         first = rng.randint(0, half)
         text = {"vocab_size": rng.randint(50, 300), "hidden_size": hidden, "num_hidden_layers": rng.randint(1, 3),
-                "num_attention_heads": ta, "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "num_attention_heads": ta, "num_key_value_heads": _divisor(rng, ta),
                 "intermediate_size": rng.randint(3, 40), "tie_word_embeddings": rng.random() < 0.3,
                 "rope_parameters": {"rope_type": "default", "mrope_section": [first, rng.randint(0, half - first),
                                                                               0]}}
@@ -746,7 +751,7 @@ def mutate(rng, cfg):
         depth = rng.randint(1, 4)
         text = {"vocab_size": rng.randint(50, 300), "hidden_size": ta * rng.choice([4, 8]),
                 "num_hidden_layers": rng.randint(1, 4), "num_attention_heads": ta, "head_dim": hd,
-                "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "num_key_value_heads": _divisor(rng, ta),
                 "intermediate_size": rng.randint(3, 40), "attention_bias": rng.random() < 0.3,
                 "rope_parameters": {"rope_type": "default", "mrope_interleaved": True,
                                     "mrope_section": [first, rng.randint(0, hd // 2 - first), 0]}}
@@ -770,7 +775,7 @@ def mutate(rng, cfg):
         key_heads = rng.randint(1, 3)
         text = {"vocab_size": rng.randint(50, 300), "hidden_size": ta * rng.choice([4, 8]),
                 "num_hidden_layers": rng.randint(1, 4), "num_attention_heads": ta, "head_dim": rng.choice([4, 8, 12]),
-                "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "num_key_value_heads": _divisor(rng, ta),
                 "intermediate_size": rng.randint(3, 40), "attention_bias": rng.random() < 0.3,
                 "linear_num_key_heads": key_heads, "linear_num_value_heads": key_heads * rng.randint(1, 3),
                 "linear_key_head_dim": rng.randint(2, 9), "linear_value_head_dim": rng.randint(2, 9),
@@ -802,7 +807,7 @@ def mutate(rng, cfg):
         side = rng.randint(1, 5)
         ratios = [[1, 1], [1, 2], [2, 1], [2, 2], [1, 3], [3, 1]][:rng.randint(1, 6)]
         text = {"vocab_size": rng.randint(50, 300), "hidden_size": hidden, "num_hidden_layers": layers,
-                "num_attention_heads": ta, "num_key_value_heads": rng.choice([d for d in range(1, ta + 1) if ta % d == 0]),
+                "num_attention_heads": ta, "num_key_value_heads": _divisor(rng, ta),
                 "intermediate_size": rng.randint(3, 40), "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2,
                 "cross_attention_layers": sorted(rng.sample(range(layers), rng.randint(0, layers)))}
         vision = {"hidden_size": vh, "num_hidden_layers": vl, "num_global_layers": rng.randint(0, 3),
