@@ -134,6 +134,13 @@ nodes:
 """
 
 
+def _heads(q, k, v):
+    """[2, 5, 16] queries and [2, 5, 8] keys and values as ATTN_SPEC's and CLIP_SPEC's 4 heads of 4,
+    each key/value head repeated for its 2 query heads: [2, 4, 5, 4] each."""
+    q, k, v = q.view(2, 5, 4, 4).transpose(1, 2), k.view(2, 5, 2, 4).transpose(1, 2), v.view(2, 5, 2, 4).transpose(1, 2)
+    return q, k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+
+
 @pytest.mark.parametrize("window", ["null", "2"])
 def test_sinks_take_a_share_of_each_softmax_and_read_no_value(tmp_path, window):
     torch = pytest.importorskip("torch")
@@ -143,8 +150,7 @@ def test_sinks_take_a_share_of_each_softmax_and_read_no_value(tmp_path, window):
     with torch.no_grad():
         got = module(x=x)["attn"]
     q, k, v = (x @ w[f"attn.{n}_proj.weight"].T for n in "qkv")
-    q, k, v = q.view(2, 5, 4, 4).transpose(1, 2), k.view(2, 5, 2, 4).transpose(1, 2), v.view(2, 5, 2, 4).transpose(1, 2)
-    k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+    q, k, v = _heads(q, k, v)
     scores = (q @ k.transpose(-1, -2)) / 2.0
     i, j = torch.arange(5)[:, None], torch.arange(5)[None, :]
     hidden = (j > i) | ((i - j >= int(window)) if window != "null" else False)
@@ -289,8 +295,7 @@ def test_clip_qkv_clamps_the_projections_before_the_heads_are_split(tmp_path, qk
         q, k, v = (x @ w["attn.qkv_proj.weight"].T).clamp(-0.4, 0.4).split([16, 8, 8], dim=-1)
     else:
         q, k, v = ((x @ w[f"attn.{n}_proj.weight"].T).clamp(-0.4, 0.4) for n in "qkv")
-    q, k, v = q.view(2, 5, 4, 4).transpose(1, 2), k.view(2, 5, 2, 4).transpose(1, 2), v.view(2, 5, 2, 4).transpose(1, 2)
-    k, v = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+    q, k, v = _heads(q, k, v)
     scores = ((q @ k.transpose(-1, -2)) / 2.0).masked_fill(torch.ones(5, 5).triu(1).bool(), float("-inf"))
     out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(2, 5, 16) @ w["attn.o_proj.weight"].T
     assert (got - out).abs().max().item() < 1e-5
