@@ -93,6 +93,17 @@ def _fold(path: str, width: int) -> str:
     return "\n".join(("  " if not k else "    ") + text for k, text in enumerate(lines))
 
 
+def does_text(stack) -> str:
+    """What a stack's layers do, as one cell: the features, the parameters a token touches when fewer,
+    and whether its layers share one set of weights."""
+    does = ", ".join(stack.does) or "—"
+    if stack.active_per_layer != stack.per_layer:
+        does += f"; {stack.active_per_layer:,} active"
+    if stack.calls and stack.calls[0].shared:
+        does += "; one set of weights"
+    return does
+
+
 def stacks_table(rows: list[ModelSummary], width: int = 80) -> Table:
     """One row per stack, under its model's name and kind; a path wider than its share of
     `width` folds after a dot, what the layers do wraps between words."""
@@ -109,12 +120,7 @@ def stacks_table(rows: list[ModelSummary], width: int = 80) -> Table:
     for r in rows:
         table.add_row(Text(_shorten(r.name, first), style="bold"), "", "", Text(r.kind, style="bold"))
         for s in r.stacks:
-            does = ", ".join(s.does) or "—"
-            if s.active_per_layer != s.per_layer:
-                does += f"; {s.active_per_layer:,} active"
-            if s.calls and s.calls[0].shared:
-                does += "; one set of weights"
-            table.add_row(_fold(s.path, first - 2), f"{s.layers:,}", f"{s.per_layer:,}", does)
+            table.add_row(_fold(s.path, first - 2), f"{s.layers:,}", f"{s.per_layer:,}", does_text(s))
         if not r.stacks:
             table.add_row("  (no repeated layers)", "", "", "")
     return table

@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from ..passes.compare import ModelSummary
-from .compare import NOTES, figure_rows, sizes_text
+from .compare import NOTES, does_text, figure_rows, sizes_text
 from .flops import flops_text
 from .palette import category_color, human
 
@@ -37,15 +37,10 @@ def stacks_table(rows: list[ModelSummary]) -> str:
         body.append(f"<tr class=\"model-row\"><th colspan=\"5\" scope=\"rowgroup\">{escape(r.name)}</th>"
                     f"<td>{escape(r.kind)}</td></tr>")
         for s, flops in zip(r.stacks, r.stack_flops):
-            does = ", ".join(s.does) or "—"
-            if s.active_per_layer != s.per_layer:
-                does += f"; {s.active_per_layer:,} active"
-            if s.calls and s.calls[0].shared:
-                does += "; one set of weights"
             body.append(f"<tr class=\"stack\" data-model=\"{escape(r.name)}\" data-stack=\"{escape(s.path)}\">"
                         f"<td class=\"path\">{escape(s.path)}</td><td class=\"number\">{s.layers:,}</td>"
                         f"<td class=\"number\">{s.per_layer:,}</td><td class=\"number\">{s.params:,}</td>"
-                        f"<td class=\"number\">{escape(flops_text(flops))}</td><td>{escape(does)}</td></tr>")
+                        f"<td class=\"number\">{escape(flops_text(flops))}</td><td>{escape(does_text(s))}</td></tr>")
         if not r.stacks:
             body.append("<tr class=\"stack\"><td colspan=\"6\">(no repeated layers)</td></tr>")
     return f"<table class=\"stacks\"><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>\n"
