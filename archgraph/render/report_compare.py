@@ -7,6 +7,7 @@ computed again.  Tables wrap their text and never get wider than the page.
 """
 from __future__ import annotations
 
+import re
 from html import escape
 
 from ..passes.compare import ModelSummary
@@ -28,6 +29,12 @@ def comparison_html(rows: list[ModelSummary], layers: list[list[dict]]) -> str:
             f"<h3>Side by side</h3>\n{side_by_side(rows)}</section>\n")
 
 
+def _breakable(path: str) -> str:
+    """`path` as HTML that wraps only after a dot between two names (`model.<wbr>layers.<wbr>0,1,2,…,22`),
+    never inside the indices (`5,11..29`)."""
+    return re.sub(r"(?<!\.)\.(?!\.)", ".<wbr>", escape(path))
+
+
 def stacks_table(rows: list[ModelSummary]) -> str:
     """A row per stack under its model's name and kind (a model without stacks says so)."""
     head = ("<tr><th>Model / stack</th><th class=\"number\">Layers</th><th class=\"number\">Params per layer</th>"
@@ -38,7 +45,7 @@ def stacks_table(rows: list[ModelSummary]) -> str:
                     f"<td>{escape(r.kind)}</td></tr>")
         for s, flops in zip(r.stacks, r.stack_flops):
             body.append(f"<tr class=\"stack\" data-model=\"{escape(r.name)}\" data-stack=\"{escape(s.path)}\">"
-                        f"<td class=\"path\">{escape(s.path)}</td><td class=\"number\">{s.layers:,}</td>"
+                        f"<td class=\"path\">{_breakable(s.path)}</td><td class=\"number\">{s.layers:,}</td>"
                         f"<td class=\"number\">{s.per_layer:,}</td><td class=\"number\">{s.params:,}</td>"
                         f"<td class=\"number\">{escape(flops_text(flops))}</td><td>{escape(does_text(s))}</td></tr>")
         if not r.stacks:
