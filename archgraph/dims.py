@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping, Union
 
 from .errors import InconclusiveDimError, ShapeError
+from .limits import MAX_POLY_TERMS
 
 Dim = Any  # int | Poly
 Shape = tuple  # tuple[Dim, ...]
@@ -152,9 +153,14 @@ class Poly:
     def __mul__(self, other: Any) -> Dim:
         if not isinstance(other, _NUMBERS) or isinstance(other, bool):
             return NotImplemented
+        theirs = _terms(other)
+        if len(self.terms) * len(theirs) > MAX_POLY_TERMS:
+            raise ShapeError(f"the product of symbolic sizes of {len(self.terms):,} and {len(theirs):,} terms "
+                             f"is too large to expand (at most {MAX_POLY_TERMS:,} terms)",
+                             hint="give the sizes values with --set")
         out: dict = {}
         for m1, c1 in self.terms.items():
-            for m2, c2 in _terms(other).items():
+            for m2, c2 in theirs.items():
                 mono = _mono_mul(m1, m2)
                 out[mono] = out.get(mono, 0) + c1 * c2
         return _make(out)

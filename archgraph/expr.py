@@ -5,7 +5,9 @@ types; nothing is ever passed to `eval`.  `/` is exact division: it fails when
 the division leaves a remainder (use `//` to floor).  Lists may be written
 (`[16, 24, 32]`), made by `range` and by comprehensions over lists
 (`[round(w * dm) for w in widths]`, nested `for`s and `if`s as in Python), at
-most MAX_ITEMS items or steps each.  Values may be ints,
+most MAX_ITEMS items or steps each, and at most MAX_EXPR_ITEMS in all in one evaluation
+(every item a list literal, `range`, `*` or `+` makes and every comprehension step counts, so
+nested comprehensions stay bounded too).  Values may be ints,
 floats, bools, words, symbolic sizes (`dims.Poly`: `B`, `S * 2`) or SymInts
 (`numbers`: ints that carry a formula); a choice that depends on a SymInt (a
 comparison, `x if c else y`) records its names as decided.  `min` and `max` stay
@@ -27,18 +29,63 @@ from __future__ import annotations
 
 import ast
 import collections
+import contextlib
+import contextvars
 import math
 import operator
 import unicodedata
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from . import dims
-from .errors import ExprError, ShapeError, did_you_mean
-from .limits import MAX_EXPR_CHARS, MAX_EXPR_DEPTH, MAX_ITEMS, MAX_MAGNITUDE, MAX_POW
+from .errors import ExprError, InconclusiveDimError, ShapeError, did_you_mean
+from .limits import MAX_EXPR_CHARS, MAX_EXPR_DEPTH, MAX_EXPR_ITEMS, MAX_ITEMS, MAX_MAGNITUDE, MAX_POW
 from .numbers import SymInt, decided, expr_of, plain, quotient
 
 MAX_LEN, MAX_DEPTH = MAX_EXPR_CHARS, MAX_EXPR_DEPTH  # the names this module's messages use
+
+
+class _Budget:
+    """What the evaluations of one spec (or one evaluation alone) may still make, and what the
+    evaluation under way has made."""
+
+    __slots__ = ("left", "here")
+
+    def __init__(self) -> None:
+        self.left, self.here = MAX_EXPR_ITEMS, 0
+
+
+_budget: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("expr_budget", default=None)
+
+
+@contextlib.contextmanager
+def budget() -> Iterator[None]:
+    """Every evaluation inside shares one MAX_EXPR_ITEMS (a spec's build: an expression evaluated at
+    each of 100,000 repetitions cannot make 100,000 items each); inside another, the outer one."""
+    if _budget.get() is not None:
+        yield
+        return
+    token = _budget.set(_Budget())
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
+def _spend(items: int) -> None:
+    """Count `items` made (or comprehension steps taken) against the budget, before they are made."""
+    spent = _budget.get()
+    if spent is None:  # pragma: no cover - every evaluation enters through evaluate_node
+        return
+    spent.left -= items
+    spent.here += items
+    if spent.left >= 0:
+        return
+    if spent.here > MAX_EXPR_ITEMS:
+        raise ExprError(f"the expression makes more than {MAX_EXPR_ITEMS:,} list items and comprehension steps "
+                        f"in all", hint=_LONG)
+    raise ExprError(f"the spec's expressions make more than {MAX_EXPR_ITEMS:,} list items and comprehension steps "
+                    f"in all, this one the last", hint=_AGAIN)
 
 
 def _exact_div(a: Any, b: Any) -> Any:
@@ -202,6 +249,7 @@ def _range(*args: Any) -> list:
     steps = range(*(int(a) for a in args))
     if len(steps) > MAX_ITEMS:
         raise ExprError(f"range() of {len(steps)} items is too long (at most {MAX_ITEMS})")
+    _spend(len(steps))
     return list(steps)
 
 
@@ -328,18 +376,25 @@ def evaluate(text: str, env: Mapping[str, Any]) -> Any:
 def evaluate_node(node: ast.AST, env: Mapping[str, Any], text: str | None = None) -> Any:
     """Evaluate a parsed expression (`parse(text).body`, or one built from parsed parts and values:
     the length limit is parse's, for text a user wrote, not for values folded into it)."""
-    try:
-        return _eval(node, env)
-    except ExprError:
-        raise
-    except (TypeError, ValueError, ArithmeticError, RecursionError) as exc:
-        reason = str(exc) or type(exc).__name__
-        raise ExprError(f"cannot evaluate '{ast.unparse(node) if text is None else text}': {reason}",
-                        hint="use whole numbers and names of sizes; words can only be compared") from None
+    with budget():
+        spent = _budget.get()
+        outer, spent.here = spent.here, 0
+        try:
+            return _eval(node, env)
+        except ExprError:
+            raise
+        except (TypeError, ValueError, ArithmeticError, RecursionError) as exc:
+            reason = str(exc) or type(exc).__name__
+            raise ExprError(f"cannot evaluate '{ast.unparse(node) if text is None else text}': {reason}",
+                            hint="use whole numbers and names of sizes; words can only be compared") from None
+        finally:
+            spent.here = outer
 
 
 _HUGE = "no size, count or setting of a model comes near 10**30: check the value and the variables it uses"
 _LONG = "a list in an expression holds one value per layer or stage: check the count it is repeated by"
+_AGAIN = ("an expression a repeated block call evaluates at every repetition makes its lists again each time: "
+          "make the list once, under 'variables:'")
 
 
 def check_value(value: Any) -> Any:
@@ -413,6 +468,7 @@ def _comprehension(node: ast.ListComp, env: Mapping[str, Any]) -> list:
             steps += 1
             if steps > MAX_ITEMS:
                 raise ExprError(f"the list comprehension takes more than {MAX_ITEMS} steps")
+            _spend(1)
             inner = collections.ChainMap({gen.target.id: item}, scope)
             if all(_truth(_eval(c, inner)) for c in gen.ifs):
                 run(k + 1, inner)
@@ -422,16 +478,18 @@ def _comprehension(node: ast.ListComp, env: Mapping[str, Any]) -> list:
 
 
 def _check_list_size(op: ast.operator, left: Any, right: Any) -> None:
-    """`[0] * n` and `a + b` of lists, refused before Python builds a list of more than MAX_ITEMS."""
+    """`[0] * n` and `a + b` of lists, refused before Python builds a list of more than MAX_ITEMS
+    (and counted against the evaluation's MAX_EXPR_ITEMS)."""
+    made = 0
     if isinstance(op, ast.Mult):
         items, times = (left, right) if isinstance(left, list) else (right, left)
-        if isinstance(times, int) and not isinstance(times, bool) and len(items) * max(int(times), 0) > MAX_ITEMS:
-            raise ExprError(f"a list of {len(items) * int(times):,} items is too long (at most {MAX_ITEMS:,})",
-                            hint=_LONG)
+        if isinstance(times, int) and not isinstance(times, bool):
+            made = len(items) * max(int(times), 0)
     elif isinstance(op, ast.Add) and isinstance(left, list) and isinstance(right, list):
-        if len(left) + len(right) > MAX_ITEMS:
-            raise ExprError(f"a list of {len(left) + len(right):,} items is too long (at most {MAX_ITEMS:,})",
-                            hint=_LONG)
+        made = len(left) + len(right)
+    if made > MAX_ITEMS:
+        raise ExprError(f"a list of {made:,} items is too long (at most {MAX_ITEMS:,})", hint=_LONG)
+    _spend(made)
 
 
 def _truth(value: Any) -> bool:
@@ -443,6 +501,7 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.List):
         if len(node.elts) > MAX_ITEMS:
             raise ExprError(f"a list of {len(node.elts)} items is too long (at most {MAX_ITEMS})")
+        _spend(len(node.elts))
         return [_eval(e, env) for e in node.elts]
     if isinstance(node, ast.ListComp):
         return _comprehension(node, env)
@@ -465,7 +524,12 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
             raise ExprError("words can be compared ('==', '!=') but not used in arithmetic")
         if isinstance(left, list) or isinstance(right, list):
             _check_list_size(node.op, left, right)
-        return check_value(_BINOPS[type(node.op)](left, right))
+        try:
+            return check_value(_BINOPS[type(node.op)](left, right))
+        except ShapeError as exc:  # a product of symbolic sizes too large to expand (dims.MAX_POLY_TERMS)
+            if isinstance(exc, InconclusiveDimError):
+                raise
+            raise ExprError(exc.message, hint=exc.hint) from None
     if isinstance(node, ast.UnaryOp):
         operand = _eval(node.operand, env)
         if isinstance(operand, str) and not isinstance(node.op, ast.Not):

@@ -42,6 +42,11 @@ MAX_POW = 64                              # an exponent: keeps 10 ** 10 ** 10 fr
 MAX_EXPR_DEPTH = 60                       # nesting: keeps '------1' from exhausting the stack
 MAX_ITEMS = 100_000                       # a list (written, by range, *, + or a comprehension),
 #                                           and a comprehension's steps
+MAX_POLY_TERMS = 10_000                   # terms of a symbolic size (a product of sums expands to
+#                                           their product: (B + S + T + ...) ** 64); real ones hold a few
+MAX_EXPR_ITEMS = 300_000                  # list items and comprehension steps of one spec's expressions
+#                                           in all (nested comprehensions, an expression evaluated at
+#                                           each repetition): the largest template makes about 1,000
 
 # -- the graph a spec builds --------------------------------------------------------------
 MAX_REPEAT = 100_000                      # repetitions of one block call (checked before any

@@ -25,6 +25,7 @@ from .yamlload import LocDict
 
 
 
+@expr.budget()  # the spec's expressions share one budget of list items and steps
 def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
                 load_parent: Callable[[str, Loc, Loc], LocDict] | None = None, *,
                 symbolic: bool = False, model_class: type = Model) -> Model:

@@ -38,6 +38,7 @@ class Specialized:
     locs: dict[str, Loc] = field(default_factory=dict)  # where each kept variable was declared
 
 
+@expr.budget()  # the template's expressions share one budget of list items and steps, as a build's
 def specialize(spec: Mapping[str, Any], var_locs: Mapping[str, Loc], settings: Mapping[str, Any],
                load_spec=None) -> Specialized:
     """`load_spec(name, at, relative_to)` reads a spec a block uses (`{spec: NAME, inherit: true}`:
