@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Literal, get_args
 
 from ..dims import exact_div, prod
-from .base import Op, axis, invalid, op
+from .base import Op, Saved, axis, invalid, keeps_own, op
 
 
 class Pointwise(Op):
@@ -44,12 +44,24 @@ ACTIVATIONS = {  # name -> (what it computes given run and x, FLOPs per element)
     "softplus": (lambda run, x: run.F.softplus(x), 4),                            # log(1 + exp(x))
     "identity": (lambda run, x: x, 0),                                            # 'linear'
 }
-assert set(ACTIVATIONS) == set(get_args(ActivationName))
+# What autograd keeps of each, as the functions above compute it: "in" the input, "out" the output,
+# "tmp" a tensor of its own as large (quick_gelu's sigmoid, gelu_10's gelu before the clamp).
+KEPT = {"gelu": ("in",), "gelu_tanh": ("in",), "quick_gelu": ("in", "tmp"), "gelu_10": ("in", "tmp"),
+        "relu": ("out",), "relu2": ("tmp",), "relu6": ("in",), "leaky_relu": ("in",), "silu": ("in",),
+        "mish": ("in",), "hardswish": ("in",), "sigmoid": ("out",), "tanh": ("out",), "softplus": ("in",),
+        "identity": ()}
+assert set(ACTIVATIONS) == set(get_args(ActivationName)) == set(KEPT)
 
 
 def activate(name: str, run, x):
     """`x` through the activation `name` of ACTIVATIONS."""
     return ACTIVATIONS[name][0](run, x)
+
+
+def kept(name: str, x) -> list[Saved]:
+    """What the activation `name` keeps for backward, applied to x (input 0, output 0)."""
+    refs = {"in": Saved(input=0), "out": Saved(output=0)}
+    return [refs[k] if k in refs else keeps_own(prod(x)) for k in KEPT[name]]
 
 
 @op("activation", aliases=("hidden_act", "ACT2FN", "activation_function"), example={"fn": "quick_gelu"})
@@ -69,10 +81,15 @@ class Activation(Pointwise):
     def forward(self, run, x):
         return activate(self.fn, run, x)
 
+    def saved(self, inputs, outputs, eager):
+        return kept(self.fn, inputs[0])
+
 
 @op("relu", aliases=("nn.ReLU", "F.relu"))
 class ReLU(Pointwise):
     """max(x, 0)."""
+
+    keeps = "out"
 
     def forward(self, run, x):
         return run.F.relu(x)
@@ -105,6 +122,7 @@ class Tanh(Pointwise):
     """Hyperbolic tangent."""
 
     cost = 4
+    keeps = "out"
 
     def forward(self, run, x):
         return run.torch.tanh(x)
@@ -125,12 +143,16 @@ class Softcap(Pointwise):
     def forward(self, run, x):
         return run.torch.tanh(x / self.cap) * self.cap
 
+    def saved(self, inputs, outputs, eager):
+        return [keeps_own(prod(inputs[0]))]  # the tanh's output, before the scale
+
 
 @op("sigmoid", aliases=("nn.Sigmoid",))
 class Sigmoid(Pointwise):
     """1 / (1 + e^-x)."""
 
     cost = 4
+    keeps = "out"
 
     def forward(self, run, x):
         return run.torch.sigmoid(x)
@@ -141,6 +163,7 @@ class Identity(Pointwise):
     """Passes its input through."""
 
     cost = 0
+    keeps = ""
 
     def forward(self, run, x):
         return x
@@ -160,6 +183,10 @@ class Dropout(Pointwise):
     def forward(self, run, x):
         return run.F.dropout(x, self.p, run.training)
 
+    def saved(self, inputs, outputs, eager):
+        """Its mask, a bool per element (none at p = 0, where torch returns the input)."""
+        return [keeps_own(prod(inputs[0]), "mask")] if self.p else []
+
 
 @op("softmax", aliases=("nn.Softmax", "F.softmax"), example={"dim": -1})
 class Softmax(Pointwise):
@@ -167,6 +194,7 @@ class Softmax(Pointwise):
 
     dim: int = -1  # the dimension the probabilities sum to 1 along
     cost = 5
+    keeps = "out"
 
     def infer_shape(self, x):
         axis(self.dim, len(x))

@@ -9,11 +9,14 @@ from ..errors import ShapeError
 from .base import (
     Cache,
     Op,
+    Saved,
     Tensor,
     check,
     expect_dim,
     expect_rank,
     invalid,
+    keeps_inputs,
+    keeps_own,
     op,
     positive,
     quotient,
@@ -346,6 +349,30 @@ class Attention(Op):
             return Cache("cross-attention (encoder output)", per_token, source[1])
         return None
 
+    def saved(self, inputs, outputs, eager):
+        """Its inputs (the projections'), the queries, keys and values as the core reads them (with
+        the q/k norms' inputs and statistics, the gate's product, the clamped projections), the core's."""
+        x = inputs[0]
+        source = next((t for t in (inputs[1], inputs[4]) if t is not None), None)
+        b, s = x[0], x[1]
+        t = inputs[9][2] if self.shared_kv else (source or x)[1]
+        q, kv, d = self.heads, self.n_kv, self.d
+        kept = keeps_inputs(inputs, 0, 1, 4, 5, 9, 10)
+        n_q, n_kv = b * s * q * d, 0 if self.shared_kv else b * t * kv * d
+        sizes = [n_q, n_kv, n_kv]                       # the queries, keys and values the core reads
+        if self.qk_norm in ("head", "each_head", "full", "l2"):
+            sizes += [n_q, n_kv]                        # the norms' inputs
+            kept += [keeps_own(b * s * q + (b * t * kv if n_kv else 0), "fp32", heads=True)]
+        if self.v_norm:
+            sizes.append(n_kv)
+        if self.clip_qkv is not None:
+            sizes += [n_q, n_kv, n_kv]                  # clamp keeps its input
+        if self.output_gate:
+            sizes += [n_q, n_q]                         # sigmoid(gate) and the gated output
+        kept += [keeps_own(n, heads=True) for n in sizes if n]
+        scores = 2 if self.softcap is not None else 1
+        return kept + core_kept(b, q, s, t, d, d, eager, self.dropout, scores)
+
     def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None,
                 shared_k=None, shared_v=None, block_ids=None, q_add=None, k_add=None, v_add=None):
         torch = run.torch
@@ -531,6 +558,16 @@ class ScaledDotProductAttention(Op):
             return Cache("full attention", k[1] * k[3] + v[1] * v[3], k[2])
         return Cache("full attention", k[-1] + v[-1], k[1])
 
+    def saved(self, inputs, outputs, eager):
+        """q, k and v, and the core's (its output is the op's: a fused kernel keeps that one)."""
+        q, k, v = inputs[:3]
+        four = len(q) == 4
+        b, s, t = q[0], q[2 if four else 1], k[2 if four else 1]
+        d = q[3] if four else q[2] // self.heads
+        dv = outputs[0][3] if four else outputs[0][2] // self.heads
+        core = core_kept(b, self.heads, s, t, d, dv, eager, self.dropout)
+        return keeps_inputs(inputs, 0, 1, 2) + ([Saved(output=0)] + core[1:] if not eager else core[1:])
+
     def forward(self, run, q, k, v, mask=None):
         torch = run.torch
         kv_heads = self.kv_heads or self.heads
@@ -638,6 +675,16 @@ class MultiheadAttention(Op):
         proj = 2 * tokens_q * e * e * 2 + 2 * tokens_k * e * ((self.kdim or e) + (self.vdim or e))
         return proj + 2 * 2 * tokens_q * k[seq] * e
 
+    def saved(self, inputs, outputs, eager):
+        """Its inputs (the projections'), q, k and v, the core's (eager: it returns the weights),
+        and the weights averaged over heads."""
+        q, k = inputs[0], inputs[1]
+        seq, batch = (1, 0) if self.batch_first else (0, 1)
+        b, s, t, e = q[batch], q[seq], k[seq], self.embed_dim
+        d = e // self.num_heads
+        kv = [keeps_own(n, heads=True) for n in (b * s * e, b * t * e, b * t * e)]
+        return keeps_inputs(inputs, 0, 1, 2) + kv + core_kept(b, self.num_heads, s, t, d, d, True, 0.0)
+
     def forward(self, run, query, key, value, key_padding_mask=None, attn_mask=None):
         F = run.F
         if self.batch_first:
@@ -702,6 +749,26 @@ def _rotate(torch, x, cos, sin, interleaved: bool = False):
     else:
         turned = torch.cat([-rot[..., half:], rot[..., :half]], dim=-1)
     return torch.cat([rot * cos + turned * sin, rest], dim=-1)
+
+
+def core_kept(b, heads: int, s, t, d, dv, eager: bool, dropout: float, scores: int = 1) -> list[Saved]:
+    """What the core of attention keeps besides its queries, keys and values, for b sequences of
+    s queries over t keys (head sizes d and dv): its output [b, s, heads·dv] (the output
+    projection's input; a fused kernel's own output, the same storage), and either the log-sum-exp
+    of each query's scores in float32 (a fused kernel: FlashAttention, torch's sdpa) or the
+    probabilities, with dropout's mask and output when `dropout` (eager; `scores` more score
+    matrices before the softmax, a softcap's tanh).  The score matrices are `core`: selective
+    recomputation rebuilds them with the scores and the weighted values."""
+    out = [keeps_own(b * s * heads * dv, heads=True)]
+    if not eager:
+        return out + [keeps_own(b * heads * s, "fp32", heads=True)]
+    probs = b * heads * s * t
+    flops = 2 * b * heads * s * t * (d + dv)
+    kept = [keeps_own(probs, heads=True, core=True, flops=flops)]
+    kept += [keeps_own(probs, heads=True, core=True) for _ in range(scores - 1)]
+    if dropout:
+        kept += [keeps_own(probs, "mask", heads=True, core=True), keeps_own(probs, heads=True, core=True)]
+    return out + kept
 
 
 def check_dropout(op) -> None:

@@ -4,8 +4,8 @@ An op declares `infer_shape(*inputs)` (its positional arguments are its inputs;
 it returns one shape, or a list of shapes for several outputs), `params()` and
 `buffers()` (the tensors it owns, by local name) and `flops(inputs, outputs)`
 (inputs in the order of infer_shape's, None for an optional one not given); where
-they apply, `idle_params()` (what a token does not touch) and `cache(...)` (what
-decoding keeps).  `@op("name")` registers it; adding an op touches one file.
+they apply, `idle_params()` (what a token does not touch), `cache(...)` (what
+decoding keeps) and `saved(...)` (what autograd keeps for the backward pass).  `@op("name")` registers it; adding an op touches one file.
 """
 from __future__ import annotations
 
@@ -50,6 +50,42 @@ class Cache(Record, frozen=True):
     state: Dim = 0
 
 
+class Saved(Record, frozen=True):
+    """One tensor autograd keeps for the backward pass of one application of an op: its input
+    `input`, its output `output`, or (neither) `values` elements of its own (a dropout mask, a
+    norm's statistics, a composite op's intermediates).  `width` is one element's storage: 'act'
+    (the compute dtype), 'mask' (a bool, 1 byte), 'fp32' (4 bytes), 'index' (int64, 8 bytes).
+    `heads`: the tensor lies where tensor parallelism splits the work (attention's heads, an MLP's
+    inner width); else it is as wide as the op's first input.  `core`: part of attention's score
+    matrix, which selective recomputation rebuilds for `flops` forward FLOPs.  `if_grad`: kept
+    only when input `if_grad` needs a gradient (a product keeps each factor for the other's)."""
+
+    values: Dim = 0
+    input: int | None = None
+    output: int | None = None
+    width: str = "act"
+    heads: bool = False
+    core: bool = False
+    flops: Dim = 0
+    if_grad: int | None = None
+
+
+def keeps_inputs(inputs: list, *indices: int, width: str = "act") -> list[Saved]:
+    """The given inputs (all that are given when none is named) kept as they are."""
+    chosen = indices or range(len(inputs))
+    return [Saved(input=i, width=width) for i in chosen if i < len(inputs) and inputs[i] is not None]
+
+
+def keeps_output(index: int = 0) -> list[Saved]:
+    return [Saved(output=index)]
+
+
+def keeps_own(values: Dim, width: str = "act", *, heads: bool = False, core: bool = False,
+              flops: Dim = 0) -> Saved:
+    """A tensor of the op's own of `values` elements."""
+    return Saved(values=values, width=width, heads=heads, core=core, flops=flops)
+
+
 class Hyperparameter(NamedTuple):
     """One hyperparameter of an op: its name, its default (MISSING: a node must give it) and its
     annotation as written in the module that declares it."""
@@ -70,6 +106,8 @@ class Op(Record, frozen=True):
     doc: ClassVar[str] = ""
     aliases: ClassVar[tuple[str, ...]] = ()  # other names people know it by (PyTorch's first)
     example: ClassVar[dict[str, Any]] = {}   # hyperparameters of a typical use (`archgraph ops NAME`)
+    differentiable: ClassVar[bool] = True    # False: its outputs carry no gradient (comparisons, argmax)
+    keeps: ClassVar[str] = "in"  # what autograd keeps by default: its inputs ("in"), its output ("out"), nothing ("")
 
     def infer_shape(self, *inputs: Shape) -> Shape | list[Shape]:  # pragma: no cover
         raise NotImplementedError
@@ -107,6 +145,14 @@ class Op(Record, frozen=True):
         """What it keeps per sequence while decoding (`decoder`: the model has causal attention),
         or None."""
         return None
+
+    def saved(self, inputs: list[Shape], outputs: list[Shape], eager: bool) -> list[Saved]:
+        """What autograd keeps of one application for the backward pass (inputs in the order of
+        infer_shape's, None for an optional one not given; `eager`: attention computes and keeps
+        its score matrix, else a fused kernel keeps none).  Default: as `keeps` says: every input
+        given (what a differentiable function of its inputs needs), the output (relu, exp,
+        softmax) or nothing (views, sums)."""
+        return keeps_inputs(inputs) if self.keeps == "in" else keeps_output() if self.keeps == "out" else []
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         Record.__init__(self, *args, **kwargs)

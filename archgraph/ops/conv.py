@@ -292,6 +292,8 @@ class ConvFramesMask(Op):
     kernels: tuple[int, ...]  # each convolution's kernel size, first layer first
     strides: tuple[int, ...]  # each convolution's stride, first layer first
 
+    keeps = ""
+
     def __post_init__(self):
         if len(self.kernels) != len(self.strides) or not self.kernels:
             raise invalid(self, f"kernels and strides must be lists of one length (one entry per convolution); "

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 
-from .attention import check_dropout, expect_key_mask
-from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive, quotient
+from .attention import check_dropout, core_kept, expect_key_mask
+from .base import Op, Tensor, expect_dim, expect_rank, invalid, keeps_inputs, keeps_own, op, positive, quotient
 
 
 @op("disentangled_attention", category="attention",
@@ -83,6 +83,15 @@ class DisentangledAttention(Op):
             return content
         terms = self.c2p + self.p2c
         return content + terms * (2 * 2 * self.span * self.hidden * width + 2 * b * self.heads * s * 2 * self.span * self.d)
+
+    def saved(self, inputs, outputs, eager):
+        """x and the relative embeddings, q, k and v, the relative terms' score matrices (computed
+        eagerly, as DeBERTa does) and the core's."""
+        b, s = inputs[0][0], inputs[0][1]
+        width = b * s * self.heads * self.d
+        terms = (self.c2p + self.p2c) if self.relative else 0
+        kept = keeps_inputs(inputs, 0, 1) + [keeps_own(width, heads=True) for _ in range(3)]
+        return kept + core_kept(b, self.heads, s, s, self.d, self.d, True, self.dropout, 1 + terms)
 
     def forward(self, run, x, rel=None, mask=None):
         torch = run.torch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..dims import Shape, equal, fmt_shape, prod
 from ..errors import ShapeError
-from .base import Op, op
+from .base import Op, Saved, op
 
 
 def broadcast(*shapes: Shape) -> Shape:
@@ -53,6 +53,8 @@ class Add(Elementwise):
             out = out + b
         return out + self.constant if self.constant is not None else out
 
+    keeps = ""
+
 
 @op("mul", aliases=("torch.mul", "multiply", "gate"), example={"constant": 0.5})
 class Mul(Elementwise):
@@ -66,10 +68,17 @@ class Mul(Elementwise):
             out = out * b
         return out * self.constant if self.constant is not None else out
 
+    def saved(self, inputs, outputs, eager):
+        """Each factor, for the other's gradient (a constant factor keeps nothing)."""
+        given = [i for i, x in enumerate(inputs) if x is not None]
+        if len(given) == 2:
+            return [Saved(input=0, if_grad=1), Saved(input=1, if_grad=0)]
+        return [Saved(input=i) for i in given] if len(given) > 2 else []
+
 
 class Binary(Op):
     """Two inputs broadcast together, or one input and a `constant` (`reverse`: the constant comes
-    first, `1 - x`)."""
+    first, `1 - x`); autograd keeps both inputs (the input with a constant)."""
 
     def infer_shape(self, a, b=None):
         if (b is None) == (self.constant is None):
@@ -100,3 +109,5 @@ class Scale(Op):
 
     def forward(self, run, x):
         return x * self.factor
+
+    keeps = ""

@@ -9,7 +9,7 @@ import math
 
 from ..dims import Shape, prod
 from ..errors import PositionLimitError, ShapeError
-from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
+from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, keeps_inputs, keeps_own, op, positive
 
 
 def _seq_len(x: Shape, what: str = "input") -> object:
@@ -52,6 +52,9 @@ class Embedding(Op):
 
     def flops(self, inputs, outputs):
         return prod(outputs[0]) if self.scale is not None else 0
+
+    def saved(self, inputs, outputs, eager):
+        return keeps_inputs(inputs, 0, width="index")  # the ids, for the rows' gradients
 
     def forward(self, run, ids):
         weight = run.tensor("weight")
@@ -106,6 +109,10 @@ class PositionEmbedding(Op):
     def params(self):
         yield Tensor("weight", (self.num_positions, self.embedding_dim))
 
+    def saved(self, inputs, outputs, eager):
+        """The positions it looked up, int64 (the rows' gradients go to them)."""
+        return [keeps_own(prod(outputs[0][:-1]), "index")]
+
     def forward(self, run, x, positions=None):
         torch = run.torch
         if positions is not None:
@@ -128,6 +135,8 @@ class SinusoidalPosition(Op):
 
     embedding_dim: int  # width of each position's vector
     num_positions: int | None = None  # rows of a precomputed table kept as a buffer; none: computed, no buffer
+
+    keeps = ""
 
     def __post_init__(self):
         positive(self, "embedding_dim", "num_positions")
@@ -168,6 +177,8 @@ class SinePosition2d(Op):
     temperature: float = 10000.0  # the base of the frequencies
     normalize: bool = False  # positions scaled to [0, scale] by the map's size
     scale: float = 2 * math.pi  # the range normalized positions span (2π)
+
+    keeps = ""
 
     def __post_init__(self):
         positive(self, "num_position_features")
@@ -210,6 +221,8 @@ class LearnedPosition2d(Op):
 
     num_position_features: int  # F: columns of each table (the output has 2·F channels)
     num_positions: int = 50  # rows of each table: the largest height or width
+
+    keeps = ""
 
     def __post_init__(self):
         positive(self, "num_position_features", "num_positions")
@@ -254,6 +267,8 @@ class ResizedPositions(Op):
     num_positions: int  # rows of the table: a square number, side x side positions
     embedding_dim: int  # width of each position's vector
     mode: Literal["bilinear", "bicubic"] = "bilinear"  # how the grid is resampled (antialiased)
+
+    keeps = ""
 
     def __post_init__(self):
         positive(self, "num_positions", "embedding_dim")
@@ -309,6 +324,8 @@ class RelativePositionBias(Op):
     max_distance: int = 128  # distances from here on share the last bucket
     bucket_space: int | None = None  # the number of buckets distances are spread over (default num_buckets)
 
+    keeps = ""
+
     def __post_init__(self):
         positive(self, "num_buckets", "heads", "bucket_space")
 
@@ -362,6 +379,8 @@ class ALiBi(Op):
     heads: int  # number of attention heads: one slope each
     dtype: Literal["float32", "bfloat16"] = "float32"  # the precision the biases are computed in (float32, or
     #   bfloat16 as Falcon does)
+
+    keeps = ""
 
     def __post_init__(self):
         positive(self, "heads")

@@ -100,6 +100,8 @@ class ClassToken(Op):
     #   resampled to another grid (DINOv2: bicubic; with registers: bicubic_antialias); none: never
     square: bool = True  # the image is as high as wide (with num_patches patches the table is used as it is)
 
+    keeps = ""
+
     def __post_init__(self):
         positive(self, "hidden", "num_patches")
         if self.interpolate != "none" and (self.grid is None or len(self.grid) != 2):

@@ -42,6 +42,8 @@ class Slice(Op):
     end: Size | None = None  # index after the last kept (default: the end; negative counts from the end)
     step: int = 1  # keep every step-th index
 
+    keeps = ""
+
     def __post_init__(self):
         if self.step <= 0:
             raise invalid(self, f"step must be positive (torch does not slice backwards); received {self.step}")
@@ -74,6 +76,8 @@ class Unsqueeze(Op):
 
     dim: int  # where the new dimension goes (negative counts from the end)
 
+    keeps = ""
+
     def infer_shape(self, x):
         d = axis(self.dim, len(x) + 1)
         return (*x[:d], 1, *x[d:])
@@ -87,6 +91,8 @@ class Squeeze(Op):
     """Drop a dimension of size 1: `dim` goes when its size is 1 (torch.squeeze(x, dim) leaves other sizes as they are)."""
 
     dim: int  # the dimension dropped when its size is 1
+
+    keeps = ""
 
     def infer_shape(self, x):
         d = axis(self.dim, len(x))

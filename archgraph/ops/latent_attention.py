@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Literal
 
 from ..dims import ceil_div, prod
-from .attention import attend, check_dropout, expect_key_mask, rotate_pair
-from .base import Cache, Op, Tensor, expect_dim, expect_rank, op, positive
+from .attention import attend, check_dropout, core_kept, expect_key_mask, rotate_pair
+from .base import Cache, Op, Saved, Tensor, expect_dim, expect_rank, keeps_own, op, positive
 from .norm import rms_normalize
 
 
@@ -107,6 +107,18 @@ class LatentAttention(Op):
             return None
         return Cache(f"latent (kv_rank {self.kv_rank} + rope_dim {self.rope_dim})", self.kv_rank + self.rope_dim,
                      inputs[0][1])
+
+    def saved(self, inputs, outputs, eager):
+        """x; each low-rank latent with its norm's input, statistics and output (the next
+        projection's input); queries, keys and values; the core's."""
+        b, s = inputs[0][0], inputs[0][1]
+        tokens, n = b * s, self.heads
+        kept = [Saved(input=0)]
+        for rank in ([self.q_rank] if self.q_rank else []) + [self.kv_rank]:
+            kept += [keeps_own(2 * tokens * rank), keeps_own(tokens, "fp32")]
+        kept += [keeps_own(tokens * n * self.qk_dim, heads=True), keeps_own(tokens * n * self.qk_dim, heads=True),
+                 keeps_own(tokens * n * self.v_dim, heads=True)]
+        return kept + core_kept(b, n, s, s, self.qk_dim, self.v_dim, eager, self.dropout)
 
     def forward(self, run, x, rope=None, rope_sin=None, mask=None):
         torch, dense = run.torch, run.linear

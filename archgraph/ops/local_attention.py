@@ -4,8 +4,8 @@ encoders).  No parameters: the projections, scales and position table are nodes 
 from __future__ import annotations
 
 from ..dims import prod
-from .attention import expect_key_mask
-from .base import Op, check, expect_dim, expect_rank, invalid, op, positive
+from .attention import core_kept, expect_key_mask
+from .base import Op, check, expect_dim, expect_rank, invalid, keeps_inputs, op, positive
 
 
 @op("local_attention", category="attention", aliases=("chunked_local_attention", "Gemma4AudioAttention"),
@@ -74,6 +74,14 @@ class LocalAttention(Op):
         q = inputs[0]
         span = inputs[3][-2] if len(inputs) > 3 and inputs[3] is not None else 0
         return 2 * prod(q) * (2 * self.context + span)
+
+    def saved(self, inputs, outputs, eager):
+        """q, k, v and the positions, and each block's scores over its context of `context` keys,
+        which it always computes (its output is the op's: the next projection keeps it)."""
+        q = inputs[0]
+        d = q[2] // self.heads
+        s = -(-q[1] // self.chunk) * self.chunk
+        return keeps_inputs(inputs, 0, 1, 2, 3) + core_kept(q[0], self.heads, s, self.context, d, d, True, 0.0)[1:]
 
     def forward(self, run, q, k, v, pos=None, mask=None):
         return local_attention(run.torch, q, k, v, pos, mask, self)

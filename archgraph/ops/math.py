@@ -11,7 +11,7 @@ from typing import Literal
 from ..dims import equal, fmt_shape, prod
 from ..errors import ShapeError
 from .activation import Pointwise
-from .base import Op, Size, axis, check, expect_rank, invalid, op
+from .base import Op, Saved, Size, axis, check, expect_rank, invalid, op
 from .elementwise import Binary, broadcast
 
 
@@ -21,6 +21,8 @@ class Sub(Binary):
 
     constant: float | None = None  # a constant second operand instead of a second input
     reverse: bool = False  # true: the constant comes first (constant op x)
+
+    keeps = ""
 
     def forward(self, run, a, b=None):
         left, right = self.operands(a, b)
@@ -33,6 +35,12 @@ class Div(Binary):
 
     constant: float | None = None  # a constant second operand instead of a second input
     reverse: bool = False  # true: the constant comes first (constant op x)
+
+    def saved(self, inputs, outputs, eager):
+        """The divisor (and the dividend for the divisor's gradient); x / constant keeps nothing."""
+        if inputs[1] is None:
+            return [Saved(input=0)] if self.reverse else []
+        return [Saved(input=1), Saved(input=0, if_grad=1)]
 
     def forward(self, run, a, b=None):
         left, right = self.operands(a, b)
@@ -82,8 +90,12 @@ class Pow(Binary):
 class _Compare(Binary):
     """A comparison: true where it holds (a boolean mask), with broadcasting."""
 
+    differentiable = False
+
     constant: float | None = None  # a constant second operand instead of a second input
     reverse: bool = False  # true: the constant comes first (constant op x)
+
+    keeps = ""
 
 
 @op("eq", aliases=("torch.eq", "equal"))
@@ -144,6 +156,8 @@ class Ge(_Compare):
 class Neg(Pointwise):
     """-x."""
 
+    keeps = ""
+
     def forward(self, run, x):
         return -x
 
@@ -153,6 +167,8 @@ class Exp(Pointwise):
     """e^x."""
 
     cost = 4
+
+    keeps = "out"
 
     def forward(self, run, x):
         return run.torch.exp(x)
@@ -200,6 +216,8 @@ class Abs(Pointwise):
 class Floor(Pointwise):
     """The largest whole number at most x (Llama 4's temperature tuning)."""
 
+    keeps = ""
+
     def forward(self, run, x):
         return run.torch.floor(x)
 
@@ -209,6 +227,8 @@ class Sqrt(Pointwise):
     """√x."""
 
     cost = 4
+
+    keeps = "out"
 
     def forward(self, run, x):
         return run.torch.sqrt(x)
@@ -220,6 +240,8 @@ class Rsqrt(Pointwise):
 
     cost = 4
 
+    keeps = "out"
+
     def forward(self, run, x):
         return run.torch.rsqrt(x)
 
@@ -227,6 +249,8 @@ class Rsqrt(Pointwise):
 @op("reciprocal", aliases=("torch.reciprocal",))
 class Reciprocal(Pointwise):
     """1 / x."""
+
+    keeps = "out"
 
     def forward(self, run, x):
         return run.torch.reciprocal(x)
@@ -267,6 +291,9 @@ class Where(Op):
     def flops(self, inputs, outputs):
         return prod(outputs[0])
 
+    def saved(self, inputs, outputs, eager):
+        return [Saved(input=0, width="mask")]
+
     def forward(self, run, condition, x, y):
         return run.torch.where(condition.bool(), x, y)
 
@@ -285,6 +312,9 @@ class MaskedFill(Op):
 
     def flops(self, inputs, outputs):
         return prod(outputs[0])
+
+    def saved(self, inputs, outputs, eager):
+        return [Saved(input=1, width="mask")]
 
     def forward(self, run, x, mask):
         return x.masked_fill(mask.bool(), self.value)
@@ -314,6 +344,9 @@ class MaskedScatter(Op):
     def flops(self, inputs, outputs):
         return 0
 
+    def saved(self, inputs, outputs, eager):
+        return [Saved(input=1, width="mask")]
+
     def forward(self, run, x, mask, source):
         return x.masked_scatter(mask.bool(), source.to(x.dtype))
 
@@ -333,6 +366,8 @@ class Tril(_Triangle):
 
     diagonal: int = 0  # which diagonal bounds the triangle (0 the main one, 1 one above)
 
+    keeps = ""
+
     def forward(self, run, x):
         return run.torch.tril(x, self.diagonal)
 
@@ -342,6 +377,8 @@ class Triu(_Triangle):
     """The upper triangle of the last two dims (diagonal offset), zeros below."""
 
     diagonal: int = 0  # which diagonal bounds the triangle (0 the main one, 1 one above)
+
+    keeps = ""
 
     def forward(self, run, x):
         return run.torch.triu(x, self.diagonal)
@@ -359,6 +396,8 @@ class CumSum(Op):
 
     def flops(self, inputs, outputs):
         return prod(outputs[0])
+
+    keeps = ""
 
     def forward(self, run, x):
         return run.torch.cumsum(x, dim=self.dim)
@@ -443,6 +482,8 @@ class Cast(Op):
 
     def infer_shape(self, x):
         return x
+
+    keeps = ""
 
     def forward(self, run, x):
         return x.to(getattr(run.torch, self.dtype))

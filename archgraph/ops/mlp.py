@@ -6,8 +6,8 @@ from typing import Literal
 from ..dims import prod
 from ..numbers import decided
 from .activation import ActivationName as Activation
-from .activation import activate
-from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
+from .activation import KEPT, activate
+from .base import Op, Saved, Tensor, check, expect_dim, expect_rank, invalid, keeps_own, op, positive
 
 MAX_SEPARATE_EXPERTS = 4096
 _SHARED = ("shared_experts.gate_proj", "shared_experts.up_proj", "shared_experts.down_proj")
@@ -46,6 +46,18 @@ class _FeedForward(Op):
         p = run.dropout(self.dropout)
         return run.F.dropout(h, p) if p else h
 
+    def inner_kept(self, n, gated: bool) -> list[Saved]:
+        """What the activation, the gate's product and the dropout keep of `n` inner values, and
+        the down projection's input: for each, a tensor of n in the part tensor parallelism splits."""
+        act = KEPT[self.activation]
+        count = act.count("in") + act.count("tmp") + 1          # the activation's, and the down projection's input
+        if gated:
+            count += 1 + ("out" not in act)                      # up(x), and act(gate) the product keeps
+        elif getattr(self, "dropout", 0.0) and "out" in act:
+            count += 1                                           # act's output, now not the down's input
+        kept = [keeps_own(n, heads=True) for _ in range(count)]
+        return kept + ([keeps_own(n, "mask", heads=True)] if getattr(self, "dropout", 0.0) else [])
+
     def _check_dropout(self):
         if not 0 <= self.dropout < 1:
             raise invalid(self, f"dropout must be a probability in [0, 1); received {self.dropout}")
@@ -78,6 +90,9 @@ class MLP(_FeedForward):
 
     def flops(self, inputs, outputs):
         return 2 * 2 * prod(inputs[0][:-1]) * self.hidden * self.intermediate
+
+    def saved(self, inputs, outputs, eager):
+        return [Saved(input=0)] + self.inner_kept(prod(inputs[0][:-1]) * self.intermediate, False)
 
     def forward(self, run, x):
         up, down = self.names or ("fc1", "fc2")
@@ -129,6 +144,12 @@ class GatedMLP(_FeedForward):
 
     def flops(self, inputs, outputs):
         return 3 * 2 * prod(inputs[0][:-1]) * self.hidden * self.intermediate
+
+    def saved(self, inputs, outputs, eager):
+        """x, gate(x), up(x), act(gate(x)), their product (the down projection's input); a sparse
+        gate's cut keeps its input once more."""
+        n = prod(inputs[0][:-1]) * self.intermediate
+        return [Saved(input=0)] + self.inner_kept(n, True) + ([keeps_own(n, heads=True)] if self.sparsity else [])
 
     def forward(self, run, x):
         names = self.names or self._default()[1]
@@ -323,6 +344,17 @@ class MixtureOfExperts(_FeedForward):
         if self.bias:
             per_expert += 2 * self.intermediate + self.hidden
         return (self.experts - self.top_k) * per_expert
+
+    def saved(self, inputs, outputs, eager):
+        """x; the router's probabilities (float32) and picks; for each of the top_k experts of each
+        token its copy of x, what its gated MLP keeps and its output (for the weight's gradient);
+        the shared expert's gated MLP."""
+        tokens = prod(inputs[0][:-1])
+        pairs = tokens * self.top_k
+        kept = [Saved(input=0), keeps_own(tokens * self.experts, "fp32"), keeps_own(pairs, "index"),
+                keeps_own(pairs * self.hidden), keeps_own(pairs * self.hidden)]
+        kept += self.inner_kept(pairs * self.intermediate, True)
+        return kept + (self.inner_kept(tokens * self.shared, True) if self.shared else [])
 
     def forward(self, run, x, weights=None, picked=None, expert_scale=None):
         torch, F = run.torch, run.F

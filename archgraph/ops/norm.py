@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Literal
 
 from ..dims import prod
-from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive
+from .base import Op, Saved, Tensor, expect_dim, expect_rank, invalid, keeps_own, op, positive
 
 
 @op("layer_norm", category="norm", aliases=("nn.LayerNorm",), example={"normalized_shape": 768})
@@ -40,6 +40,11 @@ class LayerNorm(Op):
 
     def flops(self, inputs, outputs):
         return 5 * prod(inputs[0])
+
+    def saved(self, inputs, outputs, eager):
+        """The input, and each row's mean and 1/std in float32 (torch's native_layer_norm)."""
+        rows = prod(inputs[0][:len(inputs[0]) - len(self.dims)])
+        return [Saved(input=0), keeps_own(2 * rows, "fp32")]
 
     def forward(self, run, x):
         weight = run.tensor("weight") if self.elementwise_affine else None
@@ -77,6 +82,12 @@ class RMSNorm(Op):
 
     def flops(self, inputs, outputs):
         return 4 * prod(inputs[0])
+
+    def saved(self, inputs, outputs, eager):
+        """The input and each row's 1/rms in float32, as a fused RMSNorm keeps them (torch's
+        F.rms_norm, Megatron's; a norm written in eager float32 ops keeps more: docs/plan.md)."""
+        x = inputs[0]
+        return [Saved(input=0), keeps_own(prod(x) // x[self.axis], "fp32")]
 
     def forward(self, run, x):
         h = x.movedim(1, -1) if self.axis == 1 else x
@@ -132,6 +143,10 @@ class BatchNorm(Op):
     def flops(self, inputs, outputs):
         return 2 * prod(inputs[0])
 
+    def saved(self, inputs, outputs, eager):
+        """The input and each channel's batch mean and 1/std in float32 (none when frozen: a scale and shift)."""
+        return [] if self.frozen else [Saved(input=0), keeps_own(2 * self.num_features, "fp32")]
+
     def forward(self, run, x):
         if self.frozen:
             shape = (1, -1) + (1,) * (x.dim() - 2)
@@ -178,6 +193,10 @@ class GroupNorm(Op):
 
     def flops(self, inputs, outputs):
         return 5 * prod(inputs[0])
+
+    def saved(self, inputs, outputs, eager):
+        """The input and each sample's groups' mean and 1/std in float32."""
+        return [Saved(input=0), keeps_own(2 * inputs[0][0] * self.num_groups, "fp32")]
 
     def forward(self, run, x):
         weight = run.tensor("weight") if self.affine else None

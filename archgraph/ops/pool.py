@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..dims import prod
-from .base import Op, expect_dim, expect_padding_mask, expect_rank, invalid, op
+from .base import Op, Saved, expect_dim, expect_padding_mask, expect_rank, invalid, keeps_own, op
 from .conv import _tuple, window_out
 
 
@@ -45,6 +45,9 @@ class MaxPool1d(_Pool):
     ceil_mode: bool = False  # round the output size up (a last partial window counts)
     rank = 1
 
+    def saved(self, inputs, outputs, eager):
+        return [Saved(input=0), keeps_own(prod(outputs[0]), "index")]  # the input and the argmax of each window
+
     def forward(self, run, x):
         return run.F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
@@ -59,6 +62,9 @@ class MaxPool2d(_Pool):
     dilation: int | tuple[int, int] = 1  # the spacing between window elements
     ceil_mode: bool = False  # round the output size up (a last partial window counts)
     rank = 2
+
+    def saved(self, inputs, outputs, eager):
+        return [Saved(input=0), keeps_own(prod(outputs[0]), "index")]  # the input and the argmax of each window
 
     def forward(self, run, x):
         return run.F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
@@ -138,6 +144,8 @@ class _Global(Op):
 class GlobalAvgPool(_Global):
     """Mean over all spatial dims: [B, C, ...] -> [B, C]."""
 
+    keeps = ""
+
     def forward(self, run, x):
         return x.mean(dim=tuple(range(2, x.dim())))
 
@@ -169,6 +177,8 @@ class LastToken(Op):
     pad: int | None = None  # the padding id: each row's last token that is not padding
     token: int | None = None  # an id (<eos>): each row's last position holding it
     offset: int = 0  # the pooled position moved by this many, at most x's last position
+
+    keeps = ""
 
     def __post_init__(self):
         if self.pad is not None and self.token is not None:
@@ -216,6 +226,10 @@ class PaddingMask(Op):
     op sees that it was left out. Without `pad`, a call must give the mask (transformers refuses)."""
 
     pad: int | None = None  # the padding id
+
+    keeps = ""
+
+    differentiable = False
 
     def infer_shape(self, ids, mask=None):
         expect_rank(ids, 2, "token ids [B, S]")

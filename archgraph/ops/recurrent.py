@@ -13,11 +13,14 @@ from .activation import ActivationName, activate
 from .base import (
     Cache,
     Op,
+    Saved,
     Tensor,
     expect_dim,
     expect_padding_mask,
     expect_rank,
     invalid,
+    keeps_inputs,
+    keeps_own,
     op,
     positive,
     quotient,
@@ -124,6 +127,11 @@ class RGLRU(Op):
     def cache(self, inputs, outputs, decoder):
         """The recurrent state h: one value per channel."""
         return Cache("recurrent state (RG-LRU)", state=self.width)
+
+    def saved(self, inputs, outputs, eager):
+        """x (both gates' input), the two gates' outputs, the decay a and the state h of every
+        token (the recurrence's backward reads them)."""
+        return [Saved(input=0), keeps_own(4 * prod(inputs[0]), heads=True)]
 
     def forward(self, run, x):
         torch, F = run.torch, run.F
@@ -259,6 +267,14 @@ class Mamba2Mixer(Op):
         """The convolution's last conv_kernel inputs and the [heads, head_dim, state] state."""
         return Cache("state-space (Mamba-2)", state=self.conv_dim * self.conv_kernel + self.inner * self.state)
 
+    def saved(self, inputs, outputs, eager):
+        """As a fused chunked-scan kernel keeps them (mamba_ssm's): x and, per token, in_proj's
+        output, the convolution's output and its activation, the scan's output, the gated norm's
+        input (and its statistics) and output (out_proj's input)."""
+        tokens = prod(inputs[0][:-1])
+        return [Saved(input=0), keeps_own(tokens * (self.projection + 2 * self.conv_dim + 3 * self.inner), heads=True),
+                keeps_own(tokens * self.groups, "fp32", heads=True)]
+
     def forward(self, run, x, mask=None):
         torch, F = run.torch, run.F
         b, s, _ = x.shape
@@ -373,6 +389,11 @@ class GatedDeltaRule(Op):
     def cache(self, inputs, outputs, decoder):
         """The state of every value head: heads·key_dim·value_dim values."""
         return Cache("recurrent state (gated delta rule)", state=self.heads * self.key_dim * self.value_dim)
+
+    def saved(self, inputs, outputs, eager):
+        """Its inputs, as a fused chunked kernel keeps them (flash-linear-attention's, which
+        recomputes the states in backward)."""
+        return keeps_inputs(inputs)
 
     def forward(self, run, q, k, v, g, beta):
         return gated_delta_rule(run.torch, q, k, v, g, beta, self)

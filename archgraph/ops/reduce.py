@@ -33,6 +33,8 @@ class Mean(_Reduce):
     dim: int | tuple[int, ...] | None = None  # the dimension(s) averaged; none: all
     keepdim: bool = False  # keep the reduced dims with size 1
 
+    keeps = ""
+
     def forward(self, run, x):
         return x.mean() if self.dim is None else x.mean(dim=self.dim, keepdim=self.keepdim)
 
@@ -43,6 +45,8 @@ class Sum(_Reduce):
 
     dim: int | tuple[int, ...] | None = None  # the dimension(s) summed; none: all
     keepdim: bool = False  # keep the reduced dims with size 1
+
+    keeps = ""
 
     def forward(self, run, x):
         return x.sum() if self.dim is None else x.sum(dim=self.dim, keepdim=self.keepdim)
@@ -67,6 +71,9 @@ class ArgMax(_Reduce):
 
     dim: int = -1  # the dimension searched
     keepdim: bool = False  # keep that dim with size 1
+
+    keeps = ""
+    differentiable = False
 
     def infer_shape(self, x):
         check(len(x) > 0, "argmax needs a dim to search; received a single value")

@@ -96,6 +96,8 @@ class RotaryEmbedding(Op):
     axis_frequencies: Literal["copy", "strided"] = "copy"  # axial: each axis a copy of the frequencies of
     #   rotary_dim // axes dims (copy), or every axes-th frequency of the whole rotary_dim (strided)
 
+    keeps = ""
+
     def __post_init__(self):
         positive(self, "head_dim", "positions", "axes", "original_max", "max_positions")
         if self.sections is not None:
@@ -387,6 +389,8 @@ class GridPositions(Op):
     scale: float = 1.0  # multiplies the centres' coordinates (DINOv3: 2π)
     prefix: int = 0  # cells at coordinate 0 before the grid (tokens that are not patches: their rotation is none)
 
+    keeps = ""
+
     def __post_init__(self):
         if not self.grid or any(not isinstance(n, int) or n <= 0 for n in self.grid):
             raise invalid(self, f"grid must list positive sizes; received {list(self.grid)}")
@@ -440,6 +444,8 @@ class MultimodalPositions(Op):
 
     token: int  # the id of the image placeholder tokens
     grid: tuple[int, int, int]  # [t, h, w]: each image's frames, rows and columns in language-model tokens
+
+    keeps = ""
 
     def __post_init__(self):
         if len(self.grid) != 3 or any(not isinstance(n, int) or n <= 0 for n in self.grid):

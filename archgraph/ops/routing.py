@@ -5,7 +5,7 @@ ops around a block call: score, take the top k, gather them, run the block, scat
 from __future__ import annotations
 
 from ..dims import fmt_shape, prod
-from .base import Op, Size, axis, check, expect_dim, expect_rank, invalid, op
+from .base import Op, Saved, Size, axis, check, expect_dim, expect_rank, invalid, keeps_inputs, op
 
 
 @op("topk", aliases=("torch.topk", "top_k"), example={"k": 8, "dim": -1})
@@ -32,6 +32,9 @@ class TopK(Op):
     def flops(self, inputs, outputs):
         return prod(inputs[0])
 
+    def saved(self, inputs, outputs, eager):
+        return [Saved(output=1, width="index")]  # where each value came from
+
     def forward(self, run, x):
         found = run.torch.topk(x, int(self.k), dim=self.dim, largest=self.largest, sorted=self.sorted)
         return found.values, found.indices
@@ -51,6 +54,9 @@ class Gather(Op):
             if i != d:
                 expect_dim(a, b, f"dim {i} of the index (torch also allows smaller; archgraph wants equal)")
         return tuple(index)
+
+    def saved(self, inputs, outputs, eager):
+        return keeps_inputs(inputs, 1, width="index")
 
     def forward(self, run, x, index):
         return run.torch.gather(x, self.dim, index)
@@ -78,6 +84,9 @@ class IndexSelect(Op):
             check(not bad, f"indices {bad} are outside dim {self.dim} of size {x[d]}")
         return (*x[:d], len(self.indices), *x[d + 1:])
 
+    def saved(self, inputs, outputs, eager):
+        return keeps_inputs(inputs, 1, width="index")
+
     def forward(self, run, x, index=None):
         if index is None:
             index = run.torch.tensor(self.indices, dtype=run.torch.long, device=x.device) % x.shape[self.dim]
@@ -104,6 +113,9 @@ class ScatterAdd(Op):
     def flops(self, inputs, outputs):
         return prod(inputs[2])
 
+    def saved(self, inputs, outputs, eager):
+        return keeps_inputs(inputs, 1, width="index")
+
     def forward(self, run, x, index, src):
         return x.scatter_add(self.dim, index, src)
 
@@ -127,6 +139,9 @@ class IndexAdd(Op):
     def flops(self, inputs, outputs):
         return prod(inputs[2])
 
+    def saved(self, inputs, outputs, eager):
+        return keeps_inputs(inputs, 1, width="index")
+
     def forward(self, run, x, index, source):
         return x.index_add(self.dim, index, source)
 
@@ -146,6 +161,9 @@ class Sort(Op):
 
     def flops(self, inputs, outputs):
         return prod(inputs[0])
+
+    def saved(self, inputs, outputs, eager):
+        return [Saved(output=1, width="index")]  # where each value came from
 
     def forward(self, run, x):
         found = run.torch.sort(x, dim=self.dim, descending=self.descending, stable=self.stable)

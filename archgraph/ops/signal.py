@@ -25,6 +25,8 @@ class TimestepEmbedding(Op):
     downscale_freq_shift: float = 1.0  # shifts the exponent's denominator (dim/2 - shift)
     scale: float = 1.0  # multiplies the arguments of sin and cos
 
+    keeps = ""
+
     def __post_init__(self):
         if self.dim < 2:
             raise invalid(self, f"dim must be at least 2; received {self.dim}")
@@ -57,6 +59,8 @@ class Interpolate(Op):
     mode: Literal["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"] = "nearest"  # the
     #   interpolation: nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area
     align_corners: bool | None = None  # the corner pixels of input and output line up (linear modes only)
+
+    keeps = ""
 
     def __post_init__(self):
         if (self.size is None) == (self.scale_factor is None):

@@ -11,7 +11,7 @@ from typing import Literal
 from ..dims import prod
 from .activation import ActivationName as Activation
 from .activation import activate
-from .base import Cache, Op, Tensor, expect_dim, expect_padding_mask, expect_rank, op, positive
+from .base import Cache, Op, Saved, Tensor, expect_dim, expect_padding_mask, expect_rank, keeps_own, op, positive
 from .conv import causal_depthwise
 
 
@@ -112,6 +112,14 @@ class MambaMixer(Op):
             value.copy_(init.torch.arange(1, self.state_size + 1, dtype=value.dtype).log().expand_as(value))
         else:  # D and the norms' weights 1, biases 0, matrices as nn.Linear's
             init.default(value, tensor.name)
+
+    def saved(self, inputs, outputs, eager):
+        """As a fused selective-scan kernel keeps them (mamba_ssm's, which recomputes the states
+        in backward): x and, per token, in_proj's output (2·I), the convolution's output and its
+        activation, x_proj's output (dt_rank + 2·state), dt, the scan's output, silu(z) and the
+        gated product (out_proj's input)."""
+        tokens, i = prod(inputs[0][:-1]), self.intermediate
+        return [Saved(input=0), keeps_own(tokens * (8 * i + self.rank + 2 * self.state_size), heads=True)]
 
     def forward(self, run, x, mask=None):
         torch, F = run.torch, run.F

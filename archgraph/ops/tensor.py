@@ -41,6 +41,8 @@ class Reshape(Op):
 
     shape: tuple[Size, ...]  # the new shape: 0 copies the input's dim, -1 is inferred, sizes may be symbolic
 
+    keeps = ""
+
     def __post_init__(self):
         concrete = [d for d in self.shape if isinstance(d, int)]
         if sum(1 for d in concrete if d == -1) > 1:
@@ -79,6 +81,8 @@ class Transpose(Op):
     dim0: int  # the first dimension swapped
     dim1: int  # the second dimension swapped
 
+    keeps = ""
+
     def infer_shape(self, x):
         a, b = axis(self.dim0, len(x), "dim0"), axis(self.dim1, len(x), "dim1")
         out = list(x)
@@ -95,6 +99,8 @@ class Permute(Op):
 
     dims: tuple[int, ...]  # the input's dimensions in their new order
 
+    keeps = ""
+
     def infer_shape(self, x):
         ok = len(self.dims) == len(x) and all(-len(x) <= d < len(x) for d in self.dims)
         check(ok and sorted(d % len(x) for d in self.dims) == list(range(len(x))),
@@ -110,6 +116,8 @@ class Concat(Op):
     """Join inputs along `dim`; the other dims must agree."""
 
     dim: int = -1  # the dimension the inputs are joined along
+
+    keeps = ""
 
     def infer_shape(self, first, *rest):
         d = axis(self.dim, len(first))
@@ -134,6 +142,8 @@ class Split(Op):
     dim: int = -1  # the dimension cut
     sizes: tuple[Size, ...] | None = None  # the size of each part (one -1 takes the rest)
     sections: int | None = None  # the number of equal parts instead
+
+    keeps = ""
 
     def __post_init__(self):
         if (self.sizes is None) == (self.sections is None):
@@ -176,6 +186,8 @@ class Flatten(Op):
     start_dim: int = 1  # the first dimension merged
     end_dim: int = -1  # the last dimension merged
 
+    keeps = ""
+
     def infer_shape(self, x):
         a, b = axis(self.start_dim, len(x), "start_dim"), axis(self.end_dim, len(x), "end_dim")
         check(a <= b, f"start_dim {self.start_dim} comes after end_dim {self.end_dim}")
@@ -191,6 +203,8 @@ class Select(Op):
 
     dim: int = 1  # the dimension indexed (and dropped)
     index: int = 0  # the position taken
+
+    keeps = ""
 
     def infer_shape(self, x):
         d = axis(self.dim, len(x))
@@ -209,6 +223,8 @@ class Expand(Op):
     keeps a dim), adding leading dims; no copy, no parameters.  Learned latents [1, N, D] expand to the batch: sizes [B, -1, -1]."""
 
     sizes: tuple[Size, ...]  # the output's sizes (-1 keeps the input's dim)
+
+    keeps = ""
 
     def __post_init__(self):
         if not self.sizes:
@@ -253,6 +269,8 @@ class Pad(Op):
     #   circular
     value: float = 0.0  # the fill of constant padding
 
+    keeps = ""
+
     def __post_init__(self):
         if not self.pad or len(self.pad) % 2:
             raise invalid(self, f"pad must list pairs (before, after); received {list(self.pad)}")
@@ -291,6 +309,8 @@ class PixelUnshuffle(Op):
     factor: int = 2  # the block's side: factor x factor tokens become one
     order: Literal["channels_first", "patches_first"] = "channels_first"  # a merged token's values: (c, i, j)
     #   or (i, j, c)
+
+    keeps = ""
 
     def __post_init__(self):
         if len(self.grid) != 2 or any(not isinstance(n, int) or n <= 0 for n in self.grid):

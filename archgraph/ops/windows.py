@@ -19,6 +19,8 @@ class Roll(Op):
     shifts: tuple[int, ...]  # how far each dim is shifted (negative: towards the start)
     dims: tuple[int, ...]  # the dims shifted, one per shift
 
+    keeps = ""
+
     def __post_init__(self):
         if not self.shifts or len(self.shifts) != len(self.dims):
             raise invalid(self, f"shifts and dims must pair up, one shift per dim; received "
@@ -46,6 +48,8 @@ class WindowMask(Op):
     window: int  # the window's side in positions
     shift: int  # the cyclic shift the map had (0: no mask needed)
     fill: float = -100.0  # the value masked pairs get
+
+    keeps = ""
 
     def __post_init__(self):
         positive(self, "window", "shift")
@@ -86,6 +90,8 @@ class WindowPositionBias(Op):
 
     window: int  # the window's side in positions
     heads: int  # number of attention heads
+
+    keeps = ""
 
     def __post_init__(self):
         positive(self, "window", "heads")
@@ -136,6 +142,8 @@ class GridWindowMask(Op):
     grid: tuple[int, ...]  # the grid's size per axis (rows, columns, ...)
     window: int  # the side of a window in cells, along every axis
     tile: tuple[int, ...] | None = None  # the cells of each tile are listed together (grid_positions' tile)
+
+    keeps = ""
 
     def __post_init__(self):
         positive(self, "window")
