@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "archgraph"
 LAYERS = [  # lowest first; a module may import only from its own layer or those before it
     {"errors", "limits", "jsonread", "numbers", "dims", "expr", "machine", "install", "record"},
     {"ops"},
-    {"graph", "dtypes", "spec", "checkpoint", "hf"},
+    {"graph", "dtypes", "spec", "checkpoint", "hf", "hardware"},
     {"passes"},
     {"render"},
     {"model", "load", "builder", "outfile", "torch", "fromtorch"},

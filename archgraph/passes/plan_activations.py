@@ -20,7 +20,7 @@ from collections import Counter
 from typing import Any, Mapping
 
 from ..errors import ArchgraphError, SpecError
-from ..graph import BlockNode, Graph, Model, OpNode
+from ..graph import BlockNode, Model, OpNode
 from ..record import Record, factory
 from .flops import op_flops
 from .shapes import infer_shapes
@@ -31,6 +31,7 @@ ACT_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 2}  # activation
 WIDTH_BYTES = {"mask": 1, "fp32": 4, "index": 8}
 VIEWS = {"reshape", "transpose", "permute", "flatten", "unsqueeze", "squeeze", "identity", "expand"}
 COLUMN_OR_ROW = {"linear"}  # ops whose output is split when their input is not, and the reverse
+SMALL = 4096  # bitsandbytes' min_8bit_size: smaller tensors keep 32-bit optimizer states
 
 
 class Part(Record):
@@ -79,17 +80,33 @@ class Profile(Record):
     after: Part
     bindings: dict
     eager: bool
+    memo: dict = factory(dict)   # sums a plan asks for again (per stage, of all layers), made once
 
     @property
     def layer_count(self) -> int:
         return sum(n for _, n, _ in self.layers)
 
     def total(self) -> Part:
+        return self.once("total", lambda: self._sum([(self.before, 1)] + [(p, n) for p, n, _ in self.layers]
+                                                     + [(self.after, 1)]))
+
+    def all_layers(self) -> Part:
+        return self.once("layers", lambda: self._sum([(p, n) for p, n, _ in self.layers]))
+
+    def sum_of(self, key, items: list) -> Part:
+        """The Part of `items` ((Part, times) pairs), made once per `key`."""
+        return self.once(key, lambda: self._sum(items))
+
+    def once(self, key, make):
+        if key not in self.memo:
+            self.memo[key] = make()
+        return self.memo[key]
+
+    @staticmethod
+    def _sum(items: list) -> Part:
         out = Part()
-        out.add(self.before)
-        for part, n, _ in self.layers:
+        for part, n in items:
             out.add(part, n)
-        out.add(self.after)
         return out
 
 
@@ -196,6 +213,8 @@ def _op(node: OpNode, name: str, args: list[_Tensor], run: Run, body: _Body, cou
         else:
             part.kept[(s.width, "heads" if s.heads else first, s.core)] += s.values
             part.core_flops += s.flops
+    part.comm["alltoall"] += _numel(shapes_in[0]) * op.top_k if op.op_name == "moe" else 0  # tokens to experts
+    part.comm["kv"] += _kv_values(node, shapes_in, shapes_out)
     split = op.op_name in COLUMN_OR_ROW or composite
     part.flops["heads" if split else place_out] += flops
     for kind, n in owns.items():
@@ -280,6 +299,20 @@ def _place(body: _Body, child: _Body, extra: Part, times: int, stack: str | None
         body.items[-1].add(part, times)
 
 
+def _kv_values(node: OpNode, shapes_in: list, shapes_out: list) -> int:
+    """Keys and values a self-attention reads (what context parallelism passes around its ring)."""
+    if node.op.op_name == "sdpa":
+        return _numel(shapes_in[1]) + _numel(shapes_in[2])
+    if node.op.category != "attention":
+        return 0
+    try:
+        cache = node.op.cache(_arranged(node, shapes_in), shapes_out, True)
+    except ArchgraphError:
+        return 0
+    batch = shapes_in[0][0] if shapes_in and shapes_in[0] else 1
+    return batch * cache.per_token * cache.tokens if cache is not None and cache.per_token else 0
+
+
 def _arranged(node: OpNode, values: list) -> list:
     """Input values in the order of the op's inputs, None for optional ones not given (to the last)."""
     out = node.arranged(values)
@@ -288,7 +321,9 @@ def _arranged(node: OpNode, values: list) -> list:
 
 def _param_counts(node: OpNode) -> Counter:
     """The op's own parameters (tied ones are another node's): 'matrix' (rank 2 or more),
-    'vector', or 'expert' (a mixture of experts' experts)."""
+    'vector', or 'expert' (a mixture of experts' experts); and what optimizers that look at shapes
+    need: 'factored' (Adafactor's row and column statistics of each matrix), 'small' (elements of
+    tensors under 4,096, which 8-bit Adam keeps in 32 bits)."""
     out: Counter = Counter()
     experts = _expert_prefixes(node.op)
     for t in node.op.params():
@@ -298,6 +333,13 @@ def _param_counts(node: OpNode) -> Counter:
             out["expert"] += t.count
         else:
             out["matrix" if len(t.shape) >= 2 else "vector"] += t.count
+        if len(t.shape) >= 2:
+            rows, cols = t.shape[-2], t.shape[-1]
+            out["factored"] += t.count // (rows * cols) * (rows + cols)
+        else:
+            out["factored"] += t.count
+        if t.count < SMALL:
+            out["small"] += t.count
     return out
 
 

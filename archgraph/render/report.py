@@ -62,6 +62,7 @@ class ReportData:
     title: str
     columns: list[Column]                 # of every section's parameter table
     sections: list[Section]
+    extra: list[str] = field(default_factory=list)  # sections other commands add, as HTML (plan --search)
 
 
 TABLE_COLUMNS = [Column("node", "Node"), Column("op", "Op"), Column("tensors", "Tensors"),
@@ -170,6 +171,7 @@ def report_html(data: ReportData) -> str:
         parts.append(comparison_html([s.summary for s in data.sections], [s.layers for s in data.sections]))
     for i, section in enumerate(data.sections):
         parts.append(_section(data, section, i))
+    parts += data.extra
     parts.append(f"<script type=\"application/json\" id=\"archgraph-data\">{payload}</script>\n")
     parts += [f"<script>\n{_script(script)}\n</script>\n" for script in scripts]
     parts.append("</body>\n</html>\n")

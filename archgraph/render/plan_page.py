@@ -1,0 +1,33 @@
+"""A search's section of the HTML report (`plan --search --report FILE.html`): the chart of
+throughput against memory as inline SVG and the fastest plans as a table (the report's own
+table, sortable); every text escaped."""
+from __future__ import annotations
+
+from html import escape
+
+from ..machine import binary
+from .report import Column, table
+
+COLUMNS = [Column("tp", "tp", "number"), Column("pp", "pp", "number"), Column("dp", "dp", "number"),
+           Column("sp", "sp"), Column("zero", "ZeRO", "number"), Column("recompute", "recompute"),
+           Column("mb", "micro-batch", "number"), Column("memory", "memory per GPU"),
+           Column("tokens", "tokens/s", "number"), Column("mfu", "MFU %", "number")]
+
+
+def plan_section(model: str, found: list, gpu, svg: bytes, top: int = 20) -> str:
+    fits = [c for c in found if not c.why]
+    rows = []
+    for c in fits[:top]:
+        lay = c.layout
+        rows.append((None, {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "sp": "sp" if lay.sp else "",
+                            "zero": lay.zero, "recompute": lay.recompute, "mb": lay.micro_batch,
+                            "memory": binary(c.plan.per_gpu["total"]),
+                            "tokens": round(c.plan.time["tokens_per_second"]), "mfu": 100 * c.plan.time["mfu"]}))
+    gpus = found[0].layout.gpus if found else 0
+    drawing = svg.decode("utf-8")
+    drawing = drawing[drawing.index("<svg"):]          # the figure without its XML prolog
+    return (f"<section class=\"plan\" id=\"plan\">\n<h2>Plan on {gpus} × {escape(gpu.name)}</h2>\n"
+            f"<p class=\"note\">{len(found):,} layouts of {escape(model)} tried, {len(fits):,} fit; "
+            f"the fastest {len(rows)} below (archgraph plan --search; docs: Plan it on hardware).</p>\n"
+            f"<div class=\"chart\">{drawing}</div>\n"
+            f"<div class=\"scroll\">{table(COLUMNS, rows, 'plans')}</div>\n</section>\n")

@@ -1,0 +1,210 @@
+"""`archgraph plan`: memory per GPU, time, serving and search, against the closed forms of the papers
+they come from (named beside each test) and what a user sees."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from archgraph import load
+from archgraph.passes.params import named_tensors
+
+LLAMA_7B = 6_738_415_616            # parameters, as transformers counts them
+GIB = 2 ** 30
+
+
+def plan(cli, *args):
+    code, out, err = cli("plan", *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def states(d):
+    g = d["per_gpu"]
+    return g["weights"] + g["gradients"] + g["optimizer"]
+
+
+# -- ZeRO: Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+# Models", Fig. 1: model states per GPU with mixed-precision Adam (K = 12) over N data-parallel GPUs
+@pytest.mark.parametrize("n", [8, 64])
+@pytest.mark.parametrize("stage, form", [(0, lambda p, n: 16 * p), (1, lambda p, n: 4 * p + 12 * p // n),
+                                         (2, lambda p, n: 2 * p + 14 * p // n), (3, lambda p, n: 16 * p // n)])
+def test_zero_model_states_are_the_papers(cli, n, stage, form):
+    d = plan(cli, "llama-2-7b", "--gpus", str(n), "--zero", str(stage), "--seq", "4096")
+    assert states(d) == form(LLAMA_7B, n)
+    assert d["layout"]["dp"] == n
+
+
+def test_zero_per_term(cli):
+    """Stage 2 of 64: weights whole (2P), gradients and optimizer states partitioned (2P/N, 12P/N)."""
+    g = plan(cli, "llama-2-7b", "--gpus", "64", "--zero", "2")["per_gpu"]
+    assert (g["weights"], g["gradients"], g["optimizer"]) == (2 * LLAMA_7B, 2 * LLAMA_7B // 64, 12 * LLAMA_7B // 64)
+
+
+def test_gpt3_zero3_on_1024_gpus(cli):
+    p = load("gpt3-175b").params().total
+    d = plan(cli, "gpt3-175b", "--gpus", "1024", "--zero", "3")
+    assert states(d) == sum(-(-k * p // 1024) for k in (2, 2, 12))
+
+
+def test_other_optimizers_follow_the_same_logic(cli):
+    """Bytes per parameter beside the fp16 weights and gradients: SGD with momentum an fp32 copy and
+    the momentum (8), AdamW as Adam (12), Adafactor the copy and its factored second moments (the
+    rows and columns of each matrix: Shazeer and Stern 2018), 8-bit Adam the copy, a byte per moment
+    and a float32 scale per block of 2,048 (tensors under 4,096 values keep 32-bit moments, as
+    bitsandbytes does); partitioned by ZeRO alike."""
+    model = load("llama-2-7b")
+    shapes = [t.shape for _, t in named_tensors(model)]
+    factored = sum((s[-2] + s[-1]) if len(s) >= 2 else s[0] for s in shapes)
+    small = sum(s[0] for s in shapes if len(s) == 1 and s[0] < 4096)
+    big = LLAMA_7B - small
+    want = {"sgd": 4 * LLAMA_7B + 4 * LLAMA_7B, "adamw": 12 * LLAMA_7B, "adafactor": 4 * LLAMA_7B + 4 * factored,
+            "adam-8bit": 4 * LLAMA_7B + 2 * big + 8 * -(-big // 2048) + 8 * small}
+    for optimizer, bytes_ in want.items():
+        assert plan(cli, "llama-2-7b", "--optimizer", optimizer)["per_gpu"]["optimizer"] == bytes_, optimizer
+        assert plan(cli, "llama-2-7b", "--optimizer", optimizer, "--gpus", "8", "--zero", "1")["per_gpu"][
+            "optimizer"] == -(-bytes_ // 8)
+
+
+def test_fp32_training_keeps_no_master_copy(cli):
+    g = plan(cli, "llama-2-7b", "--dtype", "fp32")["per_gpu"]
+    assert (g["weights"], g["gradients"], g["optimizer"]) == (4 * LLAMA_7B, 4 * LLAMA_7B, 8 * LLAMA_7B)
+
+
+# -- activations: Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+# Models", eqs. 1-5 and Table 2, GPT-3 175B at s = 2048, b = 1 with Megatron's dropouts
+S, H, A, L = 2048, 12288, 96, 96
+SBH = S * H
+
+
+@pytest.mark.parametrize("args, per_layer", [
+    ((), SBH * (34 + 5 * A * S / H)),
+    (("--tp", "8"), SBH * (10 + 24 / 8 + 5 * A * S / (H * 8))),
+    (("--tp", "8", "--sp"), SBH / 8 * (34 + 5 * A * S / H)),
+    (("--tp", "8", "--recompute", "selective"), SBH * (10 + 24 / 8)),
+    (("--tp", "8", "--sp", "--recompute", "selective"), SBH * 34 / 8),
+    (("--tp", "8", "--recompute", "full"), 2 * SBH),
+])
+def test_korthikanti_per_layer(cli, args, per_layer):
+    d = plan(cli, "gpt3-175b", "--attention", "eager", "--seq", "2048", *args)
+    acts = d["activations"]
+    assert acts["layers"] == L and abs(acts["per_layer"] / per_layer - 1) < 0.005
+    if "full" not in args:   # the whole model: L layers and what lies outside them, within 0.5 % of L x eq.
+        assert abs(d["per_gpu"]["activations"] / (L * per_layer) - 1) < 0.005
+    else:                    # plus one layer rebuilt during backward, counted apart
+        assert d["per_gpu"]["recompute"] == plan(cli, "gpt3-175b", "--attention", "eager", "--tp", "8")[
+            "activations"]["per_layer"]
+
+
+def test_korthikanti_pipeline_first_stage_holds_l_layers(cli):
+    """Eq. 5: under 1F1B the first of p stages holds p micro-batches of its L/p layers."""
+    d = plan(cli, "gpt3-175b", "--attention", "eager", "--tp", "8", "--sp", "--pp", "8", "--gpus", "64",
+             "--global-batch", "16")
+    acts = d["activations"]
+    assert (acts["layers"], acts["in_flight"]) == (12, 8)
+    assert abs(d["per_gpu"]["activations"] / (SBH * L / 8 * (34 + 5 * A * S / H)) - 1) < 0.005
+
+
+def test_flash_attention_keeps_no_score_matrix(cli):
+    per_layer = plan(cli, "gpt3-175b", "--seq", "2048")["activations"]["per_layer"]
+    assert per_layer == 34 * SBH + 4 * A * S + 2 * 2 * S * 4   # + the log-sum-exp and the norms' statistics
+
+
+# -- time
+def test_time_terms_add_up(cli):
+    d = plan(cli, "llama-2-70b", "--gpus", "64", "--tp", "8", "--pp", "4", "--zero", "1", "--global-batch", "64",
+             "--seq", "4096")
+    t = d["time"]
+    slots = t["micro_batches"] + 4 - 1
+    per_micro = (t["compute"] + t["tensor_parallel"] + t["pipeline_p2p"]) / t["micro_batches"]
+    assert t["bubble"] == pytest.approx(per_micro * 3)
+    assert t["step"] == pytest.approx(per_micro * slots + t["data_parallel"])
+    assert t["bubble_fraction"] == pytest.approx(3 / t["micro_batches"])
+    assert d["tokens_per_second"] == pytest.approx(64 * 4096 / t["step"])
+    assert 0 < d["mfu"] < 0.5    # at most the kernels' 50 % of the peak
+
+
+def test_compute_time_is_flops_over_peak(cli):
+    """One A100 (312 TFLOP/s bf16) at 50 %: 3 x forward FLOPs (backward twice the forward) over 156 TFLOP/s."""
+    from archgraph.passes.flops import count_flops
+    d = plan(cli, "gpt2", "--seq", "1024")
+    forward = count_flops(load("gpt2"), {"B": 1, "S": 1024}).forward
+    assert d["time"]["compute"] == pytest.approx(3 * forward / 156e12)
+    assert d["time"]["tensor_parallel"] == d["time"]["data_parallel"] == 0
+
+
+# -- serving: the roofline (Williams et al. 2009)
+def test_decode_is_bandwidth_over_bytes_read(cli):
+    d = plan(cli, "llama-2-7b", "--serve", "--context", "4096", "--batch", "1", "--memory-efficiency", "1")
+    kv = 2 * 32 * 4096 * 32 * 128 * 2   # keys and values, 32 layers, 32 heads of 128, bf16
+    read = 2 * LLAMA_7B + kv
+    assert d["decode"]["bytes_read"] == read and d["per_gpu"]["kv_cache"] == kv
+    assert d["decode"]["tokens_per_second"] == pytest.approx(2039e9 / read)
+    assert d["decode"]["bound"] == "memory"
+
+
+def test_int4_weights_count_their_scales(cli):
+    d = plan(cli, "llama-2-7b", "--serve", "--dtype", "int4", "--context", "1024")
+    kept = 2 * 32000 * 4096 + 4096 * (2 * 32 + 1)   # embeddings, head and norms stay bf16
+    quantised = LLAMA_7B - kept                      # at half a byte, a bf16 scale per 128
+    assert d["weights"]["total"] == quantised // 2 + 2 * -(-quantised // 128) + 2 * kept
+
+
+def test_caches_follow_the_model(cli):
+    """Mistral's sliding window caches 4,096 tokens of a longer context; prefill is compute bound."""
+    d = plan(cli, "examples/mistral-7b/config.json", "--serve", "--context", "8192")
+    assert d["per_gpu"]["kv_cache"] == 2 * 32 * 4096 * 8 * 128 * 2
+    assert [c["rule"] for c in d["caches"]] == ["sliding window of 4096"]
+    assert d["prefill"]["bound"] == "compute" and d["time_to_first_token"] == d["prefill"]["seconds"]
+
+
+def test_largest_batch_fits(cli):
+    d = plan(cli, "llama-2-7b", "--serve", "--context", "4096")
+    bigger = plan(cli, "llama-2-7b", "--serve", "--context", "4096", "--batch", str(d["max_batch"] + 1))
+    at = plan(cli, "llama-2-7b", "--serve", "--context", "4096", "--batch", str(d["max_batch"]))
+    assert at["fits"] and not bigger["fits"]
+
+
+# -- search
+def test_70b_search_on_64_a100s(cli):
+    d = plan(cli, "llama-2-70b", "--gpus", "64", "--gpu", "a100-80gb", "--search", "--seq", "4096",
+             "--global-batch", "512")
+    plans = d["plans"]
+    assert plans and all(p["per_gpu"]["total"] <= 80 * GIB for p in plans)
+    speeds = [p["tokens_per_second"] for p in plans]
+    assert speeds == sorted(speeds, reverse=True)
+    assert all(r["why"] for r in d["rejected"])
+    assert any(r["why"].startswith("needs") for r in d["rejected"])
+
+
+# -- what a user sees
+def test_errors_name_the_fix(cli, tmp_path):
+    code, _, err = cli("plan", "gpt2", "--gpu", "a100-80")
+    assert code == 2 and "did you mean 'a100-80gb'" in err
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("memory: 48 GiB\nmemroy_bandwidth: 1 TB/s\nflops: {bf16: 200 TFLOPS}\n")
+    code, _, err = cli("plan", "gpt2", "--gpu", str(mine))
+    assert code == 2 and "mine.yaml:2" in err and "did you mean 'memory_bandwidth'" in err
+    code, _, err = cli("plan", "gpt2", "--tp", "5", "--gpus", "5", "--seq", "1024")
+    assert code == 2 and "tp=5 does not divide the 12 attention heads" in err
+    code, _, err = cli("plan", "gpt2", "--serve", "--zero", "1")
+    assert code == 2 and "--zero: training options" in err
+    code, _, err = cli("plan", "gpt2", "--dtype", "int4")
+    assert code == 2 and "add --serve" in err
+
+
+def test_own_accelerator_from_a_file(cli, tmp_path):
+    mine = tmp_path / "card.yaml"
+    mine.write_text("name: My card\nmemory: 48 GiB\nmemory_bandwidth: 1 TB/s\nflops: {bf16: 200 TFLOPS}\n")
+    d = plan(cli, "gpt2", "--gpu", str(mine))
+    assert (d["gpu"]["name"], d["capacity"], d["gpu"]["flops"]["bf16"]) == ("My card", 48 * GIB, 200e12)
+
+
+def test_tables_fit_80_columns(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    for args in (("llama-2-70b", "--gpus", "64", "--tp", "8", "--pp", "2", "--global-batch", "64"),
+                 ("llama-2-7b", "--serve", "--batch", "8"),
+                 ("llama-2-70b", "--gpus", "64", "--search", "--seq", "4096")):
+        code, out, _ = cli("plan", *args)
+        assert code == 0
+        assert max(len(line) for line in out.splitlines()) <= 80, args
