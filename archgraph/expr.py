@@ -12,7 +12,8 @@ floats, bools, words, symbolic sizes (`dims.Poly`: `B`, `S * 2`) or SymInts
 (`numbers`: ints that carry a formula); a choice that depends on a SymInt (a
 comparison, `x if c else y`) records its names as decided.  `min` and `max` stay
 exact: of sizes a size (`max(1, floor(S/2))`), of SymInts a formula with sympy's
-Max/Min.  `log`, `exp`, `sqrt` and the constant `pi` give floats.
+Max/Min.  `log`, `exp`, `sqrt` and the constant `pi` give floats; `inf` is the float infinity
+(a fill value: `-inf` masks a score out).
 
 >>> evaluate("4 * H", {"H": 768})
 3072
@@ -259,7 +260,7 @@ FUNCTIONS = {"min": _chosen(min), "max": _chosen(max), "abs": abs, "ceil_div": _
              "sqrt": _real(math.sqrt), "best_resolution": _best_resolution}
 LIST_FUNCTIONS = {"len", "sum"}
 LIST_ARGUMENTS = LIST_FUNCTIONS | {"best_resolution"}  # the functions that take a list
-CONSTANTS = {"pi": math.pi}  # names no variable may take (a spec's variables are checked)
+CONSTANTS = {"pi": math.pi, "inf": math.inf}  # names no variable may take (a spec's variables are checked)
 ARITY = {"min": (2, None), "max": (2, None), "abs": (1, 1), "ceil_div": (2, 2), "ceil": (1, 1),
          "floor": (1, 1), "round": (1, 1), "len": (1, 1), "sum": (1, 1), "range": (1, 3), "log": (1, 1),
          "exp": (1, 1), "sqrt": (1, 1), "best_resolution": (3, 3)}

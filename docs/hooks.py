@@ -39,11 +39,12 @@ def op_families() -> dict[str, list[str]]:
     return dict(sorted(out.items()))
 
 
-TITLES = {"activation": "Activations", "attention": "Attention", "conv": "Convolutions",
+TITLES = {"activation": "Activations", "attention": "Attention", "binary": "Two-tensor functions", "conv": "Convolutions",
           "disentangled": "Disentangled attention", "elementwise": "Elementwise (broadcasting)",
           "embedding": "Embeddings and positions", "encoders": "Parameters and buffers",
           "indexing": "Slices and singleton dims", "latent_attention": "Latent attention", "linear": "Linear",
-          "math": "Arithmetic", "mlp": "Feed-forward and MoE", "norm": "Normalisation", "pool": "Pooling",
+          "math": "Arithmetic", "mlp": "Feed-forward and MoE", "norm": "Normalisation", "pointwise": "Pointwise functions",
+          "pool": "Pooling",
           "recurrent": "Fixed-state layers", "reduce": "Reductions", "rotary": "Rotary positions",
           "routing": "Routing by index", "signal": "Signals", "ssm": "State-space mixers",
           "tensor": "Tensor plumbing", "windows": "Windows (Swin)"}  # the nav's short names

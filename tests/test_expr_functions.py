@@ -143,3 +143,13 @@ def test_best_resolution_refuses_what_is_not_an_image_and_its_resolutions(text, 
     with pytest.raises(ExprError, match=re.escape(says)):
         evaluate(text, {})
 
+
+
+def test_inf_is_a_number_a_fill_value_may_be():
+    assert evaluate("-inf", {}) == -math.inf
+    assert evaluate("inf if masked else 0", {"masked": True}) == math.inf
+    with pytest.raises(SpecError, match=r"variable 'inf': 'inf' is a constant of expressions \(inf\)"):
+        load_text("name: p\nvariables:\n  inf: 3\ninputs:\n  x: [B, 4]\nnodes:\n  - {name: g, op: gelu}\n", "p.yaml")
+    spec = load_text("name: p\ninputs:\n  x: [B, 4]\nnodes:\n  - {name: m, op: lt, in: x, constant: 0.0}\n"
+                     "  - {name: f, op: masked_fill, in: [x, m], value: -inf}\noutputs:\n  y: f\n", "p.yaml")
+    assert spec.graph.nodes["f"].op.value == -math.inf

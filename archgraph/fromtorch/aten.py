@@ -55,6 +55,27 @@ def rule(*targets):
     return register
 
 
+def named(n) -> dict:
+    """The node's arguments by the names of its op's schema, defaults filled in (`dim`, `keepdim`)."""
+    out = {}
+    for i, arg in enumerate(n.target._schema.arguments):
+        if i < len(n.args) and not arg.kwarg_only:
+            out[arg.name] = n.args[i]
+        elif arg.name in n.kwargs:
+            out[arg.name] = n.kwargs[arg.name]
+        else:
+            out[arg.name] = arg.default_value if arg.has_default_value() else None
+    return out
+
+
+def first_output_only(n, what: str) -> None:
+    """Refuse a node whose outputs after the first are read (the indices of a max pooling): the op it
+    becomes computes the first only."""
+    for user in n.users:
+        if user.target is operator.getitem and user.args[1] != 0 and user.users:
+            raise Refuse(f"its output {user.args[1]} ({what}) is read; archgraph's op gives the first only")
+
+
 def simple(name: str, *targets, **fixed):
     """Ops of one input and no hyperparameters (or fixed ones)."""
     rule(*targets)(lambda n, c: Out(name, [n.args[0]], dict(fixed)))
@@ -114,19 +135,50 @@ def _to(n, c):
 
 
 # -- arithmetic: a second operand that is a number becomes the op's constant ------------------------
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def is_float(dtype) -> bool:
+    return dtype.is_floating_point or dtype.is_complex
+
+
+def scalar(value, dtype) -> Out:
+    """A number as a 0-d tensor of `dtype` (`full` of shape []): the operand of an integer operation,
+    which a float constant would turn into floats."""
+    return Out("full", [], {"shape": [], "value": float(value), "dtype": DTYPES[dtype]})
+
+
+def operands(n, c, name: str, a, b, reverse_ok: bool = True) -> list:
+    """`name` of a and b, either of which may be a number: the op with a `constant` (and `reverse`
+    when the number comes first), or where the result is whole numbers (int64 ids plus 1) the number
+    as a 0-d tensor of the result's type, so the integers stay integers.  Returns the nodes to emit."""
+    if c.is_value(a) and c.is_value(b):
+        return [Out(name, [a, b])]
+    number, tensor, first = (c.number(b), a, False) if c.is_value(a) else (c.number(a), b, True)
+    result = c.dtype(n) if c.is_value(n) else None
+    if name not in COMPARISONS and result is not None and not is_float(result):
+        const = scalar(number, torch.bool if isinstance(number, bool) else
+                       torch.int64 if isinstance(number, int) else result)
+        return [const, Out(name, [const, tensor] if first else [tensor, const])]
+    if first and not reverse_ok:
+        return [Out(name, [tensor], {"constant": float(number)})]
+    return [Out(name, [tensor], {"constant": float(number), **({"reverse": True} if first else {})})]
+
+
 def _binary(name: str, reverse_ok: bool = True):
     def convert(n, c):
         a, b = n.args[0], n.args[1]
-        alpha = n.kwargs.get("alpha", 1)
-        if alpha != 1:
-            raise Refuse(f"alpha={alpha}")
-        if c.is_value(a) and c.is_value(b):
-            return Out(name, [a, b])
-        if c.is_value(a):
-            return Out(name, [a], {"constant": float(c.number(b))})
-        if not reverse_ok:
-            return Out(name, [b], {"constant": float(c.number(a))})
-        return Out(name, [b], {"constant": float(c.number(a)), "reverse": True})
+        alpha = n.kwargs.get("alpha", n.args[2] if len(n.args) > 2 else 1)
+        scaled: list = []
+        if alpha != 1:  # torch.add(a, b, alpha=k): a + k·b
+            if not c.is_value(b):
+                b = c.number(b) * alpha
+            else:
+                scaled = operands(n, c, "mul", b, alpha)
+                b = scaled[-1]
+        if isinstance(b, Out):
+            return [*scaled, Out(name, [a, b])]
+        return operands(n, c, name, a, b, reverse_ok)
     return convert
 
 
@@ -137,20 +189,20 @@ rule(aten.div.Tensor, aten.div.Scalar)(_binary("div"))
 rule(aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor)(_binary("pow"))
 rule(aten.maximum.default)(_binary("maximum"))
 rule(aten.minimum.default)(_binary("minimum"))
-for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+for _name in COMPARISONS:
     rule(getattr(aten, _name).Tensor, getattr(aten, _name).Scalar)(_binary(_name))
 
 
 @rule(aten.pow.Scalar)
 def _rpow(n, c):
-    return Out("pow", [n.args[1]], {"constant": float(n.args[0]), "reverse": True})
+    return operands(n, c, "pow", n.args[0], n.args[1])
 
 
 @rule(aten.rsub.Scalar, aten.rsub.Tensor)
 def _rsub(n, c):
-    if c.is_value(n.args[1]):
-        return Out("sub", [n.args[1], n.args[0]])
-    return Out("sub", [n.args[0]], {"constant": float(n.args[1]), "reverse": True})
+    if n.kwargs.get("alpha", 1) != 1:
+        raise Refuse(f"alpha={n.kwargs['alpha']}")
+    return operands(n, c, "sub", n.args[1], n.args[0])
 
 
 # -- plumbing --------------------------------------------------------------------------------------
@@ -240,35 +292,20 @@ def _split(n, c):
     return Out("split", [n.args[0]], {"dim": dim, "sizes": parts})
 
 
-@rule(aten.mean.dim, aten.sum.dim_IntList, aten.amax.default)
-def _reduce(n, c):
-    name = {aten.mean.dim: "mean", aten.sum.dim_IntList: "sum", aten.amax.default: "amax"}[n.target]
-    dims = n.args[1] if len(n.args) > 1 else None
-    keepdim = n.args[2] if len(n.args) > 2 else n.kwargs.get("keepdim", False)
-    if isinstance(dims, (list, tuple)):
-        if len(dims) != 1:
-            raise Refuse(f"a {name} over several dims {list(dims)}")
-        dims = dims[0]
-    hp = {"dim": dims} if dims is not None else {}
-    if keepdim:
-        hp["keepdim"] = True
-    return Out(name, [n.args[0]], hp)
-
-
 @rule(aten.tril.default, aten.triu.default)
 def _tri(n, c):
     return Out("tril" if n.target is aten.tril.default else "triu", [n.args[0]],
                {"diagonal": n.args[1] if len(n.args) > 1 else 0})
 
 
-@rule(aten.cumsum.default)
-def _cumsum(n, c):
-    return Out("cumsum", [n.args[0]], {"dim": n.args[1]})
-
-
 @rule(aten.where.self)
 def _where(n, c):
     return Out("where", list(n.args[:3]))
+
+
+@rule(aten.masked_scatter.default)
+def _masked_scatter(n, c):
+    return Out("masked_scatter", list(n.args[:3]))
 
 
 @rule(aten.masked_fill.Scalar)
@@ -291,14 +328,27 @@ def _arange(n, c):
     return Out("arange", [], hp)
 
 
+EMPTY = (aten.empty.memory_format, aten.empty_strided.default, aten.empty_like.default, aten.new_empty.default)
+
+
 @rule(aten.full.default, aten.ones.default, aten.zeros.default, aten.new_ones.default, aten.new_zeros.default,
-      aten.ones_like.default, aten.zeros_like.default, aten.full_like.default)
+      aten.ones_like.default, aten.zeros_like.default, aten.full_like.default, aten.new_full.default,
+      aten.fill.Scalar, aten.scalar_tensor.default, *EMPTY)
 def _full(n, c):
+    """A tensor of one value, its shape the node's (sizes symbolic where the trace keeps them); an empty
+    one (uninitialised memory, which the program writes before it reads) holds zeros."""
     value = {aten.ones.default: 1.0, aten.new_ones.default: 1.0, aten.ones_like.default: 1.0}.get(n.target, 0.0)
-    if n.target in (aten.full.default, aten.full_like.default):
-        value = float(n.args[1])
+    if n.target in (aten.full.default, aten.full_like.default, aten.fill.Scalar):
+        value = c.number(n.args[1])
+    elif n.target in (aten.new_full.default,):
+        value = c.number(n.args[2])
+    elif n.target is aten.scalar_tensor.default:
+        value = c.number(n.args[0])
+    dtype = n.meta["val"].dtype
+    if dtype not in DTYPES:
+        raise Refuse(f"a tensor of element type {dtype}, which archgraph does not name")
     shape = [c.size(d) for d in n.meta["val"].shape]
-    return Out("full", [], {"shape": shape, "value": value, "dtype": DTYPES[n.meta["val"].dtype]})
+    return Out("full", [], {"shape": shape, "value": float(value), "dtype": DTYPES[dtype]})
 
 
 @rule(operator.getitem)
@@ -309,7 +359,37 @@ def _getitem(n, c):
 # nodes that compute nothing a spec holds: shape assertions and reads of sizes (a size read is used
 # through `c.size`, as a number or an expression of B and S)
 SKIP = {aten._assert_tensor_metadata.default, aten.sym_size.int, aten._assert_scalar.default,
-        aten.sym_constrain_range_for_size.default, torch.ops.aten._assert_async.msg}
+        aten.sym_constrain_range_for_size.default, torch.ops.aten._assert_async.msg, aten.sym_numel.default,
+        aten.sym_stride.int, aten.sym_storage_offset.default, aten.sym_is_contiguous.default}
+
+# Core ATen ops a spec cannot hold, each refused with its reason (tests/test_core_aten.py lists the
+# rest of the Core ATen set as imported)
+BACKWARD = "a gradient op (a backward pass), which the inference graph archgraph imports does not hold"
+RANDOM = ("random numbers, which a spec does not draw (its forward computes the same values each run): "
+          "give the values as an input")
+REFUSED = {
+    **dict.fromkeys([aten._adaptive_avg_pool2d_backward.default, aten.avg_pool2d_backward.default,
+                     aten.convolution_backward.default, aten.embedding_dense_backward.default,
+                     aten.max_pool2d_with_indices_backward.default, aten.native_group_norm_backward.default,
+                     aten.native_layer_norm_backward.default], BACKWARD),
+    **dict.fromkeys([aten.rand.default, aten.randn.default, aten.randperm.default, aten.rand_like.default,
+                     aten.randn_like.default, aten.randint.default, aten.randint.low, aten.bernoulli.default,
+                     aten.bernoulli.p, aten.multinomial.default, aten.normal.Tensor_Tensor], RANDOM),
+    aten.nonzero.default: "the number of non-zero values is the length of its output, which depends on the "
+                          "data (archgraph's sizes follow from the inputs' sizes)",
+    aten._local_scalar_dense.default: "a tensor's value read into Python (Tensor.item()): what it decides "
+                                      "depends on the data",
+}
+
+
+def _refuse(why: str) -> Rule:
+    def refuse(n, c):
+        raise Refuse(why)
+    return refuse
+
+
+for _target, _why in REFUSED.items():
+    rule(_target)(_refuse(_why))
 
 
 @rule(aten.gather.default)
@@ -373,3 +453,4 @@ def _baddbmm(n, c):
         raise Refuse("beta or alpha other than 1")
     product = Out("matmul", [a, b])
     return [product, Out("add", [product, bias])]
+

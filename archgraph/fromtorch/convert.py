@@ -18,7 +18,7 @@ from torch.export.graph_signature import InputKind
 from ..errors import ArchgraphError
 from ..graph import join
 from . import aten as A
-from . import layers  # noqa: F401  (registers the rules of the ops that hold tensors)
+from . import rules  # noqa: F401  (registers every aten rule)
 from .body import Body
 from .fold import Folding
 from .nodes import flat, is_tensor_value, module_path, numbered_child, readers, relative, stack_paths, under

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from ..errors import ArchgraphError
+from .decompose import lower
 
 
 @dataclass
@@ -55,6 +56,7 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
                                   "(data-dependent control flow) cannot be imported") from None
     finally:
         module.train(was_training)
+    program = lower(program, type(module).__name__)  # the ops archgraph lacks, decomposed into ones it has
     return Traced(program, tensors, _size_names(program, tensors))
 
 

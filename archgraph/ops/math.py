@@ -29,22 +29,32 @@ class Sub(Binary):
         return left - right
 
 
-@op("div", aliases=("torch.div", "divide", "true_divide"), example={"constant": 8.0})
+@op("div", aliases=("torch.div", "divide", "true_divide", "floor_divide", "//"), example={"constant": 8.0})
 class Div(Binary):
-    """a / b with broadcasting; or x / constant (reverse: constant / x)."""
+    """a / b with broadcasting; or x / constant (reverse: constant / x); `rounding_mode` trunc or
+    floor rounds the quotient as torch.div does (floor: Python's //, torch.floor_divide)."""
 
     constant: float | None = None  # a constant second operand instead of a second input
     reverse: bool = False  # true: the constant comes first (constant op x)
+    rounding_mode: Literal["trunc", "floor"] | None = None  # none: true division; trunc: toward zero;
+    #   floor: down (integers stay integers)
 
     def saved(self, inputs, outputs, eager):
-        """The divisor (and the dividend for the divisor's gradient); x / constant keeps nothing."""
+        """The divisor (and the dividend for the divisor's gradient); x / constant keeps nothing, nor does
+        a rounded quotient (a step function: zero gradient)."""
+        if self.rounding_mode is not None:
+            return []
         if inputs[1] is None:
             return [Saved(input=0)] if self.reverse else []
         return [Saved(input=1), Saved(input=0, if_grad=1)]
 
     def forward(self, run, a, b=None):
         left, right = self.operands(a, b)
-        return left / right
+        if self.rounding_mode is None:
+            return left / right
+        if isinstance(left, float):  # a constant first: torch.div takes a tensor there
+            left = run.torch.as_tensor(left, device=right.device)
+        return run.torch.div(left, right, rounding_mode=self.rounding_mode)
 
 
 @op("maximum", aliases=("torch.maximum", "torch.max_elementwise"))
@@ -88,7 +98,8 @@ class Pow(Binary):
 
 @dataclass(init=False, repr=False, eq=False)  # fields only, as @op makes them (see ops.base.Op)
 class _Compare(Binary):
-    """A comparison: true where it holds (a boolean mask), with broadcasting."""
+    """A comparison: true where it holds (a boolean mask), with broadcasting.  A whole constant is
+    compared with integers as the integer it is (exactly, where torch would round both to floats)."""
 
     differentiable = False
 
@@ -96,6 +107,13 @@ class _Compare(Binary):
     reverse: bool = False  # true: the constant comes first (constant op x)
 
     keeps = ""
+
+    def operands(self, a, b):
+        left, right = super().operands(a, b)
+        whole = self.constant is not None and float(self.constant).is_integer()
+        if whole and b is None and not (a.is_floating_point() or a.is_complex()):
+            return (int(left), right) if self.reverse else (left, int(right))
+        return left, right
 
 
 @op("eq", aliases=("torch.eq", "equal"))
@@ -278,7 +296,10 @@ class Clamp(Pointwise):
             raise invalid(self, f"min={self.min} is above max={self.max}")
 
     def forward(self, run, x):
-        return run.torch.clamp(x, self.min, self.max)
+        lo, hi = self.min, self.max
+        if not x.is_floating_point():  # whole bounds keep integers integers, as torch.clamp(ids, 0) does
+            lo, hi = (int(v) if v is not None and float(v).is_integer() else v for v in (lo, hi))
+        return run.torch.clamp(x, lo, hi)
 
 
 @op("where", aliases=("torch.where", "select_where"))

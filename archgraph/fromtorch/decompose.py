@@ -1,0 +1,43 @@
+"""Lowering an exported program to the ops archgraph has: where the graph holds an aten op with no
+rule in `aten.TABLE` (a non-core op such as `aten.cumprod`'s relatives, an in-place write such as
+`fill_`), `ExportedProgram.run_decompositions` rewrites the program with PyTorch's own decompositions
+into the Core ATen operator set (functional: writes become `copy`, `slice_scatter`, `index_put`),
+keeping every op the table has as itself, so the spec reads `linear`, `layer_norm`, `einsum`
+where the module called them.  A program of known ops only is returned as it is."""
+from __future__ import annotations
+
+import torch
+
+from ..errors import ArchgraphError
+from .rules import SKIP, TABLE
+
+
+def unknown_ops(program) -> set:
+    """The aten ops of the graph that archgraph has no rule for."""
+    return {n.target for n in program.graph.nodes
+            if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+            and n.target not in TABLE and n.target not in SKIP}
+
+
+def decompositions():
+    """PyTorch's default decomposition table without the ops archgraph has (they stay themselves)."""
+    table = torch.export.default_decompositions()
+    for target in list(table.keys()):
+        if target in TABLE or target in SKIP:
+            table.pop(target)
+    return table
+
+
+def lower(program, name: str):
+    """`program` with the ops archgraph lacks decomposed into ones it has (see the module docstring);
+    `name` (the module's class) is for the error when PyTorch cannot decompose it."""
+    if not unknown_ops(program):
+        return program
+    try:
+        return program.run_decompositions(decompositions())
+    except Exception as exc:  # torch's errors: say what failed, in its words
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        ops = ", ".join(sorted(str(t) for t in unknown_ops(program)))
+        raise ArchgraphError(f"torch could not decompose {name}'s ops archgraph lacks ({ops}): {first}",
+                             hint="archgraph lowers an op it has no rule for with "
+                                  "ExportedProgram.run_decompositions()") from None

@@ -1,0 +1,140 @@
+"""The per-op conformance table (ONNX's one small graph per case): for an op and its hyperparameters,
+the input shapes, the expected output shape(s) and FLOPs as formulas of the symbolic sizes, and the
+PyTorch computation the op's forward must equal on random inputs of each element type it takes.
+
+Data only (no torch import): tests/test_op_conformance.py runs it, tests/test_ops.py counts its ops
+as covered.  A case is `C(op, hp, inputs, out, flops, ref, kinds)`:
+- `inputs`: one shape per input, written as an expression list ("B, S, 4"); `out` likewise, or a
+  list of them for several outputs; `flops` an expression.  Sizes: B=2, S=5, C=3, H=6, W=4, T=3,
+  symbolic (`B`) for the shape rule, those numbers for the forward.
+- `ref(t, *xs)`: what torch computes (t is torch), written from PyTorch's own function, never
+  from archgraph.
+- `kinds`: the input variants the forward is compared on, one word per input: f (normal floats),
+  u (in (-0.9, 0.9)), p (positive), g (at least 1), s (floats with NaN and infinities), i (int64 in
+  [-5, 5]), m (int64 in [1, 5]: a divisor), nK (int64 in [0, K)), b (bool), h (float64).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+SIZES = {"B": 2, "S": 5, "C": 3, "H": 6, "W": 4, "T": 3}
+
+
+@dataclass
+class C:
+    op: str
+    hp: dict
+    inputs: list[str]
+    out: str | list[str]
+    flops: str | None
+    ref: Callable[..., Any]
+    kinds: list[str] = field(default_factory=list)
+    id: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.id or self.op
+
+
+def unary(op: str, fn: str, cost: int, kinds=("f",), **hp) -> C:
+    """An elementwise function of one input, as torch.<fn> computes it."""
+    return C(op, hp, ["B, S, 3"], "B, S, 3", f"{cost} * B * S * 3", lambda t, x: getattr(t, fn)(x), list(kinds))
+
+
+CASES = [
+    # -- pointwise: one tensor ----------------------------------------------------------------------
+    unary("acos", "acos", 4, ("u", "i")),
+    unary("asin", "asin", 4, ("u",)),
+    unary("atan", "atan", 4, ("f", "i")),
+    unary("tan", "tan", 4, ("u",)),
+    unary("sinh", "sinh", 4),
+    unary("cosh", "cosh", 4),
+    unary("asinh", "asinh", 4),
+    unary("acosh", "acosh", 4, ("g",)),
+    unary("atanh", "atanh", 4, ("u",)),
+    unary("erf", "erf", 4, ("f", "i")),
+    unary("expm1", "expm1", 4),
+    unary("log1p", "log1p", 4, ("p",)),
+    unary("log2", "log2", 4, ("p", "n9")),
+    unary("log10", "log10", 4, ("p",)),
+    unary("ceil", "ceil", 1, ("f", "i")),
+    unary("trunc", "trunc", 1, ("f", "i")),
+    unary("round", "round", 1, ("f", "i")),
+    unary("sign", "sign", 1, ("f", "i", "b")),
+    unary("isinf", "isinf", 1, ("s", "i")),
+    unary("isnan", "isnan", 1, ("s",)),
+    unary("bitwise_not", "bitwise_not", 1, ("i", "b")),
+    unary("logical_not", "logical_not", 1, ("f", "i", "b")),
+    C("nan_to_num", {}, ["B, S"], "B, S", "B * S", lambda t, x: t.nan_to_num(x), ["s"]),
+    C("nan_to_num", {"nan": 1.0, "posinf": 100.0, "neginf": -100.0}, ["B, S"], "B, S", "B * S",
+      lambda t, x: t.nan_to_num(x, 1.0, 100.0, -100.0), ["s"], id="nan_to_num-given"),
+    C("elu", {}, ["B, S"], "B, S", "5 * B * S", lambda t, x: t.nn.functional.elu(x), ["f"]),
+    C("elu", {"alpha": 1.6732632423543772, "scale": 1.0507009873554805}, ["B, S"], "B, S", "5 * B * S",
+      lambda t, x: t.nn.functional.selu(x), ["f"], id="elu-selu"),
+    C("elu", {"alpha": 2.0, "input_scale": 0.5}, ["B, S"], "B, S", "5 * B * S",
+      lambda t, x: t.nn.functional.celu(x, 2.0), ["f"], id="elu-celu"),
+    C("hardtanh", {"min_val": 0.0, "max_val": 6.0}, ["B, S"], "B, S", "B * S",
+      lambda t, x: t.nn.functional.relu6(x), ["f"], id="hardtanh-relu6"),
+    C("hardtanh", {}, ["B, S"], "B, S", "B * S", lambda t, x: t.nn.functional.hardtanh(x), ["f", "i"]),
+    C("leaky_relu", {"negative_slope": 0.2}, ["B, S"], "B, S", "2 * B * S",
+      lambda t, x: t.nn.functional.leaky_relu(x, 0.2), ["f"]),
+    C("softplus", {"beta": 2.0, "threshold": 1.0}, ["B, S"], "B, S", "4 * B * S",
+      lambda t, x: t.nn.functional.softplus(x, 2.0, 1.0), ["f"]),
+    C("hardsigmoid", {}, ["B, S"], "B, S", "3 * B * S", lambda t, x: t.nn.functional.hardsigmoid(x), ["f"]),
+    C("logsigmoid", {}, ["B, S"], "B, S", "5 * B * S", lambda t, x: t.nn.functional.logsigmoid(x), ["f"]),
+    C("log_softmax", {"dim": 1}, ["B, S, 3"], "B, S, 3", "6 * B * S * 3",
+      lambda t, x: t.log_softmax(x, 1), ["f"]),
+
+    # -- two tensors ----------------------------------------------------------------------------------
+    C("atan2", {}, ["B, S", "S"], "B, S", "4 * B * S", lambda t, a, b: t.atan2(a, b), ["f f", "i i"]),
+    C("bitwise_and", {}, ["B, S", "B, 1"], "B, S", "B * S", lambda t, a, b: a & b, ["i i", "b b"]),
+    C("bitwise_or", {}, ["B, S", "S"], "B, S", "B * S", lambda t, a, b: a | b, ["i i", "b b"]),
+    C("bitwise_xor", {}, ["B, S", "B, S"], "B, S", "B * S", lambda t, a, b: a ^ b, ["i i", "b b"]),
+    C("logical_and", {}, ["B, S", "S"], "B, S", "B * S", lambda t, a, b: t.logical_and(a, b), ["f i", "b b"]),
+    C("logical_or", {}, ["B, S", "S"], "B, S", "B * S", lambda t, a, b: t.logical_or(a, b), ["i f", "b b"]),
+    C("logical_xor", {}, ["B, S", "S"], "B, S", "B * S", lambda t, a, b: t.logical_xor(a, b), ["f f", "b i"]),
+    C("fmod", {}, ["B, S", "S"], "B, S", "B * S", lambda t, a, b: t.fmod(a, b), ["f p", "i m"]),
+    C("fmod", {"constant": 1.5}, ["B, S"], "B, S", "B * S", lambda t, a: t.fmod(a, 1.5), ["f", "i"],
+      id="fmod-constant"),
+    C("remainder", {}, ["B, S", "S"], "B, S", "B * S", lambda t, a, b: t.remainder(a, b), ["f p", "i m"]),
+    C("remainder", {"constant": 2.0, "reverse": True}, ["B, S"], "B, S", "B * S",
+      lambda t, a: t.remainder(t.tensor(2.0), a), ["p"], id="remainder-reverse"),
+    C("div", {"rounding_mode": "floor"}, ["B, S", "S"], "B, S", "B * S",
+      lambda t, a, b: t.div(a, b, rounding_mode="floor"), ["f p", "i m"], id="div-floor"),
+    C("div", {"rounding_mode": "trunc", "constant": 3.0}, ["B, S"], "B, S", "B * S",
+      lambda t, a: t.div(a, 3.0, rounding_mode="trunc"), ["f"], id="div-trunc-constant"),
+    C("eq", {"constant": 2.0}, ["B, S"], "B, S", "B * S", lambda t, a: a == 2, ["i", "f"], id="eq-whole-constant"),
+    C("clamp", {"min": 0.0, "max": 3.0}, ["B, S"], "B, S", "B * S", lambda t, a: t.clamp(a, 0, 3), ["i"],
+      id="clamp-integers"),
+
+    # -- reductions -----------------------------------------------------------------------------------
+    C("amin", {"dim": [0, 2], "keepdim": True}, ["B, S, 3"], "1, S, 1", "B * S * 3",
+      lambda t, x: t.amin(x, (0, 2), keepdim=True), ["f", "i"]),
+    C("argmin", {"dim": 1}, ["B, S, 3"], "B, 3", "B * S * 3", lambda t, x: t.argmin(x, 1), ["f", "i"]),
+    C("argmax", {"dim": None}, ["B, S"], "", "B * S", lambda t, x: t.argmax(x), ["f"], id="argmax-flattened"),
+    C("argmax", {"dim": None, "keepdim": True}, ["B, S"], "1, 1", "B * S",
+      lambda t, x: t.argmax(x, keepdim=True), ["f"], id="argmax-flattened-keepdim"),
+    C("max", {"dim": 1}, ["B, S, 3"], ["B, 3", "B, 3"], "B * S * 3", lambda t, x: tuple(t.max(x, 1)), ["f", "i"]),
+    C("min", {"dim": -1, "keepdim": True}, ["B, S"], ["B, 1", "B, 1"], "B * S",
+      lambda t, x: tuple(t.min(x, -1, keepdim=True)), ["f", "i"]),
+    C("prod", {"dim": 1}, ["B, S"], "B", "B * S", lambda t, x: t.prod(x, 1), ["f", "i", "b"]),
+    C("prod", {}, ["B, S"], "", "B * S", lambda t, x: t.prod(x), ["f"], id="prod-all"),
+    C("any", {"dim": [0, 1]}, ["B, S, 3"], "3", "B * S * 3", lambda t, x: t.any(x, dim=(0, 1)), ["b", "i"]),
+    C("all", {"dim": -1, "keepdim": True}, ["B, S"], "B, 1", "B * S",
+      lambda t, x: t.all(x, -1, keepdim=True), ["b", "f"]),
+    C("all", {}, ["B, S"], "", "B * S", lambda t, x: t.all(x), ["b"], id="all-all"),
+    C("var", {"dim": -1}, ["B, S"], "B", "3 * B * S", lambda t, x: t.var(x, -1), ["f"]),
+    C("var", {"dim": [0, 1], "correction": 0.0, "keepdim": True}, ["B, S, 3"], "1, 1, 3", "3 * B * S * 3",
+      lambda t, x: t.var(x, (0, 1), correction=0, keepdim=True), ["f"], id="var-population"),
+    C("std", {"dim": 1}, ["B, S"], "B", "3 * B * S", lambda t, x: t.std(x, 1), ["f"]),
+    C("logsumexp", {"dim": -1}, ["B, S"], "B", "4 * B * S", lambda t, x: t.logsumexp(x, -1), ["f"]),
+    C("vector_norm", {"ord": 2.0, "dim": -1, "keepdim": True}, ["B, S"], "B, 1", "2 * B * S",
+      lambda t, x: t.linalg.vector_norm(x, 2, -1, True), ["f"]),
+    C("vector_norm", {"ord": float("inf")}, ["B, S"], "", "2 * B * S",
+      lambda t, x: t.linalg.vector_norm(x, float("inf")), ["f"], id="vector_norm-inf"),
+    C("vector_norm", {"ord": 1.0, "dim": [0, 1]}, ["B, S, 3"], "3", "2 * B * S * 3",
+      lambda t, x: t.linalg.vector_norm(x, 1, (0, 1)), ["f"], id="vector_norm-l1"),
+    C("normalize", {"dim": -1}, ["B, S, 3"], "B, S, 3", "3 * B * S * 3",
+      lambda t, x: t.nn.functional.normalize(x, dim=-1), ["f"]),
+]

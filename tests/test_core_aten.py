@@ -1,0 +1,285 @@
+"""PyTorch's Core ATen operator set (the aten ops torch tags `core`, which everything lowers to): each is
+imported by archgraph.torch.to_spec, or refused with its reason (aten.REFUSED), or is a read of a
+size (aten.SKIP).  Each import case is a small module calling the aten op itself: the exported graph
+holds that op, the spec holds the archgraph op(s) it becomes, and the spec's module computes the
+module's outputs (values, element type, shape) on random inputs of each element type listed."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from archgraph.errors import ArchgraphError  # noqa: E402
+from archgraph.fromtorch.rules import REFUSED, SKIP, TABLE  # noqa: E402
+from archgraph.load import load_text  # noqa: E402
+from archgraph.torch import to_module, to_spec  # noqa: E402
+from test_op_conformance import _same, _tensor  # noqa: E402
+
+aten = torch.ops.aten
+
+# Core ops whose import lands in a later change of issue 41 (each must leave this list as it comes)
+LATER_INDEXING = "indexing, scatter and copies: the next change"
+LATER_SPATIAL = "convolution, pooling, padding, resampling, FFT, distances, bags, norms: a later change"
+PENDING: dict[Any, str] = {
+    **dict.fromkeys([aten.as_strided.default, aten.copy.default, aten.diagonal.default, aten.empty_strided.default,
+                     aten.flip.default, aten.index.Tensor, aten.index_put.default, aten.repeat.default,
+                     aten.scatter.src, aten.scatter.value, aten.scatter_add.default, aten.scatter_reduce.two,
+                     aten.select_scatter.default, aten.slice_scatter.default, aten.sort.default, aten.squeeze.dims,
+                     aten.addmm.default, aten.embedding.default], LATER_INDEXING),
+    **dict.fromkeys([aten._adaptive_avg_pool2d.default, aten._adaptive_avg_pool3d.default, aten._cdist_forward.default,
+                     aten._embedding_bag.default, aten._fft_c2r.default, aten._fft_r2c.default,
+                     aten._native_batch_norm_legit.default, aten._native_batch_norm_legit.no_stats,
+                     aten._native_batch_norm_legit_no_training.default, aten._pdist_forward.default,
+                     aten.adaptive_avg_pool1d.default, aten.avg_pool1d.default, aten.avg_pool2d.default,
+                     aten.avg_pool3d.default, aten.col2im.default, aten.constant_pad_nd.default,
+                     aten.convolution.default, aten.grid_sampler_2d.default, aten.max_pool2d_with_indices.default,
+                     aten.max_pool3d_with_indices.default, aten.native_group_norm.default,
+                     aten.native_layer_norm.default, aten.reflection_pad1d.default, aten.reflection_pad2d.default,
+                     aten.reflection_pad3d.default, aten.replication_pad2d.default, aten.replication_pad3d.default,
+                     aten.upsample_bilinear2d.vec, aten.upsample_nearest2d.vec], LATER_SPATIAL),
+}
+
+
+def core_ops() -> set:
+    """Every overload of torch.ops.aten tagged core (189 in torch 2.13)."""
+    found = set()
+    for name in dir(aten):
+        packet = getattr(aten, name, None)
+        if not hasattr(packet, "overloads"):
+            continue
+        for overload in packet.overloads():
+            target = getattr(packet, overload)
+            if torch.Tag.core in target.tags:
+                found.add(target)
+    return found
+
+
+@dataclass
+class I:
+    """An import case: `call(*inputs)` runs the aten op `target` on inputs of `shapes`, each variant of
+    `kinds` (see tests/op_cases.py: f, i, b, nK, ...); the spec must hold the ops `expect`."""
+
+    target: Any
+    shapes: list[tuple]
+    call: Callable[..., Any]
+    expect: tuple[str, ...]
+    kinds: list[str] = field(default_factory=lambda: ["f"])
+    id: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.id or str(self.target).removeprefix("aten.")
+
+
+def u(target, expect: str, kinds=("f",), shape=(2, 5, 3)) -> I:
+    """A one-input op called as target(x)."""
+    return I(target, [shape], lambda x: target(x), (expect,), list(kinds))
+
+
+def b(target, expect: str, kinds=("f f",), other=(5, 3)) -> I:
+    """A two-tensor op called as target(x, y)."""
+    return I(target, [(2, 5, 3), other], lambda x, y: target(x, y), (expect,), list(kinds))
+
+
+def s(target, expect: str, number, kinds=("f",), id=None) -> I:
+    """A tensor-and-number op called as target(x, number)."""
+    return I(target, [(2, 5, 3)], lambda x: target(x, number), tuple(expect.split()), list(kinds), id)
+
+
+UNARY = {  # aten op -> (archgraph op, input kinds)
+    "abs": ("abs", "f i"), "acos": ("acos", "u"), "acosh": ("acosh", "g"), "asin": ("asin", "u"),
+    "asinh": ("asinh", "f"), "atan": ("atan", "f"), "atanh": ("atanh", "u"), "ceil": ("ceil", "f i"),
+    "cos": ("cos", "f"), "cosh": ("cosh", "f"), "erf": ("erf", "f"), "exp": ("exp", "f"), "expm1": ("expm1", "f"),
+    "floor": ("floor", "f"), "log": ("log", "p"), "log10": ("log10", "p"), "log1p": ("log1p", "p"),
+    "log2": ("log2", "p"), "neg": ("neg", "f i"), "reciprocal": ("reciprocal", "p"), "relu": ("relu", "f"),
+    "round": ("round", "f"), "rsqrt": ("rsqrt", "p"), "sigmoid": ("sigmoid", "f"), "sign": ("sign", "f i"),
+    "sin": ("sin", "f"), "sinh": ("sinh", "f"), "sqrt": ("sqrt", "p"), "tan": ("tan", "u"), "tanh": ("tanh", "f"),
+    "trunc": ("trunc", "f"), "bitwise_not": ("bitwise_not", "i b"), "logical_not": ("logical_not", "f b"),
+    "isinf": ("isinf", "s"), "isnan": ("isnan", "s"),
+}
+
+CASES = [
+    *(u(getattr(aten, name).default, op, kinds.split()) for name, (op, kinds) in UNARY.items()),
+    u(aten.elu.default, "elu"),
+    I(aten.elu.default, [(2, 5)], lambda x: aten.elu.default(x, 1.5, 2.0, 0.5), ("elu",), id="elu-settings"),
+    I(aten.hardtanh.default, [(2, 5)], lambda x: aten.hardtanh.default(x, -0.5, 0.5), ("hardtanh",)),
+    I(aten.leaky_relu.default, [(2, 5)], lambda x: aten.leaky_relu.default(x, 0.3), ("leaky_relu",)),
+    I(aten.gelu.default, [(2, 5)], lambda x: aten.gelu.default(x, approximate="tanh"), ("gelu",)),
+    I(aten._softmax.default, [(2, 5)], lambda x: aten._softmax.default(x, 1, False), ("softmax",)),
+    I(aten._log_softmax.default, [(2, 5)], lambda x: aten._log_softmax.default(x, 1, False), ("log_softmax",)),
+    # -- two operands ---------------------------------------------------------------------------------
+    b(aten.add.Tensor, "add"),
+    I(aten.add.Tensor, [(2, 5, 3), (5, 3)], lambda x, y: aten.add.Tensor(x, y, alpha=3), ("mul", "add"),
+      ["f f", "i i"], id="add.Tensor-alpha"),
+    s(aten.add.Scalar, "add", 2.5),
+    s(aten.add.Scalar, "full add", 2, ["i"], id="add.Scalar-integers"),
+    b(aten.sub.Tensor, "sub", ["f f", "i i"]),
+    s(aten.sub.Scalar, "sub", 1.5),
+    b(aten.mul.Tensor, "mul", ["f f", "i b"]),
+    s(aten.mul.Scalar, "mul", -2.0, ["f", "b"]),
+    s(aten.mul.Scalar, "full mul", 3, ["i"], id="mul.Scalar-integers"),
+    b(aten.div.Tensor, "div", ["f p", "i m"]),
+    s(aten.div.Scalar, "div", 4.0, ["f", "i"]),
+    I(aten.div.Tensor_mode, [(2, 5, 3), (5, 3)], lambda x, y: aten.div.Tensor_mode(x, y, rounding_mode="floor"),
+      ("div",), ["f p", "i m"]),
+    I(aten.div.Scalar_mode, [(2, 5, 3)], lambda x: aten.div.Scalar_mode(x, 3, rounding_mode="trunc"),
+      ("div",), ["f", "i"]),
+    b(aten.pow.Tensor_Tensor, "pow", ["p f"]),
+    s(aten.pow.Tensor_Scalar, "pow", 3.0),
+    I(aten.pow.Scalar, [(2, 5, 3)], lambda x: aten.pow.Scalar(2.0, x), ("pow",)),
+    b(aten.maximum.default, "maximum", ["f f", "i i"]),
+    b(aten.minimum.default, "minimum", ["f f", "i i"]),
+    b(aten.atan2.default, "atan2"),
+    I(aten.atan2.out, [(2, 5), (2, 5)], lambda x, y: aten.atan2.out(x, y, out=torch.empty_like(x)), ("atan2",),
+      ["f f"]),
+    b(aten.fmod.Tensor, "fmod", ["f p", "i m"]),
+    s(aten.fmod.Scalar, "fmod", 1.5),
+    b(aten.remainder.Tensor, "remainder", ["f p", "i m"]),
+    s(aten.remainder.Scalar, "full remainder", 3, ["i"]),
+    *(b(getattr(aten, f"{name}").Tensor, name, ["i i", "b b"]) for name in ("bitwise_and", "bitwise_or", "bitwise_xor")),
+    *(s(getattr(aten, f"{name}").Scalar, f"full {name}", 6, ["i"]) for name in ("bitwise_and", "bitwise_or",
+                                                                                   "bitwise_xor")),
+    *(b(getattr(aten, f"logical_{name}").default, f"logical_{name}", ["f i", "b b"]) for name in ("and", "or", "xor")),
+    *(b(getattr(aten, name).Tensor, name, ["f f", "i i"]) for name in ("eq", "ne", "lt", "le", "gt", "ge")),
+    *(s(getattr(aten, name).Scalar, name, 1, ["f", "i"]) for name in ("eq", "ne", "lt", "le", "gt", "ge")),
+    I(aten.clamp.default, [(2, 5)], lambda x: aten.clamp.default(x, -0.5, 0.5), ("clamp",), ["f", "i"]),
+    I(aten.clamp.Tensor, [(2, 5), (5,), (2, 1)], lambda x, lo, hi: aten.clamp.Tensor(x, lo, hi + 2),
+      ("maximum", "minimum"), ["f f f"]),
+    I(aten.where.self, [(2, 5), (2, 5), (5,)], lambda c, x, y: aten.where.self(c, x, y), ("where",), ["b f f"]),
+    # -- reductions -----------------------------------------------------------------------------------
+    I(aten.sum.dim_IntList, [(2, 5, 3)], lambda x: aten.sum.dim_IntList(x, [0, 2], True), ("sum",), ["f", "i"]),
+    I(aten.mean.dim, [(2, 5, 3)], lambda x: aten.mean.dim(x, [-1]), ("mean",)),
+    I(aten.mean.default, [(2, 5, 3)], lambda x: aten.mean.default(x), ("mean",)),
+    I(aten.prod.default, [(2, 5)], lambda x: aten.prod.default(x), ("prod",), ["f", "i"]),
+    I(aten.prod.dim_int, [(2, 5, 3)], lambda x: aten.prod.dim_int(x, 1, True), ("prod",)),
+    I(aten.amax.default, [(2, 5, 3)], lambda x: aten.amax.default(x, [1, 2]), ("amax",), ["f", "i"]),
+    I(aten.amin.default, [(2, 5, 3)], lambda x: aten.amin.default(x, [1], True), ("amin",), ["f", "i"]),
+    I(aten.argmax.default, [(2, 5, 3)], lambda x: aten.argmax.default(x, 1), ("argmax",), ["f", "i"]),
+    I(aten.argmax.default, [(2, 5, 3)], lambda x: aten.argmax.default(x), ("argmax",), id="argmax-flattened"),
+    I(aten.argmin.default, [(2, 5, 3)], lambda x: aten.argmin.default(x, -1, True), ("argmin",)),
+    I(aten.any.default, [(2, 5)], lambda x: aten.any.default(x), ("any",), ["b"]),
+    I(aten.any.dim, [(2, 5)], lambda x: aten.any.dim(x, 1), ("any",), ["b", "i"]),
+    I(aten.any.dims, [(2, 5, 3)], lambda x: aten.any.dims(x, [0, 2]), ("any",), ["b"]),
+    I(aten.max.dim, [(2, 5, 3)], lambda x: aten.max.dim(x, 1), ("max",), ["f", "i"]),
+    I(aten.min.dim, [(2, 5, 3)], lambda x: aten.min.dim(x, -1, True), ("min",)),
+    I(aten.var.correction, [(2, 5, 3)], lambda x: aten.var.correction(x, [1], correction=0), ("var",)),
+    I(aten.var.dim, [(2, 5, 3)], lambda x: aten.var.dim(x, [1, 2], True), ("var",)),
+    I(aten.cumsum.default, [(2, 5)], lambda x: aten.cumsum.default(x, 1), ("cumsum",), ["f", "i"]),
+    # -- shapes and plumbing --------------------------------------------------------------------------
+    I(aten.mm.default, [(4, 5), (5, 3)], lambda x, y: aten.mm.default(x, y), ("matmul",), ["f f"]),
+    I(aten.bmm.default, [(2, 4, 5), (2, 5, 3)], lambda x, y: aten.bmm.default(x, y), ("matmul",), ["f f"]),
+    I(aten.cat.default, [(2, 5), (2, 3)], lambda x, y: aten.cat.default([x, y], 1), ("concat",), ["f f"]),
+    I(aten.clone.default, [(2, 5)], lambda x: aten.clone.default(x) * 2, ("mul",)),
+    I(aten.alias.default, [(2, 5)], lambda x: aten.alias.default(x) * 2, ("mul",)),
+    I(aten.expand.default, [(2, 1, 3)], lambda x: aten.expand.default(x, [2, 4, 3]), ("expand",)),
+    I(aten.permute.default, [(2, 5, 3)], lambda x: aten.permute.default(x, [2, 0, 1]), ("permute",)),
+    I(aten.select.int, [(2, 5, 3)], lambda x: aten.select.int(x, 1, 2), ("select",)),
+    I(aten.slice.Tensor, [(2, 5, 6)], lambda x: aten.slice.Tensor(x, 2, 1, 5, 2), ("slice",)),
+    I(aten.split_with_sizes.default, [(2, 5, 3)], lambda x: aten.split_with_sizes.default(x, [2, 3], 1),
+      ("split",)),
+    I(aten.squeeze.dim, [(2, 1, 3)], lambda x: aten.squeeze.dim(x, 1), ("squeeze",)),
+    I(aten.unsqueeze.default, [(2, 5)], lambda x: aten.unsqueeze.default(x, 1), ("unsqueeze",)),
+    I(aten.view.default, [(2, 5, 6)], lambda x: aten.view.default(x, [-1, 3, 2]), ("reshape",)),
+    I(aten._to_copy.default, [(2, 5)], lambda x: aten._to_copy.default(x, dtype=torch.int64), ("cast",)),
+    I(aten.arange.start_step, [(2, 5)], lambda x: x + aten.arange.start_step(1, 11, 2), ("arange",)),
+    I(aten.full.default, [(2, 5)], lambda x: x + aten.full.default([5], -1.5), ("full",)),
+    I(aten.full_like.default, [(2, 5)], lambda x: aten.full_like.default(x, 7), ("full",), ["f", "i"]),
+    I(aten.scalar_tensor.default, [(2, 5)], lambda x: x * aten.scalar_tensor.default(3.0), ("full",)),
+    I(aten.empty.memory_format, [(2, 5)], lambda x: aten.empty.memory_format([2, 5]).fill_(2.0) + x, ("full",)),
+    I(aten.fill.Scalar, [(2, 5)], lambda x: aten.fill.Scalar(x, 4), ("full",), ["f", "i"]),
+    I(aten.gather.default, [(2, 5, 3)], lambda x: aten.gather.default(x, 1, (x.abs() * 2).long().clamp(max=4)),
+      ("gather",)),
+    I(aten.index_select.default, [(2, 5, 3), (4,)], lambda x, i: aten.index_select.default(x, 1, i),
+      ("index_select",), ["f n5"]),
+    I(aten.masked_scatter.default, [(2, 5), (10,)], lambda x, v: aten.masked_scatter.default(x, x > 0, v),
+      ("masked_scatter",), ["f f"]),
+    I(aten.topk.default, [(2, 5, 3)], lambda x: aten.topk.default(x, 2, 1), ("topk",)),
+    I(aten.native_dropout.default, [(2, 5)], lambda x: aten.native_dropout.default(x, 0.5, False)[0] * 2,
+      ("identity",)),
+]
+
+
+class Call(nn.Module):
+    """forward(x0, x1, ...) is `fn` of its inputs (named, as torch.export needs)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+
+class Call1(Call):
+    def forward(self, x0):
+        return self.fn(x0)
+
+
+class Call2(Call):
+    def forward(self, x0, x1):
+        return self.fn(x0, x1)
+
+
+class Call3(Call):
+    def forward(self, x0, x1, x2):
+        return self.fn(x0, x1, x2)
+
+
+def _module(case: I) -> nn.Module:
+    return (Call1, Call2, Call3)[len(case.shapes) - 1](case.call).eval()
+
+
+def _flat(value) -> list:
+    return [t for v in value for t in _flat(v)] if isinstance(value, (list, tuple)) else [value]
+
+
+@pytest.mark.slow  # a trace per case and element type: about a minute in all
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_core_op_imports_and_computes_what_torch_does(case, monkeypatch):
+    import importlib
+    trace = importlib.import_module("archgraph.fromtorch.trace")  # the module (the package's `trace` is its function)
+    traced: list[set] = []  # the ops of each exported graph, before lowering
+
+    def lower(program, name, real=trace.lower):
+        traced.append({n.target for n in program.graph.nodes})
+        return real(program, name)
+    monkeypatch.setattr(trace, "lower", lower)
+    module = _module(case)
+    gen = torch.Generator().manual_seed(0)
+    for variant in case.kinds:
+        assert len(variant.split()) == len(case.shapes), f"variant {variant!r} for {len(case.shapes)} inputs"
+        xs = [_tensor(kind, shape, gen) for kind, shape in zip(variant.split(), case.shapes)]
+        text = to_spec(module, *xs)
+        assert case.target in traced[-1], f"the trace does not hold {case.target}"
+        ops = {line.split("op: ")[1].split(",")[0].rstrip("}") for line in text.splitlines() if "op: " in line}
+        assert set(case.expect) <= ops, f"expected ops {case.expect} in:\n{text}"
+        mine = to_module(load_text(text)).eval()
+        got = _flat(list(mine(*xs).values()))
+        want = _flat(module(*xs))
+        assert len(got) == len(want)
+        for i, (g, w) in enumerate(zip(got, want)):
+            _same(g, w, f"{case.name} on {variant}, output {i}")
+
+
+def test_every_core_aten_op_is_imported_or_refused_with_its_reason():
+    core = core_ops()
+    assert len(core) >= 180, f"only {len(core)} core ops: torch's tags changed"
+    imported = {case.target for case in CASES}
+    unaccounted = sorted(str(t) for t in core - imported - SKIP - set(REFUSED) - set(PENDING))
+    assert not unaccounted, f"core ops neither imported by a case, refused with a reason, nor skipped: {unaccounted}"
+    assert not imported & set(PENDING), f"imported, no longer pending: {sorted(map(str, imported & set(PENDING)))}"
+    assert all(t in TABLE for t in core - SKIP - set(PENDING)), "a core op without a rule"
+    assert not set(PENDING) - core, "pending ops that are not core"
+    assert all(len(why) > 40 for why in REFUSED.values())
+
+
+@pytest.mark.parametrize("target, call, words", [
+    (aten.randn.default, lambda x: x + aten.randn.default([2, 5]), "random numbers"),
+    (aten.nonzero.default, lambda x: aten.nonzero.default(x).sum(), "depends on the data"),
+])
+def test_a_core_op_a_spec_cannot_hold_is_refused_with_its_reason(target, call, words):
+    with pytest.raises(ArchgraphError) as info:
+        to_spec(Call1(call), torch.randn(2, 5))
+    assert f"cannot import '{target.name().replace('::', '.')}'" in info.value.message
+    assert words in info.value.message
