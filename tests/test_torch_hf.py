@@ -902,6 +902,10 @@ QWEN3_VL = {"model_type": "qwen3_vl", "image_token_id": 100,
                               "intermediate_size": 40, "patch_size": 4, "num_position_embeddings": 16,
                               "deepstack_visual_indexes": [0, 2]}}
 CASES["qwen3_vl-cond-gen"] = {**QWEN3_VL, "architectures": ["Qwen3VLForConditionalGeneration"]}
+# text_config's tie_word_embeddings ties nothing (issue 35: Qwen3VLConfig keeps lm_head; tied, the logits differ by 2)
+CASES["qwen3_vl-cond-gen-text-tied-top-absent"] = {
+    **QWEN3_VL, "architectures": ["Qwen3VLForConditionalGeneration"],
+    "text_config": {**QWEN3_VL["text_config"], "tie_word_embeddings": True}}
 CASES["qwen3_vl-base-deeper-stack-bias"] = {
     **QWEN3_VL, "architectures": ["Qwen3VLModel"],
     "text_config": {**QWEN3_VL["text_config"], "num_hidden_layers": 2, "attention_bias": True},
@@ -912,6 +916,9 @@ QWEN3_VL_MOE = {**QWEN3_VL, "model_type": "qwen3_vl_moe",
                 "text_config": {**QWEN3_VL["text_config"], "num_hidden_layers": 4, "moe_intermediate_size": 11,
                                 "num_experts": 5, "num_experts_per_tok": 2, "mlp_only_layers": [1]}}
 CASES["qwen3_vl_moe-cond-gen"] = {**QWEN3_VL_MOE, "architectures": ["Qwen3VLMoeForConditionalGeneration"]}
+CASES["qwen3_vl_moe-cond-gen-text-tied-top-false"] = {
+    **QWEN3_VL_MOE, "architectures": ["Qwen3VLMoeForConditionalGeneration"], "tie_word_embeddings": False,
+    "text_config": {**QWEN3_VL_MOE["text_config"], "tie_word_embeddings": True}}
 CASES["qwen3_vl_moe-base-step2"] = {
     **QWEN3_VL_MOE, "architectures": ["Qwen3VLMoeModel"],
     "text_config": {**QWEN3_VL_MOE["text_config"], "mlp_only_layers": [], "decoder_sparse_step": 2,
@@ -2011,7 +2018,8 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "mamba2-causal", "mamba2-base-bias-gelu", "jamba-causal", "jamba-seq-cls-biases",
           "recurrent_gemma-causal", "recurrent_gemma-base-lru-width", "gemma3-cond-gen", "qwen2_vl-cond-gen", "qwen2_vl-base-merge3",
           "qwen2_5_vl-cond-gen", "qwen2_5_vl-base-unit-windows", "qwen3_vl-cond-gen", "qwen3_vl-base-deeper-stack-bias",
-          "qwen3_vl_moe-cond-gen", "qwen3_vl_moe-base-step2", "mllama-cond-gen", "mllama-base-llama3-rope",
+          "qwen3_vl_moe-cond-gen", "qwen3_vl_moe-base-step2", "qwen3_vl-cond-gen-text-tied-top-absent",
+          "qwen3_vl_moe-cond-gen-text-tied-top-false", "mllama-cond-gen", "mllama-base-llama3-rope",
           "qwen3_moe-seq-cls", "mixtral-window",
           "olmoe-causal", "olmoe-base-normalized-bias",
           "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied",
