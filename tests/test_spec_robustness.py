@@ -465,7 +465,9 @@ def test_exponential_block_instantiation_does_not_hang(tmp_path):
                      f"      - {{name: r, block: b{i + 1}, in: l, k: 2 * k + 1}}\n" for i in range(n))
     blocks += f"  b{n}:\n    args: [k]\n    nodes: [{{name: r, op: relu, in: x}}]\n"
     text = f"inputs: {{x: [B, 4]}}\nnodes:\n  - {{name: top, block: b0, k: 1}}\nblocks:\n{blocks}"
-    assert_rejected(tmp_path, text, seconds=5, says="the spec makes more than 10,000 distinct block instances")
+    # 2**24 bodies would take hours: a guard of 60 s tells a refusal from a hang on a loaded machine too (the
+    # refusal takes about 5 s on an idle two-core one, where a 5 s guard failed the suite under load)
+    assert_rejected(tmp_path, text, seconds=60, says="the spec makes more than 10,000 distinct block instances")
 
 
 
