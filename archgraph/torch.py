@@ -545,12 +545,24 @@ def _fmt(shapes: list) -> str:
 
 def to_spec(module: nn.Module, *example_args: Any, **example_kwargs: Any) -> str:
     """The YAML of a spec describing `module` as torch.export traces it on the example inputs
-    (`archgraph.fromtorch.to_spec`): `to_module` of it loads the module's state_dict strictly and
-    computes its outputs.
+    (`archgraph.fromtorch.convert`): `to_module` of it loads the module's state_dict strictly and
+    computes its outputs.  The spec is checked before it is returned (`verify_spec`, naming the first
+    node whose value differs); what archgraph has no op for is refused, naming the aten op and module.
 
     >>> spec = to_spec(nn.Sequential(nn.Linear(4, 8), nn.ReLU()), torch.randn(2, 4))
     >>> print(spec.splitlines()[-5])
       - {name: '0', op: linear, in: input, in_features: 4, out_features: 8}
     """
-    from .fromtorch import to_spec as convert
-    return convert(module, *example_args, **example_kwargs)
+    from .fromtorch import convert, verify
+    made = convert(module, example_args, example_kwargs)
+    verify.check(module, made.traced, made.text, example_args, example_kwargs, to_module, made.where)
+    return made.text
+
+
+def verify_spec(module: nn.Module, text: str, *example_args: Any, **example_kwargs: Any) -> None:
+    """Check that the spec `text` describes `module` (a template, a spec edited by hand): with real
+    weights, `to_module` of it loads the module's state_dict strictly and computes its outputs on the
+    example inputs to 1e-4 of their scale; on the meta device, its count and every state_dict name
+    and shape are the module's.  Raises ArchgraphError saying what differs."""
+    from .fromtorch import verify
+    verify.verify_spec(module, text, example_args, example_kwargs, to_module)

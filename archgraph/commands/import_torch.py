@@ -30,7 +30,7 @@ def run(args, console) -> int:
     from ..outfile import check_output, write_output
     from .run import needs_torch
 
-    fromtorch = needs_torch("import-torch", "archgraph.fromtorch")
+    at = needs_torch("import-torch", "archgraph.torch")
     from ..fromtorch import targets
 
     is_config = args.target.endswith(".json") or ":" not in args.target
@@ -45,7 +45,7 @@ def run(args, console) -> int:
     else:
         given = dict(targets.parse_input(text) for text in args.input)
         module, example_args, example_kwargs = targets.from_callable(args.target, given)
-    text = fromtorch.to_spec(module, *example_args, **example_kwargs)
+    text = at.to_spec(module, *example_args, **example_kwargs)
     if args.output is None:
         sys.stdout.write(text)
         return 0

@@ -1,12 +1,17 @@
-"""A spec from a live PyTorch module: `to_spec(module, *example_args, **example_kwargs)`.
+"""A spec from a live PyTorch module: `convert(module, args, kwargs)`, which
+`archgraph.torch.to_spec` calls and then checks (`verify`).
 
-The module is traced with torch.export (`trace`), each node of the exported graph becomes an
-archgraph op named by the module it ran in (`convert`), and the spec is checked before it is
-returned: it loads, and its state_dict names and shapes are the module's, tensor for tensor.
+The module is traced with torch.export (`trace`, its mutations functionalised) and each node of the
+exported graph becomes an archgraph op named by the module it ran in (`convert`).  `verify` checks
+the written spec against the module: read back from its text, its module loads the module's
+state_dict strictly and computes its outputs (on the meta device: its count and every state_dict
+name and shape are the module's).  This package does not import `archgraph.torch` (which imports
+it): the check is given `to_module`.
 Imports torch (an optional dependency); archgraph's core never imports this package.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -16,11 +21,22 @@ from .aten import DTYPES
 from .body import Body
 from .convert import Converter
 from .nodes import is_tensor_value
-from .trace import trace
+from .outputs import output_names
+from .trace import Traced, trace
 
 
-def to_spec_dict(module: torch.nn.Module, *args: Any, name: str | None = None, **kwargs: Any) -> dict:
-    """The spec of `module` called with the example inputs, as a dict (see `to_spec`)."""
+@dataclass
+class Converted:
+    """A module's spec as `convert` wrote it, with what the check needs to place a difference."""
+
+    spec: dict                          # the spec as a dict
+    text: str                           # ... and as the YAML text returned
+    traced: Traced                      # the trace it was read from
+    where: dict[str, tuple[str, int]]   # fx node -> the spec op computing it (path, output index)
+
+
+def convert(module: torch.nn.Module, args: tuple, kwargs: dict, name: str | None = None) -> Converted:
+    """The spec of `module` called with the example inputs (see `archgraph.torch.to_spec`), unchecked."""
     traced = trace(module, args, kwargs)
     c = Converter(module, traced)
     graph = traced.program.graph
@@ -54,7 +70,7 @@ def to_spec_dict(module: torch.nn.Module, *args: Any, name: str | None = None, *
     spec["nodes"] = body.nodes
     spec["outputs"] = outputs
     _unused_tensors(module, spec)
-    return spec
+    return Converted(spec, dump(spec), traced, c.where)
 
 
 def _live(graph) -> set:
@@ -90,7 +106,7 @@ def _outputs(c: Converter, body: Body, graph, program) -> dict:
     tensor `output`."""
     out_node = next(n for n in graph.nodes if n.op == "output")
     flat = list(out_node.args[0])
-    names = _output_names(program.call_spec.out_spec, len(flat))
+    names = output_names(program.call_spec.out_spec, len(flat))
     result = {}
     for name, value in zip(names, flat):
         if isinstance(value, torch.fx.Node) and is_tensor_value(value):
@@ -98,24 +114,6 @@ def _outputs(c: Converter, body: Body, graph, program) -> dict:
     if not result:
         raise ArchgraphError(f"{type(c.module).__name__}.forward returns no tensor")
     return result
-
-
-def _output_names(spec, count: int) -> list[str]:
-    import torch.utils._pytree as pytree
-    leaves = pytree.tree_unflatten(list(range(count)), spec)
-    names = [f"output_{i}" for i in range(count)]
-
-    def walk(x, label):
-        if isinstance(x, int):
-            names[x] = label or "output"
-        elif isinstance(x, dict) or hasattr(x, "keys"):
-            for k in x.keys():
-                walk(x[k], f"{label}_{k}" if label else str(k))
-        elif isinstance(x, (list, tuple)):
-            for i, v in enumerate(x):
-                walk(v, f"{label}_{i}" if label else f"output_{i}")
-    walk(leaves, "")
-    return names
 
 
 def _unused_tensors(module: torch.nn.Module, spec: dict) -> None:
@@ -177,13 +175,3 @@ def dump(spec: dict) -> str:
     lines += ["", "outputs:"]
     lines += [f"  {k}: {node_line(v)}" for k, v in spec["outputs"].items()]
     return "\n".join(lines) + "\n"
-
-
-def to_spec(module: torch.nn.Module, *args: Any, **kwargs: Any) -> str:
-    """The YAML of a spec describing `module` as it runs on the example inputs: its module tree's
-    names for every tensor (its state_dict loads strictly into `to_module` of the spec), its leaf
-    modules and the code between them as archgraph ops, identical chained layers as one repeated
-    block, inputs named after forward's parameters, batch and sequence sizes symbolic (B, S) where
-    the trace keeps them so.  What archgraph has no op for is refused (ArchgraphError naming the
-    aten op and the module path)."""
-    return dump(to_spec_dict(module, *args, **kwargs))

@@ -51,6 +51,7 @@ class Converter(Folding):
         self.ops_in = Counter(module_path(n) for n in self.ep.graph.nodes
                               if n.op == "call_function" and is_tensor_value(n) and n.target not in A.SKIP)
         self.holder: dict[str, str] = {}  # placeholder -> the spec's name of the tensor (its first holder)
+        self.where: dict[str, tuple[str, int]] = {}  # fx node -> (the spec op's path, output index) computing it
 
     # -- what the aten rules ask ----------------------------------------------------------------
     def is_value(self, arg) -> bool:
@@ -150,6 +151,7 @@ class Converter(Folding):
                 inputs = [done[id(i)] if isinstance(i, A.Out) else self.ref(body, i) for i in out.inputs]
                 done[id(out)] = self._emit(body, node, out, inputs)
             body.env[node] = done[id(outs[-1])]
+            self.record(body, node, done[id(outs[-1])])
         except A.Refuse as exc:
             raise self.refusal(node, str(exc)) from None
 
@@ -190,6 +192,12 @@ class Converter(Folding):
             return self._functional_affine(body, node, out, inputs)
         raise A.Refuse(f"its tensors ({', '.join(n or '?' for n in names.values())}) are not the {out.op}'s own "
                        f"({', '.join(names)}) of one module")
+
+    def record(self, body: Body, node, ref: str) -> None:
+        """Remember which spec op computes `node` (its path as archgraph.torch runs it) for the check
+        that compares the two node by node.  Trial bodies of a repeated block record their repetition."""
+        name, _, index = ref.partition(":")
+        self.where[node.name] = (join(body.prefix, name), int(index or 0))
 
     def _is_leaf(self, path: str) -> bool:
         try:
@@ -335,3 +343,4 @@ class Converter(Folding):
             body.names.add(name)
             body.add(name, "multihead_attention", [x, x, x], hp)
             body.env[outs[0]] = f"{name}:0"
+            self.record(body, outs[0], f"{name}:0")

@@ -22,6 +22,7 @@ class Traced:
     program: Any                 # torch.export.ExportedProgram
     inputs: dict[str, Any]       # forward's tensor arguments by parameter name, in forward's order
     sizes: dict[Any, str]        # sympy symbol of a symbolic size -> its name in the spec (B, S, S2, ...)
+    named: dict[str, Any]        # every argument forward was given (tensors or not), as exported
 
 
 def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
@@ -56,8 +57,36 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
                                   "(data-dependent control flow) cannot be imported") from None
     finally:
         module.train(was_training)
+    program = functional(program)  # writes as the values they make, then
     program = lower(program, type(module).__name__)  # the ops archgraph lacks, decomposed into ones it has
-    return Traced(program, tensors, _size_names(program, tensors))
+    return Traced(program, tensors, _size_names(program, tensors), named)
+
+
+def functional(program):
+    """The program with every mutation written as the value it makes: `o[:, i] = v` (a `copy_` into a
+    view of `o`, which no later node reads) becomes `select_scatter(o, v, ...)`, read where `o` is,
+    and `fill_`, `index_put_`, in-place arithmetic likewise (torch.export's functionalisation; no
+    op is decomposed).  A forward that writes a buffer or its own input is refused by name: a spec's
+    outputs are all it computes.  A program without mutations is returned as it is (functionalising
+    traces it again: seconds for a large model)."""
+    if not any(_mutates(n) for n in program.graph.nodes):
+        return program
+    with torch.no_grad():
+        program = program.run_decompositions({})
+    from torch.export.graph_signature import OutputKind
+    for out in program.graph_signature.output_specs:
+        if out.kind is OutputKind.BUFFER_MUTATION:
+            raise ArchgraphError(f"forward writes buffer '{out.target}' (a value kept from one call to the "
+                                 "next); a spec computes its outputs from its inputs only",
+                                 hint="import a module that does not update its buffers in forward")
+        if out.kind is OutputKind.USER_INPUT_MUTATION:
+            raise ArchgraphError(f"forward writes its input '{out.target}' in place; a spec computes its "
+                                 "outputs and leaves its inputs as they are",
+                                 hint="write the result to a new tensor (x = x * 2, not x.mul_(2))")
+        if out.kind is OutputKind.PARAMETER_MUTATION:
+            raise ArchgraphError(f"forward writes parameter '{out.target}'; a spec's parameters are constants",
+                                 hint="import a module whose forward leaves its parameters as they are")
+    return program
 
 
 def _dynamic(t: torch.Tensor) -> dict | None:
@@ -122,6 +151,11 @@ def _hf_masks():
     finally:
         mapping.update(saved)
         mu.find_packed_sequence_indices = saved_packed
+
+
+def _mutates(node) -> bool:
+    schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
+    return schema is not None and schema.is_mutable
 
 
 class _Unusable:
