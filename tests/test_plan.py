@@ -208,3 +208,21 @@ def test_tables_fit_80_columns(cli, monkeypatch):
         code, out, _ = cli("plan", *args)
         assert code == 0
         assert max(len(line) for line in out.splitlines()) <= 80, args
+
+
+def test_buffers_and_layout_checks(cli):
+    """Buffers (BatchNorm's running statistics) are a term of their own, at fp32; a sequence that
+    context or sequence parallelism cannot split evenly is refused by name."""
+    d = plan(cli, "resnet-50", "--gpus", "8", "--zero", "1")
+    assert d["per_gpu"]["buffers"] == 4 * load("resnet-50").params().totals.buffers
+    code, _, err = cli("plan", "llama-2-7b", "--gpus", "3", "--cp", "3", "--seq", "4096")
+    assert code == 2 and "cp=3 does not divide the 4,096 tokens" in err
+    code, _, err = cli("plan", "llama-2-7b", "--gpus", "8", "--tp", "8", "--sp", "--seq", "4100")
+    assert code == 2 and "sequence parallelism splits the 4,100 tokens over tp=8" in err
+
+
+def test_serving_replicas(cli):
+    """8 GPUs of tensor parallel 2 are 4 replicas, each decoding its own batch."""
+    d = plan(cli, "llama-2-7b", "--serve", "--gpus", "8", "--tp", "2", "--context", "1024")
+    assert d["decode"]["replicas"] == 4
+    assert d["decode"]["tokens_per_second_all_replicas"] == pytest.approx(4 * d["decode"]["tokens_per_second"])

@@ -94,8 +94,9 @@ def run(args, console) -> int:
     from ..passes.plan import plan_training
     from ..render.plan import training_json, training_table
     plan = plan_training(setup.profile(setup.layout.micro_batch), setup.layout, gpu, heads=setup.heads)
-    return emit(console, args.json, lambda: training_json(model.name, plan, setup.bindings, setup.attention),
-                lambda: training_table(model.name, plan, setup.bindings, setup.attention))
+    attention = setup.attention if setup.heads else None   # a model without attention has no kernel to choose
+    return emit(console, args.json, lambda: training_json(model.name, plan, setup.bindings, attention),
+                lambda: training_table(model.name, plan, setup.bindings, attention))
 
 
 def _search(args, console, model, gpu, setup) -> int:

@@ -91,6 +91,11 @@ def check_layout(layout: Layout, profile: Profile, heads: int | None) -> list[st
         why.append(f"tp={layout.tp} does not divide the {heads} attention heads")
     if layout.pp > profile.layer_count:
         why.append(f"pp={layout.pp} is more than the {profile.layer_count} layers")
+    seq = profile.bindings.get("S")
+    if isinstance(seq, int) and seq % layout.cp:
+        why.append(f"cp={layout.cp} does not divide the {seq:,} tokens of a sequence")
+    if isinstance(seq, int) and layout.sp and seq % layout.tp:
+        why.append(f"sequence parallelism splits the {seq:,} tokens over tp={layout.tp}, which does not divide them")
     if not why and layout.batch % (layout.micro_batch * layout.dp):
         why.append(f"global batch {layout.batch} is not a multiple of micro-batch x data-parallel ranks "
                    f"= {layout.micro_batch} x {layout.dp}")
@@ -185,7 +190,7 @@ def _stage_memory(profile: Profile, layout: Layout, stage: int, layers: list[tup
     key = ("acts", layout.pp, stage, layout.dtype, layout.tp, layout.sp, layout.cp, layout.recompute, in_flight)
     acts = profile.once(key, lambda: _stage_activations(profile, layout, stage, layers, in_flight))
     memory.update(activations=acts["stored"], recompute=acts["recompute_peak"], kv_cache=0,
-                  framework=layout.framework)
+                  buffers=4 * (trainable["buffer"] + frozen["buffer"]), framework=layout.framework)
     memory["total"] = sum(memory.values())
     return {"stage": stage, "layers": acts["layers"], "params": p_all, "memory": memory,
             "activations": acts, "part": part}

@@ -323,7 +323,7 @@ def _param_counts(node: OpNode) -> Counter:
     """The op's own parameters (tied ones are another node's): 'matrix' (rank 2 or more),
     'vector', or 'expert' (a mixture of experts' experts); and what optimizers that look at shapes
     need: 'factored' (Adafactor's row and column statistics of each matrix), 'small' (elements of
-    tensors under 4,096, which 8-bit Adam keeps in 32 bits)."""
+    tensors under 4,096, which 8-bit Adam keeps in 32 bits); and its buffers ('buffer')."""
     out: Counter = Counter()
     experts = _expert_prefixes(node.op)
     for t in node.op.params():
@@ -340,6 +340,7 @@ def _param_counts(node: OpNode) -> Counter:
             out["factored"] += t.count
         if t.count < SMALL:
             out["small"] += t.count
+    out["buffer"] += sum(t.count for t in node.op.buffers())   # running statistics, tables: not learned
     return out
 
 

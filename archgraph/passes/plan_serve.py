@@ -101,7 +101,8 @@ def plan_serving(model: Model, serving: Serving, gpu: Accelerator) -> ServingPla
     if serving.kv_dtype not in KV_DTYPES:
         raise SpecError(f"--kv-dtype {serving.kv_dtype}: choose one of {', '.join(KV_DTYPES)}")
     if serving.gpus % (serving.tp * serving.pp):
-        raise SpecError(f"{serving.gpus} GPUs are not a multiple of tp x pp = {serving.tp * serving.pp}")
+        raise SpecError(f"{serving.gpus} GPUs are not a multiple of tp x pp = {serving.tp * serving.pp}",
+                        hint="each replica of the model takes tp x pp GPUs")
     sizes = {"B": serving.batch, "S": serving.context}
     summary = summarize(model.name, sizes, load=lambda *_a, **_k: model, probe=model)
     mem = estimate_memory(model, summary.bindings, dtype="bf16")
@@ -115,11 +116,12 @@ def plan_serving(model: Model, serving: Serving, gpu: Accelerator) -> ServingPla
     outputs = (mem.activation_bytes or 0) - (mem.attention_probs_bytes or 0)   # a fused kernel keeps no scores
     working = -(-outputs // layers) // serving.tp   # about one layer's outputs live at once, at the prefill
     per_gpu = {"weights": -(-weights["total"] // split), "gradients": 0, "optimizer": 0, "activations": working,
-               "kv_cache": -(-(kv + state) // split), "framework": serving.framework}
+               "kv_cache": -(-(kv + state) // split), "buffers": -(-mem.buffers_bytes // split),
+               "framework": serving.framework}
     per_gpu["total"] = sum(per_gpu.values())
     prefill, decode = _roofline(summary, serving, gpu, weights, groups, kv + state)
     per_sequence = (kv + state) / serving.batch / split + working / serving.batch
-    room = gpu.memory - per_gpu["weights"] - serving.framework
+    room = gpu.memory - per_gpu["weights"] - per_gpu["buffers"] - serving.framework
     return ServingPlan(serving, gpu, per_gpu, per_gpu["total"] <= gpu.memory, weights, prefill, decode,
                        max(int(room // per_sequence), 0) if per_sequence else 0, list(mem.kv_cache),
                        dict(summary.bindings))
@@ -140,6 +142,9 @@ def _roofline(summary, serving: Serving, gpu: Accelerator, weights: dict, groups
     decode = _bound(per_token * serving.batch, read, peak, bandwidth)
     decode["tokens_per_second"] = serving.batch / decode["seconds"] if decode["seconds"] else 0.0
     decode["per_sequence_tokens_per_second"] = 1 / decode["seconds"] if decode["seconds"] else 0.0
+    replicas = serving.gpus // (serving.tp * serving.pp)
+    decode["replicas"] = replicas
+    decode["tokens_per_second_all_replicas"] = decode["tokens_per_second"] * replicas
     return prefill, decode
 
 

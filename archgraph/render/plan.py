@@ -13,7 +13,8 @@ from ..passes.plan_serve import ServingPlan
 
 TERMS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
          "activations": "activations kept for backward", "recompute": "recomputed layer (backward)",
-         "kv_cache": "KV and state caches", "framework": "framework allowance"}
+         "kv_cache": "KV and state caches", "buffers": "buffers (fp32, not learned)",
+         "framework": "framework allowance"}
 
 ASSUMPTIONS = {
     "memory": "ZeRO (Rajbhandari et al. 2020): mixed precision keeps 2 bytes of weights and 2 of gradients per "
@@ -106,9 +107,11 @@ def training_table(model: str, plan: TrainingPlan, bindings: dict, attention: st
 
     lay, gpu, t = plan.layout, plan.gpu, plan.time
     seq = bindings.get("S")
-    head = Text.assemble((f"{model}", "bold"), f" on {lay.gpus} × {gpu.name}: training, {lay.dtype}, {lay.optimizer}, "
-                         f"{attention} attention\n", f"layout  {_describe(lay)}\n",
-                         f"batch   {lay.micro_batch} × {lay.micro_batches} micro-batches × {lay.dp} = {lay.batch} "
+    kernel = f", {attention} attention" if attention else ""
+    micro = f"{lay.micro_batches} micro-batch" + ("es" if lay.micro_batches != 1 else "")
+    head = Text.assemble((f"{model}", "bold"), f" on {lay.gpus} × {gpu.name}: training, {lay.dtype}, "
+                         f"{lay.optimizer}{kernel}\n", f"layout  {_describe(lay)}\n",
+                         f"batch   {lay.micro_batch} × {micro} × {lay.dp} ranks = {lay.batch} "
                          f"sequences" + (f" of {seq:,} tokens" if seq else ""))
     stage = max(plan.stages, key=lambda s: s["memory"]["total"])["stage"]
     mem = _sheet(f"memory per GPU (stage {stage} of {lay.pp})" if lay.pp > 1 else "memory per GPU")
@@ -152,7 +155,9 @@ def serving_table(model: str, plan: ServingPlan) -> Group:
                          f"KV cache {s.kv_dtype}\n", f"layout  tp {s.tp} · pp {s.pp}; batch {s.batch} × "
                          f"{s.context:,} tokens of context")
     mem = _sheet("memory per GPU")
-    for key in ("weights", "kv_cache", "activations", "framework"):
+    for key in ("weights", "kv_cache", "activations", "buffers", "framework"):
+        if key == "buffers" and not plan.per_gpu[key]:
+            continue
         label = TERMS.get(key, key) if key != "activations" else "activations (about one layer)"
         mem.add_row(label, f"{plan.per_gpu[key]:,}", binary(plan.per_gpu[key]))
     verdict = "fits" if plan.fits else "does not fit"
@@ -166,8 +171,10 @@ def serving_table(model: str, plan: ServingPlan) -> Group:
     speed.add_row("bytes read", binary(int(p["bytes_read"])), binary(int(d["bytes_read"])))
     speed.add_row("seconds", f"{p['seconds']:.4f}", f"{d['seconds']:.4f}")
     speed.add_row("bound by", p["bound"], d["bound"])
+    replicas = f"; {d['tokens_per_second_all_replicas']:,.0f} over the {d['replicas']} replicas of {s.gpus} GPUs" \
+        if d["replicas"] > 1 else ""
     tail = Text(f"time to first token {p['time_to_first_token']:.3f} s; decode {d['tokens_per_second']:,.0f} tokens/s "
-                f"({d['per_sequence_tokens_per_second']:,.1f} per sequence)", style="bold")
+                f"({d['per_sequence_tokens_per_second']:,.1f} per sequence){replicas}", style="bold")
     return Group(head, mem, speed, tail)
 
 
