@@ -226,3 +226,17 @@ def test_serving_replicas(cli):
     d = plan(cli, "llama-2-7b", "--serve", "--gpus", "8", "--tp", "2", "--context", "1024")
     assert d["decode"]["replicas"] == 4
     assert d["decode"]["tokens_per_second_all_replicas"] == pytest.approx(4 * d["decode"]["tokens_per_second"])
+
+
+def test_state_space_and_cross_attention_caches(cli, tmp_path):
+    """Mamba keeps a state that does not grow with the context; T5's decoder keeps its
+    cross-attention's keys and values of the encoder output beside its own."""
+    from pathlib import Path
+
+    from conftest import write_config
+    recorded = json.loads((Path(__file__).parent / "data" / "hf" / "mamba-130m-layout.json").read_text())
+    config = write_config(tmp_path, **recorded["config"])
+    short, long = (plan(cli, config, "--serve", "--context", n)["per_gpu"]["kv_cache"] for n in ("1024", "4096"))
+    assert short == long > 0
+    rules = {c["rule"] for c in plan(cli, "t5-small", "--serve", "--context", "512")["caches"]}
+    assert rules == {"full attention", "cross-attention (encoder output)"}
