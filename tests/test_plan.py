@@ -240,3 +240,11 @@ def test_state_space_and_cross_attention_caches(cli, tmp_path):
     assert short == long > 0
     rules = {c["rule"] for c in plan(cli, "t5-small", "--serve", "--context", "512")["caches"]}
     assert rules == {"full attention", "cross-attention (encoder output)"}
+
+
+def test_an_encoder_has_no_decode(cli):
+    """BERT generates nothing: serving is one forward over the batch (its FLOPs `flops` counts), no decode."""
+    from archgraph.passes.flops import count_flops
+    d = plan(cli, "bert-base-uncased", "--serve", "--context", "512")
+    assert d["decode"] is None
+    assert d["prefill"]["flops"] == count_flops(load("bert-base-uncased"), {"B": 1, "S": 512}).forward

@@ -49,7 +49,7 @@ class ServingPlan(Record):
     fits: bool
     weights: dict
     prefill: dict
-    decode: dict
+    decode: dict | None
     max_batch: int
     caches: list = factory(list)
     bindings: dict = factory(dict)
@@ -128,16 +128,18 @@ def plan_serving(model: Model, serving: Serving, gpu: Accelerator) -> ServingPla
 
 
 def _roofline(summary, serving: Serving, gpu: Accelerator, weights: dict, groups: Counter, cache_bytes: int):
-    """(prefill, decode) figures: FLOPs, bytes read, seconds and what bounds them."""
+    """(prefill, decode) figures: FLOPs, bytes read, seconds and what bounds them; decode None for a
+    model that generates nothing."""
     compute_dtype = "fp8" if serving.dtype == "fp8" and "fp8" in gpu.flops else "bf16" if "bf16" in gpu.flops \
         else next(iter(gpu.flops))
     peak = gpu.peak(compute_dtype) * serving.flops_efficiency * serving.tp
     bandwidth = gpu.memory_bandwidth * serving.memory_efficiency * serving.tp
     flops = summary.flops
-    prefill_flops = (flops.prefill or flops.forward) + (flops.encoder or 0)
-    prefill = _bound(prefill_flops, weights["total"] + cache_bytes, peak, bandwidth)
+    prefill = _bound(flops.forward, weights["total"] + cache_bytes, peak, bandwidth)  # encoder and prefill
     prefill["time_to_first_token"] = prefill["seconds"]
-    per_token = flops.per_token if flops.per_token is not None else 0
+    if flops.per_token is None:   # an encoder, a vision model: nothing is generated token by token
+        return prefill, None
+    per_token = flops.per_token
     read = weights["total"] - _idle_experts(groups, weights, serving.batch) + cache_bytes
     decode = _bound(per_token * serving.batch, read, peak, bandwidth)
     decode["tokens_per_second"] = serving.batch / decode["seconds"] if decode["seconds"] else 0.0

@@ -165,12 +165,16 @@ def serving_table(model: str, plan: ServingPlan) -> Group:
                 f"{plan.per_gpu['total']:,}", binary(plan.per_gpu["total"]))
     mem.add_row(f"largest batch at {s.context:,} tokens", f"{plan.max_batch:,}", "")
     from .sheet import Col, Sheet
-    speed = Sheet("roofline", [Col("", "text"), Col("prefill", "number"), Col("decode step", "number")])
     p, d = plan.prefill, plan.decode
-    speed.add_row("FLOPs", _si(p["flops"]), _si(d["flops"]))
-    speed.add_row("bytes read", binary(int(p["bytes_read"])), binary(int(d["bytes_read"])))
-    speed.add_row("seconds", f"{p['seconds']:.4f}", f"{d['seconds']:.4f}")
-    speed.add_row("bound by", p["bound"], d["bound"])
+    steps = [("prefill", p)] + ([("decode step", d)] if d is not None else [])
+    speed = Sheet("roofline", [Col("", "text")] + [Col(name, "number") for name, _ in steps])
+    speed.add_row("FLOPs", *[_si(f["flops"]) for _, f in steps])
+    speed.add_row("bytes read", *[binary(int(f["bytes_read"])) for _, f in steps])
+    speed.add_row("seconds", *[f"{f['seconds']:.4f}" for _, f in steps])
+    speed.add_row("bound by", *[f["bound"] for _, f in steps])
+    if d is None:
+        return Group(head, mem, speed, Text(f"one forward {p['seconds']:.4f} s; the model generates no tokens: "
+                                            "nothing to decode", style="bold"))
     replicas = f"; {d['tokens_per_second_all_replicas']:,.0f} over the {d['replicas']} replicas of {s.gpus} GPUs" \
         if d["replicas"] > 1 else ""
     tail = Text(f"time to first token {p['time_to_first_token']:.3f} s; decode {d['tokens_per_second']:,.0f} tokens/s "
