@@ -5,9 +5,14 @@ it comes from) and a user's own from a small YAML file of the same keys, checked
 Quantities are written with units ("80 GiB", "2039 GB/s", "312 TFLOPS", "400 Gb/s") or as plain
 numbers (bytes, bytes per second, FLOP/s).
 
+A name is looked up in any case, with or without the vendor, spaces or dashes, and by the other
+names the table lists for it (nvidia-smi's among them):
+
 >>> a100 = accelerator("a100-80gb")
 >>> a100.memory == 80 * 2**30, a100.flops["bf16"] == 312e12
 (True, True)
+>>> accelerator("A100-80G") is a100, accelerator("NVIDIA H100 80GB HBM3").key
+(True, 'h100-sxm')
 """
 from __future__ import annotations
 
@@ -21,7 +26,9 @@ from .record import Record
 TABLE = Path(__file__).with_name("hardware.yaml")
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
 KEYS = ("name", "memory", "memory_bandwidth", "flops", "interconnect", "network", "gpus_per_node", "source")
+TABLE_KEYS = KEYS + ("aliases",)   # other names people write, in the built-in table only
 LINK_KEYS = ("name", "bandwidth")
+VENDOR_WORDS = frozenset({"nvidia", "amd", "google", "cloud", "geforce", "instinct"})
 UNITS = {  # kind -> unit -> factor
     "bytes": {"B": 1, "KB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30,
               "TiB": 2**40},
@@ -58,33 +65,57 @@ class Accelerator(Record, frozen=True):
 
 def accelerators() -> dict[str, Accelerator]:
     """The built-in table, by name."""
-    return dict(_table())
+    return dict(_table()[0])
 
 
 @lru_cache(maxsize=1)
-def _table() -> tuple:
+def _table() -> tuple[dict, dict]:
+    """The built-in accelerators by key, and every name each answers to (normalised) -> its key."""
     from .spec.yamlload import load_file
-    data = load_file(TABLE)
-    return tuple((key, _accelerator(key, entry, f"accelerator {key}")) for key, entry in data.items())
+    table, names = {}, {}
+    for key, entry in load_file(TABLE).items():
+        table[key] = _accelerator(key, entry, f"accelerator {key}", keys=TABLE_KEYS)
+        for name in (key, table[key].name, *entry.get("aliases", ())):
+            other = names.setdefault(normal_name(str(name)), key)
+            if other != key:
+                raise SpecError(f"{TABLE}: '{name}' names both {other} and {key}", loc=_loc(entry, "aliases"))
+    return table, names
+
+
+def normal_name(name: str) -> str:
+    """A name as people write it, reduced: lower case, no vendor, words joined by '-', a size in
+    GB written one way ("NVIDIA A100 80 GB", "a100-80g", "A100_80GB" -> "a100-80gb")."""
+    out: list[str] = []
+    for word in re.split(r"[^a-z0-9]+", name.lower()):
+        if word in ("gb", "g") and out and out[-1].isdigit():
+            out[-1] += "gb"
+        elif word and word not in VENDOR_WORDS:
+            out.append(re.sub(r"^([0-9]+)g$", r"\1gb", word))
+    return "-".join(out)
 
 
 def accelerator(name: str) -> Accelerator:
-    """A built-in accelerator by name (a100-80gb, h100-sxm, ...) or one from a YAML file."""
-    table = accelerators()
-    if name in table:
-        return table[name]
+    """A built-in accelerator by any of its names (a100-80gb, A100, "NVIDIA H100 80GB HBM3", ...)
+    or one from a YAML file."""
+    table, names = _table()
+    if normal_name(name) in names:
+        return table[names[normal_name(name)]]
     path = Path(name)
     if name.endswith((".yaml", ".yml")) or path.exists():
         from .spec.yamlload import load_file
         data = load_file(path)
         return _accelerator(path.stem, data, "the accelerator", f"{path} (your file)")
-    hint = did_you_mean(name, table)
+    chip = normal_name(name).split("-")[0]   # "a100-pcie": the A100s, not the H100 PCIe difflib finds closest
+    same = [key for key in table if key.split("-")[0] == chip]
+    hint = did_you_mean(normal_name(name), same or table) or \
+        (f"did you mean {' or '.join(repr(k) for k in same)}?" if same else None)
     raise SpecError(f"--gpu {name}: no such accelerator in the table, and no such file",
-                    hint=hint or f"built-in: {', '.join(table)}; or give a YAML file with {', '.join(KEYS)}")
+                    hint=(f"{hint} " if hint else "") + f"The table: {', '.join(table)}; or the path of a YAML "
+                         f"file of your own with {', '.join(KEYS)}")
 
 
-def _accelerator(key: str, data, where: str, origin: str = "") -> Accelerator:
-    _check_keys(data, KEYS, where)
+def _accelerator(key: str, data, where: str, origin: str = "", keys: tuple[str, ...] = KEYS) -> Accelerator:
+    _check_keys(data, keys, where)
     for needed in ("memory", "memory_bandwidth", "flops"):
         if needed not in data:
             raise SpecError(f"{where}: the accelerator needs '{needed}'", loc=_loc(data),

@@ -193,6 +193,25 @@ def test_errors_name_the_fix(cli, tmp_path):
     assert code == 2 and "add --serve" in err
 
 
+@pytest.mark.parametrize("written, key", [
+    ("A100-80GB", "a100-80gb"), ("a100-80g", "a100-80gb"), ("A100", "a100-80gb"), ("A100_80 GB", "a100-80gb"),
+    ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("H100", "h100-sxm"), ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+    ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H200", "h200"), ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+    ("AMD Instinct MI300X", "mi300x"), ("TPU v5 lite", "tpu-v5e"), ("NVIDIA L40S", "l40s")])
+def test_accelerator_names_people_write(cli, written, key):
+    """Any case, with or without the vendor, as nvidia-smi prints it; the plan names the part it took."""
+    from archgraph.hardware import accelerators
+    assert plan(cli, "gpt2", "--gpu", written)["gpu"]["name"] == accelerators()[key].name
+
+
+def test_an_unknown_accelerator_suggests_its_kin(cli):
+    """An A100 PCIe is not in the table: the A100s are suggested (not the H100 PCIe, closer by spelling)."""
+    code, _, err = cli("plan", "gpt2", "--gpu", "A100 PCIe")
+    assert code == 2 and "did you mean 'a100-40gb' or 'a100-80gb'?" in err and "YAML file of your own" in err
+    code, _, err = cli("plan", "gpt2", "--gpu", "tpu v5")
+    assert code == 2 and "did you mean 'tpu-v5e' or 'tpu-v5p'?" in err
+
+
 def test_own_accelerator_from_a_file(cli, tmp_path):
     mine = tmp_path / "card.yaml"
     mine.write_text("name: My card\nmemory: 48 GiB\nmemory_bandwidth: 1 TB/s\nflops: {bf16: 200 TFLOPS}\n")

@@ -37,7 +37,8 @@ def add_parser(sub, model_command) -> None:
     mode.add_argument("--serve", action="store_true", help="plan serving: prefill and decode")
     c.add_argument("--gpu", default="a100-80gb", metavar="NAME|FILE",
                    help="an accelerator of the built-in table (a100-40gb, a100-80gb, h100-sxm, h100-pcie, h200, b200, "
-                        "l4, l40s, mi300x, rtx-4090, tpu-v5e, tpu-v5p) or a YAML file of your own (default a100-80gb)")
+                        "l4, l40s, mi300x, rtx-4090, tpu-v5e, tpu-v5p; any case, or as nvidia-smi names it) or a YAML "
+                        "file of your own (default a100-80gb)")
     c.add_argument("--gpus", type=_positive, default=None, help="GPUs in all (default tp x pp x cp, else 1)")
     c.add_argument("--gpus-per-node", type=_positive, default=None, help="GPUs per node (default the table's)")
     for name, what in (("tp", "tensor"), ("pp", "pipeline"), ("cp", "context"), ("ep", "expert")):
