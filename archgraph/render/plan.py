@@ -101,18 +101,23 @@ def _describe(layout) -> str:
     return " · ".join(parts + [f"ZeRO {layout.zero}", f"recompute {layout.recompute}"])
 
 
+def _count(n: int, word: str, plural: str = "s") -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else plural)
+
+
 def training_table(model: str, plan: TrainingPlan, bindings: dict, attention: str) -> Group:
     from rich.console import Group
     from rich.text import Text
 
     lay, gpu, t = plan.layout, plan.gpu, plan.time
     seq = bindings.get("S")
-    kernel = f", {attention} attention" if attention else ""
-    micro = f"{lay.micro_batches} micro-batch" + ("es" if lay.micro_batches != 1 else "")
-    head = Text.assemble((f"{model}", "bold"), f" on {lay.gpus} × {gpu.name}: training, {lay.dtype}, "
-                         f"{lay.optimizer}{kernel}\n", f"layout  {_describe(lay)}\n",
-                         f"batch   {lay.micro_batch} × {micro} × {lay.dp} ranks = {lay.batch} "
-                         f"sequences" + (f" of {seq:,} tokens" if seq else ""))
+    kernel = [f"{attention} attention"] if attention else []
+    head = Text.assemble((f"{model}", "bold"), f" on {lay.gpus} × {gpu.name}\n",
+                         f"training  {' · '.join([lay.dtype, lay.optimizer] + kernel)}\n",
+                         f"layout    {_describe(lay)}\n",
+                         f"batch     {lay.micro_batch} × {_count(lay.micro_batches, 'micro-batch', 'es')} × "
+                         f"{_count(lay.dp, 'rank')} = {_count(lay.batch, 'sequence')}"
+                         + (f" of {seq:,} tokens" if seq else ""))
     stage = max(plan.stages, key=lambda s: s["memory"]["total"])["stage"]
     mem = _sheet(f"memory per GPU (stage {stage} of {lay.pp})" if lay.pp > 1 else "memory per GPU")
     for key, label in TERMS.items():
@@ -151,9 +156,9 @@ def serving_table(model: str, plan: ServingPlan) -> Group:
     from rich.text import Text
 
     s, gpu = plan.serving, plan.gpu
-    head = Text.assemble((model, "bold"), f" on {s.gpus} × {gpu.name}: serving, weights {s.dtype}, "
-                         f"KV cache {s.kv_dtype}\n", f"layout  tp {s.tp} · pp {s.pp}; batch {s.batch} × "
-                         f"{s.context:,} tokens of context")
+    caches = f" · KV cache {s.kv_dtype}" if plan.caches else ""   # BERT keeps none
+    head = Text.assemble((model, "bold"), f" on {s.gpus} × {gpu.name}\n", f"serving   weights {s.dtype}{caches}\n",
+                         f"layout    tp {s.tp} · pp {s.pp}; batch {s.batch} × {s.context:,} tokens of context")
     mem = _sheet("memory per GPU")
     for key in ("weights", "kv_cache", "activations", "buffers", "framework"):
         if key == "buffers" and not plan.per_gpu[key]:
@@ -189,6 +194,19 @@ def _si(n: float) -> str:
     return f"{n:,.0f}"
 
 
+def failures(found: list, gpu) -> list[tuple[str, int]]:
+    """Why the layouts that fail do, most common first, with how many each: those too big for the
+    memory as one reason with the range they need."""
+    reasons: dict[str, int] = {}
+    needs = [c.plan.per_gpu["total"] for c in found if c.why and c.plan is not None and not c.plan.fits]
+    for c in found:
+        if c.why:
+            key = (f"does not fit in {binary(gpu.memory)}: needs {binary(min(needs))} to {binary(max(needs))}"
+                   if c.plan is not None and not c.plan.fits else c.why)
+            reasons[key] = reasons.get(key, 0) + 1
+    return sorted(reasons.items(), key=lambda kv: -kv[1])
+
+
 def search_table(model: str, found: list, gpu, top: int = 10) -> Group:
     from rich.console import Group
     from rich.text import Text
@@ -196,7 +214,7 @@ def search_table(model: str, found: list, gpu, top: int = 10) -> Group:
     from .sheet import Col, Sheet
     fits = [c for c in found if not c.why]
     gpus = found[0].layout.gpus if found else 0
-    head = Text.assemble((model, "bold"), f" on {gpus} × {gpu.name}: {len(found):,} layouts tried, {len(fits):,} fit"
+    head = Text.assemble((model, "bold"), f" on {gpus} × {gpu.name}\n{len(found):,} layouts tried, {len(fits):,} fit"
                          + (f"; the fastest {min(top, len(fits))}" if fits else ""))
     cols = [Col(h, "number") for h in ("tp", "pp", "dp", "sp", "ZeRO")] + [Col("recompute", "name")] + \
         [Col(h, "number") for h in ("mb", "memory", "tokens/s", "MFU")]
@@ -206,13 +224,10 @@ def search_table(model: str, found: list, gpu, top: int = 10) -> Group:
         sheet.add_row(str(lay.tp), str(lay.pp), str(lay.dp), "sp" if lay.sp else "", str(lay.zero), lay.recompute,
                       str(lay.micro_batch), binary(c.plan.per_gpu["total"]),
                       f"{c.plan.time['tokens_per_second']:,.0f}", f"{100 * c.plan.time['mfu']:.1f}%")
-    reasons: dict[str, int] = {}
-    for c in found:
-        if c.why:
-            key = "does not fit in memory" if c.why.startswith("needs") else c.why
-            reasons[key] = reasons.get(key, 0) + 1
-    why = Sheet("why the others fail", [Col("reason", "text"), Col("layouts", "number")])
-    for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+    why = Sheet("why the others fail" if fits else "why every layout fails", [Col("reason", "text"),
+                                                                            Col("layouts", "number")])
+    for reason, n in failures(found, gpu):
         why.add_row(reason, f"{n:,}")
+    reasons = why.rows
     parts = [head] + ([sheet] if fits else []) + ([why] if reasons else [])
     return Group(*parts)
