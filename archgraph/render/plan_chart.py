@@ -24,7 +24,7 @@ def search_chart(model: str, found: list, gpu, path: str) -> bytes:
     rc = {"svg.hashsalt": "archgraph", "svg.fonttype": "none", "font.size": 9,
           "axes.spines.top": False, "axes.spines.right": False}
     with matplotlib.rc_context(rc):
-        fig = Figure(figsize=(8, 5), dpi=120, layout="constrained")
+        fig = Figure(figsize=(8, 5.6), dpi=120, layout="constrained")
         ax = fig.subplots()
         planned = [c for c in found if c.plan is not None]
         over = [c for c in planned if c.why]
@@ -42,7 +42,7 @@ def search_chart(model: str, found: list, gpu, path: str) -> bytes:
             lay = best.layout
             ax.scatter([x], [y], s=90, facecolors="none", edgecolors="black", linewidths=1.2, zorder=3,
                        label=f"fastest: tp {lay.tp} · pp {lay.pp} · dp {lay.dp} · ZeRO {lay.zero}"
-                             + (" · sp" if lay.sp else "") + f" · {lay.recompute}, mb {lay.micro_batch}")
+                             + (" · sp" if lay.sp else "") + f" · recompute {lay.recompute} · mb {lay.micro_batch}")
         ax.axvline(gpu.memory / GIB, color="#c44e52", linestyle="--", linewidth=1,
                    label=f"the GPU's memory ({gpu.memory / GIB:,.0f} GiB)")
         ax.set_xscale("log")
@@ -51,8 +51,9 @@ def search_chart(model: str, found: list, gpu, path: str) -> bytes:
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if str(int(round(v)))[0] in "25" else ""))
         ax.set_xlabel("memory per GPU (GiB, log scale)")
         ax.set_ylabel("tokens per second")
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.grid(True, linewidth=0.3, alpha=0.6)
-        ax.legend(loc="lower right", fontsize=8, frameon=True, framealpha=0.9, edgecolor="none")
+        fig.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)   # below: never over a point
         gpus = found[0].layout.gpus if found else 0
         ax.set_title(f"{model} on {gpus} × {gpu.name}: {len(found):,} layouts", loc="left", fontweight="bold")
         out = io.BytesIO()

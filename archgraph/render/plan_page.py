@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from html import escape
 
-from ..machine import binary
+from .plan import failures
 from .report import Column, table
 
 COLUMNS = [Column("tp", "tp", "number"), Column("pp", "pp", "number"), Column("dp", "dp", "number"),
            Column("sp", "sp"), Column("zero", "ZeRO", "number"), Column("recompute", "recompute"),
-           Column("mb", "micro-batch", "number"), Column("memory", "memory per GPU"),
+           Column("mb", "micro-batch", "number"), Column("memory", "memory per GPU (GiB)", "number"),
            Column("tokens", "tokens/s", "number"), Column("mfu", "MFU %", "number")]
 
 
@@ -21,13 +21,17 @@ def plan_section(model: str, found: list, gpu, svg: bytes, top: int = 20) -> str
         lay = c.layout
         rows.append((None, {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "sp": "sp" if lay.sp else "",
                             "zero": lay.zero, "recompute": lay.recompute, "mb": lay.micro_batch,
-                            "memory": binary(c.plan.per_gpu["total"]),
+                            "memory": c.plan.per_gpu["total"] / 2**30,   # a number, so it sorts as one
                             "tokens": round(c.plan.time["tokens_per_second"]), "mfu": 100 * c.plan.time["mfu"]}))
     gpus = found[0].layout.gpus if found else 0
     drawing = svg.decode("utf-8")
     drawing = drawing[drawing.index("<svg"):]          # the figure without its XML prolog
+    fastest = f"the fastest {len(rows)} below" if rows else "none fits"
+    why = "".join(f"<li>{escape(reason)}: {n:,}</li>" for reason, n in failures(found, gpu))
     return (f"<section class=\"plan\" id=\"plan\">\n<h2>Plan on {gpus} × {escape(gpu.name)}</h2>\n"
             f"<p class=\"note\">{len(found):,} layouts of {escape(model)} tried, {len(fits):,} fit; "
-            f"the fastest {len(rows)} below (archgraph plan --search; docs: Plan it on hardware).</p>\n"
+            f"{fastest} (archgraph plan --search; docs: Plan it on hardware).</p>\n"
             f"<div class=\"chart\">{drawing}</div>\n"
-            f"<div class=\"scroll\">{table(COLUMNS, rows, 'plans')}</div>\n</section>\n")
+            + (f"<div class=\"scroll\">{table(COLUMNS, rows, 'plans')}</div>\n" if rows else "")
+            + (f"<h3>Why the {'others fail' if rows else 'layouts fail'}</h3>\n<ul class=\"why\">{why}</ul>\n"
+               if why else "") + "</section>\n")

@@ -56,7 +56,7 @@ function setCollapsed(row, collapsed) {
   }
 }
 
-for (const table of document.querySelectorAll("table.params")) {
+for (const table of document.querySelectorAll("table.params, table.plans")) {   // plans: plan --search
   table.querySelectorAll("th").forEach((th, index) => {
     th.addEventListener("click", () => {
       const numeric = th.dataset.kind === "number", current = th.getAttribute("aria-sort");
