@@ -164,7 +164,7 @@ def shard_params(params: Any, tp: int, ep: int) -> dict[str, int]:
     parallelism, experts by tensor and expert parallelism, vectors replicated."""
     out = {True: {}, False: {}}
     for (kind, trainable), n in params.items():
-        split = {"matrix": tp, "factored": tp, "expert": tp * ep}.get(kind, 1)
+        split = {"matrix": tp, "factored": tp, "expert": tp * ep, "expert_factored": tp * ep}.get(kind, 1)
         out[trainable][kind] = out[trainable].get(kind, 0) + -(-n // split)
     return out
 
@@ -176,24 +176,45 @@ def _stage_memory(profile: Profile, layout: Layout, stage: int, layers: list[tup
     part = profile.sum_of(("stage", layout.pp, stage), items)
     trainable, frozen = profile.once(("shard", layout.pp, stage, layout.tp, layout.ep),
                                      lambda: _shard(part.params, layout.tp, layout.ep))
-    p_train = trainable["matrix"] + trainable["vector"] + trainable["expert"]
-    p_all = p_train + frozen["matrix"] + frozen["vector"] + frozen["expert"]
-    width = 4 if layout.dtype in ("fp32", "tf32") else 2
-    n = layout.dp
-    weights = p_all * width + (trainable["matrix"] + trainable["expert"] if layout.dtype == "fp8" else 0)
-    grads = p_train * width
-    optim = optimizer_bytes(trainable, layout.optimizer, layout.dtype)
-    memory = {"weights": -(-weights // n) if layout.zero >= 3 else weights,
-              "gradients": -(-grads // n) if layout.zero >= 2 else grads,
-              "optimizer": -(-optim // n) if layout.zero >= 1 else optim}
+    p_all = sum(trainable[k] + frozen[k] for k in ("matrix", "vector", "expert"))
+    memory = {"weights": 0, "gradients": 0, "optimizer": 0}
+    # ZeRO shards a tensor's states over the ranks that hold it: all dp for the dense part, dp / ep
+    # for the experts (each expert lives on dp / ep ranks: Megatron's expert data parallel group)
+    for group, n in ((_dense, layout.dp), (_experts, layout.dp // layout.ep)):
+        for key, size in _model_states(group(trainable), group(frozen), layout).items():
+            memory[key] += -(-size // n) if layout.zero >= ZERO_STAGE[key] else size
     in_flight = min(layout.pp - stage, layout.micro_batches)
     key = ("acts", layout.pp, stage, layout.dtype, layout.tp, layout.sp, layout.cp, layout.recompute, in_flight)
     acts = profile.once(key, lambda: _stage_activations(profile, layout, stage, layers, in_flight))
     memory.update(activations=acts["stored"], recompute=acts["recompute_peak"], kv_cache=0,
                   buffers=4 * (trainable["buffer"] + frozen["buffer"]), framework=layout.framework)
     memory["total"] = sum(memory.values())
-    return {"stage": stage, "layers": acts["layers"], "params": p_all, "memory": memory,
+    return {"stage": stage, "layers": acts["layers"], "params": p_all,
+            "expert_params": trainable["expert"] + frozen["expert"], "memory": memory,
             "activations": acts, "part": part}
+
+
+ZERO_STAGE = {"optimizer": 1, "gradients": 2, "weights": 3}   # the first stage that shards each
+
+
+def _dense(params) -> dict:
+    return {k: params[k] for k in ("matrix", "vector", "factored", "small")}
+
+
+def _experts(params) -> dict:
+    """The experts' parameters under the names the optimizer's count reads."""
+    return {"matrix": params["expert"], "vector": 0, "factored": params["expert_factored"],
+            "small": params["expert_small"]}
+
+
+def _model_states(trainable: dict, frozen: dict, layout: Layout) -> dict[str, int]:
+    """Bytes of weights, gradients and optimizer states of one group of parameters, unsharded."""
+    width = 4 if layout.dtype in ("fp32", "tf32") else 2
+    p_train = trainable["matrix"] + trainable["vector"]
+    fp8_copy = trainable["matrix"] if layout.dtype == "fp8" else 0   # the matrices' fp8 copy beside bf16
+    return {"weights": (p_train + frozen["matrix"] + frozen["vector"]) * width + fp8_copy,
+            "gradients": p_train * width,
+            "optimizer": optimizer_bytes({**trainable, "expert": 0}, layout.optimizer, layout.dtype)}
 
 
 def _shard(params, tp: int, ep: int) -> tuple:

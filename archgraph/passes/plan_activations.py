@@ -323,23 +323,26 @@ def _param_counts(node: OpNode) -> Counter:
     """The op's own parameters (tied ones are another node's): 'matrix' (rank 2 or more),
     'vector', or 'expert' (a mixture of experts' experts); and what optimizers that look at shapes
     need: 'factored' (Adafactor's row and column statistics of each matrix), 'small' (elements of
-    tensors under 4,096, which 8-bit Adam keeps in 32 bits); and its buffers ('buffer')."""
+    tensors under 4,096, which 8-bit Adam keeps in 32 bits), the experts' own as 'expert_factored' and
+    'expert_small'; and its buffers ('buffer')."""
     out: Counter = Counter()
     experts = _expert_prefixes(node.op)
     for t in node.op.params():
         if t.name in node.ties:
             continue
-        if experts and t.name.startswith(experts[0]) and not t.name.startswith(experts[1:]):
+        expert = bool(experts) and t.name.startswith(experts[0]) and not t.name.startswith(experts[1:])
+        if expert:
             out["expert"] += t.count
         else:
             out["matrix" if len(t.shape) >= 2 else "vector"] += t.count
+        of = "expert_" if expert else ""   # an expert's statistics are split and sharded as its experts are
         if len(t.shape) >= 2:
             rows, cols = t.shape[-2], t.shape[-1]
-            out["factored"] += t.count // (rows * cols) * (rows + cols)
+            out[of + "factored"] += t.count // (rows * cols) * (rows + cols)
         else:
-            out["factored"] += t.count
+            out[of + "factored"] += t.count
         if t.count < SMALL:
-            out["small"] += t.count
+            out[of + "small"] += t.count
     out["buffer"] += sum(t.count for t in node.op.buffers())   # running statistics, tables: not learned
     return out
 

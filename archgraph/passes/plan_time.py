@@ -106,13 +106,21 @@ def _data_parallel(stage: dict, layout, gpu: Accelerator) -> float:
     """Seconds of the stage's gradient reduction per step (ZeRO 0-1: all-reduce; 2: reduce-scatter
     and the updated weights' all-gather; 3: weights gathered for forward and backward and gradients
     reduce-scattered, each micro-batch)."""
-    n = layout.dp
-    bw = link(gpu, layout.tp * layout.cp, n)
     width = 4 if layout.dtype in ("fp32", "tf32") else 2
-    volume = stage["params"] * width
-    if layout.zero <= 1:
-        return ring(n, volume, bw)
-    if layout.zero == 2:
-        return ring(n, volume, bw, "reduce-scatter") + ring(n, volume, bw, "all-gather")
-    per_micro = 2 * ring(n, volume, bw, "all-gather") + ring(n, volume, bw, "reduce-scatter")
-    return per_micro * layout.micro_batches
+    experts = stage.get("expert_params", 0)
+    # the dense part over all dp ranks; each expert over the dp / ep ranks that hold it (ep apart)
+    groups = ((stage["params"] - experts, layout.dp, layout.tp * layout.cp),
+              (experts, layout.dp // layout.ep, layout.tp * layout.cp * layout.ep))
+    seconds = 0.0
+    for params, n, stride in groups:
+        if not params or n <= 1:
+            continue
+        bw, volume = link(gpu, stride, n), params * width
+        if layout.zero <= 1:
+            seconds += ring(n, volume, bw)
+        elif layout.zero == 2:
+            seconds += ring(n, volume, bw, "reduce-scatter") + ring(n, volume, bw, "all-gather")
+        else:
+            per_micro = 2 * ring(n, volume, bw, "all-gather") + ring(n, volume, bw, "reduce-scatter")
+            seconds += per_micro * layout.micro_batches
+    return seconds
