@@ -116,8 +116,8 @@ def training_table(model: str, plan: TrainingPlan, bindings: dict, attention: st
                          f"training  {' · '.join([lay.dtype, lay.optimizer] + kernel)}\n",
                          f"layout    {_describe(lay)}\n",
                          f"batch     {lay.micro_batch} × {_count(lay.micro_batches, 'micro-batch', 'es')} × "
-                         f"{_count(lay.dp, 'rank')} = {_count(lay.batch, 'sequence')}"
-                         + (f" of {seq:,} tokens" if seq else ""))
+                         f"{_count(lay.dp, 'rank')} = "
+                         + (f"{_count(lay.batch, 'sequence')} of {seq:,} tokens" if seq else _count(lay.batch, 'sample')))
     stage = max(plan.stages, key=lambda s: s["memory"]["total"])["stage"]
     mem = _sheet(f"memory per GPU (stage {stage} of {lay.pp})" if lay.pp > 1 else "memory per GPU")
     for key, label in TERMS.items():
@@ -129,7 +129,7 @@ def training_table(model: str, plan: TrainingPlan, bindings: dict, attention: st
     a = plan.activations
     mode = "no recomputation" if a["mode"] == "none" else f"{a['mode']} recomputation"
     note = Text(f"activations: {binary(a['per_layer'])} per layer ({mode}) × {a['layers']} layers "
-                f"× {a['in_flight']} micro-batches in flight + {binary(a['outside_layers'])} outside the layers",
+                f"× {_count(a['in_flight'], 'micro-batch', 'es')} in flight + {binary(a['outside_layers'])} outside the layers",
                 style="dim")
     return Group(head, mem, note, _time_table(t, lay))
 
