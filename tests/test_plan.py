@@ -294,3 +294,14 @@ def test_experts_shard_over_their_own_data_parallel_ranks(cli, tmp_path, stage):
         return -(-k * dense // 64) - (-k * experts // 8) if stage >= at else k * (dense + experts)
     g = plan(cli, config, "--gpus", "64", "--ep", "8", "--zero", str(stage), "--seq", "4096")["per_gpu"]
     assert (g["weights"], g["gradients"], g["optimizer"]) == (shard(2, 3), shard(2, 2), shard(12, 1))
+
+
+def test_context_parallel_ranks_hold_the_same_weights(cli):
+    """Context-parallel ranks hold the same weights and each has gradients of its own part of the
+    sequences: ZeRO shards over dp x cp ranks (Megatron's data-parallel group with context
+    parallelism) and the gradients are all-reduced over them, even with one data-parallel rank."""
+    g = plan(cli, "llama-2-7b", "--gpus", "16", "--cp", "2", "--zero", "1", "--seq", "4096")["per_gpu"]
+    assert g["optimizer"] == -(-12 * LLAMA_7B // 16)
+    t = plan(cli, "llama-2-7b", "--gpus", "2", "--cp", "2", "--seq", "4096")["time"]
+    nvlink = 300e9   # per direction, within the node
+    assert t["data_parallel"] == pytest.approx(2 * (2 - 1) / 2 * 2 * LLAMA_7B / nvlink)

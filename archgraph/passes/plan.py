@@ -178,9 +178,10 @@ def _stage_memory(profile: Profile, layout: Layout, stage: int, layers: list[tup
                                      lambda: _shard(part.params, layout.tp, layout.ep))
     p_all = sum(trainable[k] + frozen[k] for k in ("matrix", "vector", "expert"))
     memory = {"weights": 0, "gradients": 0, "optimizer": 0}
-    # ZeRO shards a tensor's states over the ranks that hold it: all dp for the dense part, dp / ep
-    # for the experts (each expert lives on dp / ep ranks: Megatron's expert data parallel group)
-    for group, n in ((_dense, layout.dp), (_experts, layout.dp // layout.ep)):
+    # ZeRO shards a tensor's states over the ranks that hold it: the data- and context-parallel ranks
+    # for the dense part, an ep-th of them for the experts (Megatron's expert data parallel group)
+    holders = layout.dp * layout.cp
+    for group, n in ((_dense, holders), (_experts, holders // layout.ep)):
         for key, size in _model_states(group(trainable), group(frozen), layout).items():
             memory[key] += -(-size // n) if layout.zero >= ZERO_STAGE[key] else size
     in_flight = min(layout.pp - stage, layout.micro_batches)

@@ -103,14 +103,16 @@ def _boundary(profile: Profile, layout) -> float:
 
 
 def _data_parallel(stage: dict, layout, gpu: Accelerator) -> float:
-    """Seconds of the stage's gradient reduction per step (ZeRO 0-1: all-reduce; 2: reduce-scatter
-    and the updated weights' all-gather; 3: weights gathered for forward and backward and gradients
-    reduce-scattered, each micro-batch)."""
+    """Seconds of the stage's gradient reduction per step over the ranks that hold the same weights
+    (ZeRO 0-1: all-reduce; 2: reduce-scatter and the updated weights' all-gather; 3: weights
+    gathered for forward and backward and gradients reduce-scattered, each micro-batch)."""
     width = 4 if layout.dtype in ("fp32", "tf32") else 2
     experts = stage.get("expert_params", 0)
-    # the dense part over all dp ranks; each expert over the dp / ep ranks that hold it (ep apart)
-    groups = ((stage["params"] - experts, layout.dp, layout.tp * layout.cp),
-              (experts, layout.dp // layout.ep, layout.tp * layout.cp * layout.ep))
+    # each context-parallel rank has gradients of its own part of the sequences: the dense part is
+    # reduced over the dp x cp ranks, each expert over the ep-th of them that hold it (ep apart)
+    holders = layout.dp * layout.cp
+    groups = ((stage["params"] - experts, holders, layout.tp),
+              (experts, holders // layout.ep, layout.tp * layout.ep))
     seconds = 0.0
     for params, n, stride in groups:
         if not params or n <= 1:
