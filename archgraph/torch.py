@@ -91,6 +91,8 @@ class SpecModule(nn.Module):
         self._device = torch.device("cpu")
         self._trace: list | None = None  # the output shapes of every op run, when tracing
         self._expect = None              # called with (index, shapes) after each op, when checking
+        self._watch = None               # told each op's path and outputs, when pricing (torch_price)
+        self._home = torch.device(device or "cpu")  # where a forward given no tensors makes its own
         self._state: dict[str, dict] = {}  # Run.state(): what ops keep between forwards, by node path
         factory = {"device": device, "dtype": dtype or torch.get_default_dtype()}
         self._build(model.graph, "", True, factory, set())
@@ -183,10 +185,10 @@ class SpecModule(nn.Module):
                 container.register_parameter(attr, param)
                 self._where[full] = (container, attr)
 
-    def _fill_buffers(self, model: Model, device: Any) -> None:
+    def _fill_buffers(self, model: Model, device: Any, dry: bool = False) -> None:
         """Buffers computed from constants (an op's `stored_input`) hold their values from construction
         on: what feeds each is evaluated here, once per path, on the module's device (on the meta
-        device nothing is)."""
+        device nothing is, unless `dry`: then it is evaluated and not kept, for torch_price)."""
         done: set[str] = set()
         for path, node, graph, prefix in _op_paths(model.graph, ""):
             local = node.op.stored_input()
@@ -195,13 +197,14 @@ class SpecModule(nn.Module):
                 continue
             done.add(full)
             buffer = self.tensor(full)
-            if buffer.device.type == "meta":
+            if buffer.device.type == "meta" and not dry:
                 continue
             self._device = buffer.device
             memo: dict[str, tuple] = {}
             (value,) = [self._constant(graph, prefix, ref, memo, path) for ref in node.inputs[:1]]
-            with torch.no_grad():
-                buffer.copy_(value)
+            if not dry:
+                with torch.no_grad():
+                    buffer.copy_(value)
         self._device = torch.device("cpu")
 
     def _constant(self, graph: Graph, prefix: str, ref: Any, memo: dict, buffer: str) -> Any:
@@ -248,7 +251,7 @@ class SpecModule(nn.Module):
                             + (f"; unknown {', '.join(unknown)}" if unknown else ""))
         model = self._fitting(given)
         self._sizes = self._bind(given, model)
-        self._device = next(iter(given.values())).device if given else torch.device("cpu")
+        self._device = next(iter(given.values())).device if given else self._home
         for name in self.input_names:
             if name not in given:
                 given[name] = self._default(model.inputs[name], model)
@@ -340,8 +343,12 @@ class SpecModule(nn.Module):
         op = node.op.with_sizes(self._sizes)
         if type(op).forward is Op.forward:
             raise ArchgraphError(f"op '{node.op.op_name}' has no PyTorch forward yet", node=path)
+        if self._watch is not None:
+            self._watch.enter(path)
         out = op.forward(run, *positional, **named)
         out = tuple(out) if isinstance(out, (list, tuple)) else (out,)
+        if self._watch is not None:
+            self._watch.leave(out)
         if self._trace is not None:
             self._trace.append([tuple(t.shape) for t in out])
             if self._expect is not None:

@@ -72,3 +72,70 @@ def test_a_power_of_a_sum_of_sizes_is_refused_before_it_expands(tmp_path):
     refused(capped_cli("shapes", str(path), seconds=30),
             f"{path}:5: node 'r': reshape.shape: the product of symbolic sizes of 1,716 and 8 terms is too large to "
             f"expand (at most 10,000 terms) (in '(B+S+T+U+V+W+Y+Z)**64')", "give the sizes values with --set")
+
+
+# -- run: what ops make inside them, priced on the meta device before anything is allocated --
+
+WIDE_MLP = """archgraph: 1
+name: wide_mlp
+variables: {H: 64, I: 400000}
+inputs: {x: [B, S, H]}
+nodes:
+  - {name: mlp, op: mlp, hidden: H, intermediate: I}
+"""
+# the only output a constant: the module reads no input, so no tensor says where to make it
+FULL_ONLY = """archgraph: 1
+name: big_constant
+inputs: {x: [B, 4]}
+nodes:
+  - {name: c, op: full, shape: [100000, 100000], value: 1.0}
+"""
+RUN_FIX = ("run --check builds it on the meta device, which takes no memory; or run a smaller one with --set "
+           "(fewer layers, a smaller batch)")
+
+
+def model_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "model.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_run_prices_the_largest_tensor_an_op_makes_inside_it(cli, tmp_path, monkeypatch):
+    """The MLP's output is [2, 4000, 64]; its hidden activation, 400,000 wide, is what would not fit."""
+    pytest.importorskip("torch")
+    from archgraph import machine
+    monkeypatch.setattr(machine, "available", lambda: machine.Available(8 * 2 ** 30, "MemAvailable in /proc/meminfo"))
+    code, out, err = cli("run", model_file(tmp_path, WIDE_MLP), "--set", "S=4000")
+    assert (code, out) == (2, "")
+    assert err == ("archgraph: error: the module of wide_mlp with inputs at S=4000, B=2 needs 12.12 GiB (parameters "
+                   "196.84 MiB, inputs 1.95 MiB, activations at most 1.95 MiB, node 'mlp' makes [8000, 400000] "
+                   "float32 11.92 GiB); this machine has 8.00 GiB available (MemAvailable in /proc/meminfo)\n"
+                   f"  fix: {RUN_FIX}\n")
+
+
+def test_run_of_an_mlp_too_wide_is_refused_as_the_user_meets_it(tmp_path):
+    """It died in the allocator ('you tried to allocate 12800000000 bytes') under a 2 GiB cap."""
+    pytest.importorskip("torch")
+    code, out, err = capped_cli("run", model_file(tmp_path, WIDE_MLP), "--set", "S=4000", seconds=300)
+    assert (code, out) == (2, ""), err[-3000:]
+    first, fix = err.splitlines()
+    assert first.startswith("archgraph: error: the module of wide_mlp with inputs at S=4000, B=2 needs 12.12 GiB "
+                            "(parameters 196.84 MiB, inputs 1.95 MiB, activations at most 1.95 MiB, node 'mlp' "
+                            "makes [8000, 400000] float32 11.92 GiB); this machine has ")
+    assert first.endswith(" available (the address-space limit, ulimit -v)") and fix == f"  fix: {RUN_FIX}"
+
+
+def test_run_check_makes_a_constant_of_40_gb_on_the_meta_device(tmp_path):
+    """With no input read, forward made its constants on the CPU: 40,000,000,000 bytes in the allocator."""
+    pytest.importorskip("torch")
+    code, out, err = capped_cli("run", "--check", model_file(tmp_path, FULL_ONLY), seconds=300)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-2:] == ["  shapes       every op node's outputs agree (1 nodes run)", "  agree"]
+
+
+def test_torch_price_doctest_runs():
+    pytest.importorskip("torch")
+    import doctest
+    import importlib
+    result = doctest.testmod(importlib.import_module("archgraph.torch_price"))
+    assert result.attempted > 0 and result.failed == 0

@@ -18,7 +18,7 @@ LAYERS = [  # lowest first; a module may import only from its own layer or those
     {"graph", "dtypes", "spec", "checkpoint", "hf", "hardware"},
     {"passes"},
     {"render"},
-    {"model", "load", "builder", "outfile", "torch", "fromtorch"},
+    {"model", "load", "builder", "outfile", "torch", "torch_price", "fromtorch"},
     {"commands"},
     {"cli"},
 ]

@@ -4,7 +4,8 @@
 at the sizes --set binds (B=2 and 8 for other free dimensions unless set) and prints each
 output's shape and statistics; first it refuses (status 2) a module whose parameters, buffers,
 inputs and activations (every op output at once, a bound) need more memory than the machine
-has available (`archgraph.machine`).  `run MODEL --check` builds it on the meta device (no memory,
+has available (`archgraph.machine`), and then, priced on the meta device, the same with the
+largest tensor an op makes inside it (`archgraph.torch_price`).  `run MODEL --check` builds it on the meta device (no memory,
 any size) and confirms that its parameter count and every node's output shape equal
 archgraph's passes: exit status 1 naming the first disagreement.  Needs torch (the `torch`
 extra; the error without it says how to install it, see `archgraph.install`); 2 on bad input.
@@ -66,10 +67,16 @@ def _forward(at, model, sizes):
     from ..machine import refuse_past_available
 
     at_sizes = ", ".join(f"{k}={v}" for k, v in {**model.bindings, **sizes}.items())
-    refuse_past_available(at.memory_need(model, sizes),
-                          f"the module of {model.name} with inputs" + (f" at {at_sizes}" if at_sizes else ""),
-                          hint="run --check builds it on the meta device, which takes no memory; or run a "
-                               "smaller one with --set (fewer layers, a smaller batch)")
+    what = f"the module of {model.name} with inputs" + (f" at {at_sizes}" if at_sizes else "")
+    hint = ("run --check builds it on the meta device, which takes no memory; or run a smaller one with --set "
+            "(fewer layers, a smaller batch)")
+    need = at.memory_need(model, sizes)
+    refuse_past_available(need, what, hint)
+    largest = needs_torch("run", "archgraph.torch_price").largest_inside(model, sizes)  # priced on meta
+    if largest is not None:
+        shape = ", ".join(map(str, largest.shape))
+        need[f"node '{largest.node}' makes [{shape}] {largest.dtype}"] = largest.bytes
+        refuse_past_available(need, what, hint)
     torch.manual_seed(0)
     module = at.to_module(model, check_memory=False).eval()  # its need is checked above, with the inputs'
     inputs = at.example_inputs(model, sizes)
