@@ -377,19 +377,21 @@ def evaluate(text: str, env: Mapping[str, Any]) -> Any:
 def evaluate_node(node: ast.AST, env: Mapping[str, Any], text: str | None = None) -> Any:
     """Evaluate a parsed expression (`parse(text).body`, or one built from parsed parts and values:
     the length limit is parse's, for text a user wrote, not for values folded into it)."""
-    with budget():
-        spent = _budget.get()
-        outer, spent.here = spent.here, 0
-        try:
-            return _eval(node, env)
-        except ExprError:
-            raise
-        except (TypeError, ValueError, ArithmeticError, RecursionError) as exc:
-            reason = str(exc) or type(exc).__name__
-            raise ExprError(f"cannot evaluate '{ast.unparse(node) if text is None else text}': {reason}",
-                            hint="use whole numbers and names of sizes; words can only be compared") from None
-        finally:
-            spent.here = outer
+    spent = _budget.get()
+    token = None if spent is not None else _budget.set(spent := _Budget())  # alone: a budget of its own
+    outer, spent.here = spent.here, 0
+    try:
+        return _eval(node, env)
+    except ExprError:
+        raise
+    except (TypeError, ValueError, ArithmeticError, RecursionError) as exc:
+        reason = str(exc) or type(exc).__name__
+        raise ExprError(f"cannot evaluate '{ast.unparse(node) if text is None else text}': {reason}",
+                        hint="use whole numbers and names of sizes; words can only be compared") from None
+    finally:
+        spent.here = outer
+        if token is not None:
+            _budget.reset(token)
 
 
 _HUGE = "no size, count or setting of a model comes near 10**30: check the value and the variables it uses"
