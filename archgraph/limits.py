@@ -48,6 +48,13 @@ MAX_EXPR_ITEMS = 300_000                  # list items and comprehension steps o
 #                                           in all (nested comprehensions, an expression evaluated at
 #                                           each repetition): the largest template makes about 1,000
 
+# -- sweep: a grid is refused before any point is answered -------------------------------
+MAX_SWEEP_POINTS = 100_000                # points of one grid (CSV or JSON: about 10 s, 100 MB)
+MAX_SWEEP_TABLE = 1_000                   # rows of a sweep's terminal table (rich lays out a row in
+#                                           about 5 ms: 100,000 rows took 13 minutes)
+MAX_SWEEP_BUILDS = 1_000                  # points built one by one (--check, a varied variable a
+#                                           choice depends on, a point outside the formula's conditions)
+
 # -- the graph a spec builds --------------------------------------------------------------
 MAX_REPEAT = 100_000                      # repetitions of one block call (checked before any
 #                                           repetition's arguments are evaluated)

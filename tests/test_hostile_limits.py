@@ -139,3 +139,32 @@ def test_torch_price_doctest_runs():
     import importlib
     result = doctest.testmod(importlib.import_module("archgraph.torch_price"))
     assert result.attempted > 0 and result.failed == 0
+
+
+# -- sweep: the grid, its table and its builds, refused before any point is answered ---------
+
+def numbers(start: int, count: int, step: int = 1) -> str:
+    return ",".join(str(start + step * i) for i in range(count))
+
+
+def test_a_grid_past_the_limit_is_refused_before_any_point(cli):
+    refused(cli("sweep", "llama-2-7b", "--vary", f"L={numbers(2, 400)}", "--vary", f"V={numbers(1000, 251)}",
+                "--csv"), "the grid has 100,400 configurations; at most 100,000", "give fewer values")
+
+
+def test_a_table_of_more_rows_than_a_terminal_table_shows_is_refused_and_csv_answers(cli):
+    vary = ("--vary", f"L={numbers(2, 11)}", "--vary", f"V={numbers(1000, 100)}")
+    refused(cli("sweep", "llama-2-7b", *vary), "a table of 1,100 rows takes minutes to lay out; a sweep's table "
+            "shows at most 1,000", "print the 1,100 points with --csv or --json, or give fewer values")
+    code, out, err = cli("sweep", "llama-2-7b", *vary, "--csv")
+    assert (code, err, out.count("\n")) == (0, "", 1_101)
+
+
+@pytest.mark.parametrize("args, why", [
+    (("--vary", f"L={numbers(1, 1001)}", "--check"), "--check builds every point"),
+    (("--vary", f"H={numbers(1, 1001, 2)}"),  # no odd width has 32 heads
+     "their values leave the conditions the formula holds under (a width its heads divide, ...)")])
+def test_more_points_to_build_than_a_sweep_builds_are_refused_before_the_first(cli, args, why):
+    refused(cli("sweep", "llama-2-7b", *args, "--csv"),
+            f"1,001 of the grid's 1,001 points would each be built: {why}; a sweep builds at most 1,000",
+            "give fewer values")

@@ -1,4 +1,5 @@
-"""`archgraph sweep MODEL --vary L=6,12,24 --vary H=512,768 [--csv]`: metrics over a grid."""
+"""`archgraph sweep MODEL --vary L=6,12,24 --vary H=512,768 [--csv]`: metrics over a grid of at most
+MAX_SWEEP_POINTS points (a table of at most MAX_SWEEP_TABLE rows), refused before any is answered."""
 from __future__ import annotations
 
 import argparse
@@ -31,6 +32,7 @@ def run(args, console) -> int:
     import sys
 
     from ..errors import ArchgraphError
+    from ..limits import MAX_SWEEP_POINTS, MAX_SWEEP_TABLE
     from ..passes.sweep import sweep
     from .common import loading_into
 
@@ -40,9 +42,13 @@ def run(args, console) -> int:
     size = 1
     for values in vary.values():
         size *= len(values)
-    if size > 1_000_000:
-        raise ArchgraphError(f"the grid has {size:,} configurations; at most 1,000,000",
+    if size > MAX_SWEEP_POINTS:
+        raise ArchgraphError(f"the grid has {size:,} configurations; at most {MAX_SWEEP_POINTS:,}",
                              hint="give fewer values")
+    if size > MAX_SWEEP_TABLE and not (args.json or args.csv):
+        raise ArchgraphError(f"a table of {size:,} rows takes minutes to lay out; a sweep's table shows at most "
+                             f"{MAX_SWEEP_TABLE:,}", hint=f"print the {size:,} points with --csv or --json, or give "
+                                                          "fewer values")
     rows = sweep(args.model, vary, dict(args.settings), check=args.check, load=loading_into([], args.strict))
     refused = [r for r in rows if r.get("refused")]
     if args.json:
@@ -50,9 +56,9 @@ def run(args, console) -> int:
     elif args.csv:
         buf = io.StringIO()
         fields = [k for k in rows[0] if k != "refused" or refused]  # the column when a point was refused
-        writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n", extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows([{k: "" if v is None else v for k, v in r.items()} for r in rows])
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(fields)
+        writer.writerows(["" if r[k] is None else r[k] for k in fields] for r in rows)
         sys.stdout.write(buf.getvalue())
     else:
         from ..render.text import sweep_table

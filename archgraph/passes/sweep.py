@@ -7,7 +7,8 @@ would take the same course.  Any other configuration is built and checked (an `H
 that `A` does not divide is refused, never counted), and so is every configuration
 with `check=True` or when a varied variable is `frozen` (a `when:` depends on it).
 A refused configuration is still a row: its metrics None and `refused` saying why (every
-row has `refused`, None when it was counted).
+row has `refused`, None when it was counted).  A grid needing more than MAX_SWEEP_BUILDS builds
+is refused before the first.
 
 >>> from archgraph import load
 >>> rows = sweep("gpt2", {"L": [6, 12]}, load=load)
@@ -20,6 +21,7 @@ import itertools
 from typing import Any, Callable, Mapping
 
 from ..errors import ArchgraphError, SpecError
+from ..limits import MAX_SWEEP_BUILDS
 from .formula import param_formula
 from .params import count_params
 
@@ -45,21 +47,30 @@ def sweep(model: str, vary: Mapping[str, list[int]], settings: Mapping[str, Any]
         raise SpecError(f"--vary {unknown[0]}: not a whole-number variable of '{formula.model}'",
                         hint="variables: " + ", ".join(formula.symbols))
     configs = grid(vary)
-    if check or any(n in formula.frozen for n in vary):
+    frozen = [n for n in vary if n in formula.frozen]
+    if check or frozen:
+        _can_build(len(configs), len(configs), "--check builds every point" if check else
+                   f"'{frozen[0]}' decides a choice in the spec (a when:)")
         return [_built(load, model, settings, c) for c in configs]
     names = list(vary)
     total = formula.lambdify(names)
     emb = formula.by_category.get("embedding", 0)
     embedding = formula.lambdify(names, of=emb)
     same_course = formula.lambdify(names, of=formula.validity())
-    rows = []
-    for c in configs:
-        args = [c[n] for n in names]
-        if same_course(*args):
-            rows.append(_row(c, int(total(*args)), int(embedding(*args))))
-        else:
-            rows.append(_built(load, model, settings, c))
-    return rows
+    points = [[c[n] for n in names] for c in configs]
+    counted = [bool(same_course(*args)) for args in points]
+    _can_build(counted.count(False), len(configs), "their values leave the conditions the formula holds under "
+                                                   "(a width its heads divide, ...)")
+    return [_row(c, int(total(*args)), int(embedding(*args))) if ok else _built(load, model, settings, c)
+            for c, args, ok in zip(configs, points, counted)]
+
+
+def _can_build(builds: int, points: int, why: str) -> None:
+    """Refuse, before the first, more builds than MAX_SWEEP_BUILDS (each takes milliseconds to a second,
+    where the formula answers a point in microseconds)."""
+    if builds > MAX_SWEEP_BUILDS:
+        raise SpecError(f"{builds:,} of the grid's {points:,} points would each be built: {why}; a sweep "
+                        f"builds at most {MAX_SWEEP_BUILDS:,}", hint="give fewer values")
 
 
 METRICS = ("params", "non_embedding_params", "weights_bf16_bytes", "weights_fp32_bytes", "adam_training_bytes",
