@@ -3,10 +3,15 @@
 // again; pan and zoom (d3-zoom); nodes shaded by their share of the parameters, FLOPs or output
 // bytes, with a legend; hovering shows a node's op, arguments, tensors and shapes; a search box
 // finds a node by its path.  Every drawn node and block carries data-path (params --json's path).
+// A drawing holds at most MAX_BOXES boxes: "expand all" opens in steps, and a click or a search that
+// would draw more closes the blocks not around its node.
 "use strict";
 
 const MIN_LABEL_PX = 9;      // the smallest label (10 pt) is drawn at least this large at first view
 const FIRST_VIEW_BOXES = 24; // blocks called once open at first while the drawing stays this small
+const STEP_BOXES = 250;      // "expand all" adds at most this many boxes a press, outermost blocks first
+const MAX_BOXES = 600;       // a drawing holds at most this many boxes: Graphviz's layout time grows
+                             // faster than the boxes (2,242 froze the tab for minutes)
 
 class Explorer {
   constructor(root, model, viz, key) {
@@ -35,22 +40,6 @@ class Explorer {
   }
 
   // -- which blocks are open ------------------------------------------------------------------
-  boxes(graph, open) {
-    let n = 0;
-    const skip = new Set();
-    for (const node of graph.nodes) {
-      if (skip.has(node.name)) continue;
-      if (node.pattern && this.folds.get(node.id) !== "all") {
-        const state = this.folds.get(node.id);
-        (state ? node.pattern.skipped : [...node.pattern.drawn, ...node.pattern.skipped]).forEach(m => skip.add(m));
-        if (!state) { n += 1; continue; }
-      }
-      if (node.kind === "block" && node.body && open.has(node.id)) n += this.boxes(node.body, open);
-      else if (!(node.kind === "block" && !node.body)) n += 1;
-    }
-    return n;
-  }
-
   firstView() {
     return this.opened(this.model.graph, new Set());
   }
@@ -65,12 +54,70 @@ class Explorer {
       const next = [];
       for (const node of frontier) {
         open.add(node.id);
-        if (this.boxes(graph, open) > FIRST_VIEW_BOXES) open.delete(node.id);
+        if (drawnBoxes(graph, open, this.folds) > FIRST_VIEW_BOXES) open.delete(node.id);
         else next.push(...once(node.body));
       }
       frontier = next;
     }
     return open;
+  }
+
+  // -- how much is drawn: never more than MAX_BOXES boxes ----------------------------------------
+  drawn() {
+    return drawnBoxes(this.model.graph, this.expanded, this.folds);
+  }
+
+  openAll() {
+    // blocks, and schedules (one period), open outermost first, level by level, while this press adds
+    // at most STEP_BOXES boxes and the drawing holds at most MAX_BOXES; pressed again, it opens more
+    const before = this.drawn(), limit = Math.min(MAX_BOXES, before + STEP_BOXES);
+    if (before > MAX_BOXES) return;  // nothing is drawn, and the view says why
+    let more = false;  // a block left closed would open on the next press
+    const fits = (set, key, value) => {
+      set instanceof Map ? set.set(key, value) : set.add(key);
+      const boxes = this.drawn();
+      if (boxes <= limit) return true;
+      more ||= boxes <= MAX_BOXES;
+      set.delete(key);
+      return false;
+    };
+    for (let level = this.model.graph.nodes; level.length;) {
+      const next = [];
+      for (const node of level) {
+        if (node.pattern && !this.folds.has(node.id)) fits(this.folds, node.id, "period");
+        if (node.body && (this.expanded.has(node.id) || fits(this.expanded, node.id))) next.push(...node.body.nodes);
+      }
+      level = next;
+    }
+    const boxes = this.drawn(), count = n => n.toLocaleString("en-US");
+    let closed = 0;
+    visit(this.model.graph, n => { closed += Boolean(n.body && !this.expanded.has(n.id) || n.pattern && !this.folds.has(n.id)); });
+    this.status.textContent = !closed ? `every block open (${count(boxes)} boxes)`
+      : `${count(boxes)} boxes drawn, ${count(closed)} block${closed === 1 ? "" : "s"} closed: ` + (more
+        ? "expand all again to open more" : `a drawing holds at most ${count(MAX_BOXES)} boxes; click a block to open it`);
+    if (boxes !== before) this.draw();
+  }
+
+  within(id, change) {
+    // `change` opens blocks around node `id`: past MAX_BOXES only the blocks around `id` stay open, and
+    // when even those draw more, nothing changes; the note for the status, or null when nothing changed
+    const before = [new Set(this.expanded), new Map(this.folds)];
+    change();
+    if (this.drawn() <= MAX_BOXES) return "";
+    const around = new Set();
+    for (let n = this.byId.get(id); n; n = this.parent.get(n.id)) {
+      around.add(n.id);
+      if (this.patternOf.has(n.id)) around.add(this.patternOf.get(n.id).id);
+    }
+    const inside = x => { for (let n = this.byId.get(x); n; n = this.parent.get(n.id)) if (n.id === id) return true; };
+    this.expanded = new Set([...this.expanded].filter(x => around.has(x) || inside(x)));
+    this.folds = new Map([...this.folds].filter(([x]) => around.has(x) || inside(x)));
+    const boxes = this.drawn(), most = MAX_BOXES.toLocaleString("en-US");
+    if (boxes <= MAX_BOXES) return `the other blocks closed: a drawing holds at most ${most} boxes`;
+    [this.expanded, this.folds] = before;
+    this.status.textContent = `${this.byId.get(id).path} needs a drawing of ${boxes.toLocaleString("en-US")} boxes; ` +
+      `a drawing holds at most ${most}: the table of parameters lists every node`;
+    return null;
   }
 
   // -- the page around the drawing --------------------------------------------------------------
@@ -107,12 +154,13 @@ class Explorer {
     find.addEventListener("keydown", e => { if (e.key === "Enter") this.find(find.value); });
     bar.querySelector("select.measure").addEventListener("change", e => { this.measure = e.target.value; this.draw(); });
     bar.querySelectorAll("button").forEach(b => b.addEventListener("click", () => {
-      if (b.dataset.action === "open") {
+      if (b.dataset.action === "open") this.openAll();
+      else if (b.dataset.action === "close") {
         this.expanded = new Set();
-        visit(this.model.graph, n => { if (n.body) this.expanded.add(n.id); if (n.pattern) this.folds.set(n.id, "period"); });
+        this.folds = new Map();
+        this.status.textContent = "";
         this.draw();
-      } else if (b.dataset.action === "close") { this.expanded = new Set(); this.folds = new Map(); this.draw(); }
-      else this.fit();
+      } else this.fit();
     }));
   }
 
@@ -123,6 +171,18 @@ class Explorer {
 
   // -- drawing ----------------------------------------------------------------------------------
   draw(anchor) {
+    const boxes = this.drawn();
+    if (boxes > MAX_BOXES) {  // only a graph too large at its top level, with every block closed
+      const note = document.createElement("p");
+      note.className = "note too-large";
+      note.textContent = `${this.model.name} draws ${boxes.toLocaleString("en-US")} boxes with every block closed; ` +
+        `a drawing holds at most ${MAX_BOXES.toLocaleString("en-US")}: the table of parameters lists every node`;
+      this.view.replaceChildren(note);
+      this.view.style.height = "auto";
+      this.svg = null;
+      this.legendFor();
+      return;
+    }
     const before = anchor && this.screenPosition(anchor), old = this.svg && d3.zoomTransform(this.svg);
     const svg = this.viz.renderSVGElement(this.dot());
     const width = parseFloat(svg.getAttribute("width")), height = parseFloat(svg.getAttribute("height"));
@@ -181,6 +241,7 @@ class Explorer {
   }
 
   fit(k) {
+    if (!this.svg) return;
     k = k || Math.max(MIN_LABEL_PX / SMALL_PT, Math.min(1.15, this.fitScale()));
     const box = this.view.clientWidth;
     const x = Math.max(8, (box - this.size.width * k) / 2);
@@ -212,14 +273,21 @@ class Explorer {
       const fold = /-p(\d+)$/.exec(g.id);
       if (fold) {  // a repeating schedule: one box <-> one period
         const first = Number(fold[1]);
-        if (this.folds.has(first)) this.folds.delete(first); else this.folds.set(first, "period");
+        let note = "";
+        if (this.folds.has(first)) this.folds.delete(first);
+        else note = this.within(first, () => this.folds.set(first, "period"));
+        if (note === null) return;
+        this.status.textContent = note;
         this.tip.hidden = true;
         this.draw();
         return;
       }
       const id = Number(/-n(\d+)$/.exec(g.id)[1]);
+      let note = "";
       if (this.expanded.has(id)) this.expanded.delete(id);
-      else this.opened(this.byId.get(id).body, this.expanded.add(id));
+      else note = this.within(id, () => this.opened(this.byId.get(id).body, this.expanded.add(id)));
+      if (note === null) return;
+      this.status.textContent = note;
       this.tip.hidden = true;
       this.draw(id);
     });
@@ -303,14 +371,17 @@ class Explorer {
     const match = all.find(n => n.path.toLowerCase() === q) || all.find(n => n.path.toLowerCase().endsWith("." + q))
       || all.find(n => n.path.toLowerCase().includes(q)) || all.find(n => n.name.toLowerCase().includes(q));
     if (!match) { this.status.textContent = `no node matches '${query}'`; return; }
-    for (let p = this.parent.get(match.id); p; p = this.parent.get(p.id)) this.expanded.add(p.id);
-    for (let n = match; n; n = this.parent.get(n.id)) {  // a run of a repeating schedule: draw it
-      const first = this.patternOf.get(n.id);
-      if (first) this.folds.set(first.id, first.pattern.drawn.includes(n.name) && this.folds.get(first.id) !== "all"
-        ? "period" : "all");
-    }
+    const note = this.within(match.id, () => {
+      for (let p = this.parent.get(match.id); p; p = this.parent.get(p.id)) this.expanded.add(p.id);
+      for (let n = match; n; n = this.parent.get(n.id)) {  // a run of a repeating schedule: draw it
+        const first = this.patternOf.get(n.id);
+        if (first) this.folds.set(first.id, first.pattern.drawn.includes(n.name) && this.folds.get(first.id) !== "all"
+          ? "period" : "all");
+      }
+    });
+    if (note === null) return;
     this.draw();
-    this.status.textContent = `found ${match.path}`;
+    this.status.textContent = `found ${match.path}` + (note ? ` (${note})` : "");
     const g = this.svg.querySelector(`[id="${this.key}-n${match.id}"]`);
     g.classList.add("found");
     const at = this.screenPosition(match.id, true), b = g.getBBox(), t = this.transform;

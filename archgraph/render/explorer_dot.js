@@ -110,6 +110,23 @@ function sliced(node, from, open) {
   });
 }
 
+function drawnBoxes(graph, open, folds) {
+  // the boxes DotWriter draws of `graph` with the blocks of `open` open and schedules as `folds` says
+  let n = 0;
+  const skip = new Set();
+  for (const node of graph.nodes) {
+    if (skip.has(node.name)) continue;
+    if (node.pattern && folds.get(node.id) !== "all") {
+      const state = folds.get(node.id);
+      (state ? node.pattern.skipped : [...node.pattern.drawn, ...node.pattern.skipped]).forEach(m => skip.add(m));
+      if (!state) { n += 1; continue; }
+    }
+    if (node.kind === "block" && node.body && open.has(node.id)) n += drawnBoxes(node.body, open, folds);
+    else if (!(node.kind === "block" && !node.body)) n += 1;
+  }
+  return n;
+}
+
 class DotWriter {
   // view: {key, expanded: Set of open block ids, folds: Map of schedule states, measure}
   constructor(model, view) {
