@@ -67,3 +67,25 @@ def test_run_without_torch_says_how_to_install_it(tmp_path):
     assert out.stderr == ("archgraph: error: 'archgraph run' needs PyTorch, which is not installed\n"
                           f"  fix: {install_command('torch')} (torch==2.13.0, the CPU build)\n")
     assert 'fix: pip install -e ".[torch]" in /' in out.stderr
+
+
+def _config(tmp_path, name):
+    """The config.json of a recorded Hugging Face case (tests/data/hf), in a folder of its own."""
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(json.loads((ROOT / "tests" / "data" / "hf" / f"{name}.json")
+                                                              .read_text())["config"]))
+    return str(folder / "config.json")
+
+
+@pytest.mark.parametrize("name, nodes", [
+    ("qwen2_vl-base", 48),                 # multimodal_positions looks for the image token in input_ids
+    ("siglip2-vision-base", 84),           # resized_positions reads each image's grid
+    ("bart-seqcls-id2label-3", 53)])       # last_token counts each row's <eos> tokens
+def test_check_runs_ops_that_read_their_inputs_on_the_meta_device(cli, tmp_path, name, nodes):
+    """On the meta device there are no values to read: these ops give their outputs' shapes (a
+    traceback before: 'Cannot copy out of meta tensor', '.item() cannot be called on meta tensors')."""
+    code, out, err = cli("run", "--check", _config(tmp_path, name))
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-2:] == [f"  shapes       every op node's outputs agree ({nodes} nodes run)", "  agree"]
+

@@ -294,6 +294,8 @@ class ResizedPositions(Op):
         side = math.isqrt(self.num_positions)
         square = table.reshape(side, side, -1).permute(2, 0, 1).unsqueeze(0).float()  # (1, dim, side, side)
         out = table.new_empty(x.shape[0], x.shape[1], self.embedding_dim)
+        if grid.is_meta:  # no grid to read on the meta device: the shape alone
+            return out
         for i, (rows, columns) in enumerate(grid.tolist()):
             if rows <= 0 or columns <= 0 or rows * columns > x.shape[1]:
                 raise ValueError(f"resized_positions: image {i}'s grid {rows} x {columns} must be positive "

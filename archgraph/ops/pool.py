@@ -204,7 +204,7 @@ class LastToken(Op):
         if self.token is not None and ids.shape[1] != x.shape[1]:
             raise ValueError(f"last_token: the token ids have {ids.shape[1]} positions and the states {x.shape[1]}: "
                              "they must be as long (BART's and T5's classifiers: decoder_input_ids as long as input_ids)")
-        if self.token is not None and not _tracing(torch):
+        if self.token is not None and not _tracing(torch) and not ids.is_meta:
             counts = keep.sum(-1)
             if bool((counts != counts[0]).any()) or int(counts[0]) == 0:
                 raise ValueError(f"last_token: All examples must have the same number of <eos> tokens (id "

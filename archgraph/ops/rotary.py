@@ -458,6 +458,8 @@ class MultimodalPositions(Op):
 
     def forward(self, run, ids, mask=None):
         torch = run.torch
+        if ids.is_meta:  # no token to look for on the meta device: the positions' shape alone
+            return torch.zeros(3, *ids.shape, dtype=torch.int64, device=ids.device)
         t, h, w = self.grid
         item = torch.stack(torch.meshgrid(torch.arange(t), torch.arange(h), torch.arange(w), indexing="ij"))
         item = item.reshape(3, t * h * w).to(ids.device)
