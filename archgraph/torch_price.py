@@ -39,7 +39,9 @@ class Largest(NamedTuple):
 def largest_inside(model: Model, sizes: dict[str, int]) -> Largest | None:
     """The largest tensor an op of `model`'s module makes in one forward at `sizes` (the inputs
     `archgraph.torch.example_inputs` makes), or while the module fills its computed buffers,
-    outputs not counted; None when no op makes one."""
+    outputs not counted; None when no op makes one.  An op that reads its data (Qwen2-VL's image
+    positions look for the image token) cannot run on the meta device: the ops before it are priced,
+    and `run` meets what comes after as it did before pricing."""
     from .torch import example_inputs, to_module
     module = to_module(model, device="meta")
     watch = _Watch()
@@ -48,6 +50,8 @@ def largest_inside(model: Model, sizes: dict[str, int]) -> Largest | None:
         with watch, torch.no_grad():
             module._fill_buffers(model, "meta", dry=True)
             module(**example_inputs(model, sizes, "meta"))
+    except (NotImplementedError, RuntimeError):  # 'Cannot copy out of meta tensor', '.item() ... meta tensors'
+        pass
     finally:
         module._watch = None
     return watch.largest

@@ -89,3 +89,23 @@ def test_check_runs_ops_that_read_their_inputs_on_the_meta_device(cli, tmp_path,
     assert (code, err) == (0, "")
     assert out.splitlines()[-2:] == [f"  shapes       every op node's outputs agree ({nodes} nodes run)", "  agree"]
 
+
+def test_run_prices_the_ops_before_one_that_reads_its_data_on_the_meta_device(monkeypatch):
+    """An op that needs values stops the pricing where it stands; what ran before it is priced, and the
+    forward on the CPU meets the rest (the MLP's [16, 1000] hidden activation comes first here)."""
+    from archgraph import ModelBuilder
+    from archgraph.ops.activation import GELU
+    from archgraph.torch_price import Largest, largest_inside
+
+    def reads(self, run, x):
+        if x.is_meta:
+            x.sum().item()
+        return x
+
+    monkeypatch.setattr(GELU, "forward", reads)
+    b = ModelBuilder("m")
+    b.input("x", ["B", "S", 8])
+    b.node("mlp", "mlp", hidden=8, intermediate=1000)
+    b.node("act", "gelu")
+    b.node("wide", "mlp", hidden=8, intermediate=5000)
+    assert largest_inside(b.build(), {"B": 2, "S": 8}) == Largest(64_000, "mlp", (16, 1000), "float32")
