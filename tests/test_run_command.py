@@ -109,3 +109,13 @@ def test_run_prices_the_ops_before_one_that_reads_its_data_on_the_meta_device(mo
     b.node("act", "gelu")
     b.node("wide", "mlp", hidden=8, intermediate=5000)
     assert largest_inside(b.build(), {"B": 2, "S": 8}) == Largest(64_000, "mlp", (16, 1000), "float32")
+
+
+def test_run_of_a_model_whose_op_needs_what_random_ids_lack_is_refused_in_one_message(cli, tmp_path):
+    """BART's classifier pools at each row's <eos> (id 2); run's random ids are 0 or 1 (a traceback before)."""
+    code, out, err = cli("run", _config(tmp_path, "bart-seqcls-id2label-3"))
+    assert (code, out) == (2, "")
+    assert err == ("archgraph: error: the forward pass of bart-seqcls-id2label-3 on random inputs (ids 0 or 1) "
+                   "failed: last_token: All examples must have the same number of <eos> tokens (id 2), at least one; "
+                   "the rows hold [0, 0]\n  fix: run --check compares the module with archgraph's passes without "
+                   "values\n")

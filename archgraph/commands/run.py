@@ -81,8 +81,12 @@ def _forward(at, model, sizes):
     module = at.to_module(model, check_memory=False).eval()  # its need is checked above, with the inputs'
     inputs = at.example_inputs(model, sizes)
     start = time.perf_counter()
-    with torch.no_grad():
-        outputs = module(**inputs)
+    try:
+        with torch.no_grad():
+            outputs = module(**inputs)
+    except ValueError as exc:  # an op that reads its inputs' values: random ids lack what it looks for
+        raise ArchgraphError(f"the forward pass of {model.name} on random inputs (ids 0 or 1) failed: {exc}",
+                             hint="run --check compares the module with archgraph's passes without values") from None
     seconds = time.perf_counter() - start
     stats = {}
     for name, value in outputs.items():
