@@ -3,7 +3,9 @@ strict about what a plain `json.loads` lets through.
 
 A key that appears twice in one object is refused (a plain reader keeps the last silently),
 and so is a number of more than MAX_DIGITS digits (which Python refuses to convert, with a
-ValueError), named by its key path; every error names the file and the fix.
+ValueError), named by its key path; every error names the file and the fix.  In a config.json the
+tags transformers writes for the floats JSON cannot hold are those floats: `{"__float__":
+"Infinity"}` (and "-Infinity", "NaN"), as PreTrainedConfig._decode_special_floats reads them.
 
 >>> loads('{"a": {"b": 1}}', "c.json", "config.json")
 {'a': {'b': 1}}
@@ -11,11 +13,18 @@ ValueError), named by its key path; every error names the file and the fix.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 from .errors import ArchgraphError, Loc
 from .limits import MAX_DIGITS, MAX_MAGNITUDE
+
+
+# transformers 5's tags for floats that JSON cannot hold (PreTrainedConfig._encode_special_floats); another
+# value under the tag stays an object, as transformers leaves it
+FLOAT_TAG = "__float__"
+FLOAT_TAGS = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
 
 
 class _Huge:
@@ -48,7 +57,10 @@ def loads(text: str, path: str | Path, what: str) -> Any:
             return huge[-1]
         return int(text)
 
-    def no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    def no_duplicates(pairs: list[tuple[str, Any]]) -> Any:
+        if what == "config.json" and len(pairs) == 1 and pairs[0][0] == FLOAT_TAG and \
+                isinstance(pairs[0][1], str) and pairs[0][1] in FLOAT_TAGS:
+            return FLOAT_TAGS[pairs[0][1]]
         out = dict(pairs)
         if len(out) != len(pairs):
             seen: set[str] = set()
