@@ -147,6 +147,10 @@ def test_qk_layer_norms_per_head_and_their_names(options, shapes):
 @pytest.mark.parametrize("options, words", [
     ({"qk_norm": "head", "qk_norm_bias": True}, "qk_norm_bias is the bias of a LayerNorm: give qk_norm_type: layer"),
     ({"qk_norm": "head", "qk_norm_modules": True}, "qk_norm_modules keeps one norm per head: give qk_norm: each_head"),
+    ({"qk_norm": "none", "clip_qkv": 0.5, "clip_after_norm": True},
+     "clip_after_norm clamps the normed queries and keys of separate projections: it needs clip_qkv and qk_norm "
+     "head, full or each_head; received clip_qkv=0.5, qk_norm='none'"),
+    ({"qk_norm": "full", "clip_after_norm": True}, "received clip_qkv=None"),
 ])
 def test_qk_norm_options_that_do_not_fit_are_refused(options, words):
     with pytest.raises(SpecError, match=words):

@@ -451,6 +451,8 @@ CASES["olmoe-causal"] = {"model_type": "olmoe", "architectures": ["OlmoeForCausa
                          "num_key_value_heads": 2, "num_experts": 5, "num_experts_per_tok": 2, "pad_token_id": 0}
 CASES["olmoe-base-normalized-bias"] = {**CASES["olmoe-causal"], "architectures": ["OlmoeModel"], "norm_topk_prob": True,
                                        "attention_bias": True, "num_key_value_heads": 4}
+# the normed queries and keys and the values clamped to ±clip_qkv (issue 35: refused before)
+CASES["olmoe-causal-clip-qkv"] = {**CASES["olmoe-causal"], "clip_qkv": 0.3}
 CASES["qwen3_moe-seq-cls"] = {**CASES["qwen3_moe-causal"], "architectures": ["Qwen3MoeForSequenceClassification"],
                               "pad_token_id": 0, "num_labels": 3}
 CASES["gpt_oss-seq-cls"] = {**CASES["gpt_oss-causal"], "architectures": ["GptOssForSequenceClassification"],
@@ -2021,7 +2023,7 @@ PADDED = ["llama-causal", "llama-seq-cls", "llama-base-bias-tied", "mistral-caus
           "qwen3_vl_moe-cond-gen", "qwen3_vl_moe-base-step2", "qwen3_vl-cond-gen-text-tied-top-absent",
           "qwen3_vl_moe-cond-gen-text-tied-top-false", "mllama-cond-gen", "mllama-base-llama3-rope",
           "qwen3_moe-seq-cls", "mixtral-window",
-          "olmoe-causal", "olmoe-base-normalized-bias",
+          "olmoe-causal", "olmoe-base-normalized-bias", "olmoe-causal-clip-qkv",
           "ernie4_5-causal", "ernie4_5-base-bias-untied", "granitemoe-causal", "granitemoe-base-bias-tied",
           "qwen2_moe-causal", "qwen2_moe-step2-normalized-sliding", "qwen2_moe-seq-cls"]
 PADDED += ["qwen3_next-causal", "qwen3_next-base-layer-types-step2", "qwen3_next-seq-cls",

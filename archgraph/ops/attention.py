@@ -136,12 +136,17 @@ class Attention(Op):
     #   the heads' output is multiplied by sigmoid(gate) before o_proj (Qwen3-Next, Qwen3.5)
     clip_qkv: float | None = None  # the q, k and v projections' outputs clamped to ±clip_qkv, before any
     #   norm, split or rotation (DBRX's and OLMo's clip_qkv)
+    clip_after_norm: bool = False  # clip_qkv clamps the queries and keys after their norms (OLMoE's)
     out_hidden: int | None = None  # width of the output, o_proj's (default hidden; Zamba2's shared attention reads
     #   2·hidden and gives hidden)
 
     def __post_init__(self):
         positive(self, "hidden", "heads", "kv_heads", "head_dim", "kv_hidden", "kdim", "vdim", "window", "qkv_groups", "out_hidden",
                  "chunk")
+        if self.clip_after_norm and (self.clip_qkv is None or self.qk_norm in ("none", "l2") or self.qkv == "fused"):
+            raise invalid(self, f"clip_after_norm clamps the normed queries and keys of separate projections: it needs "
+                                f"clip_qkv and qk_norm head, full or each_head; received clip_qkv={self.clip_qkv}, "
+                                f"qk_norm={self.qk_norm!r}, qkv={self.qkv!r}")
         if self.clip_qkv is not None and (self.clip_qkv <= 0 or self.shared_kv):
             raise invalid(self, f"clip_qkv must be positive, and clamps the layer's own projections (no shared_kv); "
                                 f"received clip_qkv={self.clip_qkv}, shared_kv={self.shared_kv}")
@@ -388,11 +393,12 @@ class Attention(Op):
             k_src = k if k is not None else kv if kv is not None else x
             v_src = v if v is not None else kv if kv is not None else x
             k_bias = self.qkv_bias if self.k_bias is None else self.k_bias
-            q = _plus(self._clip(self._project(run, names[0], x, self.qkv_bias)), q_add)
+            late = self.clip_after_norm   # q and k clamped after their norms
+            q = _plus(self._clip(self._project(run, names[0], x, self.qkv_bias), late), q_add)
             if self.output_gate:  # each head's [query | gate]
                 q, gate = q.view(b, s, q_, 2 * d).chunk(2, dim=-1)
                 q, gate = q.reshape(b, s, q_ * d), gate.reshape(b, s, q_ * d)
-            key = raw_key = _plus(self._clip(self._project(run, names[1], k_src, k_bias)), k_add)
+            key = raw_key = _plus(self._clip(self._project(run, names[1], k_src, k_bias), late), k_add)
             qn, kn = self._qk_norm_names
             if self.qk_norm == "full":
                 q, key = self._qk_normalize(run, qn, q, q_), self._qk_normalize(run, kn, key, kv_)
@@ -400,6 +406,8 @@ class Attention(Op):
             key = key.view(b, k_src.shape[1], kv_, d).transpose(1, 2)
             if self.qk_norm in ("head", "each_head"):
                 q, key = self._qk_normalize(run, qn, q, q_), self._qk_normalize(run, kn, key, kv_)
+            if late:
+                q, key = self._clip(q), self._clip(key)
             value = raw_key if self.k_eq_v else _plus(self._clip(self._project(run, names[2], v_src, self.qkv_bias)), v_add)
             value = value.view(b, v_src.shape[1], kv_, d).transpose(1, 2)
             if self.v_norm:
@@ -466,8 +474,8 @@ class Attention(Op):
         else:
             init.default(value, tensor.name)
 
-    def _clip(self, t):
-        return t if self.clip_qkv is None else t.clamp(min=-self.clip_qkv, max=self.clip_qkv)
+    def _clip(self, t, skip: bool = False):
+        return t if self.clip_qkv is None or skip else t.clamp(min=-self.clip_qkv, max=self.clip_qkv)
 
     def _project(self, run, name, x, bias):
         weight = run.tensor(f"{name}.weight")
