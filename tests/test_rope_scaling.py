@@ -130,7 +130,28 @@ def test_longrope_forward_picks_long_factors_beyond_original_max(tmp_path):
                            _op(**CASES["longrope"][1]).inv_freq(torch))
 
 
+def test_longrope_long_attention_factor_scales_the_tables_beyond_original_max(tmp_path):
+    """PhiMoE's short_mscale up to original_max positions and long_mscale beyond, as PhimoeRotaryEmbedding."""
+    from transformers import PhimoeConfig
+    from transformers.models.phimoe.modeling_phimoe import PhimoeRotaryEmbedding
+    config = PhimoeConfig(hidden_size=64, num_attention_heads=4, max_position_embeddings=64,
+                          rope_scaling={"rope_type": "longrope", "short_factor": SHORT, "long_factor": SHORT,
+                                        "short_mscale": 1.3, "long_mscale": 0.7,
+                                        "original_max_position_embeddings": 16})
+    hf = PhimoeRotaryEmbedding(config)
+    module = _module(tmp_path, f"scaling: longrope, short_factor: {SHORT}, long_factor: {SHORT}, original_max: 16, "
+                               "max_positions: 64, attention_factor: 1.3, long_attention_factor: 0.7, base: 1000000.0")
+    for length in (16, 17, 5, 40):
+        x = torch.zeros(1, length)
+        cos, sin = hf(x, torch.arange(length)[None])
+        out = module(x=x)
+        assert torch.allclose(out["cos"], cos, atol=1e-6) and torch.allclose(out["sin"], sin, atol=1e-6), length
+        assert out["cos"][0, 0, 0].item() == pytest.approx(1.3 if length <= 16 else 0.7)
+
+
 @pytest.mark.parametrize("args, message", [
+    ({"scaling": "yarn", "factor": 4.0, "original_max": 16, "long_attention_factor": 0.5},
+     "long_attention_factor is longrope's scale beyond original_max; received it with scaling 'yarn'"),
     ({"scaling": "linear"}, "scaling 'linear' needs factor; received factor=None"),
     ({"scaling": "dynamic", "factor": 2.0}, "scaling 'dynamic' needs max_positions"),
     ({"scaling": "llama3", "factor": 8.0, "original_max": 32, "low_freq_factor": 1.0},

@@ -750,6 +750,11 @@ CASES["phimoe-longrope-long"] = {**PHIMOE, "architectures": ["PhimoeForCausalLM"
                                                   "long_factor": [2.0, 4.0, 8.0, 16.0], "short_mscale": 1.3,
                                                   "long_mscale": 1.3, "original_max_position_embeddings": 16}}
 LENGTHS["phimoe-longrope-long"] = 40
+# short_mscale up to original_max_position_embeddings, long_mscale beyond (issue 35: refused when they differed)
+CASES["phimoe-longrope-mscales-long"] = {
+    **CASES["phimoe-longrope-long"], "rope_scaling": {**CASES["phimoe-longrope-long"]["rope_scaling"], "long_mscale": 0.8}}
+LENGTHS["phimoe-longrope-mscales-long"] = 40
+CASES["phimoe-longrope-mscales-short"] = {**CASES["phimoe-longrope-mscales-long"], "architectures": ["PhimoeModel"]}
 # DBRX: a fused Wqkv clamped to ±clip_qkv, bias-free LayerNorms, a router of nodes (softmax, top-k, the p-norm),
 # the experts stored as rows of three 2-D tensors
 DBRX = {"model_type": "dbrx", "d_model": 32, "n_heads": 4, "n_layers": 2, "vocab_size": 97, "max_seq_len": 64,
@@ -2058,7 +2063,8 @@ PADDED += ["llama4-cond-gen"]   # Llama 4 with an image (issue 29)
 PADDED += ["granitemoehybrid-causal", "granitemoehybrid-base-rope-dense"]   # issue 29 (hybrid)
 PADDED += ["falcon_h1-causal", "falcon_h1-causal-norm-first-biases", "falcon_h1-base-norm-after-gate-expand"]
 PADDED += ["zamba2-causal", "zamba2-seq-cls-one-block-biases", "zamba2-base-untied-rope-linear"]   # issue 29 (hybrid)
-PADDED += ["phimoe-causal", "phimoe-base-wide-threshold-window", "phimoe-seq-cls"]   # issue 29 (moe)
+PADDED += ["phimoe-causal", "phimoe-base-wide-threshold-window", "phimoe-seq-cls",
+           "phimoe-longrope-mscales-short"]   # issue 29 (moe), 35
 PADDED += ["ernie4_5_moe-causal", "ernie4_5_moe-causal-bias-tied", "ernie4_5_moe-base-interval-no-shared"]  # (moe)
 PADDED += ["dbrx-causal-clipped", "dbrx-base-norm-p2-gelu", "dbrx-causal-unnormalized-mha"]   # issue 29 (moe)
 

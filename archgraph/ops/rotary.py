@@ -48,7 +48,8 @@ class RotaryEmbedding(Op):
     config standardisation fills it).  The tables are multiplied by `attention_factor`; without
     one, 1, except yarn's 0.1·ln(factor) + 1 (or the ratio of that with `mscale` to that with
     `mscale_all_dim`, when both are non-zero) and longrope's √(1 + ln(factor) / ln(original_max))
-    (1 when factor <= 1).  `max_positions` is the config's max_position_embeddings.
+    (1 when factor <= 1); longrope's `long_attention_factor`, when given, is the scale beyond
+    original_max instead (PhiMoE's long_mscale).  `max_positions` is the config's max_position_embeddings.
 
     Without `positions` the buffer is named `{prefix}inv_freq`; `original: true` adds the copy
     transformers 5 keeps for dynamic rope updates, `{prefix}original_inv_freq` (ModernBERT's
@@ -87,6 +88,7 @@ class RotaryEmbedding(Op):
     #   original length
     long_factor: tuple[float, ...] | None = None  # longrope: per-dim rescale factors for longer sequences
     attention_factor: float | None = None  # multiplies the cos and sin tables (default: the scaling type's own)
+    long_attention_factor: float | None = None  # longrope: multiplies them instead when L exceeds original_max
     prefix: str = ""  # a prefix for the inv_freq buffer's name
     original: bool = False  # keep an original_inv_freq buffer too, as transformers' dynamic scaling does
     axes: int = 1  # the position_ids input's axes: [axes, B, S] when more than 1
@@ -163,6 +165,9 @@ class RotaryEmbedding(Op):
         if kind == "llama3" and not self.high_freq_factor >= self.low_freq_factor:
             raise invalid(self, f"scaling 'llama3' needs high_freq_factor >= low_freq_factor; received "
                                 f"low_freq_factor={self.low_freq_factor}, high_freq_factor={self.high_freq_factor}")
+        if self.long_attention_factor is not None and kind != "longrope":
+            raise invalid(self, f"long_attention_factor is longrope's scale beyond original_max; received it with "
+                                f"scaling '{kind}'")
         if kind == "longrope":
             for name in ("short_factor", "long_factor"):
                 values = getattr(self, name)
@@ -279,7 +284,10 @@ class RotaryEmbedding(Op):
             emb = torch.cat([freqs, freqs], dim=-1)
             cos, sin = emb.cos(), emb.sin()
         scale = self.table_scale
-        return (cos * scale, sin * scale) if scale != 1 else (cos, sin)
+        if self.scaling == "longrope" and self.long_attention_factor is not None:  # by this call's length L
+            length = position_ids.max() + 1 if position_ids is not None else torch.tensor(x.shape[1])
+            scale = torch.where(length > self.context, self.long_attention_factor, scale).to(cos.device)
+        return (cos * scale, sin * scale) if torch.is_tensor(scale) or scale != 1 else (cos, sin)
 
     def _update(self, run, x, position_ids) -> None:
         """transformers' dynamic_rope_update: rewrite inv_freq for this call's length L."""
