@@ -211,21 +211,44 @@ def _like(entry: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
 
 def _with_groups(name: str, entry: Mapping[str, Any]) -> Mapping[str, Any]:
     """The entry with the variables of the groups it `use`s (families.yaml's `groups:`) before its own,
-    which win: the rope_parameters keys every rotary family reads alike."""
+    which win: the rope_parameters keys every rotary family reads alike.  A use `{group: rope, under:
+    encoder, prefix: e_}` reads the group's keys under `encoder` into variables named with the prefix
+    (T5Gemma's stacks, each with its own rope_parameters)."""
     used = entry.get("use") or []
     if not used:
         return entry
     groups = _part("groups") or {}
     variables: dict[str, Any] = {}
-    for group in [used] if isinstance(used, str) else used:
+    for use in [used] if isinstance(used, str) else used:
+        group = use.get("group") if isinstance(use, Mapping) else use
+        extra = sorted(set(use) - {"group", "under", "prefix"}) if isinstance(use, Mapping) else []
+        if extra:
+            raise ArchgraphError(f"families.yaml: '{name}' uses a group with the unknown key '{extra[0]}'",
+                                 loc=entry.key_loc("use"), hint="a use is a group's name, or {group, under, prefix}")
         if group not in groups:
             raise ArchgraphError(f"families.yaml: '{name}' uses '{group}', which is not a group under 'groups:'",
                                  loc=entry.key_loc("use"), hint="known groups: " + (", ".join(groups) or "none"))
-        variables.update(groups[group])
+        under, prefix = (str(use.get("under") or ""), str(use.get("prefix") or "")) if isinstance(use, Mapping) \
+            else ("", "")
+        variables.update({prefix + var: _under(rule, under) for var, rule in groups[group].items()})
     variables.update(entry.get("variables") or {})
     merged = type(entry)({**entry, "variables": variables})
     merged.loc, merged.lines = entry.loc, entry.lines
     return merged
+
+
+def _under(rule: Any, under: str) -> Any:
+    """A key table rule reading its keys under the sub-config `under` ('a|b?' -> 'enc.a|enc.b?')."""
+    if not under:
+        return rule
+
+    def keys(text: Any) -> str:
+        text = str(text)
+        optional = "?" if text.endswith("?") else ""
+        return "|".join(f"{under}.{k}" for k in text.rstrip("?").split("|")) + optional
+    if isinstance(rule, Mapping):
+        return {**rule, **{k: keys(rule[k]) for k in ("key", "unless") if k in rule}}
+    return keys(rule)
 
 
 def named_map(name: str) -> Mapping[str, Any]:

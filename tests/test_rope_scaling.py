@@ -215,6 +215,25 @@ def test_the_rope_group_sets_the_scaling_and_an_entry_overrides_it(tmp_path):
     assert (phi3.variables["rope_orig"], phi3.variables["max_pos"]) == (16, 4096)   # Phi3Config's own key wins
 
 
+def test_a_group_read_under_a_sub_config_names_its_variables_with_a_prefix(tmp_path):
+    """T5Gemma's stacks each read the rope group under their own key (`{group: rope, under: encoder,
+    prefix: e_}`): any rope_type of the group, in each stack."""
+    from archgraph.hf import family, import_file
+    table = family("t5gemma")["variables"]
+    assert table["e_rope_type"] == {"key": "encoder.rope_parameters.rope_type|encoder.rope_scaling.rope_type|"
+                                           "encoder.rope_scaling.type?", "map": "rope_types"}
+    assert table["d_beta_fast"] == "decoder.rope_parameters.beta_fast|decoder.rope_scaling.beta_fast?"
+    stack = {"vocab_size": 10, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2,
+             "num_key_value_heads": 1, "head_dim": 4, "intermediate_size": 4}
+    t5gemma = import_file(_write(tmp_path, {
+        "model_type": "t5gemma", "encoder": {**stack, "rope_parameters": CASES["llama3 (Llama-3.2-1B)"][0]},
+        "decoder": {**stack, "rope_scaling": {"type": "yarn", "factor": 4.0, "original_max_position_embeddings": 16,
+                                              "beta_fast": 8}}}))
+    got = {k: t5gemma.variables[k] for k in ("e_rope_type", "e_low_freq", "d_rope_type", "d_rope_orig", "d_beta_fast")}
+    assert got == {"e_rope_type": "llama3", "e_low_freq": 1, "d_rope_type": "yarn", "d_rope_orig": 16, "d_beta_fast": 8}
+    assert t5gemma.sources["d_rope_type"] == "decoder.rope_scaling.type"
+
+
 def test_a_group_that_does_not_exist_is_named():
     from archgraph.errors import ArchgraphError
     from archgraph.hf import _with_groups
@@ -222,6 +241,9 @@ def test_a_group_that_does_not_exist_is_named():
     entry = load_text("template: llama.yaml\nuse: [ropes]\nvariables: {V: vocab_size}\n", "families.yaml")
     with pytest.raises(ArchgraphError, match="'llama' uses 'ropes', which is not a group under 'groups:'"):
         _with_groups("llama", entry)
+    entry = load_text("template: t5gemma.yaml\nuse: [{group: rope, undr: encoder}]\n", "families.yaml")
+    with pytest.raises(ArchgraphError, match="'t5gemma' uses a group with the unknown key 'undr'"):
+        _with_groups("t5gemma", entry)
 
 
 @pytest.mark.parametrize("rope, key", [

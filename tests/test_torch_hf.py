@@ -1254,6 +1254,23 @@ CASES["t5gemma-cond-gen-rope-linear-dynamic"] = {
     **CASES["t5gemma-cond-gen"], "encoder": {**T5GEMMA_STACK, "rope_scaling": {"rope_type": "linear", "factor": 2.0}},
     "decoder": {**T5GEMMA_STACK, "max_position_embeddings": 4,
                 "rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 50.0}}}
+# each stack's own yarn, longrope or llama3 scaling (issue 35: refused before), the decoder's beyond its original length
+CASES["t5gemma-cond-gen-rope-yarn-longrope"] = {
+    **CASES["t5gemma-cond-gen"],
+    "encoder": {**T5GEMMA_STACK, "rope_parameters": {"rope_type": "yarn", "factor": 4.0, "rope_theta": 100.0,
+                                                    "original_max_position_embeddings": 4, "beta_fast": 8.0,
+                                                    "beta_slow": 2.0}},
+    "decoder": {**T5GEMMA_STACK, "final_logit_softcapping": 3.0,
+                "rope_parameters": {"rope_type": "longrope", "rope_theta": 1000.0, "original_max_position_embeddings": 4,
+                                    "short_factor": [1.0, 1.5, 2.0, 2.5], "long_factor": [2.0, 3.0, 4.0, 5.0]}}}
+CASES["t5gemma-base-rope-llama3-yarn-mscale"] = {
+    **T5GEMMA, "architectures": ["T5GemmaModel"],
+    "encoder": {**T5GEMMA_STACK, "rope_parameters": {"rope_type": "llama3", "factor": 8.0, "rope_theta": 500.0,
+                                                    "original_max_position_embeddings": 6, "low_freq_factor": 1.0,
+                                                    "high_freq_factor": 4.0}},
+    "decoder": {**T5GEMMA_STACK, "rope_parameters": {"rope_type": "yarn", "factor": 2.0, "rope_theta": 300.0,
+                                                    "original_max_position_embeddings": 8, "mscale": 0.7,
+                                                    "mscale_all_dim": 0.5, "attention_factor": 1.3}}}
 CASES["t5gemma-seq-cls"] = {**T5GEMMA, "architectures": ["T5GemmaForSequenceClassification"], "num_labels": 3}
 # (the encoder-only classes pad with 0 and mask id 96 when a call gives no mask: the padded test's call without
 # the mask must compute other values)
@@ -2048,6 +2065,7 @@ PADDED += ["bamba-causal", "bamba-base-biases-rope-linear"]   # issue 29 (hybrid
 PADDED += ["exaone4-causal", "exaone4-seq-cls-layer-types-word-pattern",
            "exaone4-base-no-window-tied-head-dim"]   # EXAONE 4 (issue 29)
 PADDED += ["lfm2-causal", "lfm2-base-layer-types-bias-4-taps"]   # LFM2 (issue 29)
+PADDED += ["t5gemma-cond-gen-rope-yarn-longrope", "t5gemma-base-rope-llama3-yarn-mscale"]   # issue 35: each stack's rope
 PADDED += ["t5gemma-cond-gen", "t5gemma-base-uneven-bias-untied", "t5gemma-encoder-only", "t5gemma-seq-cls",
            "t5gemma-seq-cls-encoder-only", "t5gemma-token-cls-encoder-only"]   # T5Gemma (issue 29)
 
