@@ -1089,6 +1089,14 @@ CASES["internvl-base-llama-qk-norm-rms"] = {
     "vision_config": {**INTERNVL["vision_config"], "use_qk_norm": True, "norm_type": "rms_norm", "attention_bias": True,
                       "use_mean_pooling": False, "layer_scale_init_value": 0.3, "num_channels": 2}}
 CASES["internvl-untied"] = {**CASES["internvl-cond-gen"], "tie_word_embeddings": False}
+# vision_feature_layer other than -1: a hidden state from inside the tower (issue 35: refused before); the last
+# layer's by its number comes before the final LayerNorm, -1's after it
+CASES["internvl-feature-layer-2"] = {**CASES["internvl-cond-gen"], "vision_feature_layer": -2,
+                                     "vision_config": {**INTERNVL["vision_config"], "num_hidden_layers": 3}}
+CASES["internvl-base-feature-layer-last-normed"] = {
+    **CASES["internvl-base-llama-qk-norm-rms"], "vision_feature_layer": 2,
+    "vision_config": {**CASES["internvl-base-llama-qk-norm-rms"]["vision_config"], "norm_type": "layer_norm"}}
+CASES["internvl-feature-layer-embeddings"] = {**CASES["internvl-cond-gen"], "vision_feature_layer": -3}
 
 # SigLIP 2: NaFlex patches, 16 per image here: image 0 a full 4 x 4 grid, image 1 a 3 x 5 grid and one
 # padding patch (its mask 0); the position table (4 x 4) resampled to each
@@ -2072,7 +2080,8 @@ PADDED += ["t5gemma-cond-gen", "t5gemma-base-uneven-bias-untied", "t5gemma-encod
 PADDED += ["paligemma-cond-gen", "paligemma-base-head-token-beyond-vocab",
            "paligemma-gemma2-capped-window-untied"]   # issue 29 (vlm1): with token_type_ids
 PADDED += ["idefics3-cond-gen", "idefics3-base-scale4-gelu", "smolvlm-cond-gen-tied"]   # issue 29 (vlm1)
-PADDED += ["internvl-cond-gen", "internvl-base-llama-qk-norm-rms"]   # issue 29 (vlm1)
+PADDED += ["internvl-cond-gen", "internvl-base-llama-qk-norm-rms", "internvl-feature-layer-2",
+           "internvl-base-feature-layer-last-normed"]   # issue 29 (vlm1), 35
 PADDED += ["llava_next-cond-gen", "llava_next-base-tall-siglip-layers", "llava_onevision-cond-gen",
            "llava_onevision-base-resized-clip"]   # issue 29 (llavanext)
 PADDED += ["mistral3-cond-gen", "mistral3-base-llama-merge3-layer-2"]   # issue 29 (vlm1)
