@@ -369,6 +369,20 @@ CASES["Wav2Vec2ForSequenceClassification"] = {**WAV2VEC2, "architectures": ["Wav
                                               "classifier_proj_size": 9, "num_labels": 3}
 CASES["Wav2Vec2ForPreTraining"] = {**WAV2VEC2, "architectures": ["Wav2Vec2ForPreTraining"], "num_codevector_groups": 3,
                                    "num_codevectors_per_group": 5, "codevector_dim": 12, "proj_codevector_dim": 7}
+# use_weighted_layer_sum and add_adapter (issue 35: refused before): a learned mix of every hidden state under
+# the classifier; Wav2Vec2Adapter's strided convolutions after the encoder (its own width, or the encoder's)
+CASES["wav2vec2-seq-cls-weighted"] = {**CASES["Wav2Vec2ForSequenceClassification"], "use_weighted_layer_sum": True,
+                                      "num_hidden_layers": 3}
+CASES["wav2vec2-seq-cls-weighted-stable"] = {**CASES["wav2vec2-seq-cls-weighted"], "do_stable_layer_norm": True,
+                                             "feat_extract_norm": "layer"}
+CASES["wav2vec2-ctc-adapter"] = {**WAV2VEC2, "architectures": ["Wav2Vec2ForCTC"], "add_adapter": True,
+                                 "output_hidden_size": 24, "num_adapter_layers": 2, "adapter_kernel_size": 3,
+                                 "adapter_stride": 2}
+CASES["wav2vec2-base-adapter-same-width"] = {**WAV2VEC2, "architectures": ["Wav2Vec2Model"], "add_adapter": True,
+                                             "num_adapter_layers": 1, "adapter_kernel_size": 2, "adapter_stride": 1,
+                                             "do_stable_layer_norm": True, "feat_extract_norm": "layer"}
+CASES["wav2vec2-pretraining-adapter"] = {**CASES["Wav2Vec2ForPreTraining"], "add_adapter": True,
+                                         "num_adapter_layers": 2}
 HUBERT = {**WAV2VEC2, "model_type": "hubert"}
 CASES["hubert-ctc-stable-layer"] = {**HUBERT, "architectures": ["HubertForCTC"], "do_stable_layer_norm": True,
                                     "feat_extract_norm": "layer", "conv_bias": True}
@@ -376,6 +390,11 @@ CASES["HubertModel"] = {**HUBERT, "architectures": ["HubertModel"], "conv_pos_ba
                         "feat_proj_layer_norm": False}
 CASES["HubertForSequenceClassification"] = {**HUBERT, "architectures": ["HubertForSequenceClassification"],
                                             "classifier_proj_size": 9, "num_labels": 3}
+CASES["hubert-seq-cls-weighted"] = {**CASES["HubertForSequenceClassification"], "use_weighted_layer_sum": True}
+CASES["hubert-base-adapter-ignored"] = {**CASES["HubertModel"], "add_adapter": True}
+# HubertForCTC reads output_hidden_size with add_adapter (HuBERT has no adapter): equal to hidden_size it runs
+CASES["hubert-ctc-adapter-same-width"] = {**CASES["hubert-ctc-stable-layer"], "add_adapter": True,
+                                          "output_hidden_size": 32}
 # GPT-Neo (issue 29): global and local layers by attention_types, a window shorter than the 7 tokens
 GPT_NEO = {"model_type": "gpt_neo", "hidden_size": 32, "num_layers": 3, "num_heads": 4, "intermediate_size": 37,
            "vocab_size": 97, "max_position_embeddings": 64, "window_size": 3, "pad_token_id": 0,
@@ -2193,7 +2212,9 @@ PADDED_ENCODERS = ["bert-base", "bert-mlm", "BertForSequenceClassification", "Be
                    "MT5ForTokenClassification", "MT5ForQuestionAnswering", "mbart-cond-gen", "MBartModel",
                    "MBartForSequenceClassification", "MBartForQuestionAnswering", "MBartForCausalLM",
                    "wav2vec2-ctc", "wav2vec2-ctc-stable-layer", "Wav2Vec2Model", "Wav2Vec2ForSequenceClassification",
-                   "hubert-ctc-stable-layer", "HubertModel", "HubertForSequenceClassification", "Wav2Vec2ForPreTraining"]
+                   "hubert-ctc-stable-layer", "HubertModel", "HubertForSequenceClassification", "Wav2Vec2ForPreTraining",
+                   "wav2vec2-seq-cls-weighted", "wav2vec2-seq-cls-weighted-stable", "wav2vec2-ctc-adapter",
+                   "hubert-seq-cls-weighted"]   # issue 35
 CLIP_TEXT = {"vocab_size": 97, "hidden_size": 32, "intermediate_size": 37, "num_hidden_layers": 2,
              "num_attention_heads": 4, "max_position_embeddings": 16, "eos_token_id": 5, "pad_token_id": 1}
 CASES["clip-text"] = {"model_type": "clip_text_model", "architectures": ["CLIPTextModel"], **CLIP_TEXT}
