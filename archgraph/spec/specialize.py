@@ -45,9 +45,11 @@ def specialize(spec: Mapping[str, Any], var_locs: Mapping[str, Loc], settings: M
     the variables the call inherits are written out)."""
     raw_vars = spec.get("variables") or {}
     values = evaluate_variables(raw_vars, var_locs, {}, settings)
-    kept = _kept(raw_vars, values, settings)
+    sizes = _input_sizes(spec.get("inputs") or {}, raw_vars)
+    kept = _kept(raw_vars, values, settings, sizes)
     walker = _Walker(spec.get("blocks") or {}, {k: v for k, v in values.items() if k not in kept},
                      {k: values[k] for k in kept})
+    walker.open = _following(raw_vars, {k for k in sizes if k not in settings}) & kept
     walker.load_spec = load_spec
     out: dict[str, Any] = {}
     for key, value in spec.items():
@@ -78,21 +80,53 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _kept(raw_vars: Mapping[str, Any], values: Mapping[str, Any], settings: Mapping[str, Any]) -> set[str]:
+def _kept(raw_vars: Mapping[str, Any], values: Mapping[str, Any], settings: Mapping[str, Any],
+          sizes: set[str] = frozenset()) -> set[str]:
     """The variables that stay variables: numbers a setting gives, lists it gives too long to write
-    into each expression that reads them (a 64-layer layer_types), and numbers and long lists computed
-    from kept ones (Gemma 4's per-layer head sizes from layer_types)."""
+    into each expression that reads them (a 64-layer layer_types), the numbers an input's shape is
+    made of (`sizes`: Qwen2-VL's image of IH x IW pixels, which `--set` may change), and the numbers,
+    lists and truths computed from kept ones (Gemma 4's per-layer head sizes from layer_types, LLaVA-NeXT's
+    grid of tiles from the image's size and whether the image is wide)."""
     kept = {k for k in raw_vars if k in settings and (_number(values.get(k)) or _long_list(values.get(k)))}
+    kept |= {k for k in sizes if _number(values.get(k))}
     changed = True
     while changed:
         changed = False
         known = {k: v for k, v in values.items() if k not in kept}
         for k, raw in raw_vars.items():
-            if k not in kept and (_number(values.get(k)) or _long_list(values.get(k))) and \
+            if k not in kept and isinstance(values.get(k), (int, float, list)) and \
                     isinstance(residual(raw, known), Expr):
                 kept.add(k)
                 changed = True
     return kept
+
+
+def _following(raw_vars: Mapping[str, Any], roots: set[str]) -> set[str]:
+    """`roots` and the variables computed from them."""
+    out = set(roots)
+    changed = True
+    while changed:
+        changed = False
+        for k, raw in raw_vars.items():
+            if k not in out and isinstance(raw, str) and out & set(expr.names(raw)):
+                out.add(k)
+                changed = True
+    return out
+
+
+def _input_sizes(inputs: Mapping[str, Any], raw_vars: Mapping[str, Any]) -> set[str]:
+    """The variables the inputs' shapes are made of, and those they are computed from (NP = GH * GW,
+    GH from IH): the sizes of the inputs a spec lets `--set` choose."""
+    todo = [d for value in inputs.values() for d in
+            ((value.get("shape") if isinstance(value, Mapping) else value) or []) if isinstance(d, str)]
+    names: set[str] = set()
+    while todo:
+        for name in expr.names(todo.pop()):
+            if name in raw_vars and name not in names:
+                names.add(name)
+                if isinstance(raw_vars[name], str):
+                    todo.append(raw_vars[name])
+    return names
 
 
 def _long_list(value: Any) -> bool:
@@ -128,11 +162,15 @@ class _Walker:
         self.blocks, self.known, self.values = blocks, known, values
         self.calls: dict[str, list] = {}    # block -> [(call dict, folded args, caller's free names)]
         self.load_spec = None
+        self.open: set = set()              # kept variables a `when:` does not decide (input sizes)
         self.done: dict[str, Any] = {}
 
     # -- expressions ------------------------------------------------------------------
     def fold(self, value: Any, scope: _Scope, index=None, decide: bool = False) -> Any:
-        known = {**self.known, **(self.values if decide else {}), **scope.known}
+        """`value` with the folded names in; `decide`: the kept variables' values too, but for the input
+        sizes the spec leaves to `--set` and what follows from them (`open`: a `when:` on them stays)."""
+        decided = {k: v for k, v in self.values.items() if k not in self.open} if decide else {}
+        known = {**self.known, **decided, **scope.known}
         for name in scope.free:
             known.pop(name, None)
         return residual(value, known, self.values, index)
