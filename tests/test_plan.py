@@ -305,3 +305,27 @@ def test_context_parallel_ranks_hold_the_same_weights(cli):
     t = plan(cli, "llama-2-7b", "--gpus", "2", "--cp", "2", "--seq", "4096")["time"]
     nvlink = 300e9   # per direction, within the node
     assert t["data_parallel"] == pytest.approx(2 * (2 - 1) / 2 * 2 * LLAMA_7B / nvlink)
+
+
+def test_tensor_parallel_ranks_keep_copies_of_a_cache_they_cannot_split(cli, tmp_path):
+    """Qwen2.5-3B keeps 2 key/value heads: over 4 or 8 ranks each keeps one head (copies), not a
+    quarter or an eighth of one; DeepSeek-V2-Lite's latent is read by every head, so every rank
+    keeps all of it (as vLLM does); decode reads every rank's copy."""
+    from pathlib import Path
+
+    from conftest import write_config
+    qwen = write_config(tmp_path, architectures=["Qwen2ForCausalLM"], model_type="qwen2", hidden_size=2048,
+                        intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=2,
+                        vocab_size=151936, tie_word_embeddings=True)
+    whole = 36 * 2 * 2 * 128 * 4096 * 2      # layers, k and v, heads, head_dim, tokens, bf16
+    for tp, kept in ((1, whole), (2, whole // 2), (4, whole // 2), (8, whole // 2)):
+        d = plan(cli, qwen, "--serve", "--context", "4096", "--tp", str(tp), "--gpus", str(tp))
+        assert d["per_gpu"]["kv_cache"] == kept, tp
+        assert d["decode"]["bytes_read"] == d["weights"]["total"] + tp * kept
+    recorded = json.loads((Path(__file__).parent / "data" / "hf" / "deepseek_v2-deepseek-v2-lite.json").read_text())
+    lite = tmp_path / "lite.json"
+    lite.write_text(json.dumps(recorded["config"]))
+    latent = 27 * (512 + 64) * 4096 * 2
+    for tp in (1, 8):
+        assert plan(cli, str(lite), "--serve", "--context", "4096", "--tp", str(tp), "--gpus", str(tp))[
+            "per_gpu"]["kv_cache"] == latent

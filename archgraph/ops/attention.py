@@ -346,12 +346,12 @@ class Attention(Op):
         if source is None and self.causal:
             seq = inputs[0][1]
             if self.chunk is not None:
-                return Cache(f"chunk of {self.chunk}", per_token, _smaller(seq, self.chunk))
+                return Cache(f"chunk of {self.chunk}", per_token, _smaller(seq, self.chunk), parts=self.n_kv)
             if self.window is not None:
-                return Cache(f"sliding window of {self.window}", per_token, _smaller(seq, self.window))
-            return Cache("full attention", per_token, seq)
+                return Cache(f"sliding window of {self.window}", per_token, _smaller(seq, self.window), parts=self.n_kv)
+            return Cache("full attention", per_token, seq, parts=self.n_kv)
         if source is not None and decoder:
-            return Cache("cross-attention (encoder output)", per_token, source[1])
+            return Cache("cross-attention (encoder output)", per_token, source[1], parts=self.n_kv)
         return None
 
     def saved(self, inputs, outputs, eager):
@@ -563,7 +563,7 @@ class ScaledDotProductAttention(Op):
             return None
         k, v = inputs[1], inputs[2]
         if len(k) == 4:
-            return Cache("full attention", k[1] * k[3] + v[1] * v[3], k[2])
+            return Cache("full attention", k[1] * k[3] + v[1] * v[3], k[2], parts=k[1])
         return Cache("full attention", k[-1] + v[-1], k[1])
 
     def saved(self, inputs, outputs, eager):

@@ -42,12 +42,15 @@ class Tensor(NamedTuple):
 class Cache(Record, frozen=True):
     """What one application of an op keeps per sequence while a model decodes, by its `rule`:
     `per_token` values for each of `tokens` cached tokens (keys and values, a latent), and
-    `state` values that do not grow with the sequence (a recurrent or convolution state)."""
+    `state` values that do not grow with the sequence (a recurrent or convolution state).
+    `parts`: how many ways tensor parallelism can split it (attention's key/value heads: more
+    ranks than heads keep copies; a latent shared by every head, 1); None: its channels, any way."""
 
     rule: str
     per_token: Dim = 0
     tokens: Dim = 0
     state: Dim = 0
+    parts: Dim | None = None
 
 
 class Saved(Record, frozen=True):

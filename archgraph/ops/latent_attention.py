@@ -106,7 +106,7 @@ class LatentAttention(Op):
         if not self.causal:
             return None
         return Cache(f"latent (kv_rank {self.kv_rank} + rope_dim {self.rope_dim})", self.kv_rank + self.rope_dim,
-                     inputs[0][1])
+                     inputs[0][1], parts=1)   # every head reads all of it: each tensor-parallel rank keeps it
 
     def saved(self, inputs, outputs, eager):
         """x; each low-rank latent with its norm's input, statistics and output (the next

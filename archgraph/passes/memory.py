@@ -67,6 +67,7 @@ class KVEntry:
     rule: str          # "full attention", "sliding window of 4096", "cross-attention (encoder output)", ...
     bytes: int
     state: Any = 0     # values per sequence that do not grow (a recurrent state), per layer
+    parts: Any = None  # ways tensor parallelism can split it (key/value heads; a latent 1); None: any
 
 
 @dataclass
@@ -202,7 +203,7 @@ def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
             batch = ins[0][0]
             values = batch * (cache.tokens * cache.per_token + cache.state) * times
             mem.kv_cache.append(KVEntry(path, name, times, cache.tokens, cache.per_token, cache.rule,
-                                        nbytes(values, mem.dtype), cache.state))
+                                        nbytes(values, mem.dtype), cache.state, cache.parts))
     mem.activation_values = act + probs
     mem.activation_bytes = nbytes(act + probs, mem.dtype)
     mem.attention_probs_bytes = nbytes(probs, mem.dtype)

@@ -12,6 +12,7 @@ time = max(FLOPs / (peak x efficiency), bytes / (bandwidth x efficiency))).
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 from ..dtypes import BITS
@@ -108,23 +109,34 @@ def plan_serving(model: Model, serving: Serving, gpu: Accelerator) -> ServingPla
     mem = estimate_memory(model, summary.bindings, dtype="bf16")
     groups = weight_groups(model.graph)
     weights = weight_bytes(groups, serving.dtype, serving.group_size)
-    kv_width = BITS[serving.kv_dtype] / 16
-    kv = int(mem.kv_cache_bytes * kv_width)
-    state = mem.state_cache_bytes   # recurrent states stay at bf16
     split = serving.tp * serving.pp
+    cache = _cache_per_gpu(mem.kv_cache, serving)
     layers = max(sum(s.layers for s in summary.stacks), 1)
     outputs = (mem.activation_bytes or 0) - (mem.attention_probs_bytes or 0)   # a fused kernel keeps no scores
     working = -(-outputs // layers) // serving.tp   # about one layer's outputs live at once, at the prefill
     per_gpu = {"weights": -(-weights["total"] // split), "gradients": 0, "optimizer": 0, "activations": working,
-               "kv_cache": -(-(kv + state) // split), "buffers": -(-mem.buffers_bytes // split),
+               "kv_cache": math.ceil(cache), "buffers": -(-mem.buffers_bytes // split),
                "framework": serving.framework}
     per_gpu["total"] = sum(per_gpu.values())
-    prefill, decode = _roofline(summary, serving, gpu, weights, groups, kv + state)
-    per_sequence = (kv + state) / serving.batch / split + working / serving.batch
+    prefill, decode = _roofline(summary, serving, gpu, weights, groups, cache * split)  # every GPU reads its own
+    per_sequence = cache / serving.batch + working / serving.batch
     room = gpu.memory - per_gpu["weights"] - per_gpu["buffers"] - serving.framework
     return ServingPlan(serving, gpu, per_gpu, per_gpu["total"] <= gpu.memory, weights, prefill, decode,
                        max(int(room // per_sequence), 0) if per_sequence else 0, list(mem.kv_cache),
                        dict(summary.bindings))
+
+
+def _cache_per_gpu(entries: list, serving: Serving) -> float:
+    """Bytes of caches one GPU keeps: keys, values and latents at the KV dtype, recurrent states at
+    bf16, split over the tensor-parallel ranks as far as each can be (a cache of 4 key/value heads
+    over 8 ranks: each keeps one head, two ranks alike; a latent: every rank all of it), the layers
+    over the pipeline stages."""
+    kv_width = BITS[serving.kv_dtype] / 16
+    total = 0.0
+    for e in entries:
+        ways = serving.tp if e.parts is None else min(serving.tp, e.parts)
+        total += (e.bytes * kv_width if e.width else e.bytes) / ways
+    return total / serving.pp
 
 
 def _roofline(summary, serving: Serving, gpu: Accelerator, weights: dict, groups: Counter, cache_bytes: int):
