@@ -119,3 +119,25 @@ def test_run_of_a_model_whose_op_needs_what_random_ids_lack_is_refused_in_one_me
                    "failed: last_token: All examples must have the same number of <eos> tokens (id 2), at least one; "
                    "the rows hold [0, 0]\n  fix: run --check compares the module with archgraph's passes without "
                    "values\n")
+
+
+def test_run_refuses_sizes_the_model_does_not_fit_by_node_before_any_forward(cli, tmp_path):
+    """wav2vec2's first convolution's window is 10 samples and run's example input 8 (a RuntimeError from
+    torch's conv1d before); --check refused it the same way."""
+    code, out, err = cli("run", _config(tmp_path, "wav2vec2-base-960h"))
+    assert (code, out) == (2, "")
+    said, where, line, message = err.split(":", 4)[1:]  # the template's line: wherever its conv node is written
+    assert (said, where, line.isdigit()) == (" error", f" {ROOT / 'specs/hf/wav2vec2.yaml'}", True)
+    assert message == (" node 'wav2vec2.feature_extractor.conv_layers.0.conv': conv1d(in_channels=1, "
+                       "out_channels=512, kernel_size=10, stride=5, bias=False): input size 8 (padding 0) is smaller "
+                       "than the window 10 (received x [2, 1, 8])\n  fix: make the hyperparameters of 'conv' agree "
+                       "with its inputs, or change the node(s) that feed it\n")
+
+
+def test_run_with_ids_past_a_table_is_refused_in_one_message(cli, tmp_path):
+    """RoBERTa with one token type: run's random token_type_ids 0 or 1 pass its table (an IndexError before)."""
+    code, out, err = cli("run", _config(tmp_path, "roberta-base-one-type"))
+    assert (code, out) == (2, "")
+    assert err == ("archgraph: error: the forward pass of roberta-base-one-type on random inputs (ids 0 or 1) "
+                   "failed: index out of range in self\n  fix: run --check compares the module with archgraph's "
+                   "passes without values\n")

@@ -70,6 +70,7 @@ def _forward(at, model, sizes):
     what = f"the module of {model.name} with inputs" + (f" at {at_sizes}" if at_sizes else "")
     hint = ("run --check builds it on the meta device, which takes no memory; or run a smaller one with --set "
             "(fewer layers, a smaller batch)")
+    model.shapes(**sizes)  # a model whose shapes do not fit these sizes is refused by node, as --check does
     need = at.memory_need(model, sizes)
     refuse_past_available(need, what, hint)
     largest = needs_torch("run", "archgraph.torch_price").largest_inside(model, sizes)  # priced on meta
@@ -84,7 +85,8 @@ def _forward(at, model, sizes):
     try:
         with torch.no_grad():
             outputs = module(**inputs)
-    except ValueError as exc:  # an op that reads its inputs' values: random ids lack what it looks for
+    except (ValueError, IndexError) as exc:  # an op that reads its inputs' values: random ids lack what it looks
+        #                                     for (an <eos>), or pass a table (a single token type)
         raise ArchgraphError(f"the forward pass of {model.name} on random inputs (ids 0 or 1) failed: {exc}",
                              hint="run --check compares the module with archgraph's passes without values") from None
     seconds = time.perf_counter() - start
