@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .dtypes import ELEMENT_BYTES
 from .errors import ArchgraphError
 from .graph import BlockNode, Graph, Model, OpNode, join, read_inputs
 from .machine import refuse_past_available
@@ -95,6 +96,7 @@ class SpecModule(nn.Module):
         self._home = torch.device(device or "cpu")  # where a forward given no tensors makes its own
         self._state: dict[str, dict] = {}  # Run.state(): what ops keep between forwards, by node path
         factory = {"device": device, "dtype": dtype or torch.get_default_dtype()}
+        self._cast = dtype  # given: the floating buffers' dtype too, as module.to(dtype) casts them
         self._build(model.graph, "", True, factory, set())
         self._tie(model)
         self._fill_buffers(model, factory["device"])
@@ -165,13 +167,19 @@ class SpecModule(nn.Module):
             if full in seen:
                 continue
             seen.add(full)
-            value = torch.zeros(tuple(t.shape), **factory)
+            value = torch.zeros(tuple(t.shape), device=factory["device"], dtype=self._buffer_dtype(t))
             container, attr = self._place(full)
             if factory["device"] != "meta" and str(value.device) != "meta":
                 with torch.no_grad():
                     op.init(t, value, _Init)
             container.register_buffer(attr, value, persistent=t.persistent)
             self._where[full] = (container, attr)
+
+    def _buffer_dtype(self, t: Any) -> Any:
+        """A buffer's dtype as its op declares it (int64 positions, a bool mask, a complex64 table), but a
+        floating buffer's the module's when to_module was given a dtype (as module.to(dtype) casts it)."""
+        own = getattr(torch, t.dtype)
+        return self._cast if self._cast is not None and own.is_floating_point else own
 
     def _tie(self, model: Model) -> None:
         for path, node, graph, prefix in _op_paths(model.graph, ""):
@@ -415,9 +423,10 @@ class _Init:
 
     @staticmethod
     def default(tensor: Any, name: str) -> None:
-        """Biases 0; 1-D scales 1; matrices and kernels as nn.Linear/nn.Conv (kaiming uniform, a=sqrt 5)."""
+        """Biases 0; 1-D scales 1; matrices and kernels as nn.Linear/nn.Conv (kaiming uniform, a=sqrt 5);
+        a buffer of whole numbers, truth values or complex ones (ids, a mask, a table) 0 until it is computed."""
         leaf = name.rsplit(".", 1)[-1]
-        if tensor.dim() == 0:
+        if tensor.dim() == 0 or not tensor.is_floating_point():
             tensor.zero_()
         elif leaf == "bias" or leaf.endswith("_bias"):
             tensor.zero_()
@@ -447,13 +456,16 @@ def to_module(model: Model, device: Any = None, dtype: Any = None, *, check_memo
 
 
 def memory_need(model: Model, sizes: dict[str, int] | None = None, dtype: Any = None) -> dict[str, int]:
-    """Bytes the module takes by part: its parameters and buffers at `dtype` (torch's default if
-    None) and, with `sizes`, `example_inputs` at them and a bound on activations: every op output
+    """Bytes the module takes by part: its parameters at `dtype` (torch's default if None), its buffers
+    at their own dtypes (the floating ones at `dtype` when given) and, with `sizes`, `example_inputs` at them and a bound on activations: every op output
     at once, as the memory pass counts them for training (`estimate_memory`'s activations)."""
     from .passes.memory import estimate_memory
     width = torch.empty((), dtype=dtype or torch.get_default_dtype(), device="meta").element_size()
     totals = model.params().totals
-    need = {"parameters": totals.total * width, "buffers": totals.buffers * width}
+    cast = dtype is not None  # the floating buffers at `dtype`, as SpecModule builds them
+    buffers = sum(n * (width if cast and getattr(torch, kind).is_floating_point else ELEMENT_BYTES[kind])
+                  for kind, n in totals.buffers_by_dtype.items())
+    need = {"parameters": totals.total * width, "buffers": buffers}
     if sizes is not None:
         need["inputs"] = sum(math.prod(shape) * dtype.itemsize for _, shape, dtype in _input_kinds(model, sizes))
         values = estimate_memory(model, {**model.bindings, **sizes}, dtype="fp32").activation_values

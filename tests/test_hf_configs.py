@@ -4,10 +4,12 @@ exact total and every tensor's name and shape from the config alone."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
 
+from archgraph.dtypes import ELEMENT_BYTES
 from archgraph.load import load_config
 
 DATA = Path(__file__).parent / "data" / "hf"
@@ -27,16 +29,21 @@ def test_config_matches_transformers(tmp_path, name):
     assert report.total == fixture["expected_params"]
 
 
-# every template declares each buffer transformers registers (name, shape, persistent)
+# every template declares each buffer transformers registers (name, shape, persistent, dtype: int64
+# positions, bool masks, complex64 tables, bfloat16 scalars, as transformers 5.23 keeps them)
 @pytest.mark.parametrize("name", FILES)
 def test_buffers_match_transformers(tmp_path, name):
     fixture = json.loads((DATA / f"{name}.json").read_text())
     path = tmp_path / "config.json"
     path.write_text(json.dumps(fixture["config"]))
     mine = {}
-    for node_path, _, _, rows in load_config(path).params().nodes():
+    report = load_config(path).params()
+    for node_path, _, _, rows in report.nodes():
         for row in rows:
             if row.buffer:
                 mine[f"{node_path}.{row.name}" if row.name else node_path] = \
-                    {"shape": list(row.shape), "persistent": row.persistent}
+                    {"shape": list(row.shape), "persistent": row.persistent, "dtype": row.dtype}
     assert mine == fixture["buffers"]
+    # and `memory` prices them at their dtypes: what the buffers of transformers' model take
+    assert report.totals.buffer_bytes == sum(math.prod(b["shape"]) * ELEMENT_BYTES[b["dtype"]]
+                                             for b in fixture["buffers"].values())

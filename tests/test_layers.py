@@ -13,9 +13,9 @@ import networkx as nx
 
 PACKAGE = Path(__file__).resolve().parents[1] / "archgraph"
 LAYERS = [  # lowest first; a module may import only from its own layer or those before it
-    {"errors", "limits", "jsonread", "numbers", "dims", "expr", "machine", "install", "record"},
+    {"errors", "limits", "jsonread", "numbers", "dims", "expr", "machine", "install", "record", "dtypes"},
     {"ops"},
-    {"graph", "dtypes", "spec", "checkpoint", "hf", "hardware"},
+    {"graph", "spec", "checkpoint", "hf", "hardware"},
     {"passes"},
     {"render"},
     {"model", "load", "builder", "outfile", "torch", "torch_price", "fromtorch"},

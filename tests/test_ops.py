@@ -568,6 +568,11 @@ CASES = [
     case("full", {"shape": [], "value": 50.596, "dtype": "bfloat16"}, [], (), id="full-scalar"),
     case("buffer", {"shape": [], "persistent": False, "tensor": "normalizer"}, [()], (),
          buffers={"normalizer": ()}, id="buffer-scalar"),
+    # BERT's position_ids: an int64 buffer (its dtype: test_buffers_keep_their_dtype)
+    case("buffer", {"shape": [1, 512], "dtype": "int64"}, [], (1, 512), buffers={"": (1, 512)}, id="buffer-int64"),
+    # torch.view_as_complex / view_as_real: (real, imaginary) pairs as one complex value, and back
+    case("view_as_complex", {}, [(S, 1, 44, 2)], (S, 1, 44), flops=0),
+    case("view_as_real", {}, [(S, 1, 44)], (S, 1, 44, 2), flops=0),
     # ---- fixed-state layers: nn.Conv1d(C, C, K, groups=C) weight [C, 1, K]; Griffin's RG-LRU
     # (RecurrentGemmaRglru: block-diagonal gates [heads, W/heads, W/heads]); Mamba-2 (Mamba2Mixer:
     # I = heads·head_dim = 8192, conv over I + 2·groups·state = 10240, in_proj 8192 + 10240 + 128 wide)
@@ -747,6 +752,9 @@ ERRORS = [
     reject("flatten", {"start_dim": 2, "end_dim": 1}, [(2, 3, 4)], ShapeError, []),
     reject("select", {"dim": 1, "index": 5}, [(2, 5)], ShapeError, []),
     reject("parameter", {"shape": [4, -1]}, None, SpecError, ["[4, -1]"]),
+    reject("buffer", {"shape": [4], "dtype": "long"}, None, SpecError,
+           ["buffer.dtype must be one of float32", "int64", "bool", "complex64", "'long'"], id="buffer-dtype"),
+    reject("view_as_complex", {}, [(2, 3)], ShapeError, ["last dimension (real and imaginary parts) is 3, expected 2"]),
     reject("parameter", {"shape": [4], "tensor": "my.bias"}, None, SpecError, ["my.bias"]),
     reject("resized_positions", {"num_positions": 200, "embedding_dim": 8}, None, SpecError,
            ["num_positions must be a square number", "200"], id="resized_positions-not-square"),
@@ -850,6 +858,24 @@ def test_op(name, hp, inputs, expected, params, buffers, flops):
     if flops is not None:
         got = op.flops([s for s in inputs if s is not None], outs)
         assert sympy.simplify(to_sympy(got) - to_sympy(flops)) == 0, f"flops: got {got}, expected {flops}"
+
+
+@pytest.mark.parametrize("name, hp, dtypes", [
+    ("buffer", {"shape": [4]}, {"": "float32"}),   # a spec that says nothing: float32, as before
+    ("buffer", {"shape": [1, 1, 8, 8], "dtype": "bool"}, {"": "bool"}),   # GPT-Neo's causal mask
+    ("buffer", {"shape": [9, 1, 44], "dtype": "complex64", "tensor": "freqs_ci"}, {"freqs_ci": "complex64"}),
+    ("batch_norm", {"num_features": 8}, {"running_mean": "float32", "running_var": "float32",
+                                         "num_batches_tracked": "int64"}),
+    ("window_position_bias", {"window": 7, "heads": 3}, {"relative_position_index": "int64"}),
+    ("rotary_embedding", {"head_dim": 16}, {"inv_freq": "float32"}),
+])
+def test_buffers_keep_their_dtype(name, hp, dtypes):
+    """Each buffer declares its dtype as torch keeps it (BatchNorm's num_batches_tracked int64, Swin's
+    relative_position_index int64), which `memory` prices and `to_module` builds it in."""
+    from archgraph.dtypes import ELEMENT_BYTES
+    op = build(name, hp)
+    assert {t.name: t.dtype for t in op.buffers()} == dtypes
+    assert [t.nbytes for t in op.buffers()] == [t.count * ELEMENT_BYTES[t.dtype] for t in op.buffers()]
 
 
 def test_every_registered_op_has_a_case():

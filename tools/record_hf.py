@@ -6,7 +6,7 @@ transformers`.  For each config (a JSON file holding one config, or a list of
 {"name": ..., "config": {...}}), builds `getattr(transformers, architectures[0])`
 on PyTorch's meta device and writes tests/data/hf/NAME.json in the format of
 ../shared/reference/hf: config, expected_params, params_if_tied_counted_twice,
-param_shapes, and buffers (name -> shape and whether state_dict() saves it).  tests/test_hf_configs.py then checks archgraph against every file.
+param_shapes, and buffers (name -> shape, whether state_dict() saves it and dtype).  tests/test_hf_configs.py then checks archgraph against every file.
 
     /tmp/torchenv/bin/python tools/record_hf.py configs.json [--out tests/data/hf]
 """
@@ -23,6 +23,7 @@ def record(name: str, config: dict) -> dict:
     import transformers
 
     cfg = transformers.AutoConfig.for_model(**config)
+    in_float32(cfg)
     arch = (config.get("architectures") or [None])[0]
     cls = getattr(transformers, arch) if arch else transformers.AutoModel._model_mapping[type(cfg)]
     with torch.device("meta"):
@@ -39,6 +40,17 @@ def record(name: str, config: dict) -> dict:
     }
 
 
+def in_float32(cfg) -> None:
+    """Build as `cls(cfg)` builds a top-level model, in the default float32: without the config's dtype
+    (and its sub-configs'), which from_config makes the default dtype while it builds a sub-model, so a
+    floating buffer made in the default dtype would be recorded in it (a tower's embed_scale in bfloat16)."""
+    cfg.dtype = None
+    for key in getattr(cfg, "sub_configs", None) or {}:
+        sub = getattr(cfg, key, None)
+        if sub is not None and hasattr(sub, "to_dict"):
+            in_float32(sub)
+
+
 def build(cls, cfg):
     """`cls(cfg)`, or, for a class of a composite config's text model (Qwen3_5ForCausalLM for a qwen3_5
     config, which AutoModelForCausalLM maps for "VLM compatibility"), the model that Auto class builds:
@@ -53,14 +65,16 @@ def build(cls, cfg):
 
 
 def buffers(model) -> dict:
-    """Every buffer by name: its shape and whether state_dict() saves it (register_buffer's persistent)."""
+    """Every buffer by name: its shape, whether state_dict() saves it (register_buffer's persistent) and
+    its dtype as torch names it without the prefix (float32, int64, bool, complex64)."""
     out = {}
     for module_name, module in model.named_modules():
         for name, buf in module.named_buffers(recurse=False):
             if buf is None:
                 continue
             full = f"{module_name}.{name}" if module_name else name
-            out[full] = {"shape": list(buf.shape), "persistent": name not in module._non_persistent_buffers_set}
+            out[full] = {"shape": list(buf.shape), "persistent": name not in module._non_persistent_buffers_set,
+                         "dtype": str(buf.dtype).removeprefix("torch.")}
     return out
 
 

@@ -21,6 +21,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     "latent_attention": "latent_attention",
     "local_attention": "local_attention",
     **dict.fromkeys(["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_frames_mask"], "conv"),
+    **dict.fromkeys(["view_as_complex", "view_as_real"], "complex"),
     "disentangled_attention": "disentangled",
     **dict.fromkeys(["add", "mul", "scale"], "elementwise"),
     **dict.fromkeys(["atan2", "bitwise_and", "bitwise_or", "bitwise_xor", "fmod", "logical_and", "logical_or",

@@ -14,6 +14,7 @@ import sys
 from typing import Any, ClassVar, Iterable, Literal, NamedTuple, Union, get_args, get_origin
 
 from ..dims import Dim, Poly, Shape, equal, fmt, fmt_shape, free_names, subs
+from ..dtypes import ELEMENT_BYTES
 from ..errors import ShapeError, SpecError, did_you_mean
 from ..numbers import quotient  # noqa: F401  (ops divide validated sizes with it: a/b, not floor)
 from ..record import MISSING, Record
@@ -21,15 +22,19 @@ from ..record import MISSING, Record
 REGISTRY: dict[str, type["Op"]] = {}
 MAX_RANK = 64  # PyTorch's limit on tensor dimensions
 Size = Union[int, Poly]  # a hyperparameter that may name the inputs' symbolic sizes (`B`, `S * 2`)
+TensorType = Literal[tuple(ELEMENT_BYTES)]  # a buffer's element type, as torch names it: "int64", "bool"
 
 
 class Tensor(NamedTuple):
     """A learnable tensor (or buffer) of an op, named as PyTorch would (`weight`, `q_proj.bias`);
-    a buffer that `state_dict()` does not save is not `persistent` (register_buffer's flag)."""
+    a buffer that `state_dict()` does not save is not `persistent` (register_buffer's flag).  A buffer
+    keeps its `dtype` (torch's name: int64 positions, a bool mask, a complex64 table); a parameter
+    takes the module's, and its dtype here stays float32."""
 
     name: str
     shape: tuple[int, ...]
     persistent: bool = True
+    dtype: str = "float32"
 
     @property
     def count(self) -> int:
@@ -37,6 +42,11 @@ class Tensor(NamedTuple):
         for d in self.shape:
             n *= d
         return n
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of its values at its dtype (a buffer's; a parameter's bytes depend on the weights' dtype)."""
+        return self.count * ELEMENT_BYTES[self.dtype]
 
 
 class Cache(Record, frozen=True):

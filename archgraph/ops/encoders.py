@@ -7,7 +7,7 @@ import math
 from typing import Literal
 
 from ..dims import fmt_shape, prod
-from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive
+from .base import Op, Tensor, TensorType, check, expect_dim, expect_rank, invalid, op, positive
 
 
 @op("parameter", aliases=("nn.Parameter",), example={"shape": [1, 1, 768], "tensor": "cls_token"})
@@ -44,18 +44,22 @@ class Parameter(Op):
         init.zeros(value) if tensor.name.endswith("bias") else init.normal(value, std=0.02)
 
 
-@op("buffer", aliases=("register_buffer", "nn.Module.register_buffer"), example={"shape": [4], "persistent": False})
+@op("buffer", aliases=("register_buffer", "nn.Module.register_buffer"),
+    example={"shape": [1, 512], "persistent": False, "dtype": "int64"})
 class Buffer(Op):
-    """A free-standing buffer (register_buffer): a tensor of `shape` that is not learned, named by the
-    node (or `tensor`); `persistent: false` keeps it out of state_dict().  Its value is its input when
-    it has one (computed from constants: arange, pow, ...; no parameter, no model input), which must
-    have its shape: `to_module` computes it when it builds the module, and forward only reads it, so
-    a value `load_state_dict` put there stays.  Its output is the buffer: [*shape] ([] for a scalar,
-    as RecurrentGemma's normalizer)."""
+    """A free-standing buffer (register_buffer): a tensor of `shape` and `dtype` that is not learned,
+    named by the node (or `tensor`); `persistent: false` keeps it out of state_dict().  Its value is
+    its input when it has one (computed from constants: arange, pow, ...; no parameter, no model input),
+    which must have its shape: `to_module` computes it when it builds the module, converted to `dtype`,
+    and forward only reads it, so a value `load_state_dict` put there stays.  Its output is the
+    buffer: [*shape] ([] for a scalar, as RecurrentGemma's normalizer).  `dtype` is the tensor's, as
+    torch names it (BERT's position_ids int64, GPT-Neo's causal mask bool, Llama 4's rotary table
+    complex64): `memory` prices it at that many bytes a value."""
 
     shape: tuple[int, ...]  # the buffer's shape
     persistent: bool = True  # saved in state_dict() (false: register_buffer(persistent=False))
     tensor: str = ""  # the buffer's name inside the node ('': the node's own name)
+    dtype: TensorType = "float32"  # its element type (torch's name: int64, bool, complex64, bfloat16, ...)
 
     def __post_init__(self):
         if any(d <= 0 for d in self.shape):
@@ -73,7 +77,7 @@ class Buffer(Op):
         return tuple(self.shape)
 
     def buffers(self):
-        yield Tensor(self.tensor, tuple(self.shape), self.persistent)
+        yield Tensor(self.tensor, tuple(self.shape), self.persistent, self.dtype)
 
     def stored_input(self):
         return self.tensor

@@ -138,7 +138,7 @@ class BatchNorm(Op):
         elif self.track_running_stats:
             yield Tensor("running_mean", (self.num_features,))
             yield Tensor("running_var", (self.num_features,))
-            yield Tensor("num_batches_tracked", ())
+            yield Tensor("num_batches_tracked", (), dtype="int64")
 
     def flops(self, inputs, outputs):
         return 2 * prod(inputs[0])

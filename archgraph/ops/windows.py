@@ -104,7 +104,7 @@ class WindowPositionBias(Op):
         yield Tensor("relative_position_bias_table", ((2 * self.window - 1) ** 2, self.heads))
 
     def buffers(self):
-        yield Tensor("relative_position_index", (self.window ** 4,), persistent=False)
+        yield Tensor("relative_position_index", (self.window ** 4,), persistent=False, dtype="int64")
 
     def forward(self, run):
         n = self.window * self.window

@@ -97,7 +97,7 @@ def _op(state: dict, graph: Graph, node: OpNode, runs: list[tuple[Run, int]], pa
     return {"kind": "op", "path": path, "op": node.op.op_name, "args": _args(node), "category": node.category,
             "params": new, "total": new * times, "has_params": bool(node.op.params()),
             "tensors": [{"name": t.name, "shape": list(t.shape), "count": t.count, "buffer": t.buffer,
-                         "tied_to": t.tied_to} for t in tensors],
+                         "tied_to": t.tied_to, **({"dtype": t.dtype} if t.buffer else {})} for t in tensors],
             "in": [_shape(v) for v in first.input_values(node)],
             "out": [_shape(v) for v in first.nodes[node.name]],
             "flops": int(flops), "bytes": nbytes(out_bytes, ACTIVATION_DTYPE)}

@@ -29,7 +29,8 @@ OPTIMIZER_NOTE = {"adam": "Adam: two fp32 moments (m, v), 8 bytes/param",
                   "adamw": "AdamW: two fp32 moments (m, v), 8 bytes/param",
                   "sgd": "SGD with momentum: one fp32 momentum buffer, 4 bytes/param",
                   "sgd-nomomentum": "plain SGD: no optimizer state"}
-VIEW_OPS = {"reshape", "transpose", "permute", "split", "select", "flatten", "identity", "dropout"}
+VIEW_OPS = {"reshape", "transpose", "permute", "split", "select", "flatten", "identity", "dropout", "view_as_complex",
+            "view_as_real"}
 DEFAULT_BINDINGS = {"B": 1}
 DEFAULT_SIZE = 512  # any other unbound size (S, T, ...) when not given with --set, or its bound when
                    # the spec's constraints bound it lower (`S <= P`: CLIP's 77 text positions)
@@ -37,7 +38,8 @@ DEFAULT_SIZE = 512  # any other unbound size (S, T, ...) when not given with --s
 ASSUMPTIONS = {
     "weights": "weights = parameters x bytes per value (fp32 4, bf16/fp16 2, int8 1, int4 0.5); tied or "
                "shared tensors stored once; quantisation scales and zero-points not included; buffers "
-               "(running statistics, rotary tables) reported apart, at fp32",
+               "(running statistics, rotary tables, masks, position ids) reported apart, each at its own dtype "
+               "(float32 4 bytes, int64 8, bool 1, complex64 8)",
     "training": "training states, mixed precision: weights in the compute dtype (2 bytes), gradients 2, "
                 "fp32 master weights 4, optimizer states (Adam/AdamW 8, SGD momentum 4) for each trainable "
                 "parameter: Adam = 16 bytes/param; frozen parameters hold weights only; with --precision fp32: "
@@ -82,8 +84,10 @@ class MemoryReport:
     optimizer: str
     precision: str
     training: dict[str, int]                 # component -> bytes
-    buffers_bytes: int                       # non-learnable tensors (BatchNorm statistics, rope tables), fp32
+    buffers_bytes: int                       # non-learnable tensors (BatchNorm statistics, rope tables), each
+                                             # at its dtype (float32 4 bytes, int64 8, bool 1, complex64 8)
     bindings: dict[str, Any]
+    buffers_by_dtype: dict[str, int] = field(default_factory=dict)  # buffer elements per element type
     activation_bytes: int | None = None
     activation_values: int | None = None     # the same as values, for another width (archgraph.torch's dtype)
     attention_probs_bytes: int | None = None
@@ -156,7 +160,8 @@ def estimate_memory(model: Model, settings: Mapping[str, Any] | None = None, dty
         weights_with_overrides=sum(nbytes(v, k) for k, v in with_overrides.items()),
         optimizer=optimizer, precision=precision,
         training=training_state(report.total, report.totals.trainable, optimizer, precision),
-        buffers_bytes=nbytes(report.totals.buffers, "fp32"), bindings={})
+        buffers_bytes=report.totals.buffer_bytes, bindings={},
+        buffers_by_dtype={k: v for k, v in report.totals.buffers_by_dtype.items() if v})
     _runtime(model, dict(settings or {}), mem)
     return mem
 

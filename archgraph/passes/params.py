@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Iterator, NamedTuple
 
+from ..dtypes import ELEMENT_BYTES
 from ..graph import BlockNode, Graph, Model, OpNode, join
 from ..spec.ties import is_relative, tie_owner
 from ..record import Record, factory
@@ -23,6 +24,7 @@ class Totals(Record):
     total: int = 0          # learnable elements, each tensor once
     trainable: int = 0
     buffers: int = 0        # non-learnable tensors (running statistics, fixed tables)
+    buffers_by_dtype: Counter = factory(Counter)  # their elements by element type (int64, bool, float32)
     tied: int = 0           # elements of tensors that reuse another tensor (not in total)
     idle: int = 0           # parameters a token does not touch (experts a router does not pick)
     by_category: Counter = factory(Counter)
@@ -31,6 +33,11 @@ class Totals(Record):
     @property
     def non_trainable(self) -> int:
         return self.total - self.trainable
+
+    @property
+    def buffer_bytes(self) -> int:
+        """Bytes of the buffers, each at its own dtype (8 for an int64 position, 1 for a bool mask)."""
+        return sum(n * ELEMENT_BYTES[dtype] for dtype, n in self.buffers_by_dtype.items())
 
     @property
     def active(self) -> int:
@@ -43,6 +50,8 @@ class Totals(Record):
         self.buffers += other.buffers * times
         self.tied += other.tied * times
         self.idle += other.idle * times
+        for k, v in other.buffers_by_dtype.items():
+            self.buffers_by_dtype[k] += v * times
         for k, v in other.by_category.items():
             self.by_category[k] += v * times
         for k, v in other.tied_by_category.items():
@@ -66,6 +75,7 @@ class TensorRow(NamedTuple):
     buffer: bool = False
     tied_to: str | None = None  # absolute path of the tensor this one reuses
     persistent: bool = True     # a buffer that state_dict() saves
+    dtype: str = "float32"      # a buffer's element type (torch's name: int64, bool, complex64)
 
 
 def node_tensors(node: OpNode, model: Model | None = None, where: tuple[Graph, str] | None = None) -> list[TensorRow]:
@@ -78,7 +88,8 @@ def node_tensors(node: OpNode, model: Model | None = None, where: tuple[Graph, s
         if target is not None and model is not None and (where is not None or not is_relative(target)):
             target = tie_owner(model, target, *(where or ()))
         rows.append(TensorRow(t.name, t.shape, t.count, False, target))
-    rows += [TensorRow(t.name, t.shape, t.count, True, persistent=t.persistent) for t in node.op.buffers()]
+    rows += [TensorRow(t.name, t.shape, t.count, True, persistent=t.persistent, dtype=t.dtype)
+             for t in node.op.buffers()]
     return rows
 
 
@@ -93,7 +104,9 @@ def op_totals(node: OpNode) -> Totals:
         t.total += tensor.count
         t.trainable += tensor.count if node.trainable else 0
         t.by_category[node.category] += tensor.count
-    t.buffers = sum(b.count for b in node.op.buffers())
+    for b in node.op.buffers():
+        t.buffers += b.count
+        t.buffers_by_dtype[b.dtype] += b.count
     if not node.ties:
         t.idle = node.op.idle_params()
     return t

@@ -10,7 +10,8 @@ from ..passes.shapes import ShapeReport
 
 def totals_json(t: Totals) -> dict[str, Any]:
     return {"total": t.total, "trainable": t.trainable, "non_trainable": t.non_trainable,
-            "active": t.active, "buffers": t.buffers, "tied": t.tied,
+            "active": t.active, "buffers": t.buffers, "buffer_bytes": t.buffer_bytes,
+            "buffers_by_dtype": dict(sorted(t.buffers_by_dtype.items(), key=lambda kv: -kv[1])), "tied": t.tied,
             "by_category": dict(sorted(t.by_category.items(), key=lambda kv: -kv[1])),
             "tied_by_category": dict(sorted(t.tied_by_category.items(), key=lambda kv: -kv[1]))}
 
@@ -39,6 +40,7 @@ def _tensor_json(r: TensorRow) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": r.name, "shape": list(r.shape), "params": r.count}
     if r.buffer:
         entry["buffer"] = True
+        entry["dtype"] = r.dtype
     if r.tied_to:
         entry["tied_to"] = r.tied_to
     return entry

@@ -314,7 +314,7 @@ class Explorer {
       rows.push(["in", node.in.map(s => s || "—").join(", ") || "—"], ["out", node.out.map(s => s || "—").join(", ")]);
       for (const t of node.tensors) {
         rows.push([t.buffer ? "buffer" : "tensor", `${t.name} [${t.shape.join(", ")}] ${t.count.toLocaleString("en-US")}` +
-          (t.tied_to ? ` = ${t.tied_to}` : "")]);
+          (t.buffer ? ` ${t.dtype}` : "") + (t.tied_to ? ` = ${t.tied_to}` : "")]);
       }
       rows.push(["params", `${node.params.toLocaleString("en-US")}` + (node.total !== node.params ?
         ` (${node.total.toLocaleString("en-US")} in all repetitions)` : "")]);

@@ -21,7 +21,7 @@ def decimal(n: int | None) -> str:
 def memory_json(m: MemoryReport) -> dict[str, Any]:
     out: dict[str, Any] = {
         "model": m.model, "params": m.params, "trainable": m.trainable,
-        "weights_bytes": m.weights_bytes, "buffers_bytes": m.buffers_bytes,
+        "weights_bytes": m.weights_bytes, "buffers_bytes": m.buffers_bytes, "buffers_by_dtype": m.buffers_by_dtype,
         "dtype": m.dtype,
         "weights_params_by_dtype": m.weights_params_by_dtype,
         "weights_with_overrides_bytes": m.weights_with_overrides,
@@ -93,7 +93,7 @@ def memory_table(m: MemoryReport) -> Group:
     for dtype, n in m.weights_bytes.items():
         _row(weights, dtype, n)
     if m.buffers_bytes:
-        _row(weights, "buffers (fp32, not parameters)", m.buffers_bytes)
+        _row(weights, f"buffers ({', '.join(sorted(m.buffers_by_dtype))}; not parameters)", m.buffers_bytes)
     overridden = {k: v for k, v in m.weights_params_by_dtype.items() if k != m.dtype}
     if overridden:
         parts = ", ".join(f"{v:,} at {k}" for k, v in m.weights_params_by_dtype.items())

@@ -16,6 +16,7 @@ from importlib import resources
 from typing import Any, Literal
 
 from ..graph import BlockNode, Graph, Model, OpNode
+from ..machine import binary
 from ..passes.compare import ModelSummary, summarize
 from ..passes.explore import explore, layer_sizes
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
@@ -79,7 +80,8 @@ def report_data(models: list[Model]) -> ReportData:
         summary = summarize(model.name, dict(model.bindings), load=lambda *_: model, probe=model)
         totals = {"total": params.totals.total, "trainable": params.totals.trainable,
                   "non_trainable": params.totals.non_trainable, "tied": params.totals.tied,
-                  "buffers": params.totals.buffers, "active": params.totals.active}
+                  "buffers": params.totals.buffers, "buffer_bytes": params.totals.buffer_bytes,
+                  "active": params.totals.active}
         tree = explore(model, summary.bindings, params)
         _mark(model.graph, tree["graph"], {id(c) for stack in summary.stacks for c in stack.calls})
         sections.append(Section(model.name, model.description, totals, table_rows(params), tree, summary,
@@ -120,7 +122,7 @@ def _rows(rows: list[Row], graph: Graph, report: ParamReport, parent: str, depth
             new = sum(t.count for t in tensors if not t.buffer and t.tied_to is None)
             text = "; ".join((f"{t.name} " if t.name else "") + f"[{', '.join(map(str, t.shape))}]"
                              + (f" = {t.tied_to}" if t.tied_to else "")
-                             + (" (buffer)" if t.buffer else "") for t in tensors)
+                             + (f" (buffer, {t.dtype})" if t.buffer else "") for t in tensors)
             cells = {"node": name, "op": node.op.op_name, "tensors": text, "params": new,
                      "total": new * times, "share": 100 * new * times / total,
                      "category": node.category if node.op.params() else ""}
@@ -192,7 +194,7 @@ def _section(data: ReportData, s: Section, index: int) -> str:
     if t["tied"]:
         facts.append(("Tied or shared (counted once)", f"{t['tied']:,}"))
     if t["buffers"]:
-        facts.append(("Buffers (not parameters)", f"{t['buffers']:,}"))
+        facts.append(("Buffers (not parameters)", f"{t['buffers']:,} ({binary(t['buffer_bytes'])} at their dtypes)"))
     sizes = ", ".join(f"{k}={v}" for k, v in s.tree["sizes"].items())
     dl = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     return (f"<section class=\"model\" id=\"m{index}\">\n<h2>{escape(s.name)}</h2>\n"

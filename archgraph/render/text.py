@@ -32,7 +32,7 @@ def _tensor_text(rows: list[TensorRow], sep: str = ", ") -> str:
         if r.tied_to:
             text += f" = {r.tied_to}"
         if r.buffer:
-            text += " (buffer)"
+            text += f" (buffer, {r.dtype})"
         parts.append(text)
     return sep.join(parts)
 
@@ -133,7 +133,7 @@ def totals_table(report: ParamReport) -> Table:
     if t.tied:
         table.add_row("Tied or shared (counted once)", num(t.tied), "")
     if t.buffers:
-        table.add_row("Buffers (not parameters)", num(t.buffers), "")
+        table.add_row("Buffers (not parameters)", num(t.buffers), ", ".join(sorted(d for d, n in t.buffers_by_dtype.items() if n)))
     return table
 
 
