@@ -161,13 +161,14 @@ def test_memory_keeps_keys_and_values_for_attention_and_states_for_deltanet_laye
     doc = json.loads(out)
     rows = {(e["path"].split(".", 2)[-1], e["rule"], e["state_values"], e["values_per_token"], e["context"])
             for e in doc["kv_cache"]}
-    # DeltaNet layers: the convolution over q, k and v (2 * 2 * 4 + 4 * 3 = 28 channels) keeps its last 2
-    # inputs; the state is 4 value heads x 4 x 3.  Attention layer 3: 1 key/value head of 8, all 1000 tokens
-    assert rows == {("linear_attn.conv1d", "convolution window of 2", 28 * 2, 0, 0),
+    # DeltaNet layers: the convolution over q, k and v (2 * 2 * 4 + 4 * 3 = 28 channels) keeps its last 3
+    # inputs (kernel_size, as transformers' LinearAttentionLayer); the state is 4 value heads x 4 x 3.
+    # Attention layer 3: 1 key/value head of 8, all 1000 tokens
+    assert rows == {("linear_attn.conv1d", "convolution window of 3", 28 * 3, 0, 0),
                     ("linear_attn.core", "recurrent state (gated delta rule)", 4 * 4 * 3, 0, 0),
                     ("self_attn", "full attention", 0, 2 * 8, 1000)}
     assert doc["kv_cache_bytes"] == 2 * 1000 * 16 * 4
-    assert doc["state_cache_bytes"] == 5 * 2 * (28 * 2 + 48) * 4
+    assert doc["state_cache_bytes"] == 5 * 2 * (28 * 3 + 48) * 4
 
 
 def _fixture(name: str) -> dict:

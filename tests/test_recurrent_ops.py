@@ -163,3 +163,44 @@ def test_recurrent_gemma_refuses_a_rope_type_transformers_cannot_build_by_its_ke
     code, _, err = cli("params", str(path))
     assert code == 2 and "'rope_parameters.rope_type' is \"linear\", which archgraph does not know for " \
                          "model_type 'recurrent_gemma'" in err
+
+
+def test_a_convolution_cache_keeps_at_least_what_the_next_output_needs(tmp_path):
+    from archgraph.passes.memory import estimate_memory
+    spec = tmp_path / "conv.yaml"
+    for window, kept in (("", 3), (", cache_window: 4", 4), (", cache_window: 6", 6)):
+        spec.write_text("name: one\ninputs:\n  x: [B, S, 5]\nnodes:\n"
+                        f"  - {{name: conv, op: causal_conv1d, in: x, channels: 5, kernel_size: 4{window}}}\n")
+        [entry] = estimate_memory(archgraph.load(spec), {"B": 1, "S": 9}).kv_cache
+        assert (entry.rule, entry.state) == (f"convolution window of {kept}", 5 * kept)
+    spec.write_text("name: one\ninputs:\n  x: [B, S, 5]\nnodes:\n"
+                    "  - {name: conv, op: causal_conv1d, in: x, channels: 5, kernel_size: 4, cache_window: 2}\n")
+    with pytest.raises(archgraph.SpecError, match=r"cache_window=2 keeps fewer inputs than the next output needs "
+                                                  r"\(kernel_size - 1 = 3\)"):
+        archgraph.load(spec)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name, kept", [("lfm2-causal", 3), ("qwen3_next-causal", 3), ("recurrent_gemma-causal", 3)])
+def test_memory_keeps_the_convolution_inputs_transformers_cache_keeps(tmp_path, name, kept):
+    """After a prefill transformers' LinearAttentionLayer holds the last kernel_size inputs of each channel
+    (LFM2's conv_L_cache 3, the Qwen3-Next case's linear_conv_kernel_dim 3: `cache_window: K`),
+    RecurrentGemma's conv1d_state kernel_size - 1 (conv1d_width 4): `memory` counts what each keeps."""
+    import test_torch_hf as cases
+
+    from archgraph.passes.memory import estimate_memory
+    config = cases.CASES[name]
+    reference = cases._hf_model(config)
+    with torch.no_grad():
+        out = reference(input_ids=torch.randint(0, 97, (1, 7)), use_cache=True)
+    cache = getattr(out, "past_key_values", None)
+    states = [s for layer in getattr(cache, "layers", []) for s in (getattr(layer, "conv_states", None) or {}).values()
+              if s is not None] + [m.conv1d_state for m in reference.modules() if getattr(m, "conv1d_state", None) is not None]
+    assert {s.shape[-1] for s in states} == {kept}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    report = estimate_memory(load_config(path), {"B": 1, "S": 7})
+    windows = [e for e in report.kv_cache if e.rule.startswith("convolution window")]
+    assert {e.rule for e in windows} == {f"convolution window of {kept}"}
+    assert sum(e.layers for e in windows) == len(states)
+    assert sum(e.state * e.layers for e in windows) == sum(s.shape[1] * s.shape[2] for s in states)

@@ -49,18 +49,23 @@ class CausalConv1d(Op):
 
     Each channel has its own kernel of `kernel_size` taps; output t sees inputs t-K+1 .. t. Tensors
     as nn.Conv1d(channels, channels, K, groups=channels) lays them out: weight [channels, 1, K],
-    bias [channels]. While decoding it keeps the last K-1 inputs of each channel (Griffin's conv1d_state);
-    `cached: false` says it is never decoded token by token (an encoder's: Gemma 4's audio tower), so
-    `memory` keeps no window for it.
+    bias [channels]. While decoding it keeps the last `cache_window` inputs of each channel: K-1 by
+    default, all the next output needs (Griffin's conv1d_state); transformers' LinearAttentionLayer cache
+    keeps K (Qwen3-Next's and LFM2's conv_states: `cache_window: K`).  `cached: false` says it is never
+    decoded token by token (an encoder's: Gemma 4's audio tower), so `memory` keeps no window for it.
     """
 
     channels: int  # number of channels (the input's last dimension)
     kernel_size: int  # taps of each channel's kernel
     bias: bool = True  # a learned bias per channel
     cached: bool = True  # false: an encoder's convolution, run over the whole input once: no window kept
+    cache_window: int | None = None  # inputs a decoding cache keeps per channel (None: kernel_size - 1)
 
     def __post_init__(self):
         positive(self, "channels", "kernel_size")
+        if self.cache_window is not None and self.cache_window < self.kernel_size - 1:
+            raise invalid(self, f"cache_window={self.cache_window} keeps fewer inputs than the next output needs "
+                                f"(kernel_size - 1 = {self.kernel_size - 1}); omit it or give at least that")
 
     def infer_shape(self, x):
         return _sequence(x, self.channels, "channels")
@@ -74,10 +79,11 @@ class CausalConv1d(Op):
         return 2 * prod(outputs[0]) * self.kernel_size
 
     def cache(self, inputs, outputs, decoder):
-        """The last kernel_size - 1 inputs of every channel (none when not `cached`)."""
+        """The last cache_window (kernel_size - 1) inputs of every channel (none when not `cached`)."""
         if not self.cached:
             return None
-        return Cache(f"convolution window of {self.kernel_size - 1}", state=self.channels * (self.kernel_size - 1))
+        kept = self.kernel_size - 1 if self.cache_window is None else self.cache_window
+        return Cache(f"convolution window of {kept}", state=self.channels * kept)
 
     def forward(self, run, x):
         return _causal_conv(run, x, run.tensor("weight"), run.tensor("bias") if self.bias else None)
