@@ -201,7 +201,7 @@ def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
         name = node.op.op_name
         if name not in VIEW_OPS:
             act += sum(_numel(o) for o in outs) * times
-        if name in ("attention", "sdpa", "latent_attention"):
+        if name in ("attention", "sdpa", "latent_attention", "local_attention"):
             probs += _probs(node, ins) * times
         cache = node.op.cache(node.arranged(ins), outs, decoder)
         if cache is not None:
@@ -235,8 +235,11 @@ def _kv_input(node: OpNode, ins) -> Any:
 
 
 def _probs(node: OpNode, ins) -> int:
-    """Elements of the softmax output: B x heads x S x T."""
+    """Elements of the softmax output: B x heads x S x T (local_attention: each block of `chunk` queries
+    over its context, the last block padded, as it computes them)."""
     q = ins[0]
+    if node.op.op_name == "local_attention":
+        return q[0] * node.op.heads * -(-q[1] // node.op.chunk) * node.op.chunk * node.op.context
     if node.op.op_name == "sdpa":
         k = ins[1]
         return q[0] * node.op.heads * q[-2] * k[-2] if len(q) == 4 else q[0] * node.op.heads * q[1] * k[1]
