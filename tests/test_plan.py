@@ -186,7 +186,8 @@ def test_errors_name_the_fix(cli, tmp_path):
     code, _, err = cli("plan", "gpt2", "--gpu", str(mine))
     assert code == 2 and "mine.yaml:2" in err and "did you mean 'memory_bandwidth'" in err
     code, _, err = cli("plan", "gpt2", "--tp", "5", "--gpus", "5", "--seq", "1024")
-    assert code == 2 and "tp=5 does not divide the 12 attention heads" in err
+    assert code == 2 and "tp=5 does not divide the attention heads: each layer's query and key/value heads are " \
+        "multiples of 12, not of 5" in err
     code, _, err = cli("plan", "gpt2", "--serve", "--zero", "1")
     assert code == 2 and "--zero: training options" in err
     code, _, err = cli("plan", "gpt2", "--dtype", "int4")
@@ -329,3 +330,17 @@ def test_tensor_parallel_ranks_keep_copies_of_a_cache_they_cannot_split(cli, tmp
     for tp in (1, 8):
         assert plan(cli, str(lite), "--serve", "--context", "4096", "--tp", str(tp), "--gpus", str(tp))[
             "per_gpu"]["kv_cache"] == latent
+
+
+def test_training_tensor_parallelism_divides_the_key_value_heads(cli, tmp_path):
+    """Megatron splits the key/value heads as it splits the queries and refuses a tp that does not
+    divide them: Qwen2.5-3B (16 query heads, 2 key/value heads) trains at tp 1 or 2, and a search
+    tries no more (serving keeps copies instead: the test above)."""
+    from conftest import write_config
+    qwen = write_config(tmp_path, architectures=["Qwen2ForCausalLM"], model_type="qwen2", hidden_size=2048,
+                        intermediate_size=11008, num_hidden_layers=36, num_attention_heads=16, num_key_value_heads=2,
+                        vocab_size=151936, tie_word_embeddings=True)
+    code, _, err = cli("plan", qwen, "--tp", "4", "--gpus", "4")
+    assert code == 2 and "tp=4 does not divide the attention heads: each layer's query and key/value heads are " \
+        "multiples of 2, not of 4" in err
+    assert {p["layout"]["tp"] for p in plan(cli, qwen, "--gpus", "8", "--search")["plans"]} == {1, 2}

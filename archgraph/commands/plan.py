@@ -237,7 +237,8 @@ class Setup:
 
 
 def _heads(graph) -> int | None:
-    """The greatest common divisor of the attention heads (tensor parallelism splits each), or None."""
+    """The greatest common divisor of the attention's query and key/value heads (tensor parallelism
+    splits each: Megatron refuses key/value heads that tp does not divide), or None."""
     from math import gcd
 
     from ..graph import OpNode
@@ -246,7 +247,8 @@ def _heads(graph) -> int | None:
         if isinstance(node, OpNode):
             heads = getattr(node.op, "heads", None) or getattr(node.op, "num_heads", None)
             if node.op.category == "attention" and isinstance(heads, int):
-                found = gcd(found, heads)
+                kv = getattr(node.op, "n_kv", None)
+                found = gcd(found, heads, kv if isinstance(kv, int) else 0)
         elif node.repeat:
             inner = _heads(node.body)
             found = gcd(found, inner or 0)

@@ -88,7 +88,8 @@ def check_layout(layout: Layout, profile: Profile, heads: int | None) -> list[st
     elif layout.dp % layout.ep:
         why.append(f"ep={layout.ep} does not divide the {layout.dp} data-parallel ranks")
     if heads is not None and heads % layout.tp:
-        why.append(f"tp={layout.tp} does not divide the {heads} attention heads")
+        why.append(f"tp={layout.tp} does not divide the attention heads: each layer's query and key/value heads "
+                   f"are multiples of {heads}, not of {layout.tp}")
     if layout.pp > profile.layer_count:
         why.append(f"pp={layout.pp} is more than the {profile.layer_count} layers")
     seq = profile.bindings.get("S")
