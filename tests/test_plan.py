@@ -231,10 +231,12 @@ def test_tables_fit_80_columns(cli, monkeypatch):
 
 
 def test_buffers_and_layout_checks(cli):
-    """Buffers (BatchNorm's running statistics) are a term of their own, at fp32; a sequence that
+    """Buffers (BatchNorm's running statistics at fp32, its batch count at int64) are a term of their
+    own, each at its dtype; a sequence that
     context or sequence parallelism cannot split evenly is refused by name."""
     d = plan(cli, "resnet-50", "--gpus", "8", "--zero", "1")
-    assert d["per_gpu"]["buffers"] == 4 * load("resnet-50").params().totals.buffers
+    totals = load("resnet-50").params().totals
+    assert d["per_gpu"]["buffers"] == totals.buffer_bytes == 4 * totals.buffers + 4 * 53   # 53 int64 counts
     code, _, err = cli("plan", "llama-2-7b", "--gpus", "3", "--cp", "3", "--seq", "4096")
     assert code == 2 and "cp=3 does not divide the 4,096 tokens" in err
     code, _, err = cli("plan", "llama-2-7b", "--gpus", "8", "--tp", "8", "--sp", "--seq", "4100")

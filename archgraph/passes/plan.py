@@ -189,7 +189,7 @@ def _stage_memory(profile: Profile, layout: Layout, stage: int, layers: list[tup
     key = ("acts", layout.pp, stage, layout.dtype, layout.tp, layout.sp, layout.cp, layout.recompute, in_flight)
     acts = profile.once(key, lambda: _stage_activations(profile, layout, stage, layers, in_flight))
     memory.update(activations=acts["stored"], recompute=acts["recompute_peak"], kv_cache=0,
-                  buffers=4 * (trainable["buffer"] + frozen["buffer"]), framework=layout.framework)
+                  buffers=trainable["buffer_bytes"] + frozen["buffer_bytes"], framework=layout.framework)
     memory["total"] = sum(memory.values())
     return {"stage": stage, "layers": acts["layers"], "params": p_all,
             "expert_params": trainable["expert"] + frozen["expert"], "memory": memory,

@@ -324,7 +324,7 @@ def _param_counts(node: OpNode) -> Counter:
     'vector', or 'expert' (a mixture of experts' experts); and what optimizers that look at shapes
     need: 'factored' (Adafactor's row and column statistics of each matrix), 'small' (elements of
     tensors under 4,096, which 8-bit Adam keeps in 32 bits), the experts' own as 'expert_factored' and
-    'expert_small'; and its buffers ('buffer')."""
+    'expert_small'; and its buffers' bytes ('buffer_bytes')."""
     out: Counter = Counter()
     experts = _expert_prefixes(node.op)
     for t in node.op.params():
@@ -343,7 +343,7 @@ def _param_counts(node: OpNode) -> Counter:
             out[of + "factored"] += t.count
         if t.count < SMALL:
             out[of + "small"] += t.count
-    out["buffer"] += sum(t.count for t in node.op.buffers())   # running statistics, tables: not learned
+    out["buffer_bytes"] += sum(t.nbytes for t in node.op.buffers())   # statistics, tables: each at its dtype
     return out
 
 

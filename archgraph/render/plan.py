@@ -13,7 +13,7 @@ from ..passes.plan_serve import ServingPlan
 
 TERMS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
          "activations": "activations kept for backward", "recompute": "recomputed layer (backward)",
-         "kv_cache": "KV and state caches", "buffers": "buffers (fp32, not learned)",
+         "kv_cache": "KV and state caches", "buffers": "buffers (not learned)",
          "framework": "framework allowance"}
 
 ASSUMPTIONS = {
