@@ -144,9 +144,6 @@ def test_deepseek_v2_total_and_active_parameters(tmp_path, cli, name, total, moe
 
 
 @pytest.mark.parametrize("change, words", [
-    ({"norm_topk_prob": True}, "norm_topk_prob true is not what transformers computes"),
-    ({"moe_layer_freq": 2}, "moe_layer_freq other than 1 is not what transformers computes"),
-    ({"scoring_func": "sigmoid"}, "scoring_func other than 'softmax'"),
     ({"topk_method": "noaux_tc"}, "topk_method must be 'greedy' or 'group_limited_greedy'"),
     ({"mlp_bias": True}, "mlp_bias"),
     ({"num_experts_per_tok": None}, "num_experts_per_tok null"),
@@ -181,7 +178,6 @@ def test_phi_3_5_moe_total_and_active_parameters(tmp_path, cli):
 
 
 @pytest.mark.parametrize("change, words", [
-    ({"num_experts_per_tok": 3}, "num_experts_per_tok must be 2"),
     ({"rope_scaling": {"type": "yarn", "factor": 2.0, "short_mscale": 1.0, "long_mscale": 1.0}},
      "other rope types are not in the template"),
     ({"rope_scaling": {"type": "longrope", "short_factor": [1.0] * 4, "long_factor": [2.0] * 4, "short_mscale": 1.1,
