@@ -32,23 +32,28 @@ Dim = Any  # int | Poly
 Shape = tuple  # tuple[Dim, ...]
 _DIVISORS: contextvars.ContextVar[dict[str, int]] = contextvars.ContextVar("archgraph_divisors", default={})
 _BOUNDS: contextvars.ContextVar[dict[str, int]] = contextvars.ContextVar("archgraph_bounds", default={})
+_LEAST: contextvars.ContextVar[dict[str, int]] = contextvars.ContextVar("archgraph_least", default={})
 
 
 @contextlib.contextmanager
-def assuming(divisors: Mapping[str, int], bounds: Mapping[str, int] | None = None) -> Iterator[None]:
-    """Within the block, each named size is known to be a multiple of its number in `divisors`, and
-    at most its number in `bounds` (a spec's constraints)."""
-    known, most = dict(_DIVISORS.get()), dict(_BOUNDS.get())
+def assuming(divisors: Mapping[str, int], bounds: Mapping[str, int] | None = None,
+             least: Mapping[str, int] | None = None) -> Iterator[None]:
+    """Within the block, each named size is known to be a multiple of its number in `divisors`, at
+    most its number in `bounds` and at least its number in `least` (a spec's constraints)."""
+    known, most, fewest = dict(_DIVISORS.get()), dict(_BOUNDS.get()), dict(_LEAST.get())
     for name, k in divisors.items():  # a multiple of both: of their least common multiple
         known[name] = math.lcm(known.get(name, 1), k)
     for name, k in (bounds or {}).items():
         most[name] = min(most.get(name, k), k)
-    tokens = (_DIVISORS.set(known), _BOUNDS.set(most))
+    for name, k in (least or {}).items():
+        fewest[name] = max(fewest.get(name, k), k)
+    tokens = (_DIVISORS.set(known), _BOUNDS.set(most), _LEAST.set(fewest))
     try:
         yield
     finally:
         _DIVISORS.reset(tokens[0])
         _BOUNDS.reset(tokens[1])
+        _LEAST.reset(tokens[2])
 
 
 class _Atom:
@@ -407,8 +412,8 @@ def _bounds(p: Poly) -> tuple[Any, Any]:
 
 
 def _range(p: Poly) -> tuple[Any, Any]:
-    """(least, greatest) value of `p` over its sizes (each named size at least 1 and at most its
-    bound), None where unknown: interval arithmetic over the atoms."""
+    """(least, greatest) value of `p` over its sizes (each named size at least 1, or its least bound,
+    and at most its bound), None where unknown: interval arithmetic over the atoms."""
     low: Any = 0
     high: Any = 0
     for mono, c in p.terms.items():
@@ -435,7 +440,7 @@ def _mono_range(mono: Mono) -> tuple[Any, Any]:
 
 def _atom_range(atom: Atom) -> tuple[Any, Any]:
     if isinstance(atom, str):
-        return 1, _BOUNDS.get().get(atom)
+        return max(1, _LEAST.get().get(atom, 1)), _BOUNDS.get().get(atom)
     if isinstance(atom, Extreme):
         ranges = [_range(a) if isinstance(a, Poly) else (a, a) for a in atom.args]
         lows, highs = [r[0] for r in ranges], [r[1] for r in ranges]

@@ -13,7 +13,7 @@ from .. import expr
 from ..dims import Poly, Shape, assuming, fmt, fmt_shape, norm, provably_le, symbol
 from ..errors import ArchgraphError, ShapeError, SpecError, did_you_mean
 from ..graph import BlockNode, Model, OpNode, join
-from ..spec.constraints import bounds, check_constraints, divisors
+from ..spec.constraints import bounds, check_constraints, divisors, least
 from ..spec.settings import size_names
 from .walk import Run, call_op, walk
 from ..record import Record
@@ -108,7 +108,8 @@ def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> Sha
         seen[key] = result = tuple(out) if isinstance(out, list) else (out,)
         return result
 
-    with assuming(divisors(model.constraints, bindings), bounds(model.constraints, bindings)):
+    with assuming(divisors(model.constraints, bindings), bounds(model.constraints, bindings),
+                  least(model.constraints, bindings)):
         run = walk(model.graph, tuple(inputs[n] for n in model.graph.inputs), visit, select=each_slice)
     return ShapeReport(model, inputs, run, dict(bindings))
 

@@ -15,7 +15,7 @@ from ..dims import assuming
 from ..errors import ArchgraphError, Loc, SpecError, printable
 from ..graph import INPUT_DEFAULTS, InputSpec, Model, call_count, instance_count
 from ..limits import MAX_BLOCK_CALLS, MAX_NODE_INSTANCES
-from .constraints import bounds, check_constraints, divisors, read_constraints
+from .constraints import bounds, check_constraints, divisors, least, read_constraints
 from .extends import merge_extends
 from .graphs import Ctx, build_graph
 from .settings import input_sizes, split_settings, symbolic_variables
@@ -48,7 +48,7 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
               load_spec=load_parent)
     constraints = read_constraints(spec.get("constraints"), loc_of(spec, "constraints"), ctx.globals)
     check_constraints(constraints, ctx.globals)
-    with assuming(divisors(constraints, bindings), bounds(constraints, bindings)):
+    with assuming(divisors(constraints, bindings), bounds(constraints, bindings), least(constraints, bindings)):
         overrides = _overrides(spec, raw_vars, var_locs, variables)
         try:
             graph = build_graph(ctx, "model", spec.get("nodes"), tuple(inputs), ctx.globals, None, True,

@@ -1,12 +1,12 @@
 """`constraints:`, what a spec says about its sizes (`H % 4 == 0`, `S <= P`).
 
-Constraints of the forms `NAME % K == 0` and `NAME <= K` (or `<`) on a symbolic size
-are facts the shape rules use (`H % 4 == 0` makes `H/2` and `H/4` exact sizes, so a
-U-Net's skip connections line up symbolically; `L <= LMAX` makes `x[..., :L]` of an
-LMAX-long table L long); once the size has a value, and for every other constraint,
-the expression must hold for the values given (`--set H=30` is refused with the
-constraint's line).  A constraint that still names an unbound size, and is
-not a divisibility, is checked when the size gets a value.  A constraint may be written
+Constraints of the forms `NAME % K == 0`, `NAME <= K` (or `<`) and `NAME >= K` (or `>`) on a
+symbolic size are facts the shape rules use (`H % 4 == 0` makes `H/2` and `H/4` exact sizes, so a
+U-Net's skip connections line up symbolically; `L <= LMAX` makes `x[..., :L]` of an LMAX-long
+table L long; `S >= 3` makes `x[:, :-2]` of an S-long sequence S - 2 long); once the size has a
+value, and for every other constraint, the expression must hold for the values given (`--set
+H=30` is refused with the constraint's line).  A constraint that still names an unbound size, and
+is not a divisibility, is checked when the size gets a value.  A constraint may be written
 `{check: EXPR, message: TEXT}`: its failure then says TEXT (a family template refusing a
 combination of config keys names the keys).
 """
@@ -29,6 +29,7 @@ class Constraint(Record, frozen=True):
     loc: Loc
     divisor: tuple[str, int] | None = None  # (size, K) for `size % K == 0`
     bound: tuple[str, int] | None = None    # (size, K) for `size <= K` (K - 1 for `size < K`)
+    least: tuple[str, int] | None = None    # (size, K) for `size >= K` (K + 1 for `size > K`)
     message: str | None = None              # what a failure says, when the spec wrote one
 
 
@@ -49,28 +50,41 @@ def read_constraints(raw: Any, loc: Loc, env: Mapping[str, Any]) -> list[Constra
             tree = expr.parse(text)
         except ArchgraphError as exc:
             raise exc.with_context(loc=loc)
-        out.append(Constraint(text, loc, _divisibility(tree.body, env), _bound(tree.body, env), message))
+        out.append(Constraint(text, loc, divisor=_divisibility(tree.body, env), message=message,
+                              bound=_bound(tree.body, env, (ast.LtE, ast.Lt)),
+                              least=_bound(tree.body, env, (ast.GtE, ast.Gt))))
     return out
 
 
-def _bound(node: ast.AST, env: Mapping[str, Any]) -> tuple[str, int] | None:
-    """(NAME, K) for `NAME <= K` or `NAME < K + 1` where NAME is a symbolic size and K a whole number."""
-    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.LtE, ast.Lt))
+def _bound(node: ast.AST, env: Mapping[str, Any], ops: tuple) -> tuple[str, int] | None:
+    """(NAME, K) for `NAME <= K` or `NAME < K + 1` (`ops` LtE, Lt), or `NAME >= K` or `NAME > K - 1`
+    (GtE, Gt), where NAME is a symbolic size and K a whole number."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ops)
             and isinstance(node.left, ast.Name) and isinstance(env.get(node.left.id), Poly)):
         return None
     k = expr.evaluate(ast.unparse(node.comparators[0]), env)
     if isinstance(k, bool) or not isinstance(k, int):
         return None
-    return node.left.id, int(k) - (1 if isinstance(node.ops[0], ast.Lt) else 0)
+    return node.left.id, int(k) + {ast.Lt: -1, ast.Gt: 1}.get(type(node.ops[0]), 0)
 
 
 def bounds(constraints: list[Constraint], bound: Mapping[str, Any]) -> dict[str, int]:
     """name -> its greatest value, for the sizes still symbolic."""
+    return _extremes(constraints, bound, "bound", min)
+
+
+def least(constraints: list[Constraint], bound: Mapping[str, Any]) -> dict[str, int]:
+    """name -> its least value, for the sizes still symbolic."""
+    return _extremes(constraints, bound, "least", max)
+
+
+def _extremes(constraints: list[Constraint], bound: Mapping[str, Any], kind: str, pick) -> dict[str, int]:
     out: dict[str, int] = {}
     for c in constraints:
-        if c.bound and c.bound[0] not in bound:
-            name, k = c.bound
-            out[name] = min(out.get(name, k), k)
+        fact = getattr(c, kind)
+        if fact and fact[0] not in bound:
+            name, k = fact
+            out[name] = pick(out.get(name, k), k)
     return out
 
 
@@ -103,7 +117,7 @@ def divisors(constraints: list[Constraint], bound: Mapping[str, Any]) -> dict[st
 def check_constraints(constraints: list[Constraint], env: Mapping[str, Any]) -> None:
     """Every constraint whose names all have values must hold."""
     for c in constraints:
-        fact = c.divisor or c.bound
+        fact = c.divisor or c.bound or c.least
         if fact and isinstance(env.get(fact[0]), Poly):
             continue
         if any(isinstance(env.get(n), Poly) for n in expr.names(c.text)):
