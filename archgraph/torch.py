@@ -503,6 +503,7 @@ class Agreement:
     module_params: int             # the module's
     nodes: int                     # op nodes run (repetitions expanded)
     difference: str | None = None  # the first disagreement, in words
+    against: str | None = None     # the PyTorch module compared with (run --check --against), what was compared
 
     @property
     def agree(self) -> bool:
@@ -576,6 +577,24 @@ def to_spec(module: nn.Module, *example_args: Any, **example_kwargs: Any) -> str
     made = convert(module, example_args, example_kwargs)
     verify.check(module, made.traced, made.text, example_args, example_kwargs, to_module, made.where)
     return made.text
+
+
+def check_against(model: Model, result: Agreement, target: str, module: nn.Module, args: tuple,
+                  kwargs: dict) -> Agreement:
+    """`result` (a `check`) with the comparison of the spec's module with `module` (from `target`, called
+    with the example inputs): count, state_dict names and shapes, and with real weights the outputs
+    to 1e-4 of their scale (`verify_spec`); the first difference is the agreement's."""
+    import dataclasses
+
+    from .fromtorch import verify
+    from .fromtorch.trace import trace
+    try:
+        traced = trace(module, args, kwargs)
+        what = verify.check_model(module, traced, model, args, kwargs, to_module)
+    except ArchgraphError as exc:
+        message = exc.message.replace(f"the spec written for {type(module).__name__}", f"against {target}, the spec")
+        return dataclasses.replace(result, difference=result.difference or message, against=target)
+    return dataclasses.replace(result, against=f"{target} ({what})")
 
 
 def verify_spec(module: nn.Module, text: str, *example_args: Any, **example_kwargs: Any) -> None:

@@ -133,6 +133,12 @@ def test_a_spec_of_another_function_fails_verify_spec():
     with pytest.raises(ArchgraphError, match=r"^the spec given for Gated does not compute its output 'output': off by .* "
                                              r"% of their scale\)\n  fix: the spec does not describe this module"):
         verify_spec(module, wrong, x)
+    assert "outputs:\n  output: " in text
+    verify_spec(module, text.replace("outputs:\n  output: ", "outputs:\n  y: "), x)  # one output each: paired
+    with pytest.raises(ArchgraphError, match=r"takes input 'z', which is not one of the module's tensor "
+                                             r"arguments \(x\)"):
+        verify_spec(module, text.replace("inputs:\n  x:", "inputs:\n  z:").replace("in: x,", "in: z,")
+                    .replace("in: [x,", "in: [z,"), x)
     renamed = text.replace("down", "down2")
     with pytest.raises(ArchgraphError, match=r"is not the module's: missing down.weight, down.bias; "
                                              r"not the module's: down2.weight, down2.bias"):
@@ -151,3 +157,30 @@ def test_on_the_meta_device_counts_names_and_shapes_are_compared():
     with pytest.raises(ArchgraphError, match=r"state_dict of the spec given for Stack is not the module's: missing "
                                              r"layers.0.up.weight, layers.0.up.bias, layers.1.up.weight"):
         verify_spec(module, text.replace("up", "up2"), x)
+
+
+AGAINST = """import torch
+from torch import nn
+
+
+def make():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.Linear(8, 2)), (torch.randn(3, 4),)
+"""
+
+
+def test_run_check_against_a_module_compares_values_not_only_the_spec_with_itself(tmp_path, monkeypatch, capsys):
+    from archgraph.cli import main
+    (tmp_path / "small.py").write_text(AGAINST)
+    monkeypatch.chdir(tmp_path)
+    assert main(["import-torch", "small:make", "-o", "small.yaml"]) == 0
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text((tmp_path / "small.yaml").read_text().replace("op: gelu", "op: relu"))
+    capsys.readouterr()
+    assert main(["run", str(wrong), "--check"]) == 0  # a wrong spec agrees with itself
+    assert capsys.readouterr().out.splitlines()[-1] == "  agree"
+    assert main(["run", "small.yaml", "--check", "--against", "small:make"]) == 0
+    assert capsys.readouterr().out.splitlines()[-2:] == ["  against      small:make (outputs) agree", "  agree"]
+    assert main(["run", str(wrong), "--check", "--against", "small:make"]) == 1
+    assert "  disagree: against small:make, the spec does not compute its output 'output': off by " in \
+        capsys.readouterr().out

@@ -21,6 +21,10 @@ def add_parser(sub, model_command) -> None:
                       "(exit status 1 when they differ)")
     c.add_argument("--check", action="store_true",
                    help="build on the meta device and compare counts and shapes (no memory, no weights)")
+    c.add_argument("--against", metavar="TARGET",
+                   help="with --check, also compare with the PyTorch module TARGET builds (package.module:callable "
+                        "returning a module and its example inputs, or a Hugging Face config.json): the count, "
+                        "every state_dict name and shape and, with real weights, the outputs to 1e-4 of their scale")
     c.set_defaults(handler=run)
 
 
@@ -47,8 +51,12 @@ def run(args, console) -> int:
     names = set(size_names(model.inputs, model.variables))
     sizes = at.example_sizes(model, {k: v for k, v in args.settings if k in names})
     shown = {**model.bindings, **sizes}
+    if args.against and not args.check:
+        raise ArchgraphError("--against compares with a PyTorch module as part of --check", hint="add --check")
     if args.check:
         result = at.check(model, sizes)
+        if args.against:
+            result = at.check_against(model, result, args.against, *_target(args.against))
         emit(console, args.json, lambda: check_json(model, shown, result),
              lambda: check_table(model, shown, result))
         return 0 if result.agree else 1
@@ -56,6 +64,13 @@ def run(args, console) -> int:
     emit(console, args.json, lambda: run_json(model, shown, outputs, seconds),
          lambda: run_table(model, shown, outputs, seconds))
     return 0
+
+
+def _target(target: str):
+    """The module TARGET builds and its example inputs (as import-torch reads a TARGET)."""
+    from ..fromtorch import targets
+    is_config = target.endswith(".json") or ":" not in target
+    return targets.from_config(target) if is_config else targets.from_callable(target, {})
 
 
 def _forward(at, model, sizes):

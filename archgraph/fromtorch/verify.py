@@ -43,18 +43,27 @@ def check(module: torch.nn.Module, traced, text: str, args: tuple, kwargs: dict,
         except ArchgraphError as exc:
             plain = ArchgraphError(exc.message, loc=exc.loc, node=exc.node)  # its own fix would mislead
             raise ArchgraphError(f"the spec written for {name} does not load: {plain}") from None
-        want = sum(p.numel() for p in module.parameters())
-        got = model.params().total
-        if got != want:
-            raise ArchgraphError(f"the spec written for {name} counts {got:,} parameters; the module has {want:,}")
-        if _on_meta(module, traced):
-            _same_state_dict(module, model, build)
-            return
-        _same_outputs(module, traced, model, args, kwargs, where or {}, build)
+        check_model(module, traced, model, args, kwargs, build, where)
     except ArchgraphError as exc:
         exc.message = exc.message.replace("the spec written for", "the spec given for") if given else exc.message
         exc.hint = GIVEN if given else REPORT
         raise
+
+
+def check_model(module: torch.nn.Module, traced, model, args: tuple, kwargs: dict, build: Callable,
+                where: dict | None = None) -> str:
+    """The check of a loaded spec `model` against `module` (ArchgraphError saying what differs); returns
+    what it compared ('outputs' with real weights, 'names and shapes' on the meta device)."""
+    name = type(module).__name__
+    want = sum(p.numel() for p in module.parameters())
+    got = model.params().total
+    if got != want:
+        raise ArchgraphError(f"the spec written for {name} counts {got:,} parameters; the module has {want:,}")
+    if _on_meta(module, traced):
+        _same_state_dict(module, model, build)
+        return "names and shapes"
+    _same_outputs(module, traced, model, args, kwargs, where or {}, build)
+    return "outputs"
 
 
 def _on_meta(module, traced) -> bool:
@@ -103,6 +112,11 @@ def _spec_module(module, model, build: Callable):
 
 def _same_outputs(module, traced, model, args, kwargs, where, build: Callable) -> None:
     mine = _spec_module(module, model, build)
+    name = type(module).__name__
+    unknown = [k for k in mine.input_names if k not in traced.inputs]
+    if unknown:
+        raise ArchgraphError(f"the spec written for {name} takes input '{unknown[0]}', which is not one of the "
+                             f"module's tensor arguments ({', '.join(traced.inputs) or 'none'})")
     inputs = {k: v for k, v in traced.inputs.items() if k in mine.input_names}
     was_training = module.training
     module.eval()
@@ -112,15 +126,26 @@ def _same_outputs(module, traced, model, args, kwargs, where, build: Callable) -
             ours = mine(**inputs)
     finally:
         module.train(was_training)
-    names = _flat_names(traced.program, len(theirs))
-    for out_name, value in ours.items():
-        ref = theirs[names.index(out_name)]
+    for out_name, (value, ref) in _paired(ours, theirs, _flat_names(traced.program, len(theirs)), name).items():
         why = difference(value, ref)
         if why is not None:
             first = _first_difference(mine, traced, where)
             at = f"; the first node that differs is {first}" if first else ""
-            raise ArchgraphError(f"the spec written for {type(module).__name__} does not compute its output "
+            raise ArchgraphError(f"the spec written for {name} does not compute its output "
                                  f"'{out_name}': {why}{at}")
+
+
+def _paired(ours: dict, theirs: list, names: list[str], name: str) -> dict:
+    """Each output of the spec with the module's of the same name (one each: those two, whatever
+    their names); an output the module does not return is an error naming the module's."""
+    tensors = [(n, v) for n, v in zip(names, theirs) if isinstance(v, torch.Tensor)]
+    if len(ours) == 1 and len(tensors) == 1:
+        return {next(iter(ours)): (next(iter(ours.values())), tensors[0][1])}
+    missing = [k for k in ours if k not in names]
+    if missing:
+        raise ArchgraphError(f"the spec written for {name} has output '{missing[0]}'; the module returns "
+                             f"{', '.join(n for n, _ in tensors) or 'no tensor'}")
+    return {k: (v, theirs[names.index(k)]) for k, v in ours.items()}
 
 
 def _flat_names(program, count: int) -> list[str]:

@@ -24,6 +24,8 @@ def check_table(model, sizes: dict[str, int], result) -> Group:
     if result.agree:
         lines.append(Text(f"  parameters   {num(result.module_params)} = archgraph's {num(result.params)}"))
         lines.append(Text(f"  shapes       every op node's outputs agree ({num(result.nodes)} nodes run)"))
+        if result.against:
+            lines.append(Text(f"  against      {result.against} agree"))
         lines.append(Text("  agree", style="green"))
     else:
         lines.append(Text(f"  disagree: {result.difference}", style="red"))
@@ -32,7 +34,8 @@ def check_table(model, sizes: dict[str, int], result) -> Group:
 
 def check_json(model, sizes: dict[str, int], result) -> dict[str, Any]:
     return {"model": model.name, "sizes": sizes, "agree": result.agree, "params": result.params,
-            "module_params": result.module_params, "nodes": result.nodes, "difference": result.difference}
+            "module_params": result.module_params, "nodes": result.nodes, "difference": result.difference,
+            "against": result.against}
 
 
 def run_table(model, sizes: dict[str, int], outputs: dict[str, dict], seconds: float) -> Group:
