@@ -18,9 +18,12 @@ class Body:
         self.names.add(name)
         return name
 
-    def add(self, name: str, op: str, inputs: list[str], hp: dict, extra: dict | None = None) -> str:
+    def add(self, name: str, op: str, inputs: list[str] | dict, hp: dict, extra: dict | None = None) -> str:
+        """Write a node; `inputs` a list of references, or a dict of them by the op's input names."""
         node = {"name": name, "op": op}
-        if inputs:
+        if isinstance(inputs, dict):
+            node["in"] = inputs
+        elif inputs:
             node["in"] = inputs[0] if len(inputs) == 1 else inputs
         node.update(hp)
         node.update(extra or {})

@@ -21,10 +21,10 @@ from . import aten as A
 from . import rules  # noqa: F401  (registers every aten rule)
 from .body import Body
 from .fold import Folding
+from .leaves import LEAF_MODULES, multihead_attention, tagged
 from .nodes import flat, is_tensor_value, module_path, numbered_child, readers, relative, stack_paths, under
 from .values import buffer_value_nodes
 
-LEAF_MODULES = (torch.nn.MultiheadAttention,)  # modules read as one op, not the aten ops they run
 OWNED_EXTRA = {"batch_norm": ("num_batches_tracked",)}  # tensors an op owns that the graph never reads
 
 
@@ -43,6 +43,8 @@ class Converter(Folding):
             elif spec.kind in (InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ, InputKind.TOKEN):
                 self.tensors[spec.arg.name] = (spec.target, "constant", False)
         self.placeholders = {n.name: n for n in self.ep.graph.nodes if n.op == "placeholder"}
+        self.calls = traced.calls  # leaf modules' calls, recorded while tracing (leaves.recorded_calls)
+        self.leaf_values = tagged(self.ep)  # their arguments' and outputs' nodes, by 'path#call:role'
         self.owned: dict[str, str] = {}   # fqn -> the absolute path of the node that owns it
         self.blocks: dict[str, dict] = {}      # block name -> its definition (inputs, nodes, outputs)
         self.block_keys: dict[str, str] = {}   # a definition's JSON -> its block name
@@ -315,32 +317,10 @@ class Converter(Folding):
         return ins, outs
 
     def _leaf(self, body: Body, path: str, nodes: list) -> None:
-        m = self.module.get_submodule(path)
-        ins, outs = self.interface(nodes, path)
-        where = f"module '{path}' ({type(m).__name__})"
-        if isinstance(m, torch.nn.MultiheadAttention):
-            if len(ins) != 1:
-                raise ArchgraphError(f"cannot import {where}: it reads {len(ins)} tensors; archgraph imports "
-                                     "nn.MultiheadAttention as self-attention (query, key and value one tensor, "
-                                     "no masks)", hint="a cross-attention or masked call is not imported yet")
-            if m.dropout:
-                raise ArchgraphError(f"cannot import {where}: dropout={m.dropout} (archgraph's "
-                                     "multihead_attention has no dropout)", hint="build it with dropout=0.0")
-            if len(outs) != 1 or list(outs[0].meta["val"].shape) != list(ins[0].meta["val"].shape[:-1]) + [m.embed_dim]:
-                raise ArchgraphError(f"cannot import {where}: its attention weights are read",
-                                     hint="call it with need_weights=False, or read only its output")
-            hp = {"embed_dim": m.embed_dim, "num_heads": m.num_heads}
-            if m.in_proj_bias is None:
-                hp["bias"] = False
-            if m.bias_k is not None:
-                hp["add_bias_kv"] = True
-            if m.batch_first:
-                hp["batch_first"] = True
-            name = relative(path, body.prefix)
-            x = self.ref(body, ins[0])
-            for fqn in m.state_dict():
-                self._own(join(path, fqn), path)
-            body.names.add(name)
-            body.add(name, "multihead_attention", [x, x, x], hp)
-            body.env[outs[0]] = f"{name}:0"
-            self.record(body, outs[0], f"{name}:0")
+        multihead_attention(self, body, path, nodes)
+
+    def own(self, fqn: str, where: str) -> None:
+        try:
+            self._own(fqn, where)
+        except A.Refuse as exc:
+            raise ArchgraphError(f"cannot import module '{where}': {exc}") from None

@@ -15,6 +15,7 @@ import torch
 
 from ..errors import ArchgraphError
 from .decompose import lower
+from .leaves import recorded_calls
 
 
 @dataclass
@@ -23,6 +24,7 @@ class Traced:
     inputs: dict[str, Any]       # forward's tensor arguments by parameter name, in forward's order
     sizes: dict[Any, str]        # sympy symbol of a symbolic size -> its name in the spec (B, S, S2, ...)
     named: dict[str, Any]        # every argument forward was given (tensors or not), as exported
+    calls: dict[str, list[dict]]  # each leaf module's calls, its arguments as graph nodes' names (leaves)
 
 
 def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
@@ -44,7 +46,7 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
     was_training = module.training
     module.eval()
     try:
-        with torch.no_grad(), _hf_masks() as unusable:
+        with torch.no_grad(), _hf_masks() as unusable, recorded_calls(module) as calls:
             program = torch.export.export(module, (), named, dynamic_shapes=dynamic, strict=False)
     except ArchgraphError:
         raise
@@ -59,7 +61,7 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
         module.train(was_training)
     program = functional(program)  # writes as the values they make, then
     program = lower(program, type(module).__name__)  # the ops archgraph lacks, decomposed into ones it has
-    return Traced(program, tensors, _size_names(program, tensors), named)
+    return Traced(program, tensors, _size_names(program, tensors), named, calls)
 
 
 def functional(program):
@@ -101,18 +103,28 @@ def _dynamic(t: torch.Tensor) -> dict | None:
 
 
 def _size_names(program, tensors: dict) -> dict:
-    """B for the first input's dim 0, S for its dim 1, S2, S3... for further symbols, by first sight."""
+    """B for the first input's dim 0, S for its dim 1, S2, S3... for further symbols, by first sight.
+    Symbols in the same place (dim 0, or dim 1) of several inputs whose example sizes are equal take
+    one name: a cross-attention's query [B, S, D] and memory [B, S2, D] share their batch (dim 1 where
+    the inputs are sequence-first), which the trace need not have tied; the spec then holds for equal
+    sizes, the example's case (an example whose encoder and decoder lengths are equal gives one S)."""
     names: dict = {}
+    seen: dict = {}  # (dim, example size) -> name
     user = [n for n in program.graph.nodes if n.op == "placeholder" and n.name in tensors]
     for node in user:
         for i, d in enumerate(node.meta["val"].shape):
-            if isinstance(d, torch.SymInt) and d.node.expr.is_Symbol and d.node.expr not in names:
-                taken = set(names.values())
-                base = "B" if i == 0 else "S"
-                name, k = base, 2
-                while name in taken:
-                    name, k = f"{base}{k}", k + 1
-                names[d.node.expr] = name
+            if not isinstance(d, torch.SymInt) or not d.node.expr.is_Symbol or d.node.expr in names:
+                continue
+            key = (min(i, 2), d.node.hint)
+            if key in seen and i < 2:
+                names[d.node.expr] = seen[key]
+                continue
+            taken = set(names.values())
+            base = "B" if i == 0 else "S"
+            name, k = base, 2
+            while name in taken:
+                name, k = f"{base}{k}", k + 1
+            names[d.node.expr] = seen[key] = name
     return names
 
 

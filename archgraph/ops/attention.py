@@ -616,6 +616,9 @@ class MultiheadAttention(Op):
     v_proj_weight; one packed in_proj_bias [3·embed_dim]; out_proj; bias_k, bias_v with add_bias_kv.
     Optional inputs, by keyword as forward() takes them: key_padding_mask [N, S] (true: a padded key,
     as torchaudio's Conformer makes from lengths) and attn_mask [L, S] or [N·num_heads, L, S].
+    `add_zero_attn` appends a zero key and value (after bias_k, bias_v); `dropout` applies to the
+    attention weights in training; the weights (output 1) are per head [N, num_heads, L, S] with
+    `average_attn_weights: false`.
     """
 
     embed_dim: int  # width of the queries and of the output
@@ -625,9 +628,14 @@ class MultiheadAttention(Op):
     kdim: int | None = None  # width of the keys (default embed_dim)
     vdim: int | None = None  # width of the values (default embed_dim)
     batch_first: bool = False  # inputs and outputs are [N, L, ..] rather than [L, N, ..]
+    add_zero_attn: bool = False  # a zero key and value appended (one more position)
+    dropout: float = 0.0  # dropout on the attention weights, in training
+    average_attn_weights: bool = True  # the weights (output 1) averaged over heads (false: per head)
 
     def __post_init__(self):
         positive(self, "embed_dim", "num_heads", "kdim", "vdim")
+        if not 0.0 <= self.dropout < 1.0:
+            raise invalid(self, f"dropout must be a probability in [0, 1); received {self.dropout}")
         if self.embed_dim % self.num_heads:
             raise invalid(self, f"embed_dim={self.embed_dim} must be divisible by num_heads={self.num_heads}")
 
@@ -655,7 +663,9 @@ class MultiheadAttention(Op):
                                                                         "(batch · num_heads)")
             expect_dim(attn_mask[-2], query[seq], "query length of the attn_mask")
             expect_dim(attn_mask[-1], key[seq], "key length of the attn_mask")
-        s = key[seq] + (1 if self.add_bias_kv else 0)
+        s = key[seq] + (1 if self.add_bias_kv else 0) + (1 if self.add_zero_attn else 0)
+        if not self.average_attn_weights:
+            return [tuple(query), (query[batch], self.num_heads, query[seq], s)]
         return [tuple(query), (query[batch], query[seq], s)]
 
     def params(self):
@@ -703,8 +713,10 @@ class MultiheadAttention(Op):
             query, key, value, e, self.num_heads,
             run.tensor("in_proj_weight") if packed else None, run.tensor("in_proj_bias") if self.bias else None,
             run.tensor("bias_k") if self.add_bias_kv else None, run.tensor("bias_v") if self.add_bias_kv else None,
-            False, 0.0, run.tensor("out_proj.weight"), run.tensor("out_proj.bias") if self.bias else None,
+            self.add_zero_attn, self.dropout, run.tensor("out_proj.weight"),
+            run.tensor("out_proj.bias") if self.bias else None,
             training=run.training, key_padding_mask=key_padding_mask, need_weights=True, attn_mask=attn_mask,
+            average_attn_weights=self.average_attn_weights,
             use_separate_proj_weight=not packed,
             q_proj_weight=None if packed else run.tensor("q_proj_weight"),
             k_proj_weight=None if packed else run.tensor("k_proj_weight"),
