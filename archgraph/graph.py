@@ -231,6 +231,7 @@ class Model(Record, eq=False):
     rebuild: Any = None  # settings -> the same spec built with them as well (passes.resize: another input size)
     files: tuple[str, ...] = ()  # the files the load read (the spec, those it extends or uses, a config.json)
     notes: list[str] = factory(list)  # what the load tells beside warnings (sizes it checked at)
+    values: str = ""  # the file of buffer values `to_module` loads (`values:`, resolved beside the spec)
 
 
 def join(prefix: str, name: str) -> str:

@@ -214,6 +214,33 @@ class SpecModule(nn.Module):
                 with torch.no_grad():
                     buffer.copy_(value)
         self._device = torch.device("cpu")
+        self._load_values(model)
+
+    def _load_values(self, model: Model) -> None:
+        """The buffers the spec's values file holds (`values:`: values no computation from constants
+        gives, such as a 2-D sin-cos table numpy made) take its tensors, in their own dtype (on the
+        meta device nothing is read)."""
+        if not model.values or all(getattr(c, a).device.type == "meta" for c, a in self._where.values()):
+            return
+        from pathlib import Path
+        path = Path(model.values)
+        if not path.is_file():
+            raise ArchgraphError(f"{model.name}: the spec's values file {path} does not exist",
+                                 hint="write it beside the spec: to_spec(...).write(path) and import-torch -o "
+                                      "write both")
+        from safetensors.torch import load_file
+        for name, value in load_file(str(path)).items():
+            where = self._where.get(name)
+            if where is None or where[1] not in where[0]._buffers:
+                raise ArchgraphError(f"{path}: tensor '{name}' is no buffer of {model.name}",
+                                     hint="the values file holds the spec's buffers by their names")
+            container, attr = where
+            current = getattr(container, attr)
+            if tuple(current.shape) != tuple(value.shape):
+                raise ArchgraphError(f"{path}: tensor '{name}' is {list(value.shape)}; the spec's buffer is "
+                                     f"{list(current.shape)}")
+            container.register_buffer(attr, value.to(current.device),
+                                      persistent=attr not in container._non_persistent_buffers_set)
 
     def _constant(self, graph: Graph, prefix: str, ref: Any, memo: dict, buffer: str) -> Any:
         """The value of `ref` in the graph instance at `prefix`, made from constants only."""

@@ -266,8 +266,9 @@ def test_a_saved_buffer_is_loaded_and_a_constant_one_computed():
     assert torch.equal(mine.scale, module.scale) and diff < 1e-6
 
 
-def test_an_unsaved_buffer_of_arbitrary_values_is_refused_by_name():
-    with pytest.raises(ArchgraphError) as info:
-        to_spec(Scaled(torch.randn(4)), torch.randn(2, 4))
-    assert info.value.message.startswith("cannot import buffer 'offset', which state_dict does not save: its "
-                                         "value is none archgraph computes from constants")
+def test_an_unsaved_buffer_of_arbitrary_values_is_stored_beside_the_spec():
+    module = Scaled(torch.randn(4)).eval()
+    text = to_spec(module, torch.randn(2, 4))
+    assert "values: Scaled.values.safetensors\n" in text
+    assert "  - {name: offset, op: buffer, shape: [4], persistent: false}" in text
+    assert list(text.values) == ["offset"] and torch.equal(text.values["offset"], module.offset)

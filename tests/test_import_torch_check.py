@@ -5,6 +5,7 @@ on the meta device."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
@@ -157,6 +158,118 @@ def test_on_the_meta_device_counts_names_and_shapes_are_compared():
     with pytest.raises(ArchgraphError, match=r"state_dict of the spec given for Stack is not the module's: missing "
                                              r"layers.0.up.weight, layers.0.up.bias, layers.1.up.weight"):
         verify_spec(module, text.replace("up", "up2"), x)
+
+
+class Pooled(nn.Module):
+    """Mixture-of-Depths' capacity (S // 4 tokens) and a table of 8 positions sliced to min(8, S)."""
+
+    def __init__(self):
+        super().__init__()
+        self.score, self.table = nn.Linear(8, 1), nn.Parameter(torch.randn(1, 8, 8))
+
+    def forward(self, x):
+        k = x.shape[1] // 4
+        top = torch.topk(self.score(x).squeeze(-1), k, dim=1).values
+        return top, x[:, :8] + self.table[:, :x.shape[1]]
+
+
+def test_sizes_of_floor_division_and_the_bounds_the_trace_found_are_written():
+    torch.manual_seed(0)
+    text = to_spec(Pooled().eval(), torch.randn(2, 12, 8))
+    assert "{name: topk, op: topk, in: squeeze, k: S // 4, dim: 1}" in text
+    assert "constraints:\n  - S >= 9\n" in text  # torch.export's: x[:, :8] is 8 long, as the table sliced to S
+    model = load_text(text)
+    assert [list(s) for s in model.shapes(B=3, S=14).outputs.values()] == [[3, 3], [3, 8, 8]]
+    with pytest.raises(ArchgraphError, match=r"the constraint 'S >= 9' does not hold \(S=5\)"):
+        model.shapes(B=3, S=5)
+
+
+class Lengths(nn.Module):
+    """A padding mask of the longest length in the batch: a size read from a tensor's value."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+
+    def forward(self, x, lengths):
+        longest = int(lengths.max().item())
+        mask = torch.arange(longest)[None, :] < lengths[:, None]
+        return self.proj(x[:, :longest]) * mask[..., None]
+
+
+def test_a_size_read_from_a_tensor_is_fixed_by_the_example_and_said():
+    torch.manual_seed(0)
+    module = Lengths().eval()
+    x, lengths = torch.randn(2, 6, 4), torch.tensor([5, 3])
+    text = to_spec(module, x, lengths)
+    assert "inputs:\n  x: {shape: [2, 6, 4], dtype: float32}\n  lengths: {shape: [2], dtype: int64}" in text
+    assert yaml.safe_load(text)["description"] == (
+        "Lengths imported from PyTorch (torch.export) by archgraph; its sizes are the example inputs' because "
+        "the code reads tensor values as numbers, which the example fixed: u0 = 5, read by "
+        "`longest = int(lengths.max().item())`")
+
+
+class Twice(nn.Module):
+    """One embedding called twice (DeepSeek's multi-token prediction embeds the shifted tokens again)."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed, self.norm, self.head = nn.Embedding(20, 8), nn.LayerNorm(8), nn.Linear(8, 20)
+
+    def forward(self, ids):
+        h = self.norm(self.embed(ids))
+        h = self.norm(h[:, :-1] + self.embed(ids[:, 1:]))
+        return self.head(h)
+
+
+def test_a_module_called_twice_reads_its_tensors_as_values():
+    torch.manual_seed(0)
+    module = Twice().eval()
+    ids = torch.randint(0, 20, (2, 7))
+    text = to_spec(module, ids)
+    assert "  - {name: embed.weight, op: parameter, shape: [20, 8], tensor: ''}" in text
+    assert text.count("op: index_select, in: [embed.weight") == 2
+    assert "constraints:\n  - S >= 3" not in text  # ids[:, 1:] and h[:, :-1] need S >= 2 only
+    mine = to_module(load_text(text)).eval()
+    mine.load_state_dict(module.state_dict(), strict=True)
+    assert torch.equal(mine(ids)["output"], module(ids))
+
+
+class SinCos(nn.Module):
+    """A 2-D sin-cos position table numpy made at construction (PixArt's, DiT's): a buffer state_dict
+    does not save whose values no computation from constants archgraph has gives."""
+
+    def __init__(self):
+        super().__init__()
+        import numpy as np
+        grid = np.arange(4, dtype=np.float32)
+        table = np.concatenate([np.sin(np.outer(grid, 1.0 / 10000 ** (np.arange(4) / 4))),
+                                np.cos(np.outer(grid, 1.0 / 10000 ** (np.arange(4) / 4)))], axis=1)
+        self.register_buffer("pos_embed", torch.from_numpy(table).float().unsqueeze(0), persistent=False)
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.proj(x + self.pos_embed)
+
+
+def test_a_buffer_of_values_archgraph_does_not_compute_is_stored_beside_the_spec(tmp_path):
+    torch.manual_seed(0)
+    module = SinCos().eval()
+    x = torch.randn(2, 4, 8)
+    text = to_spec(module, x)
+    assert "values: SinCos.values.safetensors\n" in text
+    assert "  - {name: pos_embed, op: buffer, shape: [1, 4, 8], persistent: false}" in text
+    assert list(text.values) == ["pos_embed"] and torch.equal(text.values["pos_embed"], module.pos_embed)
+    written = text.write(tmp_path / "sincos.yaml")
+    assert [p.name for p in written] == ["sincos.yaml", "SinCos.values.safetensors"]
+    import archgraph
+    mine = to_module(archgraph.load(tmp_path / "sincos.yaml")).eval()
+    mine.load_state_dict(module.state_dict(), strict=True)
+    assert torch.equal(mine(x)["output"], module(x))
+    (tmp_path / "SinCos.values.safetensors").unlink()
+    with pytest.raises(ArchgraphError, match=r"SinCos: the spec's values file .*SinCos.values.safetensors does not "
+                                             r"exist"):
+        to_module(archgraph.load(tmp_path / "sincos.yaml"))
 
 
 AGAINST = """import torch

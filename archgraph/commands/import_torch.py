@@ -27,7 +27,8 @@ def add_parser(sub, model_command) -> None:
 
 
 def run(args, console) -> int:
-    from ..outfile import check_output, write_output
+    from ..errors import ArchgraphError
+    from ..outfile import check_output
     from .run import needs_torch
 
     at = needs_torch("import-torch", "archgraph.torch")
@@ -47,8 +48,12 @@ def run(args, console) -> int:
         module, example_args, example_kwargs = targets.from_callable(args.target, given)
     text = at.to_spec(module, *example_args, **example_kwargs)
     if args.output is None:
+        if text.values_file:
+            raise ArchgraphError(f"the spec of {type(module).__name__} names a values file ({text.values_file}: "
+                                 "buffers no computation from constants gives), which goes beside the spec",
+                                 hint="give -o SPEC.yaml to write both")
         sys.stdout.write(text)
         return 0
-    write_output(args.output, text, inputs=inputs)
+    text.write(args.output, inputs=inputs)
     print(f"wrote {args.output}: {type(module).__name__}; try: archgraph params {args.output}", file=sys.stderr)
     return 0

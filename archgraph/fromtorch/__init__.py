@@ -23,6 +23,7 @@ from .convert import Converter
 from .nodes import is_tensor_value
 from .outputs import output_names
 from .trace import Traced, trace
+from .written import SpecText
 
 
 @dataclass
@@ -33,6 +34,7 @@ class Converted:
     text: str                           # ... and as the YAML text returned
     traced: Traced                      # the trace it was read from
     where: dict[str, tuple[str, int]]   # fx node -> the spec op computing it (path, output index)
+    stored: dict                        # the values file's tensors by name (buffers written beside the spec)
 
 
 def convert(module: torch.nn.Module, args: tuple, kwargs: dict, name: str | None = None) -> Converted:
@@ -45,6 +47,7 @@ def convert(module: torch.nn.Module, args: tuple, kwargs: dict, name: str | None
     live = _live(graph)
     nodes = [n for n in graph.nodes if n.op == "call_function" and is_tensor_value(n) and n in live]
     c.emit_items(nodes, body, "")
+    c.finish_blocks()
     outputs = _outputs(c, body, graph, traced.program)
     inputs = {}
     for k, t in traced.inputs.items():
@@ -56,7 +59,8 @@ def convert(module: torch.nn.Module, args: tuple, kwargs: dict, name: str | None
             raise ArchgraphError(f"input '{k}' has element type {t.dtype}, which archgraph does not name")
         inputs[k] = {"shape": shape, "dtype": DTYPES[t.dtype]}
     spec = {"archgraph": 1, "name": name or type(module).__name__,
-            "description": f"{type(module).__name__} imported from PyTorch (torch.export) by archgraph"}
+            "description": f"{type(module).__name__} imported from PyTorch (torch.export) by archgraph"
+                           + _fixed_note(traced.fixed)}
     if c.variables:
         spec["variables"] = c.variables
     spec["inputs"] = inputs
@@ -69,8 +73,19 @@ def convert(module: torch.nn.Module, args: tuple, kwargs: dict, name: str | None
                               "nodes": v["nodes"]} for k, v in c.blocks.items()}
     spec["nodes"] = body.nodes
     spec["outputs"] = outputs
+    if c.stored:
+        spec["values"] = f"{spec['name']}.values.safetensors"
     _unused_tensors(module, spec)
-    return Converted(spec, dump(spec), traced, c.where)
+    text = SpecText(dump(spec), c.stored, spec.get("values"))
+    return Converted(spec, text, traced, c.where, c.stored)
+
+
+def _fixed_note(fixed: list[str]) -> str:
+    """What the description says of a trace specialised to its example (see `specialise`)."""
+    if not fixed:
+        return ""
+    return ("; its sizes are the example inputs' because the code reads tensor values as numbers, "
+            "which the example fixed: " + "; ".join(fixed))
 
 
 def _live(graph) -> set:
@@ -89,16 +104,19 @@ def _live(graph) -> set:
 
 def _constraints(traced) -> list[str]:
     """The bounds torch.export found for the symbolic sizes (S <= 64 where a table of 64 positions is
-    sliced to S), which the shape rules need to decide min(S, 64)."""
+    sliced to S; S >= 3 where the code slices S - 2 positions), which the shape rules need to decide
+    min(S, 64) or that S - 2 is a length."""
     out = []
     for symbol, name in traced.sizes.items():
         bounds = traced.program.range_constraints.get(symbol)
         if bounds is None:
             continue
-        upper = bounds.upper
+        lower, upper = bounds.lower, bounds.upper
+        if getattr(lower, "is_Integer", False) and int(lower) > 2:  # torch's own least is 2 (0 and 1 specialise)
+            out.append(f"{name} >= {int(lower)}")
         if getattr(upper, "is_Integer", False) and int(upper) < 2 ** 31:
             out.append(f"{name} <= {int(upper)}")
-    return out
+    return list(dict.fromkeys(out))
 
 
 def _outputs(c: Converter, body: Body, graph, program) -> dict:
@@ -152,7 +170,10 @@ def dump(spec: dict) -> str:
         return yaml.dump(node, Dumper=Dumper, default_flow_style=True, sort_keys=False, width=10 ** 6).strip().removesuffix("...").strip()
 
     lines = [f"archgraph: {spec['archgraph']}", f"name: {yaml.safe_dump(spec['name']).strip().removesuffix('...').strip()}",
-             f"description: {yaml.safe_dump(spec['description'], width=10 ** 6).strip().removesuffix('...').strip()}", ""]
+             f"description: {yaml.safe_dump(spec['description'], width=10 ** 6).strip().removesuffix('...').strip()}"]
+    if spec.get("values"):
+        lines.append(f"values: {node_line(spec['values'])}")
+    lines.append("")
     if spec.get("variables"):
         lines += ["variables:"] + [f"  {k}: {node_line(v)}" for k, v in spec["variables"].items()] + [""]
     lines += ["inputs:"]

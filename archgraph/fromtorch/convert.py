@@ -20,9 +20,11 @@ from ..graph import join
 from . import aten as A
 from . import rules  # noqa: F401  (registers every aten rule)
 from .body import Body
-from .fold import Folding
+from .fold import Folding, twin_modules
+from .functional import functional, reused_tensors
 from .leaves import LEAF_MODULES, multihead_attention, tagged
 from .nodes import flat, is_tensor_value, module_path, numbered_child, readers, relative, stack_paths, under
+from .sizes import size_text
 from .values import buffer_value_nodes
 
 OWNED_EXTRA = {"batch_norm": ("num_batches_tracked",)}  # tensors an op owns that the graph never reads
@@ -33,6 +35,8 @@ class Converter(Folding):
         self.module = module
         self.ep = traced.program
         self.size_names = traced.sizes
+        self.pinned = {s: int(r.lower) for s, r in self.ep.range_constraints.items()  # a value the example fixed
+                       if getattr(r.lower, "is_Integer", False) and r.lower == r.upper}
         self.tensors: dict[str, tuple[str, str, bool]] = {}  # placeholder -> (fqn, parameter|buffer, persistent)
         self.users: dict = {}
         for spec in self.ep.graph_signature.input_specs:
@@ -43,6 +47,11 @@ class Converter(Folding):
             elif spec.kind in (InputKind.CONSTANT_TENSOR, InputKind.CUSTOM_OBJ, InputKind.TOKEN):
                 self.tensors[spec.arg.name] = (spec.target, "constant", False)
         self.placeholders = {n.name: n for n in self.ep.graph.nodes if n.op == "placeholder"}
+        self.reused = reused_tensors(self.ep, self.tensors)
+        self.twins = twin_modules(module)
+        self.block_calls: dict[str, list] = {}  # block -> its calls and the sizes each passes (fold)
+        self.local: dict = {}  # inside a block body: global size symbol -> its expression in the block's sizes
+        self.stored: dict[str, torch.Tensor] = {}  # buffers whose values the spec's values file holds
         self.calls = traced.calls  # leaf modules' calls, recorded while tracing (leaves.recorded_calls)
         self.leaf_values = tagged(self.ep)  # their arguments' and outputs' nodes, by 'path#call:role'
         self.owned: dict[str, str] = {}   # fqn -> the absolute path of the node that owns it
@@ -76,16 +85,26 @@ class Converter(Folding):
         if isinstance(v, int):
             return v
         if isinstance(v, torch.SymInt):
-            expr = v.node.expr
-            if expr.is_number:
-                return int(expr)
-            free = expr.free_symbols
-            missing = [s for s in free if s not in self.size_names]
-            if missing or not expr.is_polynomial(*free):
-                raise A.Refuse(f"a size {expr} archgraph cannot write as an expression of the inputs' sizes")
-            import sympy
-            return str(expr.subs({s: sympy.Symbol(self.size_names[s]) for s in free})).replace(" ", "")
+            return self.size_expr(v.node.expr)
         raise A.Refuse(f"a size {v!r}")
+
+    def size_expr(self, expr) -> Any:
+        """A sympy size as a number or the text of an expression of the spec's size names (inside a
+        block whose inputs are shorter, of its own sizes: `fold._local_sizes`)."""
+        expr = expr.xreplace(self.pinned)
+        if self.local:
+            expr = (expr.xreplace(self.local)).expand()
+        if expr.is_number:
+            return int(expr)
+        names = {s: self.size_names.get(s, s.name) for s in expr.free_symbols}
+        text = size_text(expr, {s: n for s, n in names.items() if s in self.size_names or s in self.locals_})
+        if text is None:
+            raise A.Refuse(f"a size {expr} archgraph cannot write as an expression of the inputs' sizes")
+        return text
+
+    @property
+    def locals_(self) -> set:
+        return {x for e in self.local.values() for x in e.free_symbols}
 
     # -- references ----------------------------------------------------------------------------
     def ref(self, body: Body, arg) -> str:
@@ -100,10 +119,12 @@ class Converter(Folding):
 
     def _free_tensor(self, body: Body, node) -> str:
         """A parameter or buffer read by an op that does not own it: a `parameter` or `buffer` node at
-        its own path (a buffer that state_dict does not save gets its value from constants)."""
+        its own path (a buffer that state_dict does not save gets its value from constants, or from
+        the spec's values file: `stored`); a constant torch.export lifted out of forward a `full`, or
+        a buffer of stored values named by the module that made it."""
         fqn, kind, persistent = self.tensors[node.name]
         if kind == "constant":
-            raise A.Refuse(f"a constant tensor '{fqn}' made while tracing (archgraph has no literal tensors)")
+            return self._constant_tensor(body, node, fqn)
         name = relative(fqn, body.prefix)
         if name in body.names:
             raise A.Refuse(f"tensor '{fqn}': a node of that name exists")
@@ -114,19 +135,33 @@ class Converter(Folding):
             ref = body.add(body.unique(name), "parameter", [], {"shape": shape, "tensor": ""})
         else:
             hp = {"shape": shape} if shape else {"shape": []}
+            inputs: list = []
             if not persistent:
                 hp["persistent"] = False
                 value = self._buffer_value(fqn)
-                if not value.is_floating_point():  # ids or positions: the constant itself, no buffer of
-                    (ref,) = buffer_value_nodes(body, name, value, fqn)  # floats (state_dict never holds it)
-                    body.env[node] = ref
-                    return ref
                 inputs = buffer_value_nodes(body, name, value, fqn)
-            else:
-                inputs = []
+                if inputs is None:  # no computation archgraph has: its values beside the spec
+                    self.stored[join(body.prefix, name)] = value
+                    inputs = []
+                elif not value.is_floating_point():  # ids or positions: the constant itself, no buffer
+                    body.env[node] = inputs[0]       # of floats (state_dict never holds it)
+                    return inputs[0]
             ref = body.add(body.unique(name), "buffer", inputs, hp)
         body.env[node] = ref
         return ref
+
+    def _constant_tensor(self, body: Body, node, fqn: str) -> str:
+        value = self.ep.constants[fqn]
+        readers_ = [u for u in node.users if u.op == "call_function"]
+        where = relative(module_path(readers_[0]), body.prefix) if readers_ and \
+            under(module_path(readers_[0]), body.prefix) else ""
+        name = body.unique(join(where, "constant"))
+        refs = buffer_value_nodes(body, name, value, fqn)
+        if refs is None:
+            self.stored[join(body.prefix, name)] = value
+            refs = [body.add(name, "buffer", [], {"shape": list(value.shape), "persistent": False})]
+        body.env[node] = refs[-1]
+        return refs[-1]
 
     def _buffer_value(self, fqn: str):
         return self.module.get_buffer(fqn)
@@ -144,6 +179,8 @@ class Converter(Folding):
             raise self.refusal(node, "archgraph has no op for it")
         try:
             result = rule(node, self)
+            if isinstance(result, A.Out) and result.op == "dropout" and not result.hp.get("p"):
+                result = A.Alias(result.inputs[0])  # dropout with p = 0 computes nothing in training either
             if isinstance(result, A.Alias):
                 body.env[node] = self.ref(body, result.of)
                 return
@@ -171,6 +208,8 @@ class Converter(Folding):
         mine = all(n and n.rpartition(".")[2] == local for local, n in names.items())
         inside = owner is not None and (not body.prefix or owner.startswith(body.prefix + "."))
         held = [self.holder[t.name] for t in out.tensors.values() if t.name in self.holder]
+        if any(t.name in self.reused for t in out.tensors.values()):  # a module called more than once
+            return functional(self, body, node, out, inputs, f"module '{owner}' is called more than once")
         if owner is not None and mine and inside and not held:
             name = relative(owner, body.prefix)
             if name in body.names:
@@ -188,10 +227,9 @@ class Converter(Folding):
             name = relative(owner, body.prefix)
             body.names.add(name)
             return body.add(name, out.op, inputs, out.hp, {"tie": held[0]})
-        if out.op == "linear":  # a weight of another module, or not named weight: x @ Wᵀ (+ b)
-            return self._functional_linear(body, node, out, inputs)
-        if out.op == "layer_norm" and not held:  # a computed weight (1 + w): normalise, then scale and shift
-            return self._functional_affine(body, node, out, inputs)
+        if out.op == "linear" or (out.op == "layer_norm" and not held):
+            # a weight of another module or not named weight (x @ Wᵀ + b), a computed weight (1 + w)
+            return functional(self, body, node, out, inputs, "")
         raise A.Refuse(f"its tensors ({', '.join(n or '?' for n in names.values())}) are not the {out.op}'s own "
                        f"({', '.join(names)}) of one module")
 
@@ -225,23 +263,6 @@ class Converter(Folding):
             pass
         return fqn
 
-    def _functional_linear(self, body, node, out, inputs) -> str:
-        path = relative(module_path(node), body.prefix) if under(module_path(node), body.prefix) else ""
-        weight = self.ref(body, out.tensors["weight"])
-        wt = body.add(body.unique(join(path, "transpose")), "transpose", [weight], {"dim0": 0, "dim1": 1})
-        ref = body.add(body.unique(join(path, "matmul")), "matmul", [inputs[0], wt], {})
-        if "bias" in out.tensors:
-            ref = body.add(body.unique(join(path, "add")), "add", [ref, self.ref(body, out.tensors["bias"])], {})
-        return ref
-
-    def _functional_affine(self, body, node, out, inputs) -> str:
-        path = relative(module_path(node), body.prefix) if under(module_path(node), body.prefix) else ""
-        ref = body.add(body.unique(join(path, out.op)), out.op, inputs, {**out.hp, "elementwise_affine": False})
-        ref = body.add(body.unique(join(path, "mul")), "mul", [ref, self.ref(body, out.tensors["weight"])], {})
-        if "bias" in out.tensors:
-            ref = body.add(body.unique(join(path, "add")), "add", [ref, self.ref(body, out.tensors["bias"])], {})
-        return ref
-
     def refusal(self, node, why: str) -> ArchgraphError:
         target = node.target
         name = f"aten.{target.__name__}" if hasattr(target, "_schema") or "aten" in str(target) else str(target)
@@ -266,21 +287,28 @@ class Converter(Folding):
             elif item[0] == "leaf":
                 self._leaf(body, item[1], item[2])
                 i += 1
+            elif item[0] == "tree":
+                self._tree(body, item[1], item[2])
+                i += 1
             else:
                 i = self._groups(items, i, body)
 
     def _items(self, nodes: list, scope: str) -> list:
         """Nodes in order, those of a numbered child below `scope` (a ModuleList's `layers.3`) gathered
-        as ('group', list path, index, child path, nodes); those of a leaf module as ('leaf', ...)."""
+        as ('group', list path, index, child path, nodes); those of a leaf module as ('leaf', path,
+        nodes), those of a module with a twin (`fold.twin_modules`) as ('tree', path, nodes) where
+        they run in one stretch."""
         items: list = []
         for n in nodes:
             key = numbered_child(module_path(n), scope)
             leaf = self._leaf_path(n, scope) if key is None else None
-            if leaf is not None:
-                if items and items[-1][0] == "leaf" and items[-1][1] == leaf:
+            tree = self._twin_path(n, scope) if key is None and leaf is None else None
+            kind, where = ("leaf", leaf) if leaf is not None else ("tree", tree)
+            if where is not None:
+                if items and items[-1][0] == kind and items[-1][1] == where:
                     items[-1][2].append(n)
                 else:
-                    items.append(("leaf", leaf, [n]))
+                    items.append((kind, where, [n]))
                 continue
             if key is None:
                 items.append(("node", n))
@@ -288,7 +316,16 @@ class Converter(Folding):
                 items[-1][4].append(n)
             else:
                 items.append(("group", key[0], key[1], key[2], [n]))
-        return items
+        split = [p for p, k in Counter(it[1] for it in items if it[0] == "tree").items() if k > 1]
+        return [x for it in items for x in ([("node", n) for n in it[2]] if it[0] == "tree" and it[1] in split
+                                             else [it])]
+
+    def _twin_path(self, node, scope: str) -> str | None:
+        """The outermost module below `scope` that `node` ran in and that has a twin."""
+        for p in stack_paths(node):
+            if p in self.twins and (not scope or p.startswith(scope + ".")):
+                return p
+        return None
 
     def _leaf_path(self, node, scope: str) -> str | None:
         for p in stack_paths(node):

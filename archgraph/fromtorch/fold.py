@@ -1,4 +1,6 @@
-"""Folding a ModuleList's numbered children into one block called with `repeat:`.
+"""Folding a ModuleList's numbered children into one block called with `repeat:`, and a module whose
+twin appears elsewhere (DeepSeek's multi-token-prediction depth holds a block of the main stack's
+class) into a call of the same block.
 
 Consecutive children fold when each feeds the next (its outputs are the next one's first inputs,
 its other inputs the same values) and torch.export saw the same body in each: one block.  Where
@@ -17,8 +19,66 @@ from .body import Body
 from .nodes import flat, readers, relative
 
 
+TREE_OPS = 3  # a twin module of fewer ops is written out: a block call would not read easier
+
+
+def twin_modules(module: torch.nn.Module) -> set[str]:
+    """Paths of the modules with children of which another of the same class, holding tensors of the
+    same names and shapes, sits elsewhere than in a repetition of the same list (a multi-token-
+    prediction depth's block and the main stack's layers; not layers.0.attn and layers.1.attn, which
+    their layers' folding covers): their bodies may be one block.  The outermost such modules only."""
+    seen: dict = {}
+    for path, m in module.named_modules():
+        if path and any(True for _ in m.children()):
+            shapes = tuple((k, tuple(v.shape)) for k, v in m.state_dict().items())
+            seen.setdefault((type(m), shapes), []).append(path)
+    twins = {p for paths in seen.values() if len({_unnumbered(p) for p in paths}) > 1 for p in paths}
+    return {p for p in twins if not any(p.startswith(q + ".") for q in twins)}
+
+
+def _unnumbered(path: str) -> str:
+    return ".".join("#" if part.isdigit() else part for part in path.split("."))
+
+
 class Folding:
     """The folding half of `convert.Converter` (which gives `emit_items`, `interface`, `ref`)."""
+
+    def _tree(self, body, path: str, nodes: list) -> None:
+        """The nodes of module `path` as a call of the block its body is (one defined for its twin, or
+        a new one); a module of fewer than TREE_OPS ops is written out."""
+        if len(nodes) < TREE_OPS:
+            for n in nodes:
+                self.convert_node(body, n)
+            return
+        ins, outs = self.interface(nodes, path)
+        group = ("tree", path, 0, path, nodes)
+        spec = self._block_body(group, ins)
+        block = self._define(type(self.module.get_submodule(path)).__name__, spec)
+        name = relative(path, body.prefix)
+        body.names.add(name)
+        call = {"name": name, "block": block}
+        refs = [self.ref(body, a) for a in ins]
+        if refs:
+            call["in"] = refs[0] if len(refs) == 1 else refs
+        self._sized_call(block, call, ins)
+        body.nodes.append(call)
+        for q, o in enumerate(outs):
+            body.env[o] = f"{name}:{q}" if len(outs) > 1 else name
+
+    def _sized_call(self, block: str, call: dict, ins: list) -> None:
+        """Remember the sizes `call` passes its block (`size_args`), for `finish_blocks`."""
+        self.block_calls.setdefault(block, []).append((call, self.size_args(ins)))
+
+    def finish_blocks(self) -> None:
+        """Each block one of whose calls passes sizes (`_local_sizes`) takes them as arguments, and
+        every call passes them (S: S where its input has the caller's length)."""
+        for block, calls in self.block_calls.items():
+            names = list(dict.fromkeys(n for _, args in calls for n, v in args.items() if v != n))
+            if not names:
+                continue
+            self.blocks[block]["args"] = [*self.blocks[block].get("args", []), *names]
+            for call, args in calls:
+                call.update({n: args.get(n, n) for n in names})
 
     def _groups(self, items: list, i: int, body) -> int:
         """Emit the group at items[i] and the siblings it folds with; return the next item's index."""
@@ -76,13 +136,43 @@ class Folding:
         return json.dumps(spec, sort_keys=True, default=str)
 
     def _block_body(self, group, ins) -> dict:
+        """The block `group`'s nodes make, reading `ins`.  Its sizes are its inputs' own: where an input
+        is S - 1 long (a multi-token-prediction depth's block), the body says S and the call passes
+        S: S - 1 (`_local_sizes`), so it is the body of the main stack's layers."""
         _, _, _, child, nodes = group
         names = {a: f"x{i}" if i else "x" for i, a in enumerate(ins)}
         inner = Body(child, names)
-        self.emit_items(nodes, inner, child)
+        outer = self.local
+        self.local = {**outer, **{s: local - c for s, (local, c) in self._local_sizes(ins).items()}}
+        try:
+            self.emit_items(nodes, inner, child)
+        finally:
+            self.local = outer
         _, outs = self.interface(nodes, child)
         return {"inputs": list(names.values()), "nodes": inner.nodes,
                 "outputs": [inner.env[o] for o in outs]}
+
+    def _local_sizes(self, ins: list) -> dict:
+        """{global size symbol s: (L, c)} for each input dimension s + c (c a whole number, not 0), L a
+        symbol named as s is: inside the body, s's name means the input's own length, s = L - c."""
+        import sympy
+        out: dict = {}
+        for a in ins:
+            val = a.meta.get("val")
+            for d in val.shape if isinstance(val, torch.Tensor) else ():
+                if not isinstance(d, torch.SymInt):
+                    continue
+                e = d.node.expr.xreplace(self.pinned)
+                free = [x for x in e.free_symbols if x in self.size_names]
+                if len(free) != 1 or free[0] in out or e == free[0] or not (e - free[0]).is_Integer:
+                    continue
+                out[free[0]] = (sympy.Symbol(self.size_names[free[0]], integer=True, positive=True), e - free[0])
+        return out
+
+    def size_args(self, ins: list) -> dict:
+        """The sizes a call passes its block (`_local_sizes`): name -> the input's length as the caller
+        writes it (S: S - 1)."""
+        return {self.size_names[s]: self.size_expr(s + c) for s, (_, c) in self._local_sizes(ins).items()}
 
     def _ordered_inputs(self, reps: list) -> list[list]:
         """Each repetition's inputs in the block's order: the carried ones (in the order of the
@@ -125,6 +215,7 @@ class Folding:
             variable = "".join(c if c.isalnum() else "_" for c in list_rel) + "_kind"
             self.variables[variable] = kinds
             call["kind"] = f"{variable}[i - {start}]" if start else f"{variable}[i]"
+        self._sized_call(block, call, ordered[0])
         body.nodes.append(call)
         _, outs_last = self.interface(reps[-1][4], reps[-1][3])
         for q, o in enumerate(outs_last):

@@ -16,6 +16,7 @@ import torch
 from ..errors import ArchgraphError
 from .decompose import lower
 from .leaves import recorded_calls
+from .specialise import data_dependent, specialised
 
 
 @dataclass
@@ -24,6 +25,7 @@ class Traced:
     inputs: dict[str, Any]       # forward's tensor arguments by parameter name, in forward's order
     sizes: dict[Any, str]        # sympy symbol of a symbolic size -> its name in the spec (B, S, S2, ...)
     named: dict[str, Any]        # every argument forward was given (tensors or not), as exported
+    fixed: list[str]             # values the trace read from the example's tensors (specialise)
     calls: dict[str, list[dict]]  # each leaf module's calls, its arguments as graph nodes' names (leaves)
 
 
@@ -47,7 +49,7 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
     module.eval()
     try:
         with torch.no_grad(), _hf_masks() as unusable, recorded_calls(module) as calls:
-            program = torch.export.export(module, (), named, dynamic_shapes=dynamic, strict=False)
+            program, fixed = _export(module, named, dynamic, calls)
     except ArchgraphError:
         raise
     except Exception as exc:  # torch.export's many errors: say what failed, in its words
@@ -55,13 +57,26 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
             raise _mask_error(unusable[0]) from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ArchgraphError(f"torch.export could not trace {type(module).__name__}: {first}",
-                             hint="archgraph reads a module through torch.export; code it cannot trace "
-                                  "(data-dependent control flow) cannot be imported") from None
+                             hint="archgraph reads a module through torch.export (non-strict, so Python "
+                                  "runs as it is); what it cannot trace cannot be imported") from None
     finally:
         module.train(was_training)
     program = functional(program)  # writes as the values they make, then
     program = lower(program, type(module).__name__)  # the ops archgraph lacks, decomposed into ones it has
-    return Traced(program, tensors, _size_names(program, tensors), named, calls)
+    return Traced(program, tensors, _size_names(program, tensors), named, fixed, calls)
+
+
+def _export(module, named: dict, dynamic: dict, calls: dict) -> tuple[Any, list[str]]:
+    """torch.export of the module, batch and sequence symbolic; where the code reads a tensor's value
+    as a number, the trace at exactly the example inputs and what it fixed (`specialise`).  `calls`
+    holds the recorded calls of the trace that succeeded."""
+    try:
+        return torch.export.export(module, (), named, dynamic_shapes=dynamic, strict=False), []
+    except Exception as exc:
+        if not data_dependent(exc):
+            raise
+    calls.clear()
+    return specialised(module, named)
 
 
 def functional(program):

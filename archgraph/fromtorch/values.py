@@ -1,6 +1,6 @@
-"""The value of a buffer that state_dict does not save, as constant ops (the spec has no literal
-tensors): a constant, positions 0..n-1, or rotary inverse frequencies 1 / base^(2i/d).  Any other
-value is refused by the buffer's name."""
+"""The value of a buffer that state_dict does not save, as constant ops where it is one archgraph
+computes (a constant, positions 0..n-1, rotary inverse frequencies 1 / base^(2i/d)); any other value
+(a 2-D sin-cos table numpy made, a mask) is stored beside the spec, in the file its `values:` names."""
 from __future__ import annotations
 
 import torch
@@ -9,15 +9,15 @@ from ..errors import ArchgraphError
 from ..graph import join
 
 
-def buffer_value_nodes(body, name: str, value: torch.Tensor, fqn: str) -> list[str]:
+def buffer_value_nodes(body, name: str, value: torch.Tensor, fqn: str) -> list[str] | None:
     """Add the nodes computing `value` to `body` (beside the buffer `name`); return the reference
-    of the last."""
+    of the last; None when the value is none archgraph computes from constants (it is stored)."""
     shape = list(value.shape)
     if value.device.type == "meta":
         raise _refuse(fqn, "it is on the meta device, so its value is unknown")
     dtype = {torch.int64: "int64", torch.float32: "float32", torch.bool: "bool", torch.int32: "int32"}.get(value.dtype)
     if dtype is None:
-        raise _refuse(fqn, f"its element type {value.dtype}")
+        return None
     flat = value.reshape(-1)
     if value.numel() and bool((flat == flat[0]).all()):
         return [body.add(body.unique(join(name, "full")), "full", [],
@@ -40,8 +40,7 @@ def buffer_value_nodes(body, name: str, value: torch.Tensor, fqn: str) -> list[s
                 ref = body.add(body.unique(join(name, "div")), "div", [ref], {"constant": float(dim)})
                 ref = body.add(body.unique(join(name, "pow")), "pow", [ref], {"constant": base, "reverse": True})
                 return [body.add(body.unique(join(name, "inverse")), "div", [ref], {"constant": 1.0, "reverse": True})]
-    raise _refuse(fqn, "its value is none archgraph computes from constants (a constant, positions "
-                       "0..n-1, rotary frequencies 1/base^(2i/d))")
+    return None
 
 
 def _refuse(fqn: str, why: str) -> ArchgraphError:

@@ -9,6 +9,9 @@ written by other means (a template, a hand edit) against the module it describes
 """
 from __future__ import annotations
 
+import contextlib
+import tempfile
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -35,15 +38,15 @@ def check(module: torch.nn.Module, traced, text: str, args: tuple, kwargs: dict,
     """`verify_spec` given the trace (`trace.Traced`) and, from the converter, the spec op computing
     each traced node (`where`), which lets a difference be placed at its first node; a spec archgraph
     wrote (not `given`) that fails is archgraph's mistake, and the error says so."""
-    from ..load import load_text
     name = type(module).__name__
     try:
-        try:
-            model = load_text(text, f"<the spec of {name}>")
-        except ArchgraphError as exc:
-            plain = ArchgraphError(exc.message, loc=exc.loc, node=exc.node)  # its own fix would mislead
-            raise ArchgraphError(f"the spec written for {name} does not load: {plain}") from None
-        check_model(module, traced, model, args, kwargs, build, where)
+        with _readable(text, name) as (read, filename):
+            try:
+                model = read(filename)
+            except ArchgraphError as exc:
+                plain = ArchgraphError(exc.message, loc=exc.loc, node=exc.node)  # its own fix would mislead
+                raise ArchgraphError(f"the spec written for {name} does not load: {plain}") from None
+            check_model(module, traced, model, args, kwargs, build, where)
     except ArchgraphError as exc:
         exc.message = exc.message.replace("the spec written for", "the spec given for") if given else exc.message
         exc.hint = GIVEN if given else REPORT
@@ -64,6 +67,20 @@ def check_model(module: torch.nn.Module, traced, model, args: tuple, kwargs: dic
         return "names and shapes"
     _same_outputs(module, traced, model, args, kwargs, where or {}, build)
     return "outputs"
+
+
+@contextlib.contextmanager
+def _readable(text: str, name: str):
+    """(a loader, its argument) reading `text` as a user would: a spec that names a values file
+    (`SpecText`) from a folder holding both, written as `SpecText.write` writes them."""
+    from ..load import load, load_text
+    if not getattr(text, "values_file", None):
+        yield (lambda f: load_text(text, f)), f"<the spec of {name}>"
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "spec.yaml"
+        text.write(path)
+        yield load, str(path)
 
 
 def _on_meta(module, traced) -> bool:

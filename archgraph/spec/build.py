@@ -8,6 +8,7 @@ SymInts that carry each value's formula in the spec's variables (`formula`).
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from .. import expr
@@ -63,10 +64,23 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
                         variables=variables, output_names=graph.output_names,
                         description=str(spec.get("description") or ""), source=spec.loc.file,
                         bindings=bindings, warnings=ctx.warnings, constraints=constraints,
-                        overrides=overrides)
+                        overrides=overrides, values=_values_file(spec))
     _check_limits(model, spec)
     resolve_ties(model)
     return model
+
+
+def _values_file(spec: LocDict) -> str:
+    """`values:`, the file (beside the spec, a path relative to its folder) holding the values of
+    buffers that no computation from constants gives; '' when the spec names none."""
+    raw = spec.get("values")
+    if raw is None:
+        return ""
+    if not isinstance(raw, str) or not raw.endswith(".safetensors"):
+        raise SpecError(f"'values' names a .safetensors file beside the spec; received {raw!r}",
+                        loc=loc_of(spec, "values"), hint="values: model.values.safetensors")
+    source = Path(spec.loc.file)
+    return str(source.parent / raw) if source.is_file() else raw
 
 
 def _overrides(spec: LocDict, raw_vars, var_locs: dict, variables: dict) -> str:

@@ -14,7 +14,7 @@ from .values import check_keys, expect_mapping, loc_of
 from .yamlload import LocDict
 
 TOP_KEYS = {"archgraph", "name", "description", "extends", "variables", "inputs", "outputs",
-            "blocks", "nodes", "constraints", "edit"}
+            "blocks", "nodes", "constraints", "edit", "values"}
 LANGUAGE = 1  # the version of the spec language (`archgraph: 1`)
 # top-level keys whose absence an indentation mistake explains: indented under another key's mapping, each is
 # read as an entry of it (`nodes:` under `blocks:` is a block named 'nodes')

@@ -130,7 +130,7 @@ def load_text(text: str, file: str = "<spec>") -> LocDict:
     if not text.strip():
         raise SpecError("the spec is empty", loc=Loc(file, 1),
                         hint="a spec needs at least 'inputs:' and 'nodes:'; see the README")
-    loader = _Loader(text)
+    loader = _Loader(str(text))  # a str subclass (to_spec's SpecText) is text too; libyaml's parser wants str
     loader.file = file
     try:
         if _FAST:

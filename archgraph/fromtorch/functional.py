@@ -1,0 +1,53 @@
+"""An op that holds tensors written as the ops that compute it from those tensors as values, where
+the tensors cannot be the op's own: a module called more than once (DeepSeek's multi-token
+prediction embeds with the model's embedding again), a weight read from another module, a weight
+computed in forward (1 + w).  The tensors are then `parameter` nodes at their own paths (one per
+tensor, read by every call): linear as x @ Wᵀ (+ b), embedding as rows of its table
+(index_select), layer_norm and rms_norm without their affine, then scaled and shifted."""
+from __future__ import annotations
+
+from collections import Counter
+
+import torch
+
+from . import aten as A
+from ..graph import join
+from .nodes import module_path, relative, under
+
+
+def reused_tensors(program, tensors: dict) -> set[str]:
+    """The placeholders of parameters one module reads in more than one call (each call of a module
+    reads its weight once: two reads in one module's scope are two calls)."""
+    uses: Counter = Counter()
+    for n in program.graph.nodes:
+        if n.op != "call_function":
+            continue
+        for a in n.args:
+            if isinstance(a, torch.fx.Node) and a.name in tensors and tensors[a.name][1] == "parameter":
+                uses[(a.name, module_path(n), n.target)] += 1
+    return {name for (name, _, _), k in uses.items() if k > 1}
+
+
+def functional(c, body, node, out: A.Out, inputs: list[str], why: str) -> str:
+    """`out` computed from its tensors as values (see the module docstring); other ops are refused,
+    saying `why` they needed it."""
+    path = relative(module_path(node), body.prefix) if under(module_path(node), body.prefix) else ""
+
+    def add(op: str, ins: list, hp: dict) -> str:
+        return body.add(body.unique(join(path, op)), op, ins, hp)
+    tensor = {local: c.ref(body, t) for local, t in out.tensors.items()}
+    if out.op == "linear":
+        ref = add("matmul", [inputs[0], add("transpose", [tensor["weight"]], {"dim0": 0, "dim1": 1})], {})
+    elif out.op == "embedding":
+        ids = c.shape(node.args[1])
+        flat = add("reshape", [inputs[0]], {"shape": [-1]})
+        rows = add("index_select", [tensor["weight"], flat], {"dim": 0})
+        return add("reshape", [rows], {"shape": [*ids, out.hp["embedding_dim"]]})
+    elif out.op in ("layer_norm", "rms_norm") and "weight" in tensor:
+        ref = add("mul", [add(out.op, inputs, {**out.hp, "elementwise_affine": False}), tensor["weight"]], {})
+    else:
+        raise A.Refuse(f"{why}: archgraph writes a {out.op} that shares its tensors only as a linear, an "
+                       "embedding, a layer_norm or an rms_norm")
+    if "bias" in tensor:
+        ref = add("add", [ref, tensor["bias"]], {})
+    return ref
