@@ -297,3 +297,32 @@ def test_run_check_against_a_module_compares_values_not_only_the_spec_with_itsel
     assert main(["run", str(wrong), "--check", "--against", "small:make"]) == 1
     assert "  disagree: against small:make, the spec does not compute its output 'output': off by " in \
         capsys.readouterr().out
+
+
+class RelativeIndex(nn.Module):
+    """Swin's relative-position bias: a table gathered by an int64 index buffer state_dict saves."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(7, 2))
+        self.register_buffer("index", (torch.arange(4)[:, None] - torch.arange(4)[None, :]) + 3)
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x):
+        return self.proj(x) + self.table[self.index].sum((-1, -2))[None, :, None]
+
+
+def test_an_index_buffer_keeps_its_dtype_through_a_plain_load_state_dict():
+    torch.manual_seed(0)
+    module, x = RelativeIndex().eval(), torch.randn(2, 4, 8)
+    text = to_spec(module, x)
+    assert "  - {name: index, op: buffer, shape: [4, 4], dtype: int64}" in text
+    mine = to_module(load_text(text)).eval()
+    assert mine.state_dict()["index"].dtype == torch.int64
+    mine.load_state_dict(module.state_dict(), strict=True)  # copied, not assigned: no cast to floats
+    with torch.no_grad():
+        assert torch.equal(mine(x)["output"], module(x))
+    with pytest.raises(ArchgraphError, match=r"the spec given for RelativeIndex holds 'index' as float32; the "
+                                             r"module's is int64"):
+        verify_spec(module, text.replace(", dtype: int64}", "}"), x)
+

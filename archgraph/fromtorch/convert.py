@@ -135,10 +135,12 @@ class Converter(Folding):
             ref = body.add(body.unique(name), "parameter", [], {"shape": shape, "tensor": ""})
         else:
             hp = {"shape": shape} if shape else {"shape": []}
+            value = self._buffer_value(fqn)
+            if not value.is_floating_point() and value.dtype in A.DTYPES:  # an index, a mask: its own dtype
+                hp["dtype"] = A.DTYPES[value.dtype]
             inputs: list = []
             if not persistent:
                 hp["persistent"] = False
-                value = self._buffer_value(fqn)
                 inputs = buffer_value_nodes(body, name, value, fqn)
                 if inputs is None:  # no computation archgraph has: its values beside the spec
                     self.stored[join(body.prefix, name)] = value
@@ -159,7 +161,10 @@ class Converter(Folding):
         refs = buffer_value_nodes(body, name, value, fqn)
         if refs is None:
             self.stored[join(body.prefix, name)] = value
-            refs = [body.add(name, "buffer", [], {"shape": list(value.shape), "persistent": False})]
+            hp = {"shape": list(value.shape), "persistent": False}
+            if not value.is_floating_point() and value.dtype in A.DTYPES:
+                hp["dtype"] = A.DTYPES[value.dtype]
+            refs = [body.add(name, "buffer", [], hp)]
         body.env[node] = refs[-1]
         return refs[-1]
 

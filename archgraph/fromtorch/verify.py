@@ -107,6 +107,17 @@ def _compare_names(mine: dict, theirs: dict, name: str) -> None:
                              + "; ".join(parts))
 
 
+def _same_kinds(mine: dict, theirs: dict, name: str) -> None:
+    """An index or a mask the spec's module would hold as floats: load_state_dict casts the module's
+    values into it (assigning them, as the check does, would hide that)."""
+    for k, v in theirs.items():
+        ours = mine[k].dtype
+        if (v.is_floating_point() or v.is_complex()) != (ours.is_floating_point or ours.is_complex) or \
+                (not v.is_floating_point() and v.dtype != ours):
+            raise ArchgraphError(f"the spec written for {name} holds '{k}' as {str(ours).removeprefix('torch.')}; "
+                                 f"the module's is {str(v.dtype).removeprefix('torch.')}")
+
+
 def _spec_module(module, model, build: Callable):
     """to_module of the spec holding the module's own tensors (assigned, not copied: no second copy of
     the weights), its buffers that state_dict does not save computed as the spec says."""
@@ -115,6 +126,7 @@ def _spec_module(module, model, build: Callable):
     state = module.state_dict()
     _compare_names({k: tuple(v.shape) for k, v in mine.state_dict().items()},
                    {k: tuple(v.shape) for k, v in state.items()}, type(module).__name__)
+    _same_kinds(mine.state_dict(), state, type(module).__name__)
     mine.load_state_dict(state, strict=True, assign=True)
     device = next((t.device for t in state.values()), torch.device("cpu"))
     for path, buffer in list(mine.named_buffers()):
