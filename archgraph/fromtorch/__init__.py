@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from ..errors import ArchgraphError
+from ..errors import ArchgraphError, InconclusiveDimError
 from .aten import DTYPES
 from .body import Body
 from .convert import Converter
@@ -38,8 +38,25 @@ class Converted:
 
 
 def convert(module: torch.nn.Module, args: tuple, kwargs: dict, name: str | None = None) -> Converted:
-    """The spec of `module` called with the example inputs (see `archgraph.torch.to_spec`), unchecked."""
+    """The spec of `module` called with the example inputs (see `archgraph.torch.to_spec`), unchecked.
+    Where its sizes symbolic make it fail for a size (a slice S long of a tensor S2 long: the trace
+    assumed S <= S2, which no constraint can state; a size no expression writes), the spec of the
+    trace at the example's sizes, saying why; where that fails too, the first failure."""
     traced = trace(module, args, kwargs)
+    try:
+        return _convert(module, traced, name, _fixed_note(traced.fixed))
+    except ArchgraphError as exc:
+        why = str(getattr(exc, "message", exc)).splitlines()[0]
+        if not traced.sizes or not (isinstance(exc, InconclusiveDimError) or "size" in why):
+            raise
+        try:
+            return _convert(module, trace(module, args, kwargs, static=True), name,
+                            f"; its sizes are the example inputs' because with them symbolic: {why}")
+        except ArchgraphError:
+            raise exc from None
+
+
+def _convert(module: torch.nn.Module, traced: Traced, name: str | None, note: str) -> Converted:
     c = Converter(module, traced)
     graph = traced.program.graph
     user = {n.name: n for n in graph.nodes if n.op == "placeholder" and n.name in traced.inputs}
@@ -59,8 +76,7 @@ def convert(module: torch.nn.Module, args: tuple, kwargs: dict, name: str | None
             raise ArchgraphError(f"input '{k}' has element type {t.dtype}, which archgraph does not name")
         inputs[k] = {"shape": shape, "dtype": DTYPES[t.dtype]}
     spec = {"archgraph": 1, "name": name or type(module).__name__,
-            "description": f"{type(module).__name__} imported from PyTorch (torch.export) by archgraph"
-                           + _fixed_note(traced.fixed)}
+            "description": f"{type(module).__name__} imported from PyTorch (torch.export) by archgraph" + note}
     if c.variables:
         spec["variables"] = c.variables
     spec["inputs"] = inputs

@@ -29,8 +29,9 @@ class Traced:
     calls: dict[str, list[dict]]  # each leaf module's calls, its arguments as graph nodes' names (leaves)
 
 
-def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
-    """Export `module` called with `args` and `kwargs` (in eval mode, without gradients)."""
+def trace(module: torch.nn.Module, args: tuple, kwargs: dict, static: bool = False) -> Traced:
+    """Export `module` called with `args` and `kwargs` (in eval mode, without gradients); batch and
+    sequence symbolic, or every size the example's (`static`)."""
     try:
         bound = inspect.signature(module.forward).bind(*args, **kwargs)
     except TypeError as exc:
@@ -44,7 +45,7 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict) -> Traced:
     if not tensors:
         raise ArchgraphError(f"{type(module).__name__}.forward was given no tensor",
                              hint="give example inputs: to_spec(module, torch.randn(2, 16))")
-    dynamic = {n: (_dynamic(v) if isinstance(v, torch.Tensor) else None) for n, v in named.items()}
+    dynamic = {n: (_dynamic(v) if isinstance(v, torch.Tensor) and not static else None) for n, v in named.items()}
     was_training = module.training
     module.eval()
     try:
