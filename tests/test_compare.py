@@ -404,3 +404,17 @@ def test_a_long_stack_path_folds_after_a_dot_at_80_columns(tmp_path):
     cells = [c for c in cells if c.startswith("   ")]
     assert cells[:6] == ["   model.vision_tower.encoder.", "     layers", "   model.language_model.layers.",
                          "     0,1,2,…,28", "   model.language_model.layers.", "     5,11..29"]
+
+
+def test_a_sliding_layers_per_token_flops_stop_growing_at_the_window(tmp_path):
+    """Gemma 2's defaults, one layer sliding over 4,096 keys: a new token with 5,000 or 8,191 tokens
+    cached scores 4,096 of them, so its FLOPs are the same; with 1,000 cached it scores 1,001."""
+    from archgraph.load import load_config
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(json.loads((DATA / "gemma2-defaults-base.json").read_text())["config"]))
+    per_token = {s: compare([str(config)], {"B": 1, "S": s}, load=load_config)[0].flops.per_token
+                 for s in (1000, 5000, 8191)}
+    per_key = 2 * 2 * 8 * 256   # q·k and probs·v, 8 heads of 256
+    assert per_token[5000] == per_token[8191] == per_token[1000] + per_key * (4096 - 1001)
+    assert per_token[1000] == 163_966_720   # as before the cap: under the window every cached key is seen
+    assert per_token[8191] == 189_320_960   # (uncapped it was 222,875,392: 8,192 keys)

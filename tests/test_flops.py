@@ -87,3 +87,36 @@ def test_cli_table_and_symbolic(cli):
 def test_bad_size_is_an_error(cli):
     code, _, err = cli("flops", "gpt2", "--set", "S=2048")
     assert code == 2 and "exceeds the 1024 positions" in err
+
+
+def _attention_core(tmp_path, options: str, s: int, causal: str = "true"):
+    """The score and value matmuls of one attention node (its projections' FLOPs taken out)."""
+    spec = tmp_path / "attn.yaml"
+    spec.write_text("name: one\ninputs:\n  x: [B, S, 32]\nnodes:\n"
+                    f"  - {{name: attn, op: attention, in: x, hidden: 32, heads: 4, causal: {causal}{options}}}\n")
+    forward = count_flops(archgraph.load(spec), {"B": 2, "S": s}).forward
+    return forward - 4 * 2 * 2 * s * 32 * 32
+
+
+def test_a_window_or_a_chunk_caps_the_keys_a_query_scores(tmp_path):
+    """A sliding window lets a query see its last `window` keys, a window on both sides 2·window - 1, a
+    chunk the keys of its chunk: FLOPs count those, not all S (q·kᵀ and probs·v, 2·2·d per pair and head)."""
+    per_pair = 2 * 2 * 2 * 32   # both matmuls, batch 2, 4 heads of 8
+    assert _attention_core(tmp_path, "", 100) == per_pair * 100 * 100
+    assert _attention_core(tmp_path, ", window: 16", 100) == per_pair * 100 * 16
+    assert _attention_core(tmp_path, ", window: 16", 10) == per_pair * 10 * 10
+    assert _attention_core(tmp_path, ", window: 16, window_side: both", 100, "false") == per_pair * 100 * 31
+    assert _attention_core(tmp_path, ", chunk: 8", 100) == per_pair * 100 * 8
+    _attention_core(tmp_path, ", window: 16", 100)   # a symbolic length keeps the cap: min(16, S) keys a query
+    model = archgraph.load(tmp_path / "attn.yaml")
+    for s in (10, 100):
+        assert subs(count_flops(model, {"B": 2}).forward, {"S": s}) == count_flops(model, {"B": 2, "S": s}).forward
+
+
+def test_per_token_flops_of_a_sliding_window_stop_growing_at_the_window(tmp_path):
+    spec = tmp_path / "attn.yaml"
+    spec.write_text("name: one\ninputs:\n  x: [B, S, 32]\nnodes:\n"
+                    "  - {name: attn, op: attention, in: x, hidden: 32, heads: 4, causal: true, window: 16}\n")
+    model = archgraph.load(spec)   # a token's: its four projections and its scores over at most 16 keys
+    at = {s: count_flops(model, {"B": 1, "S": s}).forward // s for s in (16, 64, 4096)}
+    assert at[16] == at[64] == at[4096] == 4 * 2 * 32 * 32 + 2 * 2 * 32 * 16

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ..dims import exact_div, fmt, prod, provably_le
+from ..dims import exact_div, fmt, minimum, prod, provably_le
 from ..errors import ShapeError
 from .base import (
     Cache,
@@ -331,9 +331,19 @@ class Attention(Op):
         else:
             kv_width = self.k_width + (0 if self.k_eq_v else self.v_width)
         proj = 2 * b * s * h * q * d + 2 * b * t * kv_width * n_kv * d + 2 * b * s * q * d * (self.out_hidden or h)
-        core = 2 * 2 * b * q * s * t * d
+        core = 2 * 2 * b * q * s * self._keys_seen(t, sources) * d
         gate = (2 * b * s * h * q * d + 5 * b * s * q * d) if self.output_gate else 0  # its projection, sigmoid, product
         return proj + core + gate
+
+    def _keys_seen(self, t, sources):
+        """The keys a query scores, at most: T, or the window's (2·window - 1 around it) or the chunk's
+        size in self-attention (its scores and weighted values beyond them are masked work a kernel of
+        windows skips: FLOPs count what the windows let a query see, as the cache keeps)."""
+        if sources or (self.window is None and self.chunk is None):
+            return t
+        limit = self.chunk if self.chunk is not None else \
+            2 * self.window - 1 if self.window_side == "both" else self.window
+        return minimum(t, limit)
 
     def cache(self, inputs, outputs, decoder):
         """Self-attention that is causal keeps its keys and values (kv_heads · head_dim each per

@@ -6,7 +6,8 @@ given), so the figures are comparable.  FLOPs come from one symbolic shape walk:
 count as a polynomial in the decoder's length D, c0 + c1·D + c2·D², splits into the work done
 once per input (c0: an encoder pass, a vision tower), the decoder's prefill of D tokens
 (c1·D + c2·D²) and one generated token with D tokens cached (c1 + c2·(D + 1): every per-token
-op once, attention over D + 1 keys), per sequence of the batch.  A model without an encoder or
+op once, attention over D + 1 keys; a sliding window's or a chunk's c·D·min(W, D) over
+min(W, D + 1)), per sequence of the batch.  A model without an encoder or
 a tower has no work done once: its c0 (a constant every forward computes, Qwen3-Next's decay
 exp(A_log)) is part of the prefill and of every generated token.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from ..dims import free_names, subs
+from ..dims import Extreme, Poly, free_names, subs
 from ..errors import ArchgraphError, PositionLimitError, SpecError, did_you_mean
 from ..graph import Graph, Model, OpNode
 from ..spec.settings import size_names
@@ -215,16 +216,17 @@ def _flops(model: Model, sizes: dict, run, stacks: list[Stack]) -> tuple[list[in
         length = next(iter(lengths))
         coeffs = _coefficients(subs(total, {k: v for k, v in sizes.items() if k != length}), length)
     if coeffs is not None:
-        c0, c1, c2 = coeffs
+        c0, c1, keyed = coeffs
         d, b = sizes[length], sizes.get("B", 1)
+        keys = sum(c * (d + 1 if cap is None else subs(cap, {length: d + 1})) for c, cap in keyed)
         split.decoder_length = length
         if any(s.role != "decoder" for s in stacks):  # an encoder or a vision tower: run once per input
             split.encoder = c0 or None
-            split.prefill = c1 * d + c2 * d * d
-            split.per_token = _per(c1 + c2 * (d + 1), b)
+            split.prefill = subs(total, sizes) - c0
+            split.per_token = _per(c1 + keys, b)
         else:  # no encoder: what does not grow with the length (Qwen3-Next's exp(A_log)) is every step's
-            split.prefill = c0 + c1 * d + c2 * d * d
-            split.per_token = _per(c0 + c1 + c2 * (d + 1), b)
+            split.prefill = subs(total, sizes)
+            split.per_token = _per(c0 + c1 + keys, b)
     elif cached:  # a decoder whose FLOPs are not a polynomial in one length: no split
         split.prefill = forward
     elif _images_only(model):
@@ -243,19 +245,29 @@ def _cached(node: OpNode, ins: list, outs: list, decoder: bool) -> bool:
         return True
 
 
-def _coefficients(poly: Any, name: str) -> tuple[int, int, int] | None:
-    """(c0, c1, c2) of c0 + c1·x + c2·x² in the size `name`, or None when it is not that."""
+def _coefficients(poly: Any, name: str) -> tuple[int, int, list] | None:
+    """(c0, c1, keyed) of c0 + c1·x + Σ c·x·keys in the size `name`, keys x or a window's min(W, x):
+    what does not grow, each token's own work, and its attention over the keys it sees (c, None for
+    all of them or the min atom); None when the count is not of that form."""
     if isinstance(poly, int):
-        return poly, 0, 0
-    out = [0, 0, 0]
+        return poly, 0, []
+    c0, c1, keyed = 0, 0, []
     for mono, c in poly.terms.items():
-        if not isinstance(c, int) or any(atom != name for atom, _ in mono):
+        powers = dict(mono)
+        x = powers.pop(name, 0)
+        caps = [atom for atom, p in powers.items() if p == 1 and isinstance(atom, Extreme) and atom.kind == "min"
+                and name in free_names(Poly({((atom, 1),): 1}))]
+        if not isinstance(c, int) or len(powers) > len(caps) or len(caps) > 1:
             return None
-        power = sum(p for _, p in mono)
-        if power > 2:
+        if (x, len(caps)) == (0, 0):
+            c0 += c
+        elif (x, len(caps)) == (1, 0):
+            c1 += c
+        elif (x, len(caps)) in ((2, 0), (1, 1)):
+            keyed.append((c, Poly({((caps[0], 1),): 1}) if caps else None))
+        else:
             return None
-        out[power] += c
-    return out[0], out[1], out[2]
+    return c0, c1, keyed
 
 
 def _per(n: int, b: int) -> Any:

@@ -2,7 +2,8 @@
 
 A block repeated N times is one evaluation times N (the walker's Segments), so
 the total costs one body whatever the depth.  Attention counts its projections
-and both score and value matmuls over the full S x T matrix (no causal halving);
+and both score and value matmuls over the full S x T matrix (no causal halving),
+T capped at what a sliding window or a chunk lets a query see;
 a tied weight's matmul is counted (its parameters count once, its FLOPs do not).
 Training is estimated as 3x forward (backward ~ 2x forward), stated as such.
 

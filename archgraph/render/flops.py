@@ -13,7 +13,8 @@ from ..dims import fmt, to_json
 from ..passes.flops import TRAINING_FACTOR, FlopsReport
 
 ASSUMPTIONS = ("FLOPs = 2 per multiply-accumulate; attention counts q/k/v/o projections and both S x T "
-               "matmuls (scores and values) over the full matrix, causal or not; norms, activations and adds "
+               "matmuls (scores and values) over the full matrix, causal or not (a sliding window or a chunk: the keys "
+               "it lets a query see); norms, activations and adds "
                "count a few FLOPs per element; embedding lookups count 0; a tied weight's matmul counts "
                f"(its parameters do not). Training ~ {TRAINING_FACTOR} x forward (backward ~ 2 x forward).")
 
