@@ -73,3 +73,30 @@ def test_grid_window_mask_keeps_qwen2_5_vl_windows(rows, cols, merge, units):
 def test_grid_window_mask_of_one_window_masks_nothing():
     mask = REGISTRY["grid_window_mask"](grid=(3, 5), window=5).forward(RUN, torch.zeros(2, 15, 4))
     assert torch.equal(mask, torch.zeros(1, 1, 15, 15))
+
+
+@pytest.mark.parametrize("size", [(224, 224), (280, 392), (84, 196)])
+def test_qwen2_5_vl_window_layers_count_the_pairs_transformers_scores(tmp_path, size):
+    """transformers scores each window's run of patches apart (cu_window_seqlens): a window layer's FLOPs
+    count the sum of the runs' squares, a full layer's (blocks.7) N² (280 x 392 px:
+    20 x 28 patches in windows of 8, 29,952 pairs against 313,600)."""
+    import json
+    from pathlib import Path
+
+    from transformers.vision_utils import get_vision_window_index
+
+    from archgraph.load import load_config
+    from archgraph.passes.flops import count_flops
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(json.loads((Path(__file__).parent / "data" / "hf" /
+                                           "qwen2_5_vl-7b-instruct.json").read_text())["config"]))
+    model = load_config(path, {"IH": size[0], "IW": size[1]})
+    rows, cols = model.variables["GH"], model.variables["GW"]
+    _, cu = get_vision_window_index(torch.tensor([[1, rows, cols]]), spatial_merge_size=2, window_size=112,
+                                    patch_size=14)
+    runs = torch.unique_consecutive(torch.as_tensor(cu)).diff()
+    pairs = int((runs ** 2).sum())
+    flops = {n.path: n.flops for n in count_flops(model, {"B": 1, "S": 400}).nodes()}
+    per_pair = 2 * 2 * 16 * 80   # q·kᵀ and probs·v, 16 heads of 80
+    n = rows * cols
+    assert flops["model.visual.blocks.7.attn"] - flops["model.visual.blocks.0.attn"] == per_pair * (n * n - pairs)

@@ -126,6 +126,9 @@ class Attention(Op):
     cached: bool = True  # false: causal, but never decoded token by token, so it keeps no cache (CLIP's
     #   text encoder)
     dropout: float = 0.0  # probability of zeroing each attention probability, in training only
+    pairs: int | None = None  # (query, key) pairs each head scores per sequence where its bias hides the
+    #   rest in blocks computed apart (Qwen2.5-VL's windows: the sum of the windows' squared sizes); FLOPs and
+    #   the probabilities count these (None: S·T, a sliding window or a chunk capped)
     v_norm: bool = False  # each value head is normalised by its RMS (no weight; eps qk_norm_eps)
     k_eq_v: bool = False  # the values are the key projection's output (no v_proj): Gemma 4's attention_k_eq_v
     kv_out: bool = False  # outputs 1 and 2: the keys and values attended to [B, kv_heads, T, head_dim], for
@@ -331,7 +334,7 @@ class Attention(Op):
         else:
             kv_width = self.k_width + (0 if self.k_eq_v else self.v_width)
         proj = 2 * b * s * h * q * d + 2 * b * t * kv_width * n_kv * d + 2 * b * s * q * d * (self.out_hidden or h)
-        core = 2 * 2 * b * q * s * self._keys_seen(t, sources) * d
+        core = 2 * 2 * b * q * (self.pairs if self.pairs is not None else s * self._keys_seen(t, sources)) * d
         gate = (2 * b * s * h * q * d + 5 * b * s * q * d) if self.output_gate else 0  # its projection, sigmoid, product
         return proj + core + gate
 
@@ -386,7 +389,7 @@ class Attention(Op):
             sizes += [n_q, n_q]                         # sigmoid(gate) and the gated output
         kept += [keeps_own(n, heads=True) for n in sizes if n]
         scores = 2 if self.softcap is not None else 1
-        return kept + core_kept(b, q, s, t, d, d, eager, self.dropout, scores)
+        return kept + core_kept(b, q, s, t, d, d, eager, self.dropout, scores, self.pairs)
 
     def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None,
                 shared_k=None, shared_v=None, block_ids=None, q_add=None, k_add=None, v_add=None):
@@ -781,19 +784,21 @@ def _rotate(torch, x, cos, sin, interleaved: bool = False):
     return torch.cat([rot * cos + turned * sin, rest], dim=-1)
 
 
-def core_kept(b, heads: int, s, t, d, dv, eager: bool, dropout: float, scores: int = 1) -> list[Saved]:
+def core_kept(b, heads: int, s, t, d, dv, eager: bool, dropout: float, scores: int = 1,
+              pairs=None) -> list[Saved]:
     """What the core of attention keeps besides its queries, keys and values, for b sequences of
     s queries over t keys (head sizes d and dv): its output [b, s, heads·dv] (the output
     projection's input; a fused kernel's own output, the same storage), and either the log-sum-exp
     of each query's scores in float32 (a fused kernel: FlashAttention, torch's sdpa) or the
     probabilities, with dropout's mask and output when `dropout` (eager; `scores` more score
     matrices before the softmax, a softcap's tanh).  The score matrices are `core`: selective
-    recomputation rebuilds them with the scores and the weighted values."""
+    recomputation rebuilds them with the scores and the weighted values.  `pairs`: the (query, key)
+    pairs a sequence scores in blocks computed apart, in place of s·t."""
     out = [keeps_own(b * s * heads * dv, heads=True)]
     if not eager:
         return out + [keeps_own(b * heads * s, "fp32", heads=True)]
-    probs = b * heads * s * t
-    flops = 2 * b * heads * s * t * (d + dv)
+    probs = b * heads * (s * t if pairs is None else pairs)
+    flops = 2 * probs * (d + dv)
     kept = [keeps_own(probs, heads=True, core=True, flops=flops)]
     kept += [keeps_own(probs, heads=True, core=True) for _ in range(scores - 1)]
     if dropout:

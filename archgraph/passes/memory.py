@@ -243,5 +243,7 @@ def _probs(node: OpNode, ins) -> int:
     if node.op.op_name == "sdpa":
         k = ins[1]
         return q[0] * node.op.heads * q[-2] * k[-2] if len(q) == 4 else q[0] * node.op.heads * q[1] * k[1]
+    if getattr(node.op, "pairs", None) is not None:   # windows computed apart: their pairs alone
+        return q[0] * node.op.heads * node.op.pairs
     kv = _kv_input(node, ins)
     return q[0] * node.op.heads * q[1] * (kv[1] if kv is not None else q[1])
