@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import io
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,13 +73,20 @@ def _export(module, named: dict, dynamic: dict, calls: dict) -> tuple[Any, list[
     """torch.export of the module, batch and sequence symbolic; where the code reads a tensor's value
     as a number, the trace at exactly the example inputs and what it fixed (`specialise`).  `calls`
     holds the recorded calls of the trace that succeeded."""
+    printed = io.StringIO()  # torch prints the graph it traced when the code reads a value: unshown then
     try:
-        return torch.export.export(module, (), named, dynamic_shapes=dynamic, strict=False), []
+        with contextlib.redirect_stderr(printed):
+            program = torch.export.export(module, (), named, dynamic_shapes=dynamic, strict=False)
     except Exception as exc:
         if not data_dependent(exc):
+            sys.stderr.write(printed.getvalue())
             raise
+    else:
+        sys.stderr.write(printed.getvalue())  # what a trace that succeeds prints, as it printed it
+        return program, []
     calls.clear()
-    return specialised(module, named)
+    with contextlib.redirect_stderr(io.StringIO()):
+        return specialised(module, named)
 
 
 def functional(program):
