@@ -159,8 +159,20 @@ def _unused_tensors(module: torch.nn.Module, spec: dict) -> None:
     body = Body("", {})
     body.names = {n["name"] for n in spec["nodes"]}
     persistent = set(module.state_dict(keep_vars=True))
+    tied = {f"{n['name']}.{n['tie'].rpartition('.')[2]}" for n in spec["nodes"] if isinstance(n.get("tie"), str)}
+    holder: dict[int, str] = {}  # a tensor the spec holds -> its name there (not a tie's)
     for fqn, p in module.named_parameters(remove_duplicate=False):
-        if fqn not in held:
+        if fqn in held and fqn not in tied:
+            holder.setdefault(id(p), fqn)
+    for fqn, p in module.named_parameters(remove_duplicate=False):
+        if fqn in held:
+            continue
+        owner, _, local = fqn.rpartition(".")
+        if id(p) in holder and owner and owner not in body.names:  # another name of a held tensor: a tie
+            body.names.add(owner)
+            body.add(owner, "parameter", [], {"shape": list(p.shape), "tensor": local},
+                     {"unused": True, "tie": holder[id(p)]})
+        else:
             body.add(body.unique(fqn), "parameter", [], {"shape": list(p.shape), "tensor": ""}, {"unused": True})
     for fqn, b in module.named_buffers(remove_duplicate=False):
         if fqn not in held and fqn in persistent:
