@@ -13,7 +13,8 @@ from conftest import ROOT
 MODULES = ["archgraph", "archgraph.expr", "archgraph.builder", "archgraph.load",
            "archgraph.passes.params", "archgraph.passes.shapes", "archgraph.passes.stacks", "archgraph.passes.compare",
            "archgraph.passes.resize", "archgraph.dims",
-           "archgraph.hf", "archgraph.checkpoint", "archgraph.install", "archgraph.spec.graphs"]
+           "archgraph.hf", "archgraph.checkpoint", "archgraph.install", "archgraph.spec.graphs",
+           "archgraph.configcheck"]
 
 
 @pytest.mark.parametrize("name", MODULES)

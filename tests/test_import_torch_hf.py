@@ -3,6 +3,7 @@ specs whose module computes transformers' outputs; types it has a template for a
 module from `package.module:callable`; a 7B config on the meta device (slow)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -122,10 +123,10 @@ def test_import_torch_of_a_callable_with_inputs(tmp_path, monkeypatch, capsys):
     ({"model_type": "llama", "architectures": ["LlamaForCausalLMM"], **TINY},
      "architectures[0] 'LlamaForCausalLMM' is not a model class of transformers 5.23.0\n"
      "  fix: did you mean 'LlamaForCausalLM'?"),
-    ({"model_type": "gpt_neo", "architectures": ["GPTNeoForCausalLM"], "vocab_size": 100, "hidden_size": 32,
-      "num_layers": 2, "num_heads": 4, "attention_types": [[["global", "local"], 1]]},
-     "transformers cannot build GPTNeoForCausalLM with PyTorch's scaled_dot_product_attention: GPTNeoForCausalLM "
-     "does not support an attention implementation through torch.nn.functional.scaled_dot_product_attention yet"),
+    ({"model_type": "autoformer"}, "transformers cannot build AutoformerModel from this config: ValueError: The "
+     "`prediction_length` config needs to be specified.\n  fix: correct the config value it names"),
+    ({"model_type": "sam_prompt_encoder"}, "transformers defines no model class for a 'sam_prompt_encoder' config "
+     "alone (SamPromptEncoderConfig configures a part of another model)"),
 ])
 def test_a_config_that_cannot_be_traced_is_one_error(config, message, tmp_path, capsys):
     path = tmp_path / "config.json"
@@ -136,12 +137,54 @@ def test_a_config_that_cannot_be_traced_is_one_error(config, message, tmp_path, 
     assert "Traceback" not in err
 
 
-def test_a_sliding_window_mask_is_refused_by_name():
-    hf = _model("mistral", "MistralForCausalLM", sliding_window=4)
-    with pytest.raises(ArchgraphError) as info:
-        to_spec(hf, input_ids=torch.randint(0, 100, (2, 7)), use_cache=False)
-    assert info.value.message == ("cannot import the attention mask the model builds: a sliding window of 4 "
-                               "tokens (archgraph's sdpa attends causally or to every token)")
+def test_a_class_that_needs_a_missing_package_is_refused_naming_it(tmp_path, capsys):
+    pytest.importorskip("torchvision")  # noqa: the test needs timm to be absent, which it is without torchvision
+    if importlib.util.find_spec("timm") is not None:
+        pytest.skip("timm is installed here")
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "timm_wrapper"}))
+    assert main(["import-torch", str(path)]) == 2
+    assert capsys.readouterr().err == (f"archgraph: error: {path}: transformers cannot build TimmWrapperModel without "
+                                       "a package it needs: timm\n  fix: install that package, or import a model "
+                                       "that does not need it\n")
+
+
+def test_a_config_of_a_part_builds_that_part(tmp_path, capsys):
+    """A vision tower's own config (no architectures) builds the tower its modeling module defines
+    for it, called with pixel_values at the config's image size."""
+    config = {"model_type": "aimv2_vision_model", "hidden_size": 32, "intermediate_size": 64,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 32, "patch_size": 8}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "tower.yaml"
+    assert main(["import-torch", str(path), "-o", str(out)]) == 0
+    assert capsys.readouterr().err == f"wrote {out}: Aimv2VisionModel; try: archgraph params {out}\n"
+    model = load(str(out))
+    assert {k: v.shape for k, v in model.inputs.items()} == {"pixel_values": ("B", 3, 32, 32)}
+    with torch.device("meta"):
+        hf = transformers.Aimv2VisionModel(transformers.AutoConfig.for_model(**config))
+    assert model.params().total == sum(p.numel() for p in hf.parameters())
+
+
+def test_an_input_given_for_a_config_replaces_the_one_archgraph_makes(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "ernie4_5", **TINY}))
+    assert main(["import-torch", str(path), "--input", "input_ids=3x8:int32"]) == 0
+    assert "  input_ids: {shape: [B, S], dtype: int32}\n" in capsys.readouterr().out
+    assert main(["import-torch", str(path), "--input", "pixel_values=3x3x8x8"]) == 2
+    assert capsys.readouterr().err == ("archgraph: error: --input pixel_values: Ernie4_5Model.forward does not read it "
+                                       "(it takes other inputs through **kwargs, or ignores this one)\n"
+                                       "  fix: leave out --input pixel_values\n")
+
+
+def test_a_required_input_archgraph_cannot_make_is_named_with_its_flag(tmp_path, capsys):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "blip_2_qformer", "hidden_size": 32, "num_hidden_layers": 2,
+                                "num_attention_heads": 4, "intermediate_size": 64, "encoder_hidden_size": 32}))
+    assert main(["import-torch", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"archgraph: error: Blip2QFormerModel.forward needs 'query_embeds', which archgraph cannot make from the "
+        "config\n  fix: give it with --input query_embeds=SHAPE[:DTYPE], e.g. --input query_embeds=2x16:float32\n")
 
 
 def test_import_torch_without_torch_says_how_to_install_it(tmp_path):

@@ -22,31 +22,39 @@ def add_parser(sub, model_command) -> None:
     c.add_argument("-o", "--output", metavar="SPEC.yaml", help="write here (default: print the spec)")
     c.add_argument("--input", action="append", default=[], metavar="NAME=SHAPE[:DTYPE]",
                    help="an example input of forward, e.g. input_ids=2x16:int64 (repeatable; floats are "
-                        "N(0, 1), integers 0)")
+                        "N(0, 1), integers 0); for a config, in place of the one archgraph makes")
     c.set_defaults(handler=run)
 
 
 def run(args, console) -> int:
+    from ..configcheck import read_raw
     from ..errors import ArchgraphError
     from ..outfile import check_output
     from .run import needs_torch
-
-    at = needs_torch("import-torch", "archgraph.torch")
-    from ..fromtorch import targets
 
     is_config = args.target.endswith(".json") or ":" not in args.target
     inputs = [args.target] if is_config else []
     if args.output is not None:
         check_output(args.output, inputs)
     if is_config:
-        if args.input:
-            print("archgraph: --input is read only with package.module:callable; a config's model takes "
-                  f"input_ids [2, {targets.HF_TOKENS}]", file=sys.stderr)
-        module, example_args, example_kwargs = targets.from_config(args.target)
+        read_raw(args.target)  # the file, its sizes and layer counts, before torch is imported
+    at = needs_torch("import-torch", "archgraph.torch")
+    from ..fromtorch import targets
+
+    device = "meta" if is_config else "cpu"  # a config's model is built on the meta device
+    given = {}
+    for text in args.input:
+        name, value = targets.parse_input(text, device)
+        given[name] = value
+    if is_config:
+        module, example_args, example_kwargs = targets.from_config(args.target, given)
     else:
-        given = dict(targets.parse_input(text) for text in args.input)
-        module, example_args, example_kwargs = targets.from_callable(args.target, given)
+        module, example_args, example_kwargs, sources = targets.from_callable(args.target, given)
+        inputs += sources  # never written over: the code the module was imported from
+        if args.output is not None:
+            check_output(args.output, inputs)
     text = at.to_spec(module, *example_args, **example_kwargs)
+    _check_given_read(text, given, module)
     if args.output is None:
         if text.values_file:
             raise ArchgraphError(f"the spec of {type(module).__name__} names a values file ({text.values_file}: "
@@ -57,3 +65,23 @@ def run(args, console) -> int:
     text.write(args.output, inputs=inputs)
     print(f"wrote {args.output}: {type(module).__name__}; try: archgraph params {args.output}", file=sys.stderr)
     return 0
+
+
+def _check_given_read(text: str, given: dict, module) -> None:
+    """An input given with --input that the traced forward never reads is refused, not dropped."""
+    import yaml
+
+    from ..errors import ArchgraphError
+    spec = yaml.safe_load(text)
+    nodes = list(spec.get("nodes") or []) + [n for b in (spec.get("blocks") or {}).values() for n in b["nodes"]]
+    read = set()
+    for node in nodes:
+        refs = node.get("in", [])
+        for ref in [refs] if isinstance(refs, str) else refs:
+            read.add(str(ref).partition(":")[0])
+    read.update(str(v).partition(":")[0] for v in (spec.get("outputs") or {}).values())
+    for name in given:
+        if name not in read:
+            raise ArchgraphError(f"--input {name}: {type(module).__name__}.forward does not read it (it takes "
+                                 "other inputs through **kwargs, or ignores this one)",
+                                 hint=f"leave out --input {name}")

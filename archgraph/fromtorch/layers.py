@@ -9,8 +9,6 @@ def _sdpa(n, c):
     q, k, v = n.args[:3]
     names = ("attn_mask", "dropout_p", "is_causal", "scale", "enable_gqa")
     given = {**dict(zip(names, n.args[3:])), **n.kwargs}
-    if given.get("attn_mask") is not None:
-        raise Refuse("an explicit attn_mask (archgraph's sdpa takes a padding mask of keys only)")
     qs, ks = c.shape(q), c.shape(k)
     if len(qs) != 4:
         raise Refuse(f"query of rank {len(qs)} (archgraph reads [B, heads, S, d])")
@@ -23,7 +21,14 @@ def _sdpa(n, c):
         hp["scale"] = float(given["scale"])
     if given.get("dropout_p"):
         hp["dropout"] = float(given["dropout_p"])
-    return Out("sdpa", [q, k, v], hp)
+    mask = given.get("attn_mask")
+    if mask is None:
+        return Out("sdpa", [q, k, v], hp)
+    shape = c.shape(mask)  # the scores' mask, computed by the ops before: [B|1, heads|1, S|1, T]
+    if len(shape) == 4:
+        return Out("sdpa", [q, k, v, mask], hp)
+    four = Out("reshape", [mask], {"shape": [1] * (4 - len(shape)) + shape})
+    return [four, Out("sdpa", [q, k, v, four], hp)]
 
 
 @rule(aten.linear.default)

@@ -3,53 +3,69 @@ builds from it on the meta device: no weights, any size) or `package.module:call
 module (or a module and its example inputs), with inputs given as `NAME=2x16:int64`."""
 from __future__ import annotations
 
-import contextlib
 import importlib
-import inspect
-import json
 import re
 import sys
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from ..errors import ArchgraphError, did_you_mean
 
-HF_TOKENS = 16  # the example sequence length of a config's model (a size torch.export keeps symbolic)
 _INPUT = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<shape>\d+(x\d+)*)(:(?P<dtype>[a-z0-9]+))?")
 _DTYPES = {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32, "float64": torch.float64,
            "bool": torch.bool, "long": torch.int64, "float": torch.float32}
 
 
-def parse_input(text: str) -> tuple[str, torch.Tensor]:
-    """`input_ids=2x16:int64` as (name, a tensor of that shape: zeros for integers, N(0, 1) otherwise)."""
+MAX_INPUT_ELEMENTS = 2 ** 28  # an example input made on the CPU (1 GB of float32); on the meta device any size
+
+
+def parse_input(text: str, device: str = "cpu") -> tuple[str, torch.Tensor]:
+    """`input_ids=2x16:int64` as (name, a tensor of that shape on `device`: zeros for integers,
+    N(0, 1) otherwise)."""
     m = _INPUT.fullmatch(text.strip())
-    if m is None or (m["dtype"] and m["dtype"] not in _DTYPES):
+    if m is None or (m["dtype"] and m["dtype"] not in _DTYPES) or len(m["shape"]) > 200:
         raise ArchgraphError(f"--input {text!r}: expected NAME=SHAPE[:DTYPE], e.g. input_ids=2x16:int64 "
                              f"(dtypes: {', '.join(sorted(_DTYPES))})")
     shape = tuple(int(d) for d in m["shape"].split("x"))
+    count = 1
+    for d in shape:
+        count *= d
+    if device != "meta" and count > MAX_INPUT_ELEMENTS:
+        raise ArchgraphError(f"--input {text!r}: {count:,} elements is more than an example input made in "
+                             f"memory may hold ({MAX_INPUT_ELEMENTS:,})", hint="give a smaller shape")
     dtype = _DTYPES[m["dtype"] or "float32"]
-    torch.manual_seed(0)
-    value = torch.randn(shape, dtype=dtype) if dtype.is_floating_point else torch.zeros(shape, dtype=dtype)
+    if device == "meta":
+        return m["name"], torch.empty(shape, dtype=dtype, device="meta")
+    value = torch.randn(shape, dtype=dtype, generator=torch.Generator().manual_seed(0)) \
+        if dtype.is_floating_point else torch.zeros(shape, dtype=dtype)
     return m["name"], value
 
 
-def from_callable(target: str, inputs: dict[str, torch.Tensor]) -> tuple[torch.nn.Module, tuple, dict]:
-    """The module `package.module:callable` returns, and its inputs: those it returns with it (a
-    tuple or dict as its second item), else `inputs` (by forward's parameter names)."""
+def from_callable(target: str, inputs: dict[str, torch.Tensor]) -> tuple[torch.nn.Module, tuple, dict, list[str]]:
+    """The module `package.module:callable` returns, its inputs (those it returns with it, a tuple
+    or dict as its second item, else `inputs` by forward's parameter names) and the source files
+    the import read (an output never replaces one).  Whatever the user's code raises while it is
+    imported or called, SystemExit included, is one ArchgraphError naming the target."""
     module_name, _, attr = target.partition(":")
     if str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))  # as python -m does: a module beside the user is found
+    before = set(sys.modules)
     try:
         found = importlib.import_module(module_name)
     except ImportError as exc:
         raise ArchgraphError(f"{target}: cannot import module '{module_name}': {exc}",
                              hint="give package.module:callable importable from this directory") from None
+    except (Exception, SystemExit) as exc:  # noqa: BLE001  the user's module, run as it is imported
+        raise _raised(target, f"importing '{module_name}'", exc) from None
+    sources = _sources([found, *(sys.modules[m] for m in set(sys.modules) - before)])
     fn = getattr(found, attr, None)
     if fn is None or not callable(fn):
         raise ArchgraphError(f"{target}: module '{module_name}' has no callable '{attr}'")
-    made = fn()
+    try:
+        made = fn()
+    except (Exception, SystemExit) as exc:  # noqa: BLE001  the user's callable
+        raise _raised(target, f"calling '{attr}'", exc) from None
     args: tuple = ()
     kwargs: dict = dict(inputs)
     if isinstance(made, tuple) and len(made) == 2 and isinstance(made[0], torch.nn.Module):
@@ -64,78 +80,40 @@ def from_callable(target: str, inputs: dict[str, torch.Tensor]) -> tuple[torch.n
     if not args and not kwargs:
         raise ArchgraphError(f"{target}: no example inputs",
                              hint="give them with --input NAME=2x16:int64, or return (module, inputs)")
-    return made, args, kwargs
+    return made, args, kwargs, sources
 
 
-def from_config(path: str) -> tuple[torch.nn.Module, tuple, dict]:
-    """The model a config.json describes, as transformers builds it (the class of architectures[0],
-    else the base model; attention by SDPA, mixture-of-experts layers by batched matmuls) with its
-    parameters on the meta device, in float32, called with `input_ids` [2, 16]."""
+def _raised(target: str, doing: str, exc: BaseException) -> ArchgraphError:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    what = f"{type(exc).__name__}({text})" if isinstance(exc, SystemExit) else \
+        f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return ArchgraphError(f"{target}: {doing} raised {what[:300]}",
+                          hint="import-torch runs your code to build the module: fix the error it raises")
+
+
+def _sources(modules) -> list[str]:
+    """The files the given modules were loaded from."""
+    files = []
+    for m in modules:
+        file = getattr(m, "__file__", None)
+        if isinstance(file, str):
+            files.append(file)
+    return files
+
+
+def from_config(path: str, given: dict[str, torch.Tensor] | None = None) -> tuple[torch.nn.Module, tuple, dict]:
+    """The model a config.json describes, as transformers builds it on the meta device
+    (`hfbuild`: the class of architectures[0], else the base model; its own attention, sdpa where
+    it has it), read and checked as `import-hf` reads configs (`hfconfig`), and its example inputs
+    (`hfinputs`: made from forward's signature and the config; `given` by name wins)."""
     try:
-        import transformers
+        import transformers  # noqa: F401
     except ImportError:
         raise ArchgraphError("'archgraph import-torch CONFIG.json' needs transformers, which is not installed",
                              hint="pip install 'transformers==5.23.0'") from None
-    if not Path(path).is_file():
-        raise ArchgraphError(f"{path}: no such file", hint="give a Hugging Face config.json, or "
-                                                          "package.module:callable")
-    try:
-        raw = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise ArchgraphError(f"{path}: cannot read it as JSON: {exc}") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("model_type"), str):
-        raise ArchgraphError(f"{path}: a Hugging Face config.json names its model_type; this one does not")
-    known = transformers.CONFIG_MAPPING
-    if raw["model_type"] not in known:
-        raise ArchgraphError(f"{path}: transformers {transformers.__version__} does not know model_type "
-                             f"'{raw['model_type']}'",
-                             hint=did_you_mean(raw["model_type"], known.keys()) or
-                             "transformers.CONFIG_MAPPING lists the model types it knows")
-    config = transformers.AutoConfig.for_model(**raw)
-    names = raw.get("architectures") or []
-    cls = getattr(transformers, names[0], None) if names else transformers.AutoModel
-    if cls is None or not hasattr(cls, "_from_config"):
-        raise ArchgraphError(f"{path}: architectures[0] '{names[0]}' is not a model class of transformers "
-                             f"{transformers.__version__}",
-                             hint=did_you_mean(names[0], (n for n in dir(transformers) if n.endswith(
-                                 ("Model", "LM", "Generation", "Classification")))) or
-                             "name a class transformers defines, or leave architectures out for the base model")
-    build = cls.from_config if cls is transformers.AutoModel else cls._from_config
-    with params_on_meta():
-        try:
-            # experts as batched matmuls of the weights each token's experts select: what the eager loop
-            # over experts computes, with no shape that depends on the routing
-            model = build(config, attn_implementation="sdpa", experts_implementation="batched_mm",
-                          dtype=torch.float32)
-        except (ValueError, TypeError) as exc:
-            first = str(exc).splitlines()[0].split(". ")[0] if str(exc) else type(exc).__name__
-            raise ArchgraphError(f"{path}: transformers cannot build {getattr(cls, '__name__', cls)} with "
-                                 f"PyTorch's scaled_dot_product_attention: {first}",
-                                 hint="archgraph traces attention as F.scaled_dot_product_attention; a model "
-                                      "with eager attention only is not imported yet") from None
-    model.eval()
-    ids = torch.zeros(2, HF_TOKENS, dtype=torch.long, device="meta")
-    kwargs: dict[str, Any] = {"input_ids": ids}
-    params = inspect.signature(model.forward).parameters
-    if "use_cache" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        kwargs["use_cache"] = False  # no cache object in the trace
-    return model, (), kwargs
-
-
-@contextlib.contextmanager
-def params_on_meta():
-    """Modules made inside have their parameters on the meta device (no memory, no initialisation
-    cost: a 7B model in seconds) and their buffers on the CPU, with the values their code gives them
-    (rotary frequencies, position ids), as accelerate's init_empty_weights(include_buffers=False)."""
-    register = torch.nn.Module.register_parameter
-
-    def on_meta(self, name, param):
-        register(self, name, param)
-        if param is not None and param.device.type != "meta":
-            kind = type(self._parameters[name])
-            self._parameters[name] = kind(self._parameters[name].to("meta"), requires_grad=param.requires_grad)
-    torch.nn.Module.register_parameter = on_meta
-    try:
-        yield
-    finally:
-        torch.nn.Module.register_parameter = register
+    from . import hfbuild, hfconfig, hfinputs
+    raw = hfconfig.read(path)
+    config = hfconfig.config_object(raw, path)
+    cls = hfbuild.model_class(config, raw.get("architectures") or [], path)
+    model = hfbuild.build(cls, config, path)
+    return model, (), hfinputs.example_inputs(model, dict(given or {}))

@@ -17,6 +17,7 @@ import torch
 
 from ..errors import ArchgraphError
 from .decompose import lower
+from .hfexport import export_context
 from .leaves import recorded_calls
 from .specialise import data_dependent, specialised
 
@@ -40,24 +41,25 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict, static: bool = Fal
         raise ArchgraphError(f"the example inputs do not fit {type(module).__name__}.forward: {exc}",
                              hint="give the inputs forward takes, positionally or by its parameters' names") from None
     named = dict(bound.arguments)
+    spread = False  # whether some inputs reach forward through its **kwargs
     for name, param in inspect.signature(module.forward).parameters.items():
         if param.kind is inspect.Parameter.VAR_KEYWORD and name in named:
             named.update(named.pop(name))
+            spread = True
     tensors = {n: v for n, v in named.items() if isinstance(v, torch.Tensor)}
     if not tensors:
         raise ArchgraphError(f"{type(module).__name__}.forward was given no tensor",
                              hint="give example inputs: to_spec(module, torch.randn(2, 16))")
-    dynamic = {n: (_dynamic(v) if isinstance(v, torch.Tensor) and not static else None) for n, v in named.items()}
+    dynamic = {n: (_dynamic(v) if not static else None) for n, v in named.items()}
     was_training = module.training
     module.eval()
     try:
-        with torch.no_grad(), _hf_masks() as unusable, recorded_calls(module) as calls:
+        with torch.no_grad(), export_context(module, named), _flat_forward(module, named, spread), \
+                recorded_calls(module) as calls:
             program, fixed = _export(module, named, dynamic, calls)
     except ArchgraphError:
         raise
     except Exception as exc:  # torch.export's many errors: say what failed, in its words
-        if unusable:  # a layer read a mask archgraph cannot express
-            raise _mask_error(unusable[0]) from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ArchgraphError(f"torch.export could not trace {type(module).__name__}: {first}",
                              hint="archgraph reads a module through torch.export (non-strict, so Python "
@@ -116,10 +118,30 @@ def functional(program):
     return program
 
 
-def _dynamic(t: torch.Tensor) -> dict | None:
+@contextlib.contextmanager
+def _flat_forward(module: torch.nn.Module, named: dict, spread: bool):
+    """While exporting, a forward whose inputs reach it through **kwargs takes each by its name (as
+    transformers' exporter does): torch.export cannot match dynamic sizes to the inputs of **kwargs."""
+    if not spread:
+        yield
+        return
+    original = module.forward
+
+    def forward(**kwargs):
+        return original(**kwargs)
+    forward.__signature__ = inspect.Signature(
+        [inspect.Parameter(k, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None) for k in named])
+    module.forward = forward
+    try:
+        yield
+    finally:
+        del module.forward  # the class's forward again
+
+
+def _dynamic(t) -> dict | None:
     """Batch (dim 0) and sequence (dim 1 of [B, S] ids or [B, S, D] features) as AUTO dims."""
     auto = torch.export.Dim.AUTO
-    if t.dim() == 0:
+    if not isinstance(t, torch.Tensor) or t.dim() == 0:
         return None
     dims = {0: auto}
     if t.dim() in (2, 3):
@@ -153,53 +175,6 @@ def _size_names(program, tensors: dict) -> dict:
     return names
 
 
-@contextlib.contextmanager
-def _hf_masks():
-    """While a transformers model is traced: a causal or bidirectional mask over no padding is no
-    mask (F.scaled_dot_product_attention's `is_causal` then says it, as transformers does outside
-    tracing), and position ids counting 0..S-1 are not read as packed sequences.  A padding mask
-    given is refused; any other mask (a sliding window, chunks) is an object no layer can read: a
-    model that builds one for layers it does not have (Qwen2-MoE builds a sliding-window mask
-    always) traces, one whose layers read it is refused by name (the list yielded says which)."""
-    unusable: list[str] = []
-    import sys
-    mu = sys.modules.get("transformers.masking_utils")
-    if mu is None:
-        yield unusable
-        return
-    mapping = mu.ALL_MASK_ATTENTION_FUNCTIONS._global_mapping
-    saved = {"sdpa": mapping["sdpa"]}  # eager attention reads its mask: it is traced as it is
-    saved_packed = mu.find_packed_sequence_indices
-
-    def no_mask(*args, mask_function=None, attention_mask=None, local_size=None, **kwargs):
-        plain = (mu.causal_mask_function, mu.bidirectional_mask_function)
-        if attention_mask is None and local_size is None and mask_function in plain:
-            return None
-        if attention_mask is not None:
-            raise _mask_error("a padding mask")
-        what = getattr(mask_function, "__qualname__", str(mask_function)).split(".<locals>")[0]
-        unusable.append(f"a sliding window of {local_size} tokens" if local_size else f"a mask made by {what}")
-        return _Unusable()
-    try:
-        for k in saved:
-            mapping[k] = no_mask
-        mu.find_packed_sequence_indices = lambda position_ids: None
-        yield unusable
-    finally:
-        mapping.update(saved)
-        mu.find_packed_sequence_indices = saved_packed
-
-
 def _mutates(node) -> bool:
     schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
     return schema is not None and schema.is_mutable
-
-
-class _Unusable:
-    """A mask archgraph cannot express, in place of the tensor: reading it fails the trace."""
-
-
-def _mask_error(what: str) -> ArchgraphError:
-    return ArchgraphError(f"cannot import the attention mask the model builds: {what} (archgraph's sdpa "
-                          "attends causally or to every token)",
-                          hint="sliding-window, chunked and padding masks are not imported yet")

@@ -526,7 +526,9 @@ class ScaledDotProductAttention(Op):
 
     Four-dimensional inputs [B, heads, S, d] are accepted too.  The batch dims of q, k and v
     broadcast as in torch (equal, or 1).  An optional fourth input `mask` [B, T] hides the keys
-    whose entry is 0 (padding), as transformers' attention_mask.  `scale` multiplies the scores
+    whose entry is 0 (padding), as transformers' attention_mask; a mask of four dims that
+    broadcasts to [B, heads, S, T] is F.scaled_dot_product_attention's attn_mask (boolean: true
+    where a query attends to a key; floats: added to the scores), the mask transformers computes.  `scale` multiplies the scores
     in place of 1/√d, as F.scaled_dot_product_attention's (GPT-2's scale_attn_weights: false is 1).
     `dropout` zeroes attention probabilities in training only, as F.scaled_dot_product_attention's
     dropout_p.
@@ -546,7 +548,10 @@ class ScaledDotProductAttention(Op):
 
     def infer_shape(self, q, k, v, mask=None):
         kv_heads = self.kv_heads or self.heads
-        if mask is not None:
+        if mask is not None and len(mask) == 4:
+            _expect_score_mask(mask, _batch(q, k, v), self.heads, q[-2] if len(q) == 4 else q[1],
+                               k[2] if len(k) == 4 else k[1])
+        elif mask is not None:
             expect_key_mask(mask, q[0], k[2] if len(k) == 4 else k[1])
         if len(q) == 4:
             for t, n, what in ((q, self.heads, "query"), (k, kv_heads, "key"), (v, kv_heads, "value")):
@@ -592,6 +597,8 @@ class ScaledDotProductAttention(Op):
     def forward(self, run, q, k, v, mask=None):
         torch = run.torch
         kv_heads = self.kv_heads or self.heads
+        if mask is not None and mask.dim() == 4:
+            return self._masked(run, q, k, v, mask)
         if q.dim() == 4:
             return attend(torch, q, k, v, self.scale, None, self.causal, None, mask=mask,
                           dropout=run.dropout(self.dropout))
@@ -602,7 +609,27 @@ class ScaledDotProductAttention(Op):
                      dropout=run.dropout(self.dropout))
         return out.transpose(1, 2).reshape(b, s, self.heads * dv)
 
+    def _masked(self, run, q, k, v, mask):
+        """F.scaled_dot_product_attention with a [B|1, heads|1, S|1, T] attn_mask, as transformers calls it."""
+        sdpa = run.torch.nn.functional.scaled_dot_product_attention
+        kv_heads = self.kv_heads or self.heads
+        flat = q.dim() == 3
+        if flat:
+            b, s, t = q.shape[0], q.shape[1], k.shape[1]
+            d, dv = q.shape[-1] // self.heads, v.shape[-1] // kv_heads
+            q = q.view(b, s, self.heads, d).transpose(1, 2)
+            k, v = k.view(b, t, kv_heads, d).transpose(1, 2), v.view(b, t, kv_heads, dv).transpose(1, 2)
+        out = sdpa(q, k, v, attn_mask=mask, dropout_p=run.dropout(self.dropout), is_causal=self.causal,
+                   scale=self.scale, enable_gqa=kv_heads != self.heads)
+        return out.transpose(1, 2).reshape(b, s, self.heads * dv) if flat else out
 
+
+def _expect_score_mask(mask, batch, heads, queries, keys) -> None:
+    """A mask of scores [B|1, heads|1, S|1, T|1]: each dim the scores' or 1 (torch broadcasts it)."""
+    for i, (got, want, what) in enumerate(zip(mask, (batch, heads, queries, keys),
+                                              ("batch", "heads", "queries", "keys"))):
+        if got != 1:
+            expect_dim(got, want, f"dim {i} of the attention mask (the {what}, or 1)")
 
 
 def _plus(x, extra):

@@ -1,0 +1,124 @@
+"""What changes while a module is exported: only what keeps the values it computes.
+
+A module whose parameters are on the meta device (a config's model, built without weights) is
+exported with its buffers on the meta device too, so that no operation mixes devices; the
+buffers are put back afterwards, and the spec reads their values from the CPU.
+
+For a transformers model, only what transformers itself changes to export a model:
+
+- transformers' own export patches for torch.export (`transformers.exporters`, backend "dynamo":
+  its attention through the math kernel, its chunked vision attention as one batched call, the
+  kernels library off): export-safe equivalents that compute the same values;
+- position ids computed inside the model count 0..S-1, so they are not read as packed sequences
+  (transformers' `find_packed_sequence_indices` inspects their values, which a trace cannot);
+- a plain causal or bidirectional mask over no padding, queries and keys the same positions, is
+  sdpa's causal flag (or no mask), as transformers passes it outside a trace.
+
+Every other attention mask is traced as the ops that compute it (transformers materialises masks
+under torch.export, as it does for a padded batch): sliding windows, chunks, padding,
+`and_masks`/`or_masks`, image blocks are the comparisons and logical ops of its mask functions,
+and the mask reaches `sdpa` as its attn_mask (or the eager attention's added scores).
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Any
+
+
+@contextlib.contextmanager
+def export_context(module, named: dict[str, Any]):
+    """The context to export `module` in (see the module docstring)."""
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(one_device(module))
+        if not _is_transformers(module):
+            yield
+            return
+        stack.enter_context(_dynamo_patches())
+        stack.enter_context(_plain_masks_as_flags())
+        if "position_ids" not in named:
+            stack.enter_context(_unpacked_positions())
+        yield
+
+
+def one_device(module):
+    """Inside, a module whose parameters are on the meta device has its buffers there too (put
+    back after): no op mixes devices."""
+    if any(p.device.type == "meta" for p in module.parameters()):
+        return _buffers_on_meta(module)
+    return contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _buffers_on_meta(module):
+    saved = [(m, name, b) for m in module.modules() for name, b in m._buffers.items()
+             if b is not None and b.device.type != "meta"]
+    for m, name, b in saved:
+        m._buffers[name] = b.to("meta")
+    try:
+        yield
+    finally:
+        for m, name, b in saved:
+            m._buffers[name] = b
+
+
+def _is_transformers(module) -> bool:
+    return type(module).__module__.startswith("transformers.") and "transformers" in sys.modules
+
+
+@contextlib.contextmanager
+def _dynamo_patches():
+    try:
+        from transformers.exporters import exporter_dynamo  # noqa: F401  (registers the patches)
+        from transformers.exporters.utils import apply_patches
+    except ImportError:  # a transformers without exporters: trace the model as it is
+        yield
+        return
+    with apply_patches("dynamo"):
+        yield
+
+
+@contextlib.contextmanager
+def _unpacked_positions():
+    mu = sys.modules.get("transformers.masking_utils")
+    if mu is None or not hasattr(mu, "find_packed_sequence_indices"):
+        yield
+        return
+    saved = mu.find_packed_sequence_indices
+    mu.find_packed_sequence_indices = lambda position_ids: None
+    try:
+        yield
+    finally:
+        mu.find_packed_sequence_indices = saved
+
+
+@contextlib.contextmanager
+def _plain_masks_as_flags():
+    mu = sys.modules.get("transformers.masking_utils")
+    mapping = getattr(getattr(mu, "ALL_MASK_ATTENTION_FUNCTIONS", None), "_global_mapping", None)
+    if mapping is None or "sdpa" not in mapping:
+        yield
+        return
+    sdpa_mask = mapping["sdpa"]
+    plain = (mu.causal_mask_function, mu.bidirectional_mask_function)
+
+    def flags(*args, **kwargs):
+        if _is_plain(kwargs, plain):
+            return None  # sdpa_attention_forward then passes is_causal (the attention's own flag)
+        return sdpa_mask(*args, **kwargs)
+    mapping["sdpa"] = flags
+    try:
+        yield
+    finally:
+        mapping["sdpa"] = sdpa_mask
+
+
+def _is_plain(kwargs: dict, plain: tuple) -> bool:
+    """Whether transformers asks for a causal or bidirectional mask without padding, window or
+    offset, over as many keys as queries (keyword arguments are how masking_utils calls it)."""
+    if kwargs.get("mask_function") not in plain or kwargs.get("attention_mask") is not None:
+        return False
+    if kwargs.get("local_size") is not None or kwargs.get("q_offset", 0) != 0 or kwargs.get("kv_offset", 0) != 0:
+        return False
+    q, kv = kwargs.get("q_length"), kwargs.get("kv_length")
+    return q is not None and (q is kv or str(q) == str(kv))

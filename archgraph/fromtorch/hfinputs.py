@@ -1,0 +1,195 @@
+"""The example inputs `import-torch CONFIG.json` calls a transformers model with, made from its
+forward's signature and its config: the class's main input (`main_input_name`), every parameter
+forward requires, and the decoder's token ids of an encoder-decoder, each by its name:
+
+| name | example |
+|---|---|
+| `*input_ids` | token ids [2, 16], below the config's vocab_size |
+| `pixel_values` | [2, num_channels, image_size, image_size] (the config's, or its vision_config's) |
+| `pixel_values_videos` | [2, num_frames, num_channels, image_size, image_size] |
+| `input_features` | audio features: [2, num_mel_bins, 2 * max_source_positions] where the config has both (Whisper's layout), else [2, 64, feature size] |
+| `input_values` | a waveform [2, 16000] ([2, audio_channels, 16000] where the config has audio_channels) |
+| `past_values` | a series [2, context_length, input_size] |
+
+A model that reads token ids and also images, audio or video gets those too: side by side
+(CLIP's two towers) when its config names no placeholder token for them, else (a vision- or
+audio-language model) with as many placeholder tokens (`image_token_id`, `audio_token_id`,
+`video_token_id`) at the start of each row as its own `get_image_features` (`get_audio_features`,
+`get_video_features`) makes of them, the 16 text tokens after.
+
+`--input NAME=SHAPE[:DTYPE]` gives any of them (or any other parameter) instead.  A required
+parameter none of these makes is an error naming it and the flag that supplies it.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+import torch
+
+from ..errors import ArchgraphError, did_you_mean
+
+BATCH = 2
+TOKENS = 16       # the example sequence length (a size torch.export keeps symbolic)
+SAMPLES = 16000   # one second of 16 kHz audio
+FRAMES = 64       # audio feature frames where the config does not fix them
+SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder_config", "decoder_config",
+               "backbone_config", "encoder", "decoder")
+
+
+def example_inputs(model: torch.nn.Module, given: dict[str, torch.Tensor]) -> dict[str, Any]:
+    """forward's example inputs by name (see the module docstring); `given` (from --input) wins."""
+    config = model.config
+    params = inspect.signature(model.forward).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    cls = type(model).__name__
+    for name in given:
+        if name not in params and not takes_any:
+            raise ArchgraphError(f"--input {name}: {cls}.forward has no parameter '{name}'",
+                                 hint=did_you_mean(name, params) or f"its parameters: {', '.join(params)}")
+    main = getattr(model, "main_input_name", "input_ids")
+    wanted = [n for n in ([main] if isinstance(main, str) else list(main)) if n in params or takes_any]
+    wanted += [n for n, p in params.items() if p.default is inspect.Parameter.empty
+               and p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
+    if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in params:
+        wanted.append("decoder_input_ids")
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    inputs: dict[str, Any] = {}
+    for name in dict.fromkeys(wanted):
+        if name in given or name in inputs:
+            continue
+        make = _builder(name)
+        if make is None:
+            raise ArchgraphError(f"{cls}.forward needs '{name}', which archgraph cannot make from the config",
+                                 hint=f"give it with --input {name}=SHAPE[:DTYPE], e.g. --input {name}=2x16:float32")
+        inputs[name] = make(config).to(device)
+    if "input_ids" in params and "input_ids" not in given:
+        _other_modalities(model, params, inputs, given, device)
+    inputs.update(given)
+    if "use_cache" in params or (takes_any and getattr(config, "use_cache", None) is not None):
+        inputs["use_cache"] = False  # no cache object in the trace
+    return inputs
+
+
+# an input beside token ids -> the config keys of its placeholder token, the method making its features
+PLACEHOLDERS = {"pixel_values": (("image_token_id", "image_token_index"), "get_image_features"),
+                "input_features": (("audio_token_id", "audio_token_index"), "get_audio_features"),
+                "input_values": (("audio_token_id", "audio_token_index"), "get_audio_features"),
+                "pixel_values_videos": (("video_token_id", "video_token_index"), "get_video_features")}
+
+
+def _other_modalities(model, params, inputs: dict, given: dict, device) -> None:
+    """Images, audio, video beside the token ids (see the module docstring)."""
+    config = model.config
+    runs: list[tuple[int, int]] = []  # (placeholder token, tokens per row)
+    for name, (keys, method) in PLACEHOLDERS.items():
+        if name not in params or name in inputs:
+            continue
+        value = given.get(name)
+        if value is None:
+            value = _builder(name)(config).to(device)
+        token = find(config, *keys)
+        if not isinstance(token, int):
+            inputs[name] = value  # two towers side by side: forward reads both
+            continue
+        count = _feature_tokens(model, method, name, value)
+        if count is None or count % BATCH:
+            continue  # its features cannot be counted here: the text alone is traced
+        inputs[name] = value
+        runs.append((token, count // BATCH))
+    if runs:
+        ids = inputs["input_ids"]
+        head = torch.cat([torch.full((BATCH, n), token, dtype=ids.dtype) for token, n in runs], dim=1)
+        inputs["input_ids"] = torch.cat([head.to(ids.device), ids], dim=1)
+
+
+def _feature_tokens(model, method: str, name: str, value: torch.Tensor) -> int | None:
+    """How many token embeddings the model's `method` makes of `value` (its features' size over the
+    embeddings' width), or None when it cannot be called on them."""
+    from .hfexport import one_device
+    fn = getattr(model, method, None) or getattr(getattr(model, "model", None), method, None)
+    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    width = getattr(getattr(embeddings, "weight", None), "shape", (None,))[-1]
+    if fn is None or not isinstance(width, int):
+        return None
+    try:
+        with torch.no_grad(), one_device(model):
+            out = fn(**{name: value})
+    except Exception:  # noqa: BLE001  a tower that needs more than this input: the text alone
+        return None
+    feats = getattr(out, "pooler_output", None) if not isinstance(out, (torch.Tensor, list, tuple)) else out
+    tensors = [t for t in (feats if isinstance(feats, (list, tuple)) else [feats]) if isinstance(t, torch.Tensor)]
+    total = sum(t.numel() for t in tensors)
+    return total // width if tensors and total % width == 0 else None
+
+
+def find(config, *keys: str) -> Any:
+    """The first of `keys` the config sets (not None), looking in its sub-configs after it."""
+    for key in keys:
+        value = getattr(config, key, None)
+        if value is not None and not callable(value):
+            return value
+    for sub in SUB_CONFIGS:
+        inner = getattr(config, sub, None)
+        if inner is not None and hasattr(inner, "to_dict"):
+            value = find(inner, *keys)
+            if value is not None:
+                return value
+    return None
+
+
+def _builder(name: str) -> Callable[[Any], torch.Tensor] | None:
+    if name.endswith("input_ids"):
+        return _token_ids
+    return {"pixel_values": _pixels, "pixel_values_videos": _video, "input_features": _audio_features,
+            "input_values": _waveform, "past_values": _series}.get(name)
+
+
+def _token_ids(config) -> torch.Tensor:
+    vocab = find(config, "vocab_size")
+    high = vocab if isinstance(vocab, int) and vocab > 0 else 2
+    return torch.randint(0, high, (BATCH, TOKENS), generator=torch.Generator().manual_seed(0))
+
+
+def _image_shape(config) -> tuple[int, int, int]:
+    channels = find(config, "num_channels", "in_channels", "in_chans")
+    size = find(config, "image_size", "img_size", "input_size")
+    if isinstance(size, (list, tuple)) and len(size) == 2:
+        height, width = size
+    else:
+        height = width = size if isinstance(size, int) else 224
+    return (channels if isinstance(channels, int) else 3), int(height), int(width)
+
+
+def _pixels(config) -> torch.Tensor:
+    return _normal((BATCH, *_image_shape(config)))
+
+
+def _video(config) -> torch.Tensor:
+    frames = find(config, "num_frames", "frames_per_clip")
+    return _normal((BATCH, frames if isinstance(frames, int) else 8, *_image_shape(config)))
+
+
+def _audio_features(config) -> torch.Tensor:
+    mels = find(config, "num_mel_bins")
+    positions = find(config, "max_source_positions")
+    if isinstance(mels, int) and isinstance(positions, int):  # Whisper's [B, mels, frames], two frames a position
+        return _normal((BATCH, mels, 2 * positions))
+    size = mels or find(config, "feature_size", "input_feat_per_channel", "feature_projection_input_dim",
+                        "input_dim")
+    return _normal((BATCH, FRAMES, size if isinstance(size, int) else 80))
+
+
+def _waveform(config) -> torch.Tensor:
+    channels = find(config, "audio_channels")
+    return _normal((BATCH, channels, SAMPLES) if isinstance(channels, int) else (BATCH, SAMPLES))
+
+
+def _series(config) -> torch.Tensor:
+    length = find(config, "context_length")
+    width = find(config, "num_input_channels", "input_size")
+    return _normal((BATCH, length if isinstance(length, int) else 64, width if isinstance(width, int) else 1))
+
+
+def _normal(shape: tuple) -> torch.Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(0))
