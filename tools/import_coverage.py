@@ -1,0 +1,274 @@
+"""How many of transformers' model types `archgraph import-torch config.json` imports.
+
+    .venv/bin/python tools/import_coverage.py [-j 2] [--timeout 600] [--json coverage.json] [TYPE ...]
+
+For every model type of transformers 5.23 that archgraph has no template for
+(`CONFIG_MAPPING_NAMES` minus `specs/hf/families.yaml`), or the TYPEs given: a config.json of
+its default config (`{"model_type": TYPE}`: transformers fills in every default) goes through
+`archgraph import-torch` as a user runs it, each in its own process with a memory cap and a time
+limit; an imported spec is then loaded and compared with the model transformers builds on the
+meta device: the parameter count and every state_dict name and shape.  It prints the share
+imported and every other type with its reason (the first line of archgraph's refusal), grouped;
+a traceback, a timeout, a killed process or a spec that differs from transformers' model is a
+failure of archgraph, listed apart.  `--json` keeps every row.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MEMORY = 8 * 1024 ** 3  # address space of one import (torch alone reserves about 2 GB)
+
+
+def untemplated_types() -> list[str]:
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
+
+    sys.path.insert(0, str(ROOT))
+    from archgraph.hf import family_names
+    known = set(family_names())
+    return [t for t in CONFIG_MAPPING_NAMES if t not in known]
+
+
+def one(model_type: str, folder: Path, quick: bool = False) -> dict:
+    """Import `model_type`'s default config in this process; the row of the result."""
+    import contextlib
+    import io
+
+    sys.path.insert(0, str(ROOT))
+    from archgraph.cli import main
+    config = folder / "config.json"
+    config.write_text(json.dumps(_shallow(model_type) if quick else {"model_type": model_type}))
+    spec = folder / "model.yaml"
+    err = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stderr(err):
+        code = main(["import-torch", str(config), "-o", str(spec)])
+    row = {"type": model_type, "seconds": round(time.perf_counter() - start, 1)}
+    if code != 0:
+        text = err.getvalue()
+        return {**row, "status": "traceback" if "Traceback" in text else "refused", "reason": _reason(text, config)}
+    return {**row, **_compare(config, spec)}
+
+
+def _shallow(model_type: str) -> dict:
+    """The default config with at most two layers of each stack (--quick: the same refusals, sooner)."""
+    import transformers
+
+    from archgraph.configcheck import LAYERS
+    try:
+        full = transformers.AutoConfig.for_model(model_type).to_dict()
+    except Exception:  # noqa: BLE001  the import says why
+        return {"model_type": model_type}
+
+    def cut(d: dict) -> dict:
+        out = {}
+        for k, v in d.items():
+            if isinstance(v, dict):
+                v = cut(v)
+            elif isinstance(v, int) and not isinstance(v, bool) and LAYERS.search(str(k)) and v > 2:
+                v = 2
+            elif k == "layer_types" and isinstance(v, list):
+                v = v[:2]
+            out[k] = v
+        return out
+    return cut(full)
+
+
+def _reason(text: str, config: Path) -> str:
+    lines = [ln for ln in text.splitlines() if ln.startswith("archgraph: error:")]
+    first = lines[-1] if lines else (text.strip().splitlines() or ["(no message)"])[-1]
+    return first.removeprefix("archgraph: error: ").replace(f"{config}: ", "")
+
+
+def _compare(config: Path, spec: Path) -> dict:
+    """The spec against the model transformers builds on the meta device: count, names, shapes."""
+    import torch
+
+    from archgraph.fromtorch import hfbuild, hfconfig
+    from archgraph.load import load
+    from archgraph.passes.params import named_tensors
+    raw = hfconfig.read(config)
+    hf_config = hfconfig.config_object(raw, config)
+    cls = hfbuild.model_class(hf_config, [], config)
+    kwargs = {"experts_implementation": "batched_mm"} if cls._can_set_experts_implementation() else {}
+    with torch.device("meta"):
+        hf = cls._from_config(hf_config, dtype=torch.float32, **kwargs)
+    want = {k: list(v.shape) for k, v in hf.state_dict().items()}
+    model = load(str(spec))
+    got = {name: [int(d) for d in t.shape] for name, t in named_tensors(model, buffers="persistent")}
+    count, total = model.params().total, sum(p.numel() for p in hf.parameters())
+    row = {"class": cls.__name__, "params": total}
+    if count != total or got != want:
+        missing = sorted(set(want) - set(got))[:3]
+        extra = sorted(set(got) - set(want))[:3]
+        shapes = sorted(k for k in set(got) & set(want) if got[k] != want[k])[:3]
+        return {**row, "status": "differs", "reason": f"count {count:,} vs {total:,}; missing {missing}, "
+                                                       f"extra {extra}, shapes {shapes}"}
+    return {**row, "status": "imported"}
+
+
+class Worker:
+    """A process importing one type after another (torch and transformers imported once), with an
+    address-space cap; one that crashes or outlives its time limit is killed and replaced."""
+
+    def __init__(self, memory: int, quick: bool):
+        self.memory, self.quick, self.process = memory, quick, None
+
+    def start(self) -> None:
+        import resource
+
+        def cap() -> None:
+            resource.setrlimit(resource.RLIMIT_AS, (self.memory, self.memory))
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "TRANSFORMERS_VERBOSITY": "error"}
+        self.process = subprocess.Popen([sys.executable, __file__, "--worker", *(["--quick"] if self.quick else [])],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        text=True, preexec_fn=cap, env=env)
+
+    def run(self, model_type: str, timeout: float) -> dict:
+        import queue
+        import threading
+        if self.process is None or self.process.poll() is not None:
+            self.start()
+        start = time.perf_counter()
+        self.process.stdin.write(f"{model_type} {timeout}\n")
+        self.process.stdin.flush()
+        lines: queue.Queue = queue.Queue()
+        threading.Thread(target=lambda: lines.put(self.process.stdout.readline()), daemon=True).start()
+        try:
+            line = lines.get(timeout=timeout + 120)  # the worker's own alarm comes first
+        except queue.Empty:
+            line = None
+        if line and line.startswith("{"):
+            return json.loads(line)
+        status = "timeout" if line is None else "crashed"
+        self.stop()
+        return {"type": model_type, "status": status, "seconds": round(time.perf_counter() - start, 1),
+                "reason": f"still running after {timeout:.0f} s" if line is None else
+                "the process died (killed for memory, or a crash in native code)"}
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+def worker(quick: bool) -> None:
+    """Read `TYPE TIMEOUT` lines, print one JSON row each (a timeout is the alarm's)."""
+    import signal
+
+    def alarm(*_):
+        raise TimeoutError
+    signal.signal(signal.SIGALRM, alarm)
+    for line in sys.stdin:
+        model_type, timeout = line.split()
+        with tempfile.TemporaryDirectory() as folder:
+            signal.alarm(int(float(timeout)))
+            start = time.perf_counter()
+            try:
+                row = one(model_type, Path(folder), quick)
+            except TimeoutError:
+                row = {"type": model_type, "status": "timeout", "reason": f"still running after {timeout} s"}
+            except BaseException as exc:  # noqa: BLE001  a row for anything the comparison raises
+                row = {"type": model_type, "status": "crashed", "reason": f"{type(exc).__name__}: {exc}"[:300]}
+            finally:
+                signal.alarm(0)
+            row.setdefault("seconds", round(time.perf_counter() - start, 1))
+        print(json.dumps(row), flush=True)
+
+
+def kind(reason: str) -> str:
+    """A refusal's reason without its particulars (sizes, names of modules), to group alike ones."""
+    m = re.match(r"cannot import '([^']+)' at module '[^']*' \(([^)]*)\): (.*)", reason)
+    if m:
+        return f"cannot import '{m.group(1)}': {m.group(3)[:80]}"
+    m = re.match(r"transformers cannot build \w+ without a package it needs: (\S+)", reason)
+    if m:
+        return f"needs the package {m.group(1)}"
+    reason = re.sub(r"\b\d[\d,.]*\b", "N", reason)
+    reason = re.sub(r"\b[A-Z]\w*(Model|ForCausalLM|ForConditionalGeneration|Encoder|Decoder|Transformer)\w*",
+                    "MODEL", reason)
+    return reason[:140]
+
+
+def summary(rows: list[dict]) -> str:
+    done = [r for r in rows if r["status"] == "imported"]
+    own = [r for r in rows if r["status"] in ("traceback", "timeout", "crashed", "differs")]
+    package = [r for r in rows if r["status"] == "refused" and "without a package it needs" in r["reason"]]
+    lines = [f"imported {len(done)} of {len(rows)} model types ({100 * len(done) / max(len(rows), 1):.1f} %)",
+             f"  of the {len(rows) - len(package)} transformers builds without extra packages: "
+             f"{100 * len(done) / max(len(rows) - len(package), 1):.1f} %"]
+    if own:
+        lines += ["", f"failures of archgraph ({len(own)}: traceback, timeout, crash or a spec that differs):"]
+        lines += [f"  {r['type']}: {r['status']}: {r['reason']}" for r in own]
+    groups: dict[str, list[str]] = collections.defaultdict(list)
+    for r in rows:
+        if r["status"] == "refused":
+            groups[kind(r["reason"])].append(r["type"])
+    if groups:
+        lines += ["", "refused, by reason:"]
+        for reason, types in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+            lines.append(f"  {len(types):3d}  {reason}")
+            lines.append(f"       {', '.join(sorted(types))}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("types", nargs="*", help="model types (default: every one archgraph has no template for)")
+    parser.add_argument("-j", "--jobs", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds for one type (default 600)")
+    parser.add_argument("--memory", type=float, default=MEMORY / 1024 ** 3, help="GB of address space for one type")
+    parser.add_argument("--json", help="write every row here")
+    parser.add_argument("--quick", action="store_true",
+                        help="at most two layers of each stack (to see refusals sooner; not the figure)")
+    parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        worker(args.quick)
+        return 0
+    types = args.types or untemplated_types()
+    rows: list[dict] = []
+    todo = list(reversed(types))
+    lock = __import__("threading").Lock()
+
+    def serve() -> None:
+        w = Worker(int(args.memory * 1024 ** 3), args.quick)
+        try:
+            while True:
+                with lock:
+                    if not todo:
+                        return
+                    model_type = todo.pop()
+                row = w.run(model_type, args.timeout)
+                with lock:
+                    rows.append(row)
+                    print(f"{row['type']}: {row['status']} ({row['seconds']} s) {row.get('reason', '')[:160]}",
+                          flush=True)
+                    if args.json:
+                        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+        finally:
+            w.stop()
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        for future in [pool.submit(serve) for _ in range(args.jobs)]:
+            future.result()
+    rows.sort(key=lambda r: types.index(r["type"]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
+    print()
+    print(summary(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
