@@ -217,3 +217,23 @@ def test_a_7b_config_without_template_on_the_meta_device(tmp_path):
     assert model.params().total == sum(p.numel() for p in hf.parameters()) == 6_888_095_744
     calls = [n for n in model.graph.nodes.values() if getattr(n, "repeat", 1) > 1]
     assert [(n.name, n.block, n.repeat) for n in calls] == [("model.layers", "OlmoDecoderLayer", 32)]
+
+
+def test_another_name_of_a_held_tensor_that_forward_never_reads_is_tied(tmp_path):
+    """BlenderbotSmall's shared.weight is its encoder's and decoder's embed_tokens.weight; the
+    encoder's and decoder's tables are read, shared is not: it is an unused node tied to the held
+    tensor, so the count is transformers' (the untied node counted the table twice)."""
+    config = {"model_type": "blenderbot-small", "d_model": 32, "encoder_layers": 1, "decoder_layers": 1,
+              "encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_ffn_dim": 64,
+              "decoder_ffn_dim": 64, "vocab_size": 100}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    out = tmp_path / "m.yaml"
+    assert main(["import-torch", str(path), "-o", str(out)]) == 0
+    text = out.read_text()
+    assert "  - {name: shared, op: parameter, shape: [100, 32], tensor: weight, unused: true, " \
+           "tie: encoder.embed_tokens.weight}\n" in text
+    with torch.device("meta"):
+        hf = transformers.BlenderbotSmallModel(transformers.AutoConfig.for_model(**config))
+    model = load(str(out))
+    assert model.params().total == sum(p.numel() for p in hf.parameters()) == 57_472
