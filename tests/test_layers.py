@@ -15,7 +15,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "archgraph"
 LAYERS = [  # lowest first; a module may import only from its own layer or those before it
     {"errors", "limits", "jsonread", "numbers", "dims", "expr", "machine", "install", "record", "dtypes"},
     {"ops"},
-    {"graph", "spec", "checkpoint", "hf", "hardware"},
+    {"graph", "spec", "checkpoint", "hf", "configcheck", "hardware"},
     {"passes"},
     {"render"},
     {"model", "load", "builder", "outfile", "torch", "torch_price", "fromtorch"},
