@@ -6,6 +6,7 @@ and its example inputs).  Needs torch, and transformers for a config (`archgraph
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 
@@ -46,14 +47,15 @@ def run(args, console) -> int:
     for text in args.input:
         name, value = targets.parse_input(text, device)
         given[name] = value
-    if is_config:
-        module, example_args, example_kwargs = targets.from_config(args.target, given)
-    else:
-        module, example_args, example_kwargs, sources = targets.from_callable(args.target, given)
-        inputs += sources  # never written over: the code the module was imported from
-        if args.output is not None:
-            check_output(args.output, inputs)
-    text = at.to_spec(module, *example_args, **example_kwargs)
+    with _quiet():
+        if is_config:
+            module, example_args, example_kwargs = targets.from_config(args.target, given)
+        else:
+            module, example_args, example_kwargs, sources = targets.from_callable(args.target, given)
+            inputs += sources  # never written over: the code the module was imported from
+            if args.output is not None:
+                check_output(args.output, inputs)
+        text = at.to_spec(module, *example_args, **example_kwargs)
     _check_given_read(text, given, module)
     if args.output is None:
         if text.values_file:
@@ -65,6 +67,26 @@ def run(args, console) -> int:
     text.write(args.output, inputs=inputs)
     print(f"wrote {args.output}: {type(module).__name__}; try: archgraph params {args.output}", file=sys.stderr)
     return 0
+
+
+@contextlib.contextmanager
+def _quiet():
+    """While the model is built and traced, the warnings of torch and transformers (deprecations
+    inside torch.export, transformers' advice on generation and caches) are not printed: the
+    command's output is the spec, its message the one line saying where it went, or one refusal."""
+    import logging
+    import warnings
+    loggers = [logging.getLogger(name) for name in ("transformers", "torch")]
+    levels = [lg.level for lg in loggers]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for lg in loggers:
+            lg.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for lg, level in zip(loggers, levels):
+                lg.setLevel(level)
 
 
 def _check_given_read(text: str, given: dict, module) -> None:
