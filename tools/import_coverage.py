@@ -1,6 +1,6 @@
 """How many of transformers' model types `archgraph import-torch config.json` imports.
 
-    .venv/bin/python tools/import_coverage.py [-j 2] [--timeout 600] [--json coverage.json] [TYPE ...]
+    .venv/bin/python tools/import_coverage.py [-j 2] [--timeout 600] [--json coverage.json] [--sample N] [TYPE ...]
 
 For every model type of transformers 5.23 that archgraph has no template for
 (`CONFIG_MAPPING_NAMES` minus `specs/hf/families.yaml`), or the TYPEs given: a config.json of
@@ -10,7 +10,9 @@ limit; an imported spec is then loaded and compared with the model transformers 
 meta device: the parameter count and every state_dict name and shape.  It prints the share
 imported and every other type with its reason (the first line of archgraph's refusal), grouped;
 a traceback, a timeout, a killed process or a spec that differs from transformers' model is a
-failure of archgraph, listed apart.  `--json` keeps every row.
+failure of archgraph, listed apart.  `--json` keeps every row.  `--sample N` takes N of the
+types, drawn with a fixed seed (`--seed`, default 0) from the sorted list, so a figure measured on
+a sample can be measured again on the same types.
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MEMORY = 8 * 1024 ** 3  # address space of one import (torch alone reserves about 2 GB)
+WALL = 20  # a worker silent for this many times its CPU limit in wall time is killed
 
 
 def untemplated_types() -> list[str]:
@@ -50,10 +53,11 @@ def one(model_type: str, folder: Path, quick: bool = False) -> dict:
     config.write_text(json.dumps(_shallow(model_type) if quick else {"model_type": model_type}))
     spec = folder / "model.yaml"
     err = io.StringIO()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with contextlib.redirect_stderr(err):
         code = main(["import-torch", str(config), "-o", str(spec)])
-    row = {"type": model_type, "seconds": round(time.perf_counter() - start, 1)}
+    row = {"type": model_type, "seconds": round(time.perf_counter() - start, 1),
+           "cpu": round(time.process_time() - cpu, 1)}
     if code != 0:
         text = err.getvalue()
         return {**row, "status": "traceback" if "Traceback" in text else "refused", "reason": _reason(text, config)}
@@ -145,7 +149,7 @@ class Worker:
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=lambda: lines.put(self.process.stdout.readline()), daemon=True).start()
         try:
-            line = lines.get(timeout=timeout + 120)  # the worker's own alarm comes first
+            line = lines.get(timeout=WALL * timeout)  # the worker's own CPU limit comes first
         except queue.Empty:
             line = None
         if line and line.startswith("{"):
@@ -153,7 +157,7 @@ class Worker:
         status = "timeout" if line is None else "crashed"
         self.stop()
         return {"type": model_type, "status": status, "seconds": round(time.perf_counter() - start, 1),
-                "reason": f"still running after {timeout:.0f} s" if line is None else
+                "reason": f"still running after {WALL * timeout:.0f} s of wall time" if line is None else
                 "the process died (killed for memory, or a crash in native code)"}
 
     def stop(self) -> None:
@@ -164,25 +168,31 @@ class Worker:
 
 
 def worker(quick: bool) -> None:
-    """Read `TYPE TIMEOUT` lines, print one JSON row each (a timeout is the alarm's)."""
+    """Read `TYPE TIMEOUT` lines, print one JSON row each.  The limit is CPU seconds of this
+    process (SIGPROF), not wall time: on a shared machine a type is not counted out because
+    others were running.  archgraph turns whatever a trace raises into a refusal, so a type whose
+    time ran out is a timeout even when the import returned a refusal."""
     import signal
+    expired = []
 
-    def alarm(*_):
+    def out_of_time(*_):
+        expired.append(True)
         raise TimeoutError
-    signal.signal(signal.SIGALRM, alarm)
+    signal.signal(signal.SIGPROF, out_of_time)
     for line in sys.stdin:
         model_type, timeout = line.split()
+        expired.clear()
         with tempfile.TemporaryDirectory() as folder:
-            signal.alarm(int(float(timeout)))
+            signal.setitimer(signal.ITIMER_PROF, float(timeout))
             start = time.perf_counter()
             try:
                 row = one(model_type, Path(folder), quick)
-            except TimeoutError:
-                row = {"type": model_type, "status": "timeout", "reason": f"still running after {timeout} s"}
             except BaseException as exc:  # noqa: BLE001  a row for anything the comparison raises
                 row = {"type": model_type, "status": "crashed", "reason": f"{type(exc).__name__}: {exc}"[:300]}
             finally:
-                signal.alarm(0)
+                signal.setitimer(signal.ITIMER_PROF, 0)
+            if expired:
+                row = {"type": model_type, "status": "timeout", "reason": f"still running after {timeout} CPU s"}
             row.setdefault("seconds", round(time.perf_counter() - start, 1))
         print(json.dumps(row), flush=True)
 
@@ -227,17 +237,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("types", nargs="*", help="model types (default: every one archgraph has no template for)")
     parser.add_argument("-j", "--jobs", type=int, default=2)
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds for one type (default 600)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="CPU seconds for one type (default 600)")
     parser.add_argument("--memory", type=float, default=MEMORY / 1024 ** 3, help="GB of address space for one type")
     parser.add_argument("--json", help="write every row here")
     parser.add_argument("--quick", action="store_true",
                         help="at most two layers of each stack (to see refusals sooner; not the figure)")
+    parser.add_argument("--sample", type=int, help="N of the types, drawn with --seed (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="the seed of --sample (default 0)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(args.quick)
         return 0
     types = args.types or untemplated_types()
+    if args.sample is not None and args.sample < len(types):
+        import random
+        types = sorted(random.Random(args.seed).sample(sorted(types), args.sample))
     rows: list[dict] = []
     todo = list(reversed(types))
     lock = __import__("threading").Lock()
@@ -253,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
                 row = w.run(model_type, args.timeout)
                 with lock:
                     rows.append(row)
-                    print(f"{row['type']}: {row['status']} ({row['seconds']} s) {row.get('reason', '')[:160]}",
+                    print(f"{row['type']}: {row['status']} ({row['seconds']} s, {row.get('cpu', '?')} CPU s) {row.get('reason', '')[:160]}",
                           flush=True)
                     if args.json:
                         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
