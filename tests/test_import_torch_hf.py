@@ -237,3 +237,50 @@ def test_another_name_of_a_held_tensor_that_forward_never_reads_is_tied(tmp_path
         hf = transformers.BlenderbotSmallModel(transformers.AutoConfig.for_model(**config))
     model = load(str(out))
     assert model.params().total == sum(p.numel() for p in hf.parameters()) == 57_472
+
+
+def test_a_config_transformers_itself_cannot_run_is_refused_as_such(tmp_path, capsys):
+    """GLM-4V's default mrope_section [8, 12, 12] halves a head of 64, not of 32 (hidden 64 over 2
+    heads): transformers' own forward fails, and the refusal says so rather than blaming the trace."""
+    config = {"model_type": "glm4v",
+              "text_config": {"vocab_size": 300, "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 1,
+                              "num_attention_heads": 2, "num_key_value_heads": 1},
+              "vision_config": {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+                                "out_hidden_size": 64}}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    assert main(["import-torch", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        "archgraph: error: Glm4vModel.forward fails on the example inputs without torch.export too: RuntimeError: "
+        "split_with_sizes expects split_sizes to sum exactly to 16 (input tensor's size at dimension -1), but got "
+        "split_sizes=[8, 12, 12]\n  fix: the module itself cannot run these inputs (for a config: the config is "
+        "inconsistent, or the inputs need --input)\n")
+
+
+def test_a_module_failing_on_its_inputs_is_told_apart_from_one_the_trace_cannot_read():
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x.view(3, -1)
+    with pytest.raises(ArchgraphError) as info:
+        to_spec(Net(), torch.zeros(2, 4))
+    assert info.value.message == ("Net.forward fails on the example inputs without torch.export too: RuntimeError: "
+                                  "shape '[3, -1]' is invalid for input of size 8")
+
+
+def test_a_models_inputs_are_found_through_its_declared_sub_configs():
+    """ColPali holds its PaliGemma in `vlm_config` and `vlm`: its use_cache (off, no cache object in
+    the trace) and image placeholder token are read there, its image features counted by the
+    PaliGemma's get_image_features (four patches of 8 pixels in 16: 4 tokens a row)."""
+    from archgraph.fromtorch import hfbuild, hfinputs
+    raw = {"model_type": "colpali", "embedding_dim": 16, "vlm_config": {
+        "model_type": "paligemma", "image_token_index": 299, "projection_dim": 32,
+        "text_config": {"model_type": "gemma", "vocab_size": 300, "hidden_size": 32, "intermediate_size": 64,
+                        "num_hidden_layers": 1, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 8},
+        "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                          "num_hidden_layers": 1, "num_attention_heads": 4, "image_size": 16, "patch_size": 8,
+                          "projection_dim": 32}}}
+    config = transformers.AutoConfig.for_model(**raw)
+    model = hfbuild.build(transformers.ColPaliForRetrieval, config, "config.json")
+    inputs = hfinputs.example_inputs(model, {})
+    assert {k: getattr(v, "shape", v) for k, v in inputs.items()} == {
+        "input_ids": (2, 4 + 16), "pixel_values": (2, 3, 16, 16), "use_cache": False}

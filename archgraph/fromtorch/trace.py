@@ -60,6 +60,12 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict, static: bool = Fal
     except ArchgraphError:
         raise
     except Exception as exc:  # torch.export's many errors: say what failed, in its words
+        own = _eager_failure(module, named)
+        if own is not None:
+            raise ArchgraphError(f"{type(module).__name__}.forward fails on the example inputs without "
+                                 f"torch.export too: {own}",
+                                 hint="the module itself cannot run these inputs (for a config: the config "
+                                      "is inconsistent, or the inputs need --input)") from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ArchgraphError(f"torch.export could not trace {type(module).__name__}: {first}",
                              hint="archgraph reads a module through torch.export (non-strict, so Python "
@@ -116,6 +122,23 @@ def functional(program):
             raise ArchgraphError(f"forward writes parameter '{out.target}'; a spec's parameters are constants",
                                  hint="import a module whose forward leaves its parameters as they are")
     return program
+
+
+def _eager_failure(module: torch.nn.Module, named: dict) -> str | None:
+    """The first line of what `module` raises when simply called with the example inputs, or None
+    when it runs (or fails only because its weights are on the meta device, which has no values):
+    an export that failed because the module itself fails is told apart from one torch.export
+    cannot trace."""
+    try:
+        with torch.no_grad(), export_context(module, named):
+            module(**named)
+    except Exception as exc:  # noqa: BLE001  the module's own error, reported as it reads
+        text = str(exc).strip()
+        if "meta" in text.lower() or isinstance(exc, NotImplementedError):
+            return None  # a value the meta device does not have (.item(), a data-dependent size)
+        first = text.splitlines()[0] if text else ""
+        return f"{type(exc).__name__}: {first[:200]}" if first else type(exc).__name__
+    return None
 
 
 @contextlib.contextmanager
