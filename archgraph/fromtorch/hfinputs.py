@@ -66,7 +66,7 @@ def example_inputs(model: torch.nn.Module, given: dict[str, torch.Tensor]) -> di
     if "input_ids" in params and "input_ids" not in given:
         _other_modalities(model, params, inputs, given, device)
     inputs.update(given)
-    if "use_cache" in params or (takes_any and getattr(config, "use_cache", None) is not None):
+    if "use_cache" in params or (takes_any and find(config, "use_cache") is not None):
         inputs["use_cache"] = False  # no cache object in the trace
     return inputs
 
@@ -107,7 +107,7 @@ def _feature_tokens(model, method: str, name: str, value: torch.Tensor) -> int |
     """How many token embeddings the model's `method` makes of `value` (its features' size over the
     embeddings' width), or None when it cannot be called on them."""
     from .hfexport import one_device
-    fn = getattr(model, method, None) or getattr(getattr(model, "model", None), method, None)
+    fn = next((getattr(m, method) for m in model.modules() if callable(getattr(m, method, None))), None)
     embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     width = getattr(getattr(embeddings, "weight", None), "shape", (None,))[-1]
     if fn is None or not isinstance(width, int):
@@ -124,12 +124,13 @@ def _feature_tokens(model, method: str, name: str, value: torch.Tensor) -> int |
 
 
 def find(config, *keys: str) -> Any:
-    """The first of `keys` the config sets (not None), looking in its sub-configs after it."""
+    """The first of `keys` the config sets (not None), looking in its sub-configs after it (those
+    named in SUB_CONFIGS and those its class declares: ColPali's vlm_config)."""
     for key in keys:
         value = getattr(config, key, None)
         if value is not None and not callable(value):
             return value
-    for sub in SUB_CONFIGS:
+    for sub in dict.fromkeys([*SUB_CONFIGS, *(getattr(config, "sub_configs", None) or {})]):
         inner = getattr(config, sub, None)
         if inner is not None and hasattr(inner, "to_dict"):
             value = find(inner, *keys)
