@@ -70,7 +70,7 @@ def _target(target: str):
     """The module TARGET builds and its example inputs (as import-torch reads a TARGET)."""
     from ..fromtorch import targets
     is_config = target.endswith(".json") or ":" not in target
-    return targets.from_config(target) if is_config else targets.from_callable(target, {})
+    return targets.from_config(target) if is_config else targets.from_callable(target, {})[:3]  # not its sources
 
 
 def _forward(at, model, sizes):
