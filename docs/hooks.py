@@ -40,13 +40,13 @@ def op_families() -> dict[str, list[str]]:
 
 
 TITLES = {"activation": "Activations", "attention": "Attention", "binary": "Two-tensor functions", "conv": "Convolutions",
-          "disentangled": "Disentangled attention", "elementwise": "Elementwise (broadcasting)",
+          "disentangled": "Disentangled attention", "einsum": "Einsum", "elementwise": "Elementwise (broadcasting)",
           "embedding": "Embeddings and positions", "encoders": "Parameters and buffers",
-          "indexing": "Slices and singleton dims", "latent_attention": "Latent attention", "linear": "Linear",
+          "indexing": "Slices and singleton dims", "latent_attention": "Latent attention", "layout": "Rearranging", "linear": "Linear",
           "math": "Arithmetic", "mlp": "Feed-forward and MoE", "norm": "Normalisation", "pointwise": "Pointwise functions",
           "pool": "Pooling",
           "recurrent": "Fixed-state layers", "reduce": "Reductions", "rotary": "Rotary positions",
-          "routing": "Routing by index", "signal": "Signals", "ssm": "State-space mixers",
+          "routing": "Routing by index", "scatter": "Indexing and writes", "signal": "Signals", "ssm": "State-space mixers",
           "tensor": "Tensor plumbing", "windows": "Windows (Swin)"}  # the nav's short names
 
 

@@ -22,14 +22,8 @@ from test_op_conformance import _same, _tensor  # noqa: E402
 aten = torch.ops.aten
 
 # Core ops whose import lands in a later change of issue 41 (each must leave this list as it comes)
-LATER_INDEXING = "indexing, scatter and copies: the next change"
 LATER_SPATIAL = "convolution, pooling, padding, resampling, FFT, distances, bags, norms: a later change"
 PENDING: dict[Any, str] = {
-    **dict.fromkeys([aten.as_strided.default, aten.copy.default, aten.diagonal.default, aten.empty_strided.default,
-                     aten.flip.default, aten.index.Tensor, aten.index_put.default, aten.repeat.default,
-                     aten.scatter.src, aten.scatter.value, aten.scatter_add.default, aten.scatter_reduce.two,
-                     aten.select_scatter.default, aten.slice_scatter.default, aten.sort.default, aten.squeeze.dims,
-                     aten.addmm.default, aten.embedding.default], LATER_INDEXING),
     **dict.fromkeys([aten._adaptive_avg_pool2d.default, aten._adaptive_avg_pool3d.default, aten._cdist_forward.default,
                      aten._embedding_bag.default, aten._fft_c2r.default, aten._fft_r2c.default,
                      aten._native_batch_norm_legit.default, aten._native_batch_norm_legit.no_stats,
@@ -69,6 +63,7 @@ class I:
     expect: tuple[str, ...]
     kinds: list[str] = field(default_factory=lambda: ["f"])
     id: str | None = None
+    module: Callable[[], Any] | None = None  # a module of its own (one that holds tensors) instead of `call`
 
     @property
     def name(self) -> str:
@@ -88,6 +83,27 @@ def b(target, expect: str, kinds=("f f",), other=(5, 3)) -> I:
 def s(target, expect: str, number, kinds=("f",), id=None) -> I:
     """A tensor-and-number op called as target(x, number)."""
     return I(target, [(2, 5, 3)], lambda x: target(x, number), tuple(expect.split()), list(kinds), id)
+
+
+class Holds(nn.Module):
+    """A module whose child `layer` (made by `make`) holds the tensors `call(layer, x)` passes the aten op."""
+
+    def __init__(self, make, call):
+        super().__init__()
+        self.layer, self.call = make(), call
+
+    def forward(self, x0):
+        return self.call(self.layer, x0)
+
+
+def held(target, shape, make, call, expect, kinds=("f",), id=None) -> I:
+    """An op on tensors a module holds: the spec's node is named by the module and owns them."""
+    return I(target, [shape], None, (expect,), list(kinds), id, lambda: Holds(make, call))
+
+
+def _ids(x, n: int):
+    """Indices below n made from x's values (so they share x's symbolic sizes)."""
+    return (x.abs() * n).long().clamp(max=n - 1)
 
 
 UNARY = {  # aten op -> (archgraph op, input kinds)
@@ -200,6 +216,48 @@ CASES = [
     I(aten.topk.default, [(2, 5, 3)], lambda x: aten.topk.default(x, 2, 1), ("topk",)),
     I(aten.native_dropout.default, [(2, 5)], lambda x: aten.native_dropout.default(x, 0.5, False)[0] * 2,
       ("identity",)),
+    # -- indexing, writes, rearranging ----------------------------------------------------------------
+    I(aten.index.Tensor, [(2, 5, 3), (4,)], lambda x, i: aten.index.Tensor(x, [None, i]), ("index",), ["f n5"]),
+    I(aten.index.Tensor, [(6, 3), (2, 4)], lambda x, i: aten.index.Tensor(x, [i]), ("index",), ["f n6"],
+      id="index.Tensor-ids"),
+    I(aten.index_put.default, [(2, 5, 3, 2)], lambda x: aten.index_put.default(x, [None, _ids(x[0, :4, 0, 0], 5)],
+                                                                                 x[0, 0, 0]), ("index_put",)),
+    I(aten.index_put.default, [(2, 5, 3)], lambda x: aten.index_put.default(x, [x > 0], x.new_zeros(())),
+      ("index_put",), id="index_put.default-mask"),
+    I(aten.scatter.src, [(2, 5, 3, 2)], lambda x: aten.scatter.src(x, 1, _ids(x[:, :1], 5), x[:, :1] * 2),
+      ("scatter",)),
+    I(aten.scatter.value, [(2, 5, 3, 2)], lambda x: aten.scatter.value(x, 1, _ids(x[:, :3], 5), -1.5), ("scatter",)),
+    I(aten.scatter_add.default, [(2, 5, 3, 2)], lambda x: aten.scatter_add.default(x, 1, _ids(x[:, :3], 5), x[:, 2:]),
+      ("scatter_add",)),
+    I(aten.scatter_reduce.two, [(2, 5, 3, 2)],
+      lambda x: aten.scatter_reduce.two(x, 1, _ids(x[:, :3], 5), x[:, 2:], "amin", include_self=False),
+      ("scatter_reduce",)),
+    I(aten.select_scatter.default, [(2, 5, 3)], lambda x: aten.select_scatter.default(x, x[:, 1] * 2, 1, 0),
+      ("select_scatter",)),
+    I(aten.slice_scatter.default, [(2, 5, 6)], lambda x: aten.slice_scatter.default(x, x[:, :, :2] * 2, 2, 1, 5, 2),
+      ("slice_scatter",)),
+    I(aten.copy.default, [(2, 5, 3), (3,)], lambda x, s: aten.copy.default(x, s), ("copy",), ["f f", "i f"]),
+    I(aten.copy_.default, [(2, 5, 3, 2)], lambda x: x.clone()[:, 1:3].copy_(x[:, :2] * 2), ("mul",),
+      id="copy_-into-a-slice"),
+    I(aten.flip.default, [(2, 5, 3)], lambda x: aten.flip.default(x, [0, 2]), ("flip",)),
+    I(aten.repeat.default, [(2, 5)], lambda x: aten.repeat.default(x, [2, 1, 3]), ("repeat",)),
+    I(aten.squeeze.dims, [(2, 1, 1, 3)], lambda x: aten.squeeze.dims(x, [1, -2]), ("squeeze",)),
+    I(aten.diagonal.default, [(2, 5, 6)], lambda x: aten.diagonal.default(x, 1, 1, 2) * 1, ("diagonal",)),
+    I(aten.as_strided.default, [(2, 6)], lambda x: aten.as_strided.default(x, [2, 2, 3], [6, 1, 2]) * 1,
+      ("as_strided",)),
+    I(aten.sort.default, [(2, 5, 3)], lambda x: aten.sort.default(x, 1, True), ("sort",), ["f", "i"]),
+    I(aten.addmm.default, [(3,), (4, 5), (5, 3)], lambda b, x, y: aten.addmm.default(b, x, y, beta=0.5, alpha=2),
+      ("matmul", "mul", "add"), ["f f f"]),
+    I(aten.empty_strided.default, [(2, 5)], lambda x: aten.empty_strided.default([2, 5], [5, 1]).fill_(1) + x,
+      ("full",)),
+    I(aten.stack.default, [(2, 5), (2, 5)], lambda x, y: aten.stack.default([x, y], 1), ("stack",), ["f f"]),
+    I(aten.unbind.int, [(2, 3, 5)], lambda x: aten.unbind.int(x, 1), ("unbind",)),
+    I(aten.einsum.default, [(2, 5, 3), (3, 4)], lambda x, y: aten.einsum.default("bij,jk->bik", [x, y]),
+      ("einsum",), ["f f"]),
+    I(aten.one_hot.default, [(2, 5)], lambda x: aten.one_hot.default(x, 7), ("one_hot",), ["n7"]),
+    I(aten.roll.default, [(2, 5, 3)], lambda x: aten.roll.default(x, [1, -1], [1, 2]), ("roll",)),
+    held(aten.embedding.default, (2, 5), lambda: nn.Embedding(10, 4),
+         lambda m, x: aten.embedding.default(m.weight, x), "embedding", ["n10"]),
 ]
 
 
@@ -227,7 +285,11 @@ class Call3(Call):
 
 
 def _module(case: I) -> nn.Module:
+    torch.manual_seed(0)
+    if case.module is not None:
+        return case.module().eval()
     return (Call1, Call2, Call3)[len(case.shapes) - 1](case.call).eval()
+
 
 
 def _flat(value) -> list:
@@ -255,6 +317,7 @@ def test_core_op_imports_and_computes_what_torch_does(case, monkeypatch):
         ops = {line.split("op: ")[1].split(",")[0].rstrip("}") for line in text.splitlines() if "op: " in line}
         assert set(case.expect) <= ops, f"expected ops {case.expect} in:\n{text}"
         mine = to_module(load_text(text)).eval()
+        mine.load_state_dict(module.state_dict(), strict=True)
         got = _flat(list(mine(*xs).values()))
         want = _flat(module(*xs))
         assert len(got) == len(want)

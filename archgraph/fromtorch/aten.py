@@ -253,13 +253,6 @@ def _cat(n, c):
     return Out("concat", list(n.args[0]), {"dim": n.args[1] if len(n.args) > 1 else 0})
 
 
-@rule(aten.stack.default)
-def _stack(n, c):
-    dim = n.args[1] if len(n.args) > 1 else 0
-    parts = [Out("unsqueeze", [t], {"dim": dim}) for t in n.args[0]]
-    return [*parts, Out("concat", [p for p in parts], {"dim": dim})]
-
-
 @rule(aten.slice.Tensor)
 def _slice(n, c):
     dim = n.args[1] if len(n.args) > 1 else 0
@@ -414,22 +407,6 @@ def _repeat_interleave(n, c):
     wide = Out("unsqueeze", [x], {"dim": d + 1})
     grown = Out("expand", [wide], {"sizes": [*shape[:d + 1], repeats, *shape[d + 1:]]})
     return [wide, grown, Out("flatten", [grown], {"start_dim": d, "end_dim": d + 1})]
-
-
-@rule(aten.index.Tensor)
-def _index(n, c):
-    """x[ids] (one index tensor, on the first dim): index_select of the flattened ids, reshaped."""
-    x, indices = n.args[0], n.args[1]
-    if len(indices) != 1 or indices[0] is None:
-        raise Refuse("indexing by several tensors, or not on the first dim")
-    ids = indices[0]
-    if c.dtype(ids) == torch.bool:
-        raise Refuse("indexing by a boolean mask (its size depends on the data)")
-    if len(c.shape(ids)) == 1:
-        return Out("index_select", [x, ids], {"dim": 0})
-    flat = Out("reshape", [ids], {"shape": [-1]})
-    picked = Out("index_select", [x, flat], {"dim": 0})
-    return [flat, picked, Out("reshape", [picked], {"shape": c.shape(n)})]
 
 
 @rule(aten.topk.default)

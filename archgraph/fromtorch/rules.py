@@ -1,9 +1,9 @@
 """Every aten rule: importing this module registers the rules of each family into `aten.TABLE`
 (the plumbing and arithmetic of `aten` itself, the ops that hold tensors in `layers`, the
-elementwise ops and reductions in `pointwise`)."""
+elementwise ops and reductions in `pointwise`, indexing, writes and rearranging in `indexing`)."""
 from __future__ import annotations
 
-from . import layers, pointwise  # noqa: F401  (importing registers their rules)
+from . import indexing, layers, pointwise  # noqa: F401  (importing registers their rules)
 from .aten import REFUSED, SKIP, TABLE
 
 __all__ = ["REFUSED", "SKIP", "TABLE"]

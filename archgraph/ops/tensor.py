@@ -10,7 +10,7 @@ from .base import Op, Size, axis, check, expect_dim, expect_rank, invalid, op
 from .elementwise import broadcast
 
 
-@op("matmul", aliases=("torch.matmul", "bmm", "einsum"))
+@op("matmul", aliases=("torch.matmul", "bmm"))
 class MatMul(Op):
     """[..., n, k] @ [..., k, m] -> [..., n, m], batch dims broadcast; 1-D operands as torch.matmul."""
 
@@ -197,7 +197,7 @@ class Flatten(Op):
         return run.torch.flatten(x, self.start_dim, self.end_dim)
 
 
-@op("select", aliases=("torch.select", "index"), example={"dim": 1, "index": 0})
+@op("select", aliases=("torch.select", "x[:, i]"), example={"dim": 1, "index": 0})
 class Select(Op):
     """Take one index along `dim`, dropping it (BERT's pooler reads token 0)."""
 
