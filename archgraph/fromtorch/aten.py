@@ -48,11 +48,22 @@ TABLE: dict[Any, Rule] = {}
 
 
 def rule(*targets):
+    """Register a rule for aten ops that compute a value.  An op that writes a tensor (`copy_`,
+    `index_put_`, an out= variant) never has one: its value is not the tensor it changes, so the
+    importer lowers it to the functional op (`decompose`), which reads the write where it lands."""
     def register(fn):
         for t in targets:
+            if mutates(t):
+                raise ValueError(f"{t} writes a tensor: it is imported through its functional form")
             TABLE[t] = fn
         return fn
     return register
+
+
+def mutates(target) -> bool:
+    """Whether the aten op writes one of its arguments (in place, or an out= tensor)."""
+    schema = getattr(target, "_schema", None)
+    return schema is not None and schema.is_mutable
 
 
 def named(n) -> dict:

@@ -28,7 +28,7 @@ def _index(n, c):
     return Out("index", [x, *tensors], {"dims": dims})
 
 
-@rule(aten.index_put.default, aten.index_put_.default, aten._unsafe_index_put.default)
+@rule(aten.index_put.default, aten._unsafe_index_put.default)
 def _index_put(n, c):
     a = named(n)
     dims, tensors = _indices(n, c, list(a["indices"]))
@@ -84,7 +84,7 @@ def _slice_scatter(n, c):
     return Out("slice_scatter", [a["self"], a["src"]], hp)
 
 
-@rule(aten.copy.default, aten.copy_.default)
+@rule(aten.copy.default)
 def _copy(n, c):
     """x.copy_(src) as a value: src itself where it has x's shape and element type, else `copy`."""
     x, src = n.args[0], n.args[1]

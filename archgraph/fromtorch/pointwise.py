@@ -47,7 +47,6 @@ def _log_softmax(n, c):
 # -- two tensors -----------------------------------------------------------------------------------
 for _name in ("atan2", "logical_and", "logical_or", "logical_xor"):
     rule(getattr(aten, _name).default)(lambda n, c, name=_name: Out(name, [n.args[0], n.args[1]]))
-rule(aten.atan2.out)(lambda n, c: Out("atan2", [n.args[0], n.args[1]]))  # its value; `out` written apart
 
 
 def _two(name: str):
