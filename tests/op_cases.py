@@ -188,4 +188,23 @@ CASES = [
     C("einsum", {"equation": "ii->"}, ["3, 3"], "", "3", lambda t, x: t.einsum("ii->", x), ["f"], id="einsum-trace"),
     C("einsum", {"equation": "bd,d,bd->b"}, ["B, 4", "4", "B, 4"], "B", "3 * B * 4",
       lambda t, a, b, c: t.einsum("bd,d,bd->b", a, b, c), ["f f f"], id="einsum-three"),
+
+    # -- pooling over 3 dims, and means over a window's values only ------------------------------------
+    C("max_pool3d", {"kernel_size": [2, 3, 2], "stride": [1, 2, 2], "padding": [1, 1, 0]}, ["B, C, 3, 6, 4"],
+      "B, C, 4, 3, 2", "B * C * 4 * 3 * 2 * 12",
+      lambda t, x: t.nn.functional.max_pool3d(x, (2, 3, 2), (1, 2, 2), (1, 1, 0)), ["f"]),
+    C("avg_pool3d", {"kernel_size": 3, "stride": 2, "padding": 1, "ceil_mode": True, "count_include_pad": False},
+      ["B, C, 3, 6, 4"], "B, C, 2, 4, 3", "B * C * 2 * 4 * 3 * 27",
+      lambda t, x: t.nn.functional.avg_pool3d(x, 3, 2, 1, True, False), ["f"]),
+    C("avg_pool3d", {"kernel_size": 2, "divisor_override": 3}, ["B, C, 4, 6, 4"], "B, C, 2, 3, 2",
+      "B * C * 2 * 3 * 2 * 8", lambda t, x: t.nn.functional.avg_pool3d(x, 2, divisor_override=3), ["f"],
+      id="avg_pool3d-divisor"),
+    C("avg_pool2d", {"kernel_size": 3, "stride": 1, "padding": 1, "count_include_pad": False}, ["B, C, 6, 4"],
+      "B, C, 6, 4", "B * C * 6 * 4 * 9",
+      lambda t, x: t.nn.functional.avg_pool2d(x, 3, 1, 1, count_include_pad=False), ["f"], id="avg_pool2d-values-only"),
+    C("avg_pool1d", {"kernel_size": 2, "padding": 1, "count_include_pad": False}, ["B, C, 5"], "B, C, 3",
+      "B * C * 3 * 2", lambda t, x: t.nn.functional.avg_pool1d(x, 2, padding=1, count_include_pad=False), ["f"],
+      id="avg_pool1d-values-only"),
+    C("adaptive_avg_pool3d", {"output_size": [2, 3, 3]}, ["B, C, 3, 6, 4"], "B, C, 2, 3, 3", "B * C * 3 * 6 * 4",
+      lambda t, x: t.nn.functional.adaptive_avg_pool3d(x, (2, 3, 3)), ["f"]),
 ]

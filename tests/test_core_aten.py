@@ -23,20 +23,10 @@ from test_op_conformance import _same, _tensor  # noqa: E402
 aten = torch.ops.aten
 
 # Core ops whose import lands in a later change of issue 41 (each must leave this list as it comes)
-LATER_SPATIAL = "convolution, pooling, padding, resampling, FFT, distances, bags, norms: a later change"
-PENDING: dict[Any, str] = {
-    **dict.fromkeys([aten._adaptive_avg_pool2d.default, aten._adaptive_avg_pool3d.default, aten._cdist_forward.default,
-                     aten._embedding_bag.default, aten._fft_c2r.default, aten._fft_r2c.default,
-                     aten._native_batch_norm_legit.default, aten._native_batch_norm_legit.no_stats,
-                     aten._native_batch_norm_legit_no_training.default, aten._pdist_forward.default,
-                     aten.adaptive_avg_pool1d.default, aten.avg_pool1d.default, aten.avg_pool2d.default,
-                     aten.avg_pool3d.default, aten.col2im.default, aten.constant_pad_nd.default,
-                     aten.convolution.default, aten.grid_sampler_2d.default, aten.max_pool2d_with_indices.default,
-                     aten.max_pool3d_with_indices.default, aten.native_group_norm.default,
-                     aten.native_layer_norm.default, aten.reflection_pad1d.default, aten.reflection_pad2d.default,
-                     aten.reflection_pad3d.default, aten.replication_pad2d.default, aten.replication_pad3d.default,
-                     aten.upsample_bilinear2d.vec, aten.upsample_nearest2d.vec], LATER_SPATIAL),
-}
+LATER = "distances, bags, FFT, folding, grid sampling: a later change"
+PENDING: dict[Any, str] = dict.fromkeys([aten._cdist_forward.default, aten._embedding_bag.default, aten._fft_c2r.default,
+                                         aten._fft_r2c.default, aten._pdist_forward.default, aten.col2im.default,
+                                         aten.grid_sampler_2d.default], LATER)
 
 
 def core_ops() -> set:
@@ -270,7 +260,77 @@ CASES = [
     I(aten.roll.default, [(2, 5, 3)], lambda x: aten.roll.default(x, [1, -1], [1, 2]), ("roll",)),
     held(aten.embedding.default, (2, 5), lambda: nn.Embedding(10, 4),
          lambda m, x: aten.embedding.default(m.weight, x), "embedding", ["n10"]),
+    # -- convolution, pooling, padding, resampling, the native norms -------------------------------------
+    held(aten.convolution.default, (2, 4, 7, 6), lambda: nn.Conv2d(4, 6, (3, 2), groups=2),
+         lambda m, x: aten.convolution.default(x, m.weight, m.bias, [2, 1], [1, 0], [1, 2], False, [0, 0], 2),
+         "conv2d"),
+    held(aten.convolution.default, (2, 4, 3, 5, 4), lambda: nn.ConvTranspose3d(4, 2, 2, bias=False),
+         lambda m, x: aten.convolution.default(x, m.weight, None, [1, 2, 2], [0, 1, 0], [1, 1, 1], True, [0, 1, 0], 1),
+         "conv_transpose3d", id="convolution-transposed"),
+    held(aten.conv2d.padding, (2, 4, 6, 5), lambda: nn.Conv2d(4, 3, 4, padding="same", dilation=2),
+         lambda m, x: m(x), "conv2d", id="Conv2d-padding-same"),
+    held(aten.conv_transpose2d.input, (2, 4, 5, 3), lambda: nn.ConvTranspose2d(4, 6, 3, 2, 1, 1, groups=2),
+         lambda m, x: m(x), "conv_transpose2d", id="ConvTranspose2d"),
+    I(aten.max_pool2d_with_indices.default, [(2, 3, 7, 6)],
+      lambda x: aten.max_pool2d_with_indices.default(x, [3, 2], [2, 1], [1, 0], [1, 2], True)[0], ("max_pool2d",)),
+    I(aten.max_pool3d_with_indices.default, [(2, 3, 4, 6, 5)],
+      lambda x: aten.max_pool3d_with_indices.default(x, [2, 2, 3], [1, 2, 2])[0], ("max_pool3d",)),
+    I(aten.avg_pool1d.default, [(2, 3, 7)], lambda x: aten.avg_pool1d.default(x, [3], [2], [1], False, False),
+      ("avg_pool1d",)),
+    I(aten.avg_pool2d.default, [(2, 3, 7, 6)], lambda x: aten.avg_pool2d.default(x, [3, 3], [1, 1], [1, 1], False,
+                                                                               False), ("avg_pool2d",)),
+    I(aten.avg_pool3d.default, [(2, 3, 4, 6, 5)], lambda x: aten.avg_pool3d.default(x, [2, 2, 2], [], [0, 1, 1],
+                                                                                  True, True, 5), ("avg_pool3d",)),
+    I(aten.adaptive_avg_pool1d.default, [(2, 3, 7)], lambda x: aten.adaptive_avg_pool1d.default(x, [3]),
+      ("adaptive_avg_pool1d",)),
+    I(aten._adaptive_avg_pool2d.default, [(2, 3, 7, 6)], lambda x: aten._adaptive_avg_pool2d.default(x, [3, 2]),
+      ("adaptive_avg_pool2d",)),
+    I(aten._adaptive_avg_pool3d.default, [(2, 3, 4, 7, 6)], lambda x: aten._adaptive_avg_pool3d.default(x, [2, 3, 1]),
+      ("adaptive_avg_pool3d",)),
+    I(aten.constant_pad_nd.default, [(2, 3, 5)], lambda x: aten.constant_pad_nd.default(x, [1, 2, -1, 1], 0.5),
+      ("pad",), ["f", "i"]),
+    I(aten.reflection_pad1d.default, [(2, 3, 5)], lambda x: aten.reflection_pad1d.default(x, [2, 1]), ("pad",)),
+    I(aten.reflection_pad2d.default, [(2, 3, 5, 4)], lambda x: aten.reflection_pad2d.default(x, [1, 0, 2, 3]),
+      ("pad",)),
+    I(aten.reflection_pad3d.default, [(2, 3, 3, 5, 4)],
+      lambda x: aten.reflection_pad3d.default(x, [1, 0, 2, 3, 1, 1]), ("pad",)),
+    I(aten.replication_pad2d.default, [(2, 3, 5, 4)], lambda x: aten.replication_pad2d.default(x, [1, 0, 2, 3]),
+      ("pad",)),
+    I(aten.replication_pad3d.default, [(2, 3, 3, 5, 4)],
+      lambda x: aten.replication_pad3d.default(x, [1, 0, 2, 3, 0, 2]), ("pad",)),
+    I(aten.upsample_nearest2d.vec, [(2, 3, 5, 4)], lambda x: aten.upsample_nearest2d.vec(x, None, [2.0, 3.0]),
+      ("interpolate",)),
+    I(aten.upsample_nearest2d.vec, [(2, 3, 5, 4)], lambda x: aten.upsample_nearest2d.vec(x, [7, 9], None),
+      ("interpolate",), id="upsample_nearest2d-to-a-size"),
+    I(aten.upsample_bilinear2d.vec, [(2, 3, 5, 4)], lambda x: aten.upsample_bilinear2d.vec(x, [7, 9], True, None),
+      ("interpolate",)),
+    I(aten.upsample_bilinear2d.vec, [(2, 3, 5, 4)], lambda x: aten.upsample_bilinear2d.vec(x, None, False, [2.0, 2.0]),
+      ("interpolate",), id="upsample_bilinear2d-by-factors"),
+    held(aten.native_layer_norm.default, (2, 5, 6), lambda: _randomised(nn.LayerNorm(6)),
+         lambda m, x: aten.native_layer_norm.default(x, [6], m.weight, m.bias, 1e-5)[0], "layer_norm"),
+    held(aten.native_group_norm.default, (2, 4, 3, 5), lambda: _randomised(nn.GroupNorm(2, 4)),
+         lambda m, x: aten.native_group_norm.default(x, m.weight, m.bias, x.shape[0], 4, x.shape[2] * x.shape[3], 2,
+                                                     1e-5)[0], "group_norm"),
+    held(aten._native_batch_norm_legit_no_training.default, (2, 4, 3), lambda: _randomised(nn.BatchNorm1d(4)),
+         lambda m, x: aten._native_batch_norm_legit_no_training.default(x, m.weight, m.bias, m.running_mean,
+                                                                         m.running_var, 0.1, 1e-5)[0], "batch_norm"),
+    held(aten._native_batch_norm_legit.default, (3, 4, 2), lambda: _randomised(nn.BatchNorm1d(4)),
+         lambda m, x: aten._native_batch_norm_legit.default(x, m.weight, m.bias, x.new_zeros(4), x.new_ones(4),
+                                                            True, 0.1, 1e-5)[0], "rsqrt", id="batch_norm-training"),
+    I(aten._native_batch_norm_legit.no_stats, [(3, 4, 5)],
+      lambda x: aten._native_batch_norm_legit.no_stats(x, None, None, True, 0.1, 1e-3)[0], ("mean", "var", "rsqrt")),
+    held(aten.instance_norm.default, (2, 4, 5, 3), lambda: _randomised(nn.InstanceNorm2d(4, affine=True)),
+         lambda m, x: m(x), "rsqrt", id="InstanceNorm2d"),
 ]
+
+
+def _randomised(module: nn.Module) -> nn.Module:
+    """The module with random weights and running statistics (not the 1s and 0s it starts with)."""
+    with torch.no_grad():
+        for name, t in module.state_dict().items():
+            if t.is_floating_point():
+                t.copy_(torch.rand_like(t) + 0.5 if "var" in name or name.endswith("weight") else torch.randn_like(t))
+    return module
 
 
 class Call(nn.Module):
@@ -359,3 +419,4 @@ def test_a_core_op_a_spec_cannot_hold_is_refused_with_its_reason(target, call, w
         to_spec(Call1(call), torch.randn(2, 5))
     assert f"cannot import '{target.name().replace('::', '.')}'" in info.value.message
     assert words in info.value.message
+

@@ -1,5 +1,6 @@
-"""The aten ops that hold tensors (a Linear's weight, a BatchNorm's statistics), and attention and
-pooling: each as the archgraph op of the same meaning, its tensors named by `Out.tensors`."""
+"""The aten ops that hold tensors (a Linear's weight, a BatchNorm's statistics) and attention: each
+as the archgraph op of the same meaning, its tensors named by `Out.tensors` (convolutions, pooling
+and the native norms are in `spatial`)."""
 from __future__ import annotations
 
 from .aten import Out, Refuse, aten, rule
@@ -101,6 +102,10 @@ def _batch_norm(n, c):
         momentum, eps = n.args[6], n.args[7]
     else:
         momentum, eps = n.args[-2], n.args[-1]
+    if n.target is not aten._native_batch_norm_legit_no_training.default and n.args[5] and mean is not None:
+        # training=True: the output reads the batch's statistics (the running ones are only written, which
+        # the program shows as writes of its own)
+        return batch_statistics(c, x, weight, bias, float(eps))
     hp = {"num_features": c.shape(x)[1], "eps": float(eps), "momentum": float(momentum)}
     if weight is None:
         hp["affine"] = False
@@ -111,73 +116,20 @@ def _batch_norm(n, c):
     return Out("batch_norm", [x], hp, tensors=tensors)
 
 
-def _conv(name: str, dims: int):
-    def convert(n, c):
-        x, weight = n.args[0], n.args[1]
-        bias = n.args[2] if len(n.args) > 2 else None
-        rest = list(n.args[3:]) + [None] * 4
-        stride, padding, dilation, groups = rest[:4]
-        shape = c.shape(weight)
-        hp = {"in_channels": shape[1] * (groups or 1), "out_channels": shape[0],
-              "kernel_size": _one(shape[2:])}
-        for key, value, default in (("stride", stride, 1), ("padding", padding, 0), ("dilation", dilation, 1)):
-            if value is None:
-                continue
-            if isinstance(value, str):
-                raise Refuse(f"padding '{value}'")
-            v = _one(list(value)) if isinstance(value, (list, tuple)) else value
-            if v != default:
-                hp[key] = v
-        if groups not in (None, 1):
-            hp["groups"] = groups
-        if bias is None:
-            hp["bias"] = False
-        return Out(name, [x], hp, tensors={"weight": weight, **({"bias": bias} if bias is not None else {})})
-    return convert
-
-
-rule(aten.conv1d.default)(_conv("conv1d", 1))
-rule(aten.conv2d.default)(_conv("conv2d", 2))
-rule(aten.conv3d.default)(_conv("conv3d", 3))
-
-
-def _one(values):
-    """A list of equal sizes as one number (kernel 3 for [3, 3]), else the list."""
-    values = list(values)
-    return values[0] if len(set(values)) == 1 else values
-
-
-def _pool_hp(kernel, stride, padding, ceil, dilation=None) -> dict:
-    """A pooling's hyperparameters, defaults left out (an empty stride is the kernel's)."""
-    hp = {"kernel_size": _one(kernel)}
-    if stride:
-        hp["stride"] = _one(stride)
-    if padding and _one(padding) != 0:
-        hp["padding"] = _one(padding)
-    if dilation and _one(dilation) != 1:
-        hp["dilation"] = _one(dilation)
-    if ceil:
-        hp["ceil_mode"] = True
-    return hp
-
-
-@rule(aten.max_pool2d.default, aten.max_pool1d.default)
-def _max_pool(n, c):
-    name = "max_pool2d" if n.target is aten.max_pool2d.default else "max_pool1d"
-    kernel, stride, padding, dilation, ceil = (list(n.args[1:]) + [None] * 5)[:5]
-    return Out(name, [n.args[0]], _pool_hp(kernel, stride, padding, ceil, dilation))
-
-
-@rule(aten.avg_pool2d.default, aten.avg_pool1d.default)
-def _avg_pool(n, c):
-    name = "avg_pool2d" if n.target is aten.avg_pool2d.default else "avg_pool1d"
-    kernel, stride, padding, ceil, count_include_pad, divisor = (list(n.args[1:]) + [None] * 6)[:6]
-    if count_include_pad is False or divisor is not None:
-        raise Refuse("count_include_pad=False or divisor_override")
-    return Out(name, [n.args[0]], _pool_hp(kernel, stride, padding, ceil))
-
-
-@rule(aten.adaptive_avg_pool2d.default, aten.adaptive_avg_pool1d.default)
-def _adaptive(n, c):
-    name = "adaptive_avg_pool2d" if n.target is aten.adaptive_avg_pool2d.default else "adaptive_avg_pool1d"
-    return Out(name, [n.args[0]], {"output_size": _one(n.args[1])})
+def batch_statistics(c, x, weight, bias, eps: float) -> list:
+    """A batch norm over the batch's own statistics, per channel (dim 1): (x - mean) / sqrt(var + eps)
+    over every other dim, then the weight and bias along dim 1, as the ops that compute it (the
+    channel count may be symbolic: InstanceNorm is a batch norm of [1, B·C, ...])."""
+    rank = len(c.shape(x))
+    dims = [0, *range(2, rank)]
+    mean = Out("mean", [x], {"dim": dims, "keepdim": True})
+    var = Out("var", [x], {"dim": dims, "keepdim": True, "correction": 0.0})
+    centred = Out("sub", [x, mean])
+    shifted = Out("add", [var], {"constant": eps})
+    scale = Out("rsqrt", [shifted])
+    nodes = [mean, var, centred, shifted, scale, Out("mul", [centred, scale])]
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None:
+            along = Out("reshape", [t], {"shape": [-1, *[1] * (rank - 2)]})
+            nodes += [along, Out("mul" if name == "weight" else "add", [nodes[-1], along])]
+    return nodes

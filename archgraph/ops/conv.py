@@ -1,5 +1,5 @@
 """Convolutions over [B, C, L], [B, C, H, W] and [B, C, D, H, W]: `conv1d`, `conv2d`, `conv3d`,
-and the transposed ones that upsample, `conv_transpose1d`, `conv_transpose2d` (PyTorch's
+and the transposed ones that upsample, `conv_transpose1d/2d/3d` (PyTorch's
 names, hyperparameters, weight layouts and output-size rules).  Besides PyTorch's paddings,
 `padding: tf_same` pads as TensorFlow's SAME: ceil(size / stride) outputs, the padding
 computed from each input's size, the odd pixel after (MobileNet's tf_padding).  `weight_norm: d`
@@ -279,6 +279,24 @@ class ConvTranspose2d(_ConvTranspose):
     bias: bool = True  # a learned bias per output channel
     dilation: int | tuple[int, int] = 1  # the spacing between kernel taps
     rank = 2
+
+
+@op("conv_transpose3d", category="conv", aliases=("nn.ConvTranspose3d", "deconv3d"),
+    example={"in_channels": 64, "out_channels": 32, "kernel_size": 2, "stride": 2})
+class ConvTranspose3d(_ConvTranspose):
+    """Transposed 3-D convolution (a 3-D U-Net's upsampling): [B, in_channels, D, H, W] -> [B, out_channels,
+    D', H', W']; D' = (D - 1)·stride - 2·padding + dilation·(kernel_size - 1) + output_padding + 1."""
+
+    in_channels: int  # channels of the input
+    out_channels: int  # channels of the output
+    kernel_size: int | tuple[int, int, int]  # the kernel's size (one number for every spatial dim, or one each)
+    stride: int | tuple[int, int, int] = 1  # the step between applications of the kernel
+    padding: int | tuple[int, int, int] = 0  # removed from each side of the output
+    output_padding: int | tuple[int, int, int] = 0  # added to one side of the output's size
+    groups: int = 1  # channels are split into this many independent groups (in_channels: depthwise)
+    bias: bool = True  # a learned bias per output channel
+    dilation: int | tuple[int, int, int] = 1  # the spacing between kernel taps
+    rank = 3
 
 
 @op("conv_frames_mask", category="conv", aliases=("feature_vector_attention_mask",),

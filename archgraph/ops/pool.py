@@ -1,4 +1,4 @@
-"""Pooling: `max_pool1d/2d`, `avg_pool1d/2d`, `adaptive_avg_pool1d/2d`, `global_avg_pool`, `global_max_pool`,
+"""Pooling: `max_pool1d/2d/3d`, `avg_pool1d/2d/3d`, `adaptive_avg_pool1d/2d/3d`, `global_avg_pool`, `global_max_pool`,
 `last_token`; and `padding_mask`, the padding a call's token ids hold when it gives no mask."""
 from __future__ import annotations
 
@@ -70,32 +70,76 @@ class MaxPool2d(_Pool):
         return run.F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
 
 
+@op("max_pool3d", aliases=("nn.MaxPool3d",), example={"kernel_size": 2})
+class MaxPool3d(_Pool):
+    """Sliding maximum over [B, C, D, H, W]."""
+
+    kernel_size: int | tuple[int, int, int]  # the window's size
+    stride: int | tuple[int, int, int] | None = None  # the step between windows (default kernel_size)
+    padding: int | tuple[int, int, int] = 0  # added on each side
+    dilation: int | tuple[int, int, int] = 1  # the spacing between window elements
+    ceil_mode: bool = False  # round the output size up (a last partial window counts)
+    rank = 3
+
+    def saved(self, inputs, outputs, eager):
+        return [Saved(input=0), keeps_own(prod(outputs[0]), "index")]  # the input and the argmax of each window
+
+    def forward(self, run, x):
+        return run.F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
+
+class _AvgPool(_Pool):
+    """A sliding mean: over the window's values and its padding (count_include_pad), or its values
+    only, or a sum over a fixed divisor (divisor_override)."""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.divisor_override is not None and self.divisor_override <= 0:
+            raise invalid(self, f"divisor_override must be positive; received {self.divisor_override}")
+
+    def forward(self, run, x):
+        pool = (run.F.avg_pool1d, run.F.avg_pool2d, run.F.avg_pool3d)[self.rank - 1]
+        extra = () if self.rank == 1 else (self.divisor_override,)
+        return pool(x, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad, *extra)
+
+
 @op("avg_pool1d", aliases=("nn.AvgPool1d",), example={"kernel_size": 2})
-class AvgPool1d(_Pool):
+class AvgPool1d(_AvgPool):
     """Sliding mean over [B, C, L]."""
 
     kernel_size: int  # the window's size
     stride: int | None = None  # the step between windows (default kernel_size)
     padding: int = 0  # added on each side
     ceil_mode: bool = False  # round the output size up (a last partial window counts)
+    count_include_pad: bool = True  # the padding counts in the mean (false: the window's values only)
     rank = 1
-
-    def forward(self, run, x):
-        return run.F.avg_pool1d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
+    divisor_override = None  # F.avg_pool1d has none
 
 
 @op("avg_pool2d", aliases=("nn.AvgPool2d",), example={"kernel_size": 2})
-class AvgPool2d(_Pool):
+class AvgPool2d(_AvgPool):
     """Sliding mean over [B, C, H, W]."""
 
     kernel_size: int | tuple[int, int]  # the window's size
     stride: int | tuple[int, int] | None = None  # the step between windows (default kernel_size)
     padding: int | tuple[int, int] = 0  # added on each side
     ceil_mode: bool = False  # round the output size up (a last partial window counts)
+    count_include_pad: bool = True  # the padding counts in the mean (false: the window's values only)
+    divisor_override: int | None = None  # divide each window's sum by this instead
     rank = 2
 
-    def forward(self, run, x):
-        return run.F.avg_pool2d(x, self.kernel_size, self.stride, self.padding, self.ceil_mode)
+
+@op("avg_pool3d", aliases=("nn.AvgPool3d",), example={"kernel_size": 2})
+class AvgPool3d(_AvgPool):
+    """Sliding mean over [B, C, D, H, W]."""
+
+    kernel_size: int | tuple[int, int, int]  # the window's size
+    stride: int | tuple[int, int, int] | None = None  # the step between windows (default kernel_size)
+    padding: int | tuple[int, int, int] = 0  # added on each side
+    ceil_mode: bool = False  # round the output size up (a last partial window counts)
+    count_include_pad: bool = True  # the padding counts in the mean (false: the window's values only)
+    divisor_override: int | None = None  # divide each window's sum by this instead
+    rank = 3
 
 
 class _Adaptive(Op):
@@ -129,6 +173,17 @@ class AdaptiveAvgPool2d(_Adaptive):
 
     def forward(self, run, x):
         return run.F.adaptive_avg_pool2d(x, self.output_size)
+
+
+@op("adaptive_avg_pool3d", aliases=("nn.AdaptiveAvgPool3d",), example={"output_size": 1})
+class AdaptiveAvgPool3d(_Adaptive):
+    """Mean down to a fixed size: [B, C, D, H, W] -> [B, C, od, oh, ow]."""
+
+    output_size: int | tuple[int, int, int]  # the output's depth, height and width (one number: a cube)
+    rank = 3
+
+    def forward(self, run, x):
+        return run.F.adaptive_avg_pool3d(x, self.output_size)
 
 
 class _Global(Op):
