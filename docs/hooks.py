@@ -39,14 +39,14 @@ def op_families() -> dict[str, list[str]]:
     return dict(sorted(out.items()))
 
 
-TITLES = {"activation": "Activations", "attention": "Attention", "binary": "Two-tensor functions", "conv": "Convolutions",
+TITLES = {"activation": "Activations", "attention": "Attention", "bags": "Embedding bags", "binary": "Two-tensor functions", "conv": "Convolutions",
           "disentangled": "Disentangled attention", "einsum": "Einsum", "elementwise": "Elementwise (broadcasting)",
           "embedding": "Embeddings and positions", "encoders": "Parameters and buffers",
           "indexing": "Slices and singleton dims", "latent_attention": "Latent attention", "layout": "Rearranging", "linear": "Linear",
           "math": "Arithmetic", "mlp": "Feed-forward and MoE", "norm": "Normalisation", "pointwise": "Pointwise functions",
           "pool": "Pooling",
           "recurrent": "Fixed-state layers", "reduce": "Reductions", "rotary": "Rotary positions",
-          "routing": "Routing by index", "scatter": "Indexing and writes", "signal": "Signals", "ssm": "State-space mixers",
+          "routing": "Routing by index", "sampling": "Sampling and distances", "scatter": "Indexing and writes", "signal": "Signals", "ssm": "State-space mixers",
           "tensor": "Tensor plumbing", "windows": "Windows (Swin)"}  # the nav's short names
 
 

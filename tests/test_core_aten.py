@@ -23,10 +23,8 @@ from test_op_conformance import _same, _tensor  # noqa: E402
 aten = torch.ops.aten
 
 # Core ops whose import lands in a later change of issue 41 (each must leave this list as it comes)
-LATER = "distances, bags, FFT, folding, grid sampling: a later change"
-PENDING: dict[Any, str] = dict.fromkeys([aten._cdist_forward.default, aten._embedding_bag.default, aten._fft_c2r.default,
-                                         aten._fft_r2c.default, aten._pdist_forward.default, aten.col2im.default,
-                                         aten.grid_sampler_2d.default], LATER)
+LATER = "FFT (complex numbers): a later change"
+PENDING: dict[Any, str] = dict.fromkeys([aten._fft_c2r.default, aten._fft_r2c.default], LATER)
 
 
 def core_ops() -> set:
@@ -321,6 +319,27 @@ CASES = [
       lambda x: aten._native_batch_norm_legit.no_stats(x, None, None, True, 0.1, 1e-3)[0], ("mean", "var", "rsqrt")),
     held(aten.instance_norm.default, (2, 4, 5, 3), lambda: _randomised(nn.InstanceNorm2d(4, affine=True)),
          lambda m, x: m(x), "rsqrt", id="InstanceNorm2d"),
+    I(aten.adaptive_max_pool2d.default, [(2, 3, 7, 6)], lambda x: aten.adaptive_max_pool2d.default(x, [3, 2])[0],
+      ("adaptive_max_pool2d",)),
+    # -- sampling, folding, distances, bags -----------------------------------------------------------
+    I(aten.grid_sampler_2d.default, [(2, 3, 6, 5), (2, 4, 3, 2)],
+      lambda x, g: aten.grid_sampler_2d.default(x, g, 0, 2, False), ("grid_sample",), ["f u"]),
+    I(aten.grid_sampler_2d.default, [(2, 3, 6, 5), (2, 4, 3, 2)],
+      lambda x, g: aten.grid_sampler_2d.default(x, g * 1.5, 1, 1, True), ("grid_sample",), ["f u"],
+      id="grid_sampler_2d-nearest-border"),
+    I(aten.col2im.default, [(2, 12, 12)], lambda x: aten.col2im.default(x, [5, 4], [2, 3], [1, 1], [1, 1], [1, 2]),
+      ("fold",)),
+    I(aten._cdist_forward.default, [(2, 5, 3), (2, 4, 3)], lambda a, b: aten._cdist_forward.default(a, b, 2.0, None),
+      ("cdist",), ["f f"]),
+    I(aten._cdist_forward.default, [(2, 5, 3), (2, 4, 3)], lambda a, b: aten._cdist_forward.default(a, b, 1.5, 2),
+      ("cdist",), ["f f"], id="cdist-p1.5"),
+    I(aten._pdist_forward.default, [(5, 3)], lambda x: aten._pdist_forward.default(x, 2.0), ("pdist",)),
+    held(aten._embedding_bag.default, (7,), lambda: nn.EmbeddingBag(10, 4, mode="max"),
+         lambda m, x: aten._embedding_bag.default(m.weight, x, aten.arange.start_step(0, 6, 2), False, 2)[0],
+         "embedding_bag", ["n10"]),
+    held(aten.embedding_bag.padding_idx, (6,), lambda: nn.EmbeddingBag(10, 4, mode="sum", padding_idx=0),
+         lambda m, x: m(x, aten.arange.start_step(0, 6, 2), per_sample_weights=x * 0.5), "embedding_bag", ["n10"],
+         id="EmbeddingBag-weighted"),
 ]
 
 
@@ -413,6 +432,8 @@ def test_every_core_aten_op_is_imported_or_refused_with_its_reason():
 @pytest.mark.parametrize("target, call, words", [
     (aten.randn.default, lambda x: x + aten.randn.default([2, 5]), "random numbers"),
     (aten.nonzero.default, lambda x: aten.nonzero.default(x).sum(), "depends on the data"),
+    (aten.arange.start_step, lambda x: x.sum() + aten.arange.start_step(0, x.shape[0] * x.shape[1], x.shape[1]).sum(),
+     "a range whose step is the size S (archgraph's arange takes a number)"),
 ])
 def test_a_core_op_a_spec_cannot_hold_is_refused_with_its_reason(target, call, words):
     with pytest.raises(ArchgraphError) as info:

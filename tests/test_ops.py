@@ -56,6 +56,12 @@ CASES = [
          flops=2 * B * S * 768 * 2304, id="linear-gpt2-conv1d-layout"),
 
     # ---- embeddings ---------------------------------------------------------------------
+    # nn.EmbeddingBag(1000, 64): one row of [num, dim] per bag (offsets [n]); include_last_offset: n - 1 bags;
+    # a sum over the bag's rows (a product too with per_sample_weights)
+    case("embedding_bag", {"num_embeddings": 1000, "embedding_dim": 64}, [(S,), (B,)], (B, 64),
+         {"weight": (1000, 64)}, flops=S * 64),
+    case("embedding_bag", {"num_embeddings": 10, "embedding_dim": 3, "mode": "sum", "include_last_offset": True},
+         [(12,), (5,), (12,)], (4, 3), {"weight": (10, 3)}, flops=2 * 12 * 3, id="embedding_bag-weighted"),
     case("embedding", {"num_embeddings": 50257, "embedding_dim": 768}, [(B, S)], (B, S, 768),
          {"weight": (50257, 768)}),
     case("embedding", {"num_embeddings": 10, "embedding_dim": 4}, [(3,)], (3, 4),
@@ -800,6 +806,12 @@ ERRORS = [
     reject("mamba_mixer", {"hidden": 48, "intermediate": 96, "dt_rank": 0}, None, SpecError, ["dt_rank"]),
     reject("max_pool2d", {"kernel_size": 2, "padding": 2}, [(1, 3, 8, 8)], (SpecError, ShapeError), [],
            id="max_pool2d-padding-over-half-kernel"),
+    reject("fold", {"output_size": [4, 4], "kernel_size": 2, "stride": 2}, [(1, 12, 5)], ShapeError, ["number of blocks"],
+           id="fold-wrong-block-count"),
+    reject("fold", {"output_size": [4, 4], "kernel_size": 2, "stride": 2}, [(1, 10, 4)], (ShapeError, SpecError), [],
+           id="fold-channels-not-whole"),
+    reject("grid_sample", {}, [(2, 3, 4, 4), (2, 5, 5, 3)], ShapeError, ["last dimension of the grid"]),
+    reject("cdist", {}, [(2, 5, 3), (2, 4, 2)], ShapeError, ["row width of x2"]),
     reject("avg_pool2d", {"kernel_size": 2, "divisor_override": 0}, None, SpecError, ["divisor_override must be positive"],
            id="avg_pool2d-divisor-zero"),
     reject("conv1d", {"in_channels": 3, "out_channels": 3, "kernel_size": 3, "padding": -1}, [(1, 3, 10)],

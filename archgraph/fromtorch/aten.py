@@ -322,10 +322,13 @@ def _arange(n, c):
     args = list(n.args)
     start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
     hp = {"end": c.size(end)}
-    if start:
-        hp["start"] = start
-    if step != 1:
-        hp["step"] = step
+    for key, value, default in (("start", start, 0), ("step", step, 1)):
+        value = value if isinstance(value, (int, float)) else c.size(value)
+        if not isinstance(value, (int, float)):  # arange(0, B * S, S): archgraph's arange steps by a number
+            raise Refuse(f"a range whose {key} is the size {value} (archgraph's arange takes a number): "
+                         "its length would follow from the input's sizes")
+        if value != default:
+            hp[key] = value
     dtype = n.meta["val"].dtype
     if dtype != torch.int64:
         hp["dtype"] = DTYPES[dtype]

@@ -189,3 +189,10 @@ def _batch_statistics(n, c):
     first_output_only(n, "the mean and 1/std the gradient reads")
     a = named(n)
     return batch_statistics(c, a["input"], a["weight"], a["bias"], float(a["eps"]))
+
+
+@rule(aten.adaptive_max_pool1d.default, aten.adaptive_max_pool2d.default)
+def _adaptive_max(n, c):
+    first_output_only(n, "the index of each window's maximum")
+    name = "adaptive_max_pool1d" if n.target is aten.adaptive_max_pool1d.default else "adaptive_max_pool2d"
+    return Out(name, [n.args[0]], {"output_size": _one(c.size(d) for d in n.args[1])})

@@ -1,4 +1,5 @@
-"""Pooling: `max_pool1d/2d/3d`, `avg_pool1d/2d/3d`, `adaptive_avg_pool1d/2d/3d`, `global_avg_pool`, `global_max_pool`,
+"""Pooling: `max_pool1d/2d/3d`, `avg_pool1d/2d/3d`, `adaptive_avg_pool1d/2d/3d`, `adaptive_max_pool1d/2d`,
+`global_avg_pool`, `global_max_pool`,
 `last_token`; and `padding_mask`, the padding a call's token ids hold when it gives no mask."""
 from __future__ import annotations
 
@@ -184,6 +185,35 @@ class AdaptiveAvgPool3d(_Adaptive):
 
     def forward(self, run, x):
         return run.F.adaptive_avg_pool3d(x, self.output_size)
+
+
+@op("adaptive_max_pool1d", aliases=("nn.AdaptiveMaxPool1d",), example={"output_size": 1})
+class AdaptiveMaxPool1d(_Adaptive):
+    """Maximum down to a fixed length: [B, C, L] -> [B, C, output_size] (window i spans
+    floor(i·L/n) to ceil((i+1)·L/n))."""
+
+    output_size: int  # the output's length
+    rank = 1
+
+    def saved(self, inputs, outputs, eager):
+        return [Saved(input=0), keeps_own(prod(outputs[0]), "index")]  # the input and the argmax of each window
+
+    def forward(self, run, x):
+        return run.F.adaptive_max_pool1d(x, self.output_size)
+
+
+@op("adaptive_max_pool2d", aliases=("nn.AdaptiveMaxPool2d",), example={"output_size": 1})
+class AdaptiveMaxPool2d(_Adaptive):
+    """Maximum down to a fixed size: [B, C, H, W] -> [B, C, oh, ow]."""
+
+    output_size: int | tuple[int, int]  # the output's height and width (one number: square)
+    rank = 2
+
+    def saved(self, inputs, outputs, eager):
+        return [Saved(input=0), keeps_own(prod(outputs[0]), "index")]  # the input and the argmax of each window
+
+    def forward(self, run, x):
+        return run.F.adaptive_max_pool2d(x, self.output_size)
 
 
 class _Global(Op):
