@@ -41,7 +41,7 @@ def op_families() -> dict[str, list[str]]:
 
 TITLES = {"activation": "Activations", "attention": "Attention", "bags": "Embedding bags", "binary": "Two-tensor functions", "conv": "Convolutions",
           "disentangled": "Disentangled attention", "einsum": "Einsum", "elementwise": "Elementwise (broadcasting)",
-          "embedding": "Embeddings and positions", "encoders": "Parameters and buffers",
+          "embedding": "Embeddings and positions", "fft": "Fourier transforms", "encoders": "Parameters and buffers",
           "indexing": "Slices and singleton dims", "latent_attention": "Latent attention", "layout": "Rearranging", "linear": "Linear",
           "math": "Arithmetic", "mlp": "Feed-forward and MoE", "norm": "Normalisation", "pointwise": "Pointwise functions",
           "pool": "Pooling",

@@ -10,7 +10,7 @@ as covered.  A case is `C(op, hp, inputs, out, flops, ref, kinds)`:
 - `ref(t, *xs)`: what torch computes (t is torch), written from PyTorch's own function, never
   from archgraph.
 - `kinds`: the input variants the forward is compared on, one word per input: f (normal floats),
-  u (in (-0.9, 0.9)), p (positive), g (at least 1), s (floats with NaN and infinities), i (int64 in
+  u (in (-0.9, 0.9)), p (positive), g (at least 1), s (floats with NaN and infinities), c (complex64), i (int64 in
   [-5, 5]), m (int64 in [1, 5]: a divisor), nK (int64 in [0, K)), b (bool), h (float64).
 """
 from __future__ import annotations
@@ -229,4 +229,17 @@ CASES = [
       lambda t, a, b: t.cdist(a, b, 1.0), ["f f"], id="cdist-p1"),
     C("pdist", {"p": 3.0}, ["S, 3"], "(S * S - S) // 2", "9 * ((S * S - S) // 2)",
       lambda t, x: t.nn.functional.pdist(x, 3.0), ["f"]),
+    # -- Fourier transforms: 5·n·log2(n) per complex transform of length n, half that for a real one ------
+    C("fft_rfft", {}, ["B, S, 8"], "B, S, 5", "60 * B * S", lambda t, x: t.fft.rfft(x), ["f"]),
+    C("fft_rfft", {"dim": [1, 2], "n": [4, 7], "norm": "ortho"}, ["B, 3, 6"], "B, 4, 4", "B * 4 * 7 * 5 * (2 + 3) // 2",
+      lambda t, x: t.fft.rfftn(x, s=(4, 7), dim=(1, 2), norm="ortho"), ["f"], id="fft_rfft-2d"),
+    C("fft_irfft", {"n": 7}, ["B, S, 4"], "B, S, 7", "5 * B * S * 7 * 3 // 2", lambda t, x: t.fft.irfft(x, n=7), ["c"]),
+    C("fft_irfft", {"dim": [-2, -1], "norm": "forward"}, ["B, 4, 5"], "B, 4, 8", "5 * B * 4 * 8 * (2 + 3) // 2",
+      lambda t, x: t.fft.irfft2(x, norm="forward"), ["c"], id="fft_irfft-2d"),
+    C("fft_fft", {"dim": -2}, ["B, 4, 3"], "B, 4, 3", "5 * B * 4 * 3 * 2", lambda t, x: t.fft.fft(x, dim=-2), ["f", "c"]),
+    C("fft_ifft", {"n": 8, "norm": "ortho"}, ["B, S, 6"], "B, S, 8", "5 * B * S * 8 * 3",
+      lambda t, x: t.fft.ifft(x, n=8, norm="ortho"), ["c"]),
+    C("view_as_complex", {}, ["B, S, 2"], "B, S", "0", lambda t, x: t.view_as_complex(x), ["f"]),
+    C("view_as_real", {}, ["B, S"], "B, S, 2", "0", lambda t, x: t.view_as_real(x), ["c"]),
+    C("conj", {}, ["B, S"], "B, S", "B * S", lambda t, x: t.conj_physical(x), ["c", "f"]),
 ]

@@ -26,6 +26,8 @@ def _tensor(kind: str, shape: tuple, gen):
         return torch.randn(shape, generator=gen)
     if kind == "h":
         return torch.randn(shape, generator=gen, dtype=torch.float64)
+    if kind == "c":
+        return torch.randn(shape, generator=gen, dtype=torch.complex64)
     if kind == "u":
         return torch.rand(shape, generator=gen) * 1.8 - 0.9
     if kind == "p":
