@@ -8,6 +8,11 @@ from .base import Op, Saved, expect_dim, expect_padding_mask, expect_rank, inval
 from .conv import _tuple, window_out
 
 
+def _input_and_argmax(self, inputs, outputs, eager):
+    """What a max pooling keeps for backward: its input and the argmax of each window."""
+    return [Saved(input=0), keeps_own(prod(outputs[0]), "index")]
+
+
 class _Pool(Op):
     rank = 0
 
@@ -46,8 +51,7 @@ class MaxPool1d(_Pool):
     ceil_mode: bool = False  # round the output size up (a last partial window counts)
     rank = 1
 
-    def saved(self, inputs, outputs, eager):
-        return [Saved(input=0), keeps_own(prod(outputs[0]), "index")]  # the input and the argmax of each window
+    saved = _input_and_argmax
 
     def forward(self, run, x):
         return run.F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
@@ -64,8 +68,7 @@ class MaxPool2d(_Pool):
     ceil_mode: bool = False  # round the output size up (a last partial window counts)
     rank = 2
 
-    def saved(self, inputs, outputs, eager):
-        return [Saved(input=0), keeps_own(prod(outputs[0]), "index")]  # the input and the argmax of each window
+    saved = _input_and_argmax
 
     def forward(self, run, x):
         return run.F.max_pool2d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
@@ -82,8 +85,7 @@ class MaxPool3d(_Pool):
     ceil_mode: bool = False  # round the output size up (a last partial window counts)
     rank = 3
 
-    def saved(self, inputs, outputs, eager):
-        return [Saved(input=0), keeps_own(prod(outputs[0]), "index")]  # the input and the argmax of each window
+    saved = _input_and_argmax
 
     def forward(self, run, x):
         return run.F.max_pool3d(x, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
@@ -195,8 +197,7 @@ class AdaptiveMaxPool1d(_Adaptive):
     output_size: int  # the output's length
     rank = 1
 
-    def saved(self, inputs, outputs, eager):
-        return [Saved(input=0), keeps_own(prod(outputs[0]), "index")]  # the input and the argmax of each window
+    saved = _input_and_argmax
 
     def forward(self, run, x):
         return run.F.adaptive_max_pool1d(x, self.output_size)
@@ -209,8 +210,7 @@ class AdaptiveMaxPool2d(_Adaptive):
     output_size: int | tuple[int, int]  # the output's height and width (one number: square)
     rank = 2
 
-    def saved(self, inputs, outputs, eager):
-        return [Saved(input=0), keeps_own(prod(outputs[0]), "index")]  # the input and the argmax of each window
+    saved = _input_and_argmax
 
     def forward(self, run, x):
         return run.F.adaptive_max_pool2d(x, self.output_size)
