@@ -270,6 +270,7 @@ def _slice(n, c):
     start = n.args[2] if len(n.args) > 2 else None
     end = n.args[3] if len(n.args) > 3 else None
     step = n.args[4] if len(n.args) > 4 else 1
+    within(c, n.args[0], dim, end)
     hp = {"dim": dim}
     if start not in (None, 0):
         hp["start"] = c.size(start)
@@ -280,6 +281,25 @@ def _slice(n, c):
     if len(hp) == 1:  # x[:]: the value itself
         return Alias(n.args[0])
     return Out("slice", [n.args[0]], hp)
+
+
+def within(c, x, dim: int, end) -> None:
+    """Refuse a slice's symbolic end that the sizes' ranges do not place within the dim or past its end
+    (x[:, :S] of a dim of S2, which torch took to be no longer): a spec's sizes hold no relation between
+    two names, so it could not decide the slice's length.  A bound of the trace counts (S <= 64 of a
+    table of 64; S >= 9 of a table of 8, which the slice takes whole)."""
+    if end is None or end == INT_MAX:
+        return
+    size = x.meta["val"].shape[dim]
+    end = end.meta.get("val") if isinstance(end, torch.fx.Node) else end
+    if isinstance(end, int) and (isinstance(size, int) or end < 0):
+        return
+    from torch.utils._sympy.value_ranges import bound_sympy
+    as_expr = lambda v: v.node.expr if isinstance(v, torch.SymInt) else v  # noqa: E731
+    room = bound_sympy(as_expr(size) - as_expr(end), c.ep.range_constraints)
+    if not (room.lower >= 0 or room.upper <= 0):  # neither within the dim nor past its end for every size
+        raise Refuse(f"a slice ending at {c.size(end)} of a dim of size {c.size(size)}, which torch took to be at "
+                     "least as long: archgraph's sizes cannot say that one size is at most another")
 
 
 @rule(aten.select.int)

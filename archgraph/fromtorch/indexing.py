@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from .aten import INT_MAX, Alias, Out, Refuse, aten, named, rule
+from .aten import INT_MAX, Alias, Out, Refuse, aten, named, rule, within
 
 
 def _indices(n, c, indices) -> tuple[list[int], list]:
@@ -74,6 +74,7 @@ def _select_scatter(n, c):
 @rule(aten.slice_scatter.default)
 def _slice_scatter(n, c):
     a = named(n)
+    within(c, a["self"], a["dim"], a["end"])
     hp = {"dim": a["dim"]}
     if a["start"] not in (None, 0):
         hp["start"] = c.size(a["start"])
