@@ -11,7 +11,9 @@ from .base import Op, Tensor, expect_dim, expect_rank, keeps_inputs, op, positiv
 @op("embedding_bag", category="embedding", aliases=("nn.EmbeddingBag", "F.embedding_bag"),
     example={"num_embeddings": 1000, "embedding_dim": 64, "mode": "mean"})
 class EmbeddingBag(Op):
-    """ids [N] and offsets [n] (where each bag starts in ids) -> [n, embedding_dim] (n - 1 with
+    """Each bag's rows of the table summed, averaged or maxed (nn.EmbeddingBag).
+
+    ids [N] and offsets [n] (where each bag starts in ids) -> [n, embedding_dim] (n - 1 with
     `include_last_offset`, the last offset then the end of the last bag): each bag's rows of the
     table reduced by `mode`; an empty bag gives zeros.  An optional third input, per_sample_weights
     [N], scales each row first (mode sum only).  Ids equal to `padding_idx` are left out."""

@@ -74,8 +74,10 @@ class _FFT(Op):
 
 @op("fft_rfft", aliases=("torch.fft.rfft", "torch.fft.rfft2", "torch.fft.rfftn"), example={"dim": -1})
 class FFTRFFT(_FFT):
-    """The spectrum of a real signal along `dim` (one dim or several), its last dim halved:
-    [..., n] -> [..., n // 2 + 1] complex (torch.fft.rfftn; rfft2 is dim [-2, -1])."""
+    """The half spectrum of a real signal along `dim` (torch.fft.rfftn).
+
+    One dim or several, the last one halved: [..., n] -> [..., n // 2 + 1] complex (rfft2 is
+    dim [-2, -1])."""
 
     dim: int | tuple[int, ...] = -1  # the dims transformed (the last one is halved)
     n: Size | tuple[Size, ...] | None = None  # each transformed dim's length: the input cut or zero-padded to it
@@ -98,7 +100,7 @@ class FFTIRFFT(_FFT):
 
 @op("fft_fft", aliases=("torch.fft.fft", "torch.fft.fft2", "torch.fft.fftn"), example={"dim": -1})
 class FFTFFT(_FFT):
-    """The full complex spectrum along `dim` of a real or complex signal (torch.fft.fftn)."""
+    """The complex spectrum of a real or complex signal along `dim` (torch.fft.fftn)."""
 
     dim: int | tuple[int, ...] = -1  # the dims transformed
     n: Size | tuple[Size, ...] | None = None  # each transformed dim's length: the input cut or zero-padded to it
@@ -108,7 +110,7 @@ class FFTFFT(_FFT):
 
 @op("fft_ifft", aliases=("torch.fft.ifft", "torch.fft.ifft2", "torch.fft.ifftn"), example={"dim": -1})
 class FFTIFFT(_FFT):
-    """The complex signal of a full spectrum along `dim` (torch.fft.ifftn, the inverse of fft_fft)."""
+    """The complex signal of a spectrum along `dim` (torch.fft.ifftn)."""
 
     dim: int | tuple[int, ...] = -1  # the dims transformed
     n: Size | tuple[Size, ...] | None = None  # each transformed dim's length: the input cut or zero-padded to it

@@ -11,15 +11,14 @@ from ..dims import exact_div, floor_div, norm, prod
 from .base import Op, check, expect_dim, expect_rank, invalid, op, pair, quotient
 from .conv import window_out
 
-GRID_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
-GRID_PADDINGS = {"zeros": 0, "border": 1, "reflection": 2}
+CdistMode = Literal["use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"]
 
 
 @op("grid_sample", aliases=("F.grid_sample", "grid_sampler_2d"), example={"align_corners": False})
 class GridSample(Op):
-    """x [B, C, H, W] read at the points of grid [B, Ho, Wo, 2] -> [B, C, Ho, Wo] (F.grid_sample).
+    """An image read at the points of a grid (F.grid_sample).
 
-    Each grid point is (x, y) in [-1, 1] (-1: the left or top edge; with `align_corners`, the centre
+    x [B, C, H, W] and grid [B, Ho, Wo, 2] -> [B, C, Ho, Wo]. Each grid point is (x, y) in [-1, 1] (-1: the left or top edge; with `align_corners`, the centre
     of the first pixel), interpolated by `mode` from the pixels around it; points outside read
     `padding_mode`: zeros, the border pixel, or the image reflected at its edges."""
 
@@ -86,13 +85,14 @@ class Fold(Op):
 
 @op("cdist", aliases=("torch.cdist",), example={"p": 2.0})
 class CDist(Op):
-    """The p-norm distance of every row of x1 [..., P, M] to every row of x2 [..., R, M] -> [..., P, R]
-    (torch.cdist; p 0 counts the coordinates that differ, inf takes the largest difference)."""
+    """The p-norm distance of each row of one set to each row of another (torch.cdist).
+
+    x1 [..., P, M] and x2 [..., R, M] -> [..., P, R]; p 0 counts the coordinates that differ, inf
+    takes the largest difference."""
 
     p: float = 2.0  # the norm's order (at least 0)
-    compute_mode: Literal["use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
-                          "donot_use_mm_for_euclid_dist"] = "use_mm_for_euclid_dist_if_necessary"  # p = 2 by a
-    #   matrix product (faster, less exact): where P or R exceeds 25 (torch's default), always, or never
+    compute_mode: CdistMode = "use_mm_for_euclid_dist_if_necessary"  # p = 2 by a matrix product (faster, less
+    #   exact): where P or R exceeds 25 (torch's default), always, or never
 
     def __post_init__(self):
         if self.p < 0:
@@ -115,8 +115,9 @@ class CDist(Op):
 
 @op("pdist", aliases=("F.pdist", "torch.pdist"), example={"p": 2.0})
 class PDist(Op):
-    """The p-norm distance of every pair of rows i < j of x [N, M] -> [N·(N-1)/2], row 0's pairs first
-    (F.pdist)."""
+    """The p-norm distance of every pair of rows of one set (F.pdist).
+
+    x [N, M] -> [N·(N-1)/2]: the pairs i < j, row 0's first."""
 
     p: float = 2.0  # the norm's order (at least 0)
 
