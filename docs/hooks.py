@@ -45,7 +45,7 @@ TITLES = {"activation": "Activations", "attention": "Attention", "bags": "Embedd
           "indexing": "Slices and singleton dims", "latent_attention": "Latent attention", "layout": "Rearranging", "linear": "Linear",
           "math": "Arithmetic", "mlp": "Feed-forward and MoE", "norm": "Normalisation", "pointwise": "Pointwise functions",
           "pool": "Pooling",
-          "recurrent": "Fixed-state layers", "reduce": "Reductions", "rotary": "Rotary positions",
+          "recurrent": "Fixed-state layers", "reduce": "Reductions", "rotary": "Rotary positions", "scan": "Running reductions",
           "routing": "Routing by index", "sampling": "Sampling and distances", "scatter": "Indexing and writes", "signal": "Signals", "ssm": "State-space mixers",
           "tensor": "Tensor plumbing", "windows": "Windows (Swin)"}  # the nav's short names
 

@@ -242,4 +242,7 @@ CASES = [
     C("view_as_complex", {}, ["B, S, 2"], "B, S", "0", lambda t, x: t.view_as_complex(x), ["f"]),
     C("view_as_real", {}, ["B, S"], "B, S, 2", "0", lambda t, x: t.view_as_real(x), ["c"]),
     C("conj", {}, ["B, S"], "B, S", "B * S", lambda t, x: t.conj_physical(x), ["c", "f"]),
+    C("cumprod", {"dim": 1}, ["B, S, 3"], "B, S, 3", "B * S * 3", lambda t, x: t.cumprod(x, 1), ["f", "i"]),
+    C("logcumsumexp", {"dim": -1}, ["B, S, 3"], "B, S, 3", "4 * B * S * 3", lambda t, x: t.logcumsumexp(x, -1),
+      ["f", "s"]),
 ]

@@ -352,6 +352,8 @@ CASES = [
       id="_fft_c2r-odd-length"),
     I(aten._fft_c2c.default, [(2, 3, 4, 2)], lambda x: aten.view_as_real.default(aten._fft_c2c.default(
         aten.view_as_complex.default(x), [1], 0, False).conj().resolve_conj()), ("fft_ifft", "view_as_complex", "conj")),
+    I(aten.cumprod.default, [(2, 5, 3)], lambda x: torch.cumprod(x, 1), ("cumprod",), ["f", "i"]),
+    I(aten.logcumsumexp.default, [(2, 5, 3)], lambda x: torch.logcumsumexp(x, -1), ("logcumsumexp",)),
     held(aten.view_as_complex.default, (2, 8, 8, 4), lambda: _GlobalFilter(),
          lambda m, x: m(x), "fft_irfft", id="GFNet-global-filter"),
 ]

@@ -163,6 +163,15 @@ def _cumsum(n, c):
 
 
 
+@rule(aten.cumprod.default, aten.logcumsumexp.default)
+def _scan(n, c):
+    a = named(n)
+    name = "cumprod" if n.target is aten.cumprod.default else "logcumsumexp"
+    if a.get("dtype") is not None and a["dtype"] != c.dtype(n.args[0]):
+        raise Refuse(f"a running product in {a['dtype']} (cast the input first)")
+    return Out(name, [n.args[0]], {"dim": a["dim"]})
+
+
 @rule(aten.native_dropout.default)
 def _native_dropout(n, c):
     a = named(n)

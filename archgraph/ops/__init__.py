@@ -62,6 +62,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     "mamba_mixer": "ssm",
     **dict.fromkeys(["gather", "index_add", "index_select", "scatter_add", "sort", "topk"], "routing"),
     **dict.fromkeys(["cdist", "fold", "grid_sample", "pdist"], "sampling"),
+    **dict.fromkeys(["cumprod", "logcumsumexp"], "scan"),
     **dict.fromkeys(["fft_conv", "interpolate", "timestep_embedding"], "signal"),
     **dict.fromkeys(["concat", "expand", "flatten", "matmul", "pad", "permute", "pixel_unshuffle", "reshape", "select",
                      "split", "transpose"], "tensor"),
