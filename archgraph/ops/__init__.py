@@ -26,7 +26,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     "disentangled_attention": "disentangled",
     "einsum": "einsum",
     "embedding_bag": "bags",
-    **dict.fromkeys(["conj", "fft_fft", "fft_ifft", "fft_irfft", "fft_rfft", "view_as_complex", "view_as_real"], "fft"),
+    **dict.fromkeys(["conj", "fft_fft", "fft_ifft", "fft_irfft", "fft_rfft"], "fft"),
     **dict.fromkeys(["add", "mul", "scale"], "elementwise"),
     **dict.fromkeys(["atan2", "bitwise_and", "bitwise_or", "bitwise_xor", "fmod", "logical_and", "logical_or",
                      "logical_xor", "remainder"],

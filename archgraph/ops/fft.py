@@ -1,15 +1,15 @@
 """Fourier transforms with torch.fft's names and semantics, over one dim or several: `fft_rfft` (real
 in, the half spectrum out: torch.fft.rfftn), `fft_irfft` (back to real: irfftn), `fft_fft` and
-`fft_ifft` (complex spectra: fftn, ifftn); and the complex plumbing around them: `view_as_complex`
-([..., 2] as complex numbers), `view_as_real` (the reverse), `conj`.  A spectrum is a tensor of
-complex numbers (complex64 for float32 inputs), as torch's is.  FLOPs follow the usual count of a
-radix-2 transform: 5·n·log2(n) per complex transform of length n, half that for a real one."""
+`fft_ifft` (complex spectra: fftn, ifftn); and `conj`, the complex conjugate (`view_as_complex`
+and `view_as_real` are in `complex`).  A spectrum is a tensor of complex numbers (complex64 for
+float32 inputs), as torch's is.  FLOPs follow the usual count of a radix-2 transform: 5·n·log2(n)
+per complex transform of length n, half that for a real one."""
 from __future__ import annotations
 
 from typing import Literal
 
 from ..dims import ceil_log2, floor_div, norm, prod
-from .base import Op, Size, axis, check, expect_dim, invalid, op
+from .base import Op, Size, axis, check, invalid, op
 
 Norm = Literal["backward", "ortho", "forward"]
 
@@ -116,34 +116,6 @@ class FFTIFFT(_FFT):
     n: Size | tuple[Size, ...] | None = None  # each transformed dim's length: the input cut or zero-padded to it
     norm: Norm = "backward"  # scaling: backward (1/n here), ortho (1/sqrt(n)), forward (none here)
     torch_name = "ifftn"
-
-
-@op("view_as_complex", aliases=("torch.view_as_complex",))
-class ViewAsComplex(Op):
-    """Pairs of reals as complex numbers: [..., 2] (real, imaginary) -> [...] complex (a view)."""
-
-    keeps = ""
-
-    def infer_shape(self, x):
-        check(len(x) >= 1, "view_as_complex needs an input [..., 2]")
-        expect_dim(x[-1], 2, "last dimension (real, imaginary)")
-        return tuple(x[:-1])
-
-    def forward(self, run, x):
-        return run.torch.view_as_complex(x.contiguous())
-
-
-@op("view_as_real", aliases=("torch.view_as_real", "Tensor.real"))
-class ViewAsReal(Op):
-    """Complex numbers as pairs of reals: [...] complex -> [..., 2] (real, imaginary; a view)."""
-
-    keeps = ""
-
-    def infer_shape(self, x):
-        return (*x, 2)
-
-    def forward(self, run, x):
-        return run.torch.view_as_real(x.resolve_conj())
 
 
 @op("conj", aliases=("torch.conj", "conj_physical"))
