@@ -460,8 +460,6 @@ def test_every_core_aten_op_is_imported_or_refused_with_its_reason():
 @pytest.mark.parametrize("target, call, words", [
     (aten.randn.default, lambda x: x + aten.randn.default([2, 5]), "random numbers"),
     (aten.nonzero.default, lambda x: aten.nonzero.default(x).sum(), "depends on the data"),
-    (aten.arange.start_step, lambda x: x.sum() + aten.arange.start_step(0, x.shape[0] * x.shape[1], x.shape[1]).sum(),
-     "a range whose step is the size S (archgraph's arange takes a number)"),
 ])
 def test_a_core_op_a_spec_cannot_hold_is_refused_with_its_reason(target, call, words):
     with pytest.raises(ArchgraphError) as info:
