@@ -601,15 +601,18 @@ def _shown(value: Any) -> str:
 
 
 def _model_name(config: Mapping[str, Any], path: str | Path) -> str:
+    """The model's name: its folder's (or the file's, or `_name_or_path`'s last part), made a name a
+    spec may hold (`names.safe_name`: a folder named with ESC or a newline is shown escaped)."""
+    from .names import safe_name
     p = Path(str(path))
     if p.stem == "config" and p.parent.name not in ("", "."):
-        return p.parent.name
+        return safe_name(p.parent.name)
     if p.stem not in ("config", ""):
-        return p.stem
+        return safe_name(p.stem)
     name = config.get("_name_or_path")
-    if isinstance(name, str) and name:
-        return name.rstrip("/").split("/")[-1]
-    return str(config.get("model_type"))
+    if isinstance(name, str) and name.strip("/"):
+        return safe_name(name.rstrip("/").split("/")[-1])
+    return safe_name(str(config.get("model_type")))
 
 
 def import_file(path: str | Path) -> Imported:
@@ -641,6 +644,7 @@ def config_error(exc: ArchgraphError, imported: Imported, path: str | Path,
 def specialized(path: str | Path):
     """The config's model as spec data (`spec.specialize`): the family template at the config's
     values, and the comment of each variable it keeps (the template's, and the config key)."""
+    from .names import safe_name
     from .spec.extends import merge_extends
     from .spec.sources import resolve
     from .spec.specialize import specialize
@@ -651,7 +655,7 @@ def specialized(path: str | Path):
     spec, var_locs = merge_extends(load_file(imported.template), load_spec)
     result = specialize(spec, var_locs, imported.variables, load_spec)
     result.spec["name"] = imported.name
-    result.spec["description"] = f"{imported.architecture}, imported from {Path(str(path)).name}"
+    result.spec["description"] = f"{imported.architecture}, imported from {safe_name(Path(str(path)).name)}"
     comments = {}
     for var, loc in result.locs.items():
         line = Path(loc.file).read_text(encoding="utf-8").splitlines()[loc.line - 1] if loc.line else ""

@@ -14,7 +14,7 @@ MODULES = ["archgraph", "archgraph.expr", "archgraph.builder", "archgraph.load",
            "archgraph.passes.params", "archgraph.passes.shapes", "archgraph.passes.stacks", "archgraph.passes.compare",
            "archgraph.passes.resize", "archgraph.dims",
            "archgraph.hf", "archgraph.checkpoint", "archgraph.install", "archgraph.spec.graphs",
-           "archgraph.configcheck"]
+           "archgraph.configcheck", "archgraph.names"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -2,6 +2,8 @@
 where and why, or accepted and drawn correctly; nothing reaches the terminal or Graphviz raw."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conftest import NEEDS_DOT
@@ -41,7 +43,7 @@ def test_control_characters_in_names_are_refused_and_shown_escaped(cli, tmp_path
 
 
 @NEEDS_DOT
-@pytest.mark.parametrize("name", ["'fc\\'", "'back\\\\slash'", "'q\"uote'", "a" * 10_000, "'<b>html</b>'"])
+@pytest.mark.parametrize("name", ["'fc\\'", "'back\\\\slash'", "'q\"uote'", "a" * 200, "'<b>html</b>'"])
 def test_odd_names_draw_valid_graphviz(cli, tmp_path, name):
     path = spec(tmp_path, LINEAR.format(name=name) + "  - {name: after, op: relu}\n")
     out_svg = tmp_path / "d.svg"
@@ -50,7 +52,8 @@ def test_odd_names_draw_valid_graphviz(cli, tmp_path, name):
     svg = out_svg.read_text()
     assert svg.count('class="node"') == 5  # the input, the two nodes, the output and the legend
     if len(name) > 60:  # a long name keeps its ends in the box
-        assert "a" * 29 + "…" + "a" * 29 in svg and "a" * 61 not in svg
+        texts = re.findall(r"<text[^>]*>([^<]*)</text>", svg)
+        assert "a" * 29 + "…" + "a" * 29 in texts and not any("a" * 61 in t for t in texts)
     dot_path = tmp_path / "d.dot"
     assert cli("render", path, "-o", str(dot_path))[0] == 0
     import subprocess

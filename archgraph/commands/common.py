@@ -9,6 +9,7 @@ import sys
 from typing import Any
 
 from ..errors import ArchgraphError, shortened
+from ..names import terminal_text
 
 
 def set_value(text: str) -> tuple[str, Any]:
@@ -59,9 +60,9 @@ def load_model(args, source: str | None = None, settings: dict | None = None, *,
     for warning in model.warnings:
         if strict:
             raise ArchgraphError(f"{warning} (an error under --strict)")
-        print(f"archgraph: warning: {warning}", file=sys.stderr)
+        print(f"archgraph: warning: {terminal_text(str(warning))}", file=sys.stderr)
     for note in model.notes:
-        print(f"archgraph: note: {note}", file=sys.stderr)
+        print(f"archgraph: note: {terminal_text(note)}", file=sys.stderr)
     return model
 
 
@@ -78,21 +79,22 @@ def loading_into(files: list[str], strict: bool = False):
         for note in model.notes:
             if note not in said:
                 said.add(note)
-                print(f"archgraph: note: {note}", file=sys.stderr)
+                print(f"archgraph: note: {terminal_text(note)}", file=sys.stderr)
         return model
     return loading
 
 
 class LazyConsole:
-    """A rich Console made when first used: COLUMNS when the environment sets it (a pipe read at a
-    given width: `COLUMNS=80 archgraph params gpt2 | less`), else the terminal's width, or 240
-    columns when the output is not a terminal.  A command that prints JSON never imports rich."""
+    """A rich Console made when first used (render.terminal's: no markup, no raw control character):
+    COLUMNS when the environment sets it (a pipe read at a given width: `COLUMNS=80 archgraph params
+    gpt2 | less`), else the terminal's width, or 240 columns when the output is not a terminal.  A
+    command that prints JSON never imports rich."""
 
     _console = None
 
     def __getattr__(self, name: str):
         if self._console is None:
-            from rich.console import Console
+            from ..render.terminal import TerminalConsole as Console
 
             columns = os.environ.get("COLUMNS", "")
             if columns.isdigit() and 20 <= int(columns) <= 1000:

@@ -44,6 +44,7 @@ def run(args, console) -> int:
     imported = import_file(args.config)
     inputs.append(str(imported.template))  # the family's template, which the spec was written from
     write_output(args.output, text, inputs=inputs)
-    print(f"wrote {args.output}: {imported.architecture} ({imported.model_type}); "
-          f"try: archgraph params {args.output}", file=sys.stderr)
+    from ..names import terminal_text
+    print(terminal_text(f"wrote {args.output}: {imported.architecture} ({imported.model_type}); "
+                        f"try: archgraph params {args.output}"), file=sys.stderr)
     return 0

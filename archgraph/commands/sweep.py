@@ -33,6 +33,7 @@ def run(args, console) -> int:
 
     from ..errors import ArchgraphError
     from ..limits import MAX_SWEEP_POINTS, MAX_SWEEP_TABLE
+    from ..names import terminal_text
     from ..passes.sweep import sweep
     from .common import loading_into
 
@@ -59,11 +60,11 @@ def run(args, console) -> int:
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(fields)
         writer.writerows(["" if r[k] is None else r[k] for k in fields] for r in rows)
-        sys.stdout.write(buf.getvalue())
+        sys.stdout.write(terminal_text(buf.getvalue()))
     else:
         from ..render.text import sweep_table
         console.print(sweep_table(args.model, rows))
     if len(refused) == len(rows):
-        print(f"archgraph: error: every point was refused ({refused[0]['refused']})", file=sys.stderr)
+        print(f"archgraph: error: every point was refused ({terminal_text(refused[0]['refused'])})", file=sys.stderr)
         return 2
     return 0

@@ -13,7 +13,8 @@ from typing import Any, Callable, Mapping
 
 from .. import expr
 from ..dims import assuming
-from ..errors import ArchgraphError, Loc, SpecError, printable
+from ..errors import ArchgraphError, Loc, SpecError
+from ..names import check_description, check_name
 from ..graph import INPUT_DEFAULTS, InputSpec, Model, call_count, instance_count
 from ..limits import MAX_BLOCK_CALLS, MAX_NODE_INSTANCES
 from .constraints import bounds, check_constraints, divisors, least, read_constraints
@@ -37,6 +38,8 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
     `numbers.Trace` to learn which names were decided and which conditions held).
     """
     spec, var_locs = merge_extends(spec, load_parent)
+    name = check_name(spec["name"], "model name", loc_of(spec, "name")) if spec.get("name") is not None else "model"
+    description = _description(spec)
     raw_vars = spec.get("variables") or {}
     if raw_vars:
         expect_mapping(raw_vars, spec, "variables")
@@ -56,13 +59,9 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
                                 spec.get("outputs"), loc_of(spec, "nodes"))
         except ArchgraphError as exc:
             raise blame_overrides(exc, spec.loc.file, overrides) from None
-    name = str(spec.get("name") or "model")
-    if printable(name) != name:
-        raise SpecError(f"the model name '{printable(name)}' holds a control or formatting character",
-                        loc=loc_of(spec, "name"), hint="use visible characters")
     model = model_class(name=name, graph=graph, inputs=inputs,
                         variables=variables, output_names=graph.output_names,
-                        description=str(spec.get("description") or ""), source=spec.loc.file,
+                        description=description, source=spec.loc.file,
                         bindings=bindings, warnings=ctx.warnings, constraints=constraints,
                         overrides=overrides, values=_values_file(spec))
     _check_limits(model, spec)
@@ -81,6 +80,11 @@ def _values_file(spec: LocDict) -> str:
                         loc=loc_of(spec, "values"), hint="values: model.values.safetensors")
     source = Path(spec.loc.file)
     return str(source.parent / raw) if source.is_file() else raw
+
+
+def _description(spec: LocDict) -> str:
+    value = spec.get("description")
+    return "" if value is None else check_description(value, loc_of(spec, "description"))
 
 
 def _overrides(spec: LocDict, raw_vars, var_locs: dict, variables: dict) -> str:
@@ -122,6 +126,7 @@ def _inputs(spec: Mapping) -> dict[str, InputSpec]:
     out = {}
     for name, value in raw.items():
         loc = loc_of(raw, name)
+        check_name(name, "input name", loc)
         dtype, default = "float32", None
         if isinstance(value, dict):
             check_keys(value, {"shape", "dtype", "default"}, f"input '{name}'", value.key_loc)

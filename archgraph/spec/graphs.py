@@ -12,7 +12,8 @@ import re
 from typing import Any, Mapping
 
 from .. import expr
-from ..errors import ArchgraphError, Loc, SpecError, did_you_mean, printable
+from ..errors import ArchgraphError, Loc, SpecError, did_you_mean
+from ..names import check_name
 from ..graph import NO_TIES, BlockNode, Graph, OpNode, Ref, SpecWarning, read_inputs, wiring
 from ..limits import MAX_BLOCK_DEPTH, MAX_BLOCK_INSTANCES, MAX_REPEAT
 from ..numbers import decided, decided_names, plain
@@ -155,9 +156,7 @@ def _node(ctx: Ctx, raw: Any, scope: dict, env, category, trainable, prev):
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise SpecError("a node needs a 'name'", loc=raw.loc, hint="add 'name: my_node'")
-    if not name.isprintable():
-        raise SpecError(f"the name '{printable(name)}' holds a control or formatting character",
-                        loc=raw.key_loc("name"), hint="use letters, digits, '_', '.' and other visible characters")
+    check_name(name, "name", raw.key_loc("name"))
     if "when" in raw and not _condition(raw["when"], env, raw.key_loc("when"), name):
         return None
     if name in scope:
@@ -194,7 +193,7 @@ def _category(mapping: LocDict) -> str | None:
     if value is not None and not (isinstance(value, str) and value.strip()):
         raise SpecError(f"'category' must be a name such as attention or mlp; received {value!r}",
                         loc=mapping.key_loc("category"))
-    return value
+    return value if value is None else check_name(value, "category", mapping.key_loc("category"))
 
 
 def _refs(raw: LocDict, prev: Ref | None, known: dict, env: Mapping | None = None
@@ -443,8 +442,8 @@ def _ties(raw: LocDict) -> Mapping[str, str]:
 def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category, trainable, each=None):
     """A block call: one BlockNode, or, when its arguments depend on the repetition index, one per
     run of repetitions that make the same body (a layer schedule: dense × 3, then MoE × 58)."""
-    block = raw["block"]
-    definition = ctx.blocks.get(block) if isinstance(block, str) else None
+    block = check_name(raw["block"], "block name", raw.key_loc("block"))
+    definition = ctx.blocks.get(block)
     if definition is None:
         hint = did_you_mean(str(block), ctx.blocks)
         raise SpecError(f"unknown block '{block}'", loc=raw.key_loc("block"),
@@ -635,6 +634,8 @@ def _instantiate(ctx: Ctx, block: str, definition: LocDict, params, args, catego
     inputs = definition.get("inputs") or ["x"]
     if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
         raise SpecError(f"'inputs' of block '{block}' must be a list of names", loc=definition.key_loc("inputs"))
+    for name in inputs:
+        check_name(name, "input name", definition.key_loc("inputs"))
     body = build_graph(ctx, f"block '{block}'", definition.get("nodes"), tuple(inputs), env, category,
                        trainable, definition.get("outputs"), definition.key_loc("nodes"))
     ctx.stack.pop()
@@ -655,6 +656,7 @@ def outputs_of(raw: Any, prev: Ref, loc: Loc, env: Mapping, scope: dict | None =
     out = []
     for name, item in raw.items():
         at = loc_of(raw, name)
+        check_name(name, "output name", at)
         if isinstance(item, dict):
             check_keys(item, {"from", "when"}, f"output '{name}'", getattr(item, "key_loc", lambda k: at))
             if "when" in item and not _condition(item["when"], env, at, name):
