@@ -13,7 +13,7 @@ import networkx as nx
 
 PACKAGE = Path(__file__).resolve().parents[1] / "archgraph"
 LAYERS = [  # lowest first; a module may import only from its own layer or those before it
-    {"errors", "limits", "jsonread", "numbers", "dims", "expr", "machine", "install", "record", "dtypes"},
+    {"errors", "names", "limits", "jsonread", "numbers", "dims", "expr", "machine", "install", "record", "dtypes"},
     {"ops"},
     {"graph", "spec", "checkpoint", "hf", "configcheck", "hardware"},
     {"passes"},
