@@ -29,8 +29,16 @@ MAX_DESCRIPTION = 10_000
 NAME_FIX = "use letters, digits, '_', '.' and other visible characters"
 
 
+def name_ok(value: Any) -> bool:
+    """True for a name a spec may give (`check_name` says why another is not): a test cheap enough
+    for every node of a 10,000-instance build."""
+    return type(value) is str and len(value) <= MAX_NAME and value.isprintable() and not value.isspace() and \
+        value != ""
+
+
 def check_name(value: Any, what: str = "name", loc: Loc | None = None, node: str | None = None) -> str:
-    """`value` when it is a name a spec may give; else a SpecError naming `what` ('output name')."""
+    """`value` when it is a name a spec may give; else a SpecError naming `what` ('output name')
+    (callers that make many names test `name_ok` first, and find the loc only for a bad one)."""
     if not isinstance(value, str):
         raise SpecError(f"the {what} must be text; received {_kind(value)}", loc=loc, node=node,
                         hint="write it in quotes: 'my_name'")
@@ -97,8 +105,14 @@ def dot_quoted(text: str) -> str:
 
 
 def dot_html(text: Any) -> str:
-    """`text` inside an HTML-like DOT label: markup characters escaped, control characters shown."""
-    return html(printable(str(text)))
+    r"""`text` inside an HTML-like DOT label: markup characters escaped, control characters but line
+    breaks shown escaped, and backslashes doubled (Graphviz replaces \N and \G with the node's and
+    the graph's ids even there).
+
+    >>> print(dot_html('<b>"\\N"</b>'))
+    &lt;b&gt;&quot;\\N&quot;&lt;/b&gt;
+    """
+    return html(terminal_text(str(text))).replace("\\", "\\\\")
 
 
 def terminal_text(text: str) -> str:

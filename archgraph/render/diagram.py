@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from html import escape
+from ..names import dot_html
 from typing import Any, Literal
 
 import graphviz
@@ -174,7 +174,7 @@ class _Drawer:
         self.used: set[str] = set()                       # legend entries in use
         self.ties: list[tuple[str, str, str]] = []        # (node id, tensor, owner tensor path)
         self.taken: set[str] = set()                      # DOT ids of the nodes and clusters drawn (see _unique)
-        title = f"<b>{escape(_short(model.name))}</b> · {human(self.total)} parameters"
+        title = f"<b>{dot_html(_short(model.name))}</b> · {human(self.total)} parameters"
         if options.collapsed:
             title += (f'<br/><font point-size="11" color="#59636e">blocks nested deeper than {options.depth} '
                       f'drawn as one box; --depth N draws more</font>')
@@ -195,7 +195,7 @@ class _Drawer:
         for name, shape in self.shapes.inputs.items():
             node_id = f"(input) {name}"
             dtype = self.model.inputs[name].dtype
-            self.dot.node(node_id, label=_html(f"<b>{escape(_short(name))}</b>", _small(f"{fmt_shape(shape)} {dtype}")),
+            self.dot.node(node_id, label=_html(f"<b>{dot_html(_short(name))}</b>", _small(f"{fmt_shape(shape)} {dtype}")),
                           shape="oval", style="filled", fillcolor="#f0f0f0")
             inputs[name] = (node_id, shape)
         top = _Scope(self.model.graph, self.shapes.run, "", inputs, 0, 1)
@@ -203,7 +203,7 @@ class _Drawer:
         for name, ref in zip(self.model.output_names, self.model.graph.outputs):
             node_id = f"(output) {name}"
             source, shape = top.end(ref)
-            self.dot.node(node_id, label=_html(f"<b>{escape(_short(name))}</b>", _small(fmt_shape(shape))),
+            self.dot.node(node_id, label=_html(f"<b>{dot_html(_short(name))}</b>", _small(fmt_shape(shape))),
                           shape="oval", style="filled", fillcolor="#f0f0f0")
             self._edge(source, node_id, shape)
         for source, target, label in self.edges:  # at the top level: an edge inside a cluster pulls
@@ -244,8 +244,8 @@ class _Drawer:
         params = sum(call_totals(r, graph_totals(r.body, self.params.cache)).total for r in runs)
         first, last = runs[0].start, runs[-1].start + runs[-1].repeat - 1
         where = f"{node.segment}.{first}" if first == last else f"{node.segment}.{first}..{last}"
-        title = f"<b>{escape(str(node.group[0]))} {escape(str(node.group[1]))}</b>  {escape(where)}"
-        counts = _small(f"{count} × {escape(node.block)} · {human(params * scope.times)} params")
+        title = f"<b>{dot_html(str(node.group[0]))} {dot_html(str(node.group[1]))}</b>  {dot_html(where)}"
+        counts = _small(f"{count} × {dot_html(node.block)} · {human(params * scope.times)} params")
         if self.options.depth is not None and scope.level + 1 > self.options.depth:  # the group as one box
             ins = [end for run in runs for ref, end in zip(run.inputs, _sliced(run, [
                 None if r.node in members else scope.end(r) for r in run.inputs])) if ref.node not in members]
@@ -267,7 +267,7 @@ class _Drawer:
         """One period of a repeating schedule, in a dashed cluster that says how often it repeats; the
         runs it stands for hand on what its last run gives."""
         with container.subgraph(name=f"cluster_{join(scope.prefix, pattern.drawn[0])} (pattern)") as sub:
-            sub.attr(label=_html(f"<b>{escape(_short(pattern.label))}</b>", align="left"), style="rounded,dashed",
+            sub.attr(label=_html(f"<b>{dot_html(_short(pattern.label))}</b>", align="left"), style="rounded,dashed",
                      color="#777777", fontname=FONT, fontsize="11", labeljust="l", margin="10")
             for name in pattern.drawn:
                 scope.outs[name] = self._block(sub, scope, name, scope.graph.nodes[name])
@@ -281,12 +281,12 @@ class _Drawer:
         rows = node_tensors(node)
         new = sum(r.count for r in rows if not r.buffer and r.name not in node.ties)
         has_params = bool(node.op.params())
-        lines = [f"<b>{escape(_short(name))}</b>", _small(escape(_op_text(node)))]
+        lines = [f"<b>{dot_html(_short(name))}</b>", _small(dot_html(_op_text(node)))]
         if new:
             lines.append(_small(f"{human(new)} params"))
         tied = [r.name for r in rows if r.name in node.ties]
         if tied:
-            lines.append(_small(f"tied: {escape(', '.join(tied))}"))
+            lines.append(_small(f"tied: {dot_html(', '.join(tied))}"))
         if scope.times == 0 and has_params:
             lines.append(_small("shared with the first repetition"))
         buffers = sum(r.count for r in rows if r.buffer)
@@ -349,11 +349,11 @@ class _Drawer:
         per = graph_totals(node.body, self.params.cache)
         total = call_totals(node, per).total
         shown = node.label if node.scheduled else name  # a run of a schedule: `layers.2..5`, not its key
-        lines = [f"<b>{escape(_short(shown))}{_times(node)}</b>",
-                 _small(f"<i>{escape(node.block)}</i>")]
-        lines += [_small(escape(t)) for t in _count_lines(node, per.total, total)]
+        lines = [f"<b>{dot_html(_short(shown))}{_times(node)}</b>",
+                 _small(f"<i>{dot_html(node.block)}</i>")]
+        lines += [_small(dot_html(t)) for t in _count_lines(node, per.total, total)]
         if node.scheduled:  # which kind of layer this run is: the ops that hold its parameters
-            lines.append(_small(escape(" + ".join(kinds(node.body)))))
+            lines.append(_small(dot_html(" + ".join(kinds(node.body)))))
         box = self._box_node(container, base, lines, per, total, scope.times, node.repeat > 1, ins)
         self.redirects.append((base, None, box))
         return [(box, shape) for shape in final]
@@ -388,9 +388,9 @@ class _Drawer:
         """`transformer.h × 12  gpt2_block` and the counts; `path` is relative to the enclosing block."""
         per = graph_totals(node.body, self.params.cache).total
         total = call_totals(node, graph_totals(node.body, self.params.cache)).total
-        title = f"<b>{escape(_short(path))}{_times(node) if collapsed else ''}</b>  <i>{escape(node.block)}</i>"
+        title = f"<b>{dot_html(_short(path))}{_times(node) if collapsed else ''}</b>  <i>{dot_html(node.block)}</i>"
         counts = _count_lines(node, per, total) if collapsed else [f"{human(per)} params"]
-        return _html(title, *[_small(escape(c)) for c in counts], align="left")
+        return _html(title, *[_small(dot_html(c)) for c in counts], align="left")
 
     def _fill(self, category: str, weight: int, has_params: bool) -> tuple[str, str]:
         if self.options.color_by == "category":
@@ -447,12 +447,12 @@ class _Drawer:
             if "no parameters" in self.used:
                 entries.append(("#ffffff", "#000000", "no parameters"))
         cells = "".join(f'<tr><td bgcolor="{fill}" border="1" width="14"> </td>'
-                        f'<td align="left"><font point-size="9">{escape(label)}</font></td></tr>'
+                        f'<td align="left"><font point-size="9">{dot_html(label)}</font></td></tr>'
                         for fill, _, label in entries)
         tie = ('<tr><td colspan="2" align="left"><font point-size="9" color="#b2182b">- - -  tied tensor'
                '</font></td></tr>') if "tie" in self.used else ""
         label = (f'<<table border="0" cellborder="0" cellspacing="2" cellpadding="2">'
-                 f'<tr><td colspan="2" align="left"><b>{escape(title)}</b></td></tr>{cells}{tie}</table>>')
+                 f'<tr><td colspan="2" align="left"><b>{dot_html(title)}</b></td></tr>{cells}{tie}</table>>')
         self.dot.node("(legend)", label=label, shape="plaintext", style="", fontsize="10")
 
 
@@ -479,7 +479,11 @@ def _short(name: str) -> str:
 
 
 class _SafeDigraph(graphviz.Digraph):
-    """A Digraph whose node, edge and cluster ids may be any spec name (see _dot_id)."""
+    """A Digraph whose node, edge and cluster ids may be any spec name (see _dot_id): an edge's ends
+    are quoted as a node's are, so a ':' in a name is never read as a port (graphviz.Digraph.edge
+    splits 'a:b' into node a, port b, and dot then drew a box 'a' of its own)."""
+
+    _quote_edge = staticmethod(graphviz.quoting.quote)
 
     def node(self, name, label=None, **attrs):
         super().node(_dot_id(name), label, **attrs)

@@ -1,8 +1,9 @@
 // The DOT an explorer hands Graphviz: a model's tree (passes.explore) with some blocks open.
 // An open block is a cluster holding its body; a closed one a box (a 3-D box when repeated); a
 // layer schedule whose runs repeat is one box, or one period in a dashed frame.  Ids are
-// `KEY-nID` (a node or block of the tree), `KEY-pID` (a schedule, by its first run), `KEY-i-NAME`
-// and `KEY-o-NAME` (the model's inputs and outputs): two nodes at one path are two ids.
+// `KEY-nID` (a node or block of the tree), `KEY-pID` (a schedule, by its first run), `KEY-iN`
+// and `KEY-oN` (the model's Nth input and output): two nodes at one path are two ids, and no
+// name is ever part of an id.  Names reach the DOT only escaped, in labels (esc, dotString).
 "use strict";
 
 // Graphviz measures text with its Helvetica metrics; a browser draws Helvetica or a metric twin
@@ -13,6 +14,17 @@ const REPORT = JSON.parse(document.getElementById("archgraph-data").textContent)
 
 function esc(text) {
   return String(text).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
+function dotHtml(text) {
+  // text in an HTML-like DOT label: escaped as HTML, and backslashes doubled (Graphviz replaces \N and \G
+  // with the node's and the graph's ids even there)
+  return esc(text).replace(/\\/g, "\\\\");
+}
+
+function dotString(text) {
+  // a quoted DOT label: &, backslashes and quotes escaped (a name ending in "\\" or holding a quote stays one string)
+  return `"${String(text).replace(/&/g, "&amp;").replace(/\\/g, "\\\\").replace(/"/g, '\\"')}"`;
 }
 
 function human(n) {
@@ -75,8 +87,8 @@ function short(name, width = 48) {
 
 function label(lines, ink = "#000000") {
   // an HTML-like label: [text, small] lines, the first ones bold
-  const rows = lines.map(([text, small]) => `<tr><td>${small ? `<font point-size="${SMALL_PT}">${esc(text)}</font>`
-    : `<b>${esc(text)}</b>`}</td></tr>`).join("");
+  const rows = lines.map(([text, small]) => `<tr><td>${small ? `<font point-size="${SMALL_PT}">${dotHtml(text)}</font>`
+    : `<b>${dotHtml(text)}</b>`}</td></tr>`).join("");
   const table = `<table border="0" cellborder="0" cellspacing="0" cellpadding="1">${rows}</table>`;
   return "<" + (ink === "#000000" ? table : `<font color="${ink}">${table}</font>`) + ">";
 }
@@ -138,14 +150,14 @@ class DotWriter {
 
   write() {
     const inputs = new Map();
-    for (const input of this.model.inputs) {
-      const id = `"${this.view.key}-i-${input.name}"`;
+    this.model.inputs.forEach((input, i) => {
+      const id = `"${this.view.key}-i${i}"`;
       this.terminal(id, input.name, `${input.shape || ""} ${input.dtype}`);
       inputs.set(input.name, {id, shape: input.shape});
-    }
+    });
     const last = this.scope(this.model.graph, inputs, 0);
     this.model.outputs.forEach((output, i) => {
-      const id = `"${this.view.key}-o-${output.name}"`;
+      const id = `"${this.view.key}-o${i}"`;
       this.terminal(id, output.name, (last[i] && last[i].shape) || "");
       this.edge(last[i], id);
     });
@@ -164,7 +176,7 @@ class DotWriter {
     // an edge labelled with the shape it carries; once per pair of ends
     if (!from) return;
     const key = `${from.id} -> ${to}`;
-    if (!this.edges.has(key)) this.edges.set(key, `${key} [label="${from.shape ? " " + esc(from.shape) + " " : ""}"]`);
+    if (!this.edges.has(key)) this.edges.set(key, `${key} [label=${dotString(from.shape ? ` ${from.shape} ` : "")}]`);
   }
 
   box(id, node, lines, attrs = "") {
@@ -221,8 +233,8 @@ class DotWriter {
     // an open block: its body inside a frame titled with its name, repetitions and counts
     const id = `${this.view.key}-n${node.id}`;
     const text = node.repeat > 1 && !node.shared ? counts(node) : `${human(node.total)} params`;
-    const title = `<b>${esc(short(node.label))}${esc(times(node))}</b>  <i>${esc(node.block)}</i><br align="left"/>` +
-      `<font point-size="${SMALL_PT}">${esc(text)}</font><br align="left"/>`;
+    const title = `<b>${dotHtml(short(node.label))}${dotHtml(times(node))}</b>  <i>${dotHtml(node.block)}</i><br align="left"/>` +
+      `<font point-size="${SMALL_PT}">${dotHtml(text)}</font><br align="left"/>`;
     this.out.push(`subgraph "cluster_${id}" { id="${id}"; label=<${title}>; labeljust="l"; style="rounded,filled"; ` +
                   `fillcolor="${depth % 2 ? "#f7f7f7" : "#ececec"}"; color="#999999"; margin=10;`);
     const inner = new Map(node.body.inputs.map((name, i) => [name, from[i]]));
@@ -247,7 +259,7 @@ class DotWriter {
   period(first, byName, end, outs, depth) {
     // one period of a repeating schedule in a dashed frame; the runs it stands for hand on its last run's ends
     const p = first.pattern, id = `${this.view.key}-p${first.id}`;
-    this.out.push(`subgraph "cluster_${id}" { id="${id}"; label=<<b>${esc(p.label)}</b>>; labeljust="l"; ` +
+    this.out.push(`subgraph "cluster_${id}" { id="${id}"; label=<<b>${dotHtml(p.label)}</b>>; labeljust="l"; ` +
                   `style="rounded,dashed"; color="#777777"; margin=10;`);
     p.drawn.forEach(name => this.node(byName.get(name), end, outs, depth));
     this.out.push("}");

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from .. import expr
 from ..errors import ArchgraphError, Loc, SpecError, did_you_mean
-from ..names import check_name
+from ..names import check_name, name_ok
 from ..graph import NO_TIES, BlockNode, Graph, OpNode, Ref, SpecWarning, read_inputs, wiring
 from ..limits import MAX_BLOCK_DEPTH, MAX_BLOCK_INSTANCES, MAX_REPEAT
 from ..numbers import decided, decided_names, plain
@@ -156,7 +156,8 @@ def _node(ctx: Ctx, raw: Any, scope: dict, env, category, trainable, prev):
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise SpecError("a node needs a 'name'", loc=raw.loc, hint="add 'name: my_node'")
-    check_name(name, "name", raw.key_loc("name"))
+    if not name_ok(name):
+        check_name(name, "name", raw.key_loc("name"))
     if "when" in raw and not _condition(raw["when"], env, raw.key_loc("when"), name):
         return None
     if name in scope:
@@ -193,7 +194,7 @@ def _category(mapping: LocDict) -> str | None:
     if value is not None and not (isinstance(value, str) and value.strip()):
         raise SpecError(f"'category' must be a name such as attention or mlp; received {value!r}",
                         loc=mapping.key_loc("category"))
-    return value if value is None else check_name(value, "category", mapping.key_loc("category"))
+    return value if value is None or name_ok(value) else check_name(value, "category", mapping.key_loc("category"))
 
 
 def _refs(raw: LocDict, prev: Ref | None, known: dict, env: Mapping | None = None
@@ -442,7 +443,7 @@ def _ties(raw: LocDict) -> Mapping[str, str]:
 def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category, trainable, each=None):
     """A block call: one BlockNode, or, when its arguments depend on the repetition index, one per
     run of repetitions that make the same body (a layer schedule: dense × 3, then MoE × 58)."""
-    block = check_name(raw["block"], "block name", raw.key_loc("block"))
+    block = raw["block"] if name_ok(raw["block"]) else check_name(raw["block"], "block name", raw.key_loc("block"))
     definition = ctx.blocks.get(block)
     if definition is None:
         hint = did_you_mean(str(block), ctx.blocks)
@@ -635,7 +636,8 @@ def _instantiate(ctx: Ctx, block: str, definition: LocDict, params, args, catego
     if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
         raise SpecError(f"'inputs' of block '{block}' must be a list of names", loc=definition.key_loc("inputs"))
     for name in inputs:
-        check_name(name, "input name", definition.key_loc("inputs"))
+        if not name_ok(name):
+            check_name(name, "input name", definition.key_loc("inputs"))
     body = build_graph(ctx, f"block '{block}'", definition.get("nodes"), tuple(inputs), env, category,
                        trainable, definition.get("outputs"), definition.key_loc("nodes"))
     ctx.stack.pop()

@@ -7,7 +7,7 @@ from typing import Any, Literal, Mapping, Union, get_args, get_origin
 
 from .. import expr
 from ..errors import ExprError, Loc, SpecError, did_you_mean
-from ..names import check_name
+from ..names import check_name, name_ok
 from .yamlload import LocDict
 
 
@@ -73,7 +73,8 @@ def evaluate_variables(raw: Mapping[str, Any], locs: Mapping[str, Loc], base: Ma
                        overrides: Mapping[str, Any]) -> dict[str, Any]:
     """Evaluate `raw` variables in dependency order, on top of `base`; `overrides` win."""
     for name in raw:
-        check_name(name, "variable name", locs.get(name))
+        if not name_ok(name):
+            check_name(name, "variable name", locs.get(name))
         if not name.isascii():
             try:
                 expr.folded_name(name)
@@ -148,5 +149,5 @@ def expect_mapping(value: Any, parent: Any, key: str) -> None:
     for name in value:
         if not name.isidentifier():
             raise SpecError(f"'{name}' under '{key}' is not a name (letters, digits and _)",
-                            loc=loc_of(value, name), hint="expressions read it by name: start with a letter or "
-                                                          "'_', then letters, digits and '_'")
+                            loc=loc_of(value, name), hint="a name starts with a letter or '_', then letters, "
+                                                          "digits and '_'")
