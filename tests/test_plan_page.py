@@ -75,22 +75,24 @@ def test_a_search_where_nothing_fits_says_so(cli, tmp_path):
 
 @pytest.mark.slow
 def test_the_plan_section_at_1280_pixels(browser, cli, tmp_path):
-    """The chart spans the page up to 960 px, its smallest text at 12 px or more; nothing in the
+    """The chart (an SVG image) spans the page up to 960 px, its smallest text at 12 px or more; nothing in the
     section is wider than the page; the table sorts memory as a number."""
     from test_report import _open
     page = tmp_path / "report.html"
     assert cli("plan", *SEARCH, "--report", str(page))[0] == 0
     _open(browser, page)
     seen = browser.execute_script("""
-        const s = document.querySelector('section.plan'), svg = s.querySelector('.chart svg');
-        const sizes = Array.from(svg.querySelectorAll('text')).map(t => parseFloat(getComputedStyle(t).fontSize)
-                                                                    * svg.getBoundingClientRect().width / svg.viewBox.baseVal.width);
+        const s = document.querySelector('section.plan'), img = s.querySelector('.chart img');
+        const svg = new DOMParser().parseFromString(atob(img.src.split(',')[1]), 'image/svg+xml').documentElement;
+        const scale = img.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+        const sizes = Array.from(svg.querySelectorAll('text'))
+                           .map(t => parseFloat(/font-size: *([\\d.]+)px/.exec(t.getAttribute('style'))[1]) * scale);
         return {page: document.documentElement.clientWidth, scroll: document.documentElement.scrollWidth,
-                section: s.getBoundingClientRect().width, svg: svg.getBoundingClientRect().width,
-                smallest: Math.min(...sizes)};""")
+                section: s.getBoundingClientRect().width, svg: img.getBoundingClientRect().width,
+                smallest: Math.min(...sizes), texts: sizes.length, drawn: img.complete && img.naturalWidth};""")
     assert seen["scroll"] <= seen["page"]
     assert seen["svg"] == pytest.approx(min(960, seen["section"]), abs=1)
-    assert seen["smallest"] >= 12
+    assert seen["smallest"] >= 12 and seen["texts"] > 10 and seen["drawn"] > 0  # an image (the page's policy)
     header = browser.find_element("css selector", "table.plans th:nth-child(8)")
     header.click()
     values = browser.execute_script("""return Array.from(document.querySelectorAll('table.plans tbody tr'))

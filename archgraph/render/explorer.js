@@ -358,8 +358,10 @@ class Explorer {
     const m = MEASURES[this.measure];
     const total = this.measure === "category" ? "" : ` (of ${m.text(m.total(this.model))} ${m.unit})`;
     this.legend.innerHTML = `<b>${esc(m.title)}${esc(total)}</b> ` + entries.map(s =>
-      `<span class="entry"><span class="swatch" style="background:${s.fill}"></span>${esc(s.label)}</span>`).join("") +
+      `<span class="entry"><span class="swatch"></span>${esc(s.label)}</span>`).join("") +
       `<span class="hint">click a block to open or close it; drag to pan, wheel to zoom</span>`;
+    // colours set as properties: the page's Content-Security-Policy refuses style attributes
+    this.legend.querySelectorAll(".swatch").forEach((swatch, i) => { swatch.style.background = entries[i].fill; });
   }
 
   // -- search -----------------------------------------------------------------------------------

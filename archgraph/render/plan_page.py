@@ -1,8 +1,9 @@
 """A search's section of the HTML report (`plan --search --report FILE.html`): the chart of
-throughput against memory as inline SVG and the fastest plans as a table (the report's own
+throughput against memory as an SVG image and the fastest plans as a table (the report's own
 table, sortable); every text escaped."""
 from __future__ import annotations
 
+from base64 import b64encode
 from html import escape
 
 from .plan import failures
@@ -24,8 +25,10 @@ def plan_section(model: str, found: list, gpu, svg: bytes, top: int = 20) -> str
                             "memory": c.plan.per_gpu["total"] / 2**30,   # a number, so it sorts as one
                             "tokens": round(c.plan.time["tokens_per_second"]), "mfu": 100 * c.plan.time["mfu"]}))
     gpus = found[0].layout.gpus if found else 0
-    drawing = svg.decode("utf-8")
-    drawing = drawing[drawing.index("<svg"):]          # the figure without its XML prolog
+    # the figure as an image: matplotlib's SVG carries a <style> and style attributes, which the page's
+    # Content-Security-Policy refuses inline (render/page.py); an image's own are its own
+    drawing = (f"<img alt=\"throughput against memory per GPU\" "
+               f"src=\"data:image/svg+xml;base64,{b64encode(svg).decode()}\">")
     fastest = f"the fastest {len(rows)} below" if rows else "none fits"
     why = "".join(f"<li>{escape(reason)}: {n:,}</li>" for reason, n in failures(found, gpu))
     return (f"<section class=\"plan\" id=\"plan\">\n<h2>Plan on {gpus} × {escape(gpu.name)}</h2>\n"

@@ -9,7 +9,6 @@ Graphviz in WebAssembly (viz.js) and pans and zooms them with d3, both vendored 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from html import escape
 from importlib import resources
@@ -17,10 +16,12 @@ from typing import Any, Literal
 
 from ..graph import BlockNode, Graph, Model, OpNode
 from ..machine import binary
+from ..names import script_json
 from ..passes.compare import ModelSummary, summarize
 from ..passes.explore import explore, layer_sizes
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from .diagram import HIDDEN_HPARAMS
+from .page import Styles, content_security_policy
 from .palette import CATEGORY_COLORS, SHARE_BINS, category_color, human
 from .pattern import repeating
 from .report_compare import category_bars, comparison_html
@@ -157,27 +158,32 @@ def _categories(graph: dict) -> set[str]:
 
 
 def report_html(data: ReportData) -> str:
-    """The page: inline CSS, the vendored scripts, the data as JSON and the report's own script."""
+    """The page: inline CSS, the vendored scripts, the data as JSON and the report's own script,
+    under a Content-Security-Policy that runs only these (render/page.py)."""
     asset = resources.files(__package__)
-    css = asset.joinpath("report.css").read_text("utf-8")
+    css = "\n" + asset.joinpath("report.css").read_text("utf-8")
     scripts = [asset.joinpath("vendor", name).read_text("utf-8") for name in VENDORED]
     scripts += [asset.joinpath(name).read_text("utf-8") for name in OWN_SCRIPTS]
-    payload = json.dumps(page_data(data), separators=(",", ":")).replace("</", "<\\/")
-    parts = [f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-             f"<link rel=\"icon\" href=\"data:,\">\n<title>{escape(data.title)}</title>\n"
-             f"<style>\n{css}</style>\n</head>\n<body>\n<h1>{escape(data.title)}</h1>\n"]
+    scripts = [f"\n{_script(script)}\n" for script in scripts]
+    styles = Styles()
+    body = []
     if len(data.sections) > 1:
         links = " · ".join(f"<a href=\"#m{i}\">{escape(s.name)}</a>" for i, s in enumerate(data.sections))
-        parts.append(f"<nav class=\"index\">{links}</nav>\n")
-        parts.append(comparison_html([s.summary for s in data.sections], [s.layers for s in data.sections]))
+        body.append(f"<nav class=\"index\">{links}</nav>\n")
+        body.append(comparison_html([s.summary for s in data.sections], [s.layers for s in data.sections], styles))
     for i, section in enumerate(data.sections):
-        parts.append(_section(data, section, i))
-    parts += data.extra
-    parts.append(f"<script type=\"application/json\" id=\"archgraph-data\">{payload}</script>\n")
-    parts += [f"<script>\n{_script(script)}\n</script>\n" for script in scripts]
-    parts.append("</body>\n</html>\n")
-    return "".join(parts)
+        body.append(_section(data, section, i, styles))
+    body += data.extra
+    body.append(f"<script type=\"application/json\" id=\"archgraph-data\">{script_json(page_data(data))}</script>\n")
+    body += [f"<script>{script}</script>\n" for script in scripts]
+    looks = "\n" + styles.css()
+    policy = content_security_policy(scripts, [css, looks])
+    head = (f"<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+            f"<meta http-equiv=\"Content-Security-Policy\" content=\"{policy}\">\n"
+            f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+            f"<link rel=\"icon\" href=\"data:,\">\n<title>{escape(data.title)}</title>\n"
+            f"<style>{css}</style>\n<style>{looks}</style>\n</head>\n<body>\n<h1>{escape(data.title)}</h1>\n")
+    return head + "".join(body) + "</body>\n</html>\n"
 
 
 def _script(text: str) -> str:
@@ -185,7 +191,7 @@ def _script(text: str) -> str:
     return text.replace("</script", "<\\/script")
 
 
-def _section(data: ReportData, s: Section, index: int) -> str:
+def _section(data: ReportData, s: Section, index: int, styles: Styles) -> str:
     t = s.totals
     facts = [("Total parameters", f"{t['total']:,} ({human(t['total'])})"), ("Trainable", f"{t['trainable']:,}"),
              ("Non-trainable", f"{t['non_trainable']:,}")]
@@ -199,16 +205,19 @@ def _section(data: ReportData, s: Section, index: int) -> str:
     dl = "".join(f"<dt>{escape(k)}</dt><dd>{escape(v)}</dd>" for k, v in facts)
     return (f"<section class=\"model\" id=\"m{index}\">\n<h2>{escape(s.name)}</h2>\n"
             f"<p class=\"description\">{escape(s.description)}</p>\n<dl class=\"totals\">{dl}</dl>\n"
-            f"<h3>Parameters by category</h3>\n{category_bars([s.summary])}"
+            f"<h3>Parameters by category</h3>\n{category_bars([s.summary], styles)}"
             f"<h3>Structure</h3>\n<p class=\"note\">Shapes, FLOPs and bytes at {escape(sizes)}.</p>\n"
             f"<div class=\"explorer\" data-model=\"{index}\"></div>\n"
             f"<h3>Parameters</h3>\n<div class=\"tools\"><button type=\"button\" data-action=\"expand\">"
             f"expand all</button> <button type=\"button\" data-action=\"collapse\">collapse all</button></div>\n"
-            f"<div class=\"scroll\">{table(data.columns, [(r, r.cells) for r in s.rows], 'params')}</div>\n"
+            f"<div class=\"scroll\">{table(data.columns, [(r, r.cells) for r in s.rows], 'params', styles)}</div>\n"
             f"</section>\n")
 
 
-def table(columns: list[Column], rows: list[tuple[Row | None, dict[str, Any]]], kind: str) -> str:
+def table(columns: list[Column], rows: list[tuple[Row | None, dict[str, Any]]], kind: str,
+          styles: Styles | None = None) -> str:
+    """A sortable table; `styles` takes the rows' looks (a block's depth, a category's swatch),
+    needed only when rows have them."""
     head = "".join(f"<th class=\"{c.kind}\" data-kind=\"{c.kind}\" title=\"sort by {escape(c.title)}\">"
                    f"{escape(c.title)}</th>" for c in columns)
     body = []
@@ -216,21 +225,21 @@ def table(columns: list[Column], rows: list[tuple[Row | None, dict[str, Any]]], 
         attrs = ""
         if row is not None:
             attrs = (f" data-id=\"{escape(row.id)}\" data-parent=\"{escape(row.parent)}\""
-                     f" class=\"{'block' if row.block else 'op'}\" style=\"--depth: {row.depth}\"")
-        tds = [_cell(c, cells.get(c.key), row, i == 0) for i, c in enumerate(columns)]
+                     f" class=\"{'block' if row.block else 'op'} {styles(f'--depth:{row.depth}')}\"")
+        tds = [_cell(c, cells.get(c.key), row, i == 0, styles) for i, c in enumerate(columns)]
         body.append(f"<tr{attrs}>{''.join(tds)}</tr>")
     return (f"<table class=\"{kind}\"><thead><tr>{head}</tr></thead>\n<tbody>\n" + "\n".join(body) +
             "\n</tbody></table>\n")
 
 
-def _cell(column: Column, value: Any, row: Row | None, first: bool) -> str:
+def _cell(column: Column, value: Any, row: Row | None, first: bool, styles: Styles) -> str:
     if column.kind == "number":
         number = value if isinstance(value, (int, float)) else 0
         text = f"{number:.2f}" if isinstance(number, float) else f"{number:,}"
         return f"<td class=\"number\" data-value=\"{number}\">{text}</td>"
     text = escape("" if value is None else str(value))
     if column.key == "category" and text:
-        text = f"<span class=\"swatch\" style=\"background:{category_color(str(value))}\"></span>{text}"
+        text = f"<span class=\"swatch {styles(f'background:{category_color(str(value))}')}\"></span>{text}"
     if first and row is not None and row.block:
         text = f"<button type=\"button\" class=\"toggle\" aria-expanded=\"true\">▾</button>{text}"
     return f"<td class=\"{column.key}\" data-value=\"{escape('' if value is None else str(value))}\">{text}</td>"

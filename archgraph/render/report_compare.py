@@ -13,19 +13,20 @@ from html import escape
 from ..passes.compare import ModelSummary
 from .compare import NOTES, does_text, figure_rows, sizes_text
 from .flops import flops_text
+from .page import Styles
 from .palette import category_color, human
 
 # a stack's colour in the per-layer chart, in the order of the model's stacks
 STACK_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 
 
-def comparison_html(rows: list[ModelSummary], layers: list[list[dict]]) -> str:
+def comparison_html(rows: list[ModelSummary], layers: list[list[dict]], styles: Styles) -> str:
     return (f"<section class=\"comparison\"><h2>Comparison</h2>\n"
             f"<p class=\"note\">At {escape(sizes_text(rows))}. {escape(NOTES)}</p>\n"
             f"<h3>Stacks</h3>\n<div class=\"scroll\">{stacks_table(rows)}</div>\n"
-            f"<h3>Parameters, FLOPs and memory</h3>\n<div class=\"scroll\">{figures_table(rows)}</div>\n"
-            f"<h3>Parameters by category</h3>\n{category_bars(rows)}"
-            f"<h3>Parameters per layer</h3>\n{layer_bars(rows, layers)}"
+            f"<h3>Parameters, FLOPs and memory</h3>\n<div class=\"scroll\">{figures_table(rows, styles)}</div>\n"
+            f"<h3>Parameters by category</h3>\n{category_bars(rows, styles)}"
+            f"<h3>Parameters per layer</h3>\n{layer_bars(rows, layers, styles)}"
             f"<h3>Side by side</h3>\n{side_by_side(rows)}</section>\n")
 
 
@@ -53,7 +54,7 @@ def stacks_table(rows: list[ModelSummary]) -> str:
     return f"<table class=\"stacks\"><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>\n"
 
 
-def figures_table(rows: list[ModelSummary]) -> str:
+def figures_table(rows: list[ModelSummary], styles: Styles) -> str:
     """`compare`'s figures: a row per figure, a column per model, the cells as compare prints them."""
     head = "<tr><th>Figure</th>" + "".join(f"<th class=\"number\">{escape(r.name)}</th>" for r in rows) + "</tr>"
     body = []
@@ -63,7 +64,7 @@ def figures_table(rows: list[ModelSummary]) -> str:
             continue
         text = label if isinstance(label, str) else label.plain
         name = text.strip().lstrip("■ ")
-        swatch = (f"<span class=\"swatch\" style=\"background:{category_color(name)}\"></span>"
+        swatch = (f"<span class=\"swatch {styles(f'background:{category_color(name)}')}\"></span>"
                   if "■" in text else "")
         indent = " class=\"sub\"" if text.startswith("  ") else ""
         body.append(f"<tr data-figure=\"{escape(name)}\"><td{indent}>{swatch}{escape(name)}</td>" +
@@ -71,7 +72,7 @@ def figures_table(rows: list[ModelSummary]) -> str:
     return f"<table class=\"figures\"><thead>{head}</thead><tbody>{''.join(body)}</tbody></table>\n"
 
 
-def category_bars(rows: list[ModelSummary]) -> str:
+def category_bars(rows: list[ModelSummary], styles: Styles) -> str:
     """A bar per model split by category (each bar is its model's parameters), with a legend."""
     categories: list[str] = []
     out = ["<div class=\"bars categories\">"]
@@ -81,20 +82,20 @@ def category_bars(rows: list[ModelSummary]) -> str:
             if cat not in categories:
                 categories.append(cat)
             share = 100 * n / r.params if r.params else 0
-            parts.append(f"<span class=\"part\" style=\"width:{share:.3f}%;background:{category_color(cat)}\" "
+            parts.append(f"<span class=\"part {styles(f'width:{share:.3f}%;background:{category_color(cat)}')}\" "
                          f"title=\"{escape(cat)}: {n:,} ({share:.1f}%)\">"
                          f"{escape(cat) if share >= 8 else ''}</span>")
         out.append(f"<div class=\"bar-row\" data-model=\"{escape(r.name)}\"><span class=\"name\">{escape(r.name)}"
                    f"</span><span class=\"bar\">{''.join(parts)}</span><span class=\"total\">{human(r.params)}"
                    f"</span></div>")
-    legend = "".join(f"<span class=\"entry\"><span class=\"swatch\" style=\"background:{category_color(c)}\">"
+    legend = "".join(f"<span class=\"entry\"><span class=\"swatch {styles(f'background:{category_color(c)}')}\">"
                      f"</span>{escape(c)}</span>" for c in categories)
     out.append(f"<div class=\"legend\">{legend} <span class=\"hint\">each bar is its model's parameters; "
                f"hover a part for its count</span></div></div>\n")
     return "\n".join(out)
 
 
-def layer_bars(rows: list[ModelSummary], layers: list[list[dict]]) -> str:
+def layer_bars(rows: list[ModelSummary], layers: list[list[dict]], styles: Styles) -> str:
     """A bar per layer, as tall as its parameters (the model's largest layer: full height), coloured
     by stack; under it each stack's name and layer count."""
     out = ["<div class=\"bars layers\">"]
@@ -104,9 +105,9 @@ def layer_bars(rows: list[ModelSummary], layers: list[list[dict]]) -> str:
                        f"{escape(r.name)}</span><span class=\"none\">no repeated layers</span></div>")
             continue
         top = max(layer["size"] for layer in model_layers) or 1
-        bars = "".join(_layer(r, layer, top) for layer in model_layers)
-        keys = "".join(f"<span class=\"entry\"><span class=\"swatch\" style=\"background:"
-                       f"{STACK_COLORS[i % len(STACK_COLORS)]}\"></span>{escape(s.path)} × {s.layers} · "
+        bars = "".join(_layer(r, layer, top, styles) for layer in model_layers)
+        keys = "".join(f"<span class=\"entry\"><span class=\"swatch "
+                       f"{styles(f'background:{STACK_COLORS[i % len(STACK_COLORS)]}')}\"></span>{escape(s.path)} × {s.layers} · "
                        f"{human(s.per_layer)} per layer</span>" for i, s in enumerate(r.stacks))
         out.append(f"<div class=\"layer-row\" data-model=\"{escape(r.name)}\"><span class=\"name\">{escape(r.name)}"
                    f"</span><span class=\"columns\">{bars}</span><span class=\"total\">max {human(top)}</span>"
@@ -115,12 +116,13 @@ def layer_bars(rows: list[ModelSummary], layers: list[list[dict]]) -> str:
     return "\n".join(out)
 
 
-def _layer(r: ModelSummary, layer: dict, top: int) -> str:
+def _layer(r: ModelSummary, layer: dict, top: int, styles: Styles) -> str:
     title = f"{r.stacks[layer['stack']].base}.{layer['index']}: {layer['size']:,} params"
     if layer["active"] != layer["size"]:
         title += f", {layer['active']:,} active"
     color = STACK_COLORS[layer["stack"] % len(STACK_COLORS)]
-    return (f"<span class=\"layer\" style=\"height:{max(100 * layer['size'] / top, 2):.2f}%;background:{color}\" "
+    look = styles(f"height:{max(100 * layer['size'] / top, 2):.2f}%;background:{color}")
+    return (f"<span class=\"layer {look}\" "
             f"title=\"{escape(title)}\"></span>")
 
 
