@@ -63,6 +63,10 @@ MAX_BLOCK_CALLS = 100_000                 # rows of the block table: calls neste
 MAX_BLOCK_DEPTH = 64                      # blocks calling blocks
 MAX_BLOCK_INSTANCES = 10_000              # distinct (block, arguments) bodies: stops exponential trees
 MAX_EXTENDS = 8                           # specs extending specs
+MAX_RANK = 64                             # dimensions of a tensor: NumPy's limit (no model's tensor has
+#                                           more than 8)
+MAX_ELEMENTS = 10 ** 100                  # elements of a tensor at concrete sizes: its bytes and FLOPs
+#                                           stay numbers a float holds (a 5,000-dimension input overflowed)
 
 
 def _kind(mode: int) -> str:

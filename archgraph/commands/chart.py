@@ -38,7 +38,11 @@ def run(args, console) -> int:
         model = load_model(args, args.model[0])
         inputs += model.files
         check_output(args.output, inputs)
-        image = chart_image(param_distribution(model.params()), fmt)
+        report = model.params()
+        if not report.total:
+            raise ArchgraphError(f"'{model.name}' has no parameters: a chart of where they are would be empty",
+                                 hint="archgraph flops and archgraph memory describe a model without parameters")
+        image = chart_image(param_distribution(report), fmt)
     write_output(args.output, image, inputs=inputs)
     console.print(f"wrote {args.output}", markup=False, highlight=False)
     return 0

@@ -11,8 +11,9 @@ from typing import Any, Iterator, Mapping
 
 from .. import expr
 from ..dims import Poly, Shape, assuming, fmt, fmt_shape, norm, provably_le, symbol
-from ..errors import ArchgraphError, ShapeError, SpecError, did_you_mean
+from ..errors import ArchgraphError, ShapeError, SpecError, did_you_mean, shortened
 from ..graph import BlockNode, Model, OpNode, join
+from ..limits import MAX_ELEMENTS, MAX_RANK
 from ..spec.constraints import bounds, check_constraints, divisors, least
 from ..spec.settings import size_names
 from .walk import Run, call_op, walk
@@ -65,6 +66,9 @@ def input_shapes(model: Model, bindings: Mapping[str, int]) -> dict[str, Shape]:
     out = {}
     for name, spec in model.inputs.items():
         dims = []
+        if len(spec.shape) > MAX_RANK:
+            raise SpecError(f"input '{name}' has {len(spec.shape):,} dimensions; a tensor has at most {MAX_RANK}",
+                            loc=spec.loc, hint="declare the input with fewer dimensions")
         for dim in spec.shape:
             if isinstance(dim, int):
                 dims.append(dim)
@@ -76,8 +80,29 @@ def input_shapes(model: Model, bindings: Mapping[str, int]) -> dict[str, Shape]:
             except ArchgraphError as exc:
                 raise exc.with_context(loc=spec.loc)
             dims.append(_size(value, name, dim, spec))
-        out[name] = tuple(dims)
+        try:
+            out[name] = check_size(tuple(dims), f"input '{name}'")
+        except ShapeError as exc:
+            raise exc.with_context(loc=spec.loc)
     return out
+
+
+def check_size(shape: Shape, what: str) -> Shape:
+    """`shape` when a tensor of it is one archgraph can count: at most MAX_RANK dimensions and, at
+    concrete sizes, MAX_ELEMENTS elements (so its bytes and FLOPs stay finite as floats)."""
+    if len(shape) > MAX_RANK:
+        raise ShapeError(f"{what} would have {len(shape):,} dimensions; a tensor has at most {MAX_RANK}",
+                         hint="check the ops that add dimensions (unsqueeze, reshape, view)")
+    elements = 1
+    for dim in shape:
+        if not isinstance(dim, int):
+            return shape
+        elements *= dim
+    if elements > MAX_ELEMENTS:
+        raise ShapeError(f"{what} {shortened(fmt_shape(shape))} would hold more than 10**{len(str(MAX_ELEMENTS)) - 1} "
+                         "elements",
+                         hint="check the sizes (--set and the spec's variables) that make it")
+    return shape
 
 
 def _size(value, name: str, dim: str, spec) -> object:
@@ -104,7 +129,7 @@ def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> Sha
         if result is not None:
             return result
         op = node.op.with_sizes(fresh)
-        out = call_op(node, args, path, lambda *xs: _rule(node, op, list(xs)))
+        out = call_op(node, args, path, lambda *xs: _checked(node, op, list(xs)))
         seen[key] = result = tuple(out) if isinstance(out, list) else (out,)
         return result
 
@@ -133,6 +158,15 @@ def each_slice(call: BlockNode, path: str, shape: Shape, dim: int, index: int, p
                         "start + repeat - 1 must exist), or slice another dim")
     d = dim % len(shape)
     return (*shape[:d], *shape[d + 1:])
+
+
+def _checked(node: OpNode, op, shapes) -> Any:
+    """The op's output shapes (`_rule`), each one a tensor archgraph can count (`check_size`)."""
+    out = _rule(node, op, shapes)
+    for i, shape in enumerate(out if isinstance(out, list) else [out]):
+        if isinstance(shape, tuple):
+            check_size(shape, "its output" if not isinstance(out, list) else f"its output {i}")
+    return out
 
 
 def _rule(node: OpNode, op, shapes) -> Any:

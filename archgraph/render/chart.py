@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from ..graph import BlockNode, Graph, join
 from ..passes.params import ParamReport, call_totals, graph_totals, op_totals
-from .palette import category_color, human
+from ..errors import shortened
+from .palette import CHART_LABEL, CHART_RC, category_color, human
 
 CHART_FORMATS = ("png", "svg", "pdf")
 
@@ -71,9 +72,9 @@ def _parts(graph: Graph, prefix: str, cache: dict) -> list[Part]:
         if isinstance(node, BlockNode):
             totals = call_totals(node, graph_totals(node.body, cache))
             times = f" × {node.repeat}" if node.repeat > 1 else ""
-            label = f"{name}{times}{' shared' if node.shared else ''}"
+            label = f"{shortened(name, CHART_LABEL)}{times}{' shared' if node.shared else ''}"
         else:
-            totals, label = op_totals(node), name
+            totals, label = op_totals(node), shortened(name, CHART_LABEL)
         if totals.total:
             by_cat = {c: n for c, n in sorted(totals.by_category.items(), key=lambda kv: (-kv[1], kv[0])) if n}
             parts.append(Part(label, join(prefix, name), totals.total, by_cat))
@@ -90,15 +91,13 @@ def chart_image(dist: Distribution, fmt: str) -> bytes:
     import matplotlib
     from matplotlib.figure import Figure
 
-    rc = {"svg.hashsalt": "archgraph", "svg.fonttype": "none", "font.size": 9,
-          "axes.spines.top": False, "axes.spines.right": False}
-    with matplotlib.rc_context(rc):
+    with matplotlib.rc_context(CHART_RC):
         fig = Figure(figsize=(15, 5.2), dpi=120, layout="constrained")
         left, middle, right = fig.subplots(1, 3, width_ratios=[1, 1.25, 1.1])
         _category_bars(left, dist)
         _part_bars(middle, dist)
         _sunburst(right, dist)
-        fig.suptitle(f"{dist.model}: {dist.total:,} parameters ({human(dist.total)})", fontsize=13,
+        fig.suptitle(f"{shortened(dist.model, CHART_LABEL)}: {dist.total:,} parameters ({human(dist.total)})", fontsize=13,
                      fontweight="bold")
         out = io.BytesIO()
         metadata = {"Date": None} if fmt == "svg" else ({"CreationDate": None} if fmt == "pdf" else {})
@@ -107,9 +106,10 @@ def chart_image(dist: Distribution, fmt: str) -> bytes:
 
 
 def _category_bars(ax, dist: Distribution) -> None:
-    names = [c for c, _ in dist.categories][::-1]
-    values = [n for _, n in dist.categories][::-1]
-    bars = ax.barh(names, values, color=[category_color(c) for c in names], edgecolor="#555555", linewidth=0.5)
+    names = [shortened(c, CHART_LABEL) for c, _ in dist.categories][::-1]
+    values = [float(n) for _, n in dist.categories][::-1]  # floats: 10**60 parameters overflow an int64
+    colors = [category_color(c) for c, _ in dist.categories][::-1]
+    bars = ax.barh(names, values, color=colors, edgecolor="#555555", linewidth=0.5)
     ax.bar_label(bars, labels=[f" {human(v)}  {_share(v, dist.total)}" for v in values], fontsize=8)
     ax.set_title("by category", loc="left", fontweight="bold")
     ax.set_xlabel("parameters")
@@ -123,16 +123,16 @@ def _part_bars(ax, dist: Distribution) -> None:
     left = [0] * len(parts)
     seen: set[str] = set()
     for cat, _ in dist.categories:
-        widths = [p.by_category.get(cat, 0) for p in parts]
+        widths = [float(p.by_category.get(cat, 0)) for p in parts]
         ax.barh(labels, widths, left=left, color=category_color(cat), edgecolor="#555555", linewidth=0.5,
-                label=cat if cat not in seen else None)
+                label=shortened(cat, CHART_LABEL) if cat not in seen else None)
         seen.add(cat)
         left = [a + b for a, b in zip(left, widths)]
     for y, p in enumerate(parts):
-        ax.text(p.total, y, f" {human(p.total)}  {_share(p.total, dist.total)}", va="center", fontsize=8)
+        ax.text(float(p.total), y, f" {human(p.total)}  {_share(p.total, dist.total)}", va="center", fontsize=8)
     ax.set_title("by block", loc="left", fontweight="bold")
     ax.set_xlabel("parameters")
-    ax.set_xlim(0, max((p.total for p in parts), default=1) * 1.45)
+    ax.set_xlim(0, float(max((p.total for p in parts), default=1)) * 1.45)
     _axis(ax)
     ax.legend(loc="best", fontsize=8, frameon=False)
 
@@ -140,14 +140,15 @@ def _part_bars(ax, dist: Distribution) -> None:
 def _sunburst(ax, dist: Distribution) -> None:
     """Inner ring: categories; outer ring: the blocks each category's parameters sit in."""
     total = dist.total or 1
-    inner = [n for _, n in dist.categories]
-    inner_labels = [f"{c}\n{100 * n / total:.0f}%" if n / total >= 0.04 else "" for c, n in dist.categories]
+    inner = [float(n) for _, n in dist.categories]
+    inner_labels = [f"{shortened(c, CHART_LABEL)}\n{100 * n / total:.0f}%" if n / total >= 0.04 else ""
+                    for c, n in dist.categories]
     outer, outer_labels, outer_colors = [], [], []
     for cat, _ in dist.categories:
         for part in sorted((p for p in dist.parts if p.by_category.get(cat)),
                            key=lambda p: -p.by_category[cat]):
             n = part.by_category[cat]
-            outer.append(n)
+            outer.append(float(n))
             outer_labels.append(part.label if n / total >= 0.03 else "")
             outer_colors.append(category_color(cat))
     wedge = {"edgecolor": "white", "linewidth": 1.2}
@@ -168,6 +169,8 @@ def _axis(ax) -> None:
 
 
 def _short(x: float) -> str:
+    if abs(x) >= 1e15:
+        return f"{x:.0e}"
     for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if abs(x) >= size:
             return f"{x / size:g}{unit}"

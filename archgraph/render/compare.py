@@ -14,10 +14,11 @@ from rich.table import Table
 from rich.text import Text
 
 from ..dims import to_json
+from ..errors import shortened
 from ..passes.compare import ModelSummary
 from .flops import flops_text
 from .memory import binary
-from .palette import category_color
+from .palette import CHART_LABEL, CHART_RC, category_color
 
 ROLE_COLORS = {"encoder": "#4c72b0", "decoder": "#dd8452", "layers": "#55a868"}
 NOTES = ("encoder pass: what is computed once per input (an encoder over S tokens, a vision tower; an "
@@ -206,12 +207,10 @@ def compare_chart(rows: list[ModelSummary], fmt: str = "png") -> bytes:
     import matplotlib
     from matplotlib.figure import Figure
 
-    rc = {"svg.hashsalt": "archgraph", "svg.fonttype": "none", "font.size": 9,
-          "axes.spines.top": False, "axes.spines.right": False}
-    with matplotlib.rc_context(rc):
+    with matplotlib.rc_context(CHART_RC):
         fig = Figure(figsize=(16, 5.2), dpi=110, layout="constrained")
         axes = fig.subplots(1, 4, width_ratios=[1.2, 1.2, 0.9, 1])
-        names = [r.name for r in rows]
+        names = [shortened(r.name, CHART_LABEL) for r in rows]  # a 200-character name collapsed the axes
         _stacked(axes[0], rows, names, [_param_parts(r) for r in rows], 1e6, "M",
                  "parameters by stack (millions)")
         _stacked(axes[1], rows, names, [_flop_parts(r) for r in rows], 1e9, "G",
@@ -246,7 +245,7 @@ def _stacked(ax, rows, names, parts, scale: float, unit: str, title: str) -> Non
     for i, model_parts in enumerate(parts):
         bottom = 0.0
         for label, color, value in model_parts:
-            role = next((k for k, v in ROLE_COLORS.items() if v == color), label)
+            role = shortened(next((k for k, v in ROLE_COLORS.items() if v == color), label), CHART_LABEL)
             ax.bar(i, value / scale, bottom=bottom, color=color, edgecolor="white", linewidth=0.8,
                    label=role if role not in seen else None)
             seen.add(role)

@@ -28,6 +28,11 @@ CATEGORY_COLORS = {
     "linear": "#fccde5",
     "other": "#d9d9d9",
 }
+# matplotlib's settings for every chart: deterministic SVG, text as text, and names drawn as written
+# (mathtext off: '$\\frac{$' in a name crashed the chart, '$x^2$' turned into a formula)
+CHART_RC = {"svg.hashsalt": "archgraph", "svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
+            "axes.spines.right": False, "text.parse_math": False}
+CHART_LABEL = 40  # characters of a name on a chart: a longer one keeps its two ends
 _FALLBACK = ("#ffffb3", "#bc80bd", "#ccebc5", "#ffed6f", "#e5c494", "#b3b3b3")
 
 
@@ -49,7 +54,10 @@ def category_color(name: str) -> str:
 
 
 def human(n: int | float) -> str:
-    """`124.44 M`, `1.54 K`, `768`: a count for a figure."""
+    """`124.44 M`, `1.54 K`, `768`: a count for a figure (`1.00e+60` past a thousand T)."""
+    if abs(n) >= 10 ** 15:
+        from decimal import Decimal
+        return f"{Decimal(n) if isinstance(n, int) else n:.2e}"
     for unit, size in (("T", 10 ** 12), ("B", 10 ** 9), ("M", 10 ** 6), ("K", 10 ** 3)):
         if abs(n) >= size:
             return f"{n / size:.2f} {unit}"

@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 
 from ..errors import SpecError
+from .palette import CHART_RC
 
 FORMATS = ("png", "svg", "pdf")
 COLOURS = {"none": "#4c72b0", "selective": "#dd8452", "full": "#55a868"}
@@ -21,9 +22,7 @@ def search_chart(model: str, found: list, gpu, path: str) -> bytes:
     fmt = Path(path).suffix.lstrip(".").lower()
     if fmt not in FORMATS:
         raise SpecError(f"--chart {path}: draws .png, .svg or .pdf", hint="e.g. --chart plans.png")
-    rc = {"svg.hashsalt": "archgraph", "svg.fonttype": "none", "font.size": 9,
-          "axes.spines.top": False, "axes.spines.right": False}
-    with matplotlib.rc_context(rc):
+    with matplotlib.rc_context(CHART_RC):
         fig = Figure(figsize=(8, 5.6), dpi=120, layout="constrained")
         ax = fig.subplots()
         planned = [c for c in found if c.plan is not None]
