@@ -149,10 +149,18 @@ def _main(argv: list[str]) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a path the system refuses (a name too long, a folder not searchable): one line
+        where = f"{exc.filename}: " if exc.filename else ""
+        error = ArchgraphError(f"{where}{exc.strerror or exc}", hint="check the path, and that you may read the "
+                               "files it names and write where the output goes")
+        print(f"archgraph: error: {error}", file=sys.stderr)
+        return 2
 
 
 def _run(args: argparse.Namespace) -> int:
     console = LazyConsole()
+    if getattr(args, "output", None) == "":  # '' is not "no -o": render and compare printed to stdout
+        raise ArchgraphError("-o: the output file name is empty", hint="give a file name, e.g. -o model.svg")
     handler = getattr(args, "handler", None)
     if handler is not None:
         if args.command == "run":  # torch's training loop: collect cycles as usual

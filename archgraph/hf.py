@@ -411,8 +411,8 @@ def _template_variables(template: Path) -> dict[str, Any]:
     chain = [load_keys(template, ("extends", "variables"))]
     while "extends" in chain[-1] and len(chain) <= MAX_EXTENDS:  # deeper: the build says why
         child = chain[-1]
-        chain.append(load_keys(resolve(str(child["extends"]), Path(child.loc.file).parent, child.key_loc("extends")),
-                               ("extends", "variables")))
+        name, at = str(child["extends"]), child.key_loc("extends")
+        chain.append(load_keys(resolve(name, Path(child.loc.file).parent, at), ("extends", "variables"), (name, at)))
     variables: dict[str, Any] = {}
     for level in reversed(chain):
         if isinstance(level.get("variables"), Mapping):
@@ -651,7 +651,7 @@ def specialized(path: str | Path):
     from .spec.yamlload import load_file
     imported = import_file(path)
     def load_spec(name, at, child):
-        return load_file(resolve(name, Path(child.file).parent, at))
+        return load_file(resolve(name, Path(child.file).parent, at), named=(name, at))
     spec, var_locs = merge_extends(load_file(imported.template), load_spec)
     result = specialize(spec, var_locs, imported.variables, load_spec)
     result.spec["name"] = imported.name

@@ -30,7 +30,7 @@ from .spec.yamlload import load_text as parse_text
 def read_parent(name: str, at: Loc, child: Loc) -> LocDict:
     """The spec that `extends: name` (at `at`, in the spec file `child`) means: a file beside the
     child's file, or a built-in spec."""
-    return load_file(resolve(name, Path(child.file).parent, at))
+    return load_file(resolve(name, Path(child.file).parent, at), named=(name, at))
 
 
 class SpecFiles:
@@ -40,13 +40,13 @@ class SpecFiles:
     def __init__(self) -> None:
         self.read: list[str] = []
 
-    def spec(self, source: str | Path) -> LocDict:
+    def spec(self, source: str | Path, named: tuple[str, Loc] | None = None) -> LocDict:
         path = resolve(source)
         self.read.append(str(path))
-        return load_file(path)
+        return load_file(path, named)
 
     def parent(self, name: str, at: Loc, child: Loc) -> LocDict:
-        return self.spec(resolve(name, Path(child.file).parent, at))
+        return self.spec(resolve(name, Path(child.file).parent, at), named=(name, at))
 
 
 def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False,

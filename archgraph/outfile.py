@@ -26,8 +26,17 @@ TEMP_PREFIX = 40  # characters of the target's name in the temporary file's (whi
 
 def check_output(path: str | Path, inputs: Iterable[str | Path] = ()) -> Path:
     """The file to write for output `path` (a symbolic link's target), after refusing a folder, a FIFO
-    or device, an input, a name too long, a missing folder and a folder that takes no new file."""
+    or device, a read-only file, an input, a name too long, a missing folder and a folder that takes
+    no new file."""
     out = Path(path)
+    try:
+        return _check_output(out, inputs)
+    except OSError as exc:  # a name too long, a folder not searchable: Path.is_dir raised PermissionError
+        raise ArchgraphError(f"cannot write '{out}': {exc.strerror or exc}",
+                             hint="choose a file in a folder you may write to") from None
+
+
+def _check_output(out: Path, inputs: Iterable[str | Path]) -> Path:
     target = Path(os.path.realpath(out)) if str(out) else out
     _check_kind(out, target)
     for source in inputs:
@@ -89,6 +98,9 @@ def _check_kind(out: Path, target: Path) -> None:
         if test(mode):
             raise ArchgraphError(f"output '{out}' is {kind}, not a regular file; refusing to write through it",
                                  hint="give the name of a regular file")
+    if not mode & 0o222 or not os.access(target, os.W_OK):  # the bits too: root may write any file
+        raise ArchgraphError(f"output '{out}' is read-only; refusing to replace it",
+                             hint="make it writable (chmod u+w) or choose another file name")
 
 
 def _same(source: Path, target: Path) -> bool:

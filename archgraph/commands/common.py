@@ -18,6 +18,9 @@ def set_value(text: str) -> tuple[str, Any]:
     if not sep or not name.strip() or not value.strip():
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, received '{shortened(text)}'")
     value = value.strip()
+    if not value.isascii():  # int() and float() read '１２' (fullwidth) and '١٢' (Arabic-Indic) as 12
+        raise argparse.ArgumentTypeError(f"--set {shortened(name)}: '{shortened(value)}' is not a number written "
+                                         "with the digits 0-9, or true/false")
     if value.lower() in ("true", "false"):
         return name.strip(), value.lower() == "true"
     try:

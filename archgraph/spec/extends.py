@@ -11,10 +11,7 @@ from ..errors import Loc, SpecError, did_you_mean
 from ..limits import MAX_EXTENDS
 from .edits import Edited, apply_edits
 from .values import check_keys, expect_mapping, loc_of
-from .yamlload import LocDict
-
-TOP_KEYS = {"archgraph", "name", "description", "extends", "variables", "inputs", "outputs",
-            "blocks", "nodes", "constraints", "edit", "values"}
+from .yamlload import TOP_KEYS, LocDict
 LANGUAGE = 1  # the version of the spec language (`archgraph: 1`)
 # top-level keys whose absence an indentation mistake explains: indented under another key's mapping, each is
 # read as an entry of it (`nodes:` under `blocks:` is a block named 'nodes')

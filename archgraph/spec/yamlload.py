@@ -167,14 +167,18 @@ def load_text(text: str, file: str = "<spec>") -> LocDict:
 
 
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w.-]*)[ \t]*:", re.M)
+TOP_KEYS = frozenset({"archgraph", "name", "description", "extends", "variables", "inputs", "outputs",
+                      "blocks", "nodes", "constraints", "edit", "values"})  # a spec's (extends.py checks them, with a did-you-mean)
 
 
-def load_keys(path: str | Path, keys: tuple[str, ...]) -> LocDict:
+def load_keys(path: str | Path, keys: tuple[str, ...], named: tuple[str, Loc] | None = None) -> LocDict:
     """Only the top-level `keys` of a spec file, each parsed alone with the lines it has in the
     file (its unindented key starts it, the next one ends it): a template's `variables:` without
     its nodes.  A file whose top-level keys cannot be told apart this way (a key twice) is parsed
-    whole, so its error is the one a full parse gives."""
+    whole, so its error is the one a full parse gives.  `named`: as `load_file`'s."""
     text = read_text(path)
+    if named is not None and not _declared(text):
+        return _load_named(text, path, *named)
     found = list(_TOP_KEY.finditer(text))
     names = [m.group(1) for m in found]
     if len(set(names)) != len(names):
@@ -190,9 +194,41 @@ def load_keys(path: str | Path, keys: tuple[str, ...]) -> LocDict:
     return out
 
 
-def load_file(path: str | Path) -> LocDict:
-    """Read and parse a spec file (UTF-8 text, at most 1 MiB)."""
-    return load_text(read_text(path), str(path))
+def load_file(path: str | Path, named: tuple[str, Loc] | None = None) -> LocDict:
+    """Read and parse a spec file (UTF-8 text, at most 1 MiB); `named`: (the name, its place) when
+    another spec names the file (`extends:`, `spec:`; see `_load_named`)."""
+    text = read_text(path)
+    if named is not None and not _declared(text):
+        return _load_named(text, path, *named)
+    return load_text(text, str(path))
+
+
+def _declared(text: str) -> bool:
+    """True when the text says it is a spec: a top-level `archgraph:` key."""
+    return any(m.group(1) == "archgraph" for m in _TOP_KEY.finditer(text))
+
+
+def _load_named(text: str, path: str | Path, name: str, at: Loc) -> LocDict:
+    """A file a spec names that does not say it is a spec (no `archgraph: 1` line), read only as
+    far as telling it is one: when it is not YAML of a spec's top-level keys, the error says so at
+    the naming spec's line and shows nothing of the file (a shared spec naming /etc/shadow was
+    answered with its first line)."""
+    try:
+        data = load_text(text, str(path))
+    except SpecError as exc:
+        line = f" (at line {exc.loc.line})" if exc.loc and exc.loc.line else ""
+        why = f"{path} is not YAML archgraph reads as a spec{line}"
+        raise _not_a_spec(name, at, why) from None
+    if not set(data) <= TOP_KEYS:
+        raise _not_a_spec(name, at, f"{path} has top-level keys a spec does not have")
+    return data
+
+
+def _not_a_spec(name: str, at: Loc, why: str) -> SpecError:
+    return SpecError(f"'{name}' is not a spec archgraph can read: {why}; nothing of a file that does not begin "
+                     "with 'archgraph: 1' is shown", loc=at,
+                     hint=f"name a spec file, a built-in model or a template of specs/hf/; if {name} is a spec, "
+                          "begin it with 'archgraph: 1' to see its errors")
 
 
 def read_text(path: str | Path) -> str:
