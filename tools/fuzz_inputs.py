@@ -6,7 +6,7 @@ memory (run it under a memory cap: tests/test_hostile.py does, with RLIMIT_AS).
 
 Each mutant is one to three random edits of a spec's YAML data or a config's JSON data: a value
 replaced by a nasty one (huge, NaN, a 5,000-character word, a list of a billion items, a fullwidth
-name...), a key deleted, or, for a config, a key written twice.  A case fails when anything but an
+name, rich markup, HTML, ESC...), a key deleted, or, for a config, a key written twice.  A case fails when anything but an
 ArchgraphError escapes, or when it runs longer than --seconds.
 """
 from __future__ import annotations
@@ -29,7 +29,9 @@ sys.path.insert(0, str(ROOT))
 SPECS = ["gpt2", "bert-base-uncased", "t5-small", "resnet-50", "albert-base-v2", "llama-2-7b"]
 NASTY = [None, [], {}, "", "abc", -1, 0, 1, 3, 0.5, True, 10 ** 9, 10 ** 30, 10 ** 40, 1e300, float("nan"),
          float("inf"), -1e200, "x" * 5000, "Ｈ", "H / 0", "len([0] * 300000000)", "[0] * 1000000000", "exp(700)",
-         "10**9", "10**30", "9**9**9", "__import__('os')", "1e999", [1, "a"], {"a": 1}, [[[[]]]], "L * 10**6"]
+         "10**9", "10**30", "9**9**9", "__import__('os')", "1e999", [1, "a"], {"a": 1}, [[[[]]]], "L * 10**6",
+         # names each output escapes (tools/fuzz_names.py runs them through every command)
+         "[/]", "<!--<script>", 'a" [URL="javascript:x"]', "$\\frac{$", "a:b", "back\\", "a\x1b[2Jb", "\u202e"]
 
 
 class TimedOut(Exception):
@@ -101,12 +103,11 @@ def _config_case(rng: random.Random, configs: list[dict], folder: Path, case: in
 
 def exercise(path: Path) -> None:
     """What `params` and `shapes` do with a model: counts, shapes, their JSON and their tables."""
-    from rich.console import Console
-
     import archgraph
     from archgraph.render.data import params_json, shapes_json
+    from archgraph.render.terminal import TerminalConsole
     from archgraph.render.text import params_table, shapes_table
-    console = Console(file=io.StringIO(), width=120)
+    console = TerminalConsole(file=io.StringIO(), width=120)
     model = archgraph.load(str(path))
     report = model.params()
     params_json(report)
