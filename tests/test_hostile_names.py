@@ -243,6 +243,15 @@ def test_a_chart_of_10_to_the_30_parameters_draws(cli, tmp_path):
     assert f"m: {5 * 10 ** 30:,} parameters (5.00e+30)" in svg
 
 
+def test_a_long_model_name_keeps_its_ends_on_the_plan_chart(cli, tmp_path, recwarn):
+    out = tmp_path / "s.svg"
+    code, _, err = cli("plan", spec(tmp_path, name="a" + "b" * 198 + "z"), "--train", "--gpus", "8", "--search",
+                       "--chart", str(out))
+    assert code == 0, err
+    assert f">a{'b' * 18}…{'b' * 18}z<" in out.read_text()  # the title: 39 characters of the name and '…'
+    assert [str(w.message) for w in recwarn if "collapsed" in str(w.message)] == []  # the axes drawn
+
+
 # -- tensors of more dimensions or elements than any count holds ----------------------------
 
 def test_an_input_of_5000_dimensions_is_refused_by_every_command(cli, tmp_path):

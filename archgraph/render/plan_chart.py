@@ -6,12 +6,13 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from ..errors import SpecError
-from .palette import CHART_RC
+from ..errors import SpecError, shortened
+from .palette import CHART_LABEL, CHART_RC
 
 FORMATS = ("png", "svg", "pdf")
 COLOURS = {"none": "#4c72b0", "selective": "#dd8452", "full": "#55a868"}
 GIB = 2 ** 30
+TITLE = 60  # characters of the title on one line (the figure holds about 75)
 
 
 def search_chart(model: str, found: list, gpu, path: str) -> bytes:
@@ -54,7 +55,9 @@ def search_chart(model: str, found: list, gpu, path: str) -> bytes:
         ax.grid(True, linewidth=0.3, alpha=0.6)
         fig.legend(loc="outside lower center", ncols=2, fontsize=8, frameon=False)   # below: never over a point
         gpus = found[0].layout.gpus if found else 0
-        ax.set_title(f"{model} on {gpus} × {gpu.name}: {len(found):,} layouts", loc="left", fontweight="bold")
+        name, what = shortened(model, CHART_LABEL), f"{gpus} × {gpu.name}: {len(found):,} layouts"
+        on = " on " if len(name) + len(what) <= TITLE else "\non "  # one line of 80 characters overflows
+        ax.set_title(name + on + what, loc="left", fontweight="bold")
         out = io.BytesIO()
         metadata = {"Date": None} if fmt == "svg" else ({"CreationDate": None} if fmt == "pdf" else {})
         fig.savefig(out, format=fmt, metadata=metadata, facecolor="white")
