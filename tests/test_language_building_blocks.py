@@ -196,6 +196,18 @@ def test_a_mistyped_op_is_suggested_by_name_and_by_what_it_is(cli, tmp_path):
     assert code == 2 and "conv_transpose2d" in err
 
 
+
+@pytest.mark.parametrize("symbol, op", [("%", "remainder"), ("//", "div"), ("|", "bitwise_or"), ("&", "bitwise_and")])
+def test_ops_finds_an_op_by_its_symbol(cli, symbol, op):
+    code, out, _ = cli("ops", symbol)
+    assert code == 0 and out.startswith(f"{op}  (")
+
+
+@pytest.mark.parametrize("text", ["/", "+", "", "?"])
+def test_a_symbol_no_op_has_names_none(cli, text):  # each was bitwise_and: every symbol squashed to ''
+    assert cli("ops", text) == (2, "", f"archgraph: error: unknown op '{text}'\n"
+                                       "  fix: run 'archgraph ops' to list the operators\n")
+
 @pytest.mark.parametrize("name", sorted(REGISTRY))
 def test_every_op_documents_itself_with_an_example_that_builds(name):
     help_ = describe(name)

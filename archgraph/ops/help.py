@@ -16,9 +16,10 @@ from . import REGISTRY
 
 
 def _squash(text: str) -> str:
-    """`nn.ConvTranspose2d` -> `convtranspose2d`: what is left of a name without its spelling."""
+    """`nn.ConvTranspose2d` -> `convtranspose2d`: what is left of a name without its spelling; a
+    symbol (`%`, `//`) stays itself (squashed to nothing, every symbol named the same op)."""
     text = re.sub(r"^(torch\.nn\.functional|torch\.nn|torch|nn\.functional|nn|F)\.", "", text.strip())
-    return re.sub(r"[^a-z0-9]", "", text.lower())
+    return re.sub(r"[^a-z0-9]", "", text.lower()) or text
 
 
 def _index() -> dict[str, str]:
