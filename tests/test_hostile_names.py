@@ -211,6 +211,20 @@ def test_any_node_name_is_one_box_and_any_output_name_one_oval(cli, tmp_path, no
     assert "<a " not in svg and "href" not in svg  # no link drawn
 
 
+
+@pytest.mark.parametrize("name", ["[/]", "a:b", "a.b", "..", "<!--<script>", 'a" [URL="javascript:x"]', "forward"])
+def test_run_builds_and_checks_a_model_of_any_name(cli, tmp_path, name):
+    """archgraph.torch names submodules by the spec's names: a '.', a ':' or a Module attribute's name in one."""
+    pytest.importorskip("torch")
+    quoted = json.dumps(name)
+    path = spec(tmp_path, name=quoted, node=quoted, category=f", category: {quoted}")  # the node: the output
+    code, out, err = cli("run", path, "--check", "--set", "B=2", "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out) == {"model": name, "sizes": {"B": 2}, "agree": True, "params": 20, "module_params": 20,
+                               "nodes": 2, "difference": None, "against": None}
+    code, out, err = cli("run", path, "--check", "--set", "B=2")
+    assert (code, err, out.splitlines()[0]) == (0, "", f"{name}: the PyTorch module against archgraph's passes (B=2)")
+
 # -- charts ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name", ['"$\\\\frac{$"', '"$\\\\undefinedcmd$"', '"$x^2$"'])
@@ -281,7 +295,8 @@ SHADOW = "root:*:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n"
 @pytest.mark.parametrize("content, why", [
     (SHADOW, "{p} has top-level keys a spec does not have"),
     ("secret text, not YAML: [\n", "{p} is not YAML archgraph reads as a spec (at line 2)"),
-    ("- a list\n", "{p} is not YAML archgraph reads as a spec (at line 1)")])
+    ("- a list\n", "{p} is not YAML archgraph reads as a spec (at line 1)"),
+    ("password: hunter2\narchgraph: 1\nsecret: [\n", "{p} is not YAML archgraph reads as a spec (at line 4)")])  # not first
 def test_a_file_a_spec_names_is_never_quoted_unless_it_is_a_spec(cli, tmp_path, how, content, why):
     secret = tmp_path / "shadow"
     secret.write_text(content)
@@ -298,7 +313,7 @@ def test_a_file_a_spec_names_is_never_quoted_unless_it_is_a_spec(cli, tmp_path, 
                                 f"read: {why.format(p=secret)}; nothing of a file that does not begin with 'archgraph: "
                                 f"1' is shown\n  fix: name a spec file, a built-in model or a template of specs/hf/; "
                                 f"if {secret} is a spec, begin it with 'archgraph: 1' to see its errors\n")
-    assert not any(word in err for word in ("20228", "daemon", "not YAML:", "a list"))
+    assert not any(word in err for word in ("20228", "daemon", "not YAML:", "a list", "hunter2", "secret:"))
 
 
 def test_a_named_file_that_says_it_is_a_spec_gets_the_spec_errors(cli, tmp_path):

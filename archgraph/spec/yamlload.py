@@ -204,8 +204,10 @@ def load_file(path: str | Path, named: tuple[str, Loc] | None = None) -> LocDict
 
 
 def _declared(text: str) -> bool:
-    """True when the text says it is a spec: a top-level `archgraph:` key."""
-    return any(m.group(1) == "archgraph" for m in _TOP_KEY.finditer(text))
+    """True when the text says it is a spec: it begins with `archgraph:` (its first top-level key;
+    comments may come before it), as every spec of specs/ and every one import-hf writes does."""
+    first = _TOP_KEY.search(text)
+    return first is not None and first.group(1) == "archgraph"
 
 
 def _load_named(text: str, path: str | Path, name: str, at: Loc) -> LocDict:
