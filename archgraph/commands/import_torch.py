@@ -6,7 +6,6 @@ and its example inputs).  Needs torch, and transformers for a config (`archgraph
 """
 from __future__ import annotations
 
-import contextlib
 import sys
 
 
@@ -69,24 +68,14 @@ def run(args, console) -> int:
     return 0
 
 
-@contextlib.contextmanager
 def _quiet():
     """While the model is built and traced, the warnings of torch and transformers (deprecations
     inside torch.export, transformers' advice on generation and caches) are not printed: the
     command's output is the spec, its message the one line saying where it went, or one refusal."""
     import logging
-    import warnings
-    loggers = [logging.getLogger(name) for name in ("transformers", "torch")]
-    levels = [lg.level for lg in loggers]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for lg in loggers:
-            lg.setLevel(logging.ERROR)
-        try:
-            yield
-        finally:
-            for lg, level in zip(loggers, levels):
-                lg.setLevel(level)
+
+    from ..fromtorch.quiet import quiet
+    return quiet(("transformers", "torch"), logging.ERROR, hide_warnings=True)
 
 
 def _check_given_read(text: str, given: dict, module) -> None:

@@ -5,10 +5,11 @@ read as the example has it, torch.export.draft_export) and the spec says which v
 and where the code read them."""
 from __future__ import annotations
 
-import contextlib
 import logging
 
 import torch
+
+from .quiet import quiet
 
 
 def data_dependent(exc: BaseException) -> bool:
@@ -34,16 +35,7 @@ def specialised(module: torch.nn.Module, named: dict) -> tuple[object, list[str]
     return program, fixed
 
 
-@contextlib.contextmanager
 def _quiet():
     """draft_export's warnings (its report, which `specialised` turns into the spec's note) unprinted."""
     names = ("torch.export", "torch.fx.experimental.symbolic_shapes", "torch._dynamo", "torch._export")
-    loggers = [logging.getLogger(n) for n in names]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        for lg, level in zip(loggers, levels):
-            lg.setLevel(level)
+    return quiet(names, logging.CRITICAL)
