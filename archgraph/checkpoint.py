@@ -26,7 +26,7 @@ from typing import NamedTuple
 from .errors import ArchgraphError, shortened
 from .jsonread import loads
 from .limits import MAX_HEADER_BYTES, MAX_INDEX_BYTES, MAX_MAGNITUDE, MAX_TENSORS, open_regular, read_file
-from .spec.sources import INDEX_SUFFIX, is_checkpoint_path  # noqa: F401  (part of this module's interface)
+from .spec.sources import INDEX_SUFFIX, is_checkpoint_path, missing_hint  # noqa: F401  (part of this module's interface)
 
 MAX_HEADER, MAX_INDEX = MAX_HEADER_BYTES, MAX_INDEX_BYTES  # the names tests lower
 
@@ -101,8 +101,8 @@ def read_checkpoint(path: str | Path) -> Checkpoint:
     if path.is_dir():
         path = _in_folder(path)
     if not path.exists():  # a FIFO or a device exists: reading it says what it is
-        raise ArchgraphError(f"no checkpoint file '{path}'",
-                             hint="give the path of a .safetensors file or of a .safetensors.index.json")
+        raise ArchgraphError(f"no checkpoint file '{path}'", hint=missing_hint(
+            path.as_posix(), "give the path of a .safetensors file or of a .safetensors.index.json"))
     if str(path).lower().endswith(INDEX_SUFFIX):
         return _read_index(path)
     tensors, metadata = read_header(path)

@@ -24,7 +24,7 @@ from .errors import ArchgraphError
 COMMANDS: dict[str, str] = {"import-hf": "import_hf", "import-torch": "import_torch", "check": "check", "memory": "memory", "flops": "flops",
                             "formula": "formula", "explain": "explain", "compare": "compare", "sweep": "sweep",
                             "render": "render", "chart": "chart", "report": "report", "run": "run",
-                            "plan": "plan"}
+                            "plan": "plan", "examples": "examples"}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,8 +32,18 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         from .errors import brief, printable
+        import re
         message = brief(printable(message.replace("argument --set: --set", "--set")))
-        self.exit(2, f"archgraph: error: {message}\n  fix: see '{self.prog} --help'\n")
+        fix = f"see '{self.prog} --help'"
+        wrong = re.match(r"argument COMMAND: invalid choice: ['\"](.*)['\"] \(choose from (.*)\)$", message, re.S)
+        if wrong:  # a mistyped command: the closest ones, not the list of all
+            from .errors import did_you_mean
+            names = re.findall(r"'([^']+)'", wrong.group(2))
+            guess = did_you_mean(wrong.group(1), names)
+            message = f"unknown command '{wrong.group(1)}'"
+            fix = f"{guess} ('{self.prog} --help' says what each does)" if guess else \
+                f"the commands: {', '.join(names)} ('{self.prog} --help' says what each does)"
+        self.exit(2, f"archgraph: error: {message}\n  fix: {fix}\n")
 
     def _get_formatter(self):
         # argparse makes a formatter for every argument added; without a width, each asks

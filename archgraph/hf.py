@@ -53,7 +53,7 @@ from . import expr
 from .errors import ArchgraphError, Loc, SpecError, shortened
 from .jsonread import loads
 from .limits import MAX_CONFIG_BYTES, read_file
-from .spec.sources import spec_dir
+from .spec.sources import missing_hint, spec_dir
 from .record import Record
 
 # architecture class suffix -> the head word templates test (longest suffix wins)
@@ -267,8 +267,8 @@ def read_config(path: str | Path) -> dict[str, Any]:
     try:
         data = loads(read_file(p, MAX_CONFIG_BYTES, "config.json").decode("utf-8"), p, "config.json")
     except FileNotFoundError:
-        raise ArchgraphError(f"no config file '{p}'",
-                             hint="pass the path of a Hugging Face config.json (from the checkpoint's folder)") from None
+        raise ArchgraphError(f"no config file '{p}'", hint=missing_hint(
+            p.as_posix(), "pass the path of a Hugging Face config.json (from the checkpoint's folder)")) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ArchgraphError(f"cannot read {p}: {exc}") from None
     except json.JSONDecodeError as exc:

@@ -86,8 +86,11 @@ def test_help_and_an_unknown_command_still_list_every_command(capsys):
     assert all(f"    {name}" in listed for name in ["params", "shapes", "zoo", "ops", *COMMANDS])
     assert main(["no-such-command"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("archgraph: error: argument COMMAND: invalid choice: 'no-such-command' "
-                          "(choose from 'params', 'shapes', 'zoo', 'ops', 'import-hf',")
+    assert err.startswith("archgraph: error: unknown command 'no-such-command'\n"
+                          "  fix: the commands: params, shapes, zoo, ops, import-hf,")
+    assert main(["parms", "gpt2"]) == 2
+    assert capsys.readouterr().err == ("archgraph: error: unknown command 'parms'\n"
+                                       "  fix: did you mean 'params'? ('archgraph --help' says what each does)\n")
 
 
 LAZY_CHILD = """

@@ -82,7 +82,9 @@ def keyword_inputs(block: str, inputs: tuple[str, ...], refs, keywords, raw: Loc
     count = max([needed, *(inputs.index(k) + 1 for k in given)])
     missing = [i for i in inputs[:count] if i not in given and i in read]
     if missing:
-        raise SpecError(f"block '{block}' needs the input(s) {', '.join(missing)}", loc=raw.key_loc("in"))
+        raise SpecError(f"block '{block}' needs the input(s) {', '.join(missing)}", loc=raw.key_loc("in"),
+                        hint=f"give each in 'in:' (its inputs: {', '.join(inputs)}), e.g. "
+                             f"in: {{{', '.join(f'{i}: NODE' for i in inputs[:count])}}}")
     filler = refs[0] if refs else None
     return tuple(given.get(i, filler) for i in inputs[:count])
 

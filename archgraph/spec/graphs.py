@@ -411,7 +411,9 @@ def _check_arity(cls, refs, keywords, raw: LocDict) -> None:
                                 hint=hint or f"its inputs: {', '.join(names) or 'none'}")
         missing = [n for n in required if n not in keywords]
         if missing:
-            raise SpecError(f"op '{cls.op_name}' needs the input(s) {', '.join(missing)}", loc=where)
+            raise SpecError(f"op '{cls.op_name}' needs the input(s) {', '.join(missing)}", loc=where,
+                            hint=f"give each in 'in:' (its inputs: {', '.join(names)}; "
+                                 f"'archgraph ops {cls.op_name}' describes them)")
         return
     least, most = cls.arity()
     if len(refs) < least or (most is not None and len(refs) > most):
@@ -488,7 +490,9 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
         unread = f"; it never reads {', '.join(body.inputs[needed:])}, which may be left out" \
             if needed < len(body.inputs) else ""
         raise SpecError(f"block '{block}' takes {len(body.inputs)} input(s) ({', '.join(body.inputs)}); "
-                        f"'in' gives {len(refs)}{unread}", loc=raw.key_loc("in") if "in" in raw else raw.loc)
+                        f"'in' gives {len(refs)}{unread}", loc=raw.key_loc("in") if "in" in raw else raw.loc,
+                        hint=f"give a node for each of {', '.join(body.inputs[:max(needed, 1)])}, in that order "
+                             f"or by name: in: {{{', '.join(f'{i}: NODE' for i in body.inputs[:max(needed, 1)])}}}")
     if repeat != 1 and len(body.outputs) > len(body.inputs):
         raise SpecError(f"block '{block}' is repeated, so its outputs feed its next repetition: it has "
                         f"{len(body.outputs)} outputs but only {len(body.inputs)} inputs", loc=raw.key_loc("repeat"))

@@ -14,6 +14,19 @@ SPEC_DIRS = (_PACKAGE / "_specs", _PACKAGE.parent / "specs")  # installed wheel,
 
 
 INDEX_SUFFIX = ".safetensors.index.json"
+EXAMPLE_DIRS = (_PACKAGE / "_examples", _PACKAGE.parent / "examples")  # installed wheel, then source checkout
+
+
+def example_dir() -> Path | None:
+    """The folder of archgraph's example files (what the docs' `examples/...` paths name), or None."""
+    return next((d for d in EXAMPLE_DIRS if d.is_dir()), None)
+
+
+def missing_hint(text: str, hint: str | None) -> str | None:
+    """The fix for a file that is not there: for the docs' `examples/...` paths, how to get them."""
+    if str(text).replace("\\", "/").startswith(("examples/", "./examples/")):
+        return "the docs' examples/ files are archgraph's: 'archgraph examples .' copies them into ./examples"
+    return hint
 
 
 def is_checkpoint_path(text: str | Path) -> bool:
@@ -68,7 +81,8 @@ def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None
         return template
     if text.endswith((".yaml", ".yml")) or "/" in text:
         where = f" (looked in {relative_to})" if relative_to is not None else ""
-        raise SpecError(f"no spec file '{text}'{where}", loc=loc)
+        raise SpecError(f"no spec file '{text}'{where}", loc=loc,
+                        hint=missing_hint(text, None) if relative_to is None else None)
     hint = did_you_mean(text, builtins)
     raise SpecError(f"'{text}' is neither a spec file nor a built-in model", loc=loc,
                     hint=hint or ("built-in models: " + ", ".join(builtins) +

@@ -45,6 +45,20 @@ def _mark_loc(file: str, mark) -> Loc:
     return Loc(file, mark.line + 1 if mark is not None else 0)
 
 
+def _tab_at(text, mark) -> tuple[int, int] | None:
+    """(line, column), 1-based, of a tab in the indentation of the line a YAML error names or of the
+    line before it (PyYAML names where the tab made it stop), or None."""
+    if mark is None or not isinstance(text, str):
+        return None
+    lines = text.split("\n")
+    for number in (mark.line, mark.line - 1):
+        if 0 <= number < len(lines):
+            indent = lines[number][:len(lines[number]) - len(lines[number].lstrip(" \t"))]
+            if "\t" in indent:
+                return number + 1, indent.index("\t") + 1
+    return None
+
+
 def _no_alias(file: str, mark) -> SpecError:
     return SpecError("YAML aliases (*name) are not allowed in a spec", loc=_mark_loc(file, mark),
                      hint="repeat the value, or use variables and blocks for reuse")
@@ -147,6 +161,10 @@ def load_text(text: str, file: str = "<spec>") -> LocDict:
     except yaml.MarkedYAMLError as exc:
         if "maximum nesting depth" in (exc.problem or ""):  # PyYAML 6.0.4 and later stop before the recursion
             raise SpecError("the YAML nests too deeply", loc=_mark_loc(file, exc.problem_mark)) from None
+        tab = _tab_at(text, exc.problem_mark)
+        if tab is not None:
+            raise SpecError(f"YAML does not allow tabs for indentation; line {tab[0]} column {tab[1]} holds one",
+                            loc=Loc(file, tab[0]), hint="indent with spaces") from None
         context = f" ({exc.context})" if exc.context else ""
         raise SpecError(f"YAML syntax error: {exc.problem}{context}", loc=_mark_loc(file, exc.problem_mark),
                         hint="check the indentation, the ':' after each key and the closing brackets") from None
