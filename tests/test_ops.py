@@ -54,6 +54,8 @@ CASES = [
     case("linear", {"in_features": 768, "out_features": 2304, "weight_layout": "in_out"},
          [(B, S, 768)], (B, S, 2304), {"weight": (768, 2304), "bias": (2304,)},
          flops=2 * B * S * 768 * 2304, id="linear-gpt2-conv1d-layout"),
+    case("bilinear", {"in1_features": 8, "in2_features": 6, "out_features": 4}, [(B, S, 8), (B, S, 6)], (B, S, 4),
+         {"weight": (4, 8, 6), "bias": (4,)}, flops=2 * B * S * 4 * 9 * 6),
 
     # ---- embeddings ---------------------------------------------------------------------
     # nn.EmbeddingBag(1000, 64): one row of [num, dim] per bag (offsets [n]); include_last_offset: n - 1 bags;
@@ -696,6 +698,8 @@ ERRORS = [
     reject("linear", {"in_features": 768, "out_features": 10}, [(2, 5, 512)], ShapeError, ["512", "768"]),
     reject("linear", {"in_features": 0, "out_features": 10}, None, SpecError, ["in_features"]),
     reject("linear", {"in_features": 8}, None, SpecError, ["out_features"]),
+    reject("bilinear", {"in1_features": 8, "in2_features": 6, "out_features": 4}, [(2, 5, 8), (2, 3, 6)], ShapeError,
+           ["dimension 1 of the second input", "3", "5"]),
     reject("linear", {"in_features": "8", "out_features": 10}, None, SpecError, ["in_features"]),
     reject("linear", {"in_features": 8, "out_features": 10, "weight_layout": "io"}, None, SpecError, []),
     reject("embedding", {"num_embeddings": 0, "embedding_dim": 4}, None, SpecError, ["num_embeddings"]),

@@ -159,7 +159,8 @@ def _unused_tensors(module: torch.nn.Module, spec: dict) -> None:
     body = Body("", {})
     body.names = {n["name"] for n in spec["nodes"]}
     persistent = set(module.state_dict(keep_vars=True))
-    tied = {f"{n['name']}.{n['tie'].rpartition('.')[2]}" for n in spec["nodes"] if isinstance(n.get("tie"), str)}
+    tied = {f"{n['name']}.{local}" for n in spec["nodes"] if n.get("tie")
+            for local in ([n["tie"].rpartition(".")[2]] if isinstance(n["tie"], str) else n["tie"])}
     holder: dict[int, str] = {}  # a tensor the spec holds -> its name there (not a tie's)
     for fqn, p in module.named_parameters(remove_duplicate=False):
         if fqn in held and fqn not in tied:
@@ -170,8 +171,8 @@ def _unused_tensors(module: torch.nn.Module, spec: dict) -> None:
         owner, _, local = fqn.rpartition(".")
         if id(p) in holder and owner and owner not in body.names:  # another name of a held tensor: a tie
             body.names.add(owner)
-            body.add(owner, "parameter", [], {"shape": list(p.shape), "tensor": local},
-                     {"unused": True, "tie": holder[id(p)]})
+            tie = holder[id(p)] if local == "weight" else {local: holder[id(p)]}  # tie: names a weight
+            body.add(owner, "parameter", [], {"shape": list(p.shape), "tensor": local}, {"unused": True, "tie": tie})
         else:
             body.add(body.unique(fqn), "parameter", [], {"shape": list(p.shape), "tensor": ""}, {"unused": True})
     for fqn, b in module.named_buffers(remove_duplicate=False):

@@ -13,6 +13,8 @@ from typing import Any, Callable
 
 import torch
 
+from ..dtypes import ELEMENT_BYTES
+
 aten = torch.ops.aten
 INT_MAX = 2 ** 63 - 1
 DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
@@ -140,9 +142,10 @@ def _to(n, c):
     source, target = n.args[0], n.meta["val"].dtype
     if c.dtype(source) == target:
         return Alias(source)
-    if target not in DTYPES:
+    name = str(target).removeprefix("torch.")
+    if name not in ELEMENT_BYTES:
         raise Refuse(f"a cast to {target}, an element type archgraph does not name")
-    return Out("cast", [source], {"dtype": DTYPES[target]})
+    return Out("cast", [source], {"dtype": name})
 
 
 # -- arithmetic: a second operand that is a number becomes the op's constant ------------------------

@@ -44,6 +44,17 @@ def _linear(n, c):
     return Out("linear", [x], hp, tensors=tensors)
 
 
+@rule(aten.bilinear.default)
+def _bilinear(n, c):
+    x1, x2, weight = n.args[:3]
+    bias = n.args[3] if len(n.args) > 3 else None
+    out_f, in1, in2 = c.shape(weight)
+    hp = {"in1_features": in1, "in2_features": in2, "out_features": out_f}
+    if bias is None:
+        hp["bias"] = False
+    return Out("bilinear", [x1, x2], hp, tensors={"weight": weight, **({"bias": bias} if bias is not None else {})})
+
+
 @rule(aten.embedding.default)
 def _embedding(n, c):
     weight, ids = n.args[0], n.args[1]  # padding_idx (args[2]) changes only the gradient

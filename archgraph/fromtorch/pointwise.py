@@ -33,6 +33,17 @@ rule(aten.softplus.default)(_settings("softplus", "beta", "threshold"))
 rule(aten.nan_to_num.default)(_settings("nan_to_num", "nan", "posinf", "neginf"))
 
 
+@rule(aten.rrelu.default, aten.rrelu_with_noise_functional.default)
+def _rrelu(n, c):
+    """RReLU outside training: a leaky ReLU of slope (lower + upper) / 2 (in training it draws a random
+    slope per element, which no spec computes)."""
+    a = named(n)
+    if a["training"]:
+        raise Refuse("RReLU in training mode draws a random slope for every element")
+    first_output_only(n, "the noise it drew")
+    return Out("leaky_relu", [a["self"]], {"negative_slope": (float(a["lower"]) + float(a["upper"])) / 2})
+
+
 @rule(aten.log_sigmoid_forward.default)
 def _log_sigmoid_forward(n, c):
     first_output_only(n, "a buffer for the gradient")

@@ -45,7 +45,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     **dict.fromkeys(["copy", "index", "index_put", "one_hot", "scatter", "scatter_reduce", "select_scatter",
                      "slice_scatter"],
                     "scatter"),
-    "linear": "linear",
+    **dict.fromkeys(["bilinear", "linear"], "linear"),
     **dict.fromkeys(["abs", "arange", "cast", "clamp", "cos", "cumsum", "div", "eq", "exp", "floor", "full", "ge", "gt", "le", "linspace",
                      "log", "lt", "masked_fill", "masked_scatter", "maximum", "minimum", "ne", "neg", "pow", "reciprocal", "rsqrt",
                      "sin", "sqrt", "square", "sub", "tril", "triu", "where"], "math"),

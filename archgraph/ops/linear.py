@@ -1,10 +1,10 @@
-"""Dense layers: `linear`."""
+"""Dense layers: `linear`, `bilinear`."""
 from __future__ import annotations
 
 from typing import Literal
 
 from ..dims import prod
-from .base import Op, Tensor, expect_dim, expect_rank, op, positive
+from .base import Op, Tensor, check, expect_dim, expect_rank, op, positive
 
 
 @op("linear", category="linear",
@@ -42,3 +42,40 @@ class Linear(Op):
             out = x @ run.tensor("weight")
             return out + bias if bias is not None else out
         return run.F.linear(x, run.tensor("weight"), bias)
+
+
+@op("bilinear", category="linear", aliases=("nn.Bilinear",), example={"in1_features": 64, "in2_features": 32,
+                                                                      "out_features": 16})
+class Bilinear(Op):
+    """A learned bilinear map of two inputs' last dimensions: y_k = x1·W_k·x2ᵀ + b_k (nn.Bilinear, W stored
+    [out, in1, in2]); the inputs' other dimensions are equal."""
+
+    in1_features: int  # width of the first input: its last dimension
+    in2_features: int  # width of the second input: its last dimension
+    out_features: int  # width of the output
+    bias: bool = True  # add a learned bias
+
+    def __post_init__(self):
+        positive(self, "in1_features", "in2_features", "out_features")
+
+    def infer_shape(self, x1, x2):
+        expect_rank(x1, tuple(range(1, 9)))
+        *lead, k1 = x1
+        *lead2, k2 = x2
+        expect_dim(k1, self.in1_features, "last dimension of the first input (in1_features)")
+        expect_dim(k2, self.in2_features, "last dimension of the second input (in2_features)")
+        check(len(lead) == len(lead2), f"the inputs' ranks differ: {len(x1)} and {len(x2)}")
+        for i, (a, b) in enumerate(zip(lead, lead2)):
+            expect_dim(b, a, f"dimension {i} of the second input (the first's)")
+        return (*lead, self.out_features)
+
+    def params(self):
+        yield Tensor("weight", (self.out_features, self.in1_features, self.in2_features))
+        if self.bias:
+            yield Tensor("bias", (self.out_features,))
+
+    def flops(self, inputs, outputs):  # x1·W_k (in1·in2 per k) then ·x2 (in2 per k), as multiply-adds
+        return 2 * prod(inputs[0][:-1]) * self.out_features * (self.in1_features + 1) * self.in2_features
+
+    def forward(self, run, x1, x2):
+        return run.F.bilinear(x1, x2, run.tensor("weight"), run.tensor("bias") if self.bias else None)

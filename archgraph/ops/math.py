@@ -11,7 +11,7 @@ from typing import Literal
 from ..dims import equal, fmt_shape, prod
 from ..errors import ShapeError
 from .activation import Pointwise
-from .base import Op, Saved, Size, axis, check, expect_rank, invalid, op
+from .base import Op, Saved, Size, TensorType, axis, check, expect_rank, invalid, op
 from .elementwise import Binary, broadcast
 
 
@@ -499,7 +499,7 @@ class Cast(Op):
     """x converted to the element type `dtype` (Tensor.to(dtype)): positions made floats before
     they are multiplied by frequencies; the shape is the input's."""
 
-    dtype: ElementType  # the element type of the output
+    dtype: TensorType  # the element type of the output (torch's name: float32, int64, complex64, ...)
 
     def infer_shape(self, x):
         return x

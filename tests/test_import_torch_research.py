@@ -1,0 +1,93 @@
+"""Research code through `to_spec` (issue 41): the constructs the corpora of tools/research and
+tools/research2 met, each on a small module of its own: imported exactly (to_spec's own check, and
+here the spec's module against the module), or refused by name; never a spec that differs."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from archgraph.errors import ArchgraphError  # noqa: E402
+from archgraph.load import load_text  # noqa: E402
+from archgraph.torch import to_module, to_spec  # noqa: E402
+
+
+def _same(module, text, *inputs, output="output"):
+    """The spec's module, loaded strictly with the module's state_dict, computes the module's output."""
+    mine = to_module(load_text(text)).eval()
+    mine.load_state_dict(module.state_dict(), strict=True)
+    with torch.no_grad():
+        ours, theirs = mine(*inputs)[output], module(*inputs)
+    torch.testing.assert_close(ours, theirs, rtol=1e-5, atol=1e-5)
+
+
+class Sine(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.freq = nn.Parameter(torch.full((1, 4), 1.5))
+
+    def forward(self, x):
+        return torch.sin(self.freq * x)
+
+
+class SharedActivation(nn.Module):
+    """Hyena's implicit filter: one Sin module (its `freq`) placed three times in an nn.Sequential."""
+
+    def __init__(self):
+        super().__init__()
+        act = Sine()
+        self.net = nn.Sequential(nn.Linear(4, 4), act, nn.Linear(4, 4), act, nn.Linear(4, 4), act)
+
+    def forward(self, x):
+        return self.net(x)
+
+
+def test_a_module_placed_several_times_holds_its_tensor_once_under_each_name():
+    torch.manual_seed(0)
+    module = SharedActivation().eval()
+    x = torch.randn(2, 3, 4)
+    text = to_spec(module, x)
+    # the named tensor is `freq`, not a weight: each other place ties it by name
+    assert "  - {name: net.1, op: parameter, shape: [1, 4], tensor: freq, unused: true, tie: {freq: net.5.freq}}" in text
+    assert "  - {name: net.3, op: parameter, shape: [1, 4], tensor: freq, unused: true, tie: {freq: net.5.freq}}" in text
+    assert load_text(text).params().total == sum(p.numel() for p in module.parameters()) == 64
+    _same(module, text, x)
+
+
+def test_rrelu_in_eval_is_a_leaky_relu_of_the_mean_slope():
+    module = nn.Sequential(nn.Linear(4, 4), nn.RReLU(0.1, 0.3)).eval()
+    x = torch.randn(3, 4)
+    text = to_spec(module, x)
+    assert "  - {name: '1', op: leaky_relu, in: '0', negative_slope: 0.2}" in text
+    _same(module, text, x)
+
+
+def test_bilinear_is_one_op_holding_its_weight_and_bias():
+    torch.manual_seed(0)
+
+    class Fuse(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fuse = nn.Bilinear(6, 5, 3)
+
+        def forward(self, a, b):
+            return self.fuse(a, b)
+    module = Fuse().eval()
+    a, b = torch.randn(2, 7, 6), torch.randn(2, 7, 5)
+    text = to_spec(module, a, b)
+    assert "  - {name: fuse, op: bilinear, in: [a, b], in1_features: 6, in2_features: 5, out_features: 3}" in text
+    model = load_text(text)
+    assert model.params().total == 6 * 5 * 3 + 3
+    _same(module, text, a, b)
+
+
+def test_a_real_tensor_made_complex_is_a_cast_to_complex64():
+    class Fourier(nn.Module):  # FNet's token mixing
+        def forward(self, x):
+            return torch.fft.fftn(x, dim=(1, 2)).real
+    x = torch.randn(2, 6, 4)
+    text = to_spec(Fourier(), x)
+    assert "op: cast, in: x, dtype: complex64}" in text
+    assert "op: fft_fft, in: cast, dim: [1, 2]}" in text
+    _same(Fourier(), text, x)
