@@ -232,6 +232,7 @@ class Model(Record, eq=False):
     files: tuple[str, ...] = ()  # the files the load read (the spec, those it extends or uses, a config.json)
     notes: list[str] = factory(list)  # what the load tells beside warnings (sizes it checked at)
     values: str = ""  # the file of buffer values `to_module` loads (`values:`, resolved beside the spec)
+    stored: Any = None  # a GGUF file's weights as stored: ggml type -> (tensors, elements, bytes)
 
 
 def join(prefix: str, name: str) -> str:

@@ -636,9 +636,12 @@ def config_error(exc: ArchgraphError, imported: Imported, path: str | Path,
     named = [v for v in re.findall(r"\b(\w+) = ", exc.message) if v in imported.sources]  # "L = 10**9"
     keys = "; ".join(f"{v} is the config's {imported.sources[v]}" for v in dict.fromkeys(named))
     hint = "; ".join(h for h in (exc.hint, keys) if h)
-    return type(exc)(f"the '{imported.model_type}' template cannot be built with this config: "
-                     f"{exc.message} (template{where}{node})", loc=Loc(str(path), 0),
-                     hint=hint or f"check the config's values: {values}")
+    told = exc  # told again, keeping its class and fields (PositionLimitError's limit)
+    told.message = f"the '{imported.model_type}' template cannot be built with this config: " \
+                   f"{exc.message} (template{where}{node})"
+    told.args, told.loc, told.node = (told.message,), Loc(str(path), 0), None
+    told.hint = hint or f"check the config's values: {values}"
+    return told
 
 
 def specialized(path: str | Path):

@@ -27,6 +27,12 @@ MAX_SPEC_BYTES = 1024 * 1024              # a spec: a 1,000-node spec is about 1
 MAX_CONFIG_BYTES = 16 * 1024 * 1024       # a config.json: a few KB, a few MB with 100,000 labels
 MAX_HEADER_BYTES = 100_000_000            # a safetensors header: the safetensors library's own limit
 MAX_INDEX_BYTES = 100_000_000             # a model.safetensors.index.json: a few MB at most
+MAX_GGUF_HEADER_BYTES = 256 * 1024 * 1024  # a GGUF header (metadata and tensor infos): a 262,144-token
+#                                           vocabulary with scores, types and merges is about 10 MB
+MAX_GGUF_KEYS = 100_000                   # metadata keys of a GGUF file: real ones hold about 50
+MAX_GGUF_STRING = 16 * 1024 * 1024        # one GGUF string (a chat template: a few KB)
+MAX_GGUF_ARRAY_KEPT = 4096                # a GGUF array's items kept (per-layer values); a longer one
+#                                           (a vocabulary) is read past, its length kept
 MAX_TENSORS = 300_000                     # tensors of one checkpoint: the largest MoE checkpoints
 #                                           (DeepSeek-V3's 256 experts x 58 layers, with their
 #                                           FP8 scales) hold about 92,000

@@ -51,7 +51,7 @@ class SpecFiles:
 
 def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False,
          strict: bool = True) -> Model:
-    """Load a spec file, built-in model or Hugging Face config.json; `settings` override variables
+    """Load a spec file, built-in model, Hugging Face config.json or GGUF file; `settings` override variables
     or bind sizes (like --set).  `symbolic` builds over SymInts, for formulas.  `strict=False`: a
     shape check the symbolic pass cannot decide is made at example sizes instead (see above)."""
     from .hf import is_config
@@ -62,6 +62,8 @@ def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbo
                                   "CHECKPOINT' to compare them)")
     if is_config(source):
         return load_config(source, settings, symbolic=symbolic, strict=strict)
+    if str(source).lower().endswith(".gguf"):  # a llama.cpp model file: its header only
+        return load_gguf(source, settings, symbolic=symbolic, strict=strict)
     files = SpecFiles()
     model = build(files.spec(source), settings, files.parent, symbolic=symbolic, strict=strict)
     model.files = tuple(files.read)
@@ -181,4 +183,29 @@ def load_config(path: str | Path, settings: Mapping[str, Any] | None = None, *, 
     model.description = f"{imported.architecture} from {Path(str(path)).name} ({imported.model_type})"
     model.source = str(path)
     model.files = (str(path), *model.files)
+    return model
+
+
+def load_gguf(path: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False,
+              strict: bool = True) -> Model:
+    """The model a GGUF file's header describes (`archgraph.ggufmodel`): its family's template at the
+    metadata's values, checked tensor by tensor against the file, with its weights as stored."""
+    from .ggufmodel import check_tensors, gguf_config, stored_weights
+    from .ggufread import read_gguf
+    from .hf import config_error, import_config
+    gfile = read_gguf(path)
+    imported = import_config(gguf_config(gfile), path)
+    try:
+        model = load(imported.template, {**imported.variables, **dict(settings or {})}, symbolic=symbolic,
+                     strict=strict)
+    except ArchgraphError as exc:
+        raise config_error(exc, imported, path, settings or {}) from None
+    model.name = imported.name
+    model.description = f"{imported.architecture} from {Path(str(path)).name} ({imported.model_type}, GGUF)"
+    model.source = str(path)
+    model.files = (str(path), *model.files)
+    if not set(settings or {}) & set(model.variables):  # --set of a size, not of the model's variables
+        check_tensors(model, gfile, imported.model_type)
+    model.stored = stored_weights(gfile)
+    model.notes.extend(gfile.notes)
     return model

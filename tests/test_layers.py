@@ -15,10 +15,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "archgraph"
 LAYERS = [  # lowest first; a module may import only from its own layer or those before it
     {"errors", "names", "limits", "jsonread", "numbers", "dims", "expr", "machine", "install", "record", "dtypes"},
     {"ops"},
-    {"graph", "spec", "checkpoint", "hf", "configcheck", "hardware"},
+    {"graph", "spec", "checkpoint", "ggufread", "hf", "configcheck", "hardware"},
     {"passes"},
     {"render"},
-    {"model", "load", "builder", "outfile", "torch", "torch_price", "fromtorch"},
+    {"model", "load", "ggufmodel", "builder", "outfile", "torch", "torch_price", "fromtorch"},
     {"commands"},
     {"cli"},
 ]

@@ -1,4 +1,4 @@
-"""`archgraph check MODEL --against CKPT`: a spec's tensors against a safetensors checkpoint's
+"""`archgraph check MODEL --against CKPT`: a spec's tensors against a safetensors checkpoint's or a GGUF file's
 (the comparison is `archgraph.passes.checkpoint`).  Exit status: 0 when they agree, 1 when
 they differ, 2 on bad input.
 
@@ -20,8 +20,8 @@ def add_parser(sub, model_command) -> None:
     c = model_command(sub, "check", "compare a spec's tensors with a safetensors checkpoint's: "
                       "missing, extra, wrong shapes (exit status 1 when they differ)")
     c.add_argument("--against", required=True, metavar="CKPT",
-                   help="a .safetensors file, a sharded .safetensors.index.json, or a model folder "
-                        "holding one")
+                   help="a .safetensors file, a sharded .safetensors.index.json, a model folder "
+                        "holding one, or a .gguf file (its tensors named as the spec's by gguf-py's map)")
     c.add_argument("--strip-prefix", metavar="PREFIX",
                    help="remove PREFIX from checkpoint names that start with it (bert.)")
     c.add_argument("--add-prefix", metavar="PREFIX",
@@ -40,13 +40,20 @@ def run(args, console) -> int:
     if is_checkpoint_path(args.model):
         raise ArchgraphError(f"'{args.model}' is a checkpoint; check compares a spec with one",
                              hint=f"archgraph check SPEC --against {args.model}")
-    if not is_checkpoint_path(args.against) and not Path(args.against).is_dir():
-        raise ArchgraphError(f"--against '{args.against}' is not a safetensors checkpoint",
-                             hint="give a .safetensors file, a .safetensors.index.json or a model folder")
+    gguf = args.against.lower().endswith(".gguf")
+    if not gguf and not is_checkpoint_path(args.against) and not Path(args.against).is_dir():
+        raise ArchgraphError(f"--against '{args.against}' is not a safetensors checkpoint or a GGUF file",
+                             hint="give a .safetensors file, a .safetensors.index.json, a model folder or a .gguf file")
     strip = _prefix_arg(args.strip_prefix) if args.strip_prefix is not None else None
     add = _prefix_arg(args.add_prefix) if args.add_prefix is not None else None
     model = load_model(args)
-    result = compare(model, read_checkpoint(args.against), strip, add)
+    if gguf:  # the file's tensors named as the spec's by gguf-py's map (archgraph.ggufmodel)
+        from ..ggufmodel import checkpoint_for
+        from ..ggufread import read_gguf
+        ckpt = checkpoint_for(model, read_gguf(args.against))
+    else:
+        ckpt = read_checkpoint(args.against)
+    result = compare(model, ckpt, strip, add)
     emit(console, args.json, lambda: check_json(result), lambda: check_table(result))
     return 0 if result.agree else 1
 

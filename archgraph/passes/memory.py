@@ -56,6 +56,10 @@ ASSUMPTIONS = {
                 "keep a fixed state per sequence instead (state cache)",
 }
 
+STORED_NOTE = ("weights as stored (a GGUF file): each tensor at its ggml type's bytes (blocks of values with "
+               "their scales: Q4_K 144 bytes per 256 values), exactly the file's tensor data; the KV cache at "
+               "--dtype (llama.cpp's default cache is f16, 2 bytes a value like bf16)")
+
 
 @dataclass
 class KVEntry:
@@ -93,7 +97,13 @@ class MemoryReport:
     attention_probs_bytes: int | None = None
     activation_note: str = ""
     kv_cache: list[KVEntry] = field(default_factory=list)
+    stored: dict[str, tuple[int, int, int]] | None = None  # a GGUF file's: ggml type -> (tensors, elements, bytes)
     assumptions: dict[str, str] = field(default_factory=lambda: dict(ASSUMPTIONS))
+
+    @property
+    def stored_bytes(self) -> int | None:
+        """The weights as a GGUF file stores them (its tensor data, each tensor in its ggml type), or None."""
+        return None if self.stored is None else sum(row[2] for row in self.stored.values())
 
     @property
     def training_bytes(self) -> int:
@@ -162,6 +172,9 @@ def estimate_memory(model: Model, settings: Mapping[str, Any] | None = None, dty
         training=training_state(report.total, report.totals.trainable, optimizer, precision),
         buffers_bytes=report.totals.buffer_bytes, bindings={},
         buffers_by_dtype={k: v for k, v in report.totals.buffers_by_dtype.items() if v})
+    if getattr(model, "stored", None) is not None:
+        mem.stored = dict(model.stored)
+        mem.assumptions["stored"] = STORED_NOTE
     _runtime(model, dict(settings or {}), mem)
     return mem
 

@@ -32,6 +32,9 @@ def memory_json(m: MemoryReport) -> dict[str, Any]:
         "activation_bytes": m.activation_bytes,
         "attention_probs_bytes": m.attention_probs_bytes,
     }
+    if m.stored is not None:
+        out["stored_bytes"] = m.stored_bytes
+        out["stored_by_type"] = {k: {"tensors": t, "elements": e, "bytes": b} for k, (t, e, b) in m.stored.items()}
     if m.activation_bytes is not None:
         out["training_with_activations_bytes"] = m.training_bytes + m.activation_bytes
     out["kv_cache_bytes"] = m.kv_cache_bytes  # 0 for a model that keeps none: no cache is 0 bytes
@@ -94,6 +97,10 @@ def memory_table(m: MemoryReport) -> Group:
         _row(weights, dtype, n)
     if m.buffers_bytes:
         _row(weights, f"buffers ({', '.join(sorted(m.buffers_by_dtype))}; not parameters)", m.buffers_bytes)
+    if m.stored is not None:
+        for kind, (tensors, _elements, n) in m.stored.items():
+            _row(weights, f"  as stored: {kind} ({tensors:,} tensors)", n)
+        _row(weights, "as stored in the GGUF file", m.stored_bytes, True)
     overridden = {k: v for k, v in m.weights_params_by_dtype.items() if k != m.dtype}
     if overridden:
         parts = ", ".join(f"{v:,} at {k}" for k, v in m.weights_params_by_dtype.items())
@@ -113,6 +120,8 @@ def memory_table(m: MemoryReport) -> Group:
         _row(run, label, n)
     if any(e.width for e in m.kv_cache):
         _row(run, "KV cache total", m.kv_cache_bytes, True)
+        if m.stored is not None:
+            _row(run, "stored weights + KV cache", m.stored_bytes + m.kv_cache_bytes, True)
     if any(e.state for e in m.kv_cache):
         _row(run, "state cache total (state-space and recurrent layers)", m.state_cache_bytes, True)
     notes = Text("\n".join(f"* {v}" for v in m.assumptions.values()), style="dim")
