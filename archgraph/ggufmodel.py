@@ -65,11 +65,12 @@ def gguf_config(gfile: GGUFFile) -> dict[str, Any]:
     arch, entry = architecture(gfile)
     keys = {**table()["keys"], **(entry.get("keys") or {})}
     config: dict[str, Any] = {}
+    read = _read_keys(entry)
     for key, value in gfile.metadata.items():
         if key.startswith(tuple(table()["ignored"])):
             continue
         short = key[len(arch) + 1:] if key.startswith(arch + ".") else None
-        if short is not None and short in table()["checked"]:
+        if short is not None and (short in table()["checked"] or short in (entry.get("unread") or {})):
             continue
         if short is None or keys.get(short) is None:
             raise ArchgraphError(f"{gfile.path}: metadata '{shortened(key)}' = {_shown(value)} is not read by "
@@ -78,17 +79,42 @@ def gguf_config(gfile: GGUFFile) -> dict[str, Any]:
         if isinstance(value, ArrayValue):
             raise ArchgraphError(f"{gfile.path}: metadata '{shortened(key)}' is an array (per layer), which "
                                  f"archgraph's '{arch}' mapping reads as one value", hint="write a spec for it")
+        if short == "attention.key_length" and "head_dim" not in read:
+            continue  # a family of heads of hidden / heads dims: _sizes checks it is that
+        if str(keys[short]).split(".")[0] not in read:
+            raise ArchgraphError(f"{gfile.path}: metadata '{shortened(key)}' sets the config's '{keys[short]}', which "
+                                 f"the '{_model_type(gfile, entry)}' key table does not read",
+                                 hint="say in specs/gguf/architectures.yaml's 'unread:' why it may be left, or map it")
         _put(config, str(keys[short]), value)
-    experts = config.get(keys.get("expert_count") or "num_local_experts")
-    model_type = entry["experts"] if experts and entry.get("experts") else entry["model_type"]
-    config.update(model_type=model_type, architectures=[entry["class"]] if not experts or not entry.get("experts")
-                  else ["MixtralForCausalLM"])
+    model_type = _model_type(gfile, entry)
+    config.update(model_type=model_type, architectures=[entry["class"] if model_type == entry["model_type"]
+                                                        else entry["experts_class"]])
     for flag, tensor in (entry.get("bias") or {}).items():
         config[flag] = tensor in gfile.tensors
+    for flag, key in (entry.get("is_one") or {}).items():
+        config[flag] = gfile.metadata.get(f"{arch}.{key}") == 1
     for key, value in (entry.get("set") or {}).items():
         config[key] = value
     _sizes(gfile, arch, config, keys)
     return config
+
+
+def _model_type(gfile: GGUFFile, entry: Mapping[str, Any]) -> str:
+    """The entry's model_type, or its `experts:` one when the file has experts (llama with experts: mixtral)."""
+    arch = gfile.metadata.get("general.architecture")
+    return entry["experts"] if entry.get("experts") and gfile.metadata.get(f"{arch}.expert_count") else entry["model_type"]
+
+
+def _read_keys(entry: Mapping[str, Any]) -> set[str]:
+    """The top-level config keys the key tables of the entry's model types read."""
+    from .hf import family
+    out: set[str] = set()
+    for model_type in {entry["model_type"], entry.get("experts") or entry["model_type"]}:
+        for rule in (family(model_type) or {}).get("variables", {}).values():
+            texts = [rule.get(k) for k in ("key", "unless")] if isinstance(rule, Mapping) else [rule]
+            for text in texts:
+                out.update(part.split(".")[0].split("[")[0] for part in str(text or "").rstrip("?").split("|"))
+    return out
 
 
 def _sizes(gfile: GGUFFile, arch: str, config: dict[str, Any], keys: Mapping[str, Any]) -> None:
@@ -108,8 +134,13 @@ def _sizes(gfile: GGUFFile, arch: str, config: dict[str, Any], keys: Mapping[str
                            f"{embed.shape[0]:,} rows: the count uses the tensor")
     config["tie_word_embeddings"] = "output.weight" not in gfile.tensors
     head_dim = config.get("head_dim")
+    key_dim = gfile.metadata.get(f"{arch}.attention.key_length")
+    if head_dim is None and key_dim is not None and key_dim != _width(config, keys):
+        raise ArchgraphError(f"{gfile.path}: {arch}.attention.key_length is {key_dim}, but archgraph's '{arch}' "
+                             f"template has heads of hidden size / heads = {_width(config, keys)}",
+                             hint="write a spec for it")
     value_dim = gfile.metadata.get(f"{arch}.attention.value_length")
-    if value_dim is not None and value_dim != head_dim:
+    if value_dim is not None and value_dim != (head_dim or key_dim or _width(config, keys)):
         raise ArchgraphError(f"{gfile.path}: {arch}.attention.value_length is {value_dim} but key_length is "
                              f"{head_dim}; archgraph's '{arch}' template has heads of one size",
                              hint="write a spec for it")

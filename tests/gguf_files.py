@@ -17,7 +17,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ARCH = {"llama": "llama", "mixtral": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
         "qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe", "gemma": "gemma", "gemma2": "gemma2",
-        "phi3": "phi3", "starcoder2": "starcoder2", "gpt2": "gpt2"}
+        "phi3": "phi3", "starcoder2": "starcoder2", "gpt2": "gpt2", "gemma3_text": "gemma3", "falcon": "falcon"}
 CONV1D = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight")
 
 
@@ -38,17 +38,22 @@ def metadata(writer: gguf.GGUFWriter, cfg, arch: str) -> None:
     writer.add_context_length(get("max_position_embeddings", "n_positions"))
     writer.add_embedding_length(get("hidden_size", "n_embd"))
     ff = get("intermediate_size", "n_inner")
-    writer.add_feed_forward_length(ff if ff is not None else 4 * get("n_embd"))
+    writer.add_feed_forward_length(ff if ff is not None else 4 * get("hidden_size", "n_embd"))
     writer.add_head_count(get("num_attention_heads", "n_head"))
-    if arch != "gpt2":
+    if arch == "falcon":  # the converter's FalconModel: n_head_kv, 1 for multi-query
+        kv = get("num_kv_heads") if cfg.new_decoder_architecture else 1 if cfg.multi_query else get("num_attention_heads")
+        writer.add_head_count_kv(kv)
+    elif arch != "gpt2":
         writer.add_head_count_kv(get("num_key_value_heads", "num_attention_heads"))
-    if get("rope_theta") is not None or getattr(cfg, "rope_parameters", None):
-        writer.add_rope_freq_base((getattr(cfg, "rope_parameters", None) or {}).get("rope_theta") or get("rope_theta"))
+    rope = getattr(cfg, "rope_parameters", None) or {}
+    rope = rope.get("full_attention", rope)   # Gemma 3 nests them by layer kind; the converter writes the full layers'
+    if rope.get("rope_theta") or get("rope_theta"):
+        writer.add_rope_freq_base(rope.get("rope_theta") or get("rope_theta"))
     if get("rms_norm_eps") is not None:
         writer.add_layer_norm_rms_eps(get("rms_norm_eps"))
     if get("norm_epsilon", "layer_norm_epsilon") is not None:
         writer.add_layer_norm_eps(get("norm_epsilon", "layer_norm_epsilon"))
-    if get("head_dim") is not None:
+    if get("head_dim") is not None and arch != "falcon":   # (FalconConfig.head_dim is a property)
         writer.add_key_length(get("head_dim"))
         writer.add_value_length(get("head_dim"))
     experts = get("num_local_experts", "num_experts")
@@ -62,7 +67,7 @@ def metadata(writer: gguf.GGUFWriter, cfg, arch: str) -> None:
     if arch == "gemma2":
         writer.add_attn_logit_softcapping(get("attn_logit_softcapping"))
         writer.add_final_logit_softcapping(get("final_logit_softcapping"))
-    if get("sliding_window") is not None and arch in ("gemma2", "phi3", "starcoder2"):
+    if get("sliding_window") is not None and arch in ("gemma2", "gemma3", "phi3", "starcoder2"):
         writer.add_sliding_window(get("sliding_window"))
     if arch == "phi3":
         head = get("hidden_size") // get("num_attention_heads")
@@ -77,8 +82,8 @@ def tensors(model, arch: str) -> dict[str, np.ndarray]:
     tied = model.config.tie_word_embeddings
     out = {}
     for name, value in model.state_dict().items():
-        if tied and name == "lm_head.weight" or name.endswith(("attn.bias", "attn.masked_bias")) and "c_attn" not in name:
-            continue
+        if tied and name == "lm_head.weight" or arch == "gpt2" and name.endswith((".attn.bias", ".attn.masked_bias")):
+            continue   # (GPT-2's causal-mask buffers: not weights)
         data = value.float().numpy()
         if arch == "gpt2" and name.endswith(CONV1D):
             data = data.T

@@ -32,12 +32,19 @@ CONFIGS = {
     "phi3": dict(model_type="phi3", hidden_size=256, intermediate_size=512, pad_token_id=0, **SMALL),
     "starcoder2": dict(model_type="starcoder2", hidden_size=256, intermediate_size=512, **SMALL),
     "gpt2": dict(model_type="gpt2", vocab_size=320, n_embd=256, n_layer=2, n_head=4, n_positions=128),
+    "gemma3_text": dict(model_type="gemma3_text", hidden_size=256, intermediate_size=512, head_dim=64,
+                        sliding_window=64, **SMALL),
+    "falcon-7b": dict(model_type="falcon", hidden_size=256, multi_query=True, new_decoder_architecture=False,
+                      vocab_size=320, num_hidden_layers=2, num_attention_heads=4),
+    "falcon-40b": dict(model_type="falcon", hidden_size=256, new_decoder_architecture=True, **SMALL,
+                       num_kv_heads=2),
 }
 # each family takes a different mix of ggml types (2-D and 3-D weights in turn; 1-D stay F32)
 KINDS = {"llama": (T.Q4_K, T.Q6_K), "mixtral": (T.Q8_0, T.Q5_K), "qwen2": (T.Q4_0, T.Q4_1),
          "qwen3": (T.Q5_0, T.Q5_1), "qwen2_moe": (T.Q2_K, T.Q3_K), "qwen3_moe": (T.IQ4_XS, T.IQ2_XS),
          "gemma": (T.BF16, T.Q8_0), "gemma2": (T.IQ3_S, T.IQ4_NL), "phi3": (T.TQ1_0, T.TQ2_0),
-         "starcoder2": (T.IQ1_S, T.IQ2_XXS), "gpt2": (T.F16, T.Q8_0)}
+         "starcoder2": (T.IQ1_S, T.IQ2_XXS), "gpt2": (T.F16, T.Q8_0), "gemma3_text": (T.IQ3_XXS, T.IQ2_S),
+         "falcon-7b": (T.IQ1_M, T.Q8_0), "falcon-40b": (T.Q4_K, T.Q5_K)}
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
@@ -172,6 +179,11 @@ def test_an_unknown_architecture_or_key_is_refused_by_name(tmp_path, capsys):
     G.write(path, _llama_tensors(), "llama", extra={**LLAMA_KEYS, "llama.swin_norm": (True, gguf.GGUFValueType.BOOL)})
     code, _, err = run(capsys, "params", path)
     assert code == 2 and "metadata 'llama.swin_norm' = True is not read by archgraph's 'llama' mapping" in err
+    gpt2 = {"gpt2.block_count": (1, gguf.GGUFValueType.UINT32), "gpt2.rope.freq_base": (1e4, gguf.GGUFValueType.FLOAT32)}
+    G.write(path, _llama_tensors(), "gpt2", extra=gpt2)   # a key every architecture may give, but not GPT-2
+    code, _, err = run(capsys, "params", path)
+    assert code == 2 and "metadata 'gpt2.rope.freq_base' sets the config's 'rope_theta', which the 'gpt2' key " \
+                         "table does not read" in err
 
 
 # -- damaged and hostile files: each one message, exit 2, before anything large is allocated ------
@@ -270,3 +282,15 @@ def test_the_docs_example_writes_a_file_archgraph_counts(tmp_path, capsys, monke
     code, out, err = run(capsys, "params", tmp_path / "tiny.gguf", "--json")
     assert code == 0, err
     assert f"{json.loads(out)['total']:,}" == stated
+
+
+def test_plan_serve_holds_the_weights_as_stored(converted, capsys):
+    path, _ = converted["mixtral"]
+    code, out, err = run(capsys, "plan", "--serve", path, "--context", "1024", "--json")
+    assert code == 0, err
+    plan = json.loads(out)
+    stored = sum(int(t.n_bytes) for t in gguf.GGUFReader(str(path)).tensors)
+    assert plan["per_gpu"]["weights"] == plan["weights"]["total"] == stored
+    assert plan["layout"]["dtype"] == "as stored"
+    code, out, _ = run(capsys, "plan", "--serve", path, "--dtype", "int4", "--json")
+    assert code == 0 and json.loads(out)["weights"]["total"] != stored   # --dtype: the weights at that type

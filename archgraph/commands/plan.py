@@ -56,7 +56,7 @@ def add_parser(sub, model_command) -> None:
     c.add_argument("--context", type=_positive, default=None, help="--serve: tokens cached per sequence, the prompt "
                    f"prefilled (default {DEFAULT_SEQ:,})")
     c.add_argument("--dtype", default=None, help=f"training: {', '.join(TRAIN_DTYPES)} (default bf16, mixed "
-                   "precision); --serve: the weights' storage, bf16, fp16, fp8, int8, int4 (default bf16)")
+                   "precision); --serve: the weights' storage, bf16, fp16, fp8, int8, int4 (default bf16; a GGUF file's: as stored)")
     c.add_argument("--kv-dtype", default="bf16", help="--serve: the KV cache's dtype (bf16, fp16, fp8, int8)")
     c.add_argument("--group-size", type=_positive, default=128, help="--serve: weights per scale of int8/int4 (128)")
     c.add_argument("--optimizer", choices=OPTIMIZERS, default="adam", help="default adam")
@@ -195,8 +195,10 @@ def _serving(args, model):
     from ..passes.plan_serve import Serving
     tp, pp = args.tp or 1, args.pp or 1
     sizes = _sizes(args, model, args.context or args.seq)
+    from ..passes.plan_serve import STORED
+    stored = args.dtype is None and getattr(model, "stored", None) is not None   # a GGUF file's weights
     return Serving(gpus=args.gpus or tp * pp, tp=tp, pp=pp, batch=args.batch, context=sizes.get("S", DEFAULT_SEQ),
-                   dtype=args.dtype or "bf16", kv_dtype=args.kv_dtype, group_size=args.group_size,
+                   dtype=STORED if stored else args.dtype or "bf16", kv_dtype=args.kv_dtype, group_size=args.group_size,
                    flops_efficiency=args.flops_efficiency, memory_efficiency=args.memory_efficiency,
                    framework=int(args.framework * FRAMEWORK))
 

@@ -91,6 +91,18 @@ def weight_bytes(groups: Counter, dtype: str, group_size: int) -> dict:
             "total": -(-quantised * BITS[dtype] // 8) + scales + 2 * kept, "quantised_params": quantised}
 
 
+STORED = "as stored"   # Serving.dtype of a GGUF file's model when --dtype is not given
+
+
+def stored_bytes(model: Model, params: int) -> dict:
+    """`weight_bytes`' figures for weights as a GGUF file stores them (`Model.stored`): all of them at
+    their ggml types' bytes, so bytes per parameter is the file's average (what an idle expert saves)."""
+    if getattr(model, "stored", None) is None:
+        raise SpecError("weights 'as stored' are a GGUF file's", hint="give --dtype for a model from elsewhere")
+    total = sum(row[2] for row in model.stored.values())
+    return {"quantised": total, "scales": 0, "bf16": 0, "total": total, "quantised_params": params}
+
+
 def _params(groups: Counter):
     return [(k, n) for k, n in groups.items() if k[0] != "moe"]
 
@@ -108,7 +120,10 @@ def plan_serving(model: Model, serving: Serving, gpu: Accelerator) -> ServingPla
     summary = summarize(model.name, sizes, load=lambda *_a, **_k: model, probe=model)
     mem = estimate_memory(model, summary.bindings, dtype="bf16")
     groups = weight_groups(model.graph)
-    weights = weight_bytes(groups, serving.dtype, serving.group_size)
+    if serving.dtype == STORED:  # a GGUF file's weights, each tensor at its ggml type
+        weights = stored_bytes(model, mem.params)
+    else:
+        weights = weight_bytes(groups, serving.dtype, serving.group_size)
     split = serving.tp * serving.pp
     cache = _cache_per_gpu(mem.kv_cache, serving)
     layers = max(sum(s.layers for s in summary.stacks), 1)
