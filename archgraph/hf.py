@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import expr
+from .configcheck import check_dtypes
 from .errors import ArchgraphError, Loc, SpecError, shortened
 from .jsonread import loads
 from .limits import MAX_CONFIG_BYTES, read_file
@@ -300,6 +301,7 @@ def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -
     if entry is None:
         raise ArchgraphError(f"model_type '{model_type}' is not supported", loc=loc,
                              hint=f"supported model types: {supported}")
+    check_dtypes(dict(config), loc)
     architecture = _architecture(config, model_type, entry, loc)
     overridden = {}
     for legacy, key in (entry.get("overrides") or {}).items():  # CLIPConfig's text_config_dict

@@ -114,6 +114,12 @@ MINIMAL = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_
     ({**MINIMAL, "num_key_value_heads": 3},
      "the 'llama' template cannot be built with this config: op 'attention': heads=4 is not a multiple "
      "of kv_heads=3 (template at "),
+    ({**MINIMAL, "torch_dtype": "floaty"},
+     "'torch_dtype' is \"floaty\", which is not a torch dtype\n  fix: did you mean 'float'?"),
+    ({**MINIMAL, "text_config": {"dtype": "bf16"}},
+     "'text_config.dtype' is \"bf16\", which is not a torch dtype\n  fix: did you mean 'bfloat16'?"),
+    ({**MINIMAL, "dtype": 16},
+     "'dtype' is 16, which is not a torch dtype\n  fix: give float32, bfloat16 or float16 (or leave it out)"),
 ])
 def test_config_errors(tmp_path, cli, config, message):
     path = write_config(tmp_path, **config)
@@ -122,6 +128,19 @@ def test_config_errors(tmp_path, cli, config, message):
     assert err.startswith(f"archgraph: error: {path}")
     assert message in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "torch.float16", "auto", None, "float8_e4m3fn"])
+def test_a_dtype_torch_names_is_taken(tmp_path, cli, dtype):
+    code, out, err = cli("params", str(write_config(tmp_path, **MINIMAL, torch_dtype=dtype)), "--json")
+    assert (code, err) == (0, "")
+    assert json.loads(out)["total"] == 27_040  # 2 x (4,096 + 6,144 + 64) + 2 x 3,200 + 32
+
+
+def test_the_dtype_names_are_torchs():
+    torch = pytest.importorskip("torch")
+    from archgraph.dtypes import TORCH_DTYPES
+    assert TORCH_DTYPES == {n for n in dir(torch) if isinstance(getattr(torch, n), torch.dtype)}
 
 
 def test_not_json(tmp_path, cli):

@@ -15,7 +15,6 @@ from ..errors import ArchgraphError, Loc, did_you_mean, shortened
 from ..configcheck import items as _items, read_raw
 
 _ACTIVATION = re.compile(r"(^|_)(act|activation|activation_function|act_fn)$")
-_DTYPE_KEYS = ("dtype", "torch_dtype")
 _TYPE_WORDS = {"int": "a whole number", "float": "a number", "str": "a word", "bool": "true or false",
                "list": "a list", "dict": "a JSON object"}
 
@@ -38,24 +37,13 @@ def read(path: str | Path) -> dict:
 
 
 def _check_names(config: dict, prefix: str, loc: Loc) -> None:
-    """A dtype torch does not name, an activation transformers does not know."""
+    """An activation transformers does not know (a dtype torch does not name: `read_raw`)."""
     from transformers.activations import ACT2CLS
     for name, key, value in _items(config, prefix):
-        if key in _DTYPE_KEYS and name.rpartition(".")[2] == key and value is not None:
-            _check_dtype(name, value, loc)
-        elif isinstance(value, str) and _ACTIVATION.search(key) and value not in ACT2CLS:
+        if isinstance(value, str) and _ACTIVATION.search(key) and value not in ACT2CLS:
             raise ArchgraphError(f"'{name}' is {_shown(value)}, which transformers does not know as an activation",
                                  loc=loc, hint=(did_you_mean(value, ACT2CLS) or "") +
                                  f" known values: {', '.join(ACT2CLS)}")
-
-
-def _check_dtype(name: str, value: Any, loc: Loc) -> None:
-    import torch
-    word = value.removeprefix("torch.") if isinstance(value, str) else None
-    if word == "auto" or (word is not None and isinstance(getattr(torch, word, None), torch.dtype)):
-        return
-    raise ArchgraphError(f"'{name}' is {_shown(value)}, which is not a torch dtype", loc=loc,
-                         hint="give float32, bfloat16 or float16 (or leave it out)")
 
 
 def config_object(raw: dict, path: str | Path):
