@@ -177,6 +177,15 @@ def test_70b_search_on_64_a100s(cli):
     assert any(r["why"].startswith("needs") for r in d["rejected"])
 
 
+def test_a_search_with_no_layout_to_try_says_why(cli, tmp_path):
+    code, out, err = cli("plan", "gpt2", "--search", "--gpus", "8", "--tp", "3", "--chart", str(tmp_path / "c.png"))
+    assert (code, out) == (2, "")
+    assert err == ("archgraph: error: no layout of 8 GPUs can be tried: tp x pp x cp must divide the GPU count, "
+                   "tp the 12 heads and the 8 GPUs of a node, pp the 12 layers (options fixed: --tp 3)\n"
+                   "  fix: change --gpus, or fix fewer of --tp, --pp, --cp\n")
+    assert not (tmp_path / "c.png").exists()
+
+
 # -- what a user sees
 def test_errors_name_the_fix(cli, tmp_path):
     code, _, err = cli("plan", "gpt2", "--gpu", "a100-80")

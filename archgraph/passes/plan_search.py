@@ -53,7 +53,15 @@ def search(profile_at: Callable[[int], Profile], base: Layout, gpu: Accelerator,
     """Every layout planned: those that fit first, fastest first, then the others."""
     first = profile_at(1)
     found = []
-    for layout in layouts(base, gpu, first.layer_count, heads, fixed, first.eager):
+    tried = layouts(base, gpu, first.layer_count, heads, fixed, first.eager)
+    if not tried:
+        given = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()) or "none"
+        tp = f"tp the {heads} heads and " if heads else "tp "
+        raise ArchgraphError(f"no layout of {base.gpus:,} GPUs can be tried: tp x pp x cp must divide the GPU "
+                             f"count, {tp}the {gpu.gpus_per_node} GPUs of a node, pp the "
+                             f"{first.layer_count} layers (options fixed: {given})",
+                             hint="change --gpus, or fix fewer of --tp, --pp, --cp")
+    for layout in tried:
         profile = profile_at(layout.micro_batch)
         why = check_layout(layout, profile, heads)
         if why:
