@@ -4,7 +4,7 @@ the names kept (a spec's sizes, a block's arguments, the repetition index) stay.
 `residual(text, known, values, index)` gives a plain value when the expression no longer
 depends on a kept name, else the simplified expression's text.  It never guesses: a
 part is folded only by evaluating it (`expr.evaluate`), `c if t else e` and `and`/`or`
-only where the constant parts decide them.  With `index` (the repetition index, and the
+only where the constant parts decide them (or both branches are one value).  With `index` (the repetition index, and the
 values it takes) a part whose only kept name is the index and that gives one value at
 every repetition is that value (`i >= 0` is true).  `values` holds the kept names' values
 where they are known (whole numbers: `floor(D)` of a whole D is D).
@@ -17,6 +17,7 @@ where they are known (whole numbers: `floor(D)` of a whole D is D).
 'D'
 >>> residual("CH * rot / IMH", {"rot": 1.0}, {"CH": 24})   # a real number: / divides as Python's
 'CH * 1.0 / IMH'
+>>> residual("factor if scaling in ['yarn', 'longrope'] else None", {"factor": None}, {})   # either way None
 """
 from __future__ import annotations
 
@@ -108,7 +109,10 @@ class _Folder:
             test = self.fold(node.test)
             if isinstance(test, _Const):
                 return self.fold(node.body if test.value else node.orelse)
-            return self._rebuild(ast.IfExp(test, self.fold(node.body), self.fold(node.orelse)))
+            body, orelse = self.fold(node.body), self.fold(node.orelse)
+            if isinstance(body, _Const) and isinstance(orelse, _Const) and _same_value(body.value, orelse.value):
+                return body  # `A if t else A`: A, whatever t is
+            return self._rebuild(ast.IfExp(test, body, orelse))
         if isinstance(node, ast.BoolOp):
             return self._boolop(node)
         if isinstance(node, ast.ListComp):
@@ -180,6 +184,11 @@ class _Folder:
             return False
         return (isinstance(value, ast.Name) and isinstance(self.values.get(value.id), int)
                 and not isinstance(self.values.get(value.id), bool))
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal and of one type (1 and 1.0 and True differ: each is read as its own kind)."""
+    return type(a) is type(b) and repr(a) == repr(b)
 
 
 def _ast(value: Any) -> ast.AST:
