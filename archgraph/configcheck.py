@@ -16,15 +16,13 @@ for hours).
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from .dtypes import TORCH_DTYPES
-from .errors import ArchgraphError, Loc, did_you_mean, shortened
+from .dtypes import check_dtypes
+from .errors import ArchgraphError, Loc
 from .limits import MAX_MAGNITUDE, MAX_REPEAT
 
-DTYPE_KEYS = ("dtype", "torch_dtype")
 LAYERS = re.compile(r"(^|_)(layers|layer|depth|blocks)$|^(num|n)_\w*(layers|blocks)$")  # keys that count layers
 
 
@@ -44,19 +42,6 @@ def read_raw(path: str | Path) -> dict:
     _check_sizes(raw, "", loc)
     check_dtypes(raw, loc)
     return raw
-
-
-def check_dtypes(config: dict, loc: Loc) -> None:
-    """A `dtype`/`torch_dtype` (at any depth: a sub-config's too) that torch does not name is refused,
-    as transformers refuses it when it builds the model ("module 'torch' has no attribute ...")."""
-    for name, key, value in items(config, ""):
-        if key not in DTYPE_KEYS or name.rpartition(".")[2] != key or value is None:
-            continue
-        word = value.removeprefix("torch.") if isinstance(value, str) else None
-        if word != "auto" and word not in TORCH_DTYPES:
-            raise ArchgraphError(f"'{name}' is {shortened(json.dumps(value))}, which is not a torch dtype", loc=loc,
-                                 hint=(did_you_mean(word, TORCH_DTYPES) if word else None) or
-                                 "give float32, bfloat16 or float16 (or leave it out)")
 
 
 def items(config: dict, prefix: str):

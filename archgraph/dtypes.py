@@ -6,7 +6,10 @@ buffer is kept in (torch's names, without `torch.`) with their bytes per value.
 """
 from __future__ import annotations
 
-from .errors import SpecError, did_you_mean
+import json
+from typing import Any
+
+from .errors import ArchgraphError, Loc, SpecError, did_you_mean, shortened
 
 BITS = {"fp32": 32, "fp16": 16, "bf16": 16, "fp8": 8, "int8": 8, "int4": 4}
 # a buffer's element type (as torch names its dtype: torch.int64 is "int64") -> bytes per value
@@ -21,6 +24,25 @@ TORCH_DTYPES = frozenset(
     "qint32 qint8 quint2x4 quint4x2 quint8 short uint1 uint16 uint2 uint3 uint32 uint4 uint5 uint6 uint64 uint7 "
     "uint8".split())
 ALIASES = {"float32": "fp32", "float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float8": "fp8"}
+
+
+DTYPE_KEYS = ("dtype", "torch_dtype")   # where a Hugging Face config names its weights' dtype
+
+
+def check_dtypes(config: Any, loc: Loc, prefix: str = "") -> None:
+    """A config's `dtype`/`torch_dtype` (at any depth: a sub-config's too) that torch does not name is
+    refused, as transformers refuses it when it builds the model ("module 'torch' has no attribute ...")."""
+    items = config.items() if isinstance(config, dict) else enumerate(config) if isinstance(config, list) else ()
+    for key, value in items:
+        name = f"{prefix}[{key}]" if isinstance(key, int) else f"{prefix}{'.' if prefix else ''}{key}"
+        if isinstance(value, (dict, list)) and key not in DTYPE_KEYS:
+            check_dtypes(value, loc, name)
+        elif key in DTYPE_KEYS and value is not None:
+            word = value.removeprefix("torch.") if isinstance(value, str) else None
+            if word != "auto" and word not in TORCH_DTYPES:
+                raise ArchgraphError(f"'{name}' is {shortened(json.dumps(value))}, which is not a torch dtype",
+                                     loc=loc, hint=(did_you_mean(word, TORCH_DTYPES) if word else None) or
+                                     "give float32, bfloat16 or float16 (or leave it out)")
 
 
 def canonical(name: object, what: str = "dtype") -> str:

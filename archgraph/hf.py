@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from . import expr
-from .configcheck import check_dtypes
+from .dtypes import check_dtypes
 from .errors import ArchgraphError, Loc, SpecError, shortened
 from .jsonread import loads
 from .limits import MAX_CONFIG_BYTES, read_file

@@ -186,6 +186,16 @@ def test_a_search_with_no_layout_to_try_says_why(cli, tmp_path):
     assert not (tmp_path / "c.png").exists()
 
 
+def test_a_model_of_no_repeated_layers_is_one_pipeline_stage(cli, tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text("archgraph: 1\nname: tiny\ninputs: {x: [B, 16]}\n"
+                    "nodes:\n  - {name: fc, op: linear, in: x, in_features: 16, out_features: 16}\n")
+    d = plan(cli, str(path), "--gpus", "8")
+    assert (d["layout"]["pp"], d["layout"]["dp"], d["per_gpu"]["weights"]) == (1, 8, 544)  # 272 parameters in bf16
+    code, _, err = cli("plan", str(path), "--gpus", "8", "--pp", "2")
+    assert code == 2 and "pp=2 is more than the 0 layers" in err
+
+
 # -- what a user sees
 def test_errors_name_the_fix(cli, tmp_path):
     code, _, err = cli("plan", "gpt2", "--gpu", "a100-80")

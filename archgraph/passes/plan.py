@@ -90,7 +90,7 @@ def check_layout(layout: Layout, profile: Profile, heads: int | None) -> list[st
     if heads is not None and heads % layout.tp:
         why.append(f"tp={layout.tp} does not divide the attention heads: each layer's query and key/value heads "
                    f"are multiples of {heads}, not of {layout.tp}")
-    if layout.pp > profile.layer_count:
+    if layout.pp > max(profile.layer_count, 1):  # a model of no repeated layers is one stage
         why.append(f"pp={layout.pp} is more than the {profile.layer_count} layers")
     seq = profile.bindings.get("S")
     if isinstance(seq, int) and seq % layout.cp:

@@ -28,7 +28,7 @@ def layouts(base: Layout, gpu: Accelerator, layers: int, heads: int | None, fixe
     (selective recomputation only where attention keeps a score matrix to drop: eager)."""
     per_node = gpu.gpus_per_node
     tps = [t for t in _powers(per_node) if heads is None or heads % t == 0]
-    pps = [p for p in range(1, layers + 1) if layers % p == 0]
+    pps = [p for p in range(1, layers + 1) if layers % p == 0] or [1]  # a model of no repeated layers: one stage
     out = []
     for tp in _fixed(fixed, "tp", tps):
         for pp in _fixed(fixed, "pp", pps):
