@@ -24,7 +24,7 @@ from .errors import ArchgraphError
 COMMANDS: dict[str, str] = {"import-hf": "import_hf", "import-torch": "import_torch", "check": "check", "memory": "memory", "flops": "flops",
                             "formula": "formula", "explain": "explain", "compare": "compare", "sweep": "sweep",
                             "render": "render", "chart": "chart", "report": "report", "run": "run",
-                            "plan": "plan", "examples": "examples"}
+                            "plan": "plan", "diff": "diff", "examples": "examples"}
 
 
 class _Parser(argparse.ArgumentParser):

@@ -78,7 +78,7 @@ BROKEN = {
                           "'qkv:5' asks for output 5 of 'qkv', which has 3 output(s)"),
 }
 COMMANDS = [["params"], ["shapes"], ["memory"], ["flops"], ["explain"], ["formula"], ["chart", "-o", "{tmp}/c.png"],
-            ["render", "-o", "{tmp}/d.dot"], ["compare", "gpt2"], ["sweep", "--vary", "K=1,2"], ["check", "--against",
+            ["render", "-o", "{tmp}/d.dot"], ["compare", "gpt2"], ["sweep", "--vary", "K=1,2"], ["diff", "gpt2"], ["check", "--against",
                                                                                                   "{tmp}/none.safetensors"]]
 
 

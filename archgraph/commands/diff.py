@@ -1,0 +1,32 @@
+"""`archgraph diff A B`: what changed between two designs (nodes by path and role, stacks as
+stacks, parameter, FLOP and memory deltas), as text or --json."""
+from __future__ import annotations
+
+
+def add_parser(sub, model_command) -> None:
+    c = model_command(sub, "diff", "what changed from model A to model B: nodes added, removed, renamed or "
+                      "changed (hyperparameters, tensor shapes), stacks compared as stacks (layers 32 -> 40), "
+                      "parameter, FLOP and memory deltas by stack and in total (at --set S=.., default B=1, "
+                      "S=512)", nargs=2)
+    c.set_defaults(handler=run)
+
+
+def run(args, console) -> int:
+    from ..passes.diff import diff
+    from ..render.diff import diff_json, diff_table
+    from .common import emit, load_model
+
+    from ..errors import SpecError, did_you_mean
+    from ..passes.compare import _names
+
+    settings = dict(args.settings)
+    probes = [load_model(args, name, settings={}) for name in args.model]
+    known = {"B", "S"}.union(*(_names(p) for p in probes))
+    for key in settings:
+        if key not in known:  # a typo would diff the models unchanged
+            raise SpecError(f"--set {key}: neither model has a variable or dimension named '{key}'",
+                            hint=did_you_mean(key, known) or f"names: {', '.join(sorted(known))}")
+    a, b = (load_model(args, name, settings={k: v for k, v in settings.items() if k in p.variables})
+            if any(k in p.variables for k in settings) else p for name, p in zip(args.model, probes))
+    report = diff(a, b, {k: v for k, v in settings.items() if k not in a.variables and k not in b.variables})
+    return emit(console, args.json, lambda: diff_json(report), lambda: diff_table(report))

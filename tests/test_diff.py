@@ -1,0 +1,104 @@
+"""`archgraph diff A B`: nodes matched by path and role, stacks compared as stacks, deltas checked
+by hand (Llama-2-7B against Mistral-7B: 503,316,480 more parameters, from the k/v projections and
+the feed-forward width), 80 columns with every name whole, and JSON."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import archgraph
+from archgraph.passes.diff import diff
+from conftest import ROOT
+
+MISTRAL = str(ROOT / "examples" / "mistral-7b" / "config.json")
+
+
+@pytest.fixture(scope="module")
+def llama_mistral():
+    return diff(archgraph.load("llama-2-7b"), archgraph.load(MISTRAL))
+
+
+def test_llama_2_7b_to_mistral_7b_names_the_kv_heads_the_feed_forward_and_the_window(llama_mistral):
+    d = llama_mistral
+    assert d.total.params == (6_738_415_616, 7_241_732_096)
+    assert d.total.params[1] - d.total.params[0] == 503_316_480
+    [stack] = d.stacks
+    assert (stack.a, stack.b, stack.layers) == ("model.layers", "model.layers", (32, 32))
+    assert stack.per_layer == (202_383_360, 218_112_000)
+    assert stack.does == (("causal",), ("causal", "sliding window of 4,096"))
+    nodes = {c.a: c for c in d.changes}
+    attn, mlp = nodes["model.layers.self_attn"], nodes["model.layers.mlp"]
+    assert attn.kind == "changed" and attn.params == (32 * 4 * 4096 * 4096, 32 * (2 * 4096 * 4096 + 2 * 1024 * 4096))
+    details = {what: (a, b) for what, a, b in attn.details}
+    assert details["kv_heads"] == ({32: 32}, {8: 32})
+    assert details["window"] == ({None: 32}, {4096: 32})
+    assert details["k_proj.weight shape"] == ({"[4096, 4096]": 32}, {"[1024, 4096]": 32})
+    assert "q_proj.weight shape" not in details and "heads" not in details
+    assert {what: (a, b) for what, a, b in mlp.details}["intermediate"] == ({11008: 32}, {14336: 32})
+    assert mlp.params == (32 * 3 * 11008 * 4096, 32 * 3 * 14336 * 4096)
+    assert sum(c.params[1] - c.params[0] for c in d.changes) == 503_316_480
+    assert not d.designs and not [c for c in d.changes if c.kind != "changed"]
+
+
+def test_a_deeper_stack_is_layers_32_to_40_not_eight_added_nodes(tmp_path):
+    deeper = tmp_path / "llama-40.yaml"
+    deeper.write_text("archgraph: 1\nextends: llama-2-7b\nname: llama-40\nvariables:\n  L: 40\n")
+    d = diff(archgraph.load("llama-2-7b"), archgraph.load(str(deeper)))
+    assert [(s.a, s.layers, s.params[1] - s.params[0]) for s in d.stacks] == [
+        ("model.layers", (32, 40), 8 * 202_383_360)]
+    assert d.changes == [] and d.designs == [] and d.same == 10
+
+
+def test_gpt2_and_llama_compute_attention_with_different_designs_and_say_so():
+    d = diff(archgraph.load("gpt2"), archgraph.load("llama-2-7b"))
+    [stack] = d.stacks
+    assert (stack.a, stack.b, stack.layers) == ("transformer.h", "model.layers", (12, 32))
+    designs = {(x.stack, x.role): x for x in d.designs}
+    attention = designs[("transformer.h", "attention")]
+    assert attention.a == [("transformer.h.attn.c_attn", "linear"), ("transformer.h.attn.core", "sdpa"),
+                           ("transformer.h.attn.c_proj", "linear")]
+    assert attention.b == [("model.layers.self_attn", "attention")]
+    assert attention.params == (12 * (768 * 2304 + 2304 + 768 * 768 + 768), 32 * 4 * 4096 * 4096)
+    assert not [c for c in d.changes if c.kind == "renamed"]
+
+
+def test_an_equal_node_under_another_name_is_renamed(tmp_path):
+    spec = "archgraph: 1\nname: NAME\ninputs:\n  x: {shape: [B, 8]}\nnodes:\n" \
+           "  - {name: FIRST, op: linear, in_features: 8, out_features: 16}\n" \
+           "  - {name: act, op: relu}\n  - {name: out, op: linear, in_features: 16, out_features: WIDTH}\n"
+    (tmp_path / "a.yaml").write_text(spec.replace("NAME", "a").replace("FIRST", "fc1").replace("WIDTH", "4"))
+    (tmp_path / "b.yaml").write_text(spec.replace("NAME", "b").replace("FIRST", "dense").replace("WIDTH", "2"))
+    d = diff(archgraph.load(str(tmp_path / "a.yaml")), archgraph.load(str(tmp_path / "b.yaml")))
+    kinds = {(c.kind, c.a, c.b) for c in d.changes}
+    assert kinds == {("renamed", "fc1", "dense"), ("changed", "out", "out")}
+    out = next(c for c in d.changes if c.a == "out")
+    assert out.params == (16 * 4 + 4, 16 * 2 + 2)
+    assert [w for w, _, _ in out.details] == ["out_features", "weight shape", "bias shape"]
+
+
+def test_the_text_fits_80_columns_with_every_name_and_number_whole(cli, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = cli("diff", "llama-2-7b", MISTRAL)
+    assert code == 0
+    assert max(len(line) for line in out.splitlines()) <= 80
+    for text in ("model.layers.post_attention_layernorm", "+503,316,480", "sliding window of", "[1024, 4096]",
+                 "kv_heads", "6,738,415,616", "7,241,732,096", "+15,728,640"):
+        assert text in out, text
+    assert "…" not in out
+
+
+def test_json_holds_the_deltas(cli):
+    code, out, _ = cli("diff", "llama-2-7b", MISTRAL, "--json")
+    data = json.loads(out)
+    assert data["total"]["params"] == {"a": 6_738_415_616, "b": 7_241_732_096, "change": 503_316_480}
+    assert data["stacks"][0]["layers"] == [32, 32]
+    attn = next(n for n in data["nodes"] if n["a"] == "model.layers.self_attn")
+    assert {"what": "kv_heads", "a": [[32, 32]], "b": [[8, 32]]} in attn["changes"]
+
+
+def test_a_set_name_neither_model_has_is_refused(cli):
+    code, out, err = cli("diff", "gpt2", "llama-2-7b", "--set", "LL=3")
+    assert (code, out) == (2, "")
+    assert err == ("archgraph: error: --set LL: neither model has a variable or dimension named 'LL'\n"
+                   "  fix: did you mean 'L'?\n")
