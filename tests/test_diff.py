@@ -102,3 +102,63 @@ def test_a_set_name_neither_model_has_is_refused(cli):
     assert (code, out) == (2, "")
     assert err == ("archgraph: error: --set LL: neither model has a variable or dimension named 'LL'\n"
                    "  fix: did you mean 'L'?\n")
+
+
+# -- the page: archgraph diff A B -o diff.html, in Chromium at 1,280 px -----------------------------
+from test_report import _open, browser  # noqa: E402,F401  (the browser fixture and the page opener)
+
+MEASURE = """
+const box = e => e.getBoundingClientRect();
+const overlap = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+const marks = Array.from(document.querySelectorAll('.diff-legend .mark'));
+const panes = Array.from(document.querySelectorAll('.side-by-side .pane'));
+const cells = Array.from(document.querySelectorAll('table.diff td, table.diff th'));
+const scroll = document.querySelector('table.diff').parentNode;
+return {
+  marks: marks.map(m => m.textContent),
+  legend_overlaps: marks.flatMap((a, i) => marks.slice(i + 1).filter(b => overlap(box(a), box(b))).map(b => [a.textContent, b.textContent])),
+  legend_outside: marks.filter(m => box(m).right > document.documentElement.clientWidth || box(m).left < 0).map(m => m.textContent),
+  panes_overlap: overlap(box(panes[0]), box(panes[1])),
+  panes_outside: panes.filter(p => box(p).right > document.documentElement.clientWidth).length,
+  clipped_cells: cells.filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent),
+  table_scrolls: scroll.scrollWidth > scroll.clientWidth + 1,
+  page_scrolls: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+  marked: panes.map(p => Array.from(p.querySelectorAll('g[class*="diff-"]')).map(g =>
+    [g.dataset.path, Array.from(g.classList).find(c => c.startsWith('diff-'))])),
+};
+"""
+
+
+def test_the_diff_page_marks_the_differing_nodes_with_a_legend_and_nothing_overlaps(cli, tmp_path, browser):
+    page = tmp_path / "diff.html"
+    code, out, _ = cli("diff", "gpt2", "llama-2-7b", "-o", str(page))
+    assert code == 0 and out.endswith(f"wrote {page}\n")
+    assert browser.get_window_size()["width"] == 1280
+    _open(browser, page)
+    seen = browser.execute_script(MEASURE)
+    assert seen["marks"] == ["changed: other values or tensor shapes", "only in this model",
+                             "a role the other model computes with other nodes", "the same node under another name",
+                             "holds a difference"]
+    assert seen["legend_overlaps"] == [] and seen["legend_outside"] == []
+    assert not seen["panes_overlap"] and seen["panes_outside"] == 0
+    assert seen["clipped_cells"] == [] and not seen["table_scrolls"] and not seen["page_scrolls"]
+    left, right = (dict(pane) for pane in seen["marked"])
+    assert left["transformer.wte"] == "diff-design" and right["model.embed_tokens"] == "diff-design"
+    assert left["lm_head"] == "diff-changed" and right["lm_head"] == "diff-changed"
+    assert left["transformer.drop"] == "diff-only"
+    assert left["transformer.h"] == "diff-inside" and right["model.layers"] == "diff-inside"
+    text = browser.find_element("css selector", "table.diff").text
+    for shown in ("+6,613,975,808", "transformer.h -> model.layers: layers", "attention in transformer.h "
+                  "(different designs)"):
+        assert shown in text, shown
+
+
+def test_diff_page_panes_showing_other_models_than_the_diff_compared_are_not_marked(cli, tmp_path, browser):
+    from selenium.webdriver.support.ui import Select
+    page = tmp_path / "diff.html"
+    assert cli("diff", "gpt2", "llama-2-7b", "-o", str(page))[0] == 0
+    _open(browser, page)
+    Select(browser.find_elements("css selector", ".side-by-side .pane > label select")[1]).select_by_index(0)  # gpt2 twice
+    assert browser.execute_script(MEASURE)["marked"] == [[], []]
+    Select(browser.find_elements("css selector", ".side-by-side .pane > label select")[1]).select_by_index(1)  # back to the pair
+    assert [len(pane) for pane in browser.execute_script(MEASURE)["marked"]] == [7, 5]  # wte, wpe, embed_sum, drop, h, ln_f, lm_head; embed_tokens, rotary_emb, layers, norm, lm_head

@@ -1,5 +1,5 @@
 """`archgraph diff A B`: what changed between two designs (nodes by path and role, stacks as
-stacks, parameter, FLOP and memory deltas), as text or --json."""
+stacks, parameter, FLOP and memory deltas), as text, --json, or a page (-o diff.html)."""
 from __future__ import annotations
 
 
@@ -8,6 +8,8 @@ def add_parser(sub, model_command) -> None:
                       "changed (hyperparameters, tensor shapes), stacks compared as stacks (layers 32 -> 40), "
                       "parameter, FLOP and memory deltas by stack and in total (at --set S=.., default B=1, "
                       "S=512)", nargs=2)
+    c.add_argument("-o", "--output", metavar="FILE", help="also write a page (.html): the two models side by side, "
+                   "the nodes that differ marked, and the comparison")
     c.set_defaults(handler=run)
 
 
@@ -29,4 +31,22 @@ def run(args, console) -> int:
     a, b = (load_model(args, name, settings={k: v for k, v in settings.items() if k in p.variables})
             if any(k in p.variables for k in settings) else p for name, p in zip(args.model, probes))
     report = diff(a, b, {k: v for k, v in settings.items() if k not in a.variables and k not in b.variables})
-    return emit(console, args.json, lambda: diff_json(report), lambda: diff_table(report))
+    code = emit(console, args.json, lambda: diff_json(report), lambda: diff_table(report))
+    if args.output:
+        _page(args, console, a, b, report)
+    return code
+
+
+def _page(args, console, a, b, report) -> None:
+    from pathlib import Path
+
+    from ..errors import ArchgraphError
+    from ..outfile import write_output
+    from ..render.report import report_data, report_html
+
+    if Path(args.output).suffix.lower() not in (".html", ".htm"):
+        raise ArchgraphError(f"the diff page is an HTML page; received '{args.output}'", hint="end the file name with .html")
+    inputs = [*(n for n in args.model if Path(n).is_file()), *a.files, *b.files]
+    write_output(args.output, report_html(report_data([a, b], diff=report)), inputs=inputs)
+    if not args.json:
+        console.print(f"wrote {args.output}", markup=False, highlight=False)

@@ -313,3 +313,19 @@ def _by_role(left_a: list[Entry], left_b: list[Entry], scope: dict, scope_b: dic
         changes += [Change("removed", e.path, None, _name(e.op), stack, [], (e.params, 0)) for e in xs]
         changes += [Change("added", None, e.path, _name(e.op), stack, [], (0, e.params)) for e in ys]
     return changes, designs
+
+
+def diff_marks(d: DiffReport) -> list[dict[str, str]]:
+    """For each side, A then B: a node's path (layer indices left out) -> how it differs
+    (changed, only, design, renamed): what a page marks on the two models' drawings."""
+    marks: list[dict[str, str]] = [{}, {}]
+    for c in d.changes:
+        kind = "only" if c.kind in ("added", "removed") else c.kind
+        for side, path in enumerate((c.a, c.b)):
+            if path is not None:
+                marks[side][path] = kind
+    for x in d.designs:
+        for side, nodes in enumerate((x.a, x.b)):
+            for path, _ in nodes:
+                marks[side][path] = "design"
+    return marks

@@ -91,13 +91,13 @@ def _totals(d: DiffReport) -> Sheet:
         if label != "Active parameters" or t.active != t.params:
             sheet.add_row(label, form.format(pair[0]), form.format(pair[1]), signed(pair[1] - pair[0]))
     sheet.add_row("Forward FLOPs", flops_text(t.forward_flops[0]), flops_text(t.forward_flops[1]),
-                  _sign(flops_text(t.forward_flops[1] - t.forward_flops[0])))
+                  sign_text(flops_text(t.forward_flops[1] - t.forward_flops[0])))
     for label, pair in (("Training memory", t.training_bytes), ("Serving memory", t.serving_bytes)):
-        sheet.add_row(label, binary(pair[0]), binary(pair[1]), _sign(binary(abs(pair[1] - pair[0])), pair[1] - pair[0]))
+        sheet.add_row(label, binary(pair[0]), binary(pair[1]), sign_text(binary(abs(pair[1] - pair[0])), pair[1] - pair[0]))
     return sheet
 
 
-def _sign(text: str, n: int | None = None) -> str:
+def sign_text(text: str, n: int | None = None) -> str:
     if n is None:
         return text if text.startswith("-") else f"+{text}"
     return "0" if n == 0 else ("+" if n > 0 else "-") + text
@@ -113,7 +113,7 @@ def _stacks(stacks: list[StackPair]) -> Sheet:
             sheet.add_row("  per layer", f"{s.per_layer[0]:,}", f"{s.per_layer[1]:,}",
                           signed(s.per_layer[1] - s.per_layer[0]))
         sheet.add_row("  forward FLOPs", flops_text(s.flops[0]), flops_text(s.flops[1]),
-                      _sign(flops_text(s.flops[1] - s.flops[0])) if s.flops[1] != s.flops[0] else "0")
+                      sign_text(flops_text(s.flops[1] - s.flops[0])) if s.flops[1] != s.flops[0] else "0")
         if s.does[0] != s.does[1]:
             sheet.add_row("  does", ", ".join(s.does[0]) or "—", ", ".join(s.does[1]) or "—", "")
     return sheet

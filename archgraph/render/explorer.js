@@ -14,8 +14,9 @@ const MAX_BOXES = 600;       // a drawing holds at most this many boxes: Graphvi
                              // faster than the boxes (2,242 froze the tab for minutes)
 
 class Explorer {
-  constructor(root, model, viz, key) {
+  constructor(root, model, viz, key, marks) {
     this.root = root;
+    this.marks = marks || null;  // path (layer indices left out) -> changed, only, design, renamed (archgraph diff -o)
     this.model = model;
     this.viz = viz;
     this.key = key;
@@ -170,6 +171,16 @@ class Explorer {
   }
 
   // -- drawing ----------------------------------------------------------------------------------
+  mark(svg) {  // a node that differs from the other pane's model, and a closed block that holds one
+    const key = path => path.split(".").filter(part => !/^\d+$/.test(part)).join(".");
+    const paths = Object.keys(this.marks);
+    for (const g of svg.querySelectorAll("g.node[data-path], g.cluster[data-path]")) {
+      const k = key(g.dataset.path), kind = this.marks[k];
+      if (kind) g.classList.add(`diff-${kind}`);
+      else if (g.classList.contains("block") && paths.some(p => p.startsWith(k + "."))) g.classList.add("diff-inside");
+    }
+  }
+
   draw(anchor) {
     const boxes = this.drawn();
     if (boxes > MAX_BOXES) {  // only a graph too large at its top level, with every block closed
@@ -216,6 +227,7 @@ class Explorer {
         g.classList.add("block");
       }
     }
+    if (this.marks) this.mark(svg);
     this.view.replaceChildren(svg);
     this.svg = svg;
     this.zoomGroup = zoom;
@@ -401,12 +413,17 @@ Viz.instance().then(viz => {
   const pair = document.querySelector(".side-by-side");
   if (pair) {
     const panes = Array.from(pair.querySelectorAll(".pane"));
+    const diffs = REPORT.diffs || {}, marked = Object.keys(diffs).length > 0;
     panes.forEach((pane, i) => {
       const select = pane.querySelector("select"), root = pane.querySelector(".explorer-pane");
-      const show = () => { root.explorer = new Explorer(root, REPORT.models[Number(select.value)], viz, `p${i}`); };
-      select.addEventListener("change", show);
-      show();
+      pane.show = () => {  // marks when the two panes show the models a diff compared, in its order
+        const marks = diffs[panes.map(p => p.querySelector("select").value).join("-")];
+        root.explorer = new Explorer(root, REPORT.models[Number(select.value)], viz, `p${i}`, marks && marks[i]);
+      };
+      // the marks hold for the pair of models the diff compared: a new pick redraws both panes
+      select.addEventListener("change", marked ? () => panes.forEach(p => p.show()) : pane.show);
     });
+    panes.forEach(pane => pane.show());
   }
   document.body.dataset.ready = "true";
 });

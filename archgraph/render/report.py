@@ -18,6 +18,7 @@ from ..graph import BlockNode, Graph, Model, OpNode
 from ..machine import binary
 from ..names import script_json
 from ..passes.compare import ModelSummary, summarize
+from ..passes.diff import diff_marks
 from ..passes.explore import explore, layer_sizes
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from .diagram import HIDDEN_HPARAMS
@@ -65,6 +66,8 @@ class ReportData:
     columns: list[Column]                 # of every section's parameter table
     sections: list[Section]
     extra: list[str] = field(default_factory=list)  # sections other commands add, as HTML (plan --search)
+    diffs: dict[str, Any] = field(default_factory=dict)  # "i-j" -> passes.diff's marks of models i and j
+    changes: str = ""                     # archgraph diff -o: what changed, as HTML (render/report_diff.py)
 
 
 TABLE_COLUMNS = [Column("node", "Node"), Column("op", "Op"), Column("tensors", "Tensors"),
@@ -72,7 +75,7 @@ TABLE_COLUMNS = [Column("node", "Node"), Column("op", "Op"), Column("tensors", "
                  Column("share", "Share %", "number"), Column("category", "Category")]
 
 
-def report_data(models: list[Model]) -> ReportData:
+def report_data(models: list[Model], diff: Any = None) -> ReportData:
     """Everything the report shows, as data: each model's table rows, tree and summary, measured at
     the sizes `compare` uses (B=1, S=512 unless a model binds them with --set)."""
     sections = []
@@ -88,7 +91,13 @@ def report_data(models: list[Model]) -> ReportData:
         sections.append(Section(model.name, model.description, totals, table_rows(params), tree, summary,
                                 layer_sizes(summary.stacks)))
     title = "archgraph report: " + ", ".join(m.name for m in models)
-    return ReportData(title, list(TABLE_COLUMNS), sections)
+    data = ReportData(title, list(TABLE_COLUMNS), sections)
+    if diff is not None:  # `archgraph diff A B -o`: the two models' differing nodes, marked in the side-by-side panes
+        from .report_diff import diff_html
+        data.diffs["0-1"] = diff_marks(diff)
+        data.changes = diff_html(diff)
+        data.title = f"archgraph diff: {models[0].name} -> {models[1].name}"
+    return data
 
 
 def _mark(graph: Graph, tree: dict[str, Any], layers: set[int]) -> None:
@@ -143,7 +152,7 @@ def _rows(rows: list[Row], graph: Graph, report: ParamReport, parent: str, depth
 def page_data(data: ReportData) -> dict[str, Any]:
     """What the page's scripts read: each model's tree and the colours the figures share."""
     categories = sorted({n for s in data.sections for n in _categories(s.tree["graph"])})
-    return {"models": [s.tree for s in data.sections],
+    return {"models": [s.tree for s in data.sections], "diffs": data.diffs,
             "palette": {"bins": [list(b) for b in SHARE_BINS], "other": CATEGORY_COLORS["other"],
                         "categories": {c: category_color(c) for c in categories}, "hidden": sorted(HIDDEN_HPARAMS)}}
 
@@ -170,7 +179,8 @@ def report_html(data: ReportData) -> str:
     if len(data.sections) > 1:
         links = " · ".join(f"<a href=\"#m{i}\">{escape(s.name)}</a>" for i, s in enumerate(data.sections))
         body.append(f"<nav class=\"index\">{links}</nav>\n")
-        body.append(comparison_html([s.summary for s in data.sections], [s.layers for s in data.sections], styles))
+        body.append(comparison_html([s.summary for s in data.sections], [s.layers for s in data.sections], styles,
+                                    changes=data.changes))
     for i, section in enumerate(data.sections):
         body.append(_section(data, section, i, styles))
     body += data.extra

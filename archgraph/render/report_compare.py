@@ -20,14 +20,28 @@ from .palette import category_color, human
 STACK_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 
 
-def comparison_html(rows: list[ModelSummary], layers: list[list[dict]], styles: Styles) -> str:
+DIFF_LEGEND = (("diff-changed", "changed: other values or tensor shapes"), ("diff-only", "only in this model"),
+               ("diff-design", "a role the other model computes with other nodes"),
+               ("diff-renamed", "the same node under another name"), ("diff-inside", "holds a difference"))
+
+
+def comparison_html(rows: list[ModelSummary], layers: list[list[dict]], styles: Styles, changes: str = "") -> str:
+    """The comparison; `changes` (archgraph diff -o: what changed, as HTML) goes above the two panes,
+    whose differing nodes are then marked, with a legend."""
     return (f"<section class=\"comparison\"><h2>Comparison</h2>\n"
             f"<p class=\"note\">At {escape(sizes_text(rows))}. {escape(NOTES)}</p>\n"
             f"<h3>Stacks</h3>\n<div class=\"scroll\">{stacks_table(rows)}</div>\n"
             f"<h3>Parameters, FLOPs and memory</h3>\n<div class=\"scroll\">{figures_table(rows, styles)}</div>\n"
             f"<h3>Parameters by category</h3>\n{category_bars(rows, styles)}"
             f"<h3>Parameters per layer</h3>\n{layer_bars(rows, layers, styles)}"
-            f"<h3>Side by side</h3>\n{side_by_side(rows)}</section>\n")
+            f"<h3>Side by side</h3>\n{changes}{_diff_legend() if changes else ''}{side_by_side(rows)}</section>\n")
+
+
+def _diff_legend() -> str:
+    """What the marks on the two panes' nodes mean (`archgraph diff A B -o`)."""
+    items = "".join(f"<span class=\"mark\"><span class=\"swatch {look}\"></span>{escape(text)}</span>"
+                    for look, text in DIFF_LEGEND)
+    return f"<p class=\"legend diff-legend\">Marks, from the left model to the right: {items}</p>\n"
 
 
 def _breakable(path: str) -> str:
