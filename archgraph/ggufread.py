@@ -97,22 +97,48 @@ class _Header:
     def fail(self, message: str, hint: str = "the file is damaged or not a GGUF file: download it again") -> ArchgraphError:
         return ArchgraphError(f"{self.path}: {message}", hint=hint)
 
-    def take(self, n: int, what: str) -> bytes:
+    def ensure(self, n: int, what: str) -> None:
+        """The `n` bytes from `pos` in `buf` (read when needed), or the refusal: past the file or the cap."""
         end = self.pos + n
+        if end <= self.base + len(self.buf):
+            return
         if end > self.size:
             raise self.fail(f"the file ends inside the header (at byte {self.size:,}, reading {what} of "
                             f"{n:,} bytes at byte {self.pos:,})", "the file is truncated: download it again")
         if end > MAX_GGUF_HEADER_BYTES:
             raise self.fail(f"the header goes past {MAX_GGUF_HEADER_BYTES:,} bytes (reading {what} at byte "
                             f"{self.pos:,}), more than any model's", "the file is damaged or not a GGUF file")
-        if end > self.base + len(self.buf):  # keep only what is not read yet, then read on
-            self.buf = self.buf[self.pos - self.base:] + self.handle.read(max(n, _CHUNK))
-            self.base = self.pos
-            if end > self.base + len(self.buf):
-                raise self.fail("the file shrank while it was read", "read it again")
-        data = self.buf[self.pos - self.base:end - self.base]
-        self.pos = end
+        self.buf = self.buf[self.pos - self.base:] + self.handle.read(max(n, _CHUNK))  # keep what is unread
+        self.base = self.pos
+        if end > self.base + len(self.buf):
+            raise self.fail("the file shrank while it was read", "read it again")
+
+    def take(self, n: int, what: str) -> bytes:
+        self.ensure(n, what)
+        data = self.buf[self.pos - self.base:self.pos - self.base + n]
+        self.pos += n
         return data
+
+    def skip_strings(self, count: int, what: str) -> None:
+        """Read past `count` strings (a vocabulary), checking each length; the buffer is refilled only
+        when a string runs past it, so the loop is a length read and an addition."""
+        length = struct.Struct(self.order + "Q").unpack_from
+        at, buf, limit = self.pos - self.base, self.buf, len(self.buf)   # offsets into buf
+        for _ in range(count):
+            if at + 8 <= limit:
+                (n,) = length(buf, at)
+                if at + 8 + n <= limit:
+                    at += 8 + n
+                    continue
+            self.pos = self.base + at   # past the buffer: the careful way, then on in the new buffer
+            self.ensure(8, what)
+            (n,) = length(self.buf, self.pos - self.base)
+            if self.pos + 8 + n > self.size:
+                raise self.fail(f"a string of {what} says it is {n:,} bytes long, but only "
+                                f"{self.size - self.pos - 8:,} bytes are left in the file")
+            self.ensure(8 + n, what)
+            at, buf, limit = self.pos - self.base + 8 + n, self.buf, len(self.buf)
+        self.pos = self.base + at
 
     def unpack(self, fmt: str, what: str):
         return struct.unpack(self.order + fmt, self.take(struct.calcsize(fmt), what))[0]
@@ -139,13 +165,6 @@ class _Header:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
             raise self.fail(f"{what} is not UTF-8 text") from None
-
-    def skip_string(self, what: str) -> None:
-        n = self.unpack("Q", f"the length of {what}")
-        if self.pos + n > self.size:
-            raise self.fail(f"{what} says it is {n:,} bytes long, but only {self.size - self.pos:,} bytes are "
-                            "left in the file")
-        self.take(n, what)
 
 
 # GGUFValueType -> struct format of a scalar
@@ -186,11 +205,7 @@ def _value(header: _Header, kind, key: str, in_array: bool = False) -> Any:
         return ArrayValue(item.name, length, items)
     if length <= MAX_GGUF_ARRAY_KEPT:
         return ArrayValue(item.name, length, tuple(_value(header, item, key, True) for _ in range(length)))
-    for _ in range(length):  # a vocabulary: only its length is kept
-        if item.name == "STRING":
-            header.skip_string(f"an item of '{shortened(key)}'")
-        else:
-            _value(header, item, key, True)
+    header.skip_strings(length, f"'{shortened(key)}'")  # a vocabulary: only its length is kept
     return ArrayValue(item.name, length)
 
 

@@ -149,3 +149,60 @@ def convert(config: dict, path, kinds=(T.Q8_0,)) -> tuple[int, int]:
     arch = ARCH[config["model_type"]]
     named = tensors(model, arch)
     return count, write(path, named, arch, model.config, kinds, vocab=model.config.vocab_size)
+
+
+def write_header_only(path, arch: str, keys: dict, named: dict[str, tuple[tuple[int, ...], T]], vocab: int) -> int:
+    """A GGUF file of real size whose tensor data is a hole (a sparse file: nothing written but the
+    header), for models of billions of parameters; `named`: GGUF name -> (PyTorch shape, ggml type).
+    Returns the bytes of its tensor data (unpadded), as llama.cpp's quantiser would write them."""
+    writer = gguf.GGUFWriter(str(path), arch)
+    for key, (value, kind) in keys.items():
+        writer.add_key_value(key, value, kind)
+    writer.add_token_list([f"<t{i}>" for i in range(vocab)])
+    total = 0
+    for name, (shape, kind) in named.items():
+        block, size = gguf.GGML_QUANT_SIZES[kind]
+        nbytes = int(np.prod(shape)) // block * size
+        writer.add_tensor_info(name, shape, np.dtype(np.float32), nbytes, raw_dtype=kind)
+        total += nbytes
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_ti_data_to_file()
+    writer.close()
+    with open(path, "r+b") as f:  # the data section: aligned start, each tensor padded to 32 bytes
+        f.seek(0, 2)
+        start = -(-f.tell() // 32) * 32
+        last = sum(-(-nbytes // 32) * 32 for nbytes in [int(np.prod(s)) // gguf.GGML_QUANT_SIZES[k][0]
+                                                         * gguf.GGML_QUANT_SIZES[k][1] for s, k in named.values()])
+        f.truncate(start + last)
+    return total
+
+
+def llama_like(V: int, H: int, L: int, A: int, KV: int, I: int, qkv_bias: bool = False,
+               tied: bool = False) -> dict[str, tuple[tuple[int, ...], T]]:
+    """A Llama-shaped model's tensors in llama.cpp's Q4_K_M mix (Q4_K, with Q6_K for attn_v and ffn_down
+    of every other layer and the output; norms and biases F32)."""
+    D = H // A
+    named = {"token_embd.weight": ((V, H), T.Q4_K), "output_norm.weight": ((H,), T.F32)}
+    if not tied:
+        named["output.weight"] = ((V, H), T.Q6_K)
+    for i in range(L):
+        six = T.Q6_K if i % 2 == 0 else T.Q4_K
+        named.update({f"blk.{i}.attn_norm.weight": ((H,), T.F32), f"blk.{i}.ffn_norm.weight": ((H,), T.F32),
+                      f"blk.{i}.attn_q.weight": ((H, H), T.Q4_K), f"blk.{i}.attn_k.weight": ((KV * D, H), T.Q4_K),
+                      f"blk.{i}.attn_v.weight": ((KV * D, H), six), f"blk.{i}.attn_output.weight": ((H, H), T.Q4_K),
+                      f"blk.{i}.ffn_gate.weight": ((I, H), T.Q4_K), f"blk.{i}.ffn_up.weight": ((I, H), T.Q4_K),
+                      f"blk.{i}.ffn_down.weight": ((H, I), six)})
+        if qkv_bias:
+            named.update({f"blk.{i}.attn_q.bias": ((H,), T.F32), f"blk.{i}.attn_k.bias": ((KV * D,), T.F32),
+                          f"blk.{i}.attn_v.bias": ((KV * D,), T.F32)})
+    return named
+
+
+def llm_keys(arch: str, H: int, L: int, A: int, KV: int, I: int, context: int, theta: float) -> dict:
+    U32, F32 = gguf.GGUFValueType.UINT32, gguf.GGUFValueType.FLOAT32
+    return {f"{arch}.block_count": (L, U32), f"{arch}.embedding_length": (H, U32),
+            f"{arch}.feed_forward_length": (I, U32), f"{arch}.attention.head_count": (A, U32),
+            f"{arch}.attention.head_count_kv": (KV, U32), f"{arch}.context_length": (context, U32),
+            f"{arch}.rope.freq_base": (theta, F32), f"{arch}.attention.layer_norm_rms_epsilon": (1e-6, F32),
+            f"{arch}.rope.dimension_count": (H // A, U32), "general.file_type": (15, U32)}

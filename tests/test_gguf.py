@@ -216,6 +216,8 @@ HOSTILE = {
     "string of 2**60 bytes": (lambda d: _patched(d, 24, "Q", 2 ** 60), "says it is 1,152,921,504,606,846,976 bytes"),
     "array of 2**50 items": (lambda d: _patched(d, _at(d, b"tokenizer.ggml.tokens") + 8, "Q", 2 ** 50),
                              "the length of array 'tokenizer.ggml.tokens' is 1,125,899,906,842,624"),
+    "a token of 2**60 bytes": (lambda d: _patched(d, _at(d, b"tokenizer.ggml.tokens") + 4 + 4 + 8 + 10, "Q", 2 ** 60),
+                               "says it is 1,152,921,504,606,846,976 bytes long"),
     "unknown value type": (lambda d: _patched(d, _at(d, b"llama.block_count"), "I", 77),
                            "metadata 'llama.block_count' has the unknown value type 77"),
     "unknown ggml type": (lambda d: _patched(d, _at(d, b"blk.0.attn_q.weight") + 4 + 16, "I", 99),
@@ -241,6 +243,24 @@ def test_a_damaged_or_hostile_file_is_one_refusal(case, tmp_path, capsys):
     assert code == 2, (out, err)
     assert message in err and err.startswith("archgraph: error: ") and "Traceback" not in err
     assert len(err.splitlines()) <= 2   # the message and its fix
+
+
+def test_a_vocabulary_read_past_checks_every_length(tmp_path, capsys):
+    """Past 4,096 items an array's strings are not kept, only read past: each length is checked all the same."""
+    path = tmp_path / "m.gguf"
+    G.write(path, _llama_tensors(vocab=5000), "llama", extra=LLAMA_KEYS, vocab=5000)
+    code, out, err = run(capsys, "params", path, "--json")
+    assert code == 0 and json.loads(out)["total"] == 5000 * 64 + 64 + 64 + 4 * 64 * 64 + 64 + 3 * 128 * 64, err
+    data = path.read_bytes()
+    tokens = _at(data, b"tokenizer.ggml.tokens") + 4 + 4 + 8
+    third = tokens + (8 + 2) * 2          # "t0", "t1", then "t2"'s length
+    path.write_bytes(_patched(data, third, "Q", 2 ** 60))
+    code, _, err = run(capsys, "params", path)
+    assert code == 2 and "a string of 'tokenizer.ggml.tokens' says it is 1,152,921,504,606,846,976 bytes long" in err
+    last = tokens + (8 + 2) * 10 + (8 + 3) * 90 + (8 + 4) * 900 + (8 + 5) * 3999   # "t4999"'s length
+    path.write_bytes(_patched(data, last, "Q", 10 ** 9))
+    code, _, err = run(capsys, "params", path)
+    assert code == 2 and "says it is 1,000,000,000 bytes long" in err
 
 
 def test_an_array_of_arrays_and_a_fifo_are_refused(tmp_path, capsys):
@@ -294,3 +314,24 @@ def test_plan_serve_holds_the_weights_as_stored(converted, capsys):
     assert plan["layout"]["dtype"] == "as stored"
     code, out, _ = run(capsys, "plan", "--serve", path, "--dtype", "int4", "--json")
     assert code == 0 and json.loads(out)["weights"]["total"] != stored   # --dtype: the weights at that type
+
+
+@pytest.mark.parametrize("arch, sizes, published", [
+    ("llama", dict(V=32000, H=4096, L=32, A=32, KV=32, I=11008), 6_738_415_616),                 # Llama 2 7B
+    ("qwen2", dict(V=152064, H=3584, L=28, A=28, KV=4, I=18944, qkv_bias=True), 7_615_616_512),  # Qwen2 7B
+])
+def test_a_7b_model_of_real_size_counts_its_published_figure_from_the_header(arch, sizes, published, tmp_path, capsys):
+    """Files of 4 GB (sparse: only the header is written) in llama.cpp's Q4_K_M mix: the count is the
+    model card's, and memory the sum of the tensors' blocks."""
+    path = tmp_path / f"{arch}-7b-Q4_K_M.gguf"
+    named = G.llama_like(**sizes)
+    keys = G.llm_keys(arch, sizes["H"], sizes["L"], sizes["A"], sizes["KV"], sizes["I"], 32768, 1e6)
+    stored = G.write_header_only(path, arch, keys, named, sizes["V"])
+    assert path.stat().st_size > 4 * 10 ** 9
+    code, out, err = run(capsys, "memory", path, "--json", "--set", "S=8192")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["params"] == published
+    assert report["stored_bytes"] == stored
+    kv = 2 * sizes["L"] * sizes["KV"] * (sizes["H"] // sizes["A"]) * 8192 * 2
+    assert report["kv_cache_bytes"] == kv
