@@ -28,6 +28,7 @@ from .blocks import (
     whole_number,
 )
 from .compose import instantiate_spec, is_spec_block, spec_params
+from .fold import canonical
 from .wholetie import tie_path, tied_copy
 from .values import (
     check_keys,
@@ -72,11 +73,13 @@ class Ctx(Record):
     load_spec: Any = None          # (name, at, relative_to) -> LocDict: a spec used as a block
     ops: dict = factory(dict)  # id(env) -> (env, {(op class, values): op}): equal nodes share it
     specs: dict = factory(dict)  # block name -> (used spec, its variables' lines)
+    folded: dict = factory(dict)  # bodies by what they compute (fold.canonical)
 
 
 def _inner_ctx(blocks: Mapping[str, Any], env: Mapping[str, Any], outer: Ctx) -> Ctx:
     """The scope of a spec used as a block: its own blocks and variables, the same limits and warnings."""
-    return Ctx(blocks, env, stack=outer.stack, warnings=outer.warnings, load_spec=outer.load_spec)
+    return Ctx(blocks, env, stack=outer.stack, warnings=outer.warnings, load_spec=outer.load_spec,
+               folded=outer.folded)
 
 
 def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], env: Mapping,
@@ -472,7 +475,7 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
             args = {**{p: here[p] for p in params if p in here}, **args}
         body = _instantiate(ctx, block, definition, params, args, category, trainable, raw.loc)
         target = tie_path(raw["tied_to"], here, raw.key_loc("tied_to")) if "tied_to" in raw else None
-        bodies.append(tied_copy(body, target, raw.key_loc("tied_to")) if target else body)
+        bodies.append(canonical(ctx.folded, tied_copy(body, target, raw.key_loc("tied_to")) if target else body))
         if group:
             groups.append((group[0], argument(group[1], here, raw.key_loc("group"), "group")))
     if bodies:
@@ -480,7 +483,7 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
     else:  # repeated 0 times: a pass-through; its body (built as repetition `start` would be) gives the arity
         here = {**env, index: start} if index else env
         args = {k: argument(v, here, raw.key_loc(k), k) for k, v in raw.items() if k in params} if index else {}
-        body = _instantiate(ctx, block, definition, params, args, category, trainable, raw.loc)
+        body = canonical(ctx.folded, _instantiate(ctx, block, definition, params, args, category, trainable, raw.loc))
     # inputs the body never reads (a switched-off feature's) may be left out at the end of a call
     read = read_inputs(body)
     needed = max((i + 1 for i, name in enumerate(body.inputs) if name in read), default=0)
@@ -585,13 +588,17 @@ def check_repeat(raw: LocDict, repeat: int, env: Mapping) -> None:
 def _runs(name: str, block: str, bodies: list[Graph], refs, start: int, raw: LocDict, segment: str,
           unused: bool, groups: list, each: tuple = ()) -> list:
     """Consecutive repetitions with the same body (and group) as one BlockNode each; the last run
-    carries the call's name, so what reads the call reads the last repetition."""
+    carries the call's name, so what reads the call reads the last repetition.  When every repetition
+    has the same body (bodies are folded by what they compute), the call is one plain repeated node."""
     runs: list[list] = []
     for body, group in zip(bodies, groups):
         if runs and runs[-1][0] is body and runs[-1][2] == group:
             runs[-1][1] += 1
         else:
             runs.append([body, 1, group])
+    if len(runs) == 1 and groups[0] is None:  # every repetition computes the same: a plain repeated call
+        return [BlockNode(name, block, bodies[0], refs, len(bodies), start, True, False, raw.loc, segment, unused,
+                          each=each)]
     out, offset = [], start
     for k, (body, count, group) in enumerate(runs):
         key = name if k == len(runs) - 1 else f"{name}#{offset}"

@@ -1,0 +1,61 @@
+"""Repetitions fold by what they compute (issue 38): a call whose arguments differ per repetition
+(GPT-2's `layer: i`) is one run when the evaluated bodies are equal, and a schedule of kinds only
+where the layers differ.  Counts, tensor names and FLOPs do not change."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import archgraph
+from archgraph.graph import BlockNode
+from archgraph.passes.flops import count_flops
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = Path(__file__).parent / "data" / "specs"
+
+
+def calls(graph, segment):
+    return [n for n in graph.nodes.values() if isinstance(n, BlockNode) and n.segment == segment]
+
+
+def test_gpt2_from_its_template_is_one_stack_of_twelve():
+    model = archgraph.load(ROOT / "specs/hf/gpt2.yaml")
+    (body,) = calls(model.graph, "transformer")
+    (h,) = calls(body.body, "h")
+    assert (h.label, h.repeat, h.start, h.scheduled) == ("h", 12, 0, False)
+    assert model.params().total == 124_439_808
+
+
+def test_layers_that_differ_stay_a_schedule_with_the_same_counts_and_names():
+    folded = archgraph.load(ROOT / "specs/hf/gpt2.yaml")
+    apart = archgraph.load(ROOT / "specs/hf/gpt2.yaml", {"inverse_layer": True})  # each layer scales by 1/(i+1)
+    (body,) = calls(apart.graph, "transformer")
+    assert [n.label for n in calls(body.body, "h")] == [f"h.{i}" for i in range(12)]
+    paths = lambda m: [(p, n.op) for p, n, *_ in m.params().nodes() if n.op.op_name != "sdpa"]
+    assert paths(folded) == paths(apart) and len(paths(folded)) == 4 + 12 * 12 + 2  # every node of every layer
+    assert [p for p, _ in paths(folded)][-3:] == ["transformer.h.11.residual_2", "transformer.ln_f", "lm_head"]
+    assert folded.params().total == apart.params().total == 124_439_808
+    assert count_flops(folded, {"B": 1, "S": 64}).forward == count_flops(apart, {"B": 1, "S": 64}).forward
+
+
+def test_an_encoder_decoder_given_each_layer_its_index_folds():
+    model = archgraph.load(SPECS / "encdec.yaml")
+    assert [(n.label, n.repeat) for n in model.graph.nodes.values() if isinstance(n, BlockNode)] == \
+        [("encoder", 6), ("decoder", 6)]
+    # encoder layer: attention 4 x (256^2 + 256), mlp 2 x 256 x 1024 + 1024 + 256, two norms 2 x 512
+    # decoder layer: two attentions, the mlp, three norms; one embedding tied to the head
+    assert model.params().total == 6 * 789_760 + 6 * 1_053_440 + 2_048_000
+
+
+def test_a_vit_with_moe_every_other_layer_is_a_schedule_of_two_kinds():
+    model = archgraph.load(SPECS / "vit_moe.yaml")
+    runs = calls(model.graph, "layers")
+    assert [n.label for n in runs] == [f"layers.{i}" for i in range(12)]
+    assert len({id(n.body) for n in runs}) == 2 and runs[0].body is runs[2].body
+
+
+def test_a_wavenet_is_eight_kinds_that_differ_in_dilation():
+    model = archgraph.load(SPECS / "wavenet.yaml")
+    runs = calls(model.graph, "layers")
+    assert len(runs) == 16 and len({id(n.body) for n in runs}) == 8 and runs[3].body is runs[11].body
+    # per layer: filter and gate 64 x 32 x 3 + 64, res 32 x 64 + 32, skip 64 x 64 + 64
+    assert model.params().total == 16 * (2 * 6_208 + 2_080 + 4_160) + 64 + 64 + 4_160 + 16_640
