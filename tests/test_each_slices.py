@@ -99,7 +99,7 @@ def test_start_numbers_the_slices_too():
     ({}, {"K": 1}, "node 'layers': input 't' [B, S, 3, 4] is sliced along dim 2 (each: 2), of size 3, but "
                    "repetitions 1..3 read its indices up to 3"),
     ({"repeat: L": "repeat: L + 1", "H: H, PL: PL}": "H: H, PL: PL, wide: \"i == 3\"}",
-      "args: [H, PL]": "args: [H, PL, wide]"}, {},
+      "args: [H, PL]": "args: [H, PL, wide]", "out_features: PL, bias: false}": "out_features: PL, bias: wide}"}, {},
      "node 'layers.3': input 't' [B, S, 3, 4] is sliced along dim 2 (each: 2), of size 3, but repetition 3 reads "
      "its index 3"),
     ({"each: 2}": "each: 4}"}, {}, "each.yaml:17: node 'layers': input 't' is sliced along dim 4 (each: 4), but it "
