@@ -59,3 +59,22 @@ def test_a_wavenet_is_eight_kinds_that_differ_in_dilation():
     assert len(runs) == 16 and len({id(n.body) for n in runs}) == 8 and runs[3].body is runs[11].body
     # per layer: filter and gate 64 x 32 x 3 + 64, res 32 x 64 + 32, skip 64 x 64 + 64
     assert model.params().total == 16 * (2 * 6_208 + 2_080 + 4_160) + 64 + 64 + 4_160 + 16_640
+
+
+def test_inputs_nothing_reads_are_not_drawn_and_size_no_header():
+    from archgraph.passes.compare import summarize
+    from archgraph.passes.explore import explore
+    from archgraph.passes.memory import estimate_memory
+    from archgraph.render.diagram import DiagramOptions, diagram_dot
+    model = archgraph.load(ROOT / "specs/hf/gpt2.yaml", {"head": "base"})  # as from a config.json
+    assert "encoder_hidden_states" in model.inputs and "T_enc" in model.inputs["encoder_attention_mask"].shape
+    for options in (DiagramOptions(), DiagramOptions(depth=0), DiagramOptions(depth=1)):
+        dot = diagram_dot(model, options)
+        assert "input_ids" in dot and "attention_mask" in dot and "encoder_" not in dot and "T_enc" not in dot
+    assert "<b>h × 12</b>" in diagram_dot(model, DiagramOptions(depth=1))
+    assert summarize("gpt2", {}, load=lambda *_: model, probe=model).bindings == {"B": 1, "S": 512}
+    assert estimate_memory(model).bindings == {"B": 1, "S": 512}
+    tree = explore(model, {"B": 1, "S": 512})
+    assert [i["name"] for i in tree["inputs"]] == ["input_ids", "attention_mask", "position_ids"]
+    h = next(n for n in tree["graph"]["nodes"][0]["body"]["nodes"] if n["name"] == "h")
+    assert h["reads"] == [True, False, True, False]  # x, encoder_hidden_states, mask, encoder_mask

@@ -24,7 +24,7 @@ from typing import Any, Callable, Mapping
 from ..dims import Extreme, Poly, free_names, subs
 from ..errors import ArchgraphError, PositionLimitError, SpecError, did_you_mean
 from ..graph import Graph, Model, OpNode
-from ..spec.settings import size_names
+from ..spec.settings import read_size_names, size_names
 from .flops import op_flops
 from .memory import DEFAULT_SIZE, default_size, estimate_memory
 from .params import count_params
@@ -109,12 +109,13 @@ def _names(model: Model) -> set[str]:
 
 
 def _bindings_for(model: Model, settings: dict) -> tuple[dict, dict]:
-    """(variable overrides, size bindings) for one model: sizes it does not use are dropped;
+    """(variable overrides, size bindings) for one model: sizes it does not use (or only an input it
+    never reads has) are dropped;
     unbound sizes other than B take S (or 512, or less where the spec bounds them: CLIP's 77 tokens)."""
     overrides = {k: v for k, v in settings.items() if k in model.variables}
     seq = settings.get("S", DEFAULT_SIZE)
     sizes_bound = {n: settings[n] if n in settings else 1 if n == "B" else default_size(model, n, seq)
-                   for n in sorted(size_names(model.inputs, model.variables))}
+                   for n in sorted(read_size_names(model))}
     return overrides, sizes_bound
 
 

@@ -21,7 +21,7 @@ from typing import Any, Mapping
 
 from ..dims import fmt_shape, to_json
 from ..dtypes import nbytes
-from ..graph import BlockNode, Graph, Model, OpNode, join
+from ..graph import BlockNode, Graph, Model, OpNode, join, read_inputs
 from ..record import MISSING
 from .flops import op_flops
 from .params import ParamReport, call_totals, count_params, graph_totals, node_tensors
@@ -36,15 +36,15 @@ def explore(model: Model, sizes: Mapping[str, int], params: ParamReport | None =
     """The tree of `model` at `sizes` (every symbolic size bound: `{"B": 1, "S": 512}`)."""
     params = params or count_params(model)
     run = infer_shapes(model, dict(sizes)).run
-    state = {"next": 0, "params": params, "model": model}
+    state = {"next": 0, "params": params, "model": model, "reads": {}}
     graph = _graph(state, model.graph, [(run, 1)], "", "", 1)
     return {
         "name": model.name, "description": model.description,
         "sizes": {k: to_json(v) for k, v in sizes.items()},
         "total": params.total, "flops": sum(n["flops"] for n in graph["nodes"]),
         "bytes": sum(n["bytes"] for n in graph["nodes"]),
-        "inputs": [{"name": n, "shape": _shape(v), "dtype": model.inputs[n].dtype}
-                   for n, v in zip(model.graph.inputs, run.inputs)],
+        "inputs": [{"name": n, "shape": _shape(v), "dtype": model.inputs[n].dtype}  # those something reads
+                   for n, v in zip(model.graph.inputs, run.inputs) if n in read_inputs(model.graph, state["reads"])],
         "outputs": [{"name": name, "ref": list(ref)} for name, ref in zip(model.output_names, model.graph.outputs)],
         "graph": graph,
     }
@@ -67,7 +67,8 @@ def _graph(state: dict, graph: Graph, runs: list[tuple[Run, int]], prefix: str, 
                  "label": node.label, "repeat": node.repeat, "shared": node.shared, "scheduled": node.scheduled,
                  "params": per.total, "total": call_totals(node, per).total * times,
                  "category": max(per.by_category, key=per.by_category.get, default="other"),
-                 "out": [_shape(v) for v in runs[0][0].values[name]]}
+                 "out": [_shape(v) for v in runs[0][0].values[name]],
+                 "reads": [n in read_inputs(node.body, state["reads"]) for n in node.body.inputs[:len(node.inputs)]]}
         if node.repeat and segments:
             inner = times * (1 if node.shared else node.repeat)
             body = _graph(state, node.body, segments, node.rep_path(prefix, 0),

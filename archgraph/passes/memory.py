@@ -21,6 +21,7 @@ from ..graph import Graph, Model, OpNode
 from .flops import counted
 from .params import count_params, op_totals
 from .shapes import infer_shapes
+from ..spec.settings import read_size_names
 
 WEIGHT_DTYPES = ("fp32", "bf16", "fp16", "int8", "int4")
 # bytes per trainable parameter: (gradients, fp32 master copy, optimizer states)
@@ -199,7 +200,9 @@ def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
     defaults = {n: default_size(model, n) for n in free}
     bindings = {**model.bindings, **{k: v for k, v in settings.items() if k not in model.variables},
                 **defaults}
-    mem.bindings = bindings
+    read = set(read_size_names(model)) | set(model.variables)  # an input nothing reads sizes no header
+    defaults = {k: v for k, v in defaults.items() if k in read}
+    mem.bindings = {k: v for k, v in bindings.items() if k in read}
     if defaults:
         mem.activation_note = "defaults " + ", ".join(f"{k}={v}" for k, v in defaults.items()) + \
             " (set with --set)"

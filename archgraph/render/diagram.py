@@ -21,7 +21,7 @@ import graphviz
 
 from ..dims import fmt_shape
 from ..errors import ArchgraphError
-from ..graph import BlockNode, Graph, Model, OpNode, join
+from ..graph import BlockNode, Graph, Model, OpNode, join, read_inputs
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport, infer_shapes
 from ..passes.walk import Run
@@ -174,6 +174,7 @@ class _Drawer:
         self.used: set[str] = set()                       # legend entries in use
         self.ties: list[tuple[str, str, str]] = []        # (node id, tensor, owner tensor path)
         self.taken: set[str] = set()                      # DOT ids of the nodes and clusters drawn (see _unique)
+        self.reads: dict = {}                             # read_inputs' cache: the inputs each graph reads
         title = f"<b>{dot_html(_short(model.name))}</b> · {human(self.total)} parameters"
         if options.collapsed:
             title += (f'<br/><font point-size="11" color="#59636e">blocks nested deeper than {options.depth} '
@@ -192,7 +193,10 @@ class _Drawer:
     # -- the walk -------------------------------------------------------------------
     def draw(self) -> graphviz.Digraph:
         inputs = {}
+        read = read_inputs(self.model.graph, self.reads)
         for name, shape in self.shapes.inputs.items():
+            if name not in read:  # an optional input nothing reads (GPT-2's encoder_hidden_states) is not drawn
+                continue
             node_id = f"(input) {name}"
             dtype = self.model.inputs[name].dtype
             self.dot.node(node_id, label=_html(f"<b>{dot_html(_short(name))}</b>", _small(f"{fmt_shape(shape)} {dtype}")),
@@ -247,8 +251,8 @@ class _Drawer:
         title = f"<b>{dot_html(str(node.group[0]))} {dot_html(str(node.group[1]))}</b>  {dot_html(where)}"
         counts = _small(f"{count} × {dot_html(node.block)} · {human(params * scope.times)} params")
         if self.options.depth is not None and scope.level + 1 > self.options.depth:  # the group as one box
-            ins = [end for run in runs for ref, end in zip(run.inputs, _sliced(run, [
-                None if r.node in members else scope.end(r) for r in run.inputs])) if ref.node not in members]
+            ins = [end for run in runs for ref, end in zip(run.inputs, self._read(run, _sliced(run, [
+                None if r.node in members else scope.end(r) for r in run.inputs]))) if ref.node not in members]
             box = self._box_node(container, join(scope.prefix, f"{name} (group)"), [title, counts],
                                  graph_totals(runs[0].body, self.params.cache), params, scope.times, count > 1, ins)
             for index in range(first, last + 1):  # a tensor of any repetition points at the box
@@ -354,7 +358,8 @@ class _Drawer:
         lines += [_small(dot_html(t)) for t in _count_lines(node, per.total, total)]
         if node.scheduled:  # which kind of layer this run is: the ops that hold its parameters
             lines.append(_small(dot_html(" + ".join(kinds(node.body)))))
-        box = self._box_node(container, base, lines, per, total, scope.times, node.repeat > 1, ins)
+        box = self._box_node(container, base, lines, per, total, scope.times, node.repeat > 1,
+                             self._read(node, ins))
         self.redirects.append((base, None, box))
         return [(box, shape) for shape in final]
 
@@ -372,6 +377,11 @@ class _Drawer:
         for end in filter(None, ins):
             self._edge(end[0], node_id, end[1])
         return node_id
+
+    def _read(self, node: BlockNode, ins: list[End | None]) -> list[End | None]:
+        """`ins` of a call drawn as a box, None for each its body never reads (no edge is drawn from it)."""
+        read = read_inputs(node.body, self.reads)
+        return [end if name in read else None for name, end in zip(node.body.inputs, ins)]
 
     def _unique(self, name: str) -> str:
         """A DOT id for a node or cluster at path `name` that no other has: two nodes may have one path

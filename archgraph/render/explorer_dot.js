@@ -225,7 +225,7 @@ class DotWriter {
       this.box(id, node, [[short(node.label) + times(node)], [node.block, true], [counts(node), true]],
                `shape=${node.repeat > 1 ? "box3d" : "box"}, style=filled, `);
     }
-    from.forEach(f => this.edge(f, id));
+    from.forEach((f, k) => (!node.reads || node.reads[k]) && this.edge(f, id));  // not from an input it never reads
     outs.set(node.name, node.out.map(shape => ({id, shape})));
   }
 
@@ -252,7 +252,8 @@ class DotWriter {
                          [`the ${p.period} layers of ${p.segment}.${p.start}..${p.start + p.period - 1} repeat`, true],
                          [`${human(whole.total)} params`, true]], "shape=box3d, style=filled, ");
     const inside = new Set(runs.map(r => r.name));
-    runs.forEach(r => r.inputs.filter(ref => !inside.has(ref[0])).forEach(ref => this.edge(end(ref), id)));
+    runs.forEach(r => r.inputs.filter((ref, k) => !inside.has(ref[0]) && (!r.reads || r.reads[k]))
+      .forEach(ref => this.edge(end(ref), id)));
     runs.forEach(r => outs.set(r.name, r.out.map(shape => ({id, shape}))));
   }
 

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from .. import expr
 from ..dims import symbol
 from ..errors import ExprError, SpecError, did_you_mean
-from ..graph import InputSpec
+from ..graph import InputSpec, read_inputs
 from ..numbers import SymInt
 
 
@@ -31,6 +31,13 @@ def size_names(inputs: Mapping[str, InputSpec], variables: Mapping[str, Any]) ->
             if isinstance(dim, str):
                 out += [n for n in sorted(expr.names(dim)) if n not in variables and n not in out]
     return out
+
+
+def read_size_names(model) -> list[str]:
+    """`size_names` of the inputs the model reads: an optional input nothing reads (GPT-2's
+    `encoder_hidden_states` without cross-attention, whose T_enc) gives no size to a report's header."""
+    read = read_inputs(model.graph)
+    return size_names({k: v for k, v in model.inputs.items() if k in read}, model.variables)
 
 
 def split_settings(settings: Mapping[str, Any], raw_vars: Mapping[str, Any],
