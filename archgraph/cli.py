@@ -21,7 +21,7 @@ from .errors import ArchgraphError
 
 # Subcommand -> the module of archgraph.commands that adds it (see the module docstring).  Only
 # the module of the command being run is imported; help and unknown commands import them all.
-COMMANDS: dict[str, str] = {"import-hf": "import_hf", "import-torch": "import_torch", "check": "check", "memory": "memory", "flops": "flops",
+COMMANDS: dict[str, str] = {"import-hf": "import_hf", "import-torch": "import_torch", "import-onnx": "import_onnx", "check": "check", "memory": "memory", "flops": "flops",
                             "formula": "formula", "explain": "explain", "compare": "compare", "sweep": "sweep",
                             "render": "render", "chart": "chart", "report": "report", "run": "run",
                             "plan": "plan", "diff": "diff", "examples": "examples"}

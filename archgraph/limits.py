@@ -33,6 +33,9 @@ MAX_GGUF_KEYS = 100_000                   # metadata keys of a GGUF file: real o
 MAX_GGUF_STRING = 16 * 1024 * 1024        # one GGUF string (a chat template: a few KB)
 MAX_GGUF_ARRAY_KEPT = 4096                # a GGUF array's items kept (per-layer values); a longer one
 #                                           (a vocabulary) is read past, its length kept
+MAX_ONNX_BYTES = 2 ** 31 - 1             # an .onnx file: protobuf's own limit on one message (larger
+#                                           models keep their weights as external data)
+MAX_ONNX_NODES = 1_000_000                # nodes of one ONNX graph: a 70B decoder exported holds ~20,000
 MAX_TENSORS = 300_000                     # tensors of one checkpoint: the largest MoE checkpoints
 #                                           (DeepSeek-V3's 256 experts x 58 layers, with their
 #                                           FP8 scales) hold about 92,000

@@ -64,6 +64,8 @@ def load(source: str | Path, settings: Mapping[str, Any] | None = None, *, symbo
         return load_config(source, settings, symbolic=symbolic, strict=strict)
     if str(source).lower().endswith(".gguf"):  # a llama.cpp model file: its header only
         return load_gguf(source, settings, symbolic=symbolic, strict=strict)
+    if str(source).lower().endswith(".onnx"):
+        return load_onnx(source, settings, symbolic=symbolic, strict=strict)
     files = SpecFiles()
     model = build(files.spec(source), settings, files.parent, symbolic=symbolic, strict=strict)
     model.files = tuple(files.read)
@@ -167,6 +169,45 @@ def checked(model: Model) -> Model:
     except ArchgraphError as exc:
         raise blame_overrides(exc, model.source, model.overrides) from None
     return model
+
+
+def load_onnx(path: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False,
+              strict: bool = True) -> Model:
+    """Build the model an ONNX file describes (`archgraph.fromonnx`; its tensors and count checked against
+    the file, not run); `settings` bind its sizes (B, S) like --set."""
+    with _onnx_model(path, settings, symbolic=symbolic, strict=strict) as (_, model):
+        model.source = str(path)
+        model.files = (str(path),)
+        return model
+
+
+def onnx_spec(path: str | Path, build=None):
+    """`archgraph.fromonnx.import_onnx` of `path`, checked (`fromonnx.verify`): every tensor of the spec is
+    the file's, of its shape, and they count its weights; given `build` (`archgraph.torch.to_module`) and
+    with onnxruntime installed, the spec's module holding the file's weights computes onnxruntime's
+    outputs to within 1e-4 of their scale.  Returns the `Imported`."""
+    from .fromonnx.verify import can_run, same_outputs
+    with _onnx_model(path, None) as (made, model):
+        if build is not None and can_run():
+            same_outputs(made, model, build)
+    return made
+
+
+@contextlib.contextmanager
+def _onnx_model(path, settings, **kwargs):
+    """(the import, its spec's model) read back from a folder holding the spec and its values file."""
+    import tempfile
+
+    from .fromonnx import import_onnx
+    from .fromonnx.verify import same_tensors
+    made = import_onnx(path)
+    with tempfile.TemporaryDirectory() as folder:
+        spec = Path(folder) / "spec.yaml"
+        made.text.write(spec)
+        files = SpecFiles()
+        model = build(files.spec(spec), settings, files.parent, **kwargs)
+        same_tensors(made, model)
+        yield made, model
 
 
 def load_config(path: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False,

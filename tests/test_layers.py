@@ -18,7 +18,7 @@ LAYERS = [  # lowest first; a module may import only from its own layer or those
     {"graph", "spec", "checkpoint", "ggufread", "hf", "configcheck", "hardware"},
     {"passes"},
     {"render"},
-    {"model", "load", "ggufmodel", "builder", "outfile", "torch", "torch_price", "fromtorch"},
+    {"model", "load", "ggufmodel", "builder", "outfile", "spectext", "torch", "torch_price", "fromtorch", "fromonnx"},
     {"commands"},
     {"cli"},
 ]

@@ -43,7 +43,7 @@ def model_command(sub, name: str, help: str, json: bool = True, nargs: str | Non
     """A subparser taking MODEL (or several with nargs='+'), --set NAME=VALUE, --strict and --json."""
     c = sub.add_parser(name, help=help, description=help)
     c.add_argument("model", metavar="MODEL", nargs=nargs,
-                   help="a spec file (.yaml), a built-in model name or a Hugging Face config.json")
+                   help="a spec file (.yaml), a built-in model name, a Hugging Face config.json or an ONNX model (.onnx)")
     c.add_argument("--set", dest="settings", action="append", type=set_value, default=[],
                    metavar="NAME=VALUE", help="override a variable (L=6) or bind a dimension (B=2, S=128)")
     c.add_argument("--strict", action="store_true", help="treat warnings (a node whose output nobody "

@@ -1,0 +1,159 @@
+"""Folding an imported graph's numbered layers (`h.0.*`, `h.1.*`, ...) into one block called with
+`repeat:`, as the PyTorch importer folds a ModuleList: consecutive layers fold when each feeds the
+next (its outputs are the next one's inputs, its other inputs the same values, `spec.folding.chain`)
+and their bodies, written relative to the layer, are equal.  Works on written spec nodes, so it
+needs no torch."""
+from __future__ import annotations
+
+import json
+import re
+
+from ..spec.folding import chain
+
+NUMBERED = re.compile(r"^(?P<list>[^.]+(?:\.[^.]+)*?)\.(?P<index>\d+)(?:\.|$)")
+
+
+def layer_of(name: str) -> tuple[str, int] | None:
+    m = NUMBERED.match(name)
+    return (m["list"], int(m["index"])) if m else None
+
+
+def _base(ref: str) -> str:
+    return ref.rpartition(":")[0] if ":" in ref and ref.rpartition(":")[2].isdigit() else ref
+
+
+def _refs(node: dict) -> list[str]:
+    refs = node.get("in", [])
+    return [refs] if isinstance(refs, str) else list(refs.values()) if isinstance(refs, dict) else list(refs)
+
+
+def fold(nodes: list[dict], outputs: dict, block_names: dict | None = None) -> tuple[list[dict], dict]:
+    """(nodes, blocks): runs of equal chained layers as block calls."""
+    groups = _groups(nodes)
+    readers: dict[str, list[int]] = {}
+    for gi, (_, members) in enumerate(groups):
+        for n in members:
+            for r in _refs(n):
+                readers.setdefault(_base(r), []).append(gi)
+    for r in outputs.values():
+        readers.setdefault(_base(r), []).append(len(groups))
+    out_nodes, blocks, keys = [], {}, {}
+    rename: dict[str, str] = {}
+    i = 0
+    while i < len(groups):
+        key, members = groups[i]
+        run = [i]
+        while key is not None and run[-1] + 1 < len(groups) and groups[run[-1] + 1][0] is not None and \
+                groups[run[-1] + 1][0][0] == key[0] and groups[run[-1] + 1][0][1] == groups[run[-1]][0][1] + 1:
+            run.append(run[-1] + 1)
+        end = _foldable(groups, run, readers) if len(run) >= 2 else 1
+        if end < 2:
+            out_nodes += [_renamed(n, rename) for n in members]
+            i += 1
+            continue
+        first, last = groups[run[0]], groups[run[end - 1]]
+        ins0, names0, _ = _interface(first)
+        outs0 = [o for o in names0 if any(r != run[0] for r in readers.get(o, []))]
+        pattern = chain(ins0, outs0, _interface(groups[run[1]])[0])
+        order = [p for _, p in sorted((q, p) for p, q in pattern.items() if q is not None)] + \
+            [p for p, q in pattern.items() if q is None]
+        body = _body(first, [ins0[p] for p in order], outs0)
+        name = key[0]
+        block = keys.get(json.dumps(body, sort_keys=True))
+        if block is None:
+            base = (block_names or {}).get(name) or "Layer"
+            block, k = base, 2
+            while block in blocks:
+                block, k = f"{base}_{k}", k + 1
+            blocks[block] = body
+            keys[json.dumps(body, sort_keys=True)] = block
+        call = {"name": name, "block": block, "repeat": end}
+        if key[1] != 0:
+            call = {"name": f"{name}_{key[1]}", "block": block, "repeat": end, "path": f"'{name}'", "start": key[1]}
+        refs = [_sub(ins0[p], rename) for p in order]
+        if refs:
+            call["in"] = refs[0] if len(refs) == 1 else refs
+        out_nodes.append(call)
+        prefix0, prefix = f"{first[0][0]}.{first[0][1]}.", f"{last[0][0]}.{last[0][1]}."
+        for q, o in enumerate(outs0):
+            rename[prefix + o[len(prefix0):]] = f"{call['name']}:{q}" if len(outs0) > 1 else call["name"]
+        i = run[end - 1] + 1
+    return out_nodes, blocks
+
+
+def _groups(nodes: list[dict]) -> list:
+    """Consecutive nodes of one layer as (("h", 0), nodes); other nodes one by one as (None, [node])."""
+    out: list = []
+    for n in nodes:
+        key = layer_of(n["name"])
+        if key is not None and out and out[-1][0] == key:
+            out[-1][1].append(n)
+        else:
+            out.append((key, [n]))
+    return out
+
+
+def _interface(group) -> tuple[list[str], list[str], set[str]]:
+    """(inputs read from outside, in order; outputs: every member's reference, in order; members)."""
+    _, members = group
+    names = {n["name"] for n in members}
+    ins: list[str] = []
+    for n in members:
+        for r in _refs(n):
+            if _base(r) not in names and r not in ins:
+                ins.append(r)
+    return ins, [n["name"] for n in members], names
+
+
+def _foldable(groups, run: list[int], readers) -> int:
+    """How many layers from run[0] fold: bodies equal, each fed by the previous one only."""
+    prev = None
+    for k, g in enumerate(run):
+        ins, names, _ = _interface(groups[g])
+        outs = [o for o in names if any(r != g for r in readers.get(o, []))]
+        key = json.dumps(_body(groups[g], ins, [])["nodes"], sort_keys=True)
+        if prev is not None:
+            p_ins, p_outs, p_key = prev
+            if key != p_key or not p_outs or chain(p_ins, p_outs, ins) is None or \
+                    any(r not in (run[k - 1], g) for o in p_outs for r in readers.get(o, [])):
+                return k
+        prev = (ins, outs, key)
+    return len(run)
+
+
+def _body(group, ins: list[str], outs: list[str]) -> dict:
+    """The layer as a block: its nodes named relative to it, reading `ins` (from outside) as x, x1, ...,
+    giving `outs`."""
+    (lst, index), members = group
+    prefix = f"{lst}.{index}."
+    member_names = {n["name"] for n in members}
+    local = {r: ("x" if k == 0 else f"x{k}") for k, r in enumerate(ins)}
+
+    def sub(r):
+        if r in local:
+            return local[r]
+        return r[len(prefix):] if _base(r) in member_names and r.startswith(prefix) else r
+    body_nodes = []
+    for n in members:
+        m = dict(n)
+        m["name"] = n["name"][len(prefix):] if n["name"].startswith(prefix) else n["name"]
+        refs = n.get("in")
+        if refs is not None:
+            m["in"] = sub(refs) if isinstance(refs, str) else [sub(r) for r in refs]
+        body_nodes.append(m)
+    return {"inputs": list(local.values()), "nodes": body_nodes,
+            "outputs": [o[len(prefix):] for o in outs]}
+
+
+def _sub(r: str, rename: dict) -> str:
+    if r in rename:
+        return rename[r]
+    b = _base(r)
+    return rename.get(b, b) + r[len(b):] if b in rename and ":" not in rename[b] else r
+
+
+def _renamed(node: dict, rename: dict) -> dict:
+    if not rename or "in" not in node:
+        return node
+    refs = node["in"]
+    return {**node, "in": _sub(refs, rename) if isinstance(refs, str) else [_sub(r, rename) for r in refs]}

@@ -1,0 +1,112 @@
+"""import-onnx: files written by torch.onnx.export (its dynamo exporter and the TorchScript one) of
+small models become specs whose count is the file's weights, whose output shapes are the file's,
+whose numbered layers fold into `repeat:`, and whose `to_module` computes onnxruntime's outputs."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+onnx = pytest.importorskip("onnx")
+pytest.importorskip("onnxruntime")
+pytest.importorskip("onnxscript")
+
+from archgraph.fromonnx.verify import same_outputs  # noqa: E402
+from archgraph.load import _onnx_model, onnx_spec  # noqa: E402
+from archgraph.torch import to_module  # noqa: E402
+from archgraph.load import load  # noqa: E402
+from archgraph.passes.params import count_params  # noqa: E402
+
+from onnx_models import CNN, GPT, MLP, ViT, Encoder, drawn, export  # noqa: E402
+
+CASES = {  # name -> (model, example inputs, input names, named dims)
+    "mlp": (MLP, lambda: (torch.randn(2, 8),), ["x"], {"x": {0: "batch"}}),
+    "cnn": (CNN, lambda: (torch.randn(2, 3, 16, 16),), ["images"], {"images": {0: "batch"}}),
+    "gpt": (GPT, lambda: (torch.randint(0, 100, (2, 16)),), ["idx"],
+            {"idx": {0: "batch_size", 1: "sequence_length"}}),
+    "encoder": (Encoder, lambda: (torch.randint(0, 120, (2, 10)),), ["input_ids"],
+                {"input_ids": {0: "batch", 1: "sequence"}}),
+    "vit": (ViT, lambda: (torch.randn(2, 3, 16, 16),), ["pixels"], {"pixels": {0: "batch"}}),
+}
+
+
+def exported(tmp_path, name: str, dynamo: bool = True, dims: dict | None = None):
+    make, args, names, named = CASES[name]
+    model = drawn(make())
+    path = tmp_path / f"{name}_{'dynamo' if dynamo else 'ts'}.onnx"
+    export(model, args(), names, named if dims is None else dims, path, dynamo=dynamo)
+    return model, path
+
+
+def file_weights(path) -> int:
+    """Elements of the file's float initializers (every one of these models' is a weight or statistic)."""
+    import numpy as np
+    m = onnx.load(str(path))
+    return sum(int(np.prod(t.dims)) for t in m.graph.initializer if t.data_type == 1 and len(t.dims) and
+               int(np.prod(t.dims)) > 1)
+
+
+@pytest.mark.parametrize("dynamo", [True, pytest.param(False, marks=pytest.mark.slow)], ids=["dynamo", "torchscript"])
+def test_gpt_imports_folded_symbolic_and_computes_onnxruntimes_logits(tmp_path, dynamo):
+    model, path = exported(tmp_path, "gpt", dynamo)
+    made = onnx_spec(path, build=to_module)  # checked against onnxruntime before it returns
+    text = str(made.text)
+    assert "idx: {shape: [B, S], dtype: int64}" in text
+    assert "{name: h, block: " in text and "repeat: 3" in text   # three layers, one block
+    assert "shape: [B, S, 4, 8]" in text                         # Shape -> Gather -> Concat -> Reshape, symbolic
+    with _onnx_model(path, None) as (_, spec):
+        assert count_params(spec).total == sum(p.numel() for p in model.parameters()) == 46_624
+    with _onnx_model(path, None) as (made, spec):
+        same_outputs(made, spec, to_module, {"B": 3, "S": 11})  # at sizes other than the export's
+
+
+@pytest.mark.parametrize("name", ["mlp", pytest.param("cnn", marks=pytest.mark.slow),
+                                  pytest.param("vit", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("dynamo", [True, False], ids=["dynamo", "torchscript"])
+def test_small_models_count_the_files_weights(tmp_path, name, dynamo):
+    model, path = exported(tmp_path, name, dynamo)
+    made = onnx_spec(path, build=to_module)
+    with _onnx_model(path, None) as (_, spec):
+        totals = count_params(spec).totals
+    persistent = sum(b.numel() for n, b in model.named_buffers() if not n.endswith("num_batches_tracked"))
+    buffers = totals.buffers - totals.buffers_by_dtype["int64"]  # a batch norm's num_batches_tracked: not in the file
+    assert totals.total + buffers == file_weights(path)
+    if name == "cnn":  # both exporters fold a batch norm into the convolution before it, not the one after flatten
+        assert totals.total == 1_594 and buffers == 32 == persistent - 48
+        assert "{name: head.0, op: batch_norm, in: " in str(made.text) and "num_features: 16" in str(made.text)
+        return
+    assert totals.total == sum(p.numel() for p in model.parameters())
+    assert buffers == persistent
+
+
+@pytest.mark.slow
+def test_encoder_layers_fold_and_match(tmp_path):
+    model, path = exported(tmp_path, "encoder")
+    made = onnx_spec(path, build=to_module)
+    text = str(made.text)
+    assert "{name: layers, block: " in text and "repeat: 2" in text
+    with _onnx_model(path, None) as (_, spec):
+        assert count_params(spec).total == sum(p.numel() for p in model.parameters()) == 24_096
+
+
+def test_cnn_spec_reads_as_pytorch_names(tmp_path):
+    _, path = exported(tmp_path, "cnn", dynamo=False)
+    text = str(onnx_spec(path, build=to_module).text)
+    assert "{name: features.0, op: conv2d, in: images, in_channels: 3, out_channels: 8, kernel_size: [3, 3]" in text
+    assert "op: max_pool2d" in text and "op: avg_pool2d" in text
+    assert "{name: flatten, op: reshape, in: pool.mean, shape: [B, 16]}" in text
+
+
+def test_commands_take_the_onnx_file(tmp_path, cli):
+    _, path = exported(tmp_path, "gpt")
+    code, out, err = cli("params", str(path), "--json")
+    assert code == 0, err
+    import json
+    assert json.loads(out)["total"] == 46_624
+    code, out, err = cli("shapes", str(path), "--set", "B=1", "--set", "S=16", "--json")
+    assert code == 0, err
+    spec = tmp_path / "gpt.yaml"
+    code, out, err = cli("import-onnx", str(path), "-o", str(spec))
+    assert code == 0, err
+    assert f"wrote {spec}" in err
+    assert (tmp_path / "gpt_dynamo.values.safetensors").is_file()  # the mask's fill, float32's lowest
+    assert load(str(spec), {"B": 2, "S": 8}).graph is not None
