@@ -140,11 +140,13 @@ def _inputs(spec: Mapping) -> dict[str, InputSpec]:
                                      "out for an input every call must give")
             value = value.get("shape")
         if not isinstance(value, list) or not value:
-            raise SpecError(f"input '{name}' needs a shape list such as [B, S]", loc=loc)
+            raise SpecError(f"input '{name}' needs a shape list such as [B, S]", loc=loc,
+                            hint="e.g. input_ids: {shape: [B, S], dtype: int64}")
         for dim in value:
             if isinstance(dim, bool) or not isinstance(dim, (int, str)) or (isinstance(dim, int) and dim <= 0):
                 raise SpecError(f"input '{name}': dimension {dim!r} is neither a positive number nor a name",
-                                loc=loc)
+                                loc=loc,
+                                hint="give a positive whole number (768) or a name (B, S, or a variable)")
             if isinstance(dim, str):
                 try:
                     expr.parse(dim)

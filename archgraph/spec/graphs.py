@@ -85,7 +85,8 @@ def _inner_ctx(blocks: Mapping[str, Any], env: Mapping[str, Any], outer: Ctx) ->
 def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], env: Mapping,
                 category: str | None, trainable: bool, raw_outputs: Any, loc: Loc) -> Graph:
     if not isinstance(raw_nodes, list) or not raw_nodes:
-        raise SpecError(f"'nodes' of {name} must be a non-empty list of nodes", loc=loc)
+        raise SpecError(f"'nodes' of {name} must be a non-empty list of nodes", loc=loc,
+                        hint="list them under 'nodes:', each as - {name: NAME, op: OP, ...}")
     nodes: dict[str, Any] = {}
     scope: dict[str, Any] = dict.fromkeys(inputs)  # what a node may read: the inputs, then earlier nodes
     prev = Ref(inputs[0]) if inputs else None
@@ -102,7 +103,8 @@ def build_graph(ctx: Ctx, name: str, raw_nodes: Any, inputs: tuple[str, ...], en
             nodes[node.name] = scope[node.name] = node
             prev = Ref(node.name)
     if not nodes:
-        raise SpecError(f"every node of {name} is switched off by 'when:'", loc=loc)
+        raise SpecError(f"every node of {name} is switched off by 'when:'", loc=loc,
+                        hint="check the 'when:' conditions: at least one node must be left")
     named = outputs_of(raw_outputs, prev, loc, env, scope)
     outputs = tuple(ref for _, ref in named)
     ordered, read = _ordered(nodes, inputs, outputs)
@@ -167,7 +169,8 @@ def _node(ctx: Ctx, raw: Any, scope: dict, env, category, trainable, prev):
         raise SpecError(f"the name '{name}' is used twice", loc=raw.key_loc("name"), node=name,
                         hint="give each node a unique name")
     if ("op" in raw) == ("block" in raw):
-        raise SpecError("a node needs exactly one of 'op' or 'block'", loc=raw.loc, node=name)
+        raise SpecError("a node needs exactly one of 'op' or 'block'", loc=raw.loc, node=name,
+                        hint="give 'op: NAME' ('archgraph ops' lists them) or 'block: NAME' (one of 'blocks:')")
     own_cat = _category(raw) if "category" in raw else None
     if own_cat is None and category is None and named_like_head(name):
         definition = ctx.blocks.get(raw["block"]) if isinstance(raw.get("block"), str) else None
@@ -175,7 +178,8 @@ def _node(ctx: Ctx, raw: Any, scope: dict, env, category, trainable, prev):
             category = "head"
     train = raw.get("trainable", trainable) and trainable
     if not isinstance(train, bool):
-        raise SpecError("'trainable' must be true or false", loc=raw.key_loc("trainable"), node=name)
+        raise SpecError("'trainable' must be true or false", loc=raw.key_loc("trainable"), node=name,
+                        hint="write trainable: false, or leave it out (true)")
     try:
         each = _each(raw, env)
         if "op" in raw:
@@ -211,7 +215,8 @@ def _refs(raw: LocDict, prev: Ref | None, known: dict, env: Mapping | None = Non
     if value is None:
         if prev is None:
             raise SpecError("this node has no 'in:' and there is no previous node to read from",
-                            loc=raw.loc)
+                            loc=raw.loc,
+                            hint="give 'in: NAME': an input of the spec or a node before it")
         return (prev,), ()
     if value.__class__ is str and value in known and ":" not in value:  # the common case: one name
         return (Ref(value),), ()
@@ -463,7 +468,8 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
     start = whole_number(raw, "start", env, 0, 0)
     shared = raw.get("shared", False)
     if not isinstance(shared, bool):
-        raise SpecError("'shared' must be true or false", loc=raw.key_loc("shared"))
+        raise SpecError("'shared' must be true or false", loc=raw.key_loc("shared"),
+                        hint="write shared: true (one set of weights for every repetition), or leave it out")
     index = _index_name(raw, params)
     group = _group_rule(raw, index)
     bodies, groups = [], []
@@ -498,7 +504,8 @@ def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category
                              f"or by name: in: {{{', '.join(f'{i}: NODE' for i in body.inputs[:max(needed, 1)])}}}")
     if repeat != 1 and len(body.outputs) > len(body.inputs):
         raise SpecError(f"block '{block}' is repeated, so its outputs feed its next repetition: it has "
-                        f"{len(body.outputs)} outputs but only {len(body.inputs)} inputs", loc=raw.key_loc("repeat"))
+                        f"{len(body.outputs)} outputs but only {len(body.inputs)} inputs", loc=raw.key_loc("repeat"),
+                        hint="give the block as many inputs as outputs, or call it without 'repeat:'")
     slices = _slices(raw, block, body, len(refs), each or {})
     indexed = "repeat" in raw or "start" in raw
     path = call_path(raw, env, indexed)
@@ -566,7 +573,8 @@ def _index_name(raw: LocDict, params) -> str | None:
     name = raw.get("index", "i")
     if not isinstance(name, str) or not name.isidentifier():
         raise SpecError(f"'index' names the repetition number, such as i; received {name!r}",
-                        loc=raw.key_loc("index"))
+                        loc=raw.key_loc("index"),
+                        hint="e.g. index: i, then use i in the call's arguments")
     uses = any(isinstance(v, str) and name in expr.names(v) for k, v in raw.items() if k in params or k == "tied_to")
     if "index" in raw and not uses:
         raise SpecError(f"no argument of this call uses the index '{name}'", loc=raw.key_loc("index"),
@@ -625,13 +633,15 @@ def _instantiate(ctx: Ctx, block: str, definition: LocDict, params, args, catego
     category = _category(definition) or category if category is None else category
     own_trainable = definition.get("trainable", True)
     if not isinstance(own_trainable, bool):
-        raise SpecError(f"'trainable' of block '{block}' must be true or false", loc=definition.key_loc("trainable"))
+        raise SpecError(f"'trainable' of block '{block}' must be true or false", loc=definition.key_loc("trainable"),
+                        hint="write trainable: false, or leave it out (true)")
     trainable = trainable and own_trainable
     key = instance_key(block, args, category, trainable)
     if key in ctx.cache:
         return ctx.cache[key]
     if block in ctx.stack:
-        raise SpecError(f"block '{block}' calls itself: {' -> '.join(ctx.stack + [block])}", loc=loc)
+        raise SpecError(f"block '{block}' calls itself: {' -> '.join(ctx.stack + [block])}", loc=loc,
+                        hint="a block may call other blocks, never itself; repeat a layer with 'repeat: N'")
     if len(ctx.stack) >= MAX_BLOCK_DEPTH or len(ctx.cache) >= MAX_BLOCK_INSTANCES:
         limit = (f"blocks nest more than {MAX_BLOCK_DEPTH} deep" if len(ctx.stack) >= MAX_BLOCK_DEPTH
                  else f"the spec makes more than {MAX_BLOCK_INSTANCES:,} distinct block instances")
@@ -645,7 +655,8 @@ def _instantiate(ctx: Ctx, block: str, definition: LocDict, params, args, catego
     env = evaluate_variables(raw_vars, {k: loc_of(raw_vars, k) for k in raw_vars}, env, {})
     inputs = definition.get("inputs") or ["x"]
     if not isinstance(inputs, list) or not all(isinstance(i, str) for i in inputs):
-        raise SpecError(f"'inputs' of block '{block}' must be a list of names", loc=definition.key_loc("inputs"))
+        raise SpecError(f"'inputs' of block '{block}' must be a list of names", loc=definition.key_loc("inputs"),
+                        hint="e.g. inputs: [x, mask]")
     for name in inputs:
         if not name_ok(name):
             check_name(name, "input name", definition.key_loc("inputs"))
@@ -678,7 +689,8 @@ def outputs_of(raw: Any, prev: Ref, loc: Loc, env: Mapping, scope: dict | None =
         out.append((name, _output(parse_ref(_first(item, scope or {}, raw, at), f"output '{name}'", at, scope),
                                   scope, at)))
     if not out:
-        raise SpecError("every output is switched off by its 'when:'", loc=where)
+        raise SpecError("every output is switched off by its 'when:'", loc=where,
+                        hint="check the 'when:' conditions: at least one output must be left")
     return out
 
 

@@ -78,11 +78,13 @@ class _Located:
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise SpecError("YAML merge keys (<<) are not allowed in a spec",
-                                loc=_mark_loc(self.file, key_node.start_mark))
+                                loc=_mark_loc(self.file, key_node.start_mark),
+                                hint="repeat the keys, or use variables and blocks for reuse")
             key = self.construct_object(key_node, deep=True)
             if not isinstance(key, (str, int)) or isinstance(key, bool):
                 raise SpecError(f"keys must be names; received {key!r}",
-                                loc=_mark_loc(self.file, key_node.start_mark))
+                                loc=_mark_loc(self.file, key_node.start_mark),
+                                hint="write each key as a name, e.g. H: 768")
             key = str(key)
             if key in out:
                 raise SpecError(f"key '{key}' appears twice in the same mapping",
@@ -266,5 +268,6 @@ def read_text(path: str | Path) -> str:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw[:exc.start].count(b"\n") + 1
-        raise SpecError("the file is not UTF-8 text", loc=Loc(name, line)) from None
+        raise SpecError("the file is not UTF-8 text", loc=Loc(name, line),
+                        hint="save it as UTF-8 text") from None
     return text
