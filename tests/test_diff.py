@@ -162,3 +162,19 @@ def test_diff_page_panes_showing_other_models_than_the_diff_compared_are_not_mar
     assert browser.execute_script(MEASURE)["marked"] == [[], []]
     Select(browser.find_elements("css selector", ".side-by-side .pane > label select")[1]).select_by_index(1)  # back to the pair
     assert [len(pane) for pane in browser.execute_script(MEASURE)["marked"]] == [7, 5]  # wte, wpe, embed_sum, drop, h, ln_f, lm_head; embed_tokens, rotary_emb, layers, norm, lm_head
+
+
+def test_a_schedule_says_in_how_many_layers_each_value_is_held(cli, tmp_path, monkeypatch):
+    config = json.loads((ROOT / "tests" / "data" / "hf" / "gemma3_text-base-pattern.json").read_text())["config"]
+    for name, pattern, layers in (("a", 3, 7), ("b", 2, 8)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(
+            {**config, "sliding_window_pattern": pattern, "num_hidden_layers": layers}))
+    d = diff(archgraph.load(str(tmp_path / "a" / "config.json")), archgraph.load(str(tmp_path / "b" / "config.json")))
+    assert [(s.a, s.layers) for s in d.stacks] == [("layers", (7, 8))]
+    [attn] = d.changes
+    assert attn.a == "layers.self_attn" and attn.details == [("window", {7: 5, None: 2}, {7: 4, None: 4})]
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = cli("diff", str(tmp_path / "a" / "config.json"), str(tmp_path / "b" / "config.json"))
+    assert code == 0 and "7 (5 of 7 layers), none (2 of 7 layers)" in out
+    assert "163.43 MFLOP" in out and max(len(line) for line in out.splitlines()) <= 80

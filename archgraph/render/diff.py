@@ -91,7 +91,8 @@ def _totals(d: DiffReport) -> Sheet:
         if label != "Active parameters" or t.active != t.params:
             sheet.add_row(label, form.format(pair[0]), form.format(pair[1]), signed(pair[1] - pair[0]))
     sheet.add_row("Forward FLOPs", flops_text(t.forward_flops[0]), flops_text(t.forward_flops[1]),
-                  sign_text(flops_text(t.forward_flops[1] - t.forward_flops[0])))
+                  sign_text(flops_text(t.forward_flops[1] - t.forward_flops[0]))
+                  if t.forward_flops[1] != t.forward_flops[0] else "0")
     for label, pair in (("Training memory", t.training_bytes), ("Serving memory", t.serving_bytes)):
         sheet.add_row(label, binary(pair[0]), binary(pair[1]), sign_text(binary(abs(pair[1] - pair[0])), pair[1] - pair[0]))
     return sheet
@@ -116,7 +117,7 @@ def _stacks(stacks: list[StackPair]) -> Sheet:
                       sign_text(flops_text(s.flops[1] - s.flops[0])) if s.flops[1] != s.flops[0] else "0")
         if s.does[0] != s.does[1]:
             sheet.add_row("  does", ", ".join(s.does[0]) or "—", ", ".join(s.does[1]) or "—", "")
-    return sheet
+    return _whole(sheet)
 
 
 def _nodes(changes: list[Change]) -> Sheet:
@@ -131,7 +132,7 @@ def _nodes(changes: list[Change]) -> Sheet:
             sheet.add_row("  parameters", f"{c.params[0]:,}", f"{c.params[1]:,}")
         for what, va, vb in c.details:
             sheet.add_row(f"  {what}", values_text(va), values_text(vb))
-    return sheet
+    return _whole(sheet)
 
 
 def _designs(d: DiffReport) -> Sheet:
@@ -144,4 +145,17 @@ def _designs(d: DiffReport) -> Sheet:
             sheet.add_row(f"  {path}", op, "—")
         for path, op in x.b:
             sheet.add_row(f"  {path}", "—", op)
+    return _whole(sheet)
+
+
+WHOLE = 16  # a value this short (a count with its unit, a shape) is never wrapped: '163.43 MFLOP', '[14336, 4096]'
+
+
+def _whole(sheet: Sheet) -> Sheet:
+    """The A and B columns at least as wide as their short values, so that a number and its unit
+    stay on one line (prose columns otherwise give their width to the first of them)."""
+    for i, col in enumerate(sheet.cols):
+        if col.header in ("A", "B"):
+            short = [len(str(cells[i])) for cells, _ in sheet.rows if len(str(cells[i])) <= WHOLE]
+            col.wrap = max(short, default=col.wrap)
     return sheet

@@ -15,7 +15,8 @@ def diff_html(d: DiffReport) -> str:
     t = d.total
     rows = [("Parameters", f"{t.params[0]:,}", f"{t.params[1]:,}", signed(t.params[1] - t.params[0])),
             ("Forward FLOPs", flops_text(t.forward_flops[0]), flops_text(t.forward_flops[1]),
-             sign_text(flops_text(t.forward_flops[1] - t.forward_flops[0]))),
+             sign_text(flops_text(t.forward_flops[1] - t.forward_flops[0]))
+             if t.forward_flops[1] != t.forward_flops[0] else "0"),
             *((label, binary(pair[0]), binary(pair[1]), sign_text(binary(abs(pair[1] - pair[0])), pair[1] - pair[0]))
               for label, pair in (("Training memory", t.training_bytes), ("Serving memory", t.serving_bytes)))]
     for s in d.stacks:
