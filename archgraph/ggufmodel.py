@@ -60,8 +60,10 @@ def architecture(gfile: GGUFFile) -> tuple[str, Mapping[str, Any]]:
     return arch, known[arch]
 
 
-def gguf_config(gfile: GGUFFile) -> dict[str, Any]:
-    """The config.json (as a dict) the file's metadata and tensors describe."""
+def gguf_config(gfile: GGUFFile, origin: dict[str, str] | None = None) -> dict[str, Any]:
+    """The config.json (as a dict) the file's metadata and tensors describe; `origin` (when given)
+    gets, for each config key set, where in the file it came from."""
+    origin = {} if origin is None else origin
     arch, entry = architecture(gfile)
     keys = {**table()["keys"], **(entry.get("keys") or {})}
     config: dict[str, Any] = {}
@@ -86,17 +88,31 @@ def gguf_config(gfile: GGUFFile) -> dict[str, Any]:
                                  f"the '{_model_type(gfile, entry)}' key table does not read",
                                  hint="say in specs/gguf/architectures.yaml's 'unread:' why it may be left, or map it")
         _put(config, str(keys[short]), value)
+        origin[str(keys[short])] = key
     model_type = _model_type(gfile, entry)
     config.update(model_type=model_type, architectures=[entry["class"] if model_type == entry["model_type"]
                                                         else entry["experts_class"]])
     for flag, tensor in (entry.get("bias") or {}).items():
         config[flag] = tensor in gfile.tensors
+        origin[flag] = f"{tensor} {'present' if config[flag] else 'absent'}"
     for flag, key in (entry.get("is_one") or {}).items():
         config[flag] = gfile.metadata.get(f"{arch}.{key}") == 1
+        origin[flag] = f"{arch}.{key} {'is' if config[flag] else 'is not'} 1"
     for key, value in (entry.get("set") or {}).items():
         config[key] = value
-    _sizes(gfile, arch, config, keys)
+    _sizes(gfile, arch, config, keys, origin)
     return config
+
+
+def imported(path, gfile: GGUFFile | None = None):
+    """The GGUF file at `path` as `archgraph.hf.import_config` imports a config, each variable's source
+    the file's key or tensor (`import-hf model.gguf`, `load`)."""
+    from .ggufread import read_gguf
+    from .hf import Imported, import_config
+    origin: dict[str, str] = {}
+    found = import_config(gguf_config(gfile or read_gguf(path), origin), path)
+    sources = {var: f"GGUF {origin[src]}" if src in origin else src for var, src in found.sources.items()}
+    return Imported(found.name, found.model_type, found.architecture, found.template, found.variables, sources)
 
 
 def _model_type(gfile: GGUFFile, entry: Mapping[str, Any]) -> str:
@@ -117,13 +133,15 @@ def _read_keys(entry: Mapping[str, Any]) -> set[str]:
     return out
 
 
-def _sizes(gfile: GGUFFile, arch: str, config: dict[str, Any], keys: Mapping[str, Any]) -> None:
+def _sizes(gfile: GGUFFile, arch: str, config: dict[str, Any], keys: Mapping[str, Any],
+           origin: dict[str, str]) -> None:
     """The vocabulary from token_embd.weight, the tie from output.weight, and the checked keys."""
     embed = gfile.tensors.get("token_embd.weight")
     if embed is None or len(embed.shape) != 2:
         raise ArchgraphError(f"{gfile.path}: no token_embd.weight of two dimensions, so the vocabulary is "
                              "unknown", hint="the file is damaged or not a language model's")
     config["vocab_size"] = embed.shape[0]
+    origin["vocab_size"] = "token_embd.weight's rows"
     given = gfile.metadata.get(f"{arch}.vocab_size")
     if given is not None and given != embed.shape[0]:
         raise ArchgraphError(f"{gfile.path}: {arch}.vocab_size is {given} but token_embd.weight has "
@@ -133,6 +151,7 @@ def _sizes(gfile: GGUFFile, arch: str, config: dict[str, Any], keys: Mapping[str
         gfile.notes.append(f"the tokenizer lists {tokens.length:,} tokens, token_embd.weight has "
                            f"{embed.shape[0]:,} rows: the count uses the tensor")
     config["tie_word_embeddings"] = "output.weight" not in gfile.tensors
+    origin["tie_word_embeddings"] = f"output.weight {'absent' if config['tie_word_embeddings'] else 'present'}"
     head_dim = config.get("head_dim")
     key_dim = gfile.metadata.get(f"{arch}.attention.key_length")
     if head_dim is None and key_dim is not None and key_dim != _width(config, keys):
@@ -151,6 +170,7 @@ def _sizes(gfile: GGUFFile, arch: str, config: dict[str, Any], keys: Mapping[str
             raise ArchgraphError(f"{gfile.path}: {arch}.rope.dimension_count is {rotated} of heads of {width}; "
                                  f"archgraph's '{arch}' template rotates whole heads", hint="write a spec for it")
         config["partial_rotary_factor"] = rotated / width
+        origin["partial_rotary_factor"] = f"{arch}.rope.dimension_count / head size"
 
 
 def _width(config: Mapping[str, Any], keys: Mapping[str, Any]) -> int | None:

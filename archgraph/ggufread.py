@@ -167,6 +167,17 @@ class _Header:
             raise self.fail(f"{what} is not UTF-8 text") from None
 
 
+def _short_float32(value: float) -> float:
+    """A float32 as the shortest decimal that is the same float32 (1e-06, not 9.999999974752427e-07),
+    as the config.json it was converted from wrote it."""
+    packed = struct.pack("<f", value)
+    for digits in range(1, 10):
+        short = float(f"{value:.{digits}g}")
+        if struct.pack("<f", short) == packed:
+            return short
+    return value
+
+
 # GGUFValueType -> struct format of a scalar
 _SCALARS = {"UINT8": "B", "INT8": "b", "UINT16": "H", "INT16": "h", "UINT32": "I", "INT32": "i",
             "FLOAT32": "f", "BOOL": "?", "UINT64": "Q", "INT64": "q", "FLOAT64": "d"}
@@ -189,7 +200,8 @@ def _value(header: _Header, kind, key: str, in_array: bool = False) -> Any:
             if byte > 1:
                 raise header.fail(f"metadata '{shortened(key)}' is a boolean of value {byte} (0 or 1)")
             return bool(byte)
-        return header.unpack(fmt, f"'{key}'")
+        value = header.unpack(fmt, f"'{key}'")
+        return _short_float32(value) if fmt == "f" else value
     if kind.name == "STRING":
         return header.string(f"metadata '{shortened(key)}'")
     if in_array:
@@ -202,6 +214,8 @@ def _value(header: _Header, kind, key: str, in_array: bool = False) -> Any:
     if item.name in _SCALARS and item.name != "BOOL":
         raw = header.take(each * length, f"array '{key}'")
         items = struct.unpack(f"{header.order}{length}{_SCALARS[item.name]}", raw) if length <= MAX_GGUF_ARRAY_KEPT else None
+        if items is not None and item.name == "FLOAT32":
+            items = tuple(_short_float32(v) for v in items)
         return ArrayValue(item.name, length, items)
     if length <= MAX_GGUF_ARRAY_KEPT:
         return ArrayValue(item.name, length, tuple(_value(header, item, key, True) for _ in range(length)))

@@ -646,15 +646,16 @@ def config_error(exc: ArchgraphError, imported: Imported, path: str | Path,
     return told
 
 
-def specialized(path: str | Path):
+def specialized(path: str | Path, imported: Imported | None = None):
     """The config's model as spec data (`spec.specialize`): the family template at the config's
-    values, and the comment of each variable it keeps (the template's, and the config key)."""
+    values, and the comment of each variable it keeps (the template's, and the config key).
+    `imported`: the config already imported (a GGUF file's, `archgraph.ggufmodel.imported`)."""
     from .names import safe_name
     from .spec.extends import merge_extends
     from .spec.sources import resolve
     from .spec.specialize import specialize
     from .spec.yamlload import load_file
-    imported = import_file(path)
+    imported = imported or import_file(path)
     def load_spec(name, at, child):
         return load_file(resolve(name, Path(child.file).parent, at), named=(name, at))
     spec, var_locs = merge_extends(load_file(imported.template), load_spec)

@@ -231,11 +231,11 @@ def load_gguf(path: str | Path, settings: Mapping[str, Any] | None = None, *, sy
               strict: bool = True) -> Model:
     """The model a GGUF file's header describes (`archgraph.ggufmodel`): its family's template at the
     metadata's values, checked tensor by tensor against the file, with its weights as stored."""
-    from .ggufmodel import check_tensors, gguf_config, stored_weights
+    from .ggufmodel import check_tensors, imported as gguf_imported, stored_weights
     from .ggufread import read_gguf
-    from .hf import config_error, import_config
+    from .hf import config_error
     gfile = read_gguf(path)
-    imported = import_config(gguf_config(gfile), path)
+    imported = gguf_imported(path, gfile)
     try:
         model = load(imported.template, {**imported.variables, **dict(settings or {})}, symbolic=symbolic,
                      strict=strict)

@@ -335,3 +335,23 @@ def test_a_7b_model_of_real_size_counts_its_published_figure_from_the_header(arc
     assert report["stored_bytes"] == stored
     kv = 2 * sizes["L"] * sizes["KV"] * (sizes["H"] // sizes["A"]) * 8192 * 2
     assert report["kv_cache_bytes"] == kv
+
+
+def test_import_hf_writes_the_spec_of_a_gguf_file(converted, capsys, tmp_path):
+    path, count = converted["qwen3_moe"]
+    code, _, err = run(capsys, "import-hf", path, "-o", tmp_path / "spec.yaml")
+    assert code == 0, err
+    text = (tmp_path / "spec.yaml").read_text()
+    assert "written by `archgraph import-hf qwen3_moe.gguf`" in text and "'qwen3_moe' family template" in text
+    code, out, err = run(capsys, "params", tmp_path / "spec.yaml", "--json")
+    assert code == 0 and json.loads(out)["total"] == count, err
+    code, out, _ = run(capsys, "check", tmp_path / "spec.yaml", "--against", path)
+    assert code == 0 and "agree" in out
+
+
+def test_a_spec_from_a_gguf_file_names_where_each_value_came_from(converted, capsys):
+    code, out, err = run(capsys, "import-hf", converted["qwen3"][0])
+    assert code == 0, err
+    assert "V: 320                  # vocabulary (config: GGUF token_embd.weight's rows)" in out
+    assert "L: 2                    # layers (config: GGUF qwen3.block_count)" in out
+    assert "eps: 1.0e-06" in out   # the float32 as the config wrote it, not 9.999999974752427e-07

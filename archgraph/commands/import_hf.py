@@ -1,4 +1,5 @@
-"""`archgraph import-hf CONFIG.json [-o SPEC.yaml]`: a Hugging Face config as an editable spec."""
+"""`archgraph import-hf CONFIG.json [-o SPEC.yaml]`: a Hugging Face config (or a GGUF file's metadata) as an
+editable spec."""
 from __future__ import annotations
 
 import sys
@@ -8,9 +9,19 @@ def add_parser(sub, model_command) -> None:
     c = sub.add_parser("import-hf", help="write a spec from a Hugging Face config.json",
                        description="Write an ordinary archgraph spec from a Hugging Face config.json: the "
                                    "family's template with the config's values as its variables.")
-    c.add_argument("config", metavar="CONFIG.json", help="a Hugging Face config.json")
+    c.add_argument("config", metavar="CONFIG.json", help="a Hugging Face config.json (or a .gguf file: its metadata)")
     c.add_argument("-o", "--output", metavar="SPEC.yaml", help="write here (default: print the spec)")
     c.set_defaults(handler=run)
+
+
+def _imported(path):
+    """The config (or GGUF file: its metadata as a config) at `path`, imported."""
+    from ..ggufread import is_gguf_path
+    from ..hf import import_file
+    if is_gguf_path(path):
+        from ..ggufmodel import imported
+        return imported(path)
+    return import_file(path)
 
 
 def spec_text(path) -> str:
@@ -20,7 +31,7 @@ def spec_text(path) -> str:
 
     from ..hf import specialized
     from ..render.spec_yaml import spec_yaml
-    imported, result, comments = specialized(path)
+    imported, result, comments = specialized(path, _imported(path))
     name = Path(str(path)).name
     header = [f"{imported.architecture} written by `archgraph import-hf {name}`: the",
               f"'{imported.model_type}' family template (specs/hf/{imported.template.name}) evaluated at the",
@@ -29,19 +40,18 @@ def spec_text(path) -> str:
 
 
 def run(args, console) -> int:
-    from ..hf import import_file
-    from ..load import load_config
+    from ..load import load
     from ..outfile import check_output, write_output
 
     inputs = [args.config]
     if args.output is not None:
         check_output(args.output, inputs)
-    load_config(args.config)  # the checks of `params` first: no spec of sizes no model can have is written
+    load(args.config)  # the checks of `params` first (a GGUF file's tensors too): no spec of sizes no model can have is written
     text = spec_text(args.config)
     if args.output is None:
         sys.stdout.write(text)
         return 0
-    imported = import_file(args.config)
+    imported = _imported(args.config)
     inputs.append(str(imported.template))  # the family's template, which the spec was written from
     write_output(args.output, text, inputs=inputs)
     from ..names import terminal_text
