@@ -146,6 +146,10 @@ def _sizes(gfile: GGUFFile, arch: str, config: dict[str, Any], keys: Mapping[str
     if given is not None and given != embed.shape[0]:
         raise ArchgraphError(f"{gfile.path}: {arch}.vocab_size is {given} but token_embd.weight has "
                              f"{embed.shape[0]} rows", hint="the file is damaged: convert it again")
+    scaled = [name for name in BUFFERS if name in gfile.tensors]
+    if scaled:  # llama.cpp's rotary factors (Llama 3's scaling, Phi-3's longrope) are values, not a shape
+        gfile.notes.append(f"the file scales its rotary frequencies by {' and '.join(scaled)}, values a header does "
+                           "not hold: counts and memory are exact; the spec's rotary tables are unscaled")
     tokens = gfile.metadata.get("tokenizer.ggml.tokens")
     if isinstance(tokens, ArrayValue) and tokens.length != embed.shape[0]:
         gfile.notes.append(f"the tokenizer lists {tokens.length:,} tokens, token_embd.weight has "

@@ -355,3 +355,15 @@ def test_a_spec_from_a_gguf_file_names_where_each_value_came_from(converted, cap
     assert "V: 320                  # vocabulary (config: GGUF token_embd.weight's rows)" in out
     assert "L: 2                    # layers (config: GGUF qwen3.block_count)" in out
     assert "eps: 1.0e-06" in out   # the float32 as the config wrote it, not 9.999999974752427e-07
+
+
+def test_rotary_factors_stored_as_a_tensor_are_said_not_dropped(tmp_path, capsys):
+    """Llama 3's converted files hold rope_freqs.weight (the scaled frequencies): not a parameter; the
+    load says the spec's rotary tables do not have its values."""
+    named = {**_llama_tensors(), "rope_freqs.weight": np.ones(8, np.float32)}
+    path = tmp_path / "m.gguf"
+    G.write(path, named, "llama", extra={**LLAMA_KEYS, "llama.rope.scaling.attn_factor": (1.0, gguf.GGUFValueType.FLOAT32)})
+    code, out, err = run(capsys, "params", path, "--json")
+    assert code == 0, err
+    assert json.loads(out)["total"] == 32 * 64 + 64 + 64 + 4 * 64 * 64 + 64 + 3 * 128 * 64
+    assert "note: the file scales its rotary frequencies by rope_freqs.weight" in err
