@@ -367,3 +367,13 @@ def test_rotary_factors_stored_as_a_tensor_are_said_not_dropped(tmp_path, capsys
     assert code == 0, err
     assert json.loads(out)["total"] == 32 * 64 + 64 + 64 + 4 * 64 * 64 + 64 + 3 * 128 * 64
     assert "note: the file scales its rotary frequencies by rope_freqs.weight" in err
+
+
+def test_without_the_gguf_package_the_fix_is_the_extra(tmp_path, capsys, monkeypatch):
+    import sys
+    path = tmp_path / "m.gguf"
+    G.write(path, _llama_tensors(), "llama", extra=LLAMA_KEYS)
+    monkeypatch.setitem(sys.modules, "gguf", None)   # import gguf: ImportError
+    code, _, err = run(capsys, "params", path)
+    assert code == 2 and "reading a GGUF file needs the gguf package" in err
+    assert "fix: pip install 'archgraph[gguf]'" in err
