@@ -178,3 +178,12 @@ def test_a_schedule_says_in_how_many_layers_each_value_is_held(cli, tmp_path, mo
     code, out, _ = cli("diff", str(tmp_path / "a" / "config.json"), str(tmp_path / "b" / "config.json"))
     assert code == 0 and "7 (5 of 7 layers), none (2 of 7 layers)" in out
     assert "163.43 MFLOP" in out and max(len(line) for line in out.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("models", [["gpt2"], ["gpt2", "bert-base-uncased", "t5-small"]])
+def test_diff_takes_two_models(cli, models):
+    code, out, err = cli("diff", *models)
+    assert (code, out) == (2, "")
+    assert err == (f"archgraph: error: diff compares two models, A and B; received {len(models)}\n"
+                   "  fix: e.g. archgraph diff llama-2-7b examples/mistral-7b/config.json (archgraph compare "
+                   "takes more)\n")

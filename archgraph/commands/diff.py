@@ -7,7 +7,7 @@ def add_parser(sub, model_command) -> None:
     c = model_command(sub, "diff", "what changed from model A to model B: nodes added, removed, renamed or "
                       "changed (hyperparameters, tensor shapes), stacks compared as stacks (layers 32 -> 40), "
                       "parameter, FLOP and memory deltas by stack and in total (at --set S=.., default B=1, "
-                      "S=512)", nargs=2)
+                      "S=512)", nargs="+")
     c.add_argument("-o", "--output", metavar="FILE", help="also write a page (.html): the two models side by side, "
                    "the nodes that differ marked, and the comparison")
     c.set_defaults(handler=run)
@@ -21,6 +21,10 @@ def run(args, console) -> int:
     from ..errors import SpecError, did_you_mean
     from ..passes.compare import _names
 
+    if len(args.model) != 2:
+        raise SpecError(f"diff compares two models, A and B; received {len(args.model)}",
+                        hint="e.g. archgraph diff llama-2-7b examples/mistral-7b/config.json "
+                             "(archgraph compare takes more)")
     settings = dict(args.settings)
     probes = [load_model(args, name, settings={}) for name in args.model]
     known = {"B", "S"}.union(*(_names(p) for p in probes))
