@@ -110,3 +110,53 @@ def test_commands_take_the_onnx_file(tmp_path, cli):
     assert f"wrote {spec}" in err
     assert (tmp_path / "gpt_dynamo.values.safetensors").is_file()  # the mask's fill, float32's lowest
     assert load(str(spec), {"B": 2, "S": 8}).graph is not None
+
+
+def transformers_model(kind: str):
+    transformers = pytest.importorskip("transformers")
+    if kind == "gpt2":
+        config = transformers.GPT2Config(vocab_size=99, n_positions=64, n_embd=32, n_layer=2, n_head=4, use_cache=False)
+        return transformers.GPT2LMHeadModel(config)
+    if kind == "llama":
+        config = transformers.LlamaConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                          num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64,
+                                          use_cache=False)
+        return transformers.LlamaForCausalLM(config)
+    config = transformers.BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                                     intermediate_size=64, max_position_embeddings=64)
+    return transformers.BertModel(config)
+
+
+class FirstOutput(torch.nn.Module):
+    """A transformers model called with token ids only, returning its first output (logits, or the
+    last hidden state)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids)[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["gpt2", "llama", "bert"])
+def test_transformers_models_import_and_compute_onnxruntimes_outputs(tmp_path, kind):
+    model = drawn(transformers_model(kind))
+    path = tmp_path / f"{kind}.onnx"
+    export(FirstOutput(model).eval(), (torch.randint(0, 99, (2, 8)),), ["input_ids"],
+           {"input_ids": {0: "batch", 1: "sequence"}}, path)
+    made = onnx_spec(path, build=to_module)  # onnxruntime's outputs at B=2, S=5
+    with _onnx_model(path, None) as (made, spec):
+        totals = count_params(spec).totals
+        same_outputs(made, spec, to_module, {"B": 3, "S": 7})
+    stored = sum(v.size for v in made.text.values.values())  # constants beside the spec (a mask's fill)
+    assert totals.total + totals.buffers - stored == file_weights(path)
+    # GPT-2's head is its token embedding (tied); the exporter stores the head's transposed copy apart.
+    # Llama's rotary inverse frequencies (4) are a buffer of the module, an initializer like any weight in the file;
+    # BERT's pooler (32 x 32 + 32), which its first output does not read, is not in the file
+    extra = {"gpt2": 99 * 32, "llama": 4, "bert": -1_056}[kind]
+    assert totals.total == sum(p.numel() for p in model.parameters()) + extra
+    assert "input_ids: {shape: [B, S], dtype: int64}" in str(made.text)
+    if kind == "bert":
+        assert "S <= 64" in str(made.text)  # its position ids sliced to S

@@ -51,12 +51,17 @@ def import_onnx(path: str | Path, name: str | None = None) -> Imported:
     cv = Converter(model, path)
     inputs, outputs = cv.run(evaluate, TABLE)
     nodes = _live(cv.nodes, outputs)
-    nodes, blocks = fold(nodes, outputs, _block_names(model))
+    nodes, blocks, moved = fold(nodes, outputs, _block_names(model))
+    if moved:  # tensors of nodes moved out of a layer take their new names
+        cv.stored = {_moved(k, moved): v for k, v in cv.stored.items()}
+        cv.weights = {_moved(k, moved): v for k, v in cv.weights.items()}
     name = name or _model_name(model, path)
     spec = {"archgraph": 1, "name": name,
             "description": f"{path.name} imported from ONNX (opset {_opset(model)}, "
                            f"{model.producer_name or 'unknown producer'} {model.producer_version}) by archgraph"}
     spec["inputs"] = inputs
+    if cv.bounds:
+        spec["constraints"] = [f"{k} <= {v}" for k, v in cv.bounds.items()]
     if blocks:
         spec["blocks"] = {k: {"inputs": v["inputs"], "outputs": v["outputs"] if len(v["outputs"]) > 1
                               else v["outputs"][0], "nodes": v["nodes"]} for k, v in blocks.items()}
@@ -66,6 +71,13 @@ def import_onnx(path: str | Path, name: str | None = None) -> Imported:
         spec["values"] = f"{_file_name(name)}.values.safetensors"
     text = SpecText(dump(spec), cv.stored, spec.get("values"))
     return Imported(text, name, cv.weights, path, cv)
+
+
+def _moved(tensor: str, moved: dict) -> str:
+    if tensor in moved:
+        return moved[tensor]
+    node, _, local = tensor.rpartition(".")
+    return f"{moved[node]}.{local}" if node in moved else tensor
 
 
 def _live(nodes: list[dict], outputs: dict) -> list[dict]:

@@ -14,7 +14,7 @@ import re
 
 import numpy as np
 
-from ..dims import Poly, fmt, is_symbolic, symbol
+from ..dims import Poly, assuming, fmt, is_symbolic, symbol
 from ..errors import ArchgraphError, InconclusiveDimError, Loc
 from ..graph import join
 from ..limits import MAX_MAGNITUDE
@@ -43,6 +43,7 @@ class Converter:
             for i in n.input:
                 self.consumers.setdefault(i, []).append(n)
         self.taken: set[int] = set()      # nodes another rule wrote (a bias Add merged into linear)
+        self.bounds: dict[str, int] = {}  # size -> its bound (S <= 64: positions sliced to S), the spec's constraints
         self.input_names: set[str] = set()
         self.id_limit: int | None = None  # rows of the smallest embedding table (the check's token ids)
 
@@ -177,7 +178,8 @@ class Converter:
         cls = REGISTRY[op]
         try:
             made = cls(**{k: _hp(v) for k, v in hp.items()})
-            out = made.infer_shape(*[t.shape for t in inputs])
+            with assuming({}, self.bounds):
+                out = made.infer_shape(*[t.shape for t in inputs])
         except InconclusiveDimError:
             raise
         except ArchgraphError as exc:

@@ -27,9 +27,11 @@ def _refs(node: dict) -> list[str]:
     return [refs] if isinstance(refs, str) else list(refs.values()) if isinstance(refs, dict) else list(refs)
 
 
-def fold(nodes: list[dict], outputs: dict, block_names: dict | None = None) -> tuple[list[dict], dict]:
-    """(nodes, blocks): runs of equal chained layers as block calls."""
-    groups = _groups(nodes)
+def fold(nodes: list[dict], outputs: dict, block_names: dict | None = None) -> tuple[list[dict], dict, dict]:
+    """(nodes, blocks, moved): runs of equal chained layers as block calls; `moved` renames the nodes
+    `_hoisted` moved out of a layer (old name -> new)."""
+    moved: dict[str, str] = {}
+    groups = _groups(_hoisted(nodes, moved))
     readers: dict[str, list[int]] = {}
     for gi, (_, members) in enumerate(groups):
         for n in members:
@@ -78,7 +80,49 @@ def fold(nodes: list[dict], outputs: dict, block_names: dict | None = None) -> t
         for q, o in enumerate(outs0):
             rename[prefix + o[len(prefix0):]] = f"{call['name']}:{q}" if len(outs0) > 1 else call["name"]
         i = run[end - 1] + 1
-    return out_nodes, blocks
+    return out_nodes, blocks, moved
+
+
+def _hoisted(nodes: list[dict], rename: dict) -> list[dict]:
+    """The nodes with what an exporter computed once in a layer for every layer (Llama's rotary tables
+    unsqueezed, the mask's fill, read by each later layer: its common-subexpression pass) moved before
+    that layer and named outside it, so that every layer reads it alike.  A node moves when later layers
+    read it and it does not depend on the layer's input (the hidden state, its first outside input)."""
+    groups = _groups(nodes)
+    where = {n["name"]: gi for gi, (_, members) in enumerate(groups) for n in members}
+    taken = {n["name"] for n in nodes}
+    out: list[dict] = []
+    for gi, (key, members) in enumerate(groups):
+        if key is None:
+            out += members
+            continue
+        ins, _, names = _interface((key, members))
+        hidden = {ins[0]} if ins else set()
+        active: set[str] = set()
+        for n in members:
+            if any(r in hidden or _base(r) in active for r in _refs(n)):
+                active.add(n["name"])
+        shared = {n["name"] for n in members if n["name"] not in active and
+                  any(where.get(_base(r)) == gi for m in nodes if where.get(m["name"], gi) > gi for r in _refs(m)
+                      if _base(r) == n["name"])}
+        closure = set(shared)
+        for n in reversed(members):
+            if n["name"] in closure:
+                closure.update(_base(r) for r in _refs(n) if _base(r) in names)
+        prefix = f"{key[0]}.{key[1]}."
+        parent = key[0].rpartition(".")[0]
+        for n in members:
+            if n["name"] in closure:
+                base = n["name"][len(prefix):] if n["name"].startswith(prefix) else n["name"]
+                new, k = f"{parent}.{base}" if parent else base, 1
+                while new in taken:
+                    new, k = f"{parent}.{base}_{k}" if parent else f"{base}_{k}", k + 1
+                taken.add(new)
+                rename[n["name"]] = new
+        out += [n for n in members if n["name"] in closure] + [n for n in members if n["name"] not in closure]
+    if not rename:
+        return nodes
+    return [{**_renamed(n, rename), "name": rename.get(n["name"], n["name"])} for n in out]
 
 
 def _groups(nodes: list[dict]) -> list:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dims import Poly, equal, prod
+from ..dims import Poly, equal, fmt, prod, provably_le
 from ..errors import InconclusiveDimError
 from .values import Refuse, Tensor, numpy_dtype
 from .read import ELEMENTS
@@ -66,11 +66,39 @@ def _slice(node, cv, path):
         if st < 0:
             raise Refuse("a slice with a negative step (PyTorch's slices step forwards)")
         end = None if not isinstance(e, Poly) and e >= INT_BIG else e
+        _bound(cv, end, x.shape[a])
         if not isinstance(s, Poly) and s == 0 and (end is None or same(end, x.shape[a])):
             if st == 1:
                 continue
         x = cv.emit("slice", [x], {"dim": a, "start": s, "end": end, "step": st}, path)
     return x
+
+
+def _bound(cv, end, size) -> None:
+    """A slice of a table of `size` (64 positions) to a symbolic length S reads S <= 64: the spec says so."""
+    if not isinstance(end, Poly) or isinstance(size, Poly) or len(end.terms) != 1:
+        return
+    name = fmt(end)
+    if name.isidentifier() and name in cv.sizes.values():
+        try:
+            if provably_le(end, size):
+                return
+        except InconclusiveDimError:
+            pass
+        cv.bounds[name] = min(size, cv.bounds.get(name, size))
+
+
+@rule("GatherND")
+def _gather_nd(node, cv, path):
+    """x[i[..., 0], i[..., 1], ...]: the index's last dim split into one index tensor per dim of x."""
+    if cv.attr(node, "batch_dims", 0):
+        raise Refuse("GatherND with batch_dims (PyTorch's indexing has none)")
+    x, index = cv.tensor(node.input[0], path), cv.tensor(node.input[1], path)
+    k = index.shape[-1]
+    if isinstance(k, Poly):
+        raise Refuse("an index of a symbolic depth")
+    parts = [cv.emit("select", [index], {"dim": len(index.shape) - 1, "index": j}, path) for j in range(k)]
+    return cv.emit("index", [x, *parts], {"dims": list(range(k))}, path)
 
 
 @rule("Concat")
