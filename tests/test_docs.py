@@ -12,7 +12,7 @@ from conftest import ROOT
 
 MODULES = ["archgraph", "archgraph.expr", "archgraph.builder", "archgraph.load",
            "archgraph.passes.params", "archgraph.passes.shapes", "archgraph.passes.stacks", "archgraph.passes.compare",
-           "archgraph.passes.resize", "archgraph.passes.diff", "archgraph.dims",
+           "archgraph.passes.resize", "archgraph.passes.diff", "archgraph.passes.kinds", "archgraph.dims",
            "archgraph.hf", "archgraph.checkpoint", "archgraph.install", "archgraph.spec.graphs",
            "archgraph.configcheck", "archgraph.names"]
 

@@ -78,3 +78,33 @@ def test_inputs_nothing_reads_are_not_drawn_and_size_no_header():
     assert [i["name"] for i in tree["inputs"]] == ["input_ids", "attention_mask", "position_ids"]
     h = next(n for n in tree["graph"]["nodes"][0]["body"]["nodes"] if n["name"] == "h")
     assert h["reads"] == [True, False, True, False]  # x, encoder_hidden_states, mask, encoder_mask
+
+
+def test_the_kinds_of_a_schedule_say_what_differs_between_them():
+    from archgraph.passes.kinds import differences, schedules, value_range
+    (runs,) = schedules(archgraph.load(SPECS / "wavenet.yaml").graph)
+    found = differences(runs)
+    assert [(d.node, d.field) for d in found] == [("filter", "padding"), ("filter", "dilation"), ("gate", "padding"),
+                                                  ("gate", "dilation")]
+    assert found[1].values == (1, 2, 4, 8, 16, 32, 64, 128) and value_range(found[1].values) == "1, 2, 4, ..., 128"
+    (runs,) = schedules(archgraph.load(SPECS / "vit_moe.yaml").graph)
+    assert differences(runs) is None  # a dense and a MoE layer differ in their nodes
+    neo = archgraph.load(ROOT / "specs/hf/gpt_neo.yaml")
+    (runs,) = schedules(neo.graph.nodes["transformer"].body)
+    assert [(d.node, d.field, d.values) for d in differences(runs)] == [("attn.attention", "window", (None, 256))]
+
+
+def test_a_schedule_of_kinds_differing_only_in_arguments_is_drawn_as_one_stack():
+    from archgraph.render.diagram import DiagramOptions, diagram_dot
+    model = archgraph.load(SPECS / "wavenet.yaml")
+    dot = diagram_dot(model, DiagramOptions(depth=1))
+    assert "<b>layers.0..15 × 16</b>" in dot and "8 kinds alike but for dilation 1, 2, 4, ..., 128; padding 1, 2, 4, " \
+        "..., 128" in dot
+    assert dot.count("dilation=1, 2, 4, ..., 128") == 2 and dot.count("<b>filter</b>") == 1  # filter and gate, once
+    assert "298.50 K params" in dot  # 16 x 18,656
+    box = diagram_dot(model, DiagramOptions(depth=0))
+    assert box.count("layers.0..15 × 16") == 1 and "layers.1" not in box
+    every = diagram_dot(model, DiagramOptions(expand=True))
+    assert every.count("<b>filter</b>") == 16  # --expand still draws every layer
+    vit = diagram_dot(archgraph.load(SPECS / "vit_moe.yaml"), DiagramOptions(depth=1))
+    assert "alike but for" not in vit and "repeat (6 × 2)" in vit  # two kinds of layer: a pattern of them

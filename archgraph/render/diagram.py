@@ -24,6 +24,7 @@ from ..errors import ArchgraphError
 from ..graph import BlockNode, Graph, Model, OpNode, join, read_inputs
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport, infer_shapes
+from ..passes.kinds import differences, schedules, value_range
 from ..passes.walk import Run
 from ..record import MISSING
 from ..spec.ties import find_tensor, tie_owner
@@ -175,6 +176,7 @@ class _Drawer:
         self.ties: list[tuple[str, str, str]] = []        # (node id, tensor, owner tensor path)
         self.taken: set[str] = set()                      # DOT ids of the nodes and clusters drawn (see _unique)
         self.reads: dict = {}                             # read_inputs' cache: the inputs each graph reads
+        self.ranges: dict[str, dict[str, str]] = {}        # op path -> hyperparameter -> its values across kinds
         title = f"<b>{dot_html(_short(model.name))}</b> · {human(self.total)} parameters"
         if options.collapsed:
             title += (f'<br/><font point-size="11" color="#59636e">blocks nested deeper than {options.depth} '
@@ -218,6 +220,7 @@ class _Drawer:
 
     def _graph(self, container, scope: _Scope) -> None:
         patterns = {} if self.options.expand else repeating(scope.graph)
+        alike = {} if self.options.expand else alike_kinds(scope.graph, self.params.cache)
         done: set[str] = set()
         for name, node in scope.graph.nodes.items():
             path = join(scope.prefix, name)
@@ -226,6 +229,8 @@ class _Drawer:
             if isinstance(node, OpNode):
                 node_id = self._op(container, scope, name, node, path)
                 scope.outs[name] = [(node_id, s) for s in scope.run.values[name]]
+            elif name in alike:
+                done |= self._alike(container, scope, *alike[name])
             elif name in patterns:
                 done |= self._pattern(container, scope, patterns[name])
             elif node.group is not None:
@@ -267,6 +272,42 @@ class _Drawer:
                 scope.outs[member] = self._block(sub, scope, member, scope.graph.nodes[member])
         return set(members)
 
+    def _alike(self, container, scope: _Scope, runs: list[BlockNode], found: list) -> set[str]:
+        """A schedule whose kinds differ only in hyperparameters (a WaveNet's dilation), drawn as one
+        stack: its first run's body, each differing value shown as its range across the kinds."""
+        first, count = runs[0], sum(r.repeat for r in runs)
+        segments = scope.run.nodes[first.name]
+        ins = _sliced(first, [scope.end(ref) for ref in first.inputs], segments[0].run.inputs)
+        rep = first.rep_path(scope.prefix, 0)
+        where = f"{first.segment}.{first.start}..{first.start + count - 1} × {count}"
+        kinds = len({id(r.body) for r in runs})
+        per = graph_totals(first.body, self.params.cache)
+        total = sum(call_totals(r, graph_totals(r.body, self.params.cache)).total for r in runs)
+        ranges: dict[str, dict[str, str]] = {}
+        for diff in found:
+            ranges.setdefault(join(rep, diff.node), {})[diff.field] = value_range(diff.values)
+        varied = sorted({f"{d.field} {value_range(d.values)}" for d in found})
+        lines = [f"{kinds} kinds alike but for " + "; ".join(varied), f"{human(total * scope.times)} params"]
+        for run in runs:
+            if run.indexed:
+                self.redirects.append((join(scope.prefix, run.segment), run.start, None))
+        if self.options.depth is not None and scope.level + 1 > self.options.depth:
+            box = self._box_node(container, join(scope.prefix, first.segment), [
+                f"<b>{dot_html(_short(where))}</b>", _small(f"<i>{dot_html(first.block)}</i>"),
+                *[_small(dot_html(t)) for t in lines]], per, total, scope.times, True, self._read(first, ins))
+            self.redirects.append((join(scope.prefix, first.segment), None, box))
+            outs = [(box, None)] * len(first.body.outputs)
+        else:
+            self.ranges.update(ranges)
+            title = _html(f"<b>{dot_html(_short(where))}</b>  <i>{dot_html(first.block)}</i>",
+                          *[_small(dot_html(t)) for t in lines], align="left")
+            outs = self._cluster(container, scope, first, segments[0].run, rep, ins, scope.level + 1,
+                                 scope.times * count, title)
+        final = scope.run.values[runs[-1].name]
+        for run in runs:
+            scope.outs[run.name] = [(end[0], shape) for end, shape in zip(outs, final)]
+        return {r.name for r in runs}
+
     def _pattern(self, container, scope: _Scope, pattern: Pattern) -> set[str]:
         """One period of a repeating schedule, in a dashed cluster that says how often it repeats; the
         runs it stands for hand on what its last run gives."""
@@ -285,7 +326,7 @@ class _Drawer:
         rows = node_tensors(node)
         new = sum(r.count for r in rows if not r.buffer and r.name not in node.ties)
         has_params = bool(node.op.params())
-        lines = [f"<b>{dot_html(_short(name))}</b>", _small(dot_html(_op_text(node)))]
+        lines = [f"<b>{dot_html(_short(name))}</b>", _small(dot_html(_op_text(node, self.ranges.get(path))))]
         if new:
             lines.append(_small(f"{human(new)} params"))
         tied = [r.name for r in rows if r.name in node.ties]
@@ -520,6 +561,17 @@ def _sliced(node: BlockNode, ends: list, given: tuple | None = None, index: str 
     return out
 
 
+def alike_kinds(graph: Graph, cache: dict) -> dict[str, tuple[list[BlockNode], list]]:
+    """The schedules of `graph` whose kinds differ only in hyperparameters that leave their parameters
+    as they are (a dilation, a window; not a bias), by their first run's name: (the runs, the differences)."""
+    out = {}
+    for runs in schedules(graph):
+        found = differences(runs)
+        if found and runs[0].group is None and len({graph_totals(r.body, cache).total for r in runs}) == 1:
+            out[runs[0].name] = (runs, found)
+    return out
+
+
 def _times(node: BlockNode) -> str:
     shared = " shared" if node.shared else ""
     return f" × {node.repeat}{shared}" if node.repeat > 1 or node.indexed else shared
@@ -533,12 +585,16 @@ def _count_lines(node: BlockNode, per: int, total: int) -> list[str]:
     return [f"{human(per)} params each · {human(total)} total"]
 
 
-def _op_text(node: OpNode) -> str:
-    """`linear  in_features=768, out_features=2304`: the op and its non-default hyperparameters."""
+def _op_text(node: OpNode, ranges: dict[str, str] | None = None) -> str:
+    """`linear  in_features=768, out_features=2304`: the op and its non-default hyperparameters;
+    `ranges` gives the values a hyperparameter takes across the kinds of a schedule drawn once."""
     op = node.op
     parts = []
     for f in op.hyperparameters().values():
         value = getattr(op, f.name)
+        if ranges and f.name in ranges:
+            parts.append(f"{f.name}={ranges[f.name]}")
+            continue
         if f.name in HIDDEN_HPARAMS or (f.default is not MISSING and value == f.default):
             continue
         if isinstance(value, tuple):
