@@ -108,3 +108,14 @@ def test_a_schedule_of_kinds_differing_only_in_arguments_is_drawn_as_one_stack()
     assert every.count("<b>filter</b>") == 16  # --expand still draws every layer
     vit = diagram_dot(archgraph.load(SPECS / "vit_moe.yaml"), DiagramOptions(depth=1))
     assert "alike but for" not in vit and "repeat (6 × 2)" in vit  # two kinds of layer: a pattern of them
+
+
+def test_a_repeating_schedule_is_shaded_by_every_layer_it_stands_for():
+    import re
+    from archgraph.render.diagram import DiagramOptions, diagram_dot
+    from archgraph.render.palette import share_bin
+    model = archgraph.load(SPECS / "vit_moe.yaml")
+    dot = diagram_dot(model, DiagramOptions(depth=1))
+    fill = re.search(r'"layers\.1\.moe" \[label=<.*?> fillcolor="(#[0-9a-f]+)"', dot).group(1)
+    share = 6 * 3_540_480 / model.params().total  # six MoE layers (router, gate_up, down): 85 % of all (one: 14 %)
+    assert round(share, 2) == 0.85 and fill == share_bin(share, True)[1] != share_bin(share / 6, True)[1]

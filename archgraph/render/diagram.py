@@ -314,8 +314,11 @@ class _Drawer:
         with container.subgraph(name=f"cluster_{join(scope.prefix, pattern.drawn[0])} (pattern)") as sub:
             sub.attr(label=_html(f"<b>{dot_html(_short(pattern.label))}</b>", align="left"), style="rounded,dashed",
                      color="#777777", fontname=FONT, fontsize="11", labeljust="l", margin="10")
-            for name in pattern.drawn:
-                scope.outs[name] = self._block(sub, scope, name, scope.graph.nodes[name])
+            runs = [scope.graph.nodes[n] for n in (*pattern.drawn, *pattern.skipped)]
+            for j, name in enumerate(pattern.drawn):  # shaded by every layer it stands for, not one period's
+                stands = sum(r.repeat for r in runs[j::len(pattern.drawn)]) / max(runs[j].repeat, 1)
+                scope.outs[name] = self._block(sub, dataclasses.replace(scope, times=scope.times * stands), name,
+                                               runs[j])
         last = scope.outs[pattern.drawn[-1]]
         for name in pattern.skipped:
             scope.outs[name] = [(end[0], shape) for end, shape in zip(last, scope.run.values[name])]
