@@ -4,18 +4,23 @@ forward requires, and the decoder's token ids of an encoder-decoder, each by its
 
 | name | example |
 |---|---|
-| `*input_ids` | token ids [2, 16], below the config's vocab_size |
-| `pixel_values` | [2, num_channels, image_size, image_size] (the config's, or its vision_config's) |
+| `*input_ids` | token ids [2, 16], below the config's vocab_size (`qformer_input_ids`: qformer_config's) |
+| `pixel_values` | [2, num_channels, image_size, image_size] (the config's, or its vision_config's), or [2, 1, ...] (IDEFICS: images a row) |
+| `hidden_states`, `inputs_embeds`, `patch_embeds` | features [2, 16, width] at the model's width (hidden_size, d_model...) or its input's (input_dim, feature_size...), or an image |
+| with `grid_thw`, `image_grid_thw`, `video_grid_thw` | patches and the grid tiling them (see `hflayouts`) |
+| `image_attention_mask` | [2, S, images] of ones beside IDEFICS' images |
 | `pixel_values_videos` | [2, num_frames, num_channels, image_size, image_size] |
 | `input_features` | audio features: [2, num_mel_bins, 2 * max_source_positions] where the config has both (Whisper's layout), else [2, 64, feature size] |
 | `input_values` | a waveform [2, 16000] ([2, audio_channels, 16000] where the config has audio_channels) |
 | `past_values` | a series [2, context_length, input_size] |
 
-A model that reads token ids and also images, audio or video gets those too: side by side
+Where an input has several layouts, the first the model runs on (on the meta device) is taken
+(`hflayouts.pick`).  Token ids are made wherever forward takes them.  A model that reads token ids and also images, audio or video gets those too: side by side
 (CLIP's two towers) when its config names no placeholder token for them, else (a vision- or
 audio-language model) with as many placeholder tokens (`image_token_id`, `audio_token_id`,
 `video_token_id`) at the start of each row as its own `get_image_features` (`get_audio_features`,
-`get_video_features`) makes of them, the 16 text tokens after.
+`get_video_features`) makes of them (a Q-Former's model without that method: num_query_tokens an
+image), the 16 text tokens after.
 
 `--input NAME=SHAPE[:DTYPE]` gives any of them (or any other parameter) instead.  A required
 parameter none of these makes is an error naming it and the flag that supplies it.
@@ -28,6 +33,7 @@ from typing import Any, Callable
 import torch
 
 from ..errors import ArchgraphError, did_you_mean
+from . import hflayouts
 
 BATCH = 2
 TOKENS = 16       # the example sequence length (a size torch.export keeps symbolic)
@@ -47,28 +53,67 @@ def example_inputs(model: torch.nn.Module, given: dict[str, torch.Tensor]) -> di
         if name not in params and not takes_any:
             raise ArchgraphError(f"--input {name}: {cls}.forward has no parameter '{name}'",
                                  hint=did_you_mean(name, params) or f"its parameters: {', '.join(params)}")
+    device = next((p.device for p in model.parameters()), torch.device("cpu"))
+    choices = _choices(config, params, _wanted(model, params, takes_any, given), given, cls)
+    choices = {n: [t.to(device) for t in c] for n, c in choices.items()}
+
+    def complete(trial: dict) -> dict:
+        return {**_image_attention_mask(params, {**trial, **given}, device), **given}
+    inputs = hflayouts.pick(model, choices, complete)
+    if "input_ids" in params and "input_ids" not in given:
+        _placeholders(model, inputs, given)
+    inputs = complete(inputs)
+    if "use_cache" in params or (takes_any and find(config, "use_cache") is not None):
+        inputs["use_cache"] = False  # no cache object in the trace
+    return inputs
+
+
+def _wanted(model, params, takes_any: bool, given: dict) -> list[str]:
+    """The inputs to make: the main one, every required one, the decoder's ids, and beside token
+    ids the images (audio, video) forward takes."""
+    config = model.config
     main = getattr(model, "main_input_name", "input_ids")
-    wanted = [n for n in ([main] if isinstance(main, str) else list(main)) if n in params or takes_any]
-    wanted += [n for n, p in params.items() if p.default is inspect.Parameter.empty
-               and p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
+    required = [n for n, p in params.items() if p.default is inspect.Parameter.empty
+                and p.kind not in (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)]
+    # the main input, unless forward would only get it through **kwargs beside inputs it requires
+    wanted = [n for n in ([main] if isinstance(main, str) else list(main)) if n in params or
+              (takes_any and not required)] + required
     if getattr(config, "is_encoder_decoder", False) and "decoder_input_ids" in params:
         wanted.append("decoder_input_ids")
-    device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    inputs: dict[str, Any] = {}
-    for name in dict.fromkeys(wanted):
-        if name in given or name in inputs:
+    if "input_ids" in params and "inputs_embeds" not in given:
+        wanted.append("input_ids")  # the text (and where images go into it, their placeholders)
+    if "input_ids" in wanted and "input_ids" not in given:
+        wanted += [n for n in PLACEHOLDERS if n in params]
+    return [n for n in dict.fromkeys(wanted) if n not in given]
+
+
+def _choices(config, params, wanted: list[str], given: dict, cls: str) -> dict[str, list[torch.Tensor]]:
+    """Each wanted input's candidate layouts (see hflayouts), the grids that tile them beside."""
+    grids = hflayouts.grid_inputs(config, params, find)
+    choices: dict[str, list[torch.Tensor]] = {}
+    for name in wanted + [g for g, tiled in hflayouts.GRIDS.items() if g in grids and set(tiled) & set(wanted)]:
+        if name in given or name in choices:
+            continue
+        if name in grids:
+            choices[name] = grids[name]
             continue
         make = _builder(name)
         if make is None:
             raise ArchgraphError(f"{cls}.forward needs '{name}', which archgraph cannot make from the config",
                                  hint=f"give it with --input {name}=SHAPE[:DTYPE], e.g. --input {name}=2x16:float32")
-        inputs[name] = make(config).to(device)
-    if "input_ids" in params and "input_ids" not in given:
-        _other_modalities(model, params, inputs, given, device)
-    inputs.update(given)
-    if "use_cache" in params or (takes_any and find(config, "use_cache") is not None):
-        inputs["use_cache"] = False  # no cache object in the trace
-    return inputs
+        made = make(config, name)
+        choices[name] = made if isinstance(made, list) else [made]
+    return choices
+
+
+def _image_attention_mask(params, inputs: dict, device) -> dict:
+    """IDEFICS' `image_attention_mask` [B, S, images]: every token sees every image."""
+    ids, pixels = inputs.get("input_ids"), inputs.get("pixel_values")
+    if "image_attention_mask" not in params or ids is None or pixels is None:
+        return inputs
+    images = pixels.shape[1] if pixels.dim() == 5 else 1
+    mask = torch.ones((*ids.shape, images), dtype=torch.int64, device=device)
+    return {**inputs, "image_attention_mask": mask}
 
 
 # an input beside token ids -> the config keys of its placeholder token, the method making its features
@@ -78,24 +123,19 @@ PLACEHOLDERS = {"pixel_values": (("image_token_id", "image_token_index"), "get_i
                 "pixel_values_videos": (("video_token_id", "video_token_index"), "get_video_features")}
 
 
-def _other_modalities(model, params, inputs: dict, given: dict, device) -> None:
-    """Images, audio, video beside the token ids (see the module docstring)."""
+def _placeholders(model, inputs: dict, given: dict) -> None:
+    """Placeholder tokens for the images (audio, video) beside the ids (see the module docstring)."""
     config = model.config
     runs: list[tuple[int, int]] = []  # (placeholder token, tokens per row)
     for name, (keys, method) in PLACEHOLDERS.items():
-        if name not in params or name in inputs:
-            continue
-        value = given.get(name)
-        if value is None:
-            value = _builder(name)(config).to(device)
         token = find(config, *keys)
-        if not isinstance(token, int):
-            inputs[name] = value  # two towers side by side: forward reads both
-            continue
-        count = _feature_tokens(model, method, name, value)
+        if name not in inputs or not isinstance(token, int):
+            continue  # absent, or two towers side by side: forward reads both
+        count = _feature_tokens(model, method, name, inputs)
         if count is None or count % BATCH:
-            continue  # its features cannot be counted here: the text alone is traced
-        inputs[name] = value
+            if name not in given and name not in _required(model):
+                del inputs[name]  # its features cannot be counted here: the text alone is traced
+            continue
         runs.append((token, count // BATCH))
     if runs:
         ids = inputs["input_ids"]
@@ -103,18 +143,27 @@ def _other_modalities(model, params, inputs: dict, given: dict, device) -> None:
         inputs["input_ids"] = torch.cat([head.to(ids.device), ids], dim=1)
 
 
-def _feature_tokens(model, method: str, name: str, value: torch.Tensor) -> int | None:
-    """How many token embeddings the model's `method` makes of `value` (its features' size over the
-    embeddings' width), or None when it cannot be called on them."""
+def _required(model) -> set[str]:
+    return {n for n, p in inspect.signature(model.forward).parameters.items() if p.default is inspect.Parameter.empty}
+
+
+def _feature_tokens(model, method: str, name: str, inputs: dict) -> int | None:
+    """How many token embeddings the model's `method` makes of input `name` (its features' size over
+    the embeddings' width), given the other inputs it takes (a grid, Q-Former ids), or None when it
+    cannot be called on them."""
     from .hfexport import one_device
     fn = next((getattr(m, method) for m in model.modules() if callable(getattr(m, method, None))), None)
     embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     width = getattr(getattr(embeddings, "weight", None), "shape", (None,))[-1]
+    queries = find(model.config, "num_query_tokens")
+    if fn is None and name == "pixel_values" and isinstance(queries, int):
+        return BATCH * queries  # a Q-Former's queries, one placeholder each (BLIP-2's processor)
     if fn is None or not isinstance(width, int):
         return None
     try:
         with torch.no_grad(), one_device(model):
-            out = fn(**{name: value})
+            takes = inspect.signature(fn).parameters
+            out = fn(**{n: v for n, v in inputs.items() if n == name or (n in takes and n not in PLACEHOLDERS)})
     except Exception:  # noqa: BLE001  a tower that needs more than this input: the text alone
         return None
     feats = getattr(out, "pooler_output", None) if not isinstance(out, (torch.Tensor, list, tuple)) else out
@@ -139,17 +188,31 @@ def find(config, *keys: str) -> Any:
     return None
 
 
-def _builder(name: str) -> Callable[[Any], torch.Tensor] | None:
+def _builder(name: str) -> Callable[[Any, str], torch.Tensor | list[torch.Tensor]] | None:
+    """How to make input `name` from a config: one tensor, or candidate layouts (hflayouts.pick)."""
     if name.endswith("input_ids"):
         return _token_ids
     return {"pixel_values": _pixels, "pixel_values_videos": _video, "input_features": _audio_features,
-            "input_values": _waveform, "past_values": _series}.get(name)
+            "input_values": _waveform, "past_values": _series, "hidden_states": _features,
+            "inputs_embeds": _features, "patch_embeds": _features}.get(name)
 
 
-def _token_ids(config) -> torch.Tensor:
-    vocab = find(config, "vocab_size")
+def _token_ids(config, name: str = "input_ids") -> torch.Tensor:
+    """Ids below the vocabulary of the part they are for (`qformer_input_ids`: qformer_config's)."""
+    part = getattr(config, name.removesuffix("input_ids") + "config", None) if name != "input_ids" else None
+    vocab = find(part, "vocab_size") if part is not None and hasattr(part, "to_dict") else None
+    vocab = vocab if vocab is not None else find(config, "vocab_size")
     high = vocab if isinstance(vocab, int) and vocab > 0 else 2
     return torch.randint(0, high, (BATCH, TOKENS), generator=torch.Generator().manual_seed(0))
+
+
+def _features(config, name: str = "hidden_states") -> list[torch.Tensor]:
+    """A tower's features where forward reads them in place of ids: [B, S, width] at the model's
+    width, at its input width, or an image (the first the model runs on)."""
+    widths = [find(config, key) for key in ("hidden_size", "d_model", "embed_dim", "dim")]
+    widths += [find(config, key) for key in ("input_dim", "feature_size", "num_mel_bins", "in_channels")]
+    out = [_normal((BATCH, TOKENS, w)) for w in dict.fromkeys(w for w in widths if isinstance(w, int) and w > 0)]
+    return out + [_pixels(config)[0]]
 
 
 def _image_shape(config) -> tuple[int, int, int]:
@@ -162,16 +225,18 @@ def _image_shape(config) -> tuple[int, int, int]:
     return (channels if isinstance(channels, int) else 3), int(height), int(width)
 
 
-def _pixels(config) -> torch.Tensor:
-    return _normal((BATCH, *_image_shape(config)))
+def _pixels(config, name: str = "pixel_values") -> list[torch.Tensor]:
+    """[B, C, H, W], or IDEFICS' [B, images, C, H, W] (one image a row)."""
+    shape = _image_shape(config)
+    return [_normal((BATCH, *shape)), _normal((BATCH, 1, *shape))]
 
 
-def _video(config) -> torch.Tensor:
+def _video(config, name: str = '') -> torch.Tensor:
     frames = find(config, "num_frames", "frames_per_clip")
     return _normal((BATCH, frames if isinstance(frames, int) else 8, *_image_shape(config)))
 
 
-def _audio_features(config) -> torch.Tensor:
+def _audio_features(config, name: str = '') -> torch.Tensor:
     mels = find(config, "num_mel_bins")
     positions = find(config, "max_source_positions")
     if isinstance(mels, int) and isinstance(positions, int):  # Whisper's [B, mels, frames], two frames a position
@@ -181,12 +246,12 @@ def _audio_features(config) -> torch.Tensor:
     return _normal((BATCH, FRAMES, size if isinstance(size, int) else 80))
 
 
-def _waveform(config) -> torch.Tensor:
+def _waveform(config, name: str = '') -> torch.Tensor:
     channels = find(config, "audio_channels")
     return _normal((BATCH, channels, SAMPLES) if isinstance(channels, int) else (BATCH, SAMPLES))
 
 
-def _series(config) -> torch.Tensor:
+def _series(config, name: str = '') -> torch.Tensor:
     length = find(config, "context_length")
     width = find(config, "num_input_channels", "input_size")
     return _normal((BATCH, length if isinstance(length, int) else 64, width if isinstance(width, int) else 1))

@@ -89,12 +89,22 @@ def _export(module, named: dict, dynamic: dict, calls: dict) -> tuple[Any, list[
         if not data_dependent(exc):
             sys.stderr.write(printed.getvalue())
             raise
+        why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     else:
         sys.stderr.write(printed.getvalue())  # what a trace that succeeds prints, as it printed it
         return program, []
     calls.clear()
-    with contextlib.redirect_stderr(io.StringIO()):
-        return specialised(module, named)
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            return specialised(module, named)
+    except Exception as again:  # noqa: BLE001  what the specialised trace met, with why it was tried
+        first = str(again).strip().splitlines()[0] if str(again).strip() else type(again).__name__
+        meta = any(p.device.type == "meta" for p in module.parameters())
+        raise ArchgraphError(f"{type(module).__name__}'s trace depends on tensor values ({why[:160]}), and the "
+                             f"trace specialised to the example inputs failed: {first[:160]}",
+                             hint="values computed from weights on the meta device (a config's model) are "
+                                  "unknown: import the module with its weights" if meta else
+                                  "give example inputs whose values the code accepts") from None
 
 
 def functional(program):

@@ -1,0 +1,83 @@
+"""Inputs whose layout the config alone does not fix, and the probe that picks one.
+
+Image grids: a Qwen-VL-style tower (`grid_thw`, `image_grid_thw`, `video_grid_thw` beside
+`hidden_states`, `pixel_values` or `pixel_values_videos`) reads its images as patches cut by its
+processor, [patches, channels x temporal_patch_size x patch_size^2], with a grid [images, 3]
+(frames, rows, columns of patches) saying how they tile; the example is one image a batch row
+(BATCH images) of 1 x G x G patches, G = 4 x spatial_merge_size.  The model reads the grid's
+values as numbers, so its trace is specialised to the example (`specialise`), which needs values a
+model on the meta device does not have: such a tower is refused with that reason (for now).
+
+Where a model may read an input in more than one layout (IDEFICS' images [B, images, C, H, W]
+beside the usual [B, C, H, W]; patches flat or as [N, C, P, P]; a tower's `hidden_states` as
+features of the model's width, of its input width, or as an image), `pick` calls the model on the
+meta device with each candidate in turn and keeps the first it runs on.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+
+BATCH = 2
+# a grid input -> the inputs it tiles (the first of them forward takes)
+GRIDS = {"grid_thw": ("hidden_states", "pixel_values"), "image_grid_thw": ("pixel_values",),
+         "video_grid_thw": ("pixel_values_videos",)}
+
+
+def grid_inputs(config, params, find: Callable) -> dict[str, list[torch.Tensor]]:
+    """Candidates for each patch input a grid tiles, and the grid, for forward's `params`."""
+    out: dict[str, list[torch.Tensor]] = {}
+    for grid, tiled in GRIDS.items():
+        name = next((n for n in tiled if n in params), None)
+        if grid not in params or name is None:
+            continue
+        channels = _int(find(config, "in_channels", "num_channels", "in_chans"), 3)
+        patch = _int(find(config, "patch_size", "spatial_patch_size"), 14)
+        frames = _int(find(config, "temporal_patch_size"), 1)
+        merge = _int(find(config, "spatial_merge_size", "merge_size"), 2)
+        side = 4 * merge
+        count = BATCH * side * side
+        out[grid] = [torch.tensor([[1, side, side]] * BATCH, dtype=torch.int64)]
+        out[name] = [_normal((count, channels * frames * patch * patch)), _normal((count, channels, patch, patch)),
+                     _normal((count, channels, frames, patch, patch))]
+    return out
+
+
+def _int(value: Any, default: int) -> int:
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, int) for v in value):
+        return math.prod(value) if len(set(value)) > 1 else value[0]
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+
+def pick(model, choices: dict[str, list[torch.Tensor]], complete: Callable[[dict], dict]) -> dict[str, Any]:
+    """Each name of `choices` set to the first of its candidates the model runs on (the others at
+    their first), one name after another, the first where none runs; `complete` adds what follows
+    from a choice (the given inputs, a mask sized by the images)."""
+    chosen = {n: c[0] for n, c in choices.items()}
+    for name, candidates in choices.items():
+        if len(candidates) < 2:
+            continue
+        for candidate in candidates:
+            trial = {**chosen, name: candidate}
+            if runs(model, complete(trial)):
+                chosen = trial
+                break
+    return complete(chosen)
+
+
+def runs(model, inputs: dict[str, Any]) -> bool:
+    """Whether the model runs on `inputs` on the meta device (a value only real weights would give,
+    such as `.item()`, counts as running: the trace then reads it from the example)."""
+    from .hfexport import export_context
+    try:
+        with torch.no_grad(), export_context(model, inputs):
+            model(**inputs)
+    except Exception as exc:  # noqa: BLE001  any failure: this layout is not the model's
+        return "meta" in str(exc).lower() or isinstance(exc, NotImplementedError)
+    return True
+
+
+def _normal(shape: tuple) -> torch.Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(0))

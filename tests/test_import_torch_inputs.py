@@ -1,0 +1,80 @@
+"""`import-torch CONFIG.json`'s example inputs, made from forward's signature and the config, per
+layout: IDEFICS' images [B, images, C, H, W] with their attention mask, InstructBLIP's Q-Former ids
+and image placeholders, a tower reading `hidden_states`, a Qwen-VL-style tower's patches and grid."""
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from archgraph.fromtorch import hfbuild, hfinputs  # noqa: E402
+
+TEXT = {"vocab_size": 100, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+        "num_attention_heads": 4}
+
+
+def _inputs(raw: dict, given: dict | None = None) -> dict:
+    config = transformers.AutoConfig.for_model(**raw)
+    model = hfbuild.build(hfbuild.base_class(config), config, "config.json")
+    inputs = hfinputs.example_inputs(model, dict(given or {}))
+    return {k: tuple(v.shape) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
+def test_idefics_reads_five_dimensional_images_and_their_attention_mask():
+    """IdeficsModel views pixel_values as [B, images, C, H, W]: the 4-D layout fails, one image a row
+    runs; every token sees it (image_attention_mask [B, S, 1])."""
+    raw = {"model_type": "idefics", **TEXT, "vision_config": {
+        "embed_dim": 32, "image_size": 16, "patch_size": 8, "num_hidden_layers": 1, "num_attention_heads": 4,
+        "intermediate_size": 64}, "perceiver_config": {"resampler_n_latents": 4, "resampler_depth": 1,
+                                                       "resampler_n_heads": 2, "resampler_head_dim": 8}}
+    assert _inputs(raw) == {"input_ids": (2, 16), "pixel_values": (2, 1, 3, 16, 16),
+                            "image_attention_mask": (2, 16, 1), "use_cache": False}
+
+
+def test_instructblip_gets_qformer_ids_and_a_placeholder_per_query():
+    """InstructBLIP's text holds one image token per query token (num_query_tokens: 4), its Q-Former
+    ids are below the Q-Former's vocabulary."""
+    raw = {"model_type": "instructblip", "num_query_tokens": 4, "image_token_index": 99,
+           "text_config": {"model_type": "llama", **TEXT},
+           "vision_config": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                             "num_attention_heads": 4, "image_size": 16, "patch_size": 8},
+           "qformer_config": {"vocab_size": 50, "hidden_size": 32, "intermediate_size": 64,
+                              "num_hidden_layers": 1, "num_attention_heads": 4, "encoder_hidden_size": 32}}
+    config = transformers.AutoConfig.for_model(**raw)
+    model = hfbuild.build(transformers.InstructBlipModel, config, "config.json")
+    inputs = hfinputs.example_inputs(model, {})
+    assert {k: tuple(v.shape) for k, v in inputs.items() if isinstance(v, torch.Tensor)} == {
+        "pixel_values": (2, 3, 16, 16), "qformer_input_ids": (2, 16), "input_ids": (2, 4 + 16)}
+    assert int(hfinputs._token_ids(config, "qformer_input_ids").max()) < 50  # made on the CPU, then moved
+    assert int(hfinputs._token_ids(config, "input_ids").max()) >= 50
+
+
+def test_a_tower_reading_hidden_states_gets_features_of_its_input_width():
+    """GraniteSpeechCTCEncoder.forward(hidden_states) reads [B, S, input_dim]; its ids are not made
+    (they would reach forward only through **kwargs)."""
+    raw = {"model_type": "granite_speech_encoder", "input_dim": 20, "hidden_dim": 32, "num_layers": 1,
+           "num_heads": 4, "dim_head": 8, "output_dim": 10}
+    assert _inputs(raw) == {"hidden_states": (2, 16, 20)}
+
+
+def test_a_grid_tower_gets_patches_and_the_grid_tiling_them():
+    """A Qwen-VL-style tower reads patches [N, C x temporal_patch_size x patch_size^2] and a grid
+    [images, 3]: one image a row of 1 x 8 x 8 patches (4 x spatial_merge_size a side)."""
+    raw = {"model_type": "qwen2_5_omni_vision_encoder", "depth": 1, "hidden_size": 32, "intermediate_size": 64,
+           "num_heads": 4, "out_hidden_size": 32, "patch_size": 4, "temporal_patch_size": 2,
+           "spatial_merge_size": 2, "fullatt_block_indexes": [0]}
+    config = transformers.AutoConfig.for_model(**raw)
+    model = hfbuild.build(hfbuild.base_class(config), config, "config.json")
+    inputs = hfinputs.example_inputs(model, {})
+    assert {k: tuple(v.shape) for k, v in inputs.items()} == {"hidden_states": (128, 3 * 2 * 4 * 4),
+                                                              "grid_thw": (2, 3)}
+    from archgraph.fromtorch import hflayouts
+    assert hflayouts.grid_inputs(config, {"hidden_states": 0, "grid_thw": 0}, hfinputs.find)[
+        "grid_thw"][0].tolist() == [[1, 8, 8], [1, 8, 8]]
+
+
+def test_a_given_input_is_kept_as_given():
+    raw = {"model_type": "granite_speech_encoder", "input_dim": 20, "hidden_dim": 32, "num_layers": 1,
+           "num_heads": 4, "dim_head": 8, "output_dim": 10}
+    assert _inputs(raw, {"hidden_states": torch.zeros(3, 5, 20, device="meta")}) == {"hidden_states": (3, 5, 20)}
