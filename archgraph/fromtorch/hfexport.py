@@ -12,7 +12,9 @@ For a transformers model, only what transformers itself changes to export a mode
 - position ids computed inside the model count 0..S-1, so they are not read as packed sequences
   (transformers' `find_packed_sequence_indices` inspects their values, which a trace cannot);
 - a plain causal or bidirectional mask over no padding, queries and keys the same positions, is
-  sdpa's causal flag (or no mask), as transformers passes it outside a trace.
+  sdpa's causal flag (or no mask), as transformers passes it outside a trace; a model that fails
+  so (it reads the mask itself, as DeepSeek-V3.2's indexer does) is traced again with the mask
+  materialised.
 
 Every other attention mask is traced as the ops that compute it (transformers materialises masks
 under torch.export, as it does for a padded batch): sliding windows, chunks, padding,
@@ -27,15 +29,17 @@ from typing import Any
 
 
 @contextlib.contextmanager
-def export_context(module, named: dict[str, Any]):
-    """The context to export `module` in (see the module docstring)."""
+def export_context(module, named: dict[str, Any], flags: bool = True):
+    """The context to export `module` in (see the module docstring); with `flags` False, plain masks
+    are materialised too (for a model that reads its mask's values: DeepSeek-V3.2's indexer)."""
     with contextlib.ExitStack() as stack:
         stack.enter_context(one_device(module))
         if not _is_transformers(module):
             yield
             return
         stack.enter_context(_dynamo_patches())
-        stack.enter_context(_plain_masks_as_flags())
+        if flags:
+            stack.enter_context(_plain_masks_as_flags())
         if "position_ids" not in named:
             stack.enter_context(_unpacked_positions())
         yield

@@ -135,6 +135,8 @@ def _placeholders(model, inputs: dict, given: dict) -> None:
         if count is None or count % BATCH:
             if name not in given and name not in _required(model):
                 del inputs[name]  # its features cannot be counted here: the text alone is traced
+                for grid in (g for g, tiled in hflayouts.GRIDS.items() if name in tiled and g not in given):
+                    inputs.pop(grid, None)  # and the grid that tiled it
             continue
         runs.append((token, count // BATCH))
     if runs:

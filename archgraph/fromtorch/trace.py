@@ -54,13 +54,22 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict, static: bool = Fal
     was_training = module.training
     module.eval()
     try:
-        with torch.no_grad(), export_context(module, named), _flat_forward(module, named, spread), \
-                recorded_calls(module) as calls:
-            program, fixed = _export(module, named, dynamic, calls)
+        try:
+            with torch.no_grad(), export_context(module, named), _flat_forward(module, named, spread), \
+                    recorded_calls(module) as calls:
+                program, fixed = _export(module, named, dynamic, calls)
+        except ArchgraphError:
+            raise
+        except Exception:  # noqa: BLE001  with its plain masks materialised, or the error it gives
+            if _eager_failure(module, named) is None or _eager_failure(module, named, flags=False) is not None:
+                raise
+            with torch.no_grad(), export_context(module, named, flags=False), \
+                    _flat_forward(module, named, spread), recorded_calls(module) as calls:
+                program, fixed = _export(module, named, dynamic, calls)
     except ArchgraphError:
         raise
     except Exception as exc:  # torch.export's many errors: say what failed, in its words
-        own = _eager_failure(module, named)
+        own = _eager_failure(module, named, flags=False)
         if own is not None:
             raise ArchgraphError(f"{type(module).__name__}.forward fails on the example inputs without "
                                  f"torch.export too: {own}",
@@ -134,13 +143,13 @@ def functional(program):
     return program
 
 
-def _eager_failure(module: torch.nn.Module, named: dict) -> str | None:
+def _eager_failure(module: torch.nn.Module, named: dict, flags: bool = True) -> str | None:
     """The first line of what `module` raises when simply called with the example inputs, or None
     when it runs (or fails only because its weights are on the meta device, which has no values):
     an export that failed because the module itself fails is told apart from one torch.export
     cannot trace."""
     try:
-        with torch.no_grad(), export_context(module, named):
+        with torch.no_grad(), export_context(module, named, flags):
             module(**named)
     except Exception as exc:  # noqa: BLE001  the module's own error, reported as it reads
         text = str(exc).strip()
