@@ -91,3 +91,17 @@ def test_a_real_tensor_made_complex_is_a_cast_to_complex64():
     assert "op: cast, in: x, dtype: complex64}" in text
     assert "op: fft_fft, in: cast, dim: [1, 2]}" in text
     _same(Fourier(), text, x)
+
+
+def test_the_top_module_as_one_layer_is_its_computation_or_refused_by_name():
+    torch.manual_seed(0)
+    linear = nn.Linear(4, 3)
+    linear.register_forward_hook(lambda m, args, out: out * 3)  # a hook on the top module runs too
+    x = torch.randn(2, 4)
+    text = to_spec(linear, x)  # its tensors are `weight` and `bias`, as its state_dict names them
+    assert "  - {name: weight, op: parameter, shape: [3, 4], tensor: ''}" in text
+    assert "  - {name: mul, op: mul, in: add, constant: 3.0}" in text
+    _same(linear, text, x)
+    with pytest.raises(ArchgraphError, match=r"cannot import 'aten.conv1d' at module '\(the top module\)' \(Conv1d\): "
+                                             r"the top module is itself one conv1d layer, whose tensors \(weight, bias\)"):
+        to_spec(nn.Conv1d(2, 3, 3), torch.randn(2, 2, 9))

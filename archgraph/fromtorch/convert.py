@@ -211,7 +211,7 @@ class Converter(Folding):
         owners = {n.rpartition(".")[0] for n in names.values() if n}
         owner = next(iter(owners)) if len(owners) == 1 else None
         mine = all(n and n.rpartition(".")[2] == local for local, n in names.items())
-        inside = owner is not None and (not body.prefix or owner.startswith(body.prefix + "."))
+        inside = bool(owner) and (not body.prefix or owner.startswith(body.prefix + "."))  # not the top module's
         held = [self.holder[t.name] for t in out.tensors.values() if t.name in self.holder]
         if any(t.name in self.reused for t in out.tensors.values()):  # a module called more than once
             return functional(self, body, node, out, inputs, f"module '{owner}' is called more than once")
@@ -235,6 +235,9 @@ class Converter(Folding):
         if out.op == "linear" or (out.op == "layer_norm" and not held):
             # a weight of another module or not named weight (x @ Wᵀ + b), a computed weight (1 + w)
             return functional(self, body, node, out, inputs, "")
+        if owner == "":
+            raise A.Refuse(f"the top module is itself one {out.op} layer, whose tensors ({', '.join(names.values())}) "
+                           "a spec names after a node (import a module holding it: nn.Sequential(layer) names them 0.*)")
         raise A.Refuse(f"its tensors ({', '.join(n or '?' for n in names.values())}) are not the {out.op}'s own "
                        f"({', '.join(names)}) of one module")
 
