@@ -105,3 +105,68 @@ def test_the_top_module_as_one_layer_is_its_computation_or_refused_by_name():
     with pytest.raises(ArchgraphError, match=r"cannot import 'aten.conv1d' at module '\(the top module\)' \(Conv1d\): "
                                              r"the top module is itself one conv1d layer, whose tensors \(weight, bias\)"):
         to_spec(nn.Conv1d(2, 3, 3), torch.randn(2, 2, 9))
+
+
+FOLDED = {"rwkv6", "mamba2", "mla", "sigmoid_attn", "cait", "gmlp", "fnet", "tokenformer"}  # repeat: or a block reused
+WAITING = {"perceiver": "is too large (at most 10**30)"}  # -finfo.max mask fill: the value limit (issue 41)
+
+
+def _research2():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import research2
+    return research2.cases()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(_research2()))
+def test_research_modules_of_2021_25_import_exactly_and_fold(name):
+    """tools/research2: to_spec checks the spec it writes (count, strict load, outputs to 1e-4 of their
+    scale); here the spec's module also equals the module, and stacks of layers are one block."""
+    import yaml
+    case = _research2()[name]
+    torch.manual_seed(0)
+    module, inputs = case.make().eval(), case.inputs()
+    try:
+        text = to_spec(module, *inputs)
+    except ArchgraphError as exc:
+        assert name in WAITING and WAITING[name] in str(exc), str(exc)
+        return
+    model = load_text(text)
+    assert model.params().total == sum(p.numel() for p in module.parameters())
+    outputs = list(yaml.safe_load(text)["outputs"])
+    mine = to_module(model).eval()
+    mine.load_state_dict(module.state_dict(), strict=True)
+    with torch.no_grad():
+        ours, theirs = mine(*inputs), module(*inputs)
+    for key, value in zip(outputs, theirs if isinstance(theirs, tuple) else (theirs,)):
+        torch.testing.assert_close(ours[key], value, rtol=1e-4, atol=1e-4)
+    nodes = yaml.safe_load(text)["nodes"]
+    calls = [n["block"] for n in nodes if "block" in n]
+    assert (any("repeat" in n for n in nodes) or len(calls) > len(set(calls))) == (name in FOLDED)
+
+
+class CallerResidual(nn.Module):
+    """Mamba's LM: each layer a ModuleDict whose residual add is the caller's, not the layer's."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.ModuleDict({"norm": nn.LayerNorm(8), "mixer": nn.Linear(8, 8)})
+                                     for _ in range(3)])
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer.mixer(layer.norm(x)) + x
+        return self.head(x)
+
+
+def test_layers_whose_residual_add_is_the_callers_fold_into_one_block():
+    torch.manual_seed(0)
+    module = CallerResidual().eval()
+    x = torch.randn(2, 5, 8)
+    text = to_spec(module, x)
+    assert "  - {name: layers, block: layers, repeat: 3, in: x}" in text
+    assert "      - {name: add, op: add, in: [mixer, x]}" in text  # the caller's add, in the block
+    _same(module, text, x)

@@ -83,12 +83,20 @@ class Folding:
 
     def _groups(self, items: list, i: int, body) -> int:
         """Emit the group at items[i] and the siblings it folds with; return the next item's index."""
-        run = [items[i]]
-        j = i + 1
-        while j < len(items) and items[j][0] == "group" and items[j][1] == run[0][1] and \
-                items[j][2] == run[-1][2] + 1:
-            run.append(items[j])
-            j += 1
+        run = [_own_nodes(items[i])]
+        j, gap = i + 1, 0
+        while True:
+            g = _nodes_before(items, j)  # the caller's ops between two layers (a residual add)
+            if j + g < len(items) and items[j + g][0] == "group" and items[j + g][1] == run[0][1] and \
+                    items[j + g][2] == run[-1][2] + 1 and g <= GAP:
+                run[-1][4].extend(it[1] for it in items[j:j + g])
+                run.append(_own_nodes(items[j + g]))
+                j, gap = j + g + 1, g
+                continue
+            break
+        if gap and len(run) > 1 and _nodes_before(items, j) >= gap:  # the last layer's, where the others had them
+            run[-1][4].extend(it[1] for it in items[j:j + gap])
+            j += gap
         k = 0
         while k < len(run):
             end, keys = self._chain_end(run, k)
@@ -199,6 +207,8 @@ class Folding:
                             self.tensors[a.name][0].startswith(rep[3] + "."):
                         self.used_fqns.add(self.tensors[a.name][0])
         classes = list(dict.fromkeys(type(self.module.get_submodule(r[3])).__name__ for r in reps))
+        if set(classes) <= CONTAINERS:  # layers of an nn.ModuleDict say nothing: the block is named by its list
+            classes = [reps[0][1].rpartition(".")[2]]
         block = self._define("_".join(classes), spec)
         list_rel = relative(reps[0][1], body.prefix)
         start = reps[0][2]
@@ -232,3 +242,20 @@ class Folding:
             self.blocks[name] = spec
             self.block_keys[key] = name
         return self.block_keys[key]
+
+
+CONTAINERS = {"ModuleDict", "ModuleList", "Sequential"}
+GAP = 8  # at most this many ops of the caller between two layers of a list are read as the layer's
+
+
+def _own_nodes(group: tuple) -> tuple:
+    """The group with a list of nodes of its own (`_groups` extends it)."""
+    return (*group[:4], list(group[4]))
+
+
+def _nodes_before(items: list, j: int) -> int:
+    """How many plain nodes (the caller's ops, not a module's) follow from items[j]."""
+    k = j
+    while k < len(items) and items[k][0] == "node":
+        k += 1
+    return k - j

@@ -28,7 +28,7 @@ def cases() -> dict[str, Case]:
     from . import (cait, diffusion, fnet, gmlp, kan, lora, maxvit, mamba2, mla, norms, perceiver, performer,
                    rwkv6, sigmoid_attn, softmoe, tokenformer)
     return {
-        "rwkv6": Case(rwkv6.RWKV6, _ids(2, 9)),
+        "rwkv6": Case(rwkv6.RWKV6, _ids(2, 6)),
         "mamba2": Case(mamba2.Mamba2LM, _ids(2, 16)),
         "perceiver": Case(perceiver.PerceiverIO, lambda: (torch.randn(2, 20, 12), torch.randn(2, 5, 16))),
         "mla": Case(mla.MLATransformer, _ids(2, 10)),
