@@ -164,7 +164,12 @@ def test_compare_table_fits_80_columns_and_chart(cli, tmp_path):
     row = lambda label: next(line for line in lines if line.startswith(f"│ {label} "))  # noqa: E731
     assert row("  decoder.block").split("│")[1:4] == ["   decoder.block   ", "      6 ", "    4,195,840 "]
     assert "causal, cross-attention" in row("  decoder.block")
-    assert row("per new token").split("│")[2:5] == [" 89.60 MFLOP ", " 266.39 MFLOP ", "                 — "]
+    assert row("forward per new token").split("│")[2:5] == [" 89.60 MFLOP ", " 266.39 MFLOP ", "                 — "]
+    # t5's block 0 holds its relative position table besides the repeated layer: layers x per layer is 256 short
+    decoder = rows[0].stacks[1]
+    assert (decoder.params, decoder.layers * decoder.per_layer, decoder.extra) == (25_175_296, 25_175_040, 256)
+    assert decoder.unlike() == ["decoder.block.0"] and "cross-attention; +256" in row("  decoder.block")
+    assert [s.extra for s in rows[1].stacks] == [0]
     assert row("  KV cache").split("│")[2:5] == ["   12.00 MiB ", "    18.00 MiB ", "               0 B "]
     assert row("serving").split("│")[2:5] == ["  127.41 MiB ", "   255.35 MiB ", "        208.82 MiB "]
     chart = tmp_path / "chart.png"

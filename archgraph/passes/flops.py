@@ -118,6 +118,11 @@ def count_flops(model: Model, bindings: Mapping[str, int] | None = None) -> Flop
                        Counter({k: norm(v) for k, v in by_op.items()}), shapes)
 
 
+def token_input(model: Model) -> str:
+    """The input `tokens` counts: the first one (input_ids)."""
+    return next(iter(model.inputs))
+
+
 def _tokens(model: Model, shapes: ShapeReport) -> tuple[Any, str]:
     """Tokens of the first input when it holds ids (integer dtype), else its batch (samples)."""
     first = next(iter(model.inputs.values()))

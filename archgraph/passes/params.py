@@ -181,6 +181,12 @@ class ParamReport(Record):
         tied tensors under each name that uses them, a shared block's tensors once under its path."""
         yield from named_tensors(self.model)
 
+    def shared(self) -> list["Shared"]:
+        """Each tensor (or shared block) used more than once, counted once: where it is, its
+        elements and how many times the model uses it; `totals.tied` is the sum of the uses not
+        counted again, (uses - 1) x params."""
+        return shared_tensors(self.model, self.cache)
+
     def state_dict(self) -> Iterator[tuple[str, TensorRow]]:
         """What PyTorch's `state_dict()` of the same model holds, by name: every parameter (tied ones
         under each name) and every persistent buffer; a shared block's once, under its path."""
@@ -237,6 +243,65 @@ def _named(model: Model, graph: Graph, prefix: str, buffers: str, rows_of: dict)
         else:
             for i in range(node.repeat):
                 yield from _named(model, node.body, node.rep_path(prefix, i), buffers, rows_of)
+
+
+class Shared(NamedTuple):
+    """A tensor that ties make other nodes use (`shared.weight`, used 4 times in t5-small), or a
+    shared block whose every repetition reuses the first's tensors (`block: True`)."""
+
+    path: str
+    params: int     # elements of the one copy counted
+    uses: int       # the copy counted and each reuse
+    block: bool = False
+
+    @property
+    def reused(self) -> int:
+        """The elements its reuses would add if they were counted: (uses - 1) x params."""
+        return (self.uses - 1) * self.params
+
+
+def shared_tensors(model: Model, cache: dict | None = None) -> list[Shared]:
+    """Every tensor and shared block that is used more than once, most reused elements first
+    (walks only the bodies that tie or share something, each repetition of those)."""
+    cache = {} if cache is None else cache
+    uses: Counter = Counter()
+    sizes: dict[tuple[str, bool], int] = {}
+    _uses(model, model.graph, "", 1, uses, sizes, cache, {})
+    found = [Shared(path, sizes[path, block], n + 1, block) for (path, block), n in uses.items()]
+    return sorted(found, key=lambda s: (-s.reused, s.path))
+
+
+def _uses(model: Model, graph: Graph, prefix: str, times: int, uses: Counter, sizes: dict, cache: dict,
+          reuses: dict) -> None:
+    """Adds to `uses` the reuses in `graph` (at `prefix`, evaluated `times` times)."""
+    for name, node in graph.nodes.items():
+        if isinstance(node, OpNode):
+            for t in node.op.params():
+                if t.name in node.ties:
+                    owner = tie_owner(model, node.ties[t.name], graph, prefix)
+                    uses[owner, False] += times
+                    sizes[owner, False] = t.count
+            continue
+        if not node.repeat or not (node.shared and node.repeat > 1 or _reuses(node.body, reuses)):
+            continue
+        if node.shared:
+            first = join(prefix, node.segment)  # where state_dict() holds its tensors
+            if node.repeat > 1:
+                uses[first, True] += times * (node.repeat - 1)
+                sizes[first, True] = graph_totals(node.body, cache).total
+            _uses(model, node.body, first, times * node.repeat, uses, sizes, cache, reuses)
+            continue
+        for i in range(node.repeat):
+            _uses(model, node.body, node.rep_path(prefix, i), times, uses, sizes, cache, reuses)
+
+
+def _reuses(graph: Graph, memo: dict) -> bool:
+    """Whether `graph` ties a tensor or calls a shared block anywhere inside it."""
+    if id(graph) not in memo:
+        memo[id(graph)] = any(node.ties if isinstance(node, OpNode) else
+                              (node.shared and node.repeat > 1) or _reuses(node.body, memo)
+                              for node in graph.nodes.values())
+    return memo[id(graph)]
 
 
 def count_params(model: Model) -> ParamReport:

@@ -52,6 +52,24 @@ class Stack:
     indices: list[int] = field(default_factory=list, repr=False)  # each layer's index, in the calls' order
 
     @property
+    def extra(self) -> int:
+        """Parameters beyond layers x per_layer: what layers unlike the others hold besides the
+        repeated layer's (t5-small's encoder.block.0: its relative position table, 256); 0 when the
+        layers share one set of weights."""
+        if any(c.shared for c in self.calls):
+            return 0
+        return self.params - self.layers * self.per_layer
+
+    def unlike(self) -> list[str]:
+        """The paths of the layers whose parameters differ from per_layer (`encoder.block.0`)."""
+        out, at = [], 0
+        for call in self.calls:
+            if graph_totals(call.body, {}).total != self.per_layer:
+                out += [f"{self.base}.{i}" for i in self.indices[at:at + call.repeat]]
+            at += call.repeat
+        return out
+
+    @property
     def role(self) -> str:
         """`decoder` (layers that generate: cached causal attention, state-space; or that attend
         to an encoder's output: DETR's), `encoder` (other attention: bidirectional, or CLIP's

@@ -17,14 +17,15 @@ from ..dims import to_json
 from ..errors import shortened
 from ..passes.compare import ModelSummary
 from .flops import flops_text
+from .labels import NEW_TOKEN
 from .memory import binary
 from .palette import CHART_LABEL, CHART_RC, category_color
 
 ROLE_COLORS = {"encoder": "#4c72b0", "decoder": "#dd8452", "layers": "#55a868"}
 NOTES = ("encoder pass: what is computed once per input (an encoder over S tokens, a vision tower; an "
          "encoder-decoder's cross-attention keys and values). decoder prefill: the decoder over its "
-         "S tokens (T in an encoder-decoder). per new token: one more generated token with those "
-         "tokens cached, per sequence. serving: bf16 weights plus the caches of S tokens; training: "
+         "S tokens (T in an encoder-decoder). forward per new token: one more generated token with "
+         "those tokens cached, per sequence (forward FLOPs; sweep's training FLOPs/token are 6N). serving: bf16 weights plus the caches of S tokens; training: "
          "mixed precision, Adam (16 bytes/param), plus the activations stored for backward.")
 
 
@@ -45,7 +46,7 @@ def compare_json(rows: list[ModelSummary]) -> dict[str, Any]:
             "embedding_share": r.embedding_share, "width": r.width,
             "stacks": [{"path": s.path, "role": s.role, "layers": s.layers, "params_per_layer": s.per_layer,
                         "active_params_per_layer": s.active_per_layer, "params": s.params,
-                        "active_params": s.active, "does": list(s.does), "forward_flops": _num(flops)}
+                        "active_params": s.active, "extra_params": s.extra, "does": list(s.does), "forward_flops": _num(flops)}
                        for s, flops in zip(r.stacks, r.stack_flops)],
             "params_outside_stacks": r.outside,
             "flops": {"forward": _num(f.forward), "encoder_pass": _num(f.encoder), "decoder_prefill": _num(f.prefill),
@@ -102,7 +103,15 @@ def does_text(stack) -> str:
         does += f"; {stack.active_per_layer:,} active"
     if stack.calls and stack.calls[0].shared:
         does += "; one set of weights"
-    return does
+    return does + (f"; {extra_text(stack)}" if stack.extra else "")
+
+
+def extra_text(stack) -> str:
+    """`+256 params outside the repeated layer (in encoder.block.0)`: why params is not
+    layers x params/layer."""
+    unlike = stack.unlike()
+    where = ", ".join(unlike[:3]) + (f" and {len(unlike) - 3} more" if len(unlike) > 3 else "")
+    return f"{stack.extra:+,} params outside the repeated layer" + (f" (in {where})" if where else "")
 
 
 def stacks_table(rows: list[ModelSummary], width: int = 80) -> Table:
@@ -136,7 +145,7 @@ def figure_rows(rows: list[ModelSummary]) -> list[tuple[Any, list[str]]]:
             out.append((label, [fn(r) for r in rows]))
 
     add("parameters", lambda r: f"{r.params:,}")
-    add("  active per token", lambda r: f"{r.active_params:,}", any(r.active_params != r.params for r in rows))
+    add("  active (one token)", lambda r: f"{r.active_params:,}", any(r.active_params != r.params for r in rows))
     for cat in sorted({c for r in rows for c in r.by_category}):  # the category's colour everywhere
         add(Text.assemble(("  ■ ", category_color(cat)), cat),
             lambda r, c=cat: f"{r.by_category[c]:,}" if c in r.by_category else "—")
@@ -146,8 +155,8 @@ def figure_rows(rows: list[ModelSummary]) -> list[tuple[Any, list[str]]]:
     optional = lambda n: flops_text(n) if n is not None else "—"  # noqa: E731
     add("encoder pass", lambda r: optional(r.flops.encoder), any(r.flops.encoder is not None for r in rows))
     add("decoder prefill", lambda r: optional(r.flops.prefill), any(r.flops.prefill is not None for r in rows))
-    add("per new token", lambda r: optional(r.flops.per_token), any(r.flops.per_token is not None for r in rows))
-    add("per image", lambda r: optional(r.flops.per_image), any(r.flops.per_image is not None for r in rows))
+    add(NEW_TOKEN, lambda r: optional(r.flops.per_token), any(r.flops.per_token is not None for r in rows))
+    add("forward per image", lambda r: optional(r.flops.per_image), any(r.flops.per_image is not None for r in rows))
     out.append((None, []))
     add("serving", lambda r: binary(r.memory.serving_bytes))
     add("  weights (bf16)", lambda r: binary(r.memory.weights_bytes["bf16"]))

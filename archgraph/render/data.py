@@ -16,6 +16,13 @@ def totals_json(t: Totals) -> dict[str, Any]:
             "tied_by_category": dict(sorted(t.tied_by_category.items(), key=lambda kv: -kv[1]))}
 
 
+def shared_json(report: ParamReport) -> list[dict[str, Any]]:
+    """Each tensor (or shared block) used more than once: counted once (`params`), used `uses` times;
+    `tied` is the sum of their reuses, (uses - 1) x params."""
+    return [{"path": s.path, "params": s.params, "uses": s.uses, **({"block": True} if s.block else {})}
+            for s in report.shared()]
+
+
 def _block_json(row: BlockRow) -> dict[str, Any]:
     return {"path": row.path, "block": row.block, "repeat": row.repeat, "shared": row.shared,
             "per_repetition": row.per_repetition.total, "params": row.total.total,
@@ -32,7 +39,7 @@ def params_json(report: ParamReport) -> dict[str, Any]:
         nodes.append({"path": path, "op": node.op.op_name, "params": new, "category": node.category,
                       "trainable": node.trainable, "tensors": known[1]})
     state = {name: list(row.shape) for name, row in report.state_dict()}
-    return {"model": report.model.name, **totals_json(report.totals),
+    return {"model": report.model.name, **totals_json(report.totals), "shared": shared_json(report),
             "blocks": [_block_json(b) for b in report.blocks], "nodes": nodes, "state_dict": state}
 
 

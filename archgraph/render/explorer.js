@@ -335,7 +335,7 @@ class Explorer {
       rows.push(["block", `${node.block}${times(node)}`], ["out", node.out.map(s => s || "—").join(", ")],
                 ["params", `${node.params.toLocaleString("en-US")} per repetition, ${node.total.toLocaleString("en-US")} in all`]);
     }
-    rows.push(["FLOPs", `${human(node.flops)} (forward, every repetition)`], ["output bytes", bytesText(node.bytes)]);
+    rows.push(["FLOPs", `${flopsText(node.flops)} (forward, every repetition)`], ["output bytes", bytesText(node.bytes)]);
     this.tip.innerHTML = `<table>${rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join("")}</table>`;
     this.tip.hidden = false;
     this.placeTip(event);
@@ -368,7 +368,7 @@ class Explorer {
       for (const none of ["no parameters", "none"]) if (used.has(none)) entries.push(used.get(none));
     }
     const m = MEASURES[this.measure];
-    const total = this.measure === "category" ? "" : ` (of ${m.text(m.total(this.model))} ${m.unit})`;
+    const total = this.measure === "category" ? "" : ` (of ${m.text(m.total(this.model))}${m.unit ? " " + m.unit : ""})`;
     this.legend.innerHTML = `<b>${esc(m.title)}${esc(total)}</b> ` + entries.map(s =>
       `<span class="entry"><span class="swatch"></span>${esc(s.label)}</span>`).join("") +
       `<span class="hint">click a block to open or close it; drag to pan, wheel to zoom</span>`;

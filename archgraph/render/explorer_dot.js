@@ -34,6 +34,14 @@ function human(n) {
   return String(n);
 }
 
+function flopsText(n) {
+  // as the tables write FLOPs (render/flops.py): 12.35 GFLOP
+  for (const [unit, size] of [["PFLOP", 1e15], ["TFLOP", 1e12], ["GFLOP", 1e9], ["MFLOP", 1e6], ["KFLOP", 1e3]]) {
+    if (Math.abs(n) >= size) return (n / size).toFixed(2) + " " + unit;
+  }
+  return n + " FLOP";
+}
+
 function bytesText(n) {
   for (const [unit, size] of [["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]]) {
     if (n >= size) return (n / size).toFixed(2) + " " + unit;
@@ -43,7 +51,7 @@ function bytesText(n) {
 
 const MEASURES = {
   share: {title: "share of the parameters", value: n => n.total, total: m => m.total, text: human, unit: "params"},
-  flops: {title: "share of the forward FLOPs", value: n => n.flops, total: m => m.flops, text: human, unit: "FLOPs"},
+  flops: {title: "share of the forward FLOPs", value: n => n.flops, total: m => m.flops, text: flopsText, unit: ""},
   memory: {title: "share of the output bytes (bf16)", value: n => n.bytes, total: m => m.bytes, text: bytesText,
            unit: "bytes out"},
   category: {title: "parameters by category"},
@@ -180,7 +188,10 @@ class DotWriter {
   }
 
   box(id, node, lines, attrs = "") {
-    const s = shade(this.view.measure, this.model, node);
+    // shaded by what the node stands for: in one period of a schedule, every run it repeats as
+    const k = this.scale;
+    const s = shade(this.view.measure, this.model, k ? {...node, total: node.total * k.total, flops: node.flops * k.flops,
+                                                           bytes: node.bytes * k.bytes} : node);
     this.out.push(`${id} [id=${id}, fillcolor="${s.fill}", ${attrs}label=${label(lines, s.ink)}]`);
   }
 
@@ -262,7 +273,16 @@ class DotWriter {
     const p = first.pattern, id = `${this.view.key}-p${first.id}`;
     this.out.push(`subgraph "cluster_${id}" { id="${id}"; label=<<b>${dotHtml(p.label)}</b>>; labeljust="l"; ` +
                   `style="rounded,dashed"; color="#777777"; margin=10;`);
-    p.drawn.forEach(name => this.node(byName.get(name), end, outs, depth));
+    const runs = [...p.drawn, ...p.skipped].map(name => byName.get(name)), outer = this.scale;
+    p.drawn.forEach((name, j) => {
+      // run j stands for runs j, j + period, ...: its boxes are shaded by all of them (the same body)
+      const node = byName.get(name), mine = runs.filter((r, k) => k % p.drawn.length === j);
+      const ratio = key => node[key] ? mine.reduce((a, r) => a + r[key], 0) / node[key] : 1;
+      const o = outer || {total: 1, flops: 1, bytes: 1};
+      this.scale = {total: o.total * ratio("total"), flops: o.flops * ratio("flops"), bytes: o.bytes * ratio("bytes")};
+      this.node(node, end, outs, depth);
+      this.scale = outer;
+    });
     this.out.push("}");
     const last = outs.get(p.drawn[p.drawn.length - 1]);
     p.skipped.forEach(name => outs.set(name, byName.get(name).out.map((shape, i) => ({id: last[i].id, shape}))));

@@ -10,7 +10,7 @@ if TYPE_CHECKING:  # rich is imported when a table is made: --json never needs i
     from .sheet import Sheet
 
 from ..dims import fmt, to_json
-from ..passes.flops import TRAINING_FACTOR, FlopsReport
+from ..passes.flops import TRAINING_FACTOR, FlopsReport, token_input
 
 ASSUMPTIONS = ("FLOPs = 2 per multiply-accumulate; attention counts q/k/v/o projections and both S x T "
                "matmuls (scores and values) over the full matrix, causal or not (a sliding window or a chunk: the keys "
@@ -39,11 +39,18 @@ def flops_json(r: FlopsReport) -> dict[str, Any]:
     return {"model": r.model.name, "bindings": {k: to_json(v) for k, v in r.bindings.items()},
             "forward_flops": _num(r.forward), "training_flops": _num(r.training),
             "training_factor": TRAINING_FACTOR, "tokens": _num(r.tokens), "unit": r.unit,
-            "forward_flops_per_token": _num(r.per_token),
+            "forward_flops_per_token": _num(r.per_token), "tokens_of": token_input(r.model),
             "by_category": {k: _num(v) for k, v in r.by_category.items()},
             "by_op": {k: _num(v) for k, v in r.by_op.items()},
             "nodes": [{"path": n.path, "op": n.op, "flops": _num(n.flops)} for n in r.nodes()],
             "assumptions": ASSUMPTIONS}
+
+
+def per_unit_label(r: FlopsReport) -> str:
+    """`Forward ÷ 512 tokens of input_ids`: the whole forward divided by the first input's tokens
+    (an encoder-decoder's decoder tokens are in the forward, not in the divisor)."""
+    n = fmt(r.tokens)
+    return f"Forward ÷ {n} {r.unit}{'' if n == '1' else 's'} of {token_input(r.model)}"
 
 
 def flops_table(r: FlopsReport) -> Group:
@@ -57,20 +64,26 @@ def flops_table(r: FlopsReport) -> Group:
     nodes = Sheet(f"{r.model.name}: forward FLOPs at {sizes}",
                   [Col("Node"), Col("Op"), Col("FLOPs", "number"), Col("≈", "number")], shrink=["≈", "Op"])
     _node_rows(nodes, r)
+    concrete = isinstance(r.forward, (int, float))
+    just = "right" if concrete else "left"  # a formula wraps between its terms, a number never
     totals = Table(show_header=False, box=None, padding=(0, 2))
     totals.add_column()
-    totals.add_column(justify="right")
-    totals.add_column()
-    totals.add_row("Forward", _exact(r.forward), flops_text(r.forward))
-    totals.add_row(f"Forward per {r.unit} ({fmt(r.tokens)} {r.unit}s)", _exact(r.per_token), flops_text(r.per_token))
-    totals.add_row(f"Training ≈ {TRAINING_FACTOR} × forward", _exact(r.training), flops_text(r.training))
+    totals.add_column(justify=just)
+    if concrete:
+        totals.add_column()
+    units = (lambda n: (flops_text(n),)) if concrete else (lambda n: ())
+    totals.add_row("Forward (the whole model)", _exact(r.forward), *units(r.forward))
+    totals.add_row(per_unit_label(r), *((_exact(r.per_token), *units(r.per_token)) if r.per_token is not None
+                                        else ("— (give every size a value: --set)",)))
+    totals.add_row(f"Training ≈ {TRAINING_FACTOR} × forward", _exact(r.training), *units(r.training))
     cats = Table(title="by category", title_justify="left")
     cats.add_column("Category")
-    cats.add_column("FLOPs", justify="right")
-    cats.add_column("Share", justify="right")
+    cats.add_column("FLOPs", justify=just)
+    if concrete:
+        cats.add_column("Share", justify="right")
     for k, v in sorted(r.by_category.items(), key=lambda kv: str(kv[0])):
         share = f"{100 * v / r.forward:.1f}%" if isinstance(v, int) and r.forward else ""
-        cats.add_row(k, _exact(v), share)
+        cats.add_row(k, _exact(v), *([share] if concrete else []))
     return Group(nodes, totals, cats, Text(ASSUMPTIONS, style="dim"))
 
 

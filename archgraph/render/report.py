@@ -22,6 +22,7 @@ from ..passes.diff import diff_marks
 from ..passes.explore import explore, layer_sizes
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from .diagram import HIDDEN_HPARAMS
+from .labels import REUSES, SHARED, SHARED_SHOWN, shared_text
 from .page import Styles, content_security_policy
 from .palette import CATEGORY_COLORS, SHARE_BINS, category_color, human
 from .pattern import repeating
@@ -85,7 +86,7 @@ def report_data(models: list[Model], diff: Any = None) -> ReportData:
         totals = {"total": params.totals.total, "trainable": params.totals.trainable,
                   "non_trainable": params.totals.non_trainable, "tied": params.totals.tied,
                   "buffers": params.totals.buffers, "buffer_bytes": params.totals.buffer_bytes,
-                  "active": params.totals.active}
+                  "active": params.totals.active, "shared": params.shared()}
         tree = explore(model, summary.bindings, params)
         _mark(model.graph, tree["graph"], {id(c) for stack in summary.stacks for c in stack.calls})
         sections.append(Section(model.name, model.description, totals, table_rows(params), tree, summary,
@@ -206,9 +207,11 @@ def _section(data: ReportData, s: Section, index: int, styles: Styles) -> str:
     facts = [("Total parameters", f"{t['total']:,} ({human(t['total'])})"), ("Trainable", f"{t['trainable']:,}"),
              ("Non-trainable", f"{t['non_trainable']:,}")]
     if t["active"] != t["total"]:
-        facts.append(("Active per token", f"{t['active']:,}"))
+        facts.append(("Active params (one token)", f"{t['active']:,}"))
     if t["tied"]:
-        facts.append(("Tied or shared (counted once)", f"{t['tied']:,}"))
+        facts.append((SHARED, "; ".join(shared_text(x) for x in t["shared"][:SHARED_SHOWN])
+                       + (f"; {len(t['shared']) - SHARED_SHOWN} more" if len(t["shared"]) > SHARED_SHOWN else "")))
+        facts.append((REUSES, f"{t['tied']:,}"))
     if t["buffers"]:
         facts.append(("Buffers (not parameters)", f"{t['buffers']:,} ({binary(t['buffer_bytes'])} at their dtypes)"))
     sizes = ", ".join(f"{k}={v}" for k, v in s.tree["sizes"].items())

@@ -1,14 +1,15 @@
 """Tables laid out for the width they are printed in: a `Sheet` declares its columns and how they
 give up width, and chooses, when printed, the columns that fit.
 
-A column holds names (`name`: printed whole; shortened in the middle with an ellipsis only when
-one name alone is wider than everything the terminal leaves it), numbers (`number`: always
+A column holds names (`name`: printed whole; broken after a dot onto more lines only when one
+name alone is wider than everything the terminal leaves it, never cut), numbers (`number`: always
 whole, right-aligned) or prose (`text`: wraps between words).  `shrink` lists the columns that
 give up width, in order: each mention takes a column's next shorter form (a cell may be an
 `Alt` of several renderings, longest first) or, when it has none left, drops the column.  The
 sheet tries the full table, then each step in turn, and prints the first that fits with its prose
 unwrapped, else the first that fits with prose wrapped (at least TEXT_MIN wide): one table,
-never a second one for the columns that did not fit; a wider terminal shows more.
+never a second one for the columns that did not fit; a wider terminal shows more, and a line
+under the table names the columns left out (as `kubectl get` keeps its others for `-o wide`).
 
 >>> from rich.console import Console
 >>> s = Sheet("sizes", [Col("Name"), Col("Shape"), Col("Params", "number")], shrink=["Shape", "Shape"])
@@ -27,6 +28,7 @@ sizes
 ┡━━━━━━━╇━━━━━━━━━━━━┩
 │ embed │ 38,597,376 │
 └───────┴────────────┘
+Shape not shown at 30 columns: a wider terminal shows it
 """
 from __future__ import annotations
 
@@ -51,7 +53,7 @@ class Alt:
 
 @dataclass
 class Col:
-    header: str
+    header: str          # may hold a line break: `6N training\nFLOPs/token` is as wide as its longer line
     kind: str = "name"   # name | number | text (see the module docstring)
     style: str | None = None
     wrap: int = TEXT_MIN  # text: the narrowest it may wrap to while a shrink step is left
@@ -68,6 +70,7 @@ class Sheet:
     rows: list[tuple[list[Any], str | None]] = field(default_factory=list)
     show_header: bool = True
     box: Any = "default"
+    wider: str = "a wider terminal shows"  # how a reader sees the columns a narrow terminal leaves out
 
     def add_row(self, *cells: Any, style: str | None = None) -> None:
         if len(cells) != len(self.cols):
@@ -121,13 +124,13 @@ class Sheet:
         return [_text(_version(cells[i], level)) for cells, _ in self.rows]
 
     def _natural(self, i: int, level: int) -> int:
-        return max([_cell_width(t) for t in self._cells(i, level)] + [len(self.cols[i].header)])
+        return max([_cell_width(t) for t in self._cells(i, level)] + [_head(self.cols[i])])
 
     def _min(self, i: int, level: int) -> int:
         natural = self._natural(i, level)
         if self.cols[i].kind != "text":
             return natural
-        words = max([len(w) for t in self._cells(i, level) for w in t.plain.split()] + [len(self.cols[i].header)])
+        words = max([len(w) for t in self._cells(i, level) for w in t.plain.split()] + [_head(self.cols[i])])
         return min(natural, max(words, self.cols[i].wrap))
 
     def _overhead(self, n: int) -> int:
@@ -152,8 +155,8 @@ class Sheet:
         (prose to its floor, names to NAME_MIN), numbers never; then drop columns from the right
         (`state` loses them too)."""
         widths = {i: self._min(i, lv) for i, lv in state.items()}
-        floor = {i: (len(self.cols[i].header) if self.cols[i].kind == "number" else
-                     max(NAME_MIN, len(self.cols[i].header)) if self.cols[i].kind == "name" else 10)
+        floor = {i: (_head(self.cols[i]) if self.cols[i].kind == "number" else
+                     max(NAME_MIN, _head(self.cols[i])) if self.cols[i].kind == "name" else 10)
                  for i in state}
         floor = {i: widths[i] if self.cols[i].kind == "number" else min(widths[i], f) for i, f in floor.items()}
         excess = sum(widths.values()) + self._overhead(len(state)) - width
@@ -185,16 +188,32 @@ class Sheet:
             for i, level in state.items():
                 text = _text(_version(cells[i], level))
                 if self.cols[i].kind == "name" and _cell_width(text) > widths[i]:
-                    text = _shorten(text, widths[i])
+                    text = _broken(text, widths[i])
                 out.append(text)
             table.add_row(*out, style=style)
         return table
 
+    def left_out(self, width: int) -> Text | None:
+        """The line under the table naming the columns `width` leaves no room for, if any."""
+        state, _ = self.layout(width)
+        hidden = [" ".join(c.header.split()) for i, c in enumerate(self.cols) if i not in state]
+        if not hidden:
+            return None
+        return Text(f"{', '.join(hidden)} not shown at {width} columns: {self.wider} "
+                    f"{'them' if len(hidden) > 1 else 'it'}", style="dim")
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         yield self.render(options.max_width)
+        note = self.left_out(options.max_width)
+        if note is not None:
+            yield note
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         return Measurement(1, options.max_width)
+
+
+def _head(col: Col) -> int:
+    return max(len(line) for line in col.header.split("\n"))
 
 
 def _version(cell: Any, level: int) -> Any:
@@ -228,6 +247,32 @@ def shorten(name: str, width: int) -> str:
     return name[:head] + "…" + (name[-tail:] if tail else "")
 
 
-def _shorten(text: Text, width: int) -> Text:
-    lines = [shorten(line, width) for line in text.plain.split("\n")]
+def broken(name: str, width: int) -> list[str]:
+    """`name` on lines of at most `width` characters, broken after a dot (inside a part only when
+    the part alone is wider), the next lines indented as the first: nothing is cut.
+
+    >>> broken("  layer.0.SelfAttention.relative_attention_bias", 30)
+    ['  layer.0.SelfAttention.', '  relative_attention_bias']
+    """
+    indent = name[:len(name) - len(name.lstrip(" "))]
+    room = max(width - len(indent), 1)
+    lines, line = [], ""
+    for part in name[len(indent):].replace(".", ".\0").split("\0"):
+        while len(part) > room:  # a part wider than a line: broken where the line ends
+            if line:
+                lines.append(line)
+                line = ""
+            lines.append(part[:room])
+            part = part[room:]
+        if line and len(line) + len(part) > room:
+            lines.append(line)
+            line = ""
+        line += part
+    lines.append(line)
+    return [indent + text for text in lines if text] or [indent]
+
+
+def _broken(text: Text, width: int) -> Text:
+    """A name cell's lines each broken to `width` (see `broken`), in the cell's style."""
+    lines = [piece for line in text.plain.split("\n") for piece in broken(line, width)]
     return Text("\n".join(lines), style=text.style)

@@ -10,6 +10,7 @@ from ..graph import Graph, OpNode
 from ..passes.params import ParamReport, TensorRow, call_totals, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport
 from ..passes.walk import Run
+from .labels import REUSES, SHARED, SHARED_SHOWN, TRAINING_PER_TOKEN, shared_kinds, shared_text
 from .pattern import Pattern, call_inputs, kinds, places, repeating
 from .sheet import Alt, Col, Sheet
 
@@ -52,9 +53,10 @@ def params_table(report: ParamReport) -> Group:
     model = report.model
     sheet = Sheet(f"{model.name}: parameters", [Col("Node"), Col("Op"), Col("Tensors"), Col("Params", "number"),
                                                  Col("Category")],
-                  shrink=["Tensors", "Tensors", "Category", "Tensors"])
+                  shrink=["Tensors", "Tensors", "Category", "Tensors"], wider="a wider terminal or --json shows")
     _param_rows(sheet, model.graph, model, report.cache, 0)
-    return Group(sheet, totals_table(report), category_table(report))
+    parts = [sheet, totals_table(report)] + ([shared_lines(report)] if report.totals.tied else [])
+    return Group(*parts, category_table(report))
 
 
 def _param_rows(sheet: Sheet, graph: Graph, model, cache: dict, depth: int) -> None:
@@ -131,10 +133,22 @@ def totals_table(report: ParamReport) -> Table:
     if t.idle:
         table.add_row("Active params (one token)", num(t.active), human(t.active))
     if t.tied:
-        table.add_row("Tied or shared (counted once)", num(t.tied), "")
+        shared = report.shared()
+        table.add_row(SHARED, num(sum(s.params for s in shared)), shared_kinds(shared))
+        table.add_row(REUSES, num(t.tied), f"{shared[0].uses - 1} × {num(shared[0].params)}" if len(shared) == 1 else "")
     if t.buffers:
         table.add_row("Buffers (not parameters)", num(t.buffers), ", ".join(sorted(d for d, n in t.buffers_by_dtype.items() if n)))
     return table
+
+
+def shared_lines(report: ParamReport) -> Text:
+    """The tensors and shared blocks used more than once, each counted once, and how often each is
+    used, one a line (wrapped between words, never cut), after the totals."""
+    shared = report.shared() if report.totals.tied else []
+    lines = [f"  shared: {shared_text(s)}" for s in shared[:SHARED_SHOWN]]
+    if len(shared) > SHARED_SHOWN:
+        lines.append(f"  … {len(shared) - SHARED_SHOWN} more (--json lists each under 'shared')")
+    return Text("\n".join(lines))
 
 
 def category_table(report: ParamReport) -> Table:
@@ -145,7 +159,7 @@ def category_table(report: ParamReport) -> Table:
     table.add_column("Share", justify="right")
     tied = report.totals.tied_by_category
     if tied:
-        table.add_column("Tied or shared (not counted)", justify="right")
+        table.add_column(REUSES, justify="right")
     for cat, n in sorted(report.totals.by_category.items(), key=lambda kv: -kv[1]):
         table.add_row(cat, num(n), f"{100 * n / total:.1f}%", *([num(tied[cat]) if tied[cat] else ""]
                                                                   if tied else []))
@@ -155,7 +169,8 @@ def category_table(report: ParamReport) -> Table:
 def shapes_table(report: ShapeReport) -> Sheet:
     """Every node's output shapes; the inputs each node reads go first when the terminal is narrow."""
     table = Sheet(f"{report.model.name}: output shapes", [Col("Node"), Col("Op"), Col("Inputs", "text"),
-                                                          Col("Output shape")], shrink=["Inputs"])
+                                                          Col("Output shape")], shrink=["Inputs"],
+                  wider="a wider terminal or --json shows")
     for name, shape in report.inputs.items():
         table.add_row(name, "input", "", fmt_shape(shape))
     _shape_rows(table, report.run, 0)
@@ -205,10 +220,10 @@ def _headline(text: str) -> str:
 
 SWEEP_COLUMNS = {"params": "Params", "non_embedding_params": "Non-embedding", "weights_bf16_bytes": "bf16 weights",
                  "weights_fp32_bytes": "fp32 weights", "adam_training_bytes": "Adam training",
-                 "training_flops_per_token": "FLOPs/token"}
+                 "training_flops_per_token": TRAINING_PER_TOKEN}
 # each mention shortens a column (to units: 1.48 B, 2.76 GiB) or, the second time, drops it
-SWEEP_SHRINK = ["fp32 weights", "bf16 weights", "Adam training", "FLOPs/token", "Non-embedding",
-                "fp32 weights", "bf16 weights", "Non-embedding", "Adam training", "FLOPs/token", "Params"]
+SWEEP_SHRINK = ["fp32 weights", "bf16 weights", "Adam training", TRAINING_PER_TOKEN, "Non-embedding",
+                "fp32 weights", "bf16 weights", "Non-embedding", "Adam training", TRAINING_PER_TOKEN, "Params"]
 
 
 def sweep_table(model: str, rows: list[dict]) -> Sheet:
