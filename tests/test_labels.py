@@ -11,6 +11,7 @@ import pytest
 
 import archgraph
 from archgraph.load import load_config
+from test_report import _open, _overflowing, _report, _shot, browser  # noqa: F401 - the module's Chromium, shared
 
 DATA = Path(__file__).parent / "data" / "hf"
 
@@ -68,3 +69,56 @@ def test_sweep_says_its_flops_per_token_are_6n_training_flops(cli):
     out = cli("sweep", "gpt2", "--vary", "L=2,4")[1]
     assert "6N training" in out and "FLOPs/token" in out
     assert "per_token" not in out
+
+
+VIT_MOE = """\
+archgraph: 1
+name: vit-moe
+variables: {H: 192, A: 3, E: 8, L: 12}
+inputs:
+  pixels: {shape: [B, 3, 224, 224]}
+blocks:
+  encoder_layer:
+    args: [H, A, E, is_moe]
+    nodes:
+      - {name: norm_1, op: layer_norm, in: x, normalized_shape: H}
+      - {name: attn, op: attention, hidden: H, heads: A}
+      - {name: res_1, op: add, in: [attn, x]}
+      - {name: norm_2, op: layer_norm, normalized_shape: H}
+      - {name: mlp.fc1, op: linear, in_features: H, out_features: 4 * H, when: not is_moe}
+      - {name: mlp.act, op: activation, fn: "'gelu'", when: not is_moe}
+      - {name: mlp.fc2, op: linear, in_features: 4 * H, out_features: H, when: not is_moe}
+      - {name: moe, op: moe, in: norm_2, hidden: H, intermediate: 4 * H, experts: E, top_k: 2, when: is_moe}
+      - {name: res_2, op: add, in: ["mlp.fc2|moe", res_1]}
+nodes:
+  - {name: patch, op: conv2d, in: pixels, in_channels: 3, out_channels: H, kernel_size: 16, stride: 16}
+  - {name: tokens, op: flatten, start_dim: 2}
+  - {name: seq, op: transpose, dim0: 1, dim1: 2}
+  - {name: cls, op: class_token, hidden: H, num_patches: 196}
+  - {name: layers, block: encoder_layer, repeat: L, H: H, A: A, E: E, is_moe: "i % 2 == 1"}
+  - {name: norm, op: layer_norm, normalized_shape: H}
+  - {name: first, op: select, dim: 1, index: 0}
+  - {name: head, op: linear, in_features: H, out_features: 10}
+"""
+
+
+def test_the_explorer_shades_a_period_of_a_schedule_by_every_run_it_stands_for(browser, cli, tmp_path):
+    """The ViT's MoE layers (the odd ones) hold 88 % of its parameters: one period draws layers.1
+    for all six, so it is shaded '≥ 50%', not by the 14.8 % of layers.1 alone ('5–20%')."""
+    spec = tmp_path / "vit_moe.yaml"
+    spec.write_text(VIT_MOE)
+    model = archgraph.load(str(spec))
+    assert model.params().total == 24_993_994
+    page = _report(cli, tmp_path, [str(spec)], "vit-moe.html")
+    _open(browser, page)
+    browser.find_element("css selector", "#m0 svg [data-path='layers']").click()  # one period: layers.0, layers.1
+    fills = {g.text.split("\n")[0]: g.find_element("css selector", "polygon").get_attribute("fill")
+             for g in browser.find_elements("css selector", "#m0 svg g.node[data-path='layers']")}
+    # 6 × 444,864 = 10.7 % (1.8 % alone: 1-5 %), 6 × 3,689,472 = 88.6 % (14.8 % alone: 5-20 %)
+    assert fills == {"layers.0": "#6baed6", "layers.1": "#08519c"}
+    legend = browser.find_element("css selector", "#m0 .legend.shading").text
+    assert "≥ 50%" in legend and "5–20%" in legend
+    assert _overflowing(browser) == [[], [], 0]
+    rows = [td.text for td in browser.find_elements("css selector", "#m0 table.params td.node")]
+    assert "layers.1" in " ".join(rows) and "#" not in " ".join(rows)  # a run by its layers, not `layers#1`
+    _shot(browser, tmp_path, "vit-moe.png")

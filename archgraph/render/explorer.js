@@ -166,8 +166,11 @@ class Explorer {
   }
 
   dot() {
-    return new DotWriter(this.model, {key: this.key, expanded: this.expanded, folds: this.folds,
-                                      measure: this.measure}).write();
+    const writer = new DotWriter(this.model, {key: this.key, expanded: this.expanded, folds: this.folds,
+                                              measure: this.measure});
+    const text = writer.write();
+    this.shades = writer.shades;  // the legend lists the shades drawn
+    return text;
   }
 
   // -- drawing ----------------------------------------------------------------------------------
@@ -358,8 +361,11 @@ class Explorer {
   }
 
   legendFor() {
-    const used = new Map();
-    visit(this.model.graph, node => { const s = shade(this.measure, this.model, node); used.set(s.label, s); });
+    let used = this.svg && this.shades;
+    if (!used) {  // nothing drawn (a graph too large): every node's own shade
+      used = new Map();
+      visit(this.model.graph, node => { const s = shade(this.measure, this.model, node); used.set(s.label, s); });
+    }
     let entries;
     if (this.measure === "category") {
       entries = Array.from(used.values()).sort((a, b) => a.label.localeCompare(b.label));

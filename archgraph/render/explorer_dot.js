@@ -154,6 +154,7 @@ class DotWriter {
     this.view = view;
     this.out = [];
     this.edges = new Map();
+    this.shades = new Map();  // label -> shade of every box drawn (the legend's entries)
   }
 
   write() {
@@ -192,6 +193,7 @@ class DotWriter {
     const k = this.scale;
     const s = shade(this.view.measure, this.model, k ? {...node, total: node.total * k.total, flops: node.flops * k.flops,
                                                            bytes: node.bytes * k.bytes} : node);
+    this.shades.set(s.label, s);
     this.out.push(`${id} [id=${id}, fillcolor="${s.fill}", ${attrs}label=${label(lines, s.ink)}]`);
   }
 

@@ -141,8 +141,8 @@ def _rows(rows: list[Row], graph: Graph, report: ParamReport, parent: str, depth
             continue
         per = graph_totals(node.body, report.cache)
         all_reps = call_totals(node, per).total
-        label = name + (f" × {node.repeat}" if node.repeat > 1 or node.indexed else "") + \
-            (" shared" if node.shared else "")
+        label = node.label + (f" × {node.repeat}" if node.repeat > 1 or (node.indexed and not node.scheduled) else "") \
+            + (" shared" if node.shared else "")  # a schedule's run by its layers (`layers.3`), not `layers#3`
         cells = {"node": label, "op": node.block, "tensors": "", "params": per.total,
                  "total": all_reps * times, "share": 100 * all_reps * times / total, "category": ""}
         rows.append(Row(row_id, parent, depth, True, cells))
