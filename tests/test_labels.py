@@ -122,3 +122,41 @@ def test_the_explorer_shades_a_period_of_a_schedule_by_every_run_it_stands_for(b
     rows = [td.text for td in browser.find_elements("css selector", "#m0 table.params td.node")]
     assert "layers.1" in " ".join(rows) and "#" not in " ".join(rows)  # a run by its layers, not `layers#1`
     _shot(browser, tmp_path, "vit-moe.png")
+
+
+def _drawn_texts(fig):
+    """(text, window box) of every text `fig` draws (tick labels outside the view left out)."""
+    from matplotlib.text import Text
+    renderer = fig.canvas.get_renderer()
+    hidden = set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            hidden |= {id(label) for tick in axis.get_major_ticks() if not low <= tick.get_loc() <= high
+                       for label in (tick.label1, tick.label2)}
+    return [(t.get_text(), t.get_window_extent(renderer)) for t in fig.findobj(Text)
+            if t.get_visible() and t.get_text().strip() and id(t) not in hidden]
+
+
+@pytest.mark.parametrize("names", [["bert-base-uncased", "gpt2", "t5-small", "llama-2-7b"],
+                                   pytest.param(["t5-small", "gpt3-175b", "llama-2-7b", "resnet-50", "albert-base-v2"],
+                                                marks=pytest.mark.slow)])
+def test_the_compare_chart_has_no_two_texts_overlapping_and_none_outside(names):
+    """Measured as the page tests measure boxes: every text's window extent inside the figure, no two
+    overlapping (four models: their names ran into each other; five: the values over the bars too)."""
+    import matplotlib
+
+    from archgraph.passes.compare import compare
+    from archgraph.render.compare import compare_figure
+    from archgraph.render.palette import CHART_RC
+    with matplotlib.rc_context(CHART_RC):
+        fig = compare_figure(compare(names, {}, load=archgraph.load))
+        fig.canvas.draw()
+        boxes = _drawn_texts(fig)
+    assert len(boxes) > 40
+    outside = [t for t, b in boxes if b.x0 < 0 or b.y0 < 0 or b.x1 > fig.bbox.x1 or b.y1 > fig.bbox.y1]
+    assert outside == []
+    overlapping = [(a, b) for i, (a, box) in enumerate(boxes) for b, other in boxes[i + 1:] if box.overlaps(other)]
+    assert overlapping == []
+    titles = [ax.get_title("left") for ax in fig.axes]
+    assert titles[2].replace("\n", " ") == "forward per new token (MFLOPs, cached)"

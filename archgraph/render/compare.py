@@ -210,29 +210,95 @@ def compare_table(rows: list[ModelSummary], width: int = 80) -> Group:
 
 
 def compare_chart(rows: list[ModelSummary], fmt: str = "png") -> bytes:
-    """Four panels, a bar per model: parameters and forward FLOPs by stack (coloured by role:
-    encoder, decoder, other layers; the rest by category), the cost of one generated token, and
-    memory for training and for serving."""
+    """The figure of `compare_figure`, as `fmt` bytes (no date in SVG or PDF: the same models give the
+    same file)."""
     import matplotlib
-    from matplotlib.figure import Figure
-
     with matplotlib.rc_context(CHART_RC):
-        fig = Figure(figsize=(16, 5.2), dpi=110, layout="constrained")
-        axes = fig.subplots(1, 4, width_ratios=[1.2, 1.2, 0.9, 1])
-        names = [shortened(r.name, CHART_LABEL) for r in rows]  # a 200-character name collapsed the axes
-        _stacked(axes[0], rows, names, [_param_parts(r) for r in rows], 1e6, "M",
-                 "parameters by stack (millions)")
-        _stacked(axes[1], rows, names, [_flop_parts(r) for r in rows], 1e9, "G",
-                 f"forward GFLOPs by stack ({sizes_text(rows)})")
-        _per_token(axes[2], rows, names)
-        _memory(axes[3], rows, names)
-        for ax in axes:
-            ax.tick_params(axis="x", labelrotation=15)
-        fig.suptitle("where the parameters, FLOPs and bytes go", fontsize=12, fontweight="bold")
+        fig = compare_figure(rows)
         out = io.BytesIO()
         metadata = {"Date": None} if fmt == "svg" else ({"CreationDate": None} if fmt == "pdf" else {})
         fig.savefig(out, format=fmt, metadata=metadata, facecolor="white")
     return out.getvalue()
+
+
+def compare_figure(rows: list[ModelSummary]):
+    """Four panels, a bar per model: parameters and forward FLOPs by stack (coloured by role:
+    encoder, decoder, other layers; the rest by category), the forward FLOPs of one generated token,
+    and memory for training and for serving; no two texts overlap (`untangle`). Call it inside
+    `matplotlib.rc_context(CHART_RC)`."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(16, 5.2), dpi=110, layout="constrained")
+    axes = fig.subplots(1, 4, width_ratios=[1.2, 1.2, 0.9, 1])
+    names = [shortened(r.name, CHART_LABEL) for r in rows]  # a 200-character name collapsed the axes
+    _stacked(axes[0], rows, names, [_param_parts(r) for r in rows], 1e6, "M",
+             "parameters by stack (millions)")
+    _stacked(axes[1], rows, names, [_flop_parts(r) for r in rows], 1e9, "GFLOP",
+             f"forward GFLOPs by stack ({sizes_text(rows)})")
+    _per_token(axes[2], rows, names)
+    _memory(axes[3], rows, names)
+    fig.suptitle("where the parameters, FLOPs and bytes go", fontsize=12, fontweight="bold")
+    untangle(fig)
+    return fig
+
+
+def untangle(fig) -> None:
+    """No two texts of `fig` overlap and none leaves it: a title wider than its panel goes on more
+    lines, and a panel's model names that collide go on two rows (every other one lower), else
+    upright; the layout is redone after each change (tests/test_labels.py measures every box)."""
+    import textwrap
+
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+    FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        title = next(c for c in ax.get_children() if isinstance(c, Text) and c.get_text() == ax.get_title("left"))
+        width, room = title.get_window_extent(renderer).width, ax.get_window_extent(renderer).width
+        if width > room:
+            text = title.get_text()
+            title.set_text(textwrap.fill(text, max(int(len(text) * room / width), 12)))
+    fig.canvas.draw()
+    for ax in fig.axes:
+        labels = ax.get_xticklabels()
+        if _collide(labels, renderer):
+            ax.set_xticks(ax.get_xticks(), [("\n" if i % 2 else "") + t.get_text() for i, t in enumerate(labels)])
+            fig.canvas.draw()
+            if _collide(ax.get_xticklabels(), renderer):
+                ax.set_xticks(ax.get_xticks(), [t.get_text().lstrip("\n") for t in labels], rotation=90)
+    for _ in range(3):  # each change redoes the layout, which may bring two texts together again
+        fig.canvas.draw()
+        for ax in fig.axes:
+            _upright_values(ax, renderer)
+
+
+def _upright_values(ax, renderer) -> None:
+    """A panel's texts over its bars when two collide: a name inside a bar narrower than it goes,
+    the values stand upright on one line, and the panel grows to hold them."""
+    bars = [p.get_window_extent(renderer).width for p in ax.patches]
+    narrowest = min(bars, default=0)
+    for t in list(ax.texts):
+        if t.get_color() == "white" and t.get_window_extent(renderer).width > narrowest:
+            t.remove()  # the legend names the stack's role
+    values = [t for t in ax.texts if t.get_color() != "white"]
+    upright = any(t.get_rotation() == 90 for t in values)
+    if not upright and not _collide(values, renderer):
+        return
+    for t in values:
+        t.set_text(" ".join(t.get_text().split()))
+        t.set_rotation(90)
+        t.set_verticalalignment("bottom")
+    ax.figure.canvas.draw()
+    top = max(ax.transData.inverted().transform(t.get_window_extent(renderer))[1][1] for t in values)
+    low, high = ax.get_ylim()
+    if top > low + (high - low) / 1.25:  # the top fifth holds the legend
+        ax.set_ylim(low, low + (top - low) * 1.3)
+
+
+def _collide(labels, renderer) -> bool:
+    boxes = [t.get_window_extent(renderer) for t in labels if t.get_text().strip()]
+    return any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
 
 
 def _param_parts(r: ModelSummary) -> list[tuple[str, str, float]]:
@@ -275,7 +341,7 @@ def _per_token(ax, rows, names) -> None:
     ax.bar_label(bars, labels=[f"{v:.1f}" if r.flops.per_token is not None else "generates\nno tokens"
                                for v, r in zip(values, rows)], fontsize=8)
     ax.set_xticks(range(len(names)), names)
-    ax.set_title("MFLOPs per generated token (cache)", loc="left", fontweight="bold")
+    ax.set_title(f"{NEW_TOKEN} (MFLOPs, cached)", loc="left", fontweight="bold")
 
 
 def _memory(ax, rows, names) -> None:
