@@ -70,7 +70,10 @@ def test_ops_listing_fits_80_columns_one_whole_sentence_each():
     assert described == {n: summary(c) for n, c in REGISTRY.items()}
     assert described["attention"] == "Multi-head attention with its projections."
     assert all(s.endswith(".") and len(s) <= 80 for s in described.values())
-    assert len(out.splitlines()) < 1.4 * len(REGISTRY)
+    table, note = out.split("\n└")
+    assert len(table.splitlines()) < 1.4 * len(REGISTRY)
+    assert " ".join(note.split("\n")[1:]).split() == \
+        "Hyperparameters (required first) not shown at 80 columns: a wider terminal shows it".split()
     wide = run_in_terminal("ops", columns=240)
     assert "Hyperparameters (required first)" in wide and "hidden, heads, kv_heads=None" in wide
 
