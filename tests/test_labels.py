@@ -160,3 +160,20 @@ def test_the_compare_chart_has_no_two_texts_overlapping_and_none_outside(names):
     assert overlapping == []
     titles = [ax.get_title("left") for ax in fig.axes]
     assert titles[2].replace("\n", " ") == "forward per new token (MFLOPs, cached)"
+
+
+def test_a_schedule_of_kinds_differing_only_in_arguments_is_one_row_with_their_values(cli):
+    """The WaveNet's sixteen layers are eight kinds that differ only in dilation (and the padding
+    that follows it): one row, the nodes of one layer, the values each kind takes (it listed each
+    kind whole: 112 lines at 100 columns)."""
+    from test_terminal_width import run_in_terminal
+    spec = Path(__file__).parent / "data" / "specs" / "wavenet.yaml"
+    out = run_in_terminal("params", str(spec), columns=100)
+    lines = out.splitlines()
+    assert len(lines) < 45
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    assert rows[2] == ["layers.0..15  × 16", "residual_layer", "298,496", ""]
+    assert rows[3] == ["(8 kinds differing in dilation, padding)", "", "(16 × 18,656)", ""]
+    assert rows[4:7] == [["filter", "conv1d", "6,208", "conv"], ["", "padding 1, 2, 4 .. 128", "", ""],
+                         ["", "dilation 1, 2, 4 .. 128", "", ""]]
+    assert archgraph.load(str(spec)).params().total == 319_424 == 64 + 64 + 16 * 18_656 + 4_160 + 16_640

@@ -113,3 +113,57 @@ def call_inputs(node: BlockNode, shapes: list) -> list[str]:
     each = node.each or (None,) * len(node.inputs)
     return [str(ref) if dim is None or not isinstance(shape, tuple) else f"{ref}{picked(dim, len(shape))}"
             for ref, dim, shape in zip(node.inputs, each, shapes)]
+
+
+def differing(runs: list[BlockNode]) -> dict[str, dict[str, list]] | None:
+    """When the runs' bodies hold the same nodes (names, ops, inputs, calls) with as many parameters
+    each and differ only in op hyperparameters (a WaveNet's eight kinds of layer, by dilation):
+    {node path in the body: {hyperparameter: its value in each run}}; None when they differ in more.
+
+    >>> from archgraph.graph import Graph
+    >>> differing([]) is None
+    True
+    """
+    if len(runs) < 2 or len({id(r.body) for r in runs}) < 2:
+        return None
+    found: dict[str, dict[str, list]] = {}
+    return found if _same_but_args([r.body for r in runs], "", found) else None
+
+
+def _same_but_args(bodies: list[Graph], prefix: str, found: dict) -> bool:
+    names = list(bodies[0].nodes)
+    if any(list(b.nodes) != names or b.outputs != bodies[0].outputs for b in bodies[1:]):
+        return False
+    for name in names:
+        nodes = [b.nodes[name] for b in bodies]
+        first = nodes[0]
+        if any(type(n) is not type(first) or n.inputs != first.inputs for n in nodes[1:]):
+            return False
+        path = f"{prefix}{name}"
+        if isinstance(first, BlockNode):
+            if any((n.block, n.repeat, n.shared) != (first.block, first.repeat, first.shared) for n in nodes[1:]) \
+                    or not _same_but_args([n.body for n in nodes], path + ".", found):
+                return False
+            continue
+        if any(type(n.op) is not type(first.op) or (n.category, n.trainable, n.ties) !=
+               (first.category, first.trainable, first.ties) or _count(n) != _count(first) for n in nodes[1:]):
+            return False
+        values = [n.op.hparams() for n in nodes]
+        for key in values[0]:
+            if any(v[key] != values[0][key] for v in values[1:]):
+                found.setdefault(path, {})[key] = [v[key] for v in values]
+    return True
+
+
+def _count(node) -> int:
+    return sum(t.count for t in node.op.params())
+
+
+def values_text(values: list) -> str:
+    """A hyperparameter's value in each kind, in order: `1, 2, 4 .. 128`, or each when few.
+
+    >>> values_text([1, 2, 4, 8, 16, 32, 64, 128]), values_text([3, 5])
+    ('1, 2, 4 .. 128', '3, 5')
+    """
+    shown = [str(v) for v in values]
+    return ", ".join(shown) if len(shown) <= 4 else ", ".join(shown[:3]) + f" .. {shown[-1]}"

@@ -32,6 +32,7 @@ Shape not shown at 30 columns: a wider terminal shows it
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -248,16 +249,19 @@ def shorten(name: str, width: int) -> str:
 
 
 def broken(name: str, width: int) -> list[str]:
-    """`name` on lines of at most `width` characters, broken after a dot (inside a part only when
-    the part alone is wider), the next lines indented as the first: nothing is cut.
+    """`name` on lines of at most `width` characters, broken after a dot (never inside `..`, a range)
+    or a space (inside a part only when the part alone is wider), the next lines indented as the
+    first: nothing is cut.
 
     >>> broken("  layer.0.SelfAttention.relative_attention_bias", 30)
     ['  layer.0.SelfAttention.', '  relative_attention_bias']
+    >>> broken("layers.0..15  2 × [conv1d, mlp]", 16)
+    ['layers.0..15  2 ', '× [conv1d, mlp]']
     """
     indent = name[:len(name) - len(name.lstrip(" "))]
     room = max(width - len(indent), 1)
     lines, line = [], ""
-    for part in name[len(indent):].replace(".", ".\0").split("\0"):
+    for part in re.split(r"(?<=[^.]\.)(?=[^.])|(?<= )(?=[^ ])", name[len(indent):]):  # after a lone dot or a space
         while len(part) > room:  # a part wider than a line: broken where the line ends
             if line:
                 lines.append(line)

@@ -11,7 +11,7 @@ from ..passes.params import ParamReport, TensorRow, call_totals, graph_totals, n
 from ..passes.shapes import ShapeReport
 from ..passes.walk import Run
 from .labels import REUSES, SHARED, SHARED_SHOWN, TRAINING_PER_TOKEN, shared_kinds, shared_text
-from .pattern import Pattern, call_inputs, kinds, places, repeating
+from .pattern import Pattern, call_inputs, differing, kinds, places, repeating, values_text
 from .sheet import Alt, Col, Sheet
 
 
@@ -59,7 +59,10 @@ def params_table(report: ParamReport) -> Group:
     return Group(*parts, category_table(report))
 
 
-def _param_rows(sheet: Sheet, graph: Graph, model, cache: dict, depth: int) -> None:
+def _param_rows(sheet: Sheet, graph: Graph, model, cache: dict, depth: int, args: dict | None = None,
+                prefix: str = "") -> None:
+    """`args`: {node path under `prefix`: {hyperparameter: value in each kind}} of a schedule whose
+    kinds differ only in those (its Op cell lists them: `dilation 1, 2, 4 .. 128`)."""
     pad = "  " * depth
     patterns = repeating(graph)
     skipped = {n for p in patterns.values() for n in p.drawn[1:] + p.skipped}  # folded into the first
@@ -71,7 +74,9 @@ def _param_rows(sheet: Sheet, graph: Graph, model, cache: dict, depth: int) -> N
             new = sum(r.count for r in rows if not r.buffer and not r.tied_to)
             params = num(new) if new else ("tied" if node.ties else "—")
             cat = (node.category + ("" if node.trainable else " (frozen)")) if node.op.params() else ""
-            sheet.add_row(pad + name, node.op.op_name, tensors_cell(rows) if rows else "", params, cat)
+            differ = (args or {}).get(prefix + name, {})
+            op = node.op.op_name + "".join(f"\n{k} {values_text(v)}" for k, v in differ.items())
+            sheet.add_row(pad + name, op, tensors_cell(rows) if rows else "", params, cat)
             continue
         if name in patterns:
             _pattern_rows(sheet, graph, patterns[name], model, cache, depth)
@@ -79,7 +84,7 @@ def _param_rows(sheet: Sheet, graph: Graph, model, cache: dict, depth: int) -> N
         body = graph_totals(node.body, cache)
         per, total = body.total, call_totals(node, body).total
         _block_row(sheet, pad + node.label, node, total, per, node.repeat)
-        _param_rows(sheet, node.body, model, cache, depth + 1)
+        _param_rows(sheet, node.body, model, cache, depth + 1, args, f"{prefix}{name}.")
 
 
 def _block_row(sheet: Sheet, label: str, node, total: int, per: int, times: int) -> None:
@@ -102,6 +107,10 @@ def _pattern_rows(sheet: Sheet, graph: Graph, pattern: Pattern, model, cache: di
     times = f"{whole} × " + ("[" if period > 1 else "") + ", ".join(run_kinds(runs[:period])) \
         + ("]" if period > 1 else "") + (f" + {rest}" if rest else "")
     blocks = sorted({n.block for n in runs}, key=[n.block for n in runs].index)
+    args = differing(runs[:period]) if period > 1 else None
+    if args is not None:  # kinds that differ only in arguments: one row, the arguments' values listed
+        _kinds_rows(sheet, runs, pattern, args, sum(totals), model, cache, depth)
+        return
     sheet.add_row(Text(f"{pad}{pattern.segment}.{first}..{last}  {times}", style="bold"),
                   Text(", ".join(blocks), style="bold"), "", Text(num(sum(totals)), style="bold"), "")
     for j, node in enumerate(runs[:period]):
@@ -111,6 +120,21 @@ def _pattern_rows(sheet: Sheet, graph: Graph, pattern: Pattern, model, cache: di
         where = places(runs, j, period)
         _block_row(sheet, f"{pad}  {node.segment}.{where}" if node.segment else f"{pad}  {where}", node, sum(totals[k] for k in mine), body.total, count)
         _param_rows(sheet, node.body, model, cache, depth + 2)
+
+
+def _kinds_rows(sheet: Sheet, runs: list, pattern: Pattern, args: dict, total: int, model, cache: dict,
+                depth: int) -> None:
+    """`layers.0..15  × 16` (8 kinds differing in dilation, padding), then one kind's nodes, each
+    argument that differs with its value in each kind."""
+    pad = "  " * depth
+    first, last = pattern.start, pattern.start + pattern.layers - 1
+    per = graph_totals(runs[0].body, cache).total
+    keys = sorted({k for values in args.values() for k in values})
+    label = f"{pad}{pattern.segment}.{first}..{last}  × {pattern.layers}"
+    sheet.add_row(Text(f"{label}\n{pad}  ({len(pattern.drawn)} kinds differing in {', '.join(keys)})", style="bold"),
+                  Text(runs[0].block, style="bold"), "", Text(f"{num(total)}\n({pattern.layers} × {num(per)})",
+                                                              style="bold"), "")
+    _param_rows(sheet, runs[0].body, model, cache, depth + 1, args)
 
 
 def run_kinds(runs: list) -> list[str]:
