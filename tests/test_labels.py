@@ -177,3 +177,14 @@ def test_a_schedule_of_kinds_differing_only_in_arguments_is_one_row_with_their_v
     assert rows[4:7] == [["filter", "conv1d", "6,208", "conv"], ["", "padding 1, 2, 4 .. 128", "", ""],
                          ["", "dilation 1, 2, 4 .. 128", "", ""]]
     assert archgraph.load(str(spec)).params().total == 319_424 == 64 + 64 + 16 * 18_656 + 4_160 + 16_640
+
+
+def test_the_closed_schedule_box_says_what_its_kinds_differ_in(browser, cli, tmp_path):
+    spec = Path(__file__).parent / "data" / "specs" / "wavenet.yaml"
+    page = _report(cli, tmp_path, [str(spec)], "wavenet.html")
+    _open(browser, page)
+    box = browser.find_element("css selector", "#m0 svg [data-path='layers']")
+    assert box.text.split("\n") == ["layers.0..15 × 16", "the 8 layers of layers.0..7 repeat",
+                                    "padding 1, 2, 4 .. 128", "dilation 1, 2, 4 .. 128", "298.50 K params"]
+    assert _overflowing(browser) == [[], [], 0]
+    _shot(browser, tmp_path, "wavenet.png")

@@ -263,6 +263,7 @@ class DotWriter {
     const whole = {kind: "block", total: sum("total"), flops: sum("flops"), bytes: sum("bytes"), category: first.category};
     this.box(id, whole, [[`${p.segment}.${p.start}..${p.start + p.layers - 1} × ${p.layers}`],
                          [`the ${p.period} layers of ${p.segment}.${p.start}..${p.start + p.period - 1} repeat`, true],
+                         ...Object.entries(p.differ || {}).map(([k, v]) => [`${k} ${v}`, true]),
                          [`${human(whole.total)} params`, true]], "shape=box3d, style=filled, ");
     const inside = new Set(runs.map(r => r.name));
     runs.forEach(r => r.inputs.filter((ref, k) => !inside.has(ref[0]) && (!r.reads || r.reads[k]))

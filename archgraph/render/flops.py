@@ -125,9 +125,14 @@ def _rows(run, prefix: str, times: int = 1):
 
 
 def _block_rows(run, prefix: str, times: int, name: str):
+    """The rows of a call's repetitions, those evaluated once for several named by all of them
+    (`layers.0..5.fc1  × 6`, not `layers.0.fc1  × 6`)."""
     node, index = run.graph.nodes[name], 0
     for segment in run.nodes[name]:
-        yield from _rows(segment.run, node.rep_path(prefix, index), times * segment.count)
+        path = node.rep_path(prefix, index)
+        if node.indexed and segment.count > 1:
+            path += f"..{node.start + index + segment.count - 1}"
+        yield from _rows(segment.run, path, times * segment.count)
         index += segment.count
 
 
@@ -141,7 +146,7 @@ def _pattern_rows(run, prefix: str, times: int, pattern) -> list:
     runs = [run.graph.nodes[n] for n in pattern.drawn + pattern.skipped]
     period = len(pattern.drawn)
     base = join(prefix, runs[0].segment)
-    own = re.compile(re.escape(base) + r"\.\d+(?=\.|$)")
+    own = re.compile(re.escape(base) + r"\.\d+(?:\.\.\d+)?(?=\.|$)")
     rows = {n.name: [(own.sub("", p, count=1), op, f, t) for p, op, f, t in _block_rows(run, prefix, times, n.name)]
             for n in runs}
     out = []

@@ -25,7 +25,7 @@ from .diagram import HIDDEN_HPARAMS
 from .labels import REUSES, SHARED, SHARED_SHOWN, shared_text
 from .page import Styles, content_security_policy
 from .palette import CATEGORY_COLORS, SHARE_BINS, category_color, human
-from .pattern import repeating
+from .pattern import differing, repeating, values_text
 from .report_compare import category_bars, comparison_html
 
 VENDORED = ("d3.min.js", "viz-global.js")  # in the order the page loads them
@@ -109,12 +109,20 @@ def _mark(graph: Graph, tree: dict[str, Any], layers: set[int]) -> None:
     nodes = {n["name"]: n for n in tree["nodes"]}
     for first, p in repeating(graph).items():
         nodes[first]["pattern"] = {"label": p.label, "drawn": list(p.drawn), "skipped": list(p.skipped),
-                                   "segment": p.segment, "start": p.start, "layers": p.layers, "period": p.period}
+                                   "segment": p.segment, "start": p.start, "layers": p.layers, "period": p.period,
+                                   "differ": _differ([graph.nodes[n] for n in p.drawn])}
     for name, node in graph.nodes.items():
         if isinstance(node, BlockNode):
             nodes[name]["layer"] = id(node) in layers
             if nodes[name]["body"]:
                 _mark(node.body, nodes[name]["body"], layers)
+
+
+def _differ(runs: list[BlockNode]) -> dict[str, str]:
+    """What tells a schedule's kinds apart when only arguments do: {argument: its values}
+    (`dilation`: `1, 2, 4 .. 128`), as the closed schedule's box says."""
+    found = differing(runs) or {}
+    return {k: values_text(v) for args in found.values() for k, v in args.items()}
 
 
 def table_rows(report: ParamReport) -> list[Row]:
@@ -124,29 +132,60 @@ def table_rows(report: ParamReport) -> list[Row]:
     return rows
 
 
-def _rows(rows: list[Row], graph: Graph, report: ParamReport, parent: str, depth: int, times: int) -> None:
+def _rows(rows: list[Row], graph: Graph, report: ParamReport, parent: str, depth: int, times: int,
+          args: dict | None = None, prefix: str = "") -> None:
+    """`args`: the arguments each node's kinds take when a schedule's kinds differ only in them
+    ({path under `prefix`: {argument: values}}): one block row stands for the schedule."""
     total = report.total or 1
+    folded = _folded(graph)
     for name, node in graph.nodes.items():
         row_id = f"{parent}/{name}" if parent else name
+        if name in folded and folded[name] is None:
+            continue
         if isinstance(node, OpNode):
             tensors = node_tensors(node, report.model)
             new = sum(t.count for t in tensors if not t.buffer and t.tied_to is None)
             text = "; ".join((f"{t.name} " if t.name else "") + f"[{', '.join(map(str, t.shape))}]"
                              + (f" = {t.tied_to}" if t.tied_to else "")
                              + (f" (buffer, {t.dtype})" if t.buffer else "") for t in tensors)
-            cells = {"node": name, "op": node.op.op_name, "tensors": text, "params": new,
+            differ = (args or {}).get(prefix + name, {})
+            op = node.op.op_name + "".join(f"; {k} {values_text(v)}" for k, v in differ.items())
+            cells = {"node": name, "op": op, "tensors": text, "params": new,
                      "total": new * times, "share": 100 * new * times / total,
                      "category": node.category if node.op.params() else ""}
             rows.append(Row(row_id, parent, depth, False, cells))
             continue
         per = graph_totals(node.body, report.cache)
+        if name in folded:  # a schedule of kinds that differ only in arguments: one row for all
+            pattern, kinds = folded[name]
+            runs = [graph.nodes[n] for n in pattern.drawn + pattern.skipped]
+            all_reps = sum(call_totals(r, graph_totals(r.body, report.cache)).total for r in runs)
+            label = f"{pattern.segment}.{pattern.start}..{pattern.start + pattern.layers - 1} × {pattern.layers}"
+            cells = {"node": label, "op": f"{node.block} ({len(pattern.drawn)} kinds)", "tensors": "",
+                     "params": per.total, "total": all_reps * times, "share": 100 * all_reps * times / total,
+                     "category": ""}
+            rows.append(Row(row_id, parent, depth, True, cells))
+            _rows(rows, node.body, report, row_id, depth + 1, times * pattern.layers, kinds)
+            continue
         all_reps = call_totals(node, per).total
         label = node.label + (f" × {node.repeat}" if node.repeat > 1 or (node.indexed and not node.scheduled) else "") \
             + (" shared" if node.shared else "")  # a schedule's run by its layers (`layers.3`), not `layers#3`
         cells = {"node": label, "op": node.block, "tensors": "", "params": per.total,
                  "total": all_reps * times, "share": 100 * all_reps * times / total, "category": ""}
         rows.append(Row(row_id, parent, depth, True, cells))
-        _rows(rows, node.body, report, row_id, depth + 1, times * (1 if node.shared else node.repeat))
+        _rows(rows, node.body, report, row_id, depth + 1, times * (1 if node.shared else node.repeat), args,
+              f"{prefix}{name}.")
+
+
+def _folded(graph: Graph) -> dict[str, Any]:
+    """The runs of each schedule whose kinds differ only in arguments: the first -> (its Pattern,
+    the arguments), the others -> None (left out: the first stands for them)."""
+    out: dict[str, Any] = {}
+    for first, pattern in repeating(graph).items():
+        kinds = differing([graph.nodes[n] for n in pattern.drawn])
+        if kinds is not None:
+            out.update({n: None for n in pattern.drawn[1:] + pattern.skipped}, **{first: (pattern, kinds)})
+    return out
 
 
 # -- HTML ------------------------------------------------------------------------------
