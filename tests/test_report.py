@@ -276,7 +276,7 @@ def test_a_report_of_four_models_at_1280_pixels(browser, cli, tmp_path):
     row = figures.find_element("css selector", "tr[data-figure='parameters']")
     assert [td.text for td in row.find_elements("tag name", "td")] == [
         "parameters", "124,439,808", "109,482,240", "60,506,624", "68,976,648,192"]
-    for figure in ("encoder pass", "decoder prefill", "per new token", "KV cache", "training"):
+    for figure in ("encoder pass", "decoder prefill", "forward per new token", "KV cache", "training"):
         assert browser.find_elements("css selector", f"table.figures tr[data-figure='{figure}']"), figure
     layers = browser.find_elements("css selector", ".layer-row[data-model='llama-2-70b'] .layer")
     assert len(layers) == 80
