@@ -213,15 +213,22 @@ def _onnx_model(path, settings, **kwargs):
 def load_config(path: str | Path, settings: Mapping[str, Any] | None = None, *, symbolic: bool = False,
                 strict: bool = True) -> Model:
     """Build the model a config.json describes; `settings` (like --set) override its values."""
-    from .hf import config_error, import_file
-    imported = import_file(path)
+    from .hf import import_file
+    return _template_model(import_file(path), path, settings, symbolic, strict, "")
+
+
+def _template_model(imported, path: str | Path, settings: Mapping[str, Any] | None, symbolic: bool,
+                    strict: bool, kind: str) -> Model:
+    """The family template `imported` names, built at its variables (`settings` over them), named and
+    sourced as the file at `path` (`kind`: ", GGUF" after the model type for a GGUF file)."""
+    from .hf import config_error
     try:
         model = load(imported.template, {**imported.variables, **dict(settings or {})}, symbolic=symbolic,
                      strict=strict)
     except ArchgraphError as exc:
         raise config_error(exc, imported, path, settings or {}) from None
     model.name = imported.name
-    model.description = f"{imported.architecture} from {Path(str(path)).name} ({imported.model_type})"
+    model.description = f"{imported.architecture} from {Path(str(path)).name} ({imported.model_type}{kind})"
     model.source = str(path)
     model.files = (str(path), *model.files)
     return model
@@ -233,18 +240,9 @@ def load_gguf(path: str | Path, settings: Mapping[str, Any] | None = None, *, sy
     metadata's values, checked tensor by tensor against the file, with its weights as stored."""
     from .ggufmodel import check_tensors, imported as gguf_imported, stored_weights
     from .ggufread import read_gguf
-    from .hf import config_error
     gfile = read_gguf(path)
     imported = gguf_imported(path, gfile)
-    try:
-        model = load(imported.template, {**imported.variables, **dict(settings or {})}, symbolic=symbolic,
-                     strict=strict)
-    except ArchgraphError as exc:
-        raise config_error(exc, imported, path, settings or {}) from None
-    model.name = imported.name
-    model.description = f"{imported.architecture} from {Path(str(path)).name} ({imported.model_type}, GGUF)"
-    model.source = str(path)
-    model.files = (str(path), *model.files)
+    model = _template_model(imported, path, settings, symbolic, strict, ", GGUF")
     if not set(settings or {}) & set(model.variables):  # --set of a size, not of the model's variables
         check_tensors(model, gfile, imported.model_type)
     model.stored = stored_weights(gfile)
