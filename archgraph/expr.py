@@ -401,8 +401,10 @@ _AGAIN = ("an expression a repeated block call evaluates at every repetition mak
 
 
 def check_value(value: Any) -> Any:
-    """Refuse values no model size comes near (|x| > 10**30, whole or not, but for the infinities
-    a fill value may be), complex numbers and NaN."""
+    """Refuse whole numbers no model size comes near (|x| > 10**30: sizes, counts and settings are
+    whole numbers), complex numbers and NaN.  A real number may be any float64, the infinities
+    included (float32's lowest, -3.4e38, fills every eager attention mask); it is bounded again
+    where it becomes a whole number (ops' coerce, --set)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int) and abs(plain(value)) > MAX_MAGNITUDE:
@@ -411,10 +413,8 @@ def check_value(value: Any) -> Any:
         raise ExprError(f"the value {value} is not a real number")
     if isinstance(value, float) and math.isnan(value):
         raise ExprError(f"the value {value} is not a number")
-    if isinstance(value, float) and float(MAX_MAGNITUDE) < abs(value) < math.inf:  # inf: a fill value
-        raise ExprError(f"the value {value:g} is too large (at most 10**30)",
-                        hint=_HUGE + " (a fill value without bound is inf or -inf)")
     return value
+
 
 
 def _compare(op: type, left: Any, right: Any) -> bool:

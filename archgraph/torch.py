@@ -380,7 +380,14 @@ class SpecModule(nn.Module):
             raise ArchgraphError(f"op '{node.op.op_name}' has no PyTorch forward yet", node=path)
         if self._watch is not None:
             self._watch.enter(path)
-        out = op.forward(run, *positional, **named)
+        try:
+            out = op.forward(run, *positional, **named)
+        except RuntimeError as exc:  # torch.full(.., -1e300, dtype=float32): a spec value may be any float64
+            if "without overflow" not in str(exc):
+                raise
+            raise ArchgraphError(f"op '{node.op.op_name}': {exc}: a value of the spec lies beyond the range of "
+                                 "the tensor's element type", node=path,
+                                 hint="write a value the element type holds (torch.finfo(dtype).min, or -inf)") from None
         out = tuple(out) if isinstance(out, (list, tuple)) else (out,)
         if self._watch is not None:
             self._watch.leave(out)

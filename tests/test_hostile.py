@@ -198,14 +198,34 @@ def test_a_huge_list_in_an_expression_is_refused_before_it_is_allocated(tmp_path
             "a list in an expression holds one value per layer or stage: check the count it is repeated by")
 
 
-@pytest.mark.parametrize("value, shown", [("1.0e+300", "1e+300"), ("exp(700)", "1.01423e+304"), ("-1e200", "1e+200"),
+@pytest.mark.parametrize("value, shown", [("1.0e+300", "1e+300"), ("exp(700)", "1.01423e+304"), ("-1e200", "-1e+200"),
                                           ("2.0 ** 60 * 2.0 ** 60", "1.32923e+36")])
-def test_a_float_beyond_any_size_is_refused_where_it_is_written(cli, tmp_path, value, shown):
-    path = spec(tmp_path, value)
-    where = "" if value == "1.0e+300" else f" (in '{value}')"  # a YAML number, or an expression
-    refused(cli("params", path), f"{path}:4: variable 'H': the value {shown} is too large (at most 10**30){where}",
-            "no size, count or setting of a model comes near 10**30: check the value and the variables it uses "
-            "(a fill value without bound is inf or -inf)")
+def test_a_float_beyond_any_size_is_refused_where_it_becomes_a_size(cli, tmp_path, value, shown):
+    """A real number may be any float64 (float32's lowest fills attention masks); a whole number, a size,
+    is at most 10**30: such a float is refused where a size is made of it."""
+    assert cli("params", spec(tmp_path, value))[0] == 0  # the variable alone, read by nothing: a value
+    path = spec(tmp_path, value, out="H")
+    refused(cli("params", path), f"{path}:7: node 'fc': linear.out_features: the value {shown} is too large for a "
+            "whole number (at most 10**30)", "no size, count or setting of a model comes near 10**30")
+
+
+@pytest.mark.parametrize("value", ["-3.4028234663852886e38", "'-3.4028234663852886e38 * 2'", "-inf",
+                                   "1.7976931348623157e308"])
+def test_any_float64_is_a_value(cli, tmp_path, value):
+    path = tmp_path / "m.yaml"
+    path.write_text("archgraph: 1\nname: m\ninputs: {x: [B, 4]}\nnodes:\n"
+                    f"  - {{name: fill, op: add, constant: {value}}}\n")
+    code, out, err = cli("shapes", str(path))
+    assert (code, err) == (0, "") and "[B, 4]" in out
+
+
+def test_a_value_the_element_type_cannot_hold_is_refused_by_node_when_run(cli, tmp_path):
+    path = tmp_path / "m.yaml"
+    path.write_text("archgraph: 1\nname: m\ninputs: {x: [B, 4]}\nnodes:\n"
+                    "  - {name: big, op: full, shape: [B, 4], value: -1e300}\n  - {name: y, op: add, in: [x, big]}\n")
+    refused(cli("run", str(path)), "node 'big': op 'full': value cannot be converted to type float without overflow: "
+            "a value of the spec lies beyond the range of the tensor's element type",
+            "write a value the element type holds (torch.finfo(dtype).min, or -inf)")
 
 
 # -- import-hf writes no spec that params would refuse ------------------------------------

@@ -2,7 +2,10 @@
 
 A module whose parameters are on the meta device (a config's model, built without weights) is
 exported with its buffers on the meta device too, so that no operation mixes devices; the
-buffers are put back afterwards, and the spec reads their values from the CPU.
+buffers are put back afterwards, and the spec reads their values from the CPU.  A number forward
+makes a tensor of on the meta device (`torch.tensor(finfo.min, device=x.device)`, the fill of
+eager attention masks) is made on the CPU, where it keeps its value (a 0-d tensor mixes with any
+device), so the spec holds the value, not a tensor of unknown value.
 
 For a transformers model, only what transformers itself changes to export a model:
 
@@ -26,6 +29,9 @@ from __future__ import annotations
 import contextlib
 import sys
 from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
 
 
 @contextlib.contextmanager
@@ -60,10 +66,30 @@ def _buffers_on_meta(module):
     for m, name, b in saved:
         m._buffers[name] = b.to("meta")
     try:
-        yield
+        with _NumbersOnCpu():
+            yield
     finally:
         for m, name, b in saved:
             m._buffers[name] = b
+
+
+class _NumbersOnCpu(TorchFunctionMode):
+    """torch.tensor(number, device=meta) (as_tensor, scalar_tensor) made on the CPU: a 0-d tensor
+    that keeps its value and mixes with tensors on the meta device."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in (torch.tensor, torch.as_tensor, torch.scalar_tensor) and args and \
+                isinstance(args[0], (bool, int, float)) and _on_meta(kwargs.get("device")):
+            kwargs = {**kwargs, "device": "cpu"}
+        return func(*args, **kwargs)
+
+
+def _on_meta(device) -> bool:
+    try:
+        return device is not None and torch.device(device).type == "meta"
+    except (RuntimeError, TypeError):
+        return False
 
 
 def _is_transformers(module) -> bool:

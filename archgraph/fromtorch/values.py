@@ -1,5 +1,6 @@
 """The value of a buffer that state_dict does not save, as constant ops where it is one archgraph
-computes (a constant, positions 0..n-1, rotary inverse frequencies 1 / base^(2i/d)); any other value
+computes (a constant, positions 0..n-1, a causal mask of ones below the diagonal, rotary inverse
+frequencies 1 / base^(2i/d)); any other value
 (a 2-D sin-cos table numpy made, a mask) is stored beside the spec, in the file its `values:` names."""
 from __future__ import annotations
 
@@ -22,8 +23,11 @@ def buffer_value_nodes(body, name: str, value: torch.Tensor, fqn: str) -> list[s
     if value.numel() and bool((flat == flat[0]).all()):
         return [body.add(body.unique(join(name, "full")), "full", [],
                          {"shape": shape or [], "value": float(flat[0]), "dtype": dtype})]
+    if len(shape) >= 2 and torch.equal(value, torch.ones_like(value).tril()):  # a causal mask (GPT-2's bias)
+        ones = body.add(body.unique(join(name, "full")), "full", [], {"shape": shape, "value": 1.0, "dtype": dtype})
+        return [body.add(body.unique(join(name, "tril")), "tril", [ones], {})]
     last = shape[-1] if shape else 0
-    positions = torch.arange(last, dtype=value.dtype).expand(value.shape) if shape else None
+    positions = torch.arange(last, dtype=value.dtype).expand(value.shape) if shape and value.dtype != torch.bool else None
     if positions is not None and torch.equal(value, positions):
         ref = body.add(body.unique(join(name, "arange")), "arange", [], {"end": last, "dtype": dtype})
         if len(shape) > 1:

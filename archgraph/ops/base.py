@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Iterable, Literal, NamedTuple, Union, get_args
 from ..dims import Dim, Poly, Shape, equal, fmt, fmt_shape, free_names, subs
 from ..dtypes import ELEMENT_BYTES
 from ..errors import ShapeError, SpecError, did_you_mean
+from ..limits import MAX_MAGNITUDE
 from ..numbers import quotient  # noqa: F401  (ops divide validated sizes with it: a/b, not floor)
 from ..record import MISSING, Record
 
@@ -391,6 +392,9 @@ def coerce(value: Any, typ: Any, what: str) -> Any:
                                  " ".join(f"--set {n}=..." for n in names))
         if isinstance(value, bool) or not isinstance(value, int):
             if isinstance(value, float) and value.is_integer():
+                if abs(value) > MAX_MAGNITUDE:  # a real number may be any float64; a whole one is a size
+                    raise SpecError(f"{what}: the value {value:g} is too large for a whole number (at most 10**30)",
+                                    hint="no size, count or setting of a model comes near 10**30")
                 return int(value)
             raise SpecError(f"{what} must be a whole number; received {value!r}")
         return value

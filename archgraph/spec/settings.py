@@ -82,6 +82,8 @@ def _whole(value: Any) -> Any:
 
 def _size_value(name: str, value: Any) -> int:
     number = _whole(_checked(name, value))
+    if number is not None:
+        number = _checked(name, number)
     if number is None or number <= 0:
         raise SpecError(f"--set {name}={_text(value)}: a size must be a positive whole number",
                         hint=f"e.g. --set {name}=2")

@@ -1,0 +1,102 @@
+"""import-torch of transformers' model types (issue 41): the values, buffers and ops their default
+configs need: float32's lowest as a mask fill, a number made a tensor on the meta device, a causal
+mask buffer computed rather than stored, GPT-2's Conv1D (addmm); slow: small configs of model types
+without a template, compared with transformers (count, every state_dict name and shape)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from archgraph.load import load, load_text  # noqa: E402
+from archgraph.passes.params import named_tensors  # noqa: E402
+from archgraph.torch import to_module, to_spec  # noqa: E402
+
+LOWEST = "-3.4028234663852886e+38"  # torch.finfo(torch.float32).min, as the spec writes it
+
+
+class Masked(torch.nn.Module):
+    """Eager attention's fill: scores where the causal buffer is false take float32's lowest."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+        self.register_buffer("bias", torch.tril(torch.ones(8, 8, dtype=torch.bool)).view(1, 8, 8), persistent=False)
+
+    def forward(self, x):  # x: [B, S, 4]
+        scores = self.proj(x) @ x.transpose(1, 2)  # [B, S, S]
+        s = x.shape[1]
+        lowest = torch.tensor(torch.finfo(scores.dtype).min, dtype=scores.dtype, device=scores.device)
+        return torch.where(self.bias[:, :s, :s], scores, lowest).softmax(-1)
+
+
+def test_a_mask_filled_with_float32s_lowest_imports_and_computes_the_same():
+    torch.manual_seed(0)
+    module, x = Masked().eval(), torch.randn(2, 6, 4)
+    text = to_spec(module, x)
+    assert f"value: {LOWEST}, dtype: float32" in text
+    assert "op: tril" in text and "values:" not in text  # the causal buffer computed, not stored
+    mine = to_module(load_text(text)).eval()
+    mine.load_state_dict(module.state_dict(), strict=True)
+    with torch.no_grad():
+        for shape in ((2, 6, 4), (3, 8, 4)):
+            x = torch.randn(*shape)
+            out = mine(x)
+            assert torch.equal(next(iter(out.values())) if isinstance(out, dict) else out, module(x))
+
+
+def test_a_number_made_a_tensor_on_the_meta_device_keeps_its_value():
+    """A model built on the meta device (a config's) makes its mask fill there: its value is kept."""
+    module = Masked().eval()
+    module.proj.to("meta")
+    text = to_spec(module, torch.randn(2, 6, 4, device="meta"))
+    assert f"value: {LOWEST}, dtype: float32" in text
+    assert load_text(text).params().total == 20
+
+
+@pytest.mark.parametrize("text", ["-3.4028234663852886e+38", "-1.7976931348623157e+308", "-inf"])
+def test_any_float64_fills_a_mask(text):
+    spec = load_text("archgraph: 1\nname: m\ninputs: {x: [B, 4], m: [B, 4]}\nnodes:\n"
+                     f"  - {{name: f, op: masked_fill, in: [x, m], value: {text}}}\n")
+    x = torch.zeros(2, 4, dtype=torch.float64)
+    out = to_module(spec)(x, torch.tensor([[True, False, False, True]] * 2))["f"]
+    assert out[0, 0].item() == float(text) and out[0, 1].item() == 0.0
+
+
+def test_gpt2s_conv1d_imports_as_the_matmul_of_its_weight():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=50, n_positions=16)
+    hf = transformers.GPT2Model(config).eval()
+    text = to_spec(hf, input_ids=torch.randint(0, 50, (2, 5)), use_cache=False)
+    model = load_text(text)
+    assert model.params().total == sum(p.numel() for p in hf.parameters())
+    assert {n: list(t.shape) for n, t in named_tensors(model, buffers="persistent")} == \
+        {k: list(v.shape) for k, v in hf.state_dict().items()}
+    assert "{name: h.0.attn.c_attn.weight, op: parameter, shape: [16, 48]" in text  # Conv1D: [in, out]
+
+
+SMALL = {  # model types without a template, each a small config of its default's kinds of layers
+    "imagegpt": {"n_layer": 2, "n_embd": 32, "n_head": 4, "vocab_size": 64, "n_positions": 64},
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("model_type", sorted(SMALL))
+def test_a_small_config_of_a_type_without_template_imports_exactly(model_type, tmp_path):
+    transformers = pytest.importorskip("transformers")
+    from archgraph.cli import main
+    from archgraph.fromtorch import hfbuild, hfconfig
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": model_type, **SMALL[model_type]}))
+    assert main(["import-torch", str(path), "-o", str(tmp_path / "m.yaml")]) == 0
+    config = hfconfig.config_object(hfconfig.read(path), path)
+    with torch.device("meta"):
+        hf = hfbuild.model_class(config, [], path)._from_config(config, dtype=torch.float32)
+    model = load(str(tmp_path / "m.yaml"))
+    assert model.params().total == sum(p.numel() for p in hf.parameters())
+    assert {n: list(t.shape) for n, t in named_tensors(model, buffers="persistent")} == \
+        {k: list(v.shape) for k, v in hf.state_dict().items()}
+    assert transformers.__version__ == "5.23.0"
