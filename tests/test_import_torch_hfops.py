@@ -100,3 +100,23 @@ def test_a_small_config_of_a_type_without_template_imports_exactly(model_type, t
     assert {n: list(t.shape) for n, t in named_tensors(model, buffers="persistent")} == \
         {k: list(v.shape) for k, v in hf.state_dict().items()}
     assert transformers.__version__ == "5.23.0"
+
+
+def test_a_decoders_output_projection_tied_to_its_embedding_is_held_once():
+    """EncoderDecoderModel of two BERTs: the decoder's embeddings are a block shared with the encoder's
+    (same class, same shapes), and its LM head's weight is the embedding's: one tensor, two names."""
+    transformers = pytest.importorskip("transformers")
+    bert = {"vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
+            "intermediate_size": 64}
+    config = transformers.EncoderDecoderConfig.from_encoder_decoder_configs(
+        transformers.BertConfig(**bert), transformers.BertConfig(**bert, is_decoder=True, add_cross_attention=True))
+    torch.manual_seed(0)
+    hf = transformers.EncoderDecoderModel(config).eval()
+    ids = torch.randint(0, 100, (2, 6))
+    text = to_spec(hf, input_ids=ids, decoder_input_ids=ids[:, :4], use_cache=False)  # checks its outputs
+    assert ("{name: decoder.cls.predictions.decoder, op: linear, in: decoder.cls.predictions.transform.LayerNorm, "
+            "in_features: 32, out_features: 100, tie: decoder.bert.embeddings.word_embeddings.weight}") in text
+    model = load_text(text)
+    assert model.params().total == sum(p.numel() for p in hf.parameters()) == 63_076
+    assert {n: list(t.shape) for n, t in named_tensors(model, buffers="persistent")} == \
+        {k: list(v.shape) for k, v in hf.state_dict().items()}

@@ -18,7 +18,7 @@ import torch
 
 from ..errors import ArchgraphError, InconclusiveDimError
 from ..spec.dump import dump
-from .aten import DTYPES
+from .aten import DTYPES, Refuse
 from .body import Body
 from .convert import Converter
 from .nodes import is_tensor_value
@@ -64,7 +64,10 @@ def _convert(module: torch.nn.Module, traced: Traced, name: str | None, note: st
     body = Body("", {user[k]: k for k in traced.inputs if k in user})
     live = _live(graph)
     nodes = [n for n in graph.nodes if n.op == "call_function" and is_tensor_value(n) and n in live]
-    c.emit_items(nodes, body, "")
+    try:
+        c.emit_items(nodes, body, "")
+    except Refuse as exc:  # a refusal outside one node's rule (the tensors of a module's block call)
+        raise ArchgraphError(f"cannot import {type(module).__name__}: {exc}") from None
     c.finish_blocks()
     outputs = _outputs(c, body, graph, traced.program)
     inputs = {}

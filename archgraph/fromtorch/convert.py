@@ -63,6 +63,7 @@ class Converter(Folding):
                               if n.op == "call_function" and is_tensor_value(n) and n.target not in A.SKIP)
         self.holder: dict[str, str] = {}  # placeholder -> the spec's name of the tensor (its first holder)
         self.where: dict[str, tuple[str, int]] = {}  # fx node -> (the spec op's path, output index) computing it
+        self._aliases: dict[int, list[str]] | None = None  # id of a tensor -> its names (_names_of)
 
     # -- what the aten rules ask ----------------------------------------------------------------
     def is_value(self, arg) -> bool:
@@ -226,12 +227,19 @@ class Converter(Folding):
             for extra in OWNED_EXTRA.get(out.op, ()):
                 self.used_fqns.add(join(owner, extra))
             return body.add(name, out.op, inputs, out.hp)
-        if owner is not None and mine and inside and len(held) == len(names) == 1 and \
-                relative(owner, body.prefix) not in body.names:
-            # the module's tensor is one another node holds (tied weights): a tie to it
+        if owner is not None and mine and inside and held and relative(owner, body.prefix) not in body.names:
+            # tensors of the module that another node holds (tied weights: a decoder's output projection
+            # and its embedding): ties to them; the module holds the rest (its bias)
             name = relative(owner, body.prefix)
             body.names.add(name)
-            return body.add(name, out.op, inputs, out.hp, {"tie": held[0]})
+            ties = {}
+            for local, t in out.tensors.items():
+                if t.name in self.holder:
+                    ties[local] = self.holder[t.name]
+                else:
+                    self.holder[t.name] = join(owner, local)
+                    self._own(self.tensors[t.name][0], owner)
+            return body.add(name, out.op, inputs, out.hp, {"tie": ties["weight"] if list(ties) == ["weight"] else ties})
         if out.op == "linear" or (out.op == "layer_norm" and not held):
             # a weight of another module or not named weight (x @ Wᵀ + b), a computed weight (1 + w)
             return functional(self, body, node, out, inputs, "")
@@ -354,12 +362,28 @@ class Converter(Folding):
                 if not isinstance(a, torch.fx.Node) or a in inside or not is_tensor_value(a):
                     continue
                 if a.op == "placeholder" and a.name in self.tensors and \
-                        self.tensors[a.name][0].startswith(prefix + "."):
-                    continue
+                        any(name.startswith(prefix + ".") for name in self._names_of(a)):
+                    continue  # its own tensor (by another of its names, where the export named it after a tie)
                 if a not in ins:
                     ins.append(a)
         outs = [n for n in nodes if is_tensor_value(n) and any(u not in inside for u in readers(n))]
         return ins, outs
+
+    def _names_of(self, placeholder) -> list[str]:
+        """Every name of a parameter or buffer of the module (a tied weight has several), the export's first."""
+        fqn, kind, _ = self.tensors[placeholder.name]
+        if kind == "constant":
+            return [fqn]
+        if self._aliases is None:
+            self._aliases = {}
+            for name, t in [*self.module.named_parameters(remove_duplicate=False),
+                            *self.module.named_buffers(remove_duplicate=False)]:
+                self._aliases.setdefault(id(t), []).append(name)
+        try:
+            real = self.module.get_parameter(fqn) if kind == "parameter" else self.module.get_buffer(fqn)
+        except AttributeError:
+            return [fqn]
+        return [fqn, *(n for n in self._aliases.get(id(real), []) if n != fqn)]
 
     def _leaf(self, body: Body, path: str, nodes: list) -> None:
         multihead_attention(self, body, path, nodes)

@@ -35,7 +35,7 @@ def functional(c, body, node, out: A.Out, inputs: list[str], why: str) -> str:
 
     def add(op: str, ins: list, hp: dict) -> str:
         return body.add(body.unique(join(path, op)), op, ins, hp)
-    tensor = {local: c.ref(body, t) for local, t in out.tensors.items()}
+    tensor = {local: _tied(c, body, node, local, t) or c.ref(body, t) for local, t in out.tensors.items()}
     if out.op == "linear":
         ref = add("matmul", [inputs[0], add("transpose", [tensor["weight"]], {"dim0": 0, "dim1": 1})], {})
     elif out.op == "embedding":
@@ -51,3 +51,23 @@ def functional(c, body, node, out: A.Out, inputs: list[str], why: str) -> str:
     if "bias" in tensor:
         ref = add("add", [ref, tensor["bias"]], {})
     return ref
+
+
+def _tied(c, body, node, local: str, t) -> str | None:
+    """The module's own tensor where another node already holds it under another name (a decoder's
+    output projection tied to its embedding): a `parameter` at the module's name tied to the holder,
+    so the spec holds the tensor once and names it both ways, as state_dict does; None otherwise."""
+    if t.name not in c.holder:
+        return None
+    own = c._tensor_name(t, module_path(node), local)
+    if own is None or own == c.holder[t.name] or not under(own, body.prefix):
+        return None
+    name = relative(own, body.prefix).rpartition(".")[0]  # the module's, holding its `local`
+    if not name or name in body.names:
+        return None
+    body.names.add(name)
+    tie = c.holder[t.name] if local == "weight" else {local: c.holder[t.name]}
+    ref = body.add(name, "parameter", [], {"shape": c.shape(t), "tensor": local}, {"tie": tie})
+    c.used_fqns.add(own)
+    return ref
+
