@@ -1,29 +1,30 @@
 """Hugging Face `config.json` files as archgraph models (`archgraph.load` builds them).
 
 Each supported `model_type` has a template spec in `specs/hf/` (an ordinary
-spec whose variables carry a typical checkpoint's values) and an entry in
-`specs/hf/families.yaml`, the key table: which template, which model classes
+spec whose variables carry a typical checkpoint's values) and, beside it, its key
+table `specs/hf/<model_type>.keys.yaml`: which template, which model classes
 (heads) it builds, and which config key sets which template variable::
 
-    llama:
-      template: llama.yaml
-      heads: [base, causal_lm, seq_cls]
-      variables:
-        V: vocab_size                # required: an error names the key when it is missing
-        KV: num_key_value_heads?     # '?': optional; absent or null keeps the template's value
-        I: n_inner|intermediate_size # '|': the first key present
-        D1: depths[0]                # an element of a list; a.b reads a nested key
-        gated: {key: feed_forward_proj, map: {relu: false, gated-gelu: true}}  # keys are words: "true"
-        qkv_bias: {value: true}      # a constant for this model_type
-        stages: {key: depths[6], error: "the template builds at most 6 stages"}  # refuse a config
-        bias: {key: bias?, if_null: false}  # an explicit null means false
-        R: {key: rotary_dim, if_null: {error: "..."}}  # refuse an explicit null
-        P: {key: pattern?, if_word: {error: "..."}, unless: layer_types}  # refuse a word, unless layer_types
-        timm: {key: use_timm_backbone, default: true, unless: backbone_config, error: "..."}  # and absent
-        orig: {key: rope_parameters.original_max_position_embeddings, default: 4096, unless: rope_parameters}
-        FLS: {key: vision_feature_layer, list: true}   # -2 reads as [-2]
+    # specs/hf/llama.keys.yaml
+    template: llama.yaml
+    heads: [base, causal_lm, seq_cls]
+    variables:
+      V: vocab_size                # required: an error names the key when it is missing
+      KV: num_key_value_heads?     # '?': optional; absent or null keeps the template's value
+      I: n_inner|intermediate_size # '|': the first key present
+      D1: depths[0]                # an element of a list; a.b reads a nested key
+      gated: {key: feed_forward_proj, map: {relu: false, gated-gelu: true}}  # keys are words: "true"
+      qkv_bias: {value: true}      # a constant for this model_type
+      stages: {key: depths[6], error: "the template builds at most 6 stages"}  # refuse a config
+      bias: {key: bias?, if_null: false}  # an explicit null means false
+      R: {key: rotary_dim, if_null: {error: "..."}}  # refuse an explicit null
+      P: {key: pattern?, if_word: {error: "..."}, unless: layer_types}  # refuse a word, unless layer_types
+      timm: {key: use_timm_backbone, default: true, unless: backbone_config, error: "..."}  # and absent
+      orig: {key: rope_parameters.original_max_position_embeddings, default: 4096, unless: rope_parameters}
+      FLS: {key: vision_feature_layer, list: true}   # -2 reads as [-2]
 
-Keys several families read alike live once under `groups:` and an entry takes them with
+Keys several families read alike live once under `groups:` of `specs/hf/keys.yaml` (with the
+`maps:` they share and the rules) and an entry takes them with
 `use: [rope]` (its own variables win): the rope_parameters / rope_scaling keys that set the
 rotary op's scaling.  An entry's `configs:` reads a sub-config by its own model_type's table (LLaVA's text_config by
 llama's, mistral's or qwen2's; `_sub_config`), on top of that table's `defaults:`.
@@ -107,70 +108,62 @@ class Imported(Record, frozen=True):
     sources: dict[str, str]     # template variable -> the config key it came from
 
 
+SHARED = "keys.yaml"     # specs/hf/keys.yaml: the rules of the key tables, and the `maps:` and `groups:` they share
+SUFFIX = ".keys.yaml"    # specs/hf/<model_type>.keys.yaml: one model_type's key table, beside its template
+
+
 def _spec_dir() -> Path:
     folder = spec_dir()
-    if folder is not None and (folder / "hf" / "families.yaml").is_file():
+    if folder is not None and (folder / "hf" / SHARED).is_file():
         return folder / "hf"
     raise ArchgraphError("the Hugging Face family templates (specs/hf/) are missing from this installation",
                          hint="reinstall archgraph")
 
 
 @lru_cache(maxsize=1)
+def _table_files() -> dict[str, Path]:
+    """model_type -> the file of its key table, by listing specs/hf/ (no file is read)."""
+    return {p.name[:-len(SUFFIX)]: p for p in sorted(_spec_dir().glob("*" + SUFFIX))}
+
+
+def key_file(model_type: str) -> Path:
+    """The file of a model_type's key table (`specs/hf/llama.keys.yaml`)."""
+    return _spec_dir() / f"{model_type}{SUFFIX}"
+
+
+@lru_cache(maxsize=1)
 def _key_tables() -> dict[str, Any]:
-    """All of families.yaml, parsed (`zoo`, `families()`)."""
-    from .spec.yamlload import load_file
-    return load_file(_spec_dir() / "families.yaml")
-
-
-_TOP_KEY = re.compile(r"^([A-Za-z0-9_][\w.-]*)[ \t]*:", re.M)
-
-
-@lru_cache(maxsize=1)
-def _sections() -> dict[str, tuple[int, int]] | None:
-    """families.yaml's top-level entries, name -> (start, end) offsets of its text, found by their
-    unindented keys without parsing the file (a config needs its own entry, its `like:` base, the
-    groups and maps: a tenth of the file).  None when a name appears twice: the whole parse says so."""
-    text = _families_text()
-    keys = list(_TOP_KEY.finditer(text))
-    names = [m.group(1) for m in keys]
-    if len(set(names)) != len(names):
-        return None
-    ends = [m.start() for m in keys[1:]] + [len(text)]
-    return {m.group(1): (m.start(), end) for m, end in zip(keys, ends)}
-
-
-@lru_cache(maxsize=1)
-def _families_text() -> str:
-    from .spec.yamlload import read_text
-    return read_text(_spec_dir() / "families.yaml")
+    """Every key table, parsed (`zoo`, `families()`)."""
+    return {name: _part(name) for name in family_names()}
 
 
 @lru_cache(maxsize=None)
 def _part(name: str) -> Any:
-    """families.yaml's top-level entry `name` (None when absent), parsed alone with the lines it has
-    in the file (the text before it stands as blank lines)."""
-    sections = _sections()
-    if sections is None:
-        return _key_tables().get(name)
-    if name not in sections:
+    """A model_type's key table (its file parsed alone: a config reads its own table, its `like:` base
+    and keys.yaml, not the other tables), or keys.yaml's `maps` or `groups`; None when absent."""
+    from .spec.yamlload import load_file
+    if name in ("maps", "groups"):
+        path = _spec_dir() / SHARED
+        table = load_file(path)
+        return table.get(name) if isinstance(table, Mapping) else None
+    path = _table_files().get(name)
+    if path is None:
         return None
-    from .spec.yamlload import load_text
-    text = _families_text()
-    start, end = sections[name]
-    return load_text("\n" * text.count("\n", 0, start) + text[start:end],
-                     str(_spec_dir() / "families.yaml")).get(name)
+    table = load_file(path)
+    if not isinstance(table, Mapping):
+        raise ArchgraphError(f"{path.name}: a key table is a mapping with 'template:' and 'variables:'",
+                             loc=Loc(str(path), 0), hint="see the rules at the top of keys.yaml")
+    return table
 
 
 def family_names() -> list[str]:
-    """The model types families.yaml has key tables for."""
-    sections = _sections()
-    names = list(sections) if sections is not None else list(_key_tables())
-    return [n for n in names if n not in ("maps", "groups")]
+    """The model types with a key table (`specs/hf/<model_type>.keys.yaml`), in the order of their names."""
+    return list(_table_files())
 
 
 def family(model_type: str) -> Mapping[str, Any] | None:
-    """One key table (`like:` and `use:` applied, as in `families()`), reading only its part of
-    families.yaml."""
+    """One key table (`like:` and `use:` applied, as in `families()`), reading only its own file (and
+    its `like:` base's, and keys.yaml)."""
     entry = _part(model_type) if model_type not in ("maps", "groups") else None
     if entry is None:
         return None
@@ -178,30 +171,20 @@ def family(model_type: str) -> Mapping[str, Any] | None:
     base_name = entry.get("like")
     if base_name is None:
         return entry
-    base = _part(base_name) if base_name not in ("maps", "groups") else None
+    base = _part(str(base_name)) if base_name not in ("maps", "groups") else None
     if base is None or "like" in base:
-        raise ArchgraphError(f"families.yaml: '{model_type}' is like '{base_name}', which is not a key table "
-                             "without 'like:'", loc=entry.key_loc("like"))
-    return _like(entry, _with_groups(base_name, base))
+        raise ArchgraphError(f"{model_type}{SUFFIX}: '{model_type}' is like '{base_name}', which is not a key "
+                             "table without 'like:'", loc=entry.key_loc("like"))
+    return _like(entry, _with_groups(str(base_name), base))
 
 
 @lru_cache(maxsize=1)
 def families() -> dict[str, Any]:
-    """The key tables of `specs/hf/families.yaml`, model_type -> entry (`maps:` and `groups:` are not
-    ones).  An entry with `like: other` takes other's heads and variables, its own winning (GLM-4's
-    table is GLM's with another template); `use: [group]` takes a named group's variables, its own
-    winning (the rope keys, `groups: rope`)."""
-    tables = {k: _with_groups(k, v) for k, v in _key_tables().items() if k not in ("maps", "groups")}
-    out = {}
-    for name, entry in tables.items():
-        base = entry.get("like")
-        if base is not None:
-            if base not in tables or "like" in tables[base]:
-                raise ArchgraphError(f"families.yaml: '{name}' is like '{base}', which is not a key table "
-                                     "without 'like:'", loc=entry.key_loc("like"))
-            entry = _like(entry, tables[base])
-        out[name] = entry
-    return out
+    """Every key table, model_type -> entry (`family` of each).  An entry with `like: other` takes
+    other's heads and variables, its own winning (GLM-4's table is GLM's with another template);
+    `use: [group]` takes a named group's variables, its own winning (the rope keys, keys.yaml's
+    `groups: rope`)."""
+    return {name: family(name) for name in family_names()}
 
 
 def _like(entry: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
@@ -211,7 +194,7 @@ def _like(entry: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _with_groups(name: str, entry: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The entry with the variables of the groups it `use`s (families.yaml's `groups:`) before its own,
+    """The entry with the variables of the groups it `use`s (keys.yaml's `groups:`) before its own,
     which win: the rope_parameters keys every rotary family reads alike.  A use `{group: rope, under:
     encoder, prefix: e_}` reads the group's keys under `encoder` into variables named with the prefix
     (T5Gemma's stacks, each with its own rope_parameters)."""
@@ -224,10 +207,10 @@ def _with_groups(name: str, entry: Mapping[str, Any]) -> Mapping[str, Any]:
         group = use.get("group") if isinstance(use, Mapping) else use
         extra = sorted(set(use) - {"group", "under", "prefix"}) if isinstance(use, Mapping) else []
         if extra:
-            raise ArchgraphError(f"families.yaml: '{name}' uses a group with the unknown key '{extra[0]}'",
+            raise ArchgraphError(f"{name}{SUFFIX}: '{name}' uses a group with the unknown key '{extra[0]}'",
                                  loc=entry.key_loc("use"), hint="a use is a group's name, or {group, under, prefix}")
         if group not in groups:
-            raise ArchgraphError(f"families.yaml: '{name}' uses '{group}', which is not a group under 'groups:'",
+            raise ArchgraphError(f"{name}{SUFFIX}: '{name}' uses '{group}', which is not a group under 'groups:'",
                                  loc=entry.key_loc("use"), hint="known groups: " + (", ".join(groups) or "none"))
         under, prefix = (str(use.get("under") or ""), str(use.get("prefix") or "")) if isinstance(use, Mapping) \
             else ("", "")
@@ -253,11 +236,11 @@ def _under(rule: Any, under: str) -> Any:
 
 
 def named_map(name: str) -> Mapping[str, Any]:
-    """A translation the key tables share by name (`map: activations`), from families.yaml's `maps:`."""
+    """A translation the key tables share by name (`map: activations`), from keys.yaml's `maps:`."""
     maps = _part("maps") or {}
     if name not in maps:
-        raise ArchgraphError(f"families.yaml: no map named '{name}' under 'maps:'",
-                             loc=Loc(str(_spec_dir() / "families.yaml"), 0),
+        raise ArchgraphError(f"{SHARED}: no map named '{name}' under 'maps:'",
+                             loc=Loc(str(_spec_dir() / SHARED), 0),
                              hint="known maps: " + (", ".join(maps) or "none"))
     return maps[name]
 
@@ -328,8 +311,8 @@ def import_config(config: Mapping[str, Any], path: str | Path = "config.json") -
         if var in ("head", "num_labels"):
             del variables[var], sources[var]
         else:
-            raise SpecError(f"families.yaml: '{model_type}' sets variable '{var}', which template "
-                            f"{template.name} does not declare", loc=Loc(str(_spec_dir() / "families.yaml"), 0),
+            raise SpecError(f"{model_type}{SUFFIX}: '{model_type}' sets variable '{var}', which template "
+                            f"{template.name} does not declare", loc=Loc(str(key_file(model_type)), 0),
                             hint="declare it under the template's 'variables:' with a typical value")
     for var, value in variables.items():
         _check_kind(sources[var], value, declared[var], loc)
@@ -489,7 +472,7 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
                                               "of a config the template builds, and edit that")
             return None
         keys, mapping = str(rule["key"]), rule.get("map")
-        if isinstance(mapping, str):  # a map families.yaml names under 'maps:'
+        if isinstance(mapping, str):  # a map keys.yaml names under 'maps:'
             mapping = named_map(mapping)
         optional = bool(rule.get("optional", False)) or keys.endswith("?")
         separator = rule.get("split")
@@ -671,3 +654,8 @@ def specialized(path: str | Path, imported: Imported | None = None):
             parts.append(f"(config: {imported.sources[var]})")
         comments[var] = " ".join(parts)
     return imported, result, comments
+
+
+def template_files() -> list[Path]:
+    """The family templates: specs/hf/'s .yaml files but the key tables and keys.yaml."""
+    return [p for p in sorted(_spec_dir().glob("*.yaml")) if p.name != SHARED and not p.name.endswith(SUFFIX)]

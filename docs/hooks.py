@@ -139,8 +139,8 @@ def _model_sources() -> list[tuple[str, str]]:
     out += [(str(p), f"`examples/{p.name}`") for p in sorted((ROOT / "examples").glob("*.yaml"))]
     out += [(str(p), f"`examples/{p.parent.name}/config.json`")
             for p in sorted((ROOT / "examples").glob("*/config.json"))]
-    out += [(str(p), f"the template `specs/hf/{p.name}` at its defaults")
-            for p in sorted((ROOT / "specs" / "hf").glob("*.yaml")) if p.name != "families.yaml"]
+    from archgraph.hf import template_files
+    out += [(str(p), f"the template `specs/hf/{p.name}` at its defaults") for p in template_files()]
     return out
 
 

@@ -103,12 +103,12 @@ print(json.dumps({"total": model.params().total, "whole_file": hf._key_tables.ca
 """
 
 
-def test_a_config_reads_its_own_part_of_families_yaml_not_the_whole_file(config_json):
+def test_a_config_reads_its_own_key_table_not_every_table(config_json):
     done = subprocess.run([sys.executable, "-c", LAZY_CHILD, str(config_json)], capture_output=True, text=True,
                           check=True)
     result = json.loads(done.stdout)
     assert result["total"] == 68976648192 and result["whole_file"] == 0
-    assert result["parts"] == 3  # llama's table, the groups it uses, the maps
+    assert result["parts"] == 3  # llama.keys.yaml, the groups it uses and the maps (keys.yaml)
 
 
 def test_each_key_table_read_alone_is_the_one_the_whole_file_gives():
@@ -118,10 +118,13 @@ def test_each_key_table_read_alone_is_the_one_the_whole_file_gives():
     for name in names:
         alone = hf.family(name)
         assert dict(alone) == dict(hf.families()[name]), name
-    text = (ROOT / "specs" / "hf" / "families.yaml").read_text().splitlines()
+    assert names == sorted(p.name.removesuffix(".keys.yaml") for p in (ROOT / "specs" / "hf").glob("*.keys.yaml"))
     glm4 = hf._part("glm4")
-    assert text[glm4.loc.line - 1].startswith("  ") and "like:" in text[glm4.key_loc("like").line - 1]
+    assert glm4.loc.file.endswith("glm4.keys.yaml")
+    text = (ROOT / "specs" / "hf" / "glm4.keys.yaml").read_text().splitlines()
+    assert text[glm4.key_loc("like").line - 1] == "like: glm"
     assert hf.family("no_such_type") is None and hf.family("groups") is None
+    assert hf.family("../keys") is None and hf.family("keys") is None
 
 
 def test_a_templates_variables_read_alone_are_those_of_the_whole_spec():
@@ -129,9 +132,9 @@ def test_a_templates_variables_read_alone_are_those_of_the_whole_spec():
     from archgraph.load import read_parent
     from archgraph.spec.extends import merge_extends
     from archgraph.spec.yamlload import load_file
-    templates = sorted((ROOT / "specs" / "hf").glob("*.yaml"))
-    templates = [t for t in templates if t.name != "families.yaml"]
-    assert len(templates) > 30
+    from archgraph.hf import template_files
+    templates = template_files()
+    assert len(templates) > 30 and not any(t.name.endswith("keys.yaml") for t in templates)
     for template in templates:
         whole = merge_extends(load_file(template), read_parent)[0].get("variables") or {}
         assert _template_variables(template) == dict(whole), template.name

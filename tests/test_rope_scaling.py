@@ -238,10 +238,10 @@ def test_a_group_that_does_not_exist_is_named():
     from archgraph.errors import ArchgraphError
     from archgraph.hf import _with_groups
     from archgraph.spec.yamlload import load_text
-    entry = load_text("template: llama.yaml\nuse: [ropes]\nvariables: {V: vocab_size}\n", "families.yaml")
+    entry = load_text("template: llama.yaml\nuse: [ropes]\nvariables: {V: vocab_size}\n", "llama.keys.yaml")
     with pytest.raises(ArchgraphError, match="'llama' uses 'ropes', which is not a group under 'groups:'"):
         _with_groups("llama", entry)
-    entry = load_text("template: t5gemma.yaml\nuse: [{group: rope, undr: encoder}]\n", "families.yaml")
+    entry = load_text("template: t5gemma.yaml\nuse: [{group: rope, undr: encoder}]\n", "t5gemma.keys.yaml")
     with pytest.raises(ArchgraphError, match="'t5gemma' uses a group with the unknown key 'undr'"):
         _with_groups("t5gemma", entry)
 

@@ -1,11 +1,11 @@
 """Audit the key tables: which config keys change what transformers computes while archgraph's key
-table (specs/hf/families.yaml) never reads them.  Such a key is silently dropped: it must be
+table (specs/hf/<model_type>.keys.yaml) never reads them.  Such a key is silently dropped: it must be
 honoured (a variable of the template) or refused by name (`{key: k, error: why}`).
 
     OMP_NUM_THREADS=1 .venv/bin/python tools/audit_config_keys.py [MODEL_TYPE ...] [--cases N] [--fixtures]
                                                                   [--length S] [-v] [--json out.json]
 
-Needs torch and transformers (the test extras).  For each model_type of families.yaml it takes one
+Needs torch and transformers (the test extras).  For each model_type with a key table it takes one
 or two tiny configs of tests/test_torch_hf.py's CASES (the smallest recorded fixture of
 tests/data/hf where CASES has none), builds transformers' model as that test does (eval, float32,
 eager attention, random weights) and its outputs on the test's inputs.  The keys the key table

@@ -1,6 +1,6 @@
 """Count the runs of every family's stacks: how many block-call rows each model's tree holds.
 
-For every model_type of specs/hf/families.yaml, the default config of its transformers config
+For every model_type with a key table (specs/hf/*.keys.yaml), the default config of its transformers config
 class is saved as a config.json and loaded as a user would (`archgraph params config.json`); the
 built-in specs are loaded by name.  For each model it prints the block calls (rows of the block
 table, a repeated call once), the repeated calls, and the largest number of runs one call made
@@ -41,9 +41,8 @@ def summary(model) -> dict:
 
 
 def families() -> list[str]:
-    import yaml
-    table = yaml.safe_load((ROOT / "specs/hf/families.yaml").read_text())
-    return [k for k, v in table.items() if isinstance(v, dict) and "template" in v]
+    from archgraph.hf import family_names
+    return family_names()
 
 
 def config_file(model_type: str, folder: Path) -> Path | None:

@@ -3,7 +3,7 @@
     .venv/bin/python tools/import_coverage.py [-j 2] [--timeout 600] [--json coverage.json] [--sample N] [TYPE ...]
 
 For every model type of transformers 5.23 that archgraph has no template for
-(`CONFIG_MAPPING_NAMES` minus `specs/hf/families.yaml`), or the TYPEs given: a config.json of
+(`CONFIG_MAPPING_NAMES` minus the key tables `specs/hf/*.keys.yaml`), or the TYPEs given: a config.json of
 its default config (`{"model_type": TYPE}`: transformers fills in every default) goes through
 `archgraph import-torch` as a user runs it, each in its own process with a memory cap and a time
 limit; an imported spec is then loaded and compared with the model transformers builds on the

@@ -3,7 +3,7 @@
     .venv/bin/python tools/refusals.py            # print the section
     .venv/bin/python tools/refusals.py --write    # replace it in README.md (between its markers)
 
-Every refusal a key table (specs/hf/families.yaml: `error:`, `if_null: {error}`, `if_word: {error}`) or a
+Every refusal a key table (specs/hf/*.keys.yaml: `error:`, `if_null: {error}`, `if_word: {error}`) or a
 family template (`constraints:` with a `message:`) makes is listed with its family, what it refuses and the
 message a user reads.  A message that says transformers cannot run the config (it refuses it, fails to
 build the model, or fails in forward) files the refusal under "transformers cannot run it either"; every
@@ -33,7 +33,7 @@ def cannot_run(message: str) -> bool:
 def refusals() -> list[tuple[str, str, str]]:
     """(family, what is refused, the message) for every refusal of the key tables and the templates."""
     sys.path.insert(0, str(ROOT))
-    from archgraph.hf import _spec_dir, families
+    from archgraph.hf import families, template_files
     from archgraph.spec.yamlload import load_file
     out = []
     for name, entry in sorted(families().items()):
@@ -46,9 +46,7 @@ def refusals() -> list[tuple[str, str, str]]:
             for kind, when in (("if_null", "null"), ("if_word", "a word")):
                 if isinstance(rule.get(kind), dict) and "error" in rule[kind]:
                     out.append((name, f"`{key}` {when}", rule[kind]["error"]))
-    for path in sorted(_spec_dir().glob("*.yaml")):
-        if path.name == "families.yaml":
-            continue
+    for path in template_files():
         for check in load_file(path).get("constraints") or []:
             if isinstance(check, dict) and "message" in check:
                 out.append((path.stem, f"unless `{' '.join(str(check['check']).split())}`",
@@ -62,7 +60,7 @@ def section() -> str:
     gaps = [r for r in rows if not cannot_run(r[2])]
     cannot = [r for r in rows if cannot_run(r[2])]
     lines = [START, "", f"Each refusal names the key or the sizes it refuses and says why: {len(rows)} in all, from the "
-             "key tables (`specs/hf/families.yaml`) and the family templates' constraints (by template). "
+             "key tables (`specs/hf/*.keys.yaml`) and the family templates' constraints (by template). "
              f"{len(cannot)} refuse configs transformers 5.23.0 cannot run either (it refuses the config, fails to "
              f"build the model or fails in forward), as their messages say; the other {len(gaps)} are gaps: configs "
              "transformers runs that archgraph does not build yet, or refusals whose message does not say that "
