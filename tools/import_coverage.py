@@ -67,25 +67,36 @@ def one(model_type: str, folder: Path, quick: bool = False) -> dict:
 def _shallow(model_type: str) -> dict:
     """The default config with at most two layers of each stack (--quick: the same refusals, sooner)."""
     import transformers
-
-    from archgraph.configcheck import LAYERS
     try:
         full = transformers.AutoConfig.for_model(model_type).to_dict()
     except Exception:  # noqa: BLE001  the import says why
         return {"model_type": model_type}
+    return shallow(full)
 
-    def cut(d: dict) -> dict:
-        out = {}
-        for k, v in d.items():
-            if isinstance(v, dict):
-                v = cut(v)
-            elif isinstance(v, int) and not isinstance(v, bool) and LAYERS.search(str(k)) and v > 2:
-                v = 2
-            elif k == "layer_types" and isinstance(v, list):
-                v = v[:2]
-            out[k] = v
-        return out
-    return cut(full)
+
+def shallow(config: dict) -> dict:
+    """`config` with every layer count above 2 (a key configcheck.LAYERS matches) made 2, and the
+    lists of one entry per layer cut with it to their first and last entries: `layer_types` always,
+    any other list as long as a count of its own config that was cut (DeepSeek-V3.2's 61
+    `mlp_layer_types`, ['dense', ..., 'sparse'] -> ['dense', 'sparse'], for its 61 layers; wav2vec's
+    7 `conv_dim`, `conv_stride` and `conv_kernel` for its 7 `num_feat_extract_layers`), so that
+    transformers' checks of one entry per layer hold and both ends' kinds stay."""
+    from archgraph.configcheck import LAYERS
+    cut_from = {v for k, v in config.items() if _count(v) and LAYERS.search(str(k)) and v > 2}
+    out = {}
+    for k, v in config.items():
+        if isinstance(v, dict):
+            v = shallow(v)
+        elif _count(v) and LAYERS.search(str(k)) and v > 2:
+            v = 2
+        elif isinstance(v, list) and len(v) > 2 and (k == "layer_types" or len(v) in cut_from):
+            v = [v[0], v[-1]]
+        out[k] = v
+    return out
+
+
+def _count(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _reason(text: str, config: Path) -> str:
