@@ -119,3 +119,18 @@ def test_a_repeating_schedule_is_shaded_by_every_layer_it_stands_for():
     fill = re.search(r'"layers\.1\.moe" \[label=<.*?> fillcolor="(#[0-9a-f]+)"', dot).group(1)
     share = 6 * 3_540_480 / model.params().total  # six MoE layers (router, gate_up, down): 85 % of all (one: 14 %)
     assert round(share, 2) == 0.85 and fill == share_bin(share, True)[1] != share_bin(share / 6, True)[1]
+
+
+def test_memory_names_the_layers_of_each_cache_rule_not_runs():
+    # GPT-Neo alternates global and local layers: one stack of two kinds, each rule every other layer
+    from archgraph.passes.memory import estimate_memory
+    from archgraph.render.memory import cache_rows
+    neo = archgraph.load(ROOT / "specs/hf/gpt_neo.yaml")
+    rows = cache_rows(estimate_memory(neo, {"B": 1, "S": 2048}).kv_cache)
+    per_token = 2 * 2048 * 2  # keys and values of 2,048 channels, bf16 (the 1.3B's 24 layers)
+    assert rows == [
+        ("cache, full attention: 12 of transformer.h (0, 2, 4, ..., 22), attn.attention "
+         "(4,096 values/token, 2,048 tokens)", 12 * 2048 * per_token),
+        ("cache, sliding window of 256: 12 of transformer.h (1, 3, 5, ..., 23), attn.attention "
+         "(4,096 values/token, 256 tokens)", 12 * 256 * per_token),
+    ]

@@ -123,8 +123,8 @@ def test_memory_table_gives_one_cache_row_per_rule(tmp_path):
     assert len(report.kv_cache) == 21
     per_token = 2 * 16  # keys and values: 1 kv head x 16
     assert cache_rows(report.kv_cache) == [
-        ("cache, sliding window of 1024: 52 layers in 11 runs from layers.0.self_attn "
+        ("cache, sliding window of 1024: 52 of layers (0..4, 6..10, 12..16, ..., 60..61), self_attn "
          f"({per_token} values/token, 1,024 tokens)", 52 * 1024 * per_token * 2),
-        ("cache, full attention: 10 layers in 10 runs from layers.5.self_attn "
+        ("cache, full attention: 10 of layers (5, 11, 17, ..., 59), self_attn "
          f"({per_token} values/token, 8,192 tokens)", 10 * 8192 * per_token * 2),
     ]

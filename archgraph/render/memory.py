@@ -52,7 +52,7 @@ def memory_json(m: MemoryReport) -> dict[str, Any]:
 def _bytes_table(title: str) -> Sheet:
     from .sheet import Col, Sheet
 
-    return Sheet(title, [Col("", "text"), Col("Bytes", "number"), Col("Binary (2^20, 2^30)", "number"),
+    return Sheet(title, [Col("", "text", wrap=36), Col("Bytes", "number"), Col("Binary (2^20, 2^30)", "number"),
                          Col("Decimal (10^9)", "number")], shrink=["Decimal (10^9)", "Binary (2^20, 2^30)"])
 
 
@@ -84,8 +84,44 @@ def cache_rows(entries) -> list[tuple[str, int | None]]:
             rows.append((f"cache, {e.rule}: {e.path} × {e.layers} ({what})", total))
         else:
             layers = sum(r.layers for r in runs)
-            rows.append((f"cache, {e.rule}: {layers} layers in {len(runs)} runs from {e.path} ({what})", total))
+            rows.append((f"cache, {e.rule}: {_layers_of(runs) or f'{layers} layers from {e.path}'} ({what})",
+                         total))
     return rows
+
+
+def _layers_of(runs) -> str | None:
+    """The layers of a stack that `runs` (cache entries of one rule) cover, named by their indices
+    in the stack: '12 of transformer.h (0, 2, 4, ..., 22), attn.attention' for GPT-Neo's every other
+    layer; None when the runs' paths differ in more than one layer index."""
+    parts = [r.path.split(".") for r in runs]
+    differ = [i for i in range(len(parts[0])) if len({len(p) for p in parts}) == 1
+              and len({p[i] for p in parts}) > 1]
+    if len(differ) != 1 or not all(p[differ[0]].isdigit() for p in parts):
+        return None
+    at = differ[0]
+    indices = [int(p[at]) + k for p, r in zip(parts, runs) for k in range(r.layers)]
+    stack, inner = ".".join(parts[0][:at]), ".".join(parts[0][at + 1:])
+    return f"{len(indices)} of {stack} ({_indices_text(indices)})" + (f", {inner}" if inner else "")
+
+
+def _indices_text(indices: list[int]) -> str:
+    """Layer indices as ranges: '0..4, 6..10, 12..16' (at most four, then '..., 60..61'), or every
+    k-th as '0, 2, 4, ..., 22'.
+
+    >>> _indices_text([0, 1, 2, 4, 5, 6]), _indices_text(list(range(0, 24, 2)))
+    ('0..2, 4..6', '0, 2, 4, ..., 22')
+    """
+    steps = {b - a for a, b in zip(indices, indices[1:])}
+    if len(steps) == 1 and len(indices) > 4 and steps != {1}:
+        return ", ".join(map(str, indices[:3])) + f", ..., {indices[-1]}"
+    ranges: list[list[int]] = []
+    for i in indices:
+        if ranges and i == ranges[-1][1] + 1:
+            ranges[-1][1] = i
+        else:
+            ranges.append([i, i])
+    shown = [f"{a}..{b}" if b > a else str(a) for a, b in ranges]
+    return ", ".join(shown if len(shown) <= 5 else shown[:3] + ["...", shown[-1]])
 
 
 def memory_table(m: MemoryReport) -> Group:
