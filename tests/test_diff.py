@@ -77,6 +77,45 @@ def test_an_equal_node_under_another_name_is_renamed(tmp_path):
     assert [w for w, _, _ in out.details] == ["out_features", "weight shape", "bias shape"]
 
 
+def test_inputs_added_removed_and_changed_are_listed_in_text_json_and_html(tmp_path, cli, monkeypatch):
+    head = "archgraph: 1\nname: NAME\ninputs:\n"
+    body = "nodes:\n  - {name: embed, op: embedding, num_embeddings: 100, embedding_dim: 8, in: [ids]}\n" \
+           "  - {name: mix, op: add, in: [embed, extra]}\n"
+    (tmp_path / "a.yaml").write_text(head.replace("NAME", "a") + "  ids: {shape: [B, S], dtype: int64}\n"
+                                     "  extra: {shape: [B, S, 8]}\n" + body)
+    (tmp_path / "b.yaml").write_text(head.replace("NAME", "b") + "  ids: {shape: [B, S], dtype: int32}\n"
+                                     "  extra: {shape: [B, 1, 8]}\n  gate_in: {shape: [B, 1, 4]}\n" + body +
+                                     "  - {name: gate, op: linear, in_features: 4, out_features: 8, in: [gate_in]}\n"
+                                     "  - {name: both, op: add, in: [mix, gate]}\n")
+    d = diff(archgraph.load(str(tmp_path / "a.yaml")), archgraph.load(str(tmp_path / "b.yaml")))
+    assert [(c.name, c.kind, c.a, c.b) for c in d.inputs] == [
+        ("ids", "changed", (("B", "S"), "int64", None), (("B", "S"), "int32", None)),
+        ("extra", "changed", (("B", "S", 8), "float32", None), (("B", 1, 8), "float32", None)),
+        ("gate_in", "added", None, (("B", 1, 4), "float32", None))]
+    assert d.inputs_same == 0
+    monkeypatch.setenv("COLUMNS", "80")
+    code, out, _ = cli("diff", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"))
+    assert code == 0 and "inputs: added, removed or changed" in out
+    lines = [line for line in out.splitlines() if "ids (changed)" in line or "gate_in (added)" in line]
+    assert "[B, S] int64" in lines[0] and "[B, S] int32" in lines[0]
+    assert "—" in lines[1] and "[B, 1, 4] float32" in lines[1]
+    data = json.loads(cli("diff", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--json")[1])
+    assert data["inputs"][1] == {"name": "extra", "kind": "changed",
+                                 "a": {"shape": ["B", "S", 8], "dtype": "float32", "default": None},
+                                 "b": {"shape": ["B", 1, 8], "dtype": "float32", "default": None}}
+    from archgraph.render.report_diff import diff_html
+    html = diff_html(d)
+    assert "<td class=\"text\">input gate_in (added)</td><td class=\"text\">—</td>" \
+           "<td class=\"text\">[B, 1, 4] float32</td>" in html
+
+
+def test_an_input_nothing_reads_is_no_input_of_the_design():
+    # GPT-2 from its config.json declares encoder_hidden_states for cross-attention it does not have
+    d = diff(archgraph.load(str(ROOT / "specs/hf/gpt2.yaml")), archgraph.load("llama-2-7b"))
+    assert [(c.name, c.kind) for c in d.inputs] == [("attention_mask", "removed"), ("position_ids", "removed")]
+    assert d.inputs_same == 1  # input_ids; encoder_hidden_states and encoder_attention_mask are read by nothing
+
+
 def test_the_text_fits_80_columns_with_every_name_and_number_whole(cli, monkeypatch):
     monkeypatch.setenv("COLUMNS", "80")
     code, out, _ = cli("diff", "llama-2-7b", MISTRAL)

@@ -22,7 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ..graph import BlockNode, Graph, Model, OpNode, join
+from ..graph import BlockNode, Graph, Model, OpNode, join, read_inputs
 from .compare import ModelSummary, summarize
 from .params import op_totals
 from .stacks import Stack
@@ -98,6 +98,18 @@ class Figures:
 
 
 @dataclass
+class InputChange:
+    """A model input (one the model reads) only in A (`removed`), only in B (`added`) or in both
+    with another shape, dtype or default (`changed`); each side (shape as the spec writes it,
+    dtype, default: what a call leaving it out gets, None when it is required) or None."""
+
+    name: str
+    kind: str
+    a: tuple[tuple, str, str | None] | None
+    b: tuple[tuple, str, str | None] | None
+
+
+@dataclass
 class DiffReport:
     a: str
     b: str
@@ -107,6 +119,8 @@ class DiffReport:
     changes: list[Change]
     designs: list[Design]
     same: int                        # places equal in both
+    inputs: list[InputChange] = field(default_factory=list)
+    inputs_same: int = 0             # inputs equal in both (name, shape, dtype, default)
 
 
 def diff(a: Model, b: Model, settings: dict | None = None) -> DiffReport:
@@ -134,9 +148,32 @@ def diff(a: Model, b: Model, settings: dict | None = None) -> DiffReport:
     left_a = [e for k, e in keyed_a.items() if k not in keyed_b]
     left_b = [e for k, e in keyed_b.items() if k not in keyed_a]
     moved, designs = _by_role(left_a, left_b, scope, scope_b)
+    inputs = diff_inputs(a, b)
     return DiffReport(a.name, b.name, (sa.bindings, sb.bindings), _figures(sa, sb),
                       [_stack_pair(sa, sb, x, y) for x, y in pairs_of(pairs, sa.stacks, sb.stacks)],
-                      changes + moved, designs, same)
+                      changes + moved, designs, same, [c for c in inputs if c.kind != "same"],
+                      sum(c.kind == "same" for c in inputs))
+
+
+def diff_inputs(a: Model, b: Model) -> list[InputChange]:
+    """The inputs each model reads (an optional one nothing reads is no input of the design: GPT-2's
+    `encoder_hidden_states`), by name in A's order then B's: each `same`, `changed`, `removed`
+    (only in A) or `added` (only in B).
+
+    >>> from archgraph import load
+    >>> [(c.name, c.kind) for c in diff_inputs(load("bert-base-uncased"), load("t5-small"))]
+    [('input_ids', 'same'), ('attention_mask', 'same'), ('token_type_ids', 'removed'), ('decoder_input_ids', 'added'), ('decoder_attention_mask', 'added')]
+    """
+    def read(model: Model) -> dict[str, tuple[tuple, str, str | None]]:
+        used = read_inputs(model.graph)
+        return {k: (tuple(i.shape), i.dtype, i.default) for k, i in model.inputs.items() if k in used}
+    ia, ib = read(a), read(b)
+    out = []
+    for name in [*ia, *(k for k in ib if k not in ia)]:
+        x, y = ia.get(name), ib.get(name)
+        kind = "added" if x is None else "removed" if y is None else "same" if x == y else "changed"
+        out.append(InputChange(name, kind, x, y))
+    return out
 
 
 def _loaded(model: Model):

@@ -56,7 +56,21 @@ def diff_json(d: DiffReport) -> dict[str, Any]:
         "designs": [{"stack": x.stack, "role": x.role, "a": [list(n) for n in x.a], "b": [list(n) for n in x.b],
                      "params": list(x.params)} for x in d.designs],
         "same": d.same,
+        "inputs": [{"name": c.name, "kind": c.kind, "a": _input_json(c.a), "b": _input_json(c.b)} for c in d.inputs],
+        "inputs_same": d.inputs_same,
     }
+
+
+def _input_json(side) -> dict[str, Any] | None:
+    return None if side is None else {"shape": list(side[0]), "dtype": side[1], "default": side[2]}
+
+
+def input_text(side) -> str:
+    """`[B, S] int64`, with `, optional (ones)` when a call may leave it out; `—` when absent."""
+    if side is None:
+        return "—"
+    shape, dtype, default = side
+    return f"[{', '.join(map(str, shape))}] {dtype}" + (f", optional ({default})" if default else "")
 
 
 def _json(value: Any) -> Any:
@@ -67,6 +81,8 @@ def diff_table(d: DiffReport) -> Group:
     sizes = ", ".join(f"{k}={v}" for k, v in d.sizes[0].items())
     parts: list[Any] = [Text(f"A: {d.a}\nB: {d.b}\nwhat changed from A to B (figures at {sizes or 'its sizes'})")]
     parts.append(_totals(d))
+    if d.inputs:
+        parts.append(_inputs(d))
     if d.stacks:
         parts.append(_stacks(d.stacks))
     if d.changes:
@@ -133,6 +149,16 @@ def _nodes(changes: list[Change]) -> Sheet:
         for what, va, vb in c.details:
             sheet.add_row(f"  {what}", values_text(va), values_text(vb))
     return _whole(sheet)
+
+
+def _inputs(d: DiffReport) -> Sheet:
+    sheet = Sheet("inputs: added, removed or changed" + (f" ({d.inputs_same} the same in both)" if d.inputs_same else ""),
+                  [Col("Input"), Col("A", "text", wrap=8), Col("B", "text", wrap=8)])
+    for c in d.inputs:
+        sheet.add_row(f"{c.name} ({c.kind})", input_text(c.a), input_text(c.b))
+    for col in sheet.cols[1:]:
+        col.wrap = 20  # '[B, S] int64, optional' on one line, its default on the next
+    return sheet
 
 
 def _designs(d: DiffReport) -> Sheet:

@@ -7,7 +7,7 @@ from html import escape
 
 from ..machine import binary
 from ..passes.diff import DiffReport
-from .diff import sign_text, signed, values_text
+from .diff import input_text, sign_text, signed, values_text
 from .flops import flops_text
 
 
@@ -19,6 +19,7 @@ def diff_html(d: DiffReport) -> str:
              if t.forward_flops[1] != t.forward_flops[0] else "0"),
             *((label, binary(pair[0]), binary(pair[1]), sign_text(binary(abs(pair[1] - pair[0])), pair[1] - pair[0]))
               for label, pair in (("Training memory", t.training_bytes), ("Serving memory", t.serving_bytes)))]
+    rows += [(f"input {c.name} ({c.kind})", input_text(c.a), input_text(c.b), "") for c in d.inputs]
     for s in d.stacks:
         name = s.a if s.a == s.b else f"{s.a or '—'} -> {s.b or '—'}"
         rows.append((f"{name}: layers", str(s.layers[0]), str(s.layers[1]), signed(s.layers[1] - s.layers[0])))
