@@ -142,7 +142,7 @@ def test_mllama_memory_keeps_a_cross_attention_cache_of_the_image_tokens(tmp_pat
     code, out, _ = cli("memory", write_config(tmp_path, **MLLAMA), "--set", "S=8")
     assert code == 0
     lines = [line for line in out.splitlines() if "cross-attention" in line]
-    assert lines and "2 layers" in lines[0] and "30 tokens" in lines[0]
+    assert lines and "2 of model.language_model.layers (1, 3), cross_attn" in lines[0] and "30 tokens" in lines[0]
 
 
 @pytest.mark.parametrize("vision, message", [
