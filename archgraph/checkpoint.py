@@ -151,7 +151,8 @@ def _opened(path: Path, limit: int, what: str):
         with open_regular(path, limit, what) as opened:
             yield opened
     except OSError as exc:
-        raise ArchgraphError(f"cannot read '{path}': {exc.strerror}") from None
+        raise ArchgraphError(f"cannot read '{path}': {exc.strerror}",
+                             hint='check the path and that you may read the file') from None
 
 
 def _parse_json(path: Path, raw: bytes, what: str) -> dict:

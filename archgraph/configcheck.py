@@ -38,7 +38,8 @@ def read_raw(path: str | Path) -> dict:
                              hint="add \"model_type\" (transformers.CONFIG_MAPPING lists the ones it knows)")
     archs = raw.get("architectures")
     if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)):
-        raise ArchgraphError("'architectures' must be a list of class names", loc=loc)
+        raise ArchgraphError("'architectures' must be a list of class names", loc=loc,
+                             hint='write \'architectures\' as a list of class names: ["LlamaForCausalLM"]')
     _check_sizes(raw, "", loc)
     check_dtypes(raw, loc)
     return raw

@@ -25,7 +25,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Iterable, Iterator, Mapping, Union
 
-from .errors import InconclusiveDimError, ShapeError
+from .errors import Fallback, InconclusiveDimError, ShapeError
 from .limits import MAX_POLY_TERMS
 
 Dim = Any  # int | Poly
@@ -175,7 +175,7 @@ class Poly:
     def __pow__(self, exponent: Any) -> Dim:
         if not isinstance(exponent, int) or isinstance(exponent, bool) or exponent < 0:
             raise InconclusiveDimError(f"{self.text()} ** {exponent}: a size's power must be a whole number "
-                                       "of at least 0")
+                                       "of at least 0", hint=Fallback('raise the size to a whole power of at least 0'))
         out: Dim = 1
         for _ in range(exponent):
             out = out * self
@@ -250,7 +250,7 @@ def _le(a: Dim, b: Dim, shown: str) -> bool:
     InconclusiveDimError naming the comparison `shown`: never a guess."""
     if any(isinstance(x, bool) or not isinstance(x, _NUMBERS) for x in (a, b)):
         raise InconclusiveDimError(f"cannot compare {shown}: a symbolic size orders with whole numbers "
-                                   "and other sizes only")
+                                   "and other sizes only", hint=Fallback('compare sizes with whole numbers or other sizes only'))
     outcome = provably_le(a, b)
     if outcome is None:
         raise InconclusiveDimError(f"cannot decide whether {shown}", hint=_set_hint(b - a),
@@ -530,10 +530,12 @@ def exact_div(a: Dim, b: Dim, what: str) -> Dim:
     """a / b, which must be exact."""
     if isinstance(a, int) and isinstance(b, int):
         if b == 0 or a % b:
-            raise ShapeError(f"{what}: {a} is not divisible by {b}")
+            raise ShapeError(f"{what}: {a} is not divisible by {b}",
+                             hint=Fallback("make the sizes divisible (check the spec's variables or the --set values)"))
         return a // b
     if isinstance(b, int) and b == 0:
-        raise ShapeError(f"{what}: division by zero")
+        raise ShapeError(f"{what}: division by zero",
+                         hint=Fallback("divide by a size that is not 0 (check the spec's variables or the --set values)"))
     if isinstance(a, Poly) and isinstance(b, int) and b > 0 and _divides(a, b):
         return _make({m: Fraction(c, b) for m, c in a.terms.items()})
     quotient = _divide(a, b)

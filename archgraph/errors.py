@@ -79,6 +79,12 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
+class Fallback(str):
+    """A fix that holds wherever the error comes from (`give a whole number`): a caller that knows
+    more replaces it (a node's rule names the node; a template built from a config.json names the
+    config's values), where it keeps a specific one."""
+
+
 class SpecError(ArchgraphError):
     """The spec is malformed: YAML, unknown keys, unknown ops, bad wiring."""
 

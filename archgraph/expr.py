@@ -39,7 +39,7 @@ from functools import lru_cache
 from typing import Any, Iterator, Mapping
 
 from . import dims
-from .errors import ExprError, InconclusiveDimError, ShapeError, did_you_mean
+from .errors import ExprError, Fallback, InconclusiveDimError, ShapeError, did_you_mean
 from .limits import MAX_EXPR_CHARS, MAX_EXPR_DEPTH, MAX_EXPR_ITEMS, MAX_ITEMS, MAX_MAGNITUDE, MAX_POW
 from .numbers import SymInt, decided, expr_of, plain, quotient
 
@@ -96,7 +96,9 @@ def _exact_div(a: Any, b: Any) -> Any:
         except ShapeError as exc:
             raise ExprError(exc.message, hint=exc.hint) from None
     if b == 0:
-        raise ExprError("division by zero")
+        raise ExprError("division by zero",
+                        hint=Fallback('divide by a size that is not 0: check the variables the expression reads '
+                                      '(archgraph explain shows them)'))
     if isinstance(a, int) and isinstance(b, int) and not isinstance(a, bool):
         if a % b:
             raise ExprError(f"{plain(a)} / {plain(b)} is not exact ({int(a) / int(b):g})",
@@ -107,23 +109,27 @@ def _exact_div(a: Any, b: Any) -> Any:
 
 def _pow(a: Any, b: Any) -> Any:
     if isinstance(b, (int, float)) and abs(plain(b)) > MAX_POW:
-        raise ExprError(f"exponent {plain(b)} is too large (at most {MAX_POW})")
+        raise ExprError(f"exponent {plain(b)} is too large (at most {MAX_POW})",
+                        hint=Fallback('use a smaller exponent, or write the value out'))
     if isinstance(a, (int, float)) and abs(plain(a)) > 2 ** 64:
-        raise ExprError("base of ** is too large")
+        raise ExprError("base of ** is too large", hint=Fallback('use a smaller base, or write the value out'))
     if isinstance(a, (int, float)) and isinstance(b, (int, float)) and a == 0 and b < 0:
-        raise ExprError(f"0 ** {plain(b)} has no value (0 to a negative power)")
+        raise ExprError(f"0 ** {plain(b)} has no value (0 to a negative power)",
+                        hint=Fallback('raise 0 to a power of at least 0, or change the variable that is 0'))
     return a ** b
 
 
 def _floordiv(a: Any, b: Any) -> Any:
     if b == 0:
-        raise ExprError("division by zero")
+        raise ExprError("division by zero",
+                        hint=Fallback('divide by a size that is not 0: check the variables the expression reads'))
     return a // b
 
 
 def _mod(a: Any, b: Any) -> Any:
     if b == 0:
-        raise ExprError("'%' by zero has no value")
+        raise ExprError("'%' by zero has no value",
+                        hint=Fallback("take '%' by a size that is not 0: check the variables the expression reads"))
     return a % b
 
 
@@ -141,13 +147,15 @@ _COMPARE = {
 
 def _member(item: Any, items: Any) -> bool:
     if not isinstance(items, (list, tuple)):
-        raise ExprError(f"'in' looks in a list; received {items!r}")
+        raise ExprError(f"'in' looks in a list; received {items!r}",
+                        hint=Fallback("write the right side of 'in' as a list: x in [1, 2, 4]"))
     return item in items
 
 
 def _ceil_div(a: Any, b: Any) -> Any:
     if b == 0:
-        raise ExprError("ceil_div by zero has no value")
+        raise ExprError("ceil_div by zero has no value",
+                        hint=Fallback('divide by a size that is not 0: check the variables the expression reads'))
     return -((-a) // b)
 
 
@@ -159,7 +167,8 @@ def _chosen(fn):
         if any(isinstance(a, dims.Poly) for a in args):
             if any(isinstance(a, float) for a in args):
                 raise ExprError(f"{fn.__name__}() of a symbolic size takes whole numbers and sizes; received "
-                                + ", ".join(dims.fmt(a) for a in args))
+                                + ", ".join(dims.fmt(a) for a in args),
+                                hint=Fallback('give the symbolic sizes values with --set (B=1 S=512), or pass whole numbers'))
             return (dims.maximum if fn is max else dims.minimum)(*(plain(a) for a in args))
         if all(isinstance(a, int) for a in args) and any(isinstance(a, SymInt) for a in args):
             formula = (_sympy().Max if fn is max else _sympy().Min)(*(expr_of(a) for a in args))
@@ -188,7 +197,7 @@ def _list_fn(fn):
     """len/sum of a list (a config's layer_types, a stage's depths)."""
     def call(items: Any) -> Any:
         if not isinstance(items, (list, tuple)):
-            raise ExprError(f"{fn.__name__}() takes a list; received {items!r}")
+            raise ExprError(f"{fn.__name__}() takes a list; received {items!r}", hint=Fallback('pass a list: max([a, b, c])'))
         return fn(items)
     return call
 
@@ -203,7 +212,9 @@ def _real(fn):
         try:
             return fn(float(x))
         except (ValueError, OverflowError):
-            raise ExprError(f"{fn.__name__}({x}) is not defined") from None
+            raise ExprError(f"{fn.__name__}({x}) is not defined",
+                            hint=Fallback("pass a value inside the function's domain (log and sqrt take positive "
+                                          "numbers)")) from None
     call.__name__ = fn.__name__
     return call
 
@@ -222,12 +233,15 @@ def _best_resolution(height: Any, width: Any, resolutions: Any) -> list:
     processor picks the grid of tiles an image is cut into (`anyres`)."""
     if any(isinstance(a, bool) or not isinstance(a, int) or a <= 0 for a in (height, width)):
         raise ExprError(f"best_resolution() takes an image's height and width, positive whole numbers; "
-                        f"received {height}, {width}")
+                        f"received {height}, {width}",
+                        hint=Fallback("give the image's height and width as positive whole numbers"))
     if not isinstance(resolutions, (list, tuple)) or not resolutions or any(
             not isinstance(r, (list, tuple)) or len(r) != 2 or
             any(isinstance(n, bool) or not isinstance(n, int) or n <= 0 for n in r) for r in resolutions):
         raise ExprError(f"best_resolution() takes a list of [height, width] resolutions, positive whole numbers; "
-                        f"received {resolutions!r}")
+                        f"received {resolutions!r}",
+                        hint=Fallback('give the resolutions as a list of [height, width] pairs of positive whole '
+                                      'numbers: [[336, 672], [672, 336]]'))
     decided(height, width, *(n for r in resolutions for n in r))
     height, width = int(height), int(width)
     best, most, least = None, 0, math.inf
@@ -243,13 +257,15 @@ def _best_resolution(height: Any, width: Any, resolutions: Any) -> list:
 def _range(*args: Any) -> list:
     """range(stop), range(start, stop[, step]) as a list (a comprehension runs over it)."""
     if any(isinstance(a, bool) or not isinstance(a, int) for a in args):
-        raise ExprError(f"range() takes whole numbers; received {', '.join(str(a) for a in args)}")
+        raise ExprError(f"range() takes whole numbers; received {', '.join(str(a) for a in args)}",
+                        hint=Fallback('give range() whole numbers (a symbolic size needs a value: --set)'))
     decided(*args)
     if len(args) == 3 and args[2] == 0:
-        raise ExprError("range() with step 0 has no end")
+        raise ExprError("range() with step 0 has no end", hint=Fallback('give range() a step other than 0'))
     steps = range(*(int(a) for a in args))
     if len(steps) > MAX_ITEMS:
-        raise ExprError(f"range() of {len(steps)} items is too long (at most {MAX_ITEMS})")
+        raise ExprError(f"range() of {len(steps)} items is too long (at most {MAX_ITEMS})",
+                        hint=Fallback('use a shorter range, or describe the layers with a repeat: instead of a list'))
     _spend(len(steps))
     return list(steps)
 
@@ -286,7 +302,8 @@ def parse(text: str) -> ast.Expression:
 def _parsed(text: str) -> tuple[ast.Expression, tuple[ast.AST, ...]]:
     """The checked tree of `text` and all its nodes (one walk serves the checks and `names`)."""
     if len(text) > MAX_LEN:
-        raise ExprError(f"expression is longer than {MAX_LEN} characters")
+        raise ExprError(f"expression is longer than {MAX_LEN} characters",
+                        hint=Fallback('split the expression into variables of the spec (variables: {name: expression})'))
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
@@ -304,13 +321,17 @@ def _parsed(text: str) -> tuple[ast.Expression, tuple[ast.AST, ...]]:
                                  "'x if c else y' and the functions " + ", ".join(sorted(FUNCTIONS)))
         if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
                                                 and node.func.id in FUNCTIONS and not node.keywords):
-            raise ExprError(f"only the functions {', '.join(sorted(FUNCTIONS))} may be called")
+            raise ExprError(f"only the functions {', '.join(sorted(FUNCTIONS))} may be called",
+                            hint=Fallback('write the value with the functions listed, or compute it in a variable of the spec'))
         if isinstance(node, ast.Constant) and not isinstance(node.value, (int, float, bool, str, type(None))):
-            raise ExprError(f"constant {node.value!r} is not a number or a word")
+            raise ExprError(f"constant {node.value!r} is not a number or a word",
+                            hint=Fallback('write numbers, true/false, words or lists only'))
         if isinstance(node, ast.comprehension) and (node.is_async or not isinstance(node.target, ast.Name)):
-            raise ExprError("each 'for' of a list comprehension takes one name: [w * 2 for w in widths]")
+            raise ExprError("each 'for' of a list comprehension takes one name: [w * 2 for w in widths]",
+                            hint=Fallback('write the comprehension with one plain name: [w * 2 for w in widths]'))
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in FUNCTIONS:
-            raise ExprError(f"'{node.id}' is a function; name the comprehension's variable otherwise")
+            raise ExprError(f"'{node.id}' is a function; name the comprehension's variable otherwise",
+                            hint=Fallback("name the comprehension's variable with a word that is not a function (x, w, i)"))
     return tree, nodes
 
 
@@ -342,7 +363,8 @@ def _nodes(tree: ast.AST) -> tuple[ast.AST, ...]:
     out, depths = [tree], [0]
     for node, depth in zip(out, depths):  # both grow while the loop reads them
         if depth > MAX_DEPTH:
-            raise ExprError(f"expression nests more than {MAX_DEPTH} levels deep")
+            raise ExprError(f"expression nests more than {MAX_DEPTH} levels deep",
+                            hint=Fallback('split the expression into variables of the spec (variables: {name: expression})'))
         for child in ast.iter_child_nodes(node):
             out.append(child)
             depths.append(depth + 1)
@@ -410,9 +432,10 @@ def check_value(value: Any) -> Any:
     if isinstance(value, int) and abs(plain(value)) > MAX_MAGNITUDE:
         raise ExprError(f"a value of {len(str(abs(value)))} digits is too large (at most 10**30)", hint=_HUGE)
     if isinstance(value, complex):
-        raise ExprError(f"the value {value} is not a real number")
+        raise ExprError(f"the value {value} is not a real number",
+                        hint=Fallback('use a real number (an infinite value has no size)'))
     if isinstance(value, float) and math.isnan(value):
-        raise ExprError(f"the value {value} is not a number")
+        raise ExprError(f"the value {value} is not a number", hint=Fallback('use a number (NaN has no value)'))
     return value
 
 
@@ -444,12 +467,14 @@ def _compare(op: type, left: Any, right: Any) -> bool:
 def _item(items: Any, index: Any) -> Any:
     """items[index]: an entry of a list (negative from the end), as in Python."""
     if not isinstance(items, (list, tuple)):
-        raise ExprError(f"only lists can be indexed; received {items!r}")
+        raise ExprError(f"only lists can be indexed; received {items!r}", hint=Fallback('index a list: [a, b, c][i]'))
     if isinstance(index, bool) or not isinstance(index, int):
-        raise ExprError(f"a list index is a whole number; received {index!r}")
+        raise ExprError(f"a list index is a whole number; received {index!r}",
+                        hint=Fallback('index with a whole number (a symbolic size needs a value: --set)'))
     decided(index)
     if not -len(items) <= index < len(items):
-        raise ExprError(f"index {int(index)} is out of range for a list of {len(items)}")
+        raise ExprError(f"index {int(index)} is out of range for a list of {len(items)}",
+                        hint=Fallback("use an index from 0 to the list's length - 1"))
     return items[index]
 
 
@@ -466,11 +491,13 @@ def _comprehension(node: ast.ListComp, env: Mapping[str, Any]) -> list:
         gen = node.generators[k]
         items = _eval(gen.iter, scope)
         if not isinstance(items, (list, tuple)):
-            raise ExprError(f"a comprehension's 'for' runs over a list; received {items!r}")
+            raise ExprError(f"a comprehension's 'for' runs over a list; received {items!r}",
+                            hint=Fallback("run the 'for' over a list: [w * 2 for w in [1, 2, 4]]"))
         for item in items:
             steps += 1
             if steps > MAX_ITEMS:
-                raise ExprError(f"the list comprehension takes more than {MAX_ITEMS} steps")
+                raise ExprError(f"the list comprehension takes more than {MAX_ITEMS} steps",
+                                hint=Fallback('use a shorter list, or a repeat: instead of a list'))
             _spend(1)
             inner = collections.ChainMap({gen.target.id: item}, scope)
             if all(_truth(_eval(c, inner)) for c in gen.ifs):
@@ -503,7 +530,8 @@ def _truth(value: Any) -> bool:
 def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.List):
         if len(node.elts) > MAX_ITEMS:
-            raise ExprError(f"a list of {len(node.elts)} items is too long (at most {MAX_ITEMS})")
+            raise ExprError(f"a list of {len(node.elts)} items is too long (at most {MAX_ITEMS})",
+                            hint=Fallback('use a shorter list, or a repeat: instead of a list'))
         _spend(len(node.elts))
         return [_eval(e, env) for e in node.elts]
     if isinstance(node, ast.ListComp):
@@ -524,7 +552,8 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.BinOp):
         left, right = _eval(node.left, env), _eval(node.right, env)
         if isinstance(left, str) or isinstance(right, str):
-            raise ExprError("words can be compared ('==', '!=') but not used in arithmetic")
+            raise ExprError("words can be compared ('==', '!=') but not used in arithmetic",
+                            hint=Fallback('compare words with == or !=; use numbers in arithmetic'))
         if isinstance(left, list) or isinstance(right, list):
             _check_list_size(node.op, left, right)
         try:
@@ -536,7 +565,8 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.UnaryOp):
         operand = _eval(node.operand, env)
         if isinstance(operand, str) and not isinstance(node.op, ast.Not):
-            raise ExprError("words can be compared ('==', '!=') but not used in arithmetic")
+            raise ExprError("words can be compared ('==', '!=') but not used in arithmetic",
+                            hint=Fallback('compare words with == or !=; use numbers in arithmetic'))
         if isinstance(node.op, ast.Not):
             decided(operand)
         return check_value(_UNARY[type(node.op)](operand))
@@ -565,13 +595,18 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         args = [_eval(a, env) for a in node.args]
         least, most = ARITY[node.func.id]
         if len(args) < least or (most is not None and len(args) > most):
-            raise ExprError(f"{_takes(node.func.id)}; received {len(args)}")
+            raise ExprError(f"{_takes(node.func.id)}; received {len(args)}",
+                            hint=Fallback('call it with the number of arguments it takes (archgraph explain lists the '
+                                          'functions)'))
         if any(isinstance(a, str) for a in args) or \
                 (node.func.id not in LIST_ARGUMENTS and any(isinstance(a, (list, tuple)) for a in args)):
             shown = ", ".join(repr(a) if isinstance(a, str) else dims.fmt(a) if isinstance(a, dims.Poly)
                               else str(a) for a in args)
-            raise ExprError(f"{_takes(node.func.id)}; received {shown}")
+            raise ExprError(f"{_takes(node.func.id)}; received {shown}",
+                            hint=Fallback('call it with numbers or sizes (a word or a list is not a number)'))
         return check_value(FUNCTIONS[node.func.id](*args))
     if isinstance(node, ast.Subscript):
         return _item(_eval(node.value, env), _eval(node.slice, env))
-    raise ExprError(f"unsupported expression element {type(node).__name__}")  # pragma: no cover
+    raise ExprError(f"unsupported expression element {type(node).__name__}",
+                    hint=Fallback('write the value with numbers, names, + - * / // % **, comparisons, if/else, lists '
+                                  'and the functions listed'))  # pragma: no cover

@@ -254,7 +254,8 @@ def read_gguf(path: str | Path) -> GGUFFile:
     except FileNotFoundError:
         raise ArchgraphError(f"no GGUF file '{path}'", hint="give the path of a .gguf file") from None
     except OSError as exc:
-        raise ArchgraphError(f"cannot read '{path}': {exc.strerror}") from None
+        raise ArchgraphError(f"cannot read '{path}': {exc.strerror}",
+                             hint='check the path and that you may read the file') from None
     alignment = metadata.get("general.alignment", 32)
     if type(alignment) is not int or alignment <= 0 or alignment & (alignment - 1):
         raise header.fail(f"general.alignment is {alignment!r}, not a power of two")

@@ -78,7 +78,8 @@ def _table() -> tuple[dict, dict]:
         for name in (key, table[key].name, *entry.get("aliases", ())):
             other = names.setdefault(normal_name(str(name)), key)
             if other != key:
-                raise SpecError(f"{TABLE}: '{name}' names both {other} and {key}", loc=_loc(entry, "aliases"))
+                raise SpecError(f"{TABLE}: '{name}' names both {other} and {key}", loc=_loc(entry, "aliases"),
+                                hint='give each alias to one entry of the hardware table')
     return table, names
 
 
@@ -138,7 +139,7 @@ def _accelerator(key: str, data, where: str, origin: str = "", keys: tuple[str, 
     per_node = data.get("gpus_per_node", 8)
     if isinstance(per_node, bool) or not isinstance(per_node, int) or per_node <= 0:
         raise SpecError(f"{where}: gpus_per_node must be a positive whole number; received {per_node!r}",
-                        loc=_loc(data, "gpus_per_node"))
+                        loc=_loc(data, "gpus_per_node"), hint='write gpus_per_node as a positive whole number: 8')
     return Accelerator(
         key=key, name=str(data.get("name", key)), memory=int(_quantity(data["memory"], "bytes", "memory", data)),
         memory_bandwidth=_quantity(data["memory_bandwidth"], "rate", "memory_bandwidth", data),
@@ -169,7 +170,8 @@ def _quantity(value, kind: str, what: str, owner) -> float:
                                  (f" ({did_you_mean(unit, UNITS[kind])})" if match and did_you_mean(unit, UNITS[kind]) else ""))
         number, factor = float(match.group(1).replace(",", "").replace("_", "")), UNITS[kind].get(unit, 1)
     if not number > 0:
-        raise SpecError(f"{what} must be positive; received {value!r}", loc=_loc(owner, what.split(".")[-1]))
+        raise SpecError(f"{what} must be positive; received {value!r}", loc=_loc(owner, what.split(".")[-1]),
+                        hint='write it as a positive number')
     return number * factor
 
 

@@ -52,7 +52,7 @@ from typing import Any, Mapping
 
 from . import expr
 from .dtypes import check_dtypes
-from .errors import ArchgraphError, Loc, SpecError, shortened
+from .errors import ArchgraphError, Fallback, Loc, SpecError, shortened
 from .jsonread import loads
 from .limits import MAX_CONFIG_BYTES, read_file
 from .spec.sources import missing_hint, spec_dir
@@ -174,7 +174,8 @@ def family(model_type: str) -> Mapping[str, Any] | None:
     base = _part(str(base_name)) if base_name not in ("maps", "groups") else None
     if base is None or "like" in base:
         raise ArchgraphError(f"{model_type}{SUFFIX}: '{model_type}' is like '{base_name}', which is not a key "
-                             "table without 'like:'", loc=entry.key_loc("like"))
+                             "table without 'like:'", loc=entry.key_loc("like"),
+                             hint="make the family named by 'like:' a key table of its own (one without 'like:')")
     return _like(entry, _with_groups(str(base_name), base))
 
 
@@ -254,7 +255,8 @@ def read_config(path: str | Path) -> dict[str, Any]:
         raise ArchgraphError(f"no config file '{p}'", hint=missing_hint(
             p.as_posix(), "pass the path of a Hugging Face config.json (from the checkpoint's folder)")) from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ArchgraphError(f"cannot read {p}: {exc}") from None
+        raise ArchgraphError(f"cannot read {p}: {exc}",
+                             hint='check the path, that you may read the file and that it is UTF-8 text') from None
     except json.JSONDecodeError as exc:
         raise ArchgraphError(f"{p}:{exc.lineno}: not valid JSON: {exc.msg}",
                              hint="a Hugging Face config.json is one JSON object") from None
@@ -262,7 +264,8 @@ def read_config(path: str | Path) -> dict[str, Any]:
         raise ArchgraphError(f"{p}: objects or lists nest too deeply for a config.json",
                              hint="a Hugging Face config.json is one JSON object") from None
     if not isinstance(data, dict):
-        raise ArchgraphError(f"{p}: a config.json holds one JSON object; this holds a {type(data).__name__}")
+        raise ArchgraphError(f"{p}: a config.json holds one JSON object; this holds a {type(data).__name__}",
+                             hint='give the model\'s config.json, which holds one JSON object {"model_type": ...}')
     return data
 
 
@@ -329,7 +332,8 @@ def _sub_config(config: Mapping[str, Any], key: str, rule: Mapping[str, Any], mo
     if sub is None:
         sub = dict(rule.get("absent") or {})  # what the config class builds without it
     if not isinstance(sub, Mapping):
-        raise ArchgraphError(f"'{key}' must be a JSON object; received {_shown(sub)}", loc=loc)
+        raise ArchgraphError(f"'{key}' must be a JSON object; received {_shown(sub)}", loc=loc,
+                             hint="write it as a JSON object of the sub-model's keys, as transformers saves it")
     types = list(rule.get("types") or [])
     # `own_class`: the config class builds this sub-config with its own class whatever model_type it names
     # (Idefics3's vision_config saved as "idefics3"): read by the default's key table
@@ -372,7 +376,8 @@ def _architecture(config: Mapping[str, Any], model_type: str, entry: Mapping[str
     archs = config.get("architectures") or []
     heads = list(entry.get("heads") or ["base"])
     if not isinstance(archs, list) or not all(isinstance(a, str) for a in archs):
-        raise ArchgraphError("'architectures' must be a list of class names", loc=loc)
+        raise ArchgraphError("'architectures' must be a list of class names", loc=loc,
+                             hint='write \'architectures\' as a list of class names: ["LlamaForCausalLM"]')
     if not archs:
         return f"{model_type} (no 'architectures': the bare model)"
     arch = archs[0]
@@ -411,7 +416,8 @@ def _check_kind(source: str, value: Any, declared: Any, loc: Loc) -> None:
         return "true/false" if isinstance(v, bool) else "a number" if isinstance(v, (int, float)) \
             else "a list" if isinstance(v, list) else "a word"
     if isinstance(declared, (bool, int, float, list)) and kind(value) != kind(declared):
-        raise ArchgraphError(f"'{source}' must be {kind(declared)}; received {_shown(value)}", loc=loc)
+        raise ArchgraphError(f"'{source}' must be {kind(declared)}; received {_shown(value)}", loc=loc,
+                             hint="give it the kind of value transformers' config class declares")
 
 
 def _num_labels(config: Mapping[str, Any], loc: Loc) -> int | None:
@@ -421,7 +427,8 @@ def _num_labels(config: Mapping[str, Any], loc: Loc) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ArchgraphError(f"'num_labels' must be a positive whole number; received {value!r}", loc=loc)
+        raise ArchgraphError(f"'num_labels' must be a positive whole number; received {value!r}", loc=loc,
+                             hint='give num_labels a positive whole number, or id2label with one entry per label')
     return value
 
 
@@ -504,10 +511,12 @@ def _value(config: Mapping[str, Any], rule: Any, var: str, model_type: str, loc:
             value = [part.strip() for part in (value.lower() if rule.get("lower") else value).split(separator)]
         if isinstance(value, list) and mapping is not None:  # a key table's map translates one word
             raise ArchgraphError(f"'{key}' must be a number, true/false or a word; received "
-                                 f"{_shown(value)}", loc=loc)
+                                 f"{_shown(value)}", loc=loc,
+                                 hint="give it one value, as transformers' config class declares")
         if not _plain(value):
             raise ArchgraphError(f"'{key}' must be a number, true/false, a word or a list of them (lists nest "
-                                 f"{MAX_NESTING} deep); received {_shown(value)}", loc=loc)
+                                 f"{MAX_NESTING} deep); received {_shown(value)}", loc=loc,
+                                 hint='give it a number, true/false, a word or a list of them')
         if isinstance(rule, Mapping) and rule.get("list") and not isinstance(value, list):
             value = [value]  # transformers' `int | list[int]` fields: one value is a list of one
 
@@ -533,14 +542,17 @@ def _by_layer(config: Mapping[str, Any], rule: Mapping[str, Any], key: str, loc:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise ArchgraphError(f"'{key}' must map layer indices to their overrides; received {_shown(value)}", loc=loc)
+        raise ArchgraphError(f"'{key}' must map layer indices to their overrides; received {_shown(value)}", loc=loc,
+                             hint='write it as {"LAYER": {KEY: VALUE}}: layer indices to the keys that layer overrides')
     pairs = []
     for layer, overrides in value.items():
         if not (isinstance(layer, str) and layer.isascii() and layer.isdigit() and len(layer) <= 6) \
                 or not isinstance(overrides, Mapping):
             raise ArchgraphError(f"'{key}' must map layer indices to their overrides; received "
                                  f"{_shown({layer: overrides}) if isinstance(layer, str) else _shown(str(layer))}",
-                                 loc=loc)
+                                 loc=loc,
+                                 hint='write it as {"LAYER": {KEY: VALUE}}: layer indices to the keys that '
+                                      'layer overrides')
         unknown = sorted(set(overrides) - set(rule.get("fields", [rule["by_layer"]])))
         if unknown:
             raise ArchgraphError(f"'{key}.{layer}' overrides {', '.join(map(repr, unknown))}, which archgraph's "
@@ -551,7 +563,7 @@ def _by_layer(config: Mapping[str, Any], rule: Mapping[str, Any], key: str, loc:
             field = overrides[rule["by_layer"]]
             if not _plain(field) or isinstance(field, list):
                 raise ArchgraphError(f"'{key}.{layer}.{rule['by_layer']}' must be a number or a word; received "
-                                     f"{_shown(field)}", loc=loc)
+                                     f"{_shown(field)}", loc=loc, hint='give the override a number or a word')
             pairs.append([int(layer), field])
     return sorted(pairs), key
 
@@ -613,14 +625,15 @@ def config_error(exc: ArchgraphError, imported: Imported, path: str | Path,
     if setting and setting.group(1) in imported.sources and setting.group(1) not in settings:
         key = imported.sources[setting.group(1)]
         exc.message = f"{key}=" + exc.message[setting.end():]
-        exc.hint = exc.hint and exc.hint.replace(f"--set {setting.group(1)}=", f"{key}=")
+        exc.hint = exc.hint and type(exc.hint)(exc.hint.replace(f"--set {setting.group(1)}=", f"{key}="))
     where = f" at {exc.loc}" if exc.loc else ""
     node = f", node '{exc.node}'" if exc.node else ""
     values = ", ".join(f"{imported.sources[v]}={imported.variables[v]!r}" for v in imported.variables
                        if not imported.sources[v].startswith(("architectures", "constant")))
     named = [v for v in re.findall(r"\b(\w+) = ", exc.message) if v in imported.sources]  # "L = 10**9"
     keys = "; ".join(f"{v} is the config's {imported.sources[v]}" for v in dict.fromkeys(named))
-    hint = "; ".join(h for h in (exc.hint, keys) if h)
+    mine = None if isinstance(exc.hint, Fallback) and not keys else exc.hint  # the config's values say more
+    hint = "; ".join(h for h in (mine, keys) if h)
     told = exc  # told again, keeping its class and fields (PositionLimitError's limit)
     told.message = f"the '{imported.model_type}' template cannot be built with this config: " \
                    f"{exc.message} (template{where}{node})"

@@ -186,7 +186,8 @@ class SpecModule(nn.Module):
             for local, target in node.ties.items():
                 owner = tie_owner(model, target, graph, prefix)
                 if owner not in self._where:
-                    raise ArchgraphError(f"tie: '{target}' is not a tensor of the module")
+                    raise ArchgraphError(f"tie: '{target}' is not a tensor of the module",
+                                         hint="tie to a tensor the spec's model holds")
                 param = self.tensor(owner)
                 full = join(path, local)
                 container, attr = self._place(full)
@@ -238,7 +239,9 @@ class SpecModule(nn.Module):
             current = getattr(container, attr)
             if tuple(current.shape) != tuple(value.shape):
                 raise ArchgraphError(f"{path}: tensor '{name}' is {list(value.shape)}; the spec's buffer is "
-                                     f"{list(current.shape)}")
+                                     f"{list(current.shape)}",
+                                     hint="load weights of the spec's shapes (the spec's variables set as the "
+                                          "checkpoint's)")
             container.register_buffer(attr, value.to(current.device),
                                       persistent=attr not in container._non_persistent_buffers_set)
 
@@ -377,7 +380,9 @@ class SpecModule(nn.Module):
         positional, named = node.bind(args)
         op = node.op.with_sizes(self._sizes)
         if type(op).forward is Op.forward:
-            raise ArchgraphError(f"op '{node.op.op_name}' has no PyTorch forward yet", node=path)
+            raise ArchgraphError(f"op '{node.op.op_name}' has no PyTorch forward yet", node=path,
+                                 hint='run the model with a spec of ops that have a forward (archgraph ops '
+                                      'lists them), or count it only')
         if self._watch is not None:
             self._watch.enter(path)
         try:
@@ -387,7 +392,8 @@ class SpecModule(nn.Module):
                 raise
             raise ArchgraphError(f"op '{node.op.op_name}': {exc}: a value of the spec lies beyond the range of "
                                  "the tensor's element type", node=path,
-                                 hint="write a value the element type holds (torch.finfo(dtype).min, or -inf)") from None
+                                 hint="write a value the element type holds (torch.finfo(dtype).min, or "
+                                      "-inf)") from None
         out = tuple(out) if isinstance(out, (list, tuple)) else (out,)
         if self._watch is not None:
             self._watch.leave(out)

@@ -125,7 +125,8 @@ def test_binary_file_is_refused(tmp_path, cli):
     path = tmp_path / "model.safetensors.yaml"
     path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)))
     code, out, err = cli("params", str(path))
-    assert code == 2 and err == f"archgraph: error: {path}: this is a binary file, not a YAML spec\n"
+    assert code == 2 and err == f"archgraph: error: {path}: this is a binary file, not a YAML spec\n" \
+                                "  fix: give the YAML spec, not a binary file\n"
 
 
 def test_non_utf8_text_is_refused_with_its_line(tmp_path, cli):

@@ -62,7 +62,8 @@ def load_model(args, source: str | None = None, settings: dict | None = None, *,
                  dict(args.settings) if settings is None else settings, symbolic=symbolic, strict=strict)
     for warning in model.warnings:
         if strict:
-            raise ArchgraphError(f"{warning} (an error under --strict)")
+            raise ArchgraphError(f"{warning} (an error under --strict)",
+                                 hint='fix what the warning names, or run without --strict')
         print(f"archgraph: warning: {terminal_text(str(warning))}", file=sys.stderr)
     for note in model.notes:
         print(f"archgraph: note: {terminal_text(note)}", file=sys.stderr)

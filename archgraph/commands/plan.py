@@ -142,7 +142,8 @@ def _refuse_other_mode(args) -> None:
         raise SpecError(f"{', '.join(given)}: serving options; training takes --micro-batch, --global-batch, --seq",
                         hint="add --serve to plan serving")
     if (args.chart or args.report) and not args.search:
-        raise SpecError(f"{'--chart' if args.chart else '--report'} shows a search: add --search")
+        raise SpecError(f"{'--chart' if args.chart else '--report'} shows a search: add --search",
+                        hint='add --search, or leave out --chart/--report')
     if args.report and not args.report.lower().endswith((".html", ".htm")):
         raise SpecError(f"the report is an HTML page; received '{args.report}'", hint="end the file name with .html")
 
@@ -164,9 +165,11 @@ def _sizes(args, model, length: int | None) -> dict:
     from ..spec.settings import size_names
     settings = dict(args.settings)
     if "B" in settings:
-        raise SpecError("--set B: plan sets the batch with --micro-batch (training) or --batch (--serve)")
+        raise SpecError("--set B: plan sets the batch with --micro-batch (training) or --batch (--serve)",
+                        hint='give the batch with --micro-batch (training) or --batch (--serve)')
     if length is not None and "S" in settings and settings["S"] != length:
-        raise SpecError(f"--set S={settings['S']} and --seq/--context {length} disagree: give the length once")
+        raise SpecError(f"--set S={settings['S']} and --seq/--context {length} disagree: give the length once",
+                        hint='give the sequence length once: --seq (or --context) or --set S')
     names = size_names(model.inputs, model.variables)
     seq = length or settings.get("S") or default_size(model, "S", DEFAULT_SEQ)
     sizes = {n: settings.get(n, seq if n == "S" else default_size(model, n, seq)) for n in sorted(names) if n != "B"}

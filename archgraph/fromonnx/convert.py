@@ -68,7 +68,9 @@ class Converter:
             t = v.type.tensor_type
             if not v.type.HasField("tensor_type") or t.elem_type not in ELEMENTS:
                 raise ArchgraphError(f"input '{v.name}' is not a tensor of an element type archgraph reads",
-                                     loc=Loc(str(self.path)))
+                                     loc=Loc(str(self.path)),
+                                     hint='export the model with inputs that are tensors of a number or bool '
+                                          'element type')
             dims = []
             for i, d in enumerate(t.shape.dim):
                 if d.HasField("dim_value"):
@@ -264,10 +266,14 @@ class Converter:
                                                   "lists the ONNX operators it reads")
                     values = rule(node, self, path)
             except Refuse as exc:
-                raise ArchgraphError(f"cannot import {where}: {exc}", loc=Loc(str(self.path))) from None
+                raise ArchgraphError(f"cannot import {where}: {exc}", loc=Loc(str(self.path)),
+                                     hint='export the model again without that construct, or describe that '
+                                          'part in a spec by hand') from None
             except InconclusiveDimError as exc:
                 raise ArchgraphError(f"cannot import {where}: {str(exc.message).splitlines()[0]}",
-                                     loc=Loc(str(self.path))) from None
+                                     loc=Loc(str(self.path)),
+                                     hint="export the model with fixed sizes (no dynamic axes), or give the "
+                                          "sizes in the exporter's input shapes") from None
             if not isinstance(values, (list, tuple)):
                 values = [values]
             for name, v in zip(node.output, values):

@@ -67,7 +67,9 @@ def _convert(module: torch.nn.Module, traced: Traced, name: str | None, note: st
     try:
         c.emit_items(nodes, body, "")
     except Refuse as exc:  # a refusal outside one node's rule (the tensors of a module's block call)
-        raise ArchgraphError(f"cannot import {type(module).__name__}: {exc}") from None
+        raise ArchgraphError(f"cannot import {type(module).__name__}: {exc}",
+                             hint='rewrite that part of the module with the ops archgraph lists (archgraph '
+                                  'ops), or describe it in a spec by hand') from None
     c.finish_blocks()
     outputs = _outputs(c, body, graph, traced.program)
     inputs = {}
@@ -77,7 +79,9 @@ def _convert(module: torch.nn.Module, traced: Traced, name: str | None, note: st
             continue  # an input forward never reads
         shape = [c.size(d) for d in node.meta["val"].shape]
         if t.dtype not in DTYPES:
-            raise ArchgraphError(f"input '{k}' has element type {t.dtype}, which archgraph does not name")
+            raise ArchgraphError(f"input '{k}' has element type {t.dtype}, which archgraph does not name",
+                                 hint='give the input as a tensor of a float, int or bool type (--input '
+                                      'NAME=SHAPE:DTYPE)')
         inputs[k] = {"shape": shape, "dtype": DTYPES[t.dtype]}
     spec = {"archgraph": 1, "name": name or type(module).__name__,
             "description": f"{type(module).__name__} imported from PyTorch (torch.export) by archgraph" + note}
@@ -150,7 +154,8 @@ def _outputs(c: Converter, body: Body, graph, program) -> dict:
         if isinstance(value, torch.fx.Node) and is_tensor_value(value):
             result[name] = c.ref(body, value)
     if not result:
-        raise ArchgraphError(f"{type(c.module).__name__}.forward returns no tensor")
+        raise ArchgraphError(f"{type(c.module).__name__}.forward returns no tensor",
+                             hint='make forward return a tensor, or a tuple, list or dict of tensors')
     return result
 
 

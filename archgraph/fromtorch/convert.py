@@ -116,7 +116,8 @@ class Converter(Folding):
             return body.env[arg]
         if isinstance(arg, torch.fx.Node) and arg.op == "placeholder" and arg.name in self.tensors:
             return self._free_tensor(body, arg)
-        raise ArchgraphError(f"internal: no value for {arg} in the body at '{body.prefix}'")
+        raise ArchgraphError(f"internal: no value for {arg} in the body at '{body.prefix}'",
+                             hint='this is a bug in archgraph: please report it with the module that gave it')
 
     def _free_tensor(self, body: Body, node) -> str:
         """A parameter or buffer read by an op that does not own it: a `parameter` or `buffer` node at
@@ -392,4 +393,6 @@ class Converter(Folding):
         try:
             self._own(fqn, where)
         except A.Refuse as exc:
-            raise ArchgraphError(f"cannot import module '{where}': {exc}") from None
+            raise ArchgraphError(f"cannot import module '{where}': {exc}",
+                                 hint='rewrite that module with the ops archgraph lists (archgraph ops), or '
+                                      'describe it in a spec by hand') from None

@@ -70,7 +70,8 @@ def _field_error(text: str, loc: Loc) -> ArchgraphError:
     ("Field 'hidden_size' expected int, got str (value: '4096')")."""
     m = re.search(r"Field '([^']+)' expected (\S+?), got \S+ \(value: (.*)\)$", text, re.S)
     if m is None:
-        return ArchgraphError(f"transformers refuses a value of this config: {text.splitlines()[-1].strip()}", loc=loc)
+        return ArchgraphError(f"transformers refuses a value of this config: {text.splitlines()[-1].strip()}", loc=loc,
+                              hint="correct the value it names")
     field, expected, value = m.groups()
     words = " or ".join(_TYPE_WORDS.get(t.strip(), t.strip()) for t in re.split(r"\s*\|\s*", expected)
                         if t.strip() != "NoneType")

@@ -101,13 +101,15 @@ def multihead_attention(c, body, path: str, nodes: list) -> None:
     inputs = {role: c.ref(body, values[f"{path}#0:{role}"]) for role in TENSOR_ROLES if f"{path}#0:{role}" in values}
     if "query" not in inputs or "key" not in inputs or "value" not in inputs:
         raise ArchgraphError(f"cannot import {where}: the traced graph does not show which values are its "
-                             "query, key and value")
+                             "query, key and value",
+                             hint='compute attention with '
+                                  'F.scaled_dot_product_attention(query, key, value) or nn.MultiheadAttention')
     _, outs = c.interface(nodes, path)
     slots = {values[f"{path}#0:output{i}"]: i for i in range(2) if f"{path}#0:output{i}" in values}
     unknown = [o.name for o in outs if o not in slots]
     if unknown:
         raise ArchgraphError(f"cannot import {where}: a value computed inside it ({unknown[0]}) is read outside "
-                             "its outputs")
+                             "its outputs", hint='return the value from the module, or compute it outside it')
     name = relative(path, body.prefix)
     for fqn in m.state_dict():
         c.own(join(path, fqn), path)

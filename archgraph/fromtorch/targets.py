@@ -26,7 +26,8 @@ def parse_input(text: str, device: str = "cpu") -> tuple[str, torch.Tensor]:
     m = _INPUT.fullmatch(text.strip())
     if m is None or (m["dtype"] and m["dtype"] not in _DTYPES) or len(m["shape"]) > 200:
         raise ArchgraphError(f"--input {text!r}: expected NAME=SHAPE[:DTYPE], e.g. input_ids=2x16:int64 "
-                             f"(dtypes: {', '.join(sorted(_DTYPES))})")
+                             f"(dtypes: {', '.join(sorted(_DTYPES))})",
+                             hint='write the input as NAME=SHAPE[:DTYPE], e.g. --input input_ids=2x16:int64')
     shape = tuple(int(d) for d in m["shape"].split("x"))
     count = 1
     for d in shape:
@@ -61,7 +62,8 @@ def from_callable(target: str, inputs: dict[str, torch.Tensor]) -> tuple[torch.n
     sources = _sources([found, *(sys.modules[m] for m in set(sys.modules) - before)])
     fn = getattr(found, attr, None)
     if fn is None or not callable(fn):
-        raise ArchgraphError(f"{target}: module '{module_name}' has no callable '{attr}'")
+        raise ArchgraphError(f"{target}: module '{module_name}' has no callable '{attr}'",
+                             hint='name a function or class the module defines: module:attribute')
     try:
         made = fn()
     except (Exception, SystemExit) as exc:  # noqa: BLE001  the user's callable
@@ -76,7 +78,8 @@ def from_callable(target: str, inputs: dict[str, torch.Tensor]) -> tuple[torch.n
             args = tuple(given) if isinstance(given, (list, tuple)) else (given,)
     if not isinstance(made, torch.nn.Module):
         raise ArchgraphError(f"{target} returned {type(made).__name__}, not a torch.nn.Module "
-                             "(or a module and its example inputs)")
+                             "(or a module and its example inputs)",
+                             hint='return a torch.nn.Module, or a (module, example inputs) pair')
     if not args and not kwargs:
         raise ArchgraphError(f"{target}: no example inputs",
                              hint="give them with --input NAME=2x16:int64, or return (module, inputs)")

@@ -45,7 +45,7 @@ def check(module: torch.nn.Module, traced, text: str, args: tuple, kwargs: dict,
                 model = read(filename)
             except ArchgraphError as exc:
                 plain = ArchgraphError(exc.message, loc=exc.loc, node=exc.node)  # its own fix would mislead
-                raise ArchgraphError(f"the spec written for {name} does not load: {plain}") from None
+                raise ArchgraphError(f"the spec written for {name} does not load: {plain}", hint=REPORT) from None
             check_model(module, traced, model, args, kwargs, build, where)
     except ArchgraphError as exc:
         exc.message = exc.message.replace("the spec written for", "the spec given for") if given else exc.message
@@ -61,7 +61,8 @@ def check_model(module: torch.nn.Module, traced, model, args: tuple, kwargs: dic
     want = sum(p.numel() for p in module.parameters())
     got = model.params().total
     if got != want:
-        raise ArchgraphError(f"the spec written for {name} counts {got:,} parameters; the module has {want:,}")
+        raise ArchgraphError(f"the spec written for {name} counts {got:,} parameters; the module has {want:,}",
+                             hint=REPORT)
     if _on_meta(module, traced):
         _same_state_dict(module, model, build)
         return "names and shapes"
@@ -104,7 +105,7 @@ def _compare_names(mine: dict, theirs: dict, name: str) -> None:
                 ([f"not the module's: {', '.join(extra[:5])}"] if extra else []) + \
                 [f"'{k}' is {list(mine[k])}, the module's {list(theirs[k])}" for k in shapes[:5]]
         raise ArchgraphError(f"the state_dict of the spec written for {name} is not the module's: "
-                             + "; ".join(parts))
+                             + "; ".join(parts), hint=REPORT)
 
 
 def _same_kinds(mine: dict, theirs: dict, name: str) -> None:
@@ -115,7 +116,7 @@ def _same_kinds(mine: dict, theirs: dict, name: str) -> None:
         if (v.is_floating_point() or v.is_complex()) != (ours.is_floating_point or ours.is_complex) or \
                 (not v.is_floating_point() and v.dtype != ours):
             raise ArchgraphError(f"the spec written for {name} holds '{k}' as {str(ours).removeprefix('torch.')}; "
-                                 f"the module's is {str(v.dtype).removeprefix('torch.')}")
+                                 f"the module's is {str(v.dtype).removeprefix('torch.')}", hint=REPORT)
 
 
 def _spec_module(module, model, build: Callable):
@@ -145,7 +146,7 @@ def _same_outputs(module, traced, model, args, kwargs, where, build: Callable) -
     unknown = [k for k in mine.input_names if k not in traced.inputs]
     if unknown:
         raise ArchgraphError(f"the spec written for {name} takes input '{unknown[0]}', which is not one of the "
-                             f"module's tensor arguments ({', '.join(traced.inputs) or 'none'})")
+                             f"module's tensor arguments ({', '.join(traced.inputs) or 'none'})", hint=REPORT)
     inputs = {k: v for k, v in traced.inputs.items() if k in mine.input_names}
     was_training = module.training
     module.eval()
@@ -161,7 +162,7 @@ def _same_outputs(module, traced, model, args, kwargs, where, build: Callable) -
             first = _first_difference(mine, traced, where)
             at = f"; the first node that differs is {first}" if first else ""
             raise ArchgraphError(f"the spec written for {name} does not compute its output "
-                                 f"'{out_name}': {why}{at}")
+                                 f"'{out_name}': {why}{at}", hint=REPORT)
 
 
 def _paired(ours: dict, theirs: list, names: list[str], name: str) -> dict:
@@ -173,7 +174,7 @@ def _paired(ours: dict, theirs: list, names: list[str], name: str) -> dict:
     missing = [k for k in ours if k not in names]
     if missing:
         raise ArchgraphError(f"the spec written for {name} has output '{missing[0]}'; the module returns "
-                             f"{', '.join(n for n, _ in tensors) or 'no tensor'}")
+                             f"{', '.join(n for n, _ in tensors) or 'no tensor'}", hint=REPORT)
     return {k: (v, theirs[names.index(k)]) for k, v in ours.items()}
 
 

@@ -220,10 +220,12 @@ class Attention(Op):
         if self.shared_kv != (shared_k is not None and shared_v is not None):
             raise ShapeError("shared_kv: true reads the inputs shared_k and shared_v (another layer's keys and "
                              "values), and only then" if self.shared_kv or shared_k is None else
-                             "the inputs shared_k and shared_v are read with shared_kv: true")
+                             "the inputs shared_k and shared_v are read with shared_kv: true",
+                             hint='give shared_kv: true with inputs shared_k and shared_v, or neither')
         if self.shared_kv:
             if kv is not None or k is not None:
-                raise ShapeError("a layer with shared_kv reads its keys and values from shared_k and shared_v only")
+                raise ShapeError("a layer with shared_kv reads its keys and values from shared_k and shared_v only",
+                                 hint='leave out kv, k and v in a layer with shared_kv: true')
             for t, what in ((shared_k, "shared_k"), (shared_v, "shared_v")):
                 expect_rank(t, 4, what)
                 expect_dim(t[0], x[0], f"batch dimension of {what}")
@@ -231,14 +233,16 @@ class Attention(Op):
                 expect_dim(t[3], self.d, f"last dimension of {what} (head_dim)")
             expect_dim(shared_v[2], shared_k[2], "length of shared_v (that of shared_k)")
         if (k is None) != (v is None) or (k is not None and kv is not None):
-            raise ShapeError("give keys and values one source (kv) or two (k and v), not both")
+            raise ShapeError("give keys and values one source (kv) or two (k and v), not both",
+                             hint='give either kv or both k and v')
         if kv is not None:
             expect_rank(kv, 3, "key/value input")
             expect_dim(kv[0], x[0], "batch dimension of the key/value input")
             expect_dim(kv[-1], self.k_width, "last dimension of the key/value input (kv_hidden)")
             if self.k_width != self.v_width:
                 raise ShapeError(f"kdim={self.k_width} and vdim={self.v_width} differ: give the keys' and the "
-                                 "values' sources as separate inputs k and v")
+                                 "values' sources as separate inputs k and v",
+                                 hint="give the keys' and values' sources as inputs k and v")
         if k is not None:
             for t, width, what in ((k, self.k_width, "key"), (v, self.v_width, "value")):
                 expect_rank(t, 3, f"{what} input")
@@ -258,13 +262,16 @@ class Attention(Op):
             check(kv is None and k is None, "block ids [B, S] are for self-attention (keys the queries' positions)")
             expect_key_mask(block_ids, x[0], x[1], "block ids [B, S]")
         if (rope is None) != (rope_sin is None) and rope_sin is not None:
-            raise ShapeError("rope_sin comes with rope (the rotary cos table)")
+            raise ShapeError("rope_sin comes with rope (the rotary cos table)",
+                             hint='give rope (the cos table) with rope_sin: in: {..., rope: rotary:0, '
+                                  'rope_sin: rotary:1}')
         if rope is not None:
             expect_rank(rope, 3, "rotary table (rope)")
             expect_dim(rope[1], x[1], "sequence length of the rotary table")
             if not isinstance(rope[-1], int) or rope[-1] > self.d:
                 raise ShapeError(f"the rotary table's width {rope[-1]} must be a size of at most "
-                                 f"head_dim={self.d}")
+                                 f"head_dim={self.d}",
+                                 hint="make the rotary table's width (its rotary_dim) at most head_dim")
         if q_scale is not None:
             expect_rank(q_scale, 1, "query scale (q_scale) [S]")
             expect_dim(q_scale[0], x[1], "length of the query scale (that of the queries)")
@@ -643,7 +650,8 @@ def _batch(q, k, v):
         return broadcast((q[0],), (k[0],), (v[0],))[0]
     except ShapeError:
         raise ShapeError(f"the batch dims of query ({fmt(q[0])}), key ({fmt(k[0])}) and value ({fmt(v[0])}) "
-                         "differ (each must be equal, or 1)") from None
+                         "differ (each must be equal, or 1)",
+                         hint='give query, key and value the same batch size (or 1)') from None
 
 
 @op("multihead_attention", category="attention", aliases=("nn.MultiheadAttention", "MultiheadAttention"),
@@ -789,7 +797,8 @@ def rotate_pair(torch, q, k, cos, sin, rotary: str, op: str):
     """Queries and keys with rotary positions (`rotary`: half or interleaved), from both tables."""
     if sin is None:
         raise ShapeError(f"running {op} with rotary positions needs both tables: "
-                         "in: {..., rope: rotary:0, rope_sin: rotary:1}")
+                         "in: {..., rope: rotary:0, rope_sin: rotary:1}",
+                         hint='give both tables: in: {..., rope: rotary:0, rope_sin: rotary:1}')
     pairs = rotary == "interleaved"
     return _rotate(torch, q, cos, sin, pairs), _rotate(torch, k, cos, sin, pairs)
 

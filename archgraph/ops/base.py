@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Iterable, Literal, NamedTuple, Union, get_args
 
 from ..dims import Dim, Poly, Shape, equal, fmt, fmt_shape, free_names, subs
 from ..dtypes import ELEMENT_BYTES
-from ..errors import ShapeError, SpecError, did_you_mean
+from ..errors import Fallback, ShapeError, SpecError, did_you_mean
 from ..limits import MAX_MAGNITUDE
 from ..numbers import quotient  # noqa: F401  (ops divide validated sizes with it: a/b, not floor)
 from ..record import MISSING, Record
@@ -357,7 +357,8 @@ def coerce(value: Any, typ: Any, what: str) -> Any:
                 return coerce(value, option, what)
             except SpecError as exc:
                 errors.append(exc.message)
-        raise SpecError(errors[0] if errors else f"{what}: invalid value {value!r}")
+        raise SpecError(errors[0] if errors else f"{what}: invalid value {value!r}",
+                        hint=Fallback('give one of the kinds of value it takes (archgraph ops OP lists them)'))
     if origin is Literal:
         choices = get_args(typ)
         if value not in choices:
@@ -368,22 +369,25 @@ def coerce(value: Any, typ: Any, what: str) -> Any:
     if origin is tuple:
         args = get_args(typ)
         if not isinstance(value, (list, tuple)):
-            raise SpecError(f"{what} must be a list; received {value!r}")
+            raise SpecError(f"{what} must be a list; received {value!r}", hint=Fallback('write it as a list: [1, 2]'))
         if len(value) > MAX_RANK:
-            raise SpecError(f"{what} lists {len(value):,} values; tensors have at most {MAX_RANK} dimensions")
+            raise SpecError(f"{what} lists {len(value):,} values; tensors have at most {MAX_RANK} dimensions",
+                            hint=Fallback('give at most 64 values'))
         if len(args) == 2 and args[1] is Ellipsis:
             return tuple(coerce(v, args[0], what) for v in value)
         if len(args) != len(value):
-            raise SpecError(f"{what} must be a list of {len(args)} values; received {list(value)}")
+            raise SpecError(f"{what} must be a list of {len(args)} values; received {list(value)}",
+                            hint=Fallback('give as many values as it takes (archgraph ops OP lists them)'))
         return tuple(coerce(v, a, what) for v, a in zip(value, args))
     if typ is bool:
         if isinstance(value, bool):
             return value
-        raise SpecError(f"{what} must be true or false; received {value!r}")
+        raise SpecError(f"{what} must be true or false; received {value!r}", hint=Fallback('write true or false'))
     if typ is Poly:
         if isinstance(value, Poly):
             return value
-        raise SpecError(f"{what} must be a size; received {value!r}")
+        raise SpecError(f"{what} must be a size; received {value!r}",
+                        hint=Fallback('give a size: a whole number or an expression of sizes (S * 2)'))
     if typ is int:
         if isinstance(value, Poly):
             names = sorted(free_names(value))
@@ -396,15 +400,16 @@ def coerce(value: Any, typ: Any, what: str) -> Any:
                     raise SpecError(f"{what}: the value {value:g} is too large for a whole number (at most 10**30)",
                                     hint="no size, count or setting of a model comes near 10**30")
                 return int(value)
-            raise SpecError(f"{what} must be a whole number; received {value!r}")
+            raise SpecError(f"{what} must be a whole number; received {value!r}", hint=Fallback('give a whole number'))
         return value
     if typ is float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SpecError(f"{what} must be a number; received {value!r}")
+            raise SpecError(f"{what} must be a number; received {value!r}", hint=Fallback('give a number'))
         return float(value)
     if typ is str:
         if not isinstance(value, str):
-            raise SpecError(f"{what} must be text; received {value!r}")
+            raise SpecError(f"{what} must be text; received {value!r}",
+                            hint=Fallback('give a word (quote it if YAML reads it as a number or true/false)'))
         return value
     raise TypeError(f"unsupported hyperparameter type {typ} for {what}")  # pragma: no cover
 
@@ -416,28 +421,35 @@ def positive(owner: Op, *names: str) -> None:
         value = getattr(owner, name)
         if value is not None and not isinstance(value, Poly) and value <= 0:
             raise SpecError(f"received an invalid value for `{name}` of op '{owner.op_name}', "
-                            f"expected a positive integer. Received: {name}={value}")
+                            f"expected a positive integer. Received: {name}={value}",
+                            hint=Fallback(f"give {name} a whole number of at least 1"))
 
 
-def invalid(owner: Op, message: str) -> SpecError:
-    return SpecError(f"op '{owner.op_name}': {message}")
+def invalid(owner: Op, message: str, hint: str | None = None) -> SpecError:
+    """The error of hyperparameters an op does not take together; its fix names the op's reference
+    (`archgraph ops NAME` lists each hyperparameter, what it takes and its default) unless `hint`."""
+    return SpecError(f"op '{owner.op_name}': {message}",
+                     hint=hint or Fallback(f"change the node's hyperparameters as 'archgraph ops {owner.op_name}' "
+                                           "describes them"))
 
 
 def check(cond: bool, message: str) -> None:
     if not cond:
-        raise ShapeError(message)
+        raise ShapeError(message, hint=Fallback("make the node's hyperparameters agree with its inputs' shapes"))
 
 
 def expect_rank(x: Shape, ranks: int | tuple[int, ...], what: str = "input") -> None:
     allowed = (ranks,) if isinstance(ranks, int) else ranks
     if len(x) not in allowed:
         want = " or ".join(str(r) for r in allowed)
-        raise ShapeError(f"{what} must have {want} dimensions; received {fmt_shape(x)}")
+        raise ShapeError(f"{what} must have {want} dimensions; received {fmt_shape(x)}",
+                         hint=Fallback('give the node an input of that many dimensions (reshape or unsqueeze it first)'))
 
 
 def expect_dim(actual: Dim, expected: Dim, what: str) -> None:
     if not equal(actual, expected):
-        raise ShapeError(f"{what} is {fmt(actual)}, expected {fmt(expected)}")
+        raise ShapeError(f"{what} is {fmt(actual)}, expected {fmt(expected)}",
+                         hint=Fallback("make the node's hyperparameters agree with its inputs' shapes"))
 
 
 def expect_padding_mask(mask: Shape | None, x: Shape, what: str = "padding mask") -> None:
@@ -451,7 +463,8 @@ def expect_padding_mask(mask: Shape | None, x: Shape, what: str = "padding mask"
 def axis(dim: int, rank: int, what: str = "dim") -> int:
     """Normalise a possibly negative axis."""
     if not -rank <= dim < rank:
-        raise ShapeError(f"{what}={dim} is out of range for a {rank}-dimensional input")
+        raise ShapeError(f"{what}={dim} is out of range for a {rank}-dimensional input",
+                         hint=Fallback('give a dim from -rank to rank - 1'))
     return dim % rank
 
 

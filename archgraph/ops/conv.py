@@ -20,7 +20,8 @@ def window_out(size: Dim, kernel: int, stride: int, padding: int, dilation: int 
     span = dilation * (kernel - 1) + 1
     reach = size + 2 * padding - span  # (out - 1) * stride <= reach
     if isinstance(reach, int) and reach < 0 and not (ceil_mode and reach > -stride):  # ceil_mode: one window
-        raise ShapeError(f"input size {size} (padding {padding}) is smaller than the window {span}")
+        raise ShapeError(f"input size {size} (padding {padding}) is smaller than the window {span}",
+                         hint='use a smaller kernel or more padding, or a larger input')
     if not ceil_mode:
         return norm(_readable(ceil_div(reach + 1, stride), floor_div(reach, stride) + 1))
     out = ceil_div(reach, stride) + 1
@@ -224,7 +225,8 @@ class _ConvTranspose(Op):
                 "kernel_size", "stride", "padding", "dilation", "output_padding"))):
             size = (n - 1) * s - 2 * p + d * (k - 1) + extra + 1
             if isinstance(size, int) and size <= 0:
-                raise ShapeError(f"input size {n} gives an output size of {size}")
+                raise ShapeError(f"input size {n} gives an output size of {size}",
+                                 hint='use a smaller kernel, stride or dilation, more padding, or a larger input')
             spatial.append(size)
         return (x[0], self.out_channels, *spatial)
 
@@ -323,7 +325,8 @@ class ConvFramesMask(Op):
     def infer_shape(self, mask, x):
         expect_rank(mask, 2, "mask [B, N]")
         if len(x) < 2:
-            raise ShapeError(f"the frames must be [B, T, ...]; received rank {len(x)}")
+            raise ShapeError(f"the frames must be [B, T, ...]; received rank {len(x)}",
+                             hint='give the frames as [B, T, ...]')
         expect_dim(mask[0], x[0], "batch dimension of the mask (that of the frames)")
         return (x[0], x[1])
 

@@ -87,7 +87,8 @@ class Einsum(Op):
                     sizes[letter] = size
                 elif not _one(size) and not equal(size, have):
                     raise ShapeError(f"einsum '{self.equation}': '{letter}' is {fmt(have)} in one input and "
-                                     f"{fmt(size)} in another")
+                                     f"{fmt(size)} in another",
+                                     hint="give that letter's dimension one size in every input")
         broadcast_dims = broadcast(*ellipses) if ellipses else ()
         if out is None:
             counts = "".join(terms).replace("...", "")

@@ -21,7 +21,8 @@ def broadcast(*shapes: Shape) -> Shape:
                 dim = d
             elif not equal(dim, d):
                 raise ShapeError("shapes " + ", ".join(fmt_shape(s) for s in shapes) +
-                                 " do not broadcast (dimension " + str(i - rank) + ")")
+                                 " do not broadcast (dimension " + str(i - rank) + ")",
+                                 hint='make the dimensions equal or 1 (reshape, unsqueeze or expand one input first)')
         out.append(dim)
     return tuple(out)
 
@@ -32,9 +33,11 @@ class Elementwise(Op):
     def infer_shape(self, a, b=None, *more):
         operands = [s for s in (b, *more) if s is not None]
         if self.constant is None and not operands:
-            raise ShapeError(f"'{self.op_name}' needs a second input, or a constant (constant: 1.0)")
+            raise ShapeError(f"'{self.op_name}' needs a second input, or a constant (constant: 1.0)",
+                             hint='give a second input (in: [a, b]) or a constant (constant: 1.0)')
         if self.constant is not None and operands:
-            raise ShapeError(f"'{self.op_name}' with a constant takes one input; 'in' gives {1 + len(operands)}")
+            raise ShapeError(f"'{self.op_name}' with a constant takes one input; 'in' gives {1 + len(operands)}",
+                             hint='give one input with a constant, or two inputs without one')
         return broadcast(a, *operands)
 
     def flops(self, inputs, outputs):
@@ -82,7 +85,8 @@ class Binary(Op):
 
     def infer_shape(self, a, b=None):
         if (b is None) == (self.constant is None):
-            raise ShapeError(f"'{self.op_name}' takes two inputs, or one input and a constant")
+            raise ShapeError(f"'{self.op_name}' takes two inputs, or one input and a constant",
+                             hint='give two inputs, or one input and a constant')
         return a if b is None else broadcast(a, b)
 
     def flops(self, inputs, outputs):

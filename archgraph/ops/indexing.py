@@ -57,7 +57,9 @@ class Slice(Op):
         if isinstance(length, int):
             check(length > 0, f"x[{self.start}:{self.end}] of a dim of size {fmt(size)} is empty")
         elif provably_le(length, 0):
-            raise InconclusiveDimError(f"x[{self.start}:{self.end}] of a dim of size {fmt(size)} may be empty")
+            raise InconclusiveDimError(f"x[{self.start}:{self.end}] of a dim of size {fmt(size)} may be empty",
+                                       hint='give the sizes values with --set, or a constraint that keeps the '
+                                            'slice non-empty')
         if self.step != 1:
             length = ceil_div(length, self.step)   # ceil(T/2), as a stride-2 convolution of T gives
         return (*x[:d], length, *x[d + 1:])

@@ -445,7 +445,8 @@ class Arange(Op):
     def infer_shape(self):
         length = -((self.start - self.end) // self.step)
         if isinstance(length, int) and length <= 0:
-            raise ShapeError(f"arange({self.start}, {self.end}, {self.step}) is empty")
+            raise ShapeError(f"arange({self.start}, {self.end}, {self.step}) is empty",
+                             hint='give an end past the start (or a negative step for a falling range)')
         return (length,)
 
     def forward(self, run):

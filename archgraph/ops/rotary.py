@@ -495,7 +495,8 @@ class MultimodalPositions(Op):
             elif length % size:
                 raise ShapeError(f"input_ids row {row}: the image tokens from position "
                                  f"{i + length - length % size} are fewer than "
-                                 f"an image's {t}x{h}x{w} = {size}")
+                                 f"an image's {t}x{h}x{w} = {size}",
+                                 hint='give each image all of its tokens in input_ids')
             else:  # one image after another
                 for start in range(i, i + length, size):
                     out[:, start:start + size] = item + position

@@ -66,7 +66,8 @@ class Reshape(Op):
             out = [missing if (isinstance(d, int) and d == -1) else d for d in out]
         elif not equal(prod(out), total):
             raise ShapeError(f"cannot reshape {fmt_shape(x)} ({fmt(total)} elements) "
-                             f"to {fmt_shape(tuple(out))} ({fmt(prod(out))} elements)")
+                             f"to {fmt_shape(tuple(out))} ({fmt(prod(out))} elements)",
+                             hint='give a shape of as many elements as the input (-1 infers one dimension)')
         return tuple(norm(d) for d in out)
 
     def forward(self, run, x):
@@ -289,7 +290,8 @@ class Pad(Op):
                                                  f"the dim it pads ({x[d]})")
             out[d] = x[d] + before + after
             if isinstance(out[d], int) and out[d] <= 0:
-                raise ShapeError(f"pad {list(self.pad)} leaves dim {d} of {fmt_shape(x)} with size {out[d]}")
+                raise ShapeError(f"pad {list(self.pad)} leaves dim {d} of {fmt_shape(x)} with size {out[d]}",
+                                 hint='pad by less (a negative pad cuts)')
         return tuple(out)
 
     def forward(self, run, x):

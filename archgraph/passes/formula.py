@@ -140,7 +140,8 @@ def param_formula(model: Model) -> FormulaReport:
                             set(model.decided), [], repeats, list(model.conditions))
     if formula.evaluate() != int(report.totals.total):  # pragma: no cover - the same numbers, carried
         raise ArchgraphError(f"internal: the formula gives {formula.evaluate():,}, "
-                             f"the count is {int(report.totals.total):,}")
+                             f"the count is {int(report.totals.total):,}",
+                             hint='this is a bug in archgraph: please report it with the spec that gave it')
     return formula
 
 

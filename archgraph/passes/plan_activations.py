@@ -278,7 +278,9 @@ def _place(body: _Body, child: _Body, extra: Part, times: int, stack: str | None
     layers = any(not isinstance(item, Part) for item in child.items)
     if stack is None and layers:
         if times != 1:
-            raise ArchgraphError("a repeated block holds the model's stacks of layers: plan cannot lay it out")
+            raise ArchgraphError("a repeated block holds the model's stacks of layers: plan cannot lay it out",
+                                 hint="write the stack of layers as a block repeated in the model's nodes, not "
+                                      "inside a repeated block")
         body.items[-1].add(extra)
         for item in child.items:
             if isinstance(item, Part):

@@ -83,7 +83,8 @@ def weight_bytes(groups: Counter, dtype: str, group_size: int) -> dict:
     """Bytes of every weight: matrices at `dtype` (int8/int4 with a bf16 scale per group), the
     embeddings, heads, norms and vectors at bf16."""
     if dtype not in WEIGHT_DTYPES:
-        raise SpecError(f"--dtype {dtype}: serving stores weights as {', '.join(WEIGHT_DTYPES)}")
+        raise SpecError(f"--dtype {dtype}: serving stores weights as {', '.join(WEIGHT_DTYPES)}",
+                        hint='choose one of the dtypes listed')
     quantised = sum(n for (cat, kind), n in _params(groups) if kind == "matrix" and cat not in UNQUANTIZED)
     kept = sum(n for _, n in _params(groups)) - quantised
     scales = 2 * -(-quantised // group_size) if dtype in ("int8", "int4") else 0
@@ -112,7 +113,8 @@ def plan_serving(model: Model, serving: Serving, gpu: Accelerator) -> ServingPla
     from .compare import summarize
     from .memory import estimate_memory
     if serving.kv_dtype not in KV_DTYPES:
-        raise SpecError(f"--kv-dtype {serving.kv_dtype}: choose one of {', '.join(KV_DTYPES)}")
+        raise SpecError(f"--kv-dtype {serving.kv_dtype}: choose one of {', '.join(KV_DTYPES)}",
+                        hint='choose one of the dtypes listed')
     if serving.gpus % (serving.tp * serving.pp):
         raise SpecError(f"{serving.gpus} GPUs are not a multiple of tp x pp = {serving.tp * serving.pp}",
                         hint="each replica of the model takes tp x pp GPUs")

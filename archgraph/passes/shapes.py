@@ -11,7 +11,7 @@ from typing import Any, Iterator, Mapping
 
 from .. import expr
 from ..dims import Poly, Shape, assuming, fmt, fmt_shape, norm, provably_le, symbol
-from ..errors import ArchgraphError, ShapeError, SpecError, did_you_mean, shortened
+from ..errors import ArchgraphError, Fallback, ShapeError, SpecError, did_you_mean, shortened
 from ..graph import BlockNode, Model, OpNode, join
 from ..limits import MAX_ELEMENTS, MAX_RANK
 from ..spec.constraints import bounds, check_constraints, divisors, least
@@ -110,7 +110,8 @@ def _size(value, name: str, dim: str, spec) -> object:
     if isinstance(value, Poly) or (isinstance(value, int) and not isinstance(value, bool) and value > 0):
         return value
     raise SpecError(f"input '{name}': dimension '{dim}' is {value!r}; a size must be a positive whole number "
-                    "or a name such as B or S", loc=spec.loc)
+                    "or a name such as B or S", loc=spec.loc,
+                    hint='give a positive whole number or a name such as B or S')
 
 
 def infer_shapes(model: Model, bindings: Mapping[str, int] | None = None) -> ShapeReport:
@@ -176,8 +177,8 @@ def _rule(node: OpNode, op, shapes) -> Any:
     except ShapeError as exc:
         received = ", ".join(f"{ref} {fmt_shape(s)}" for ref, s in zip(node.inputs, shapes))
         exc.message = f"{exc.message} (received {received})"
-        exc.hint = exc.hint or (f"make the hyperparameters of '{node.name}' agree with its inputs, "
-                                f"or change the node(s) that feed it")
+        exc.hint = exc.hint if exc.hint and not isinstance(exc.hint, Fallback) else (
+            f"make the hyperparameters of '{node.name}' agree with its inputs, or change the node(s) that feed it")
         raise
 
 
@@ -189,4 +190,5 @@ def _check_bindings(model: Model, bindings: Mapping[str, int]) -> None:
             raise SpecError(f"--set {name}: the model has no variable or dimension named '{name}'",
                             hint=hint or f"names: {', '.join(sorted(used))}")
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise SpecError(f"--set {name}={value}: a dimension must be a positive whole number")
+            raise SpecError(f"--set {name}={value}: a dimension must be a positive whole number",
+                            hint='give a positive whole number: --set NAME=8')

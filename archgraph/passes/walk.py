@@ -106,7 +106,8 @@ def _pick(env: dict, ref: Ref, reader, prefix: str) -> Any:
     if ref.index >= len(values):
         node = join(prefix, reader.name) if isinstance(reader, (OpNode, BlockNode)) else None
         raise SpecError(f"'{ref}' asks for output {ref.index} of '{ref.node}', which has "
-                        f"{len(values)} output(s) (numbered from 0)", loc=reader.loc, node=node)
+                        f"{len(values)} output(s) (numbered from 0)", loc=reader.loc, node=node,
+                        hint="ask for an output the node has: 'node:0' for its first")
     return values[ref.index]
 
 

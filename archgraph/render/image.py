@@ -41,7 +41,8 @@ def dot_image(source: str, fmt: str, timeout: float = 120) -> bytes:
         raise DotFailed(f"Graphviz's dot took more than {timeout:.0f} s to lay out the diagram",
                         hint="collapse blocks with --depth, or drop --expand") from None
     if done.returncode != 0:
-        raise DotFailed(f"Graphviz's dot {_failure(done.returncode, done.stderr.decode('utf-8', 'replace'))}")
+        raise DotFailed(f"Graphviz's dot {_failure(done.returncode, done.stderr.decode('utf-8', 'replace'))}",
+                        hint='write .dot and draw it with your Graphviz, or report the model that gave it')
     return done.stdout
 
 

@@ -20,7 +20,8 @@ _PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
 def block_params(definition: Any, block: str) -> dict[str, Any]:
     """A block definition's `args`: name -> default (None: required)."""
     if not isinstance(definition, LocDict):
-        raise SpecError(f"block '{block}' must be a mapping with 'nodes:'", loc=getattr(definition, "loc", None))
+        raise SpecError(f"block '{block}' must be a mapping with 'nodes:'", loc=getattr(definition, "loc", None),
+                        hint='write the block as a mapping: {inputs: [x], nodes: [...]}')
     check_keys(definition, BLOCK_KEYS, f"block '{block}'", definition.key_loc)
     args = definition.get("args") or {}
     if isinstance(args, list):
@@ -47,7 +48,7 @@ def whole_number(raw: LocDict, key: str, env, default: int, least: int = 1) -> i
     value = evaluate(raw[key], env, raw.key_loc(key), key)
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise SpecError(f"'{key}' must be a whole number of at least {least}; received {value!r}",
-                        loc=raw.key_loc(key))
+                        loc=raw.key_loc(key), hint='give a whole number')
     return value
 
 

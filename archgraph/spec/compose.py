@@ -39,9 +39,10 @@ def read_used_spec(ctx, block: str, definition: LocDict) -> LocDict:
         name = definition["spec"]
         if not isinstance(name, str) or not name.strip():
             raise SpecError(f"block '{block}': 'spec' names a spec file or a built-in model",
-                            loc=definition.key_loc("spec"))
+                            loc=definition.key_loc("spec"), hint='name a spec file or a built-in model: spec: gpt2')
         if ctx.load_spec is None:
-            raise SpecError("a spec used as a block cannot be read here", loc=definition.key_loc("spec"))
+            raise SpecError("a spec used as a block cannot be read here", loc=definition.key_loc("spec"),
+                            hint="load the spec from a file (archgraph.load(path)) so the block's spec can be found")
         raw = ctx.load_spec(name, definition.key_loc("spec"), definition.loc)
         ctx.specs[block] = merge_extends(raw, ctx.load_spec)
     return ctx.specs[block]
@@ -65,7 +66,8 @@ def instantiate_spec(ctx, block: str, definition: LocDict, args: dict, category,
     inputs = spec.get("inputs") or {}
     names = list(inputs) if isinstance(inputs, dict) else []
     if not names:
-        raise SpecError(f"the spec of block '{block}' has no 'inputs:'", loc=spec.loc)
+        raise SpecError(f"the spec of block '{block}' has no 'inputs:'", loc=spec.loc,
+                        hint="give the spec used as a block its inputs: (the block's arguments)")
     raw_variables = spec.get("variables") or {}
     given = {n: v for n, v in args.items() if n not in raw_variables}   # its inputs' sizes, set by the call
     variables = evaluate_variables(raw_variables, var_locs, {}, {n: v for n, v in args.items() if n not in given})

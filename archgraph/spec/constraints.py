@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 from .. import expr
 from ..dims import Poly
-from ..errors import ArchgraphError, Loc, SpecError
+from ..errors import ArchgraphError, Fallback, Loc, SpecError
 from ..record import Record
 
 
@@ -42,7 +42,8 @@ def read_constraints(raw: Any, loc: Loc, env: Mapping[str, Any]) -> list[Constra
                                       and isinstance(c["check"], str) and isinstance(c["message"], str))
     if not isinstance(raw, list) or not all(form(c) for c in raw):
         raise SpecError("'constraints' must be a list of conditions, such as '- H % 4 == 0' or "
-                        "'- {check: H % 4 == 0, message: why}'", loc=loc)
+                        "'- {check: H % 4 == 0, message: why}'", loc=loc,
+                        hint=Fallback("write them as a list: constraints: ['H % 4 == 0']"))
     out = []
     for item in raw:
         text, message = (item, None) if isinstance(item, str) else (item["check"], item["message"])
@@ -129,6 +130,7 @@ def check_constraints(constraints: list[Constraint], env: Mapping[str, Any]) -> 
         if holds is not True:
             values = ", ".join(f"{n}={env[n]}" for n in sorted(expr.names(c.text)) if n in env)
             if c.message:
-                raise SpecError(f"{c.message} (the constraint '{c.text}' does not hold: {values})", loc=c.loc)
+                raise SpecError(f"{c.message} (the constraint '{c.text}' does not hold: {values})", loc=c.loc,
+                                hint=Fallback("change the values so the constraint holds (--set, or the spec's variables)"))
             raise SpecError(f"the constraint '{c.text}' does not hold ({values})", loc=c.loc,
                             hint="choose values that satisfy it (the spec's 'constraints:')")

@@ -34,7 +34,8 @@ def apply_edits(nodes: Any, edits: Any, where: str, at: Loc) -> LocList:
     """`nodes` (a parent's list) changed by `edits` (the child's `edit:` list); `where` names the
     list in errors ("block 'decoder_layer' of llama.yaml")."""
     if not isinstance(nodes, list):
-        raise SpecError(f"'edit' changes the nodes of {where}, which has no 'nodes:' list", loc=at)
+        raise SpecError(f"'edit' changes the nodes of {where}, which has no 'nodes:' list", loc=at,
+                        hint="edit a block or spec that has a 'nodes:' list, or give 'nodes:' instead")
     if not isinstance(edits, list) or not edits:
         raise SpecError("'edit' must be a list of changes", loc=at,
                         hint="e.g. 'edit: [{drop: mlp_dropout}, {node: mlp, set: {bias: true}}]'")

@@ -28,7 +28,9 @@ def merge_extends(spec: LocDict, load_parent) -> tuple[LocDict, dict[str, Loc]]:
         if load_parent is None or len(chain) > MAX_EXTENDS:
             raise SpecError("'extends' cannot be followed here" if load_parent is None
                             else f"'extends' is nested more than {MAX_EXTENDS} deep (a cycle?)",
-                            loc=loc_of(child, "extends"))
+                            loc=loc_of(child, "extends"),
+                            hint='load the spec from a file (extends: needs its folder), or shorten the chain '
+                                 'of extends:')
         chain.append(load_parent(str(child["extends"]), loc_of(child, "extends"), child.loc))
     merged: dict = {}
     var_locs: dict[str, Loc] = {}
@@ -49,7 +51,8 @@ def merge_extends(spec: LocDict, load_parent) -> tuple[LocDict, dict[str, Loc]]:
             _need_parent(parent_file, level.key_loc("edit"))
             if "nodes" in level:
                 raise SpecError("a spec gives either 'nodes:' (all of them) or 'edit:' (changes to its "
-                                "parent's), not both", loc=level.key_loc("edit"))
+                                "parent's), not both", loc=level.key_loc("edit"),
+                                hint="keep 'edit:' and drop 'nodes:', or the other way round")
             merged["nodes"] = apply_edits(merged.get("nodes"), level["edit"], f"the nodes of {parent_file}",
                                           level.key_loc("edit"))
         parent_file = _file_name(level)
@@ -79,7 +82,8 @@ def _blocks(blocks: LocDict, parents: dict, parent_file: str | None) -> dict:
                             hint=did_you_mean(name, parents) or f"its blocks: {', '.join(parents) or 'none'}")
         if "nodes" in definition:
             raise SpecError(f"block '{name}' gives either 'nodes:' (all of them) or 'edit:' (changes to the "
-                            "parent's), not both", loc=at)
+                            "parent's), not both", loc=at,
+                            hint="keep 'edit:' and drop 'nodes:', or the other way round")
         parent = parents[name]
         edited = Edited({**parent, **{k: v for k, v in definition.items() if k != "edit"}})
         edited.loc, edited.lines = parent.loc, parent.lines

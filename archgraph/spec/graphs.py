@@ -200,7 +200,7 @@ def _category(mapping: LocDict) -> str | None:
     value = mapping.get("category")
     if value is not None and not (isinstance(value, str) and value.strip()):
         raise SpecError(f"'category' must be a name such as attention or mlp; received {value!r}",
-                        loc=mapping.key_loc("category"))
+                        loc=mapping.key_loc("category"), hint='give a name such as attention or mlp')
     return value if value is None or name_ok(value) else check_name(value, "category", mapping.key_loc("category"))
 
 
@@ -281,7 +281,7 @@ def parse_ref(item: Any, what: str, loc: Loc, known: dict | None = None) -> Ref:
     match = _REF.fullmatch(item.strip()) if isinstance(item, str) else None
     if match is None:
         raise SpecError(f"{what} names a node or input, with ':N' for its output N; received {item!r}",
-                        loc=loc)
+                        loc=loc, hint='name a node or an input: in: [x] or in: [split:1]')
     node, index = match.group(1), match.group(2) or "0"
     if index.isdigit():
         return Ref(node, int(index))
@@ -447,7 +447,7 @@ def _ties(raw: LocDict) -> Mapping[str, str]:
     if isinstance(tie, dict) and all(isinstance(v, str) for v in tie.values()):
         return dict(tie)
     raise SpecError("'tie' is a tensor path (ties 'weight') or a mapping {local tensor: tensor path}",
-                    loc=raw.key_loc("tie"))
+                    loc=raw.key_loc("tie"), hint='write tie: weight, or tie: {weight: path.to.tensor}')
 
 
 def _block_node(ctx: Ctx, raw: LocDict, name: str, refs, keywords, env, category, trainable, each=None):

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from .. import expr
 from ..dims import symbol
-from ..errors import ExprError, SpecError, did_you_mean
+from ..errors import ExprError, Fallback, SpecError, did_you_mean
 from ..graph import InputSpec, read_inputs
 from ..numbers import SymInt
 
@@ -61,7 +61,8 @@ def _checked(name: str, value: Any) -> Any:
     try:
         return expr.check_value(value)
     except ExprError as exc:
-        raise SpecError(f"--set {name}={_text(value)}: {exc.message}") from None
+        raise SpecError(f"--set {name}={_text(value)}: {exc.message}",
+                        hint=exc.hint or Fallback(f"give {name} a value that evaluates: --set {name}=8")) from None
 
 
 def _text(value: Any) -> str:

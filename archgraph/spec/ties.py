@@ -162,7 +162,8 @@ def _check(graph: Graph, model: Model, seen: set[int]) -> None:
                 root = graph if relative else model.graph
                 _, owner, tensor = (_locate_relative(graph, target, "") if relative else _locate(root, target))[:3]
                 if owner is node:
-                    raise SpecError(f"tie: '{target}' is this node's own tensor")
+                    raise SpecError(f"tie: '{target}' is this node's own tensor",
+                                    hint="tie the tensor to another node's tensor")
                 if not relative or not _leaves(graph):
                     _owner(root, target, graph, "")
                 if tensor.shape != own[local].shape:

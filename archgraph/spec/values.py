@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping, Union, get_args, get_origin
 
 from .. import expr
-from ..errors import ExprError, Loc, SpecError, did_you_mean
+from ..errors import ExprError, Fallback, Loc, SpecError, did_you_mean
 from ..names import check_name, name_ok
 from .yamlload import LocDict
 
@@ -30,7 +30,7 @@ def evaluate(value: Any, env: Mapping[str, Any], loc: Loc, what: str) -> Any:
     if isinstance(value, list):
         return [evaluate(v, env, loc, what) for v in value]
     raise SpecError(f"{what}: expected a number, an expression or a list; received a {type(value).__name__}",
-                    loc=loc)
+                    loc=loc, hint=Fallback('give a number, an expression in quotes or a list'))
 
 
 def _admits_text(typ: Any, value: str) -> bool:
@@ -145,7 +145,8 @@ def loc_of(mapping: Any, key: str | None = None) -> Loc:
 
 def expect_mapping(value: Any, parent: Any, key: str) -> None:
     if not isinstance(value, dict):
-        raise SpecError(f"'{key}' must be a mapping of names to values", loc=loc_of(parent, key))
+        raise SpecError(f"'{key}' must be a mapping of names to values", loc=loc_of(parent, key),
+                        hint=Fallback('write it as a mapping: {name: value}'))
     for name in value:
         if not name.isidentifier():
             raise SpecError(f"'{name}' under '{key}' is not a name (letters, digits and _)",

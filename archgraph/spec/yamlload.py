@@ -71,7 +71,8 @@ class _Located:
 
     def construct_mapping(self, node, deep=False):
         if not isinstance(node, yaml.MappingNode):  # pragma: no cover - PyYAML guards this
-            raise SpecError("expected a mapping", loc=_mark_loc(self.file, node.start_mark))
+            raise SpecError("expected a mapping", loc=_mark_loc(self.file, node.start_mark),
+                            hint='write a mapping: key: value')
         out = LocDict()
         out.loc = _mark_loc(self.file, node.start_mark)
         out.lines = {}
@@ -162,7 +163,8 @@ def load_text(text: str, file: str = "<spec>") -> LocDict:
                         hint="remove the '!!...' tag") from None
     except yaml.MarkedYAMLError as exc:
         if "maximum nesting depth" in (exc.problem or ""):  # PyYAML 6.0.4 and later stop before the recursion
-            raise SpecError("the YAML nests too deeply", loc=_mark_loc(file, exc.problem_mark)) from None
+            raise SpecError("the YAML nests too deeply", loc=_mark_loc(file, exc.problem_mark),
+                            hint='nest the YAML less deeply') from None
         tab = _tab_at(text, exc.problem_mark)
         if tab is not None:
             raise SpecError(f"YAML does not allow tabs for indentation; line {tab[0]} column {tab[1]} holds one",
@@ -171,18 +173,20 @@ def load_text(text: str, file: str = "<spec>") -> LocDict:
         raise SpecError(f"YAML syntax error: {exc.problem}{context}", loc=_mark_loc(file, exc.problem_mark),
                         hint="check the indentation, the ':' after each key and the closing brackets") from None
     except yaml.YAMLError as exc:
-        raise SpecError(f"YAML error: {exc}", loc=Loc(file)) from None
+        raise SpecError(f"YAML error: {exc}", loc=Loc(file), hint='fix the YAML at the line named') from None
     except RecursionError:
-        raise SpecError("the YAML nests too deeply", loc=Loc(file, 1)) from None
+        raise SpecError("the YAML nests too deeply", loc=Loc(file, 1), hint='nest the YAML less deeply') from None
     except ValueError as exc:  # e.g. an integer literal of thousands of digits
-        raise SpecError(f"a value cannot be read: {exc}", loc=Loc(file)) from None
+        raise SpecError(f"a value cannot be read: {exc}", loc=Loc(file),
+                        hint='write the value shorter (a number of fewer digits)') from None
     finally:
         loader.dispose()
     if data is None:
-        raise SpecError("the spec is empty", loc=Loc(file, 1))
+        raise SpecError("the spec is empty", loc=Loc(file, 1),
+                        hint="begin the spec with 'archgraph: 1' and give its inputs and nodes")
     if not isinstance(data, LocDict):
         raise SpecError(f"the top level of a spec must be a mapping; received a {type(data).__name__}",
-                        loc=Loc(file, 1))
+                        loc=Loc(file, 1), hint='write the spec as a mapping: archgraph: 1, name:, inputs:, nodes:')
     return data
 
 
@@ -259,11 +263,13 @@ def read_text(path: str | Path) -> str:
     try:
         raw = read_file(path, MAX_BYTES, "spec")
     except OSError as exc:
-        raise SpecError(f"cannot read the spec: {exc.strerror}", loc=Loc(name)) from None
+        raise SpecError(f"cannot read the spec: {exc.strerror}", loc=Loc(name),
+                        hint='check the path and that you may read the file') from None
     except ArchgraphError as exc:  # not a regular file, or too large
         raise SpecError(exc.message, loc=exc.loc, hint=exc.hint) from None
     if b"\x00" in raw:
-        raise SpecError("this is a binary file, not a YAML spec", loc=Loc(name))
+        raise SpecError("this is a binary file, not a YAML spec", loc=Loc(name),
+                        hint='give the YAML spec, not a binary file')
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
