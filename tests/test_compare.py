@@ -423,3 +423,16 @@ def test_a_sliding_layers_per_token_flops_stop_growing_at_the_window(tmp_path):
     assert per_token[5000] == per_token[8191] == per_token[1000] + per_key * (4096 - 1001)
     assert per_token[1000] == 163_966_720   # as before the cap: under the window every cached key is seen
     assert per_token[8191] == 189_320_960   # (uncapped it was 222,875,392: 8,192 keys)
+
+
+def test_a_second_figures_table_of_one_model_says_model_n_of_m():
+    # four models at 80 columns: the fourth alone below (was '(models 4..4 of 4)')
+    from rich.console import Console
+
+    from archgraph.render.compare import compare_table
+    from archgraph.render.fit import fit
+    rows = compare(["t5-small", "gpt2", "bert-base-uncased", "llama-2-70b"], {}, load=archgraph.load)
+    console = Console(width=80, record=True)
+    console.print(fit(compare_table(rows, 80), console))
+    titles = [line.strip() for line in console.export_text().splitlines() if line.startswith("at ")]
+    assert titles == ["at B=1, S=512, T=512", "at B=1, S=512, T=512 (model 4 of 4)"]

@@ -190,7 +190,8 @@ def figures_tables(rows: list[ModelSummary], width: int = 80) -> list[Table]:
             used = w + 3
     tables = []
     for n, group in enumerate(groups):
-        title = f"at {sizes_text(rows)}" + (f" (models {group[0] + 1}..{group[-1] + 1} of {len(rows)})" if n else "")
+        which = f"model {group[0] + 1}" if len(group) == 1 else f"models {group[0] + 1}..{group[-1] + 1}"
+        title = f"at {sizes_text(rows)}" + (f" ({which} of {len(rows)})" if n else "")
         table = Table(title=title, title_justify="left")
         table.add_column("", no_wrap=True)
         for i in group:
