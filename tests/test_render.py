@@ -368,4 +368,5 @@ def test_a_graphviz_crash_is_told_by_its_signal():
              "subgraph cluster_b { subgraph cluster_d { x } } y -> x; x -> z }")
     with pytest.raises(DotFailed) as failure:
         dot_image(crash, "svg")
-    assert str(failure.value) == "Graphviz's dot crashed (signal 11, SIGSEGV)"
+    assert str(failure.value) == ("Graphviz's dot crashed (signal 11, SIGSEGV)\n"
+                                  "  fix: write .dot and draw it with your Graphviz, or report the model that gave it")

@@ -130,8 +130,8 @@ def test_run_refuses_sizes_the_model_does_not_fit_by_node_before_any_forward(cli
     assert (said, where, line.isdigit()) == (" error", f" {ROOT / 'specs/hf/wav2vec2.yaml'}", True)
     assert message == (" node 'wav2vec2.feature_extractor.conv_layers.0.conv': conv1d(in_channels=1, "
                        "out_channels=512, kernel_size=10, stride=5, bias=False): input size 8 (padding 0) is smaller "
-                       "than the window 10 (received x [2, 1, 8])\n  fix: make the hyperparameters of 'conv' agree "
-                       "with its inputs, or change the node(s) that feed it\n")
+                       "than the window 10 (received x [2, 1, 8])\n  fix: use a smaller kernel or more padding, or a "
+                       "larger input\n")
 
 
 def test_run_with_ids_past_a_table_is_refused_in_one_message(cli, tmp_path):
