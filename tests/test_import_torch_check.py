@@ -9,6 +9,7 @@ import yaml
 
 torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
 
 from archgraph.errors import ArchgraphError  # noqa: E402
 from archgraph.fromtorch import aten as A  # noqa: E402
@@ -352,3 +353,36 @@ def test_a_shape_undecided_with_symbolic_sizes_is_imported_at_the_examples_and_s
     mine.load_state_dict(module.state_dict(), strict=True)
     with torch.no_grad():
         assert torch.equal(mine(*inputs)["output"], module(*inputs))
+
+
+class Padded(nn.Module):
+    """A padding computed as a tensor (from a buffer and the length) and given to F.pad, which reads its
+    value in C++ (EnCodec's paddings): the trace keeps a size of unknown value, so every value is
+    replayed from a run of the module."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.register_buffer("stride", torch.tensor(6), persistent=False)
+
+    def forward(self, x):
+        extra = self.stride * ((x.shape[1] + self.stride - 1) // self.stride) - x.shape[1]
+        x = F.pad(self.proj(x), (0, 0, 0, extra))
+        return x.reshape(x.shape[0], -1, 6 * 4)
+
+
+def test_a_value_torch_reads_in_its_own_code_is_replayed_from_a_run_and_said():
+    torch.manual_seed(0)
+    module = Padded().eval()
+    text = to_spec(module, torch.randn(2, 16, 4))  # checked: outputs equal with the module's weights
+    spec = yaml.safe_load(text)
+    assert spec["description"] == (
+        "Padded imported from PyTorch (torch.export) by archgraph; its sizes are the example inputs' because "
+        "the code reads tensor values as numbers, which the example fixed: 2 read by "
+        "`x = F.pad(self.proj(x), (0, 0, 0, extra))`")
+    assert spec["inputs"] == {"x": {"shape": [2, 16, 4], "dtype": "float32"}}
+    mine = to_module(load_text(text)).eval()
+    mine.load_state_dict(module.state_dict(), strict=True)
+    x = torch.randn(2, 16, 4)
+    out = mine(x=x)["output"]
+    assert out.shape == (2, 3, 24) and torch.allclose(out, module(x), atol=1e-6)

@@ -40,6 +40,7 @@ def run(args, console) -> int:
         read_raw(args.target)  # the file, its sizes and layer counts, before torch is imported
     at = needs_torch("import-torch", "archgraph.torch")
     from ..fromtorch import targets
+    from ..fromtorch.specialise import ValuesUnknown, built_with_values
 
     device = "meta" if is_config else "cpu"  # a config's model is built on the meta device
     given = {}
@@ -54,7 +55,14 @@ def run(args, console) -> int:
             inputs += sources  # never written over: the code the module was imported from
             if args.output is not None:
                 check_output(args.output, inputs)
-        text = at.to_spec(module, *example_args, **example_kwargs)
+        try:
+            text = at.to_spec(module, *example_args, **example_kwargs)
+        except ValuesUnknown as why:
+            if not is_config:
+                raise
+            module, example_args, example_kwargs = targets.with_values(module, args.target, args.input, why)
+            with built_with_values(module):
+                text = at.to_spec(module, *example_args, **example_kwargs)
     _check_given_read(text, given, module)
     if args.output is None:
         if text.values_file:

@@ -108,8 +108,9 @@ def _fixed_note(fixed: list[str]) -> str:
     """What the description says of a trace specialised to its example (see `specialise`)."""
     if not fixed:
         return ""
+    from .specialise import WHY
     return ("; its sizes are the example inputs' because the code reads tensor values as numbers, "
-            "which the example fixed: " + "; ".join(fixed))
+            f"which the example fixed{WHY.get()}: " + "; ".join(fixed))
 
 
 def _live(graph) -> set:

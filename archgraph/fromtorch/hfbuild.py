@@ -28,6 +28,7 @@ from ..limits import MAX_TENSORS
 from .hfconfig import _first
 
 CPU_BYTES = 64 * 1024 * 1024   # a tensor made while building larger than this goes to the meta device
+CPU_MODEL_BYTES = 1024 ** 3    # the largest model built on the CPU, with values, for code that reads them
 
 
 def model_class(config, names: list[str], path: str | Path):
@@ -85,16 +86,17 @@ def _common_prefix(a: str, b: str) -> str:
     return a[:n]
 
 
-def build(cls, config, path: str | Path):
-    """`cls` built from `config` on the meta device (see the module docstring), in float32, in eval
-    mode; whatever transformers raises while building it is one ArchgraphError naming the class."""
+def build(cls, config, path: str | Path, meta: bool = True):
+    """`cls` built from `config` on the meta device (see the module docstring), or with `meta` False on
+    the CPU with transformers' initial weights, in float32, in eval mode; whatever transformers
+    raises while building it is one ArchgraphError naming the class."""
     kwargs = {"dtype": torch.float32}
     if getattr(cls, "_can_set_experts_implementation", lambda: False)():
         # experts as batched matmuls of the weights each token's experts select: what the eager loop
         # over experts computes, with no shape that depends on the routing
         kwargs["experts_implementation"] = "batched_mm"
     make = cls.from_config if not hasattr(cls, "_from_config") else cls._from_config
-    with on_meta(cls.__name__, path):
+    with on_meta(cls.__name__, path) if meta else contextlib.nullcontext():
         try:
             model = make(config, **kwargs)
         except ArchgraphError:

@@ -2,14 +2,52 @@
 loop over a tensor's contents) traced at the example inputs: torch.export cannot keep such a size
 symbolic, so the whole trace is specialised to the example (every size the example's, each value
 read as the example has it, torch.export.draft_export) and the spec says which values were fixed
-and where the code read them."""
+and where the code read them.  Where draft_export cannot follow the values either (EnCodec's
+paddings, computed as tensors, read as numbers and given to an LSTM), the module is run once and
+every number its code reads from a tensor (`.item()`, `int(t)`, `bool(t)`, `.tolist()`, a tensor
+given where torch takes a size) is recorded by the line that reads it; the trace, every size the example's, then reads each line's
+numbers in the order the run read them (`replayed`).  Neither can read a value of a module on the
+meta device: `ValuesUnknown` says so."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
+import os
+import traceback
+from collections import defaultdict, deque
 
 import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
 
+from ..errors import ArchgraphError
 from .quiet import quiet
+
+_SCALAR = torch.ops.aten._local_scalar_dense.default  # a tensor's value read as a Python number
+_TORCH = os.path.dirname(torch.__file__)
+
+
+class ValuesUnknown(ArchgraphError):
+    """The trace needs values a module on the meta device does not have (a config's model: built
+    without weights); a copy of the module with values can be traced instead."""
+
+
+WHY = contextvars.ContextVar("archgraph_values_why", default="")
+
+
+@contextlib.contextmanager
+def built_with_values(module: torch.nn.Module):
+    """Inside, a spec whose trace the example specialised says that `module` (a config's model) was
+    built on the CPU with transformers' initial weights to read the values its code reads."""
+    count = sum(p.numel() for p in module.parameters())
+    token = WHY.set(f" (read from {type(module).__name__} built on the CPU with transformers' initial "
+                    f"weights, {count:,} parameters: on the meta device, where a config's model is built, "
+                    "tensors have no values)")
+    try:
+        yield
+    finally:
+        WHY.reset(token)
 
 
 def data_dependent(exc: BaseException) -> bool:
@@ -39,3 +77,83 @@ def _quiet():
     """draft_export's warnings (its report, which `specialised` turns into the spec's note) unprinted."""
     names = ("torch.export", "torch.fx.experimental.symbolic_shapes", "torch._dynamo", "torch._export")
     return quiet(names, logging.CRITICAL)
+
+
+def replayed(module: torch.nn.Module, named: dict, before=lambda: None) -> tuple[object, list[str]]:
+    """The program of `module` at exactly the example inputs `named`, every number its code reads from
+    a tensor the one an eager run read at the same line, and one line per reading line:
+    `3, 0, 5 read by extra_padding = ideal_length - length` (see the module docstring); `before` is
+    called between the run and the trace."""
+    values: dict = defaultdict(list)
+    with torch.no_grad(), _Lists(values), _Scalars(values):
+        module(**named)
+    before()
+    with _quiet(), _replaying(values) as used:
+        program = torch.export.export(module, (), named, strict=False)
+    return program, [f"{_shown(v)} read by `{code}`" for code, v in used.items()]
+
+
+class _Scalars(TorchDispatchMode):
+    """Records each number read from a tensor (aten._local_scalar_dense: `.item()`, `int(t)`, `bool(t)`,
+    a tensor given where torch takes an int) by the line of code reading it."""
+
+    def __init__(self, values: dict):
+        super().__init__()
+        self.values = values
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func is _SCALAR:
+            self.values[_reader()[0]].append(out)
+        return out
+
+
+class _Lists(TorchFunctionMode):
+    """Records `.tolist()`'s numbers by the line reading them (a fake tensor reads them one by one)."""
+
+    def __init__(self, values: dict):
+        super().__init__()
+        self.values = values
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func is torch.Tensor.tolist:
+            self.values[_reader()[0]].extend(torch.tensor(out).flatten().tolist() if out != [] else [])
+        return out
+
+
+@contextlib.contextmanager
+def _replaying(values: dict):
+    """While torch.export traces: a number read from a fake tensor at a line the run recorded numbers
+    for is the next of them (a constant), not a size of unknown value; {code: values used} inside."""
+    from torch._subclasses import fake_impls
+    queues = {k: deque(v) for k, v in values.items()}
+    used: dict[str, list] = {}
+    table = fake_impls.op_implementations_dict
+    original = table[_SCALAR]
+
+    def scalar(fake_mode, func, arg):
+        where, code = _reader()
+        queue = queues.get(where)
+        if not queue:
+            return original(fake_mode, func, arg)
+        used.setdefault(code, []).append(queue.popleft())
+        return used[code][-1]
+    table[_SCALAR] = scalar
+    try:
+        yield used
+    finally:
+        table[_SCALAR] = original
+
+
+def _reader() -> tuple[tuple, str]:
+    """The line of the code outside torch (and outside this module) that reads a value, and its text."""
+    for frame in reversed(traceback.extract_stack()[:-2]):
+        if not frame.filename.startswith(_TORCH) and frame.filename not in (__file__, contextlib.__file__):
+            return (frame.filename, frame.lineno), (frame.line or "").strip()
+    return ("", 0), ""
+
+
+def _shown(values: list) -> str:
+    head = ", ".join(str(v) for v in values[:4])
+    return head + (f" ... ({len(values)} values)" if len(values) > 4 else "")

@@ -120,3 +120,21 @@ def from_config(path: str, given: dict[str, torch.Tensor] | None = None) -> tupl
     cls = hfbuild.model_class(config, raw.get("architectures") or [], path)
     model = hfbuild.build(cls, config, path)
     return model, (), hfinputs.example_inputs(model, dict(given or {}))
+
+
+def with_values(model: torch.nn.Module, path: str, texts: list[str], why: ArchgraphError) -> tuple[torch.nn.Module, tuple, dict]:
+    """A config's model whose code reads values computed from its weights or inputs (`why`, the
+    trace's ValuesUnknown), which the meta device does not have: built again on the CPU with
+    transformers' initial weights, with its example inputs (`texts`: --input) there, when its
+    parameters take at most hfbuild.CPU_MODEL_BYTES; else `why`, saying so."""
+    from . import hfbuild, hfinputs
+    size = sum(p.numel() * p.element_size() for p in model.parameters())
+    if size > hfbuild.CPU_MODEL_BYTES:
+        raise ArchgraphError(f"{why.message}; a copy of the model with values would take {size / 1024 ** 3:.1f} GB "
+                             f"of parameters, more than archgraph builds on the CPU "
+                             f"({hfbuild.CPU_MODEL_BYTES / 1024 ** 3:.0f} GB)",
+                             hint="import a config with fewer or smaller layers (the spec's layers are "
+                                  "the config's), or the module with its weights through to_spec")
+    cpu = hfbuild.build(type(model), model.config, path, meta=False)
+    given = dict(parse_input(text, "cpu") for text in texts)
+    return cpu, (), hfinputs.example_inputs(cpu, given)

@@ -19,7 +19,7 @@ from ..errors import ArchgraphError
 from .decompose import lower
 from .hfexport import export_context
 from .leaves import recorded_calls
-from .specialise import data_dependent, specialised
+from .specialise import ValuesUnknown, data_dependent, replayed, specialised
 
 
 @dataclass
@@ -88,12 +88,14 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict, static: bool = Fal
 
 def _export(module, named: dict, dynamic: dict, calls: dict) -> tuple[Any, list[str]]:
     """torch.export of the module, batch and sequence symbolic; where the code reads a tensor's value
-    as a number, the trace at exactly the example inputs and what it fixed (`specialise`).  `calls`
-    holds the recorded calls of the trace that succeeded."""
+    as a number, the trace at exactly the example inputs and what it fixed (`specialise`): a draft
+    (draft_export), else, or where the trace still holds sizes of unknown value and the module has
+    values, every value replayed from a run.  `calls` holds the recorded calls of the trace kept."""
     printed = io.StringIO()  # torch prints the graph it traced when the code reads a value: unshown then
+    plain = None
     try:
         with contextlib.redirect_stderr(printed):
-            program = torch.export.export(module, (), named, dynamic_shapes=dynamic, strict=False)
+            plain = torch.export.export(module, (), named, dynamic_shapes=dynamic, strict=False)
     except Exception as exc:
         if not data_dependent(exc):
             sys.stderr.write(printed.getvalue())
@@ -101,19 +103,51 @@ def _export(module, named: dict, dynamic: dict, calls: dict) -> tuple[Any, list[
         why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     else:
         sys.stderr.write(printed.getvalue())  # what a trace that succeeds prints, as it printed it
-        return program, []
+        meta = any(p.device.type == "meta" for p in module.parameters())
+        if meta or not _unbacked(plain):
+            return plain, []
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                return replayed(module, named, calls.clear)
+        except Exception:  # noqa: BLE001  the trace as it was; its sizes of unknown value are refused by name
+            return plain, []
+    return _specialised(module, named, calls, why)
+
+
+def _specialised(module, named: dict, calls: dict, why: str) -> tuple[Any, list[str]]:
+    """The draft of the trace at the example inputs, or every value replayed (see `_export`); else
+    why neither could be made (ValuesUnknown on the meta device)."""
     calls.clear()
+    meta = any(p.device.type == "meta" for p in module.parameters())
+    draft = None
     try:
         with contextlib.redirect_stderr(io.StringIO()):
-            return specialised(module, named)
-    except Exception as again:  # noqa: BLE001  what the specialised trace met, with why it was tried
+            draft = specialised(module, named)
+        if meta or not _unbacked(draft[0]):
+            return draft
+        first = ""
+    except Exception as again:  # noqa: BLE001  replayed where values can be read, else why it was tried
         first = str(again).strip().splitlines()[0] if str(again).strip() else type(again).__name__
-        meta = any(p.device.type == "meta" for p in module.parameters())
-        raise ArchgraphError(f"{type(module).__name__}'s trace depends on tensor values ({why[:160]}), and the "
-                             f"trace specialised to the example inputs failed: {first[:160]}",
-                             hint="values computed from weights on the meta device (a config's model) are "
-                                  "unknown: import the module with its weights" if meta else
-                                  "give example inputs whose values the code accepts") from None
+    if not meta:  # a draft that still holds sizes of unknown value, or none: every value replayed
+        try:
+            with contextlib.redirect_stderr(io.StringIO()):
+                return replayed(module, named, calls.clear)
+        except Exception as replay:  # noqa: BLE001  the draft, or its reason, is the one to give
+            if draft is not None:
+                return draft
+            first = first if data_dependent(replay) else (str(replay).strip().splitlines() or [first])[0]
+    message = (f"{type(module).__name__}'s trace depends on tensor values ({why[:160]}), and the trace "
+               f"specialised to the example inputs failed: {first[:160]}")
+    if meta:
+        raise ValuesUnknown(message, hint="values computed from weights on the meta device (a config's model) are "
+                                          "unknown: import the module with its weights")
+    raise ArchgraphError(message, hint="give example inputs whose values the code accepts")
+
+
+def _unbacked(program) -> bool:
+    """Whether a traced value's size or number is one the trace could not know (torch's unbacked u0...)."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+    return any(free_unbacked_symbols(n.meta.get("val")) for n in program.graph.nodes if "val" in n.meta)
 
 
 def functional(program):
