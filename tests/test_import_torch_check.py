@@ -386,3 +386,15 @@ def test_a_value_torch_reads_in_its_own_code_is_replayed_from_a_run_and_said():
     x = torch.randn(2, 16, 4)
     out = mine(x=x)["output"]
     assert out.shape == (2, 3, 24) and torch.allclose(out, module(x), atol=1e-6)
+
+
+def test_a_config_model_too_large_to_build_with_values_is_refused_saying_how_large():
+    from archgraph.fromtorch import targets
+    from archgraph.fromtorch.specialise import ValuesUnknown
+    with torch.device("meta"):
+        big = nn.Linear(20000, 20000)  # 400,020,000 float32 parameters
+    why = ValuesUnknown("Big's trace depends on tensor values (u0)")
+    with pytest.raises(ArchgraphError) as caught:
+        targets.with_values(big, "config.json", [], why)
+    assert caught.value.message == ("Big's trace depends on tensor values (u0); a copy of the model with values "
+                                    "would take 1.5 GB of parameters, more than archgraph builds on the CPU (1 GB)")

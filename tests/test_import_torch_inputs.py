@@ -78,3 +78,14 @@ def test_a_given_input_is_kept_as_given():
     raw = {"model_type": "granite_speech_encoder", "input_dim": 20, "hidden_dim": 32, "num_layers": 1,
            "num_heads": 4, "dim_head": 8, "output_dim": 10}
     assert _inputs(raw, {"hidden_states": torch.zeros(3, 5, 20, device="meta")}) == {"hidden_states": (3, 5, 20)}
+
+
+def test_a_decision_transformer_gets_a_trajectory_of_states_actions_returns_and_times():
+    """DecisionTransformerModel.forward(states, actions, returns_to_go, timesteps), all optional but
+    all read: each step's state (state_dim), action (act_dim), return to go and time below max_ep_len."""
+    raw = {"model_type": "decision_transformer", "state_dim": 5, "act_dim": 3, "max_ep_len": 7, "hidden_size": 32,
+           "n_layer": 1, "n_head": 4}
+    assert _inputs(raw) == {"states": (2, 16, 5), "actions": (2, 16, 3), "returns_to_go": (2, 16, 1),
+                            "timesteps": (2, 16), "use_cache": False}
+    config = transformers.AutoConfig.for_model(**raw)
+    assert int(hfinputs._steps(config, "timesteps").max()) < 7

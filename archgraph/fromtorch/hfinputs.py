@@ -13,6 +13,7 @@ forward requires, and the decoder's token ids of an encoder-decoder, each by its
 | `input_features` | audio features: [2, num_mel_bins, 2 * max_source_positions] where the config has both (Whisper's layout), else [2, 64, feature size] |
 | `input_values` | a waveform [2, 16000] ([2, audio_channels, 16000] where the config has audio_channels) |
 | `past_values` | a series [2, context_length, input_size] |
+| `states` (a trajectory) | [2, 16, state_dim], with `actions` [2, 16, act_dim], `returns_to_go` (`rewards`) [2, 16, 1] and `timesteps` [2, 16] below max_ep_len |
 
 Where an input has several layouts, the first the model runs on (on the meta device) is taken
 (`hflayouts.pick`).  Token ids are made wherever forward takes them.  A model that reads token ids and also images, audio or video gets those too: side by side
@@ -84,6 +85,8 @@ def _wanted(model, params, takes_any: bool, given: dict) -> list[str]:
         wanted.append("input_ids")  # the text (and where images go into it, their placeholders)
     if "input_ids" in wanted and "input_ids" not in given:
         wanted += [n for n in PLACEHOLDERS if n in params]
+    if "states" in wanted:  # a trajectory: the steps' actions, returns and times beside its states
+        wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
     return [n for n in dict.fromkeys(wanted) if n not in given]
 
 
@@ -196,7 +199,23 @@ def _builder(name: str) -> Callable[[Any, str], torch.Tensor | list[torch.Tensor
         return _token_ids
     return {"pixel_values": _pixels, "pixel_values_videos": _video, "input_features": _audio_features,
             "input_values": _waveform, "past_values": _series, "hidden_states": _features,
-            "inputs_embeds": _features, "patch_embeds": _features}.get(name)
+            "inputs_embeds": _features, "patch_embeds": _features, "states": _steps, "actions": _steps,
+            "returns_to_go": _steps, "rewards": _steps, "timesteps": _steps}.get(name)
+
+
+# a trajectory's inputs -> the config key of their width (1: one number a step)
+STEPS = {"states": "state_dim", "actions": "act_dim", "returns_to_go": None, "rewards": None}
+
+
+def _steps(config, name: str) -> torch.Tensor:
+    """A trajectory of TOKENS steps (Decision Transformer): [B, S, width] of each step's state, action,
+    return to go or reward, or the steps' times [B, S] below max_ep_len."""
+    if name == "timesteps":
+        high = find(config, "max_ep_len")
+        return torch.randint(0, high if isinstance(high, int) and high > 0 else TOKENS, (BATCH, TOKENS),
+                             generator=torch.Generator().manual_seed(0))
+    width = find(config, STEPS[name]) if STEPS[name] else 1
+    return _normal((BATCH, TOKENS, width if isinstance(width, int) and width > 0 else 1))
 
 
 def _token_ids(config, name: str = "input_ids") -> torch.Tensor:
