@@ -237,7 +237,7 @@ def test_a_switch_the_template_cannot_build_is_refused_only_when_on(tmp_path, cl
 def test_a_key_table_like_another_takes_its_variables():
     from archgraph.hf import families
     glm, glm4 = families()["glm"], families()["glm4"]
-    assert glm4["template"] == "glm4.yaml" and glm["template"] == "llama.yaml"
+    assert glm4["template"] == "glm4.yaml" and glm["template"] == "glm.yaml"
     assert glm4["variables"] == glm["variables"] and glm4["heads"] == glm["heads"]
     assert "like" not in glm4
 
