@@ -29,9 +29,10 @@ CASES = {  # name -> (model, example inputs, input names, named dims)
 }
 
 
-def exported(tmp_path, name: str, dynamo: bool = True, dims: dict | None = None):
+def exported(tmp_path, name: str, dynamo: bool = True, dims: dict | None = None, fresh: bool = False):
     make, args, names, named = CASES[name]
-    model = drawn(make())
+    torch.manual_seed(0)
+    model = make().eval() if fresh else drawn(make())
     path = tmp_path / f"{name}_{'dynamo' if dynamo else 'ts'}.onnx"
     export(model, args(), names, named if dims is None else dims, path, dynamo=dynamo)
     return model, path
@@ -88,6 +89,24 @@ def test_encoder_layers_fold_and_match(tmp_path):
         assert count_params(spec).total == sum(p.numel() for p in model.parameters()) == 24_096
 
 
+@pytest.mark.parametrize("name,dynamo", [("gpt", True), ("vit", True), pytest.param("encoder", True, marks=pytest.mark.slow),
+                                         pytest.param("gpt", False, marks=pytest.mark.slow), ("vit", False)])
+def test_fresh_models_fold_with_the_modules_parameters(tmp_path, name, dynamo):
+    """A freshly initialised model: the exporters keep one tensor for its many equal LayerNorm ones and
+    zeros (and the dynamo exporter drops the addition of a zero bias); the file names each merged
+    parameter, so the spec holds every one of the module's and its layers fold."""
+    model, path = exported(tmp_path, name, dynamo, fresh=True)
+    made = onnx_spec(path, build=to_module)  # onnxruntime's outputs
+    text = str(made.text)
+    layers = {"gpt": ("h", 3), "vit": ("blocks", 2), "encoder": ("layers", 2)}[name]
+    assert f"{{name: {layers[0]}, block: " in text and f"repeat: {layers[1]}" in text and text.count("block: ") == 1
+    with _onnx_model(path, None) as (made, spec):
+        assert count_params(spec).total == sum(p.numel() for p in model.parameters())
+        same_outputs(made, spec, to_module, {s: 3 for s in made.converter.sizes.values()})
+    assert count_params(spec).total > file_weights(path)  # the file holds fewer tensors than the module had
+    assert "are the module's own again (the file names them)" in text
+
+
 def test_cnn_spec_reads_as_pytorch_names(tmp_path):
     _, path = exported(tmp_path, "cnn", dynamo=False)
     text = str(onnx_spec(path, build=to_module).text)
@@ -140,9 +159,11 @@ class FirstOutput(torch.nn.Module):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("fresh", [False, True], ids=["drawn", "fresh"])
 @pytest.mark.parametrize("kind", ["gpt2", "llama", "bert"])
-def test_transformers_models_import_and_compute_onnxruntimes_outputs(tmp_path, kind):
-    model = drawn(transformers_model(kind))
+def test_transformers_models_import_and_compute_onnxruntimes_outputs(tmp_path, kind, fresh):
+    torch.manual_seed(0)
+    model = transformers_model(kind).eval() if fresh else drawn(transformers_model(kind))
     path = tmp_path / f"{kind}.onnx"
     export(FirstOutput(model).eval(), (torch.randint(0, 99, (2, 8)),), ["input_ids"],
            {"input_ids": {0: "batch", 1: "sequence"}}, path)
@@ -151,7 +172,11 @@ def test_transformers_models_import_and_compute_onnxruntimes_outputs(tmp_path, k
         totals = count_params(spec).totals
         same_outputs(made, spec, to_module, {"B": 3, "S": 7})
     stored = sum(v.size for v in made.text.values.values())  # constants beside the spec (a mask's fill)
-    assert totals.total + totals.buffers - stored == file_weights(path)
+    restored = sum(made.converter.inits.size(a) for a in made.converter.unmerged)  # merged or dropped by the exporter
+    assert totals.total + totals.buffers - stored - restored == file_weights(path)
+    assert (restored > 0) == fresh
+    text = str(made.text)  # the layers fold: what layer 0 computes for all (mask, rotary tables) is read by each
+    assert text.count("block: ") == 1 and "repeat: 2" in text
     # GPT-2's head is its token embedding (tied); the exporter stores the head's transposed copy apart.
     # Llama's rotary inverse frequencies (4) are a buffer of the module, an initializer like any weight in the file;
     # BERT's pooler (32 x 32 + 32), which its first output does not read, is not in the file

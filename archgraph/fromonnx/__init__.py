@@ -51,14 +51,19 @@ def import_onnx(path: str | Path, name: str | None = None) -> Imported:
     cv = Converter(model, path)
     inputs, outputs = cv.run(evaluate, TABLE)
     nodes = _live(cv.nodes, outputs)
-    nodes, blocks, moved = fold(nodes, outputs, _block_names(model))
+    holders = {w.rpartition(".")[0] for w in cv.weights} | set(cv.stored)
+    nodes, blocks, moved, copied = fold(nodes, outputs, _block_names(model), holders)
+    for copy, original in copied.items():  # a constant copied out of a layer: its values under both names
+        if original in cv.stored:
+            cv.stored[copy] = cv.stored[original]
     if moved:  # tensors of nodes moved out of a layer take their new names
         cv.stored = {_moved(k, moved): v for k, v in cv.stored.items()}
         cv.weights = {_moved(k, moved): v for k, v in cv.weights.items()}
     name = name or _model_name(model, path)
     spec = {"archgraph": 1, "name": name,
             "description": f"{path.name} imported from ONNX (opset {_opset(model)}, "
-                           f"{model.producer_name or 'unknown producer'} {model.producer_version}) by archgraph"}
+                           f"{model.producer_name or 'unknown producer'} {model.producer_version}) by archgraph"
+                           + _restored(cv.unmerged)}
     spec["inputs"] = inputs
     if cv.bounds:
         spec["constraints"] = [f"{k} <= {v}" for k, v in cv.bounds.items()]
@@ -71,6 +76,17 @@ def import_onnx(path: str | Path, name: str | None = None) -> Imported:
         spec["values"] = f"{_file_name(name)}.values.safetensors"
     text = SpecText(dump(spec), cv.stored, spec.get("values"))
     return Imported(text, name, cv.weights, path, cv)
+
+
+def _restored(unmerged: dict) -> str:
+    """The description's note of the parameters `unmerge` gave back (the file holds fewer tensors)."""
+    if not unmerged:
+        return ""
+    merged = sum(1 for v in unmerged.values() if v)
+    dropped = len(unmerged) - merged
+    parts = [f"{merged} parameters the exporter merged with an equal one" if merged else "",
+             f"{dropped} zero biases it dropped" if dropped else ""]
+    return f"; {' and '.join(p for p in parts if p)} are the module's own again (the file names them)"
 
 
 def _moved(tensor: str, moved: dict) -> str:

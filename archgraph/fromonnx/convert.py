@@ -19,6 +19,7 @@ from ..errors import ArchgraphError, InconclusiveDimError, Loc
 from ..graph import join
 from ..limits import MAX_MAGNITUDE
 from .read import ELEMENTS, Initializers
+from .unmerge import unmerge
 from .values import GENERATED, MODULE_PATH, _NUMPY, Refuse, Tensor, numpy_dtype  # noqa: F401  (the rules take them from here too)
 
 NAMED = {"batch": "B", "batch_size": "B", "n": "B", "sequence": "S", "sequence_length": "S", "seq_len": "S",
@@ -30,6 +31,7 @@ class Converter:
         self.path = path
         self.graph = model.graph
         self.inits = Initializers(model, path)
+        self.unmerged = unmerge(model, self.inits)  # parameter name -> the initializer merged into
         self.env: dict = {}             # ONNX value name -> Tensor or np.ndarray
         self.nodes: list[dict] = []     # spec nodes, full names
         self.names: set[str] = set()
