@@ -40,7 +40,7 @@ def import_onnx(path: str | Path, name: str | None = None) -> Imported:
     needs_onnx()
     from ..spec.dump import dump
     from ..spectext import SpecText
-    from . import pointwise, rules, shapes  # noqa: F401  (registering their rules)
+    from . import fused, pointwise, rules, shapes  # noqa: F401  (registering their rules)
     from .constants import evaluate
     from .convert import Converter
     from .fold import fold
