@@ -17,7 +17,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 ARCH = {"llama": "llama", "mixtral": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3",
         "qwen3_moe": "qwen3moe", "qwen2_moe": "qwen2moe", "gemma": "gemma", "gemma2": "gemma2",
-        "phi3": "phi3", "starcoder2": "starcoder2", "gpt2": "gpt2", "gemma3_text": "gemma3", "falcon": "falcon"}
+        "phi3": "phi3", "starcoder2": "starcoder2", "gpt2": "gpt2", "gemma3_text": "gemma3", "falcon": "falcon",
+        "olmo2": "olmo2", "stablelm": "stablelm"}
 CONV1D = (".attn.c_attn.weight", ".attn.c_proj.weight", ".mlp.c_fc.weight", ".mlp.c_proj.weight")
 
 
@@ -69,7 +70,9 @@ def metadata(writer: gguf.GGUFWriter, cfg, arch: str) -> None:
         writer.add_final_logit_softcapping(get("final_logit_softcapping"))
     if get("sliding_window") is not None and arch in ("gemma2", "gemma3", "phi3", "starcoder2"):
         writer.add_sliding_window(get("sliding_window"))
-    if arch == "phi3":
+    if arch == "stablelm":  # the converter's StableLMModel
+        writer.add_parallel_residual(bool(get("use_parallel_residual")))
+    if arch in ("phi3", "stablelm"):
         head = get("hidden_size") // get("num_attention_heads")
         writer.add_rope_dimension_count(int(head * (get("partial_rotary_factor") or 1.0)))
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)

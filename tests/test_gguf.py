@@ -38,13 +38,17 @@ CONFIGS = {
                       vocab_size=320, num_hidden_layers=2, num_attention_heads=4),
     "falcon-40b": dict(model_type="falcon", hidden_size=256, new_decoder_architecture=True, **SMALL,
                        num_kv_heads=2),
+    "olmo2": dict(model_type="olmo2", hidden_size=256, intermediate_size=512, **SMALL),
+    "stablelm": dict(model_type="stablelm", hidden_size=256, intermediate_size=512, use_qkv_bias=True,
+                     use_parallel_residual=True, **SMALL),
 }
 # each family takes a different mix of ggml types (2-D and 3-D weights in turn; 1-D stay F32)
 KINDS = {"llama": (T.Q4_K, T.Q6_K), "mixtral": (T.Q8_0, T.Q5_K), "qwen2": (T.Q4_0, T.Q4_1),
          "qwen3": (T.Q5_0, T.Q5_1), "qwen2_moe": (T.Q2_K, T.Q3_K), "qwen3_moe": (T.IQ4_XS, T.IQ2_XS),
          "gemma": (T.BF16, T.Q8_0), "gemma2": (T.IQ3_S, T.IQ4_NL), "phi3": (T.TQ1_0, T.TQ2_0),
          "starcoder2": (T.IQ1_S, T.IQ2_XXS), "gpt2": (T.F16, T.Q8_0), "gemma3_text": (T.IQ3_XXS, T.IQ2_S),
-         "falcon-7b": (T.IQ1_M, T.Q8_0), "falcon-40b": (T.Q4_K, T.Q5_K)}
+         "falcon-7b": (T.IQ1_M, T.Q8_0), "falcon-40b": (T.Q4_K, T.Q5_K),
+         "olmo2": (T.Q6_K, T.Q4_0), "stablelm": (T.Q5_K, T.Q8_0)}
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:
