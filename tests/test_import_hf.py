@@ -191,7 +191,8 @@ def test_zoo_lists_the_hugging_face_model_types(cli):
                        "llama", "mistral", "qwen2", "mixtral", "gemma", "falcon", "t5", "bart", "whisper",
                        "resnet"):
         assert model_type in rows
-    assert rows["qwen2"].split("│")[2].strip() == "llama.yaml"  # 240 columns: every column
+    assert rows["mistral"].split("│")[2].strip() == "llama.yaml"  # 240 columns: every column
+    assert rows["qwen2"].split("│")[2].strip() == "qwen2.yaml"
     assert rows["t5"].split("│")[3].split() == ["base", "encoder", "cond_gen", "seq_cls", "token_cls", "qa"]
     assert "encoder: EncoderModel;" in out and "causal_lm: ForCausalLM or LMHeadModel;" in out
 
