@@ -34,8 +34,16 @@ def test_written_spec_gives_the_same_counts_and_shapes(tmp_path, cli, name):
     direct, written = load_config(config), archgraph.load(spec)
     assert written.name == direct.name == "tmp_path" or written.name == direct.name
     p1, p2 = params_json(direct.params()), params_json(written.params())
-    assert p1 == p2
+    assert _unnamed(p1) == _unnamed(p2)
     assert shapes_json(direct.shapes())["nodes"] == shapes_json(written.shapes())["nodes"]
+
+
+def _unnamed(report: dict) -> dict:
+    """A params report with its blocks' names left out: the written spec names a block by the kind
+    of its calls (decoder_layer_local), the figures and paths are the template's."""
+    def rows(blocks):
+        return [{**{k: v for k, v in b.items() if k != "block"}, "children": rows(b["children"])} for b in blocks]
+    return {**report, "blocks": rows(report["blocks"])}
 
 
 def _mistral(tmp_path, cli) -> str:
@@ -176,7 +184,7 @@ def test_a_long_list_of_the_config_stays_a_variable(tmp_path, cli):
     assert code == 0
     assert [line for line in lines if line.startswith("  layer_types: ")][0].startswith(
         """  layer_types: ["'sliding_attention'", "'sliding_attention'", "'sliding_attention'", "'full_attention'",""")
-    assert """        local: "layer_types[i] == 'sliding_attention' if layer_types else (i + 1) % 4 != 0\"""" in lines
+    assert """        local: "layer_types[i] == 'sliding_attention'\"""" in lines   # the config's list decides: no fallback
     model = archgraph.load(spec)
     assert model.params().total == 32_233_522_176
     assert model.variables["layer_types"][3] == "full_attention"

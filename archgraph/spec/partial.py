@@ -40,17 +40,26 @@ _WHOLE = ("floor", "ceil", "round", "int")
 
 
 def residual(text: Any, known: Mapping[str, Any], values: Mapping[str, Any] | None = None,
-             index: tuple[str, Any] | None = None) -> Any:
+             index: tuple[str, Any] | None = None, decide: Mapping[str, Any] | None = None) -> Any:
     """`text` (an expression, or a number, bool, None or list as a spec holds them) with `known`
-    folded in: a value, or the text of what is left."""
+    folded in: a value, or the text of what is left.  `decide`: values of kept names that decide a
+    condition (a comparison, `not`, the test of `c if t else e`, which part `a or b` is) where they
+    are read in one; elsewhere those names stay (`W if P > 1 else None` at P = 6 is `W`).
+
+    >>> residual("W if (i + 1) % P != 0 else None", {"i": 5}, {}, decide={"P": 6, "W": 512})
+    >>> residual("W if (i + 1) % P != 0 else None", {"i": 4}, {}, decide={"P": 6, "W": 512})
+    'W'
+    >>> residual("rope_orig or max_pos", {}, {}, decide={"rope_orig": None, "max_pos": 4096})
+    'max_pos'
+    """
     if isinstance(text, list):
-        parts = [residual(t, known, values, index) for t in text]
+        parts = [residual(t, known, values, index, decide) for t in text]
         if all(not isinstance(p, Expr) for p in parts):
             return parts
-        return Expr("[" + ", ".join(p if isinstance(p, Expr) else _source(p) for p in parts) + "]")
+        return Expr("[" + ", ".join(p if isinstance(p, Expr) else source(p) for p in parts) + "]")
     if not isinstance(text, str):
         return text
-    out = _Folder(known, values or {}, index).fold(expr.parse(text).body)
+    out = _Folder(known, values or {}, index, decide).fold(expr.parse(text).body)
     return out.value if isinstance(out, _Const) else Expr(ast.unparse(out))
 
 
@@ -72,8 +81,16 @@ def _node(value: Any) -> ast.AST:
 
 
 class _Folder:
-    def __init__(self, known: Mapping[str, Any], values: Mapping[str, Any], index) -> None:
+    def __init__(self, known: Mapping[str, Any], values: Mapping[str, Any], index, decide=None) -> None:
         self.known, self.values, self.index = known, values, index
+        self.decide = {k: v for k, v in (decide or {}).items() if k not in known}
+
+    def _decided(self, node: ast.AST) -> _Const | None:
+        """A condition's value at the kept names' values (`decide`), when they give it one."""
+        if not self.decide:
+            return None
+        out = _Folder({**self.decide, **self.known}, self.values, self.index).fold(copy.deepcopy(node))
+        return out if isinstance(out, _Const) else None
 
     def fold(self, node: ast.AST) -> Any:
         out = self._fold(node)
@@ -106,7 +123,7 @@ class _Folder:
                 return _Const(expr.CONSTANTS[node.id])
             return node
         if isinstance(node, ast.IfExp):
-            test = self.fold(node.test)
+            test = self._decided(node.test) or self.fold(node.test)
             if isinstance(test, _Const):
                 return self.fold(node.body if test.value else node.orelse)
             body, orelse = self.fold(node.body), self.fold(node.orelse)
@@ -128,6 +145,10 @@ class _Folder:
             if kept is not None:
                 return kept
             return self._rebuild(ast.BinOp(left, node.op, right))
+        if isinstance(node, ast.Compare) or isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            decided = self._decided(node)
+            if decided is not None:
+                return decided
         if isinstance(node, ast.UnaryOp):
             return self._rebuild(ast.UnaryOp(node.op, self.fold(node.operand)))
         if isinstance(node, ast.Compare):
@@ -140,6 +161,13 @@ class _Folder:
 
     def _boolop(self, node: ast.BoolOp) -> Any:
         want = isinstance(node.op, ast.And)  # and: a false part decides; or: a true one
+        if self.decide:  # the part `a or b` gives, by the parts' truth at the kept names' values
+            for k, part in enumerate(node.values):
+                truth = self._decided(part)
+                if truth is None:
+                    break
+                if bool(truth.value) != want or k == len(node.values) - 1:
+                    return self.fold(part)
         left = []
         for part in node.values:
             value = self.fold(part)

@@ -33,16 +33,19 @@ def _read(nodes: list, inputs: list, outputs: Any) -> set:
 def drop_unread_inputs(blocks: dict, calls: dict, spec: dict, variables: dict, callers_first) -> None:
     """Inputs nothing reads any more (a switched-off feature's) leave the blocks, the calls that
     pass them and the spec: deepest blocks first, so that a caller's input the call no longer
-    passes goes too.  Blocks called with `repeat` (whose outputs feed their inputs) keep theirs."""
+    passes goes too.  A block called with `repeat` keeps the inputs its outputs feed."""
     for name in reversed(callers_first(blocks)):
         block = blocks.get(name)
         if not block or "spec" in block or not isinstance(block.get("inputs"), list):
             continue
         inputs = block["inputs"]
-        unread = [i for i in inputs if i not in _read(block.get("nodes") or [], inputs, block.get("outputs"))]
         made = [c[0] for c in calls.get(name, [])]
+        outputs = block.get("outputs")
+        fed = len(outputs) if isinstance(outputs, (list, dict)) else 1
+        kept = inputs[:fed] if any("repeat" in c for c in made) else []   # a repetition's outputs feed them
+        unread = [i for i in inputs if i not in _read(block.get("nodes") or [], inputs, outputs) and i not in kept]
         if not unread or len(unread) == len(inputs) or \
-                any("repeat" in c or not isinstance(c.get("in"), (dict, list)) for c in made):
+                any(not isinstance(c.get("in"), (dict, list)) for c in made):
             continue
         for call in made:
             if isinstance(call["in"], dict):
