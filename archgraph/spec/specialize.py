@@ -25,7 +25,8 @@ from .compose import is_spec_block
 from .graphs import check_repeat
 from .partial import Expr, residual, source
 from .prune import drop_unread_inputs, names_in
-from .variants import decision, holders, variants
+from .schedule import run_calls, schedule
+from .variants import variants
 from .values import _admits_text, _element_type, evaluate_variables
 
 CALL_KEYS = {"name", "block", "in", "category", "trainable", "repeat", "start", "shared", "when",
@@ -76,9 +77,6 @@ def specialize(spec: Mapping[str, Any], var_locs: Mapping[str, Loc], settings: M
     return Specialized(variables, out, {k: var_locs[k] for k in variables if k in var_locs})
 
 
-FEW_RUNS = 3      # a schedule of more runs than this is written as one call, unless its runs are layers of kinds:
-FEW_KINDS = 3     # at most this many (Gemma 3's sliding and full layers)
-MANY_RUNS = 24    # and never more runs than this (Gemma 3 27B's 62 layers are 21 runs of 5 sliding or 1 full)
 LONG_LIST = 200   # characters: a list longer than this as text stays a variable (expressions stop at 1,000)
 
 
@@ -260,99 +258,12 @@ class _Walker:
             if isinstance(repeat, int) and isinstance(start, int):
                 check_repeat(raw, repeat, scope.known)
                 steps = range(start, start + repeat)
-        runs = self._schedule(raw, scope, index, steps) if steps else None
+        runs = schedule(self, raw, scope, index, steps) if steps else None
         if runs is None:
             return self._one_call(raw, scope, given, index, steps)
         if len(runs) == 1:
             return self._one_call(raw, scope, given, index, None, runs[0][2])
-        return self._run_calls(raw, scope, given, index, runs)
-
-    def _schedule(self, raw: Mapping, scope: _Scope, index: str, steps: range) -> list | None:
-        """[(start, count, arguments)] of a repeated call's runs of repetitions whose arguments are
-        equal, each argument evaluated at its repetition (conditions decided, sizes kept as names);
-        None when no argument reads the index, or the index is read beyond the arguments (`group:`,
-        `tied_to:`, `shared: true`)."""
-        args = {k: v for k, v in raw.items() if k not in CALL_KEYS and k != "tied_to"}
-        definition = self.blocks.get(raw["block"])
-        reads = [k for k, v in args.items() if isinstance(v, str) and index in expr.names(v)
-                 and (is_spec_block(definition) or self._reads(definition, k))]
-        if not reads or raw.get("shared") is True or any(
-                isinstance(raw.get(k), (str, dict)) and index in names_in(raw.get(k)) for k in ("group", "tied_to")):
-            return None
-        runs: list = []
-        for i in steps:
-            local = _Scope({**scope.known, index: i}, scope.free - {index})
-            values = {k: self.fold(args[k], local) for k in reads}
-            decided = {k: self.fold(v, local, decide=True) if isinstance(v, Expr) else v for k, v in values.items()}
-            key = repr([(k, _text(v)) for k, v in decided.items()])
-            if runs and runs[-1][3] == key:
-                runs[-1][1] += 1
-                runs[-1][2] = {k: v if _text(v) == _text(values[k]) else decided[k] for k, v in runs[-1][2].items()}
-            else:
-                runs.append([i, 1, values, key])
-        others = {k: self.fold(v, scope) for k, v in args.items() if k not in reads}
-        if len(runs) > MANY_RUNS or len(runs) > FEW_RUNS and (len({r[3] for r in runs}) > FEW_KINDS or
-                                     self._kinds(raw["block"], definition, runs, scope, index, others) < 2):
-            return None  # a schedule of values (a stride per stage), or of many kinds: its expression says it shorter
-        return [tuple(r[:3]) for r in runs]
-
-    def _kinds(self, block: str, definition: Any, runs: list, scope: _Scope, index: str, others: dict) -> int:
-        """How many ways the runs' arguments switch the block's `when:`s (layers of kinds: 2)."""
-        if is_spec_block(definition):
-            return 1
-        conditions = holders(definition)
-        seen = set()
-        for start, _, values, _ in runs:
-            local = _Scope({**scope.known, index: start}, scope.free - {index})
-            args = {k: self.fold(v, local, decide=True) if isinstance(v, Expr) else v
-                    for k, v in {**others, **values}.items()}
-            seen.add(tuple(decision(self, definition, block, (None, args, scope.free, index), h) for h in conditions))
-        return len(seen)
-
-    def _reads(self, definition: Mapping, param: str) -> bool:
-        """Whether a block still reads its argument `param` at the spec's values (GPT-2's `layer`,
-        read only when scale_attn_by_inverse_layer_idx is set, is not read otherwise)."""
-        scope = _Scope({}, {param})
-        for key in ("variables", "nodes", "outputs"):
-            for text in _texts(definition.get(key)):
-                try:
-                    folded = self.fold(text, scope)
-                except Exception:  # a word or a reference, not an expression
-                    continue
-                if isinstance(folded, Expr) and param in expr.names(folded):
-                    return True
-        return False
-
-    def _run_calls(self, raw: Mapping, scope: _Scope, given: dict, index: str, runs: list) -> list:
-        """One call per run: the last keeps the call's name (what reads the call reads the last
-        repetition), the others are named by their first repetition; each reads the one before."""
-        name = raw["name"]
-        definition = self.blocks.get(raw["block"]) or {}
-        fed = list(definition.get("inputs") or ["x"])[:len(_outputs_of(definition))]
-        path = raw.get("path", _text(name))
-        nodes, previous = [], None
-        for k, (start, count, values) in enumerate(runs):
-            run = {**{key: v for key, v in raw.items() if key not in ("repeat", "start", "path", "index")},
-                   "name": name if k == len(runs) - 1 else f"{name}_{start}"}
-            run = {"name": run.pop("name"), "block": run.pop("block"), **run}
-            node = dict(given)
-            if previous is not None and "in" in node:
-                node["in"] = _fed(node["in"], fed, previous, len(_outputs_of(definition)))
-            one = self._one_call(run, scope, node, index, None, values)
-            placed = {"name": one.pop("name"), "block": one.pop("block")}
-            if "in" in one:
-                placed["in"] = one.pop("in")
-            placed.update({"path": path, "repeat": count, **({"start": start} if start else {}), **one})
-            nodes.append(placed)
-            self._replace_call(one, placed)
-            previous = placed["name"]
-        return nodes
-
-    def _replace_call(self, old: dict, new: dict) -> None:
-        for calls in self.calls.values():
-            for k, call in enumerate(calls):
-                if call[0] is old:
-                    calls[k] = (new,) + call[1:]
+        return run_calls(self, raw, scope, given, index, runs)
 
     def _one_call(self, raw: Mapping, scope: _Scope, given: dict, index: str, steps, fixed=None) -> dict:
         """One call; `fixed`: the index-reading arguments' values (one run of a schedule)."""
@@ -541,36 +452,6 @@ class _Default:
 
     def __init__(self, value: Any) -> None:
         self.value = value
-
-
-def _texts(value: Any):
-    """The strings of a block's data a call's argument may be read in (not names of nodes, ops or blocks)."""
-    if isinstance(value, Mapping):
-        for k, v in value.items():
-            if k == "in" and isinstance(v, Mapping):  # an input's condition, not the references
-                yield from (item["when"] for item in v.values() if isinstance(item, Mapping) and "when" in item)
-            elif k not in ("name", "op", "block", "in", "category", "description"):
-                yield from _texts(v)
-    elif isinstance(value, list):
-        for v in value:
-            yield from _texts(v)
-    elif isinstance(value, str):
-        yield value
-
-
-def _outputs_of(definition: Mapping) -> list:
-    outputs = definition.get("outputs") if isinstance(definition, Mapping) else None
-    return list(outputs) if isinstance(outputs, (list, dict)) else [outputs or "last"]
-
-
-def _fed(value: Any, fed: list, previous: str, count: int) -> Any:
-    """A run's `in:` with the inputs the block's outputs feed read from the run before."""
-    refs = [previous] if count == 1 else [f"{previous}:{q}" for q in range(count)]
-    if isinstance(value, dict):
-        return {k: refs[fed.index(k)] if k in fed else v for k, v in value.items()}
-    if isinstance(value, list):
-        return refs + value[count:]
-    return refs[0] if count == 1 else refs
 
 
 def _complete(node: dict, args: dict) -> None:
