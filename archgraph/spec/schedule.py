@@ -17,8 +17,16 @@ from .compose import is_spec_block
 from .partial import Expr
 from .prune import names_in
 from .variants import decision, holders
-from . import specialize as sp  # the walker's module (it imports this one): read at call time
 
+class _Walker:
+    """The walker's module (`specialize`, which imports this one), read at call time."""
+
+    def __getattr__(self, name: str) -> Any:
+        from . import specialize
+        return getattr(specialize, name)
+
+
+sp = _Walker()
 FEW_RUNS = 3      # a schedule of more runs than this is written as one call, unless its runs are layers of kinds:
 FEW_KINDS = 3     # at most this many (Gemma 3's sliding and full layers)
 MANY_RUNS = 24    # and never more runs than this (Gemma 3 27B's 62 layers are 21 runs of 5 sliding or 1 full)
@@ -37,21 +45,44 @@ def schedule(walker, raw: Mapping, scope: "sp._Scope", index: str, steps: range)
             isinstance(raw.get(k), (str, dict)) and index in names_in(raw.get(k)) for k in ("group", "tied_to")):
         return None
     runs: list = []
+    others = {k: walker.fold(v, scope) for k, v in args.items() if k not in reads}
     for i in steps:
         local = sp._Scope({**scope.known, index: i}, scope.free - {index})
         values = {k: walker.fold(args[k], local) for k in reads}
         decided = {k: walker.fold(v, local, decide=True) if isinstance(v, Expr) else v for k, v in values.items()}
-        key = repr([(k, sp._text(v)) for k, v in decided.items()])
-        if runs and runs[-1][3] == key:
+        key = _body(walker, definition, {**others, **decided}, scope) or repr([(k, sp._text(v)) for k, v in decided.items()])
+        if runs and runs[-1][3] == key:  # the same body: the run's first values build it
             runs[-1][1] += 1
-            runs[-1][2] = {k: v if sp._text(v) == sp._text(values[k]) else decided[k] for k, v in runs[-1][2].items()}
+            runs[-1][2] = {k: v if sp._text(v) == sp._text(values[k]) else
+                           decided[k] if sp._text(runs[-1][4][k]) == sp._text(decided[k]) else v
+                           for k, v in runs[-1][2].items()}
         else:
-            runs.append([i, 1, values, key])
-    others = {k: walker.fold(v, scope) for k, v in args.items() if k not in reads}
+            runs.append([i, 1, values, key, decided])
     if len(runs) > MANY_RUNS or len(runs) > FEW_RUNS and (len({r[3] for r in runs}) > FEW_KINDS or
                                  _kinds(walker, raw["block"], definition, runs, scope, index, others) < 2):
         return None  # a schedule of values (a stride per stage), or of many kinds: its expression says it shorter
     return [tuple(r[:3]) for r in runs]
+
+def _body(walker, definition: Any, args: dict, scope: "sp._Scope") -> str | None:
+    """What a repetition's body is made of: every expression of the block at its arguments (GPT-Neo's
+    first two layers, `layer: 0` and `layer: 1`, are both local: one body)."""
+    if is_spec_block(definition):
+        return None
+    known = {k: v for k, v in args.items() if not isinstance(v, Expr)}
+    local = sp._Scope({**scope.known, **known}, set())
+    parts = []
+    for name, raw in (definition.get("variables") or {}).items():
+        value = walker.fold(raw, local, decide=True)
+        parts.append(sp._text(value))
+        if not isinstance(value, Expr):
+            local.known[name] = value
+    for text in _texts({k: definition.get(k) for k in ("nodes", "outputs")}):
+        try:
+            parts.append(sp._text(walker.fold(text, local, decide=True)))
+        except Exception:  # a word or a reference, not an expression
+            parts.append(text)
+    return repr(parts)
+
 
 def _kinds(walker, block: str, definition: Any, runs: list, scope: "sp._Scope", index: str, others: dict) -> int:
     """How many ways the runs' arguments switch the block's `when:`s (layers of kinds: 2)."""
@@ -59,7 +90,7 @@ def _kinds(walker, block: str, definition: Any, runs: list, scope: "sp._Scope", 
         return 1
     conditions = holders(definition)
     seen = set()
-    for start, _, values, _ in runs:
+    for start, _, values, *_ in runs:
         local = sp._Scope({**scope.known, index: start}, scope.free - {index})
         args = {k: walker.fold(v, local, decide=True) if isinstance(v, Expr) else v
                 for k, v in {**others, **values}.items()}
