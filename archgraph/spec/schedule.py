@@ -70,7 +70,7 @@ def _body(walker, definition: Any, args: dict, scope: "sp._Scope") -> str | None
         return None
     known = {k: v for k, v in args.items() if not isinstance(v, Expr)}
     local = sp._Scope({**scope.known, **known}, set())
-    parts = []
+    parts = [(k, str(v)) for k, v in args.items() if isinstance(v, Expr)]   # left to a name of the caller's
     for name, raw in (definition.get("variables") or {}).items():
         value = walker.fold(raw, local, decide=True)
         parts.append(sp._text(value))
