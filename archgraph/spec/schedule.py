@@ -16,17 +16,9 @@ from .. import expr
 from .compose import is_spec_block
 from .partial import Expr
 from .prune import names_in
+from . import walkdata as sp
 from .variants import decision, holders
 
-class _Walker:
-    """The walker's module (`specialize`, which imports this one), read at call time."""
-
-    def __getattr__(self, name: str) -> Any:
-        from . import specialize
-        return getattr(specialize, name)
-
-
-sp = _Walker()
 FEW_RUNS = 3      # a schedule of more runs than this is written as one call, unless its runs are layers of kinds:
 FEW_KINDS = 3     # at most this many (Gemma 3's sliding and full layers)
 MANY_RUNS = 24    # and never more runs than this (Gemma 3 27B's 62 layers are 21 runs of 5 sliding or 1 full)

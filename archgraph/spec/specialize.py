@@ -28,9 +28,9 @@ from .prune import drop_unread_inputs, names_in
 from .schedule import run_calls, schedule
 from .variants import variants
 from .values import _admits_text, _element_type, evaluate_variables
+from .walkdata import CALL_KEYS, _MISSING, _Default, _Pending, _Scope, _text
 
-CALL_KEYS = {"name", "block", "in", "category", "trainable", "repeat", "start", "shared", "when",
-             "description", "path", "unused", "index", "group"}
+
 
 
 @dataclass
@@ -140,25 +140,6 @@ def _long_list(value: Any) -> bool:
 def _elements(value: Any) -> Any:
     """A setting as a spec's variable holds it: a list element by element (each word quoted)."""
     return [_elements(v) for v in value] if isinstance(value, list) else _text(value)
-
-
-def _text(value: Any) -> Any:
-    """A folded value as a spec holds it where an expression is read."""
-    if isinstance(value, Expr):
-        return str(value)
-    if isinstance(value, str):
-        return "'" + value + "'" if "'" not in value else '"' + value + '"'
-    if isinstance(value, list):
-        if any(isinstance(v, (str, list)) for v in value):
-            return source(value)
-        return value
-    return value
-
-
-@dataclass
-class _Scope:
-    known: dict        # a block's folded arguments and variables (names -> values)
-    free: set          # a block's arguments and variables that stay names
 
 
 class _Walker:
@@ -438,20 +419,6 @@ class _Walker:
             else:
                 out[name] = _refs(item, made)
         return out
-
-
-_MISSING = object()
-
-
-class _Pending:
-    """A call's argument, decided once every call of the block is known."""
-
-
-class _Default:
-    __slots__ = ("value",)
-
-    def __init__(self, value: Any) -> None:
-        self.value = value
 
 
 def _complete(node: dict, args: dict) -> None:

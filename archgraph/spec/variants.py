@@ -16,6 +16,7 @@ from typing import Any, Mapping
 from .. import expr
 from .blocks import block_params
 from .partial import Expr
+from .walkdata import _MISSING, _Default, _Scope
 
 UNDECIDED = "?"
 
@@ -69,7 +70,6 @@ def _decided(conditions: list, profile: tuple) -> dict:
 
 def _arguments(walker, definition: Mapping, block: str, call: tuple) -> dict | None:
     """A call's arguments as values (the spec's values in), and the block's variables at them."""
-    from .specialize import _Default, _MISSING, _Scope
     _, args, free, _ = call
     known = {}
     for p, default in block_params(definition, block).items():
@@ -90,7 +90,6 @@ def _arguments(walker, definition: Mapping, block: str, call: tuple) -> dict | N
 
 
 def decision(walker, definition: Mapping, block: str, call: tuple, holder: Mapping) -> Any:
-    from .specialize import _Scope
     known = _arguments(walker, definition, block, call)
     params = set(block_params(definition, block)) | set(definition.get("variables") or {})
     missing = (params - set(known)) & set(expr.names(holder["when"])) if isinstance(holder["when"], str) else set()
