@@ -30,3 +30,19 @@ def test_a_feature_extractor_keeps_one_kernel_and_stride_per_conv_layer():
 def test_counts_of_two_or_fewer_and_flags_stay():
     config = {"num_hidden_layers": 2, "use_layers": True, "layer_types": ["full", "full"], "depth": 1}
     assert shallow(config) == config
+
+
+def test_a_part_config_is_left_out_of_the_share_and_listed_with_its_reason():
+    """sam_prompt_encoder's config configures a part of SAM: transformers has no model for it alone,
+    so it is no model type a user imports; the share is of the other types, and the report says so."""
+    from import_coverage import summary
+    part = {"type": "sam_prompt_encoder", "status": "refused", "seconds": 0.1,
+            "reason": "transformers defines no model class for a 'sam_prompt_encoder' config alone "
+                      "(SamPromptEncoderConfig configures a part of another model)"}
+    rows = [part, {"type": "gpt2", "status": "imported", "seconds": 1.0},
+            {"type": "esm", "status": "refused", "seconds": 0.1, "reason": "transformers cannot build EsmModel"}]
+    text = summary(rows)
+    assert text.splitlines()[0] == "imported 1 of 2 model types (50.0 %)"
+    assert ("not model types, left out of the 2 (1: transformers defines no model class for the config alone):\n"
+            "  sam_prompt_encoder: SamPromptEncoderConfig configures a part of another model") in text
+    assert "refused, by reason:\n    1  transformers cannot build MODEL\n       esm" in text

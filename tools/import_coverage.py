@@ -10,7 +10,9 @@ limit; an imported spec is then loaded and compared with the model transformers 
 meta device: the parameter count and every state_dict name and shape.  It prints the share
 imported and every other type with its reason (the first line of archgraph's refusal), grouped;
 a traceback, a timeout, a killed process or a spec that differs from transformers' model is a
-failure of archgraph, listed apart.  `--json` keeps every row.  `--sample N` takes N of the
+failure of archgraph, listed apart.  A type whose config configures only a part of another model
+(transformers defines no model class for it alone: SAM's prompt encoder) is no model type a user
+can import: it is listed apart with that reason and left out of the share.  `--json` keeps every row.  `--sample N` takes N of the
 types, drawn with a fixed seed (`--seed`, default 0) from the sorted list, so a figure measured on
 a sample can be measured again on the same types.
 """
@@ -222,13 +224,35 @@ def kind(reason: str) -> str:
     return reason[:140]
 
 
+PART = "transformers defines no model class for a "  # archgraph's refusal of a part's config
+
+
+def is_part(row: dict) -> bool:
+    """Whether a row's type is no model type a user can import: transformers defines no model class
+    for its config alone (SAM's prompt encoder, SAM 2's video mask decoder configure parts of other
+    models), so no import-torch could build it; such types are left out of the share, and listed."""
+    return row["status"] == "refused" and row.get("reason", "").startswith(PART)
+
+
+def _why_part(reason: str) -> str:
+    """'SamPromptEncoderConfig configures a part of another model', from the refusal's parenthesis."""
+    m = re.search(r"\(([^()]*)\)$", reason)
+    return m.group(1) if m else reason
+
+
 def summary(rows: list[dict]) -> str:
+    parts = [r for r in rows if is_part(r)]
+    rows = [r for r in rows if not is_part(r)]
     done = [r for r in rows if r["status"] == "imported"]
     own = [r for r in rows if r["status"] in ("traceback", "timeout", "crashed", "differs")]
     package = [r for r in rows if r["status"] == "refused" and "without a package it needs" in r["reason"]]
     lines = [f"imported {len(done)} of {len(rows)} model types ({100 * len(done) / max(len(rows), 1):.1f} %)",
              f"  of the {len(rows) - len(package)} transformers builds without extra packages: "
              f"{100 * len(done) / max(len(rows) - len(package), 1):.1f} %"]
+    if parts:
+        lines += ["", f"not model types, left out of the {len(rows)} ({len(parts)}: transformers defines no model "
+                      "class for the config alone):"]
+        lines += [f"  {r['type']}: {_why_part(r['reason'])}" for r in parts]
     if own:
         lines += ["", f"failures of archgraph ({len(own)}: traceback, timeout, crash or a spec that differs):"]
         lines += [f"  {r['type']}: {r['status']}: {r['reason']}" for r in own]
