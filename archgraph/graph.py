@@ -111,9 +111,10 @@ class BlockNode:
     @property
     def label(self) -> str:
         """How tables name the call: its path segment, with the repetitions it covers when it is one
-        run of a layer schedule (`layers.2..5`, `layers.6`)."""
+        run of a layer schedule (`layers.2..5`, `layers.6`) or a stack's layers after one made apart
+        (T5's `encoder.block.1..5` beside `encoder.block.0`, which holds the relative bias)."""
         base = self.segment or self.name
-        if not self.scheduled:
+        if not self.scheduled and not (self.indexed and self.start > 0):
             return base
         last = self.start + self.repeat - 1
         return f"{base}.{self.start}" if last == self.start else f"{base}.{self.start}..{last}"

@@ -39,8 +39,8 @@ def test_a_single_block_holding_everything_is_opened():
 
 def test_many_parts_keep_the_largest_and_sum_the_rest():
     d = param_distribution(load("resnet-50").params(), max_parts=4)
-    assert [p.label for p in d.parts] == ["encoder.stages.2.layers × 5", "encoder.stages.3.layers.0",
-                                          "encoder.stages.3.layers × 2", "6 others"]
+    assert [p.label for p in d.parts] == ["encoder.stages.2.layers.1..5 × 5", "encoder.stages.3.layers.0",
+                                          "encoder.stages.3.layers.1..2 × 2", "6 others"]
     # bottlenecks: 1x1, 3x3, 1x1 convolutions (no bias) with batch norms, and a 1x1 shortcut in a stage's first
     stage2 = 1024 * 256 + 256 * 256 * 9 + 256 * 1024 + 2 * (256 + 256 + 1024)
     stage3_first = 1024 * 512 + 512 * 512 * 9 + 512 * 2048 + 1024 * 2048 + 2 * (512 + 512 + 2048 + 2048)

@@ -226,3 +226,20 @@ def test_diff_takes_two_models(cli, models):
     assert err == (f"archgraph: error: diff compares two models, A and B; received {len(models)}\n"
                    "  fix: e.g. archgraph diff llama-2-7b examples/mistral-7b/config.json (archgraph compare "
                    "takes more)\n")
+
+
+@pytest.mark.parametrize("pair, header", [
+    (["gpt2", "t5-small"], "B=1, S=512, T=512"),          # T: only B reads it, and the figures hold it
+    (["t5-small", "gpt2"], "B=1, S=512, T=512"),
+    (["gpt2", "llama-2-7b"], "B=1, S=512")])               # neither reads a T
+def test_the_header_names_every_size_a_model_reads_and_no_other(cli, pair, header):
+    code, out, _ = cli("diff", *pair)
+    assert code == 0 and out.splitlines()[2] == f"what changed from A to B (figures at {header})"
+
+
+def test_a_page_name_refused_prints_no_diff_before_the_error(cli, tmp_path):
+    code, out, err = cli("diff", "gpt2", "llama-2-7b", "-o", str(tmp_path / "diff.png"))
+    assert (code, out) == (2, "")
+    assert "the diff page is an HTML page; received" in err and not (tmp_path / "diff.png").exists()
+    code, out, _ = cli("diff", "gpt2", "llama-2-7b", "-o", str(tmp_path / "diff.html"))
+    assert code == 0 and out.startswith("A: gpt2\nB: llama-2-7b\n") and out.endswith(f"wrote {tmp_path / 'diff.html'}\n")

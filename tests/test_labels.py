@@ -29,6 +29,20 @@ def test_t5_small_names_its_shared_embedding_and_how_often_it_is_used(cli):
     assert data["tied"] == 3 * 16_449_536  # the key stays: the reuses' sum
 
 
+def test_a_stack_after_its_first_layer_made_apart_is_named_by_its_layers(cli):
+    """T5's block 0 holds the relative position bias, so blocks 1..5 are a call of their own: it is
+    `encoder.block.1..5 × 5` beside `encoder.block.0` (`encoder.block × 5` read as the whole stack of
+    five), in params, the page's table and the explorer alike."""
+    out = cli("params", "t5-small")[1]
+    names = [line.split("│")[1].strip() for line in out.splitlines() if "coder.block" in line and "│" in line]
+    assert names[:2] == ["encoder.block.0", "encoder.block.1..5  × 5"]
+    assert "decoder.block.1..5  × 5" in names
+    from archgraph.render.report import table_rows
+    rows = table_rows(archgraph.load("t5-small").params())
+    assert [r.cells["node"] for r in rows if r.depth == 0 and r.block] == [
+        "encoder.block.0", "encoder.block.1..5 × 5", "decoder.block.0", "decoder.block.1..5 × 5"]
+
+
 def test_albert_names_its_shared_layer_as_a_block():
     report = archgraph.load("albert-base-v2").params()
     [shared] = report.shared()

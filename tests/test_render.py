@@ -152,7 +152,8 @@ def test_depth_collapses_blocks_into_boxes():
 
 def test_t5_first_blocks_and_stacks():
     source = diagram_dot(load("t5-small"), DiagramOptions(depth=9))  # every level drawn
-    assert "<b>encoder.block × 5</b>" in source and "<b>encoder.block.0</b>" in source
+    # the five after block 0 (which holds the relative bias) are named by their layers, as params names them
+    assert "<b>encoder.block.1..5 × 5</b>" in source and "<b>encoder.block.0</b>" in source
     assert "drawn as one box" not in source
     edges = _edges(source)
     # block 0's position bias feeds the self-attention of blocks 1..5 (drawn once)
@@ -173,7 +174,7 @@ def test_deep_models_are_drawn_collapsed_by_stage(name, depth, boxes):
     source = diagram_dot(model)
     assert f"blocks nested deeper than {depth} drawn as one box; --depth N draws more" in source
     if name == "resnet-50":  # a stage: its repeat count, its block and its parameters in one box
-        assert "<b>encoder.stages.2.layers × 5</b>" in source and "1.12 M params each · 5.59 M total" in source
+        assert "<b>encoder.stages.2.layers.1..5 × 5</b>" in source and "1.12 M params each · 5.59 M total" in source
     assert readable(load("gpt2"), DiagramOptions()) == DiagramOptions()  # 19 boxes: drawn whole
 
 

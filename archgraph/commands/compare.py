@@ -38,5 +38,5 @@ def run(args, console) -> int:
     if args.output:
         write_output(args.output, compare_chart(rows, fmt), inputs=inputs)
         if not args.json:
-            console.print(f"chart written to {args.output}")
+            console.print(f"wrote {args.output}", markup=False, highlight=False)
     return code

@@ -35,22 +35,37 @@ def run(args, console) -> int:
     a, b = (load_model(args, name, settings={k: v for k, v in settings.items() if k in p.variables})
             if any(k in p.variables for k in settings) else p for name, p in zip(args.model, probes))
     report = diff(a, b, {k: v for k, v in settings.items() if k not in a.variables and k not in b.variables})
+    if args.output:  # refused before anything is printed, as report and render refuse it
+        _check_page(args, a, b)
     code = emit(console, args.json, lambda: diff_json(report), lambda: diff_table(report))
     if args.output:
         _page(args, console, a, b, report)
     return code
 
 
-def _page(args, console, a, b, report) -> None:
+def _inputs(args, a, b) -> list:
+    from pathlib import Path
+    return [*(n for n in args.model if Path(n).is_file()), *a.files, *b.files]
+
+
+def _check_page(args, a, b) -> None:
     from pathlib import Path
 
     from ..errors import ArchgraphError
-    from ..outfile import write_output
-    from ..render.report import report_data, report_html
+    from ..outfile import check_output
 
     if Path(args.output).suffix.lower() not in (".html", ".htm"):
         raise ArchgraphError(f"the diff page is an HTML page; received '{args.output}'", hint="end the file name with .html")
-    inputs = [*(n for n in args.model if Path(n).is_file()), *a.files, *b.files]
-    write_output(args.output, report_html(report_data([a, b], diff=report)), inputs=inputs)
+    check_output(args.output, _inputs(args, a, b))
+
+
+def _page(args, console, a, b, report) -> None:
+    """The page, after the text diff (or --json) was printed: `wrote FILE` follows the text, as
+    compare -o follows its table (render, chart and report, which print no table, say only that);
+    --json prints only the JSON."""
+    from ..outfile import write_output
+    from ..render.report import report_data, report_html
+
+    write_output(args.output, report_html(report_data([a, b], diff=report)), inputs=_inputs(args, a, b))
     if not args.json:
         console.print(f"wrote {args.output}", markup=False, highlight=False)

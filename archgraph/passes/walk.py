@@ -82,7 +82,7 @@ def _repeat(node: BlockNode, current: tuple, visit: Visit, prefix: str, cache: d
     """Evaluate the repetitions of a block: (segments, inputs the next repetition would get)."""
     segments: list[Segment] = []
     done = 0
-    path = join(prefix, node.label)
+    path = join(prefix, node.label if node.scheduled else node.segment or node.name)  # errors name the spec's node
     while done < node.repeat:
         given = node.sliced(current, done, lambda v, d, k, j: select(node, path, v, d, k, j)) if node.each \
             else current

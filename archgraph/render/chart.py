@@ -19,6 +19,7 @@ from ..graph import BlockNode, Graph, join
 from ..passes.params import ParamReport, call_totals, graph_totals, op_totals
 from ..errors import shortened
 from .palette import CHART_LABEL, CHART_RC, category_color, human
+from .pattern import call_name
 
 CHART_FORMATS = ("png", "svg", "pdf")
 
@@ -72,7 +73,7 @@ def _parts(graph: Graph, prefix: str, cache: dict) -> list[Part]:
         if isinstance(node, BlockNode):
             totals = call_totals(node, graph_totals(node.body, cache))
             times = f" × {node.repeat}" if node.repeat > 1 else ""
-            label = f"{shortened(name, CHART_LABEL)}{times}{' shared' if node.shared else ''}"
+            label = f"{shortened(call_name(node, name), CHART_LABEL)}{times}{' shared' if node.shared else ''}"
         else:
             totals, label = op_totals(node), shortened(name, CHART_LABEL)
         if totals.total:

@@ -29,7 +29,7 @@ from ..passes.walk import Run
 from ..record import MISSING
 from ..spec.ties import find_tensor, tie_owner
 from .palette import SHARE_BINS, category_color, human, share_bin
-from .pattern import Pattern, kinds, picked, repeating
+from .pattern import Pattern, call_name, kinds, picked, repeating
 
 # Hyperparameters that are noise in a figure (naming and numerics, not architecture).
 HIDDEN_HPARAMS = frozenset({"eps", "weight_layout", "names", "momentum", "track_running_stats"})
@@ -368,7 +368,7 @@ class _Drawer:
             times = scope.times * (1 if node.shared else node.repeat)
             given = _sliced(node, ins, segments[0].run.inputs)
             outs = self._cluster(container, scope, node, segments[0].run, first, given, level, times,
-                                 self._cluster_label(node, node.label if node.scheduled else name, collapsed=True))
+                                 self._cluster_label(node, call_name(node, name), collapsed=True))
             return [(end[0], shape) for end, shape in zip(outs, final)]
         current, index = ins, 0
         for segment in segments:
@@ -396,7 +396,7 @@ class _Drawer:
         """A block drawn as one node (below the depth limit)."""
         per = graph_totals(node.body, self.params.cache)
         total = call_totals(node, per).total
-        shown = node.label if node.scheduled else name  # a run of a schedule: `layers.2..5`, not its key
+        shown = call_name(node, name)
         lines = [f"<b>{dot_html(_short(shown))}{_times(node)}</b>",
                  _small(f"<i>{dot_html(node.block)}</i>")]
         lines += [_small(dot_html(t)) for t in _count_lines(node, per.total, total)]
@@ -547,6 +547,7 @@ class _SafeDigraph(graphviz.Digraph):
 
     def subgraph(self, graph=None, name=None, **kwargs):
         return super().subgraph(graph, name=_dot_id(name) if name is not None else None, **kwargs)
+
 
 
 def _sliced(node: BlockNode, ends: list, given: tuple | None = None, index: str = "i") -> list:

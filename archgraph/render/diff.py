@@ -77,9 +77,21 @@ def _json(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
+def sizes_text(d: DiffReport) -> str:
+    """The sizes the figures are at, each once: those A reads, then those only B reads (T5's T
+    against GPT-2); a size both read at other values says which is which.
+
+    >>> from types import SimpleNamespace as N
+    >>> sizes_text(N(sizes=({"B": 1, "S": 512}, {"B": 1, "S": 512, "T": 512})))
+    'B=1, S=512, T=512'
+    """
+    a, b = d.sizes
+    return ", ".join(f"{k}={a[k]}" if k not in b or b[k] == a[k] else f"{k}={a[k]} in A, {b[k]} in B" for k in a) \
+        + "".join(f", {k}={v}" if a else f"{k}={v}" for k, v in b.items() if k not in a)
+
+
 def diff_table(d: DiffReport) -> Group:
-    sizes = ", ".join(f"{k}={v}" for k, v in d.sizes[0].items())
-    parts: list[Any] = [Text(f"A: {d.a}\nB: {d.b}\nwhat changed from A to B (figures at {sizes or 'its sizes'})")]
+    parts: list[Any] = [Text(f"A: {d.a}\nB: {d.b}\nwhat changed from A to B (figures at {sizes_text(d) or 'its sizes'})")]
     parts.append(_totals(d))
     if d.inputs:
         parts.append(_inputs(d))

@@ -98,6 +98,13 @@ def places(runs: list[BlockNode], j: int, period: int) -> str:
     return found[0] + ("" if len(found) == 1 else f", {found[1]}" + (f" .. {found[-1]}" if len(found) > 2 else ""))
 
 
+def call_name(node: BlockNode, name: str) -> str:
+    """What a block's box, frame or chart part is called: a run of a schedule by its layers
+    (`layers.2..5`, not its key), a stack's layers after one made apart by theirs (T5's
+    `encoder.block.1..5` beside `encoder.block.0`), else its name in the graph."""
+    return node.label if node.scheduled or (node.indexed and node.start) else name
+
+
 def picked(dim: int, rank: int, index: str = "i") -> str:
     """How a repetition's slice of an input it reads `each: dim` of is written, as in PyTorch:
     `[:, :, i]` (dim 2), `[3]` (dim 0 of repetition 3).
