@@ -111,15 +111,21 @@ def _compare(config: Path, spec: Path) -> dict:
     """The spec against the model transformers builds on the meta device: count, names, shapes."""
     import torch
 
-    from archgraph.fromtorch import hfbuild, hfconfig
+    from archgraph.fromtorch import hfbuild, hfconfig, hfdefaults
     from archgraph.load import load
     from archgraph.passes.params import named_tensors
     raw = hfconfig.read(config)
     hf_config = hfconfig.config_object(raw, config)
     cls = hfbuild.model_class(hf_config, [], config)
     kwargs = {"experts_implementation": "batched_mm"} if cls._can_set_experts_implementation() else {}
-    with torch.device("meta"):
-        hf = cls._from_config(hf_config, dtype=torch.float32, **kwargs)
+    try:
+        with torch.device("meta"):
+            hf = cls._from_config(hf_config, dtype=torch.float32, **kwargs)
+    except Exception:  # noqa: BLE001  a field the default leaves unset: set as import-torch set it (its spec says so)
+        if not hfdefaults.fill(hf_config, cls.__name__):
+            raise
+        with torch.device("meta"):
+            hf = cls._from_config(hf_config, dtype=torch.float32, **kwargs)
     want = {k: list(v.shape) for k, v in hf.state_dict().items()}
     model = load(str(spec))
     got = {name: [int(d) for d in t.shape] for name, t in named_tensors(model, buffers="persistent")}

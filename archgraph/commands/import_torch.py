@@ -39,7 +39,7 @@ def run(args, console) -> int:
     if is_config:
         read_raw(args.target)  # the file, its sizes and layer counts, before torch is imported
     at = needs_torch("import-torch", "archgraph.torch")
-    from ..fromtorch import targets
+    from ..fromtorch import notes, targets
     from ..fromtorch.specialise import ValuesUnknown, built_with_values
 
     device = "meta" if is_config else "cpu"  # a config's model is built on the meta device
@@ -47,7 +47,7 @@ def run(args, console) -> int:
     for text in args.input:
         name, value = targets.parse_input(text, device)
         given[name] = value
-    with _quiet():
+    with _quiet(), notes.recording():  # what the import sets that the config does not say: in the spec
         if is_config:
             module, example_args, example_kwargs = targets.from_config(args.target, given)
         else:

@@ -22,6 +22,7 @@ from .aten import DTYPES, Refuse
 from .body import Body
 from .convert import Converter
 from .nodes import is_tensor_value
+from .notes import said
 from .outputs import output_names
 from .trace import Traced, trace
 from .written import SpecText
@@ -84,7 +85,7 @@ def _convert(module: torch.nn.Module, traced: Traced, name: str | None, note: st
                                       'NAME=SHAPE:DTYPE)')
         inputs[k] = {"shape": shape, "dtype": DTYPES[t.dtype]}
     spec = {"archgraph": 1, "name": name or type(module).__name__,
-            "description": f"{type(module).__name__} imported from PyTorch (torch.export) by archgraph" + note}
+            "description": f"{type(module).__name__} imported from PyTorch (torch.export) by archgraph" + note + said()}
     if c.variables:
         spec["variables"] = c.variables
     spec["inputs"] = inputs

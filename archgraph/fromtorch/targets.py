@@ -108,17 +108,19 @@ def from_config(path: str, given: dict[str, torch.Tensor] | None = None) -> tupl
     """The model a config.json describes, as transformers builds it on the meta device
     (`hfbuild`: the class of architectures[0], else the base model; its own attention, sdpa where
     it has it), read and checked as `import-hf` reads configs (`hfconfig`), and its example inputs
-    (`hfinputs`: made from forward's signature and the config; `given` by name wins)."""
+    (`hfinputs`: made from forward's signature and the config; `given` by name wins).  A field the
+    config leaves unset that transformers cannot build the model without is set (`hfdefaults`), and
+    said in the spec written inside `notes.recording()`."""
     try:
         import transformers  # noqa: F401
     except ImportError:
         raise ArchgraphError("'archgraph import-torch CONFIG.json' needs transformers, which is not installed",
                              hint="pip install 'transformers==5.23.0'") from None
-    from . import hfbuild, hfconfig, hfinputs
+    from . import hfbuild, hfconfig, hfdefaults, hfinputs
     raw = hfconfig.read(path)
     config = hfconfig.config_object(raw, path)
     cls = hfbuild.model_class(config, raw.get("architectures") or [], path)
-    model = hfbuild.build(cls, config, path)
+    model = hfdefaults.built(lambda: hfbuild.build(cls, config, path), config, cls.__name__)
     return model, (), hfinputs.example_inputs(model, dict(given or {}))
 
 

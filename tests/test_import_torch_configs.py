@@ -1,0 +1,98 @@
+"""`import-torch config.json` of default configs transformers cannot build as they are: a field left
+unset (None) that the model needs is set as its documentation or relatives set it (`hfdefaults`),
+and the spec's description says so; the spec counts what transformers builds from the same config."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from archgraph.cli import main  # noqa: E402
+from archgraph.fromtorch import hfdefaults, notes  # noqa: E402
+from archgraph.load import load  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+
+OCR_TEXT = {"model_type": "deepseek_ocr2_text", "num_hidden_layers": 3, "hidden_size": 32, "num_attention_heads": 4,
+            "intermediate_size": 64, "moe_intermediate_size": 16, "n_routed_experts": 4, "num_experts_per_tok": 2,
+            "n_shared_experts": 1, "vocab_size": 100}
+ESM = {"model_type": "esm", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4,
+       "intermediate_size": 64}
+
+
+def test_mlp_layer_types_left_unset_is_one_dense_layer_then_sparse_ones():
+    config = transformers.AutoConfig.for_model(**OCR_TEXT)
+    assert config.mlp_layer_types is None
+    said = hfdefaults.fill(config, "DeepseekOcr2TextModel")
+    assert config.mlp_layer_types == ["dense", "sparse", "sparse"]
+    assert said == ["the config leaves mlp_layer_types unset, without which transformers cannot build "
+                    "DeepseekOcr2TextModel: archgraph set mlp_layer_types = ['dense', 'sparse', 'sparse'] (the first "
+                    "layer dense, the rest sparse, as the config's documentation writes it: "
+                    "['dense', 'sparse', 'sparse', ...])"]
+
+
+def test_first_k_dense_replace_sets_how_many_layers_are_dense():
+    config = transformers.AutoConfig.for_model(**OCR_TEXT)
+    config.first_k_dense_replace = 2  # a relative's key (DeepSeek-V2), read where the config has it
+    config.num_hidden_layers = 7
+    hfdefaults.fill(config, "M")
+    assert config.mlp_layer_types == ["dense"] * 2 + ["sparse"] * 5
+
+
+def test_an_unset_vocabulary_is_the_default_vocabulary_of_the_config_module():
+    """ESM's default config sets no vocabulary; its module's default is ESM-2's 33 tokens, '<pad>'
+    at 1 and '<mask>' at 32 (as ESM-2's checkpoints set them)."""
+    config = transformers.AutoConfig.for_model(**ESM)
+    said = hfdefaults.fill(config, "EsmModel")
+    assert (config.vocab_size, config.pad_token_id, config.mask_token_id) == (33, 1, 32)
+    assert said == ["the config leaves vocab_size, pad_token_id and mask_token_id unset, without which transformers "
+                    "cannot build EsmModel: archgraph set vocab_size = 33, pad_token_id = 1, mask_token_id = 32 "
+                    "(vocab_size the length of the default vocabulary of transformers.models.esm.configuration_esm "
+                    "(get_default_vocab_list), pad_token_id the index of '<pad>', mask_token_id the index of '<mask>')"]
+
+
+def test_a_config_whose_fields_are_set_or_unknown_to_the_rules_is_left_as_it_is():
+    config = transformers.AutoConfig.for_model("bert", vocab_size=50, pad_token_id=None)
+    assert hfdefaults.fill(config, "BertModel") == [] and config.pad_token_id is None
+
+
+def test_a_build_that_fails_for_another_reason_is_refused_with_its_own_error():
+    from archgraph.errors import ArchgraphError
+    config = transformers.AutoConfig.for_model("bert")
+
+    def fails():
+        raise ArchgraphError("transformers cannot build BertModel from this config: boom")
+    with pytest.raises(ArchgraphError, match="boom"):
+        hfdefaults.built(fails, config, "BertModel")
+
+
+def test_notes_are_kept_only_while_recording():
+    notes.say("not kept")
+    assert notes.said() == ""
+    with notes.recording():
+        notes.say("a")
+        notes.say("a")
+        notes.say("b")
+        assert notes.said() == "; a; b"
+    assert notes.said() == ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("raw, cls, count, said", [
+    (OCR_TEXT, "DeepseekOcr2TextModel", 37_472, "archgraph set mlp_layer_types = ['dense', 'sparse', 'sparse']"),
+    (ESM, "EsmModel", 52_105, "archgraph set vocab_size = 33, pad_token_id = 1, mask_token_id = 32"),
+])
+def test_a_default_config_transformers_cannot_build_imports_with_the_field_set(raw, cls, count, said, tmp_path):
+    """The spec counts what transformers builds from the config with the same field set, every
+    state_dict name and shape equal (tools/import_coverage's comparison), and says what was set."""
+    from import_coverage import _compare
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    assert main(["import-torch", str(path), "-o", str(tmp_path / "m.yaml")]) == 0
+    assert _compare(path, tmp_path / "m.yaml") == {"class": cls, "params": count, "status": "imported"}
+    assert said in load(str(tmp_path / "m.yaml")).description
