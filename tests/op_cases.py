@@ -245,4 +245,12 @@ CASES = [
     C("cumprod", {"dim": 1}, ["B, S, 3"], "B, S, 3", "B * S * 3", lambda t, x: t.cumprod(x, 1), ["f", "i"]),
     C("logcumsumexp", {"dim": -1}, ["B, S, 3"], "B, S, 3", "4 * B * S * 3", lambda t, x: t.logcumsumexp(x, -1),
       ["f", "s"]),
+    # -- rotary positions applied: transformers' apply_rotary_pos_emb (rotate_half), on the first 4 of 6 dims ----
+    C("apply_rotary", {}, ["B, 3, S, 6", "1, S, 4", "1, S, 4"], "B, 3, S, 6", "0",
+      lambda t, x, c, s: t.cat([x[..., :4] * c[:, None] + t.cat([-x[..., 2:4], x[..., :2]], -1) * s[:, None],
+                                x[..., 4:]], -1), ["f f f"]),
+    C("apply_rotary", {"pairs": "interleaved"}, ["B, 3, S, 4", "B, S, 4", "B, S, 4"], "B, 3, S, 4", "0",
+      lambda t, x, c, s: x * c[:, None, :, :2].repeat_interleave(2, -1) + t.stack(
+          [-x[..., 1::2], x[..., 0::2]], -1).flatten(-2) * s[:, None, :, :2].repeat_interleave(2, -1), ["f f f"],
+      id="apply_rotary-interleaved"),
 ]

@@ -39,6 +39,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     **dict.fromkeys(["alibi", "embedding", "learned_position_2d", "position_embedding", "relative_position_bias",
                      "resized_positions", "sine_position_2d", "sinusoidal_position"], "embedding"),
     **dict.fromkeys(["grid_positions", "multimodal_positions", "rotary_embedding"], "rotary"),
+    "apply_rotary": "rotate",
     **dict.fromkeys(["buffer", "class_token", "parameter"], "encoders"),
     **dict.fromkeys(["slice", "squeeze", "unsqueeze"], "indexing"),
     **dict.fromkeys(["as_strided", "diagonal", "flip", "repeat", "stack", "unbind"], "layout"),

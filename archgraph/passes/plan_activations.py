@@ -219,8 +219,9 @@ def _op(node: OpNode, name: str, args: list[_Tensor], run: Run, body: _Body, cou
     part.flops["heads" if split else place_out] += flops
     for kind, n in owns.items():
         part.params[(kind, node.trainable)] += n
-    if split and first == "seq" and given:   # column-parallel: its input's gradient is all-reduced
-        part.comm["backward"] += given[0].values
+    if split and first == "seq" and given and ("grad", given[0].key) not in counted:
+        counted.add(("grad", given[0].key))   # column-parallel: its input's gradient is all-reduced, once
+        part.comm["backward"] += given[0].values   # for all that read it (q, k and v projections of one x)
     if split and place_out == "seq":   # row-parallel: its output is all-reduced
         part.comm["forward"] += sum(t.values for t in outs)
     return outs
@@ -312,6 +313,8 @@ def _kv_values(node: OpNode, shapes_in: list, shapes_out: list) -> int:
     except ArchgraphError:
         return 0
     batch = shapes_in[0][0] if shapes_in and shapes_in[0] else 1
+    if cache is None and node.op.op_name == "attention" and not node.op.shared_kv:   # an encoder's: all its keys
+        return batch * 2 * node.op.n_kv * node.op.d * shapes_in[0][1]                # and values, as sdpa's
     return batch * cache.per_token * cache.tokens if cache is not None and cache.per_token else 0
 
 

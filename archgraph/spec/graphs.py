@@ -620,6 +620,8 @@ def _runs(name: str, block: str, bodies: list[Graph], refs, start: int, raw: Loc
 
 
 def _instantiate(ctx: Ctx, block: str, definition: LocDict, params, args, category, trainable, loc) -> Graph:
+    if category is None:   # a call's own category wins over its block's
+        category = _category(definition)
     if is_spec_block(definition):
         key = ("spec",) + instance_key(block, args, category, trainable)
         if key not in ctx.cache:
@@ -630,7 +632,6 @@ def _instantiate(ctx: Ctx, block: str, definition: LocDict, params, args, catego
     if missing:
         raise SpecError(f"block '{block}' needs the argument(s) {', '.join(missing)}", loc=loc,
                         hint="add " + ", ".join(f"{m}: ..." for m in missing) + " to the node")
-    category = _category(definition) or category if category is None else category
     own_trainable = definition.get("trainable", True)
     if not isinstance(own_trainable, bool):
         raise SpecError(f"'trainable' of block '{block}' must be true or false", loc=definition.key_loc("trainable"),

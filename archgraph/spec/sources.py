@@ -1,6 +1,7 @@
 """Where specs come from: a file path, or the name of a built-in spec (`specs/`, or
 `archgraph/_specs` in an installed wheel), or a Hugging Face family template by its file name
-(`specs/hf/clip_vision.yaml` as `clip_vision.yaml`); relative paths inside a spec are relative
+(`specs/hf/clip_vision.yaml` as `clip_vision.yaml`), or a block of the standard library by its
+name (`lib.attention`: `specs/lib/attention.yaml`); relative paths inside a spec are relative
 to the file that holds them.
 """
 from __future__ import annotations
@@ -62,6 +63,25 @@ def hf_template(name: str) -> Path | None:
     return path if path.is_file() else None
 
 
+LIBRARY = "lib."  # the prefix of a standard library block's name
+
+
+def library_blocks() -> dict[str, Path]:
+    """Name (`lib.attention`) -> path of every block of the standard library (`specs/lib/`)."""
+    folder = spec_dir()
+    lib = folder / "lib" if folder is not None else None
+    return {LIBRARY + p.stem: p for p in sorted(lib.glob("*.yaml"))} if lib is not None and lib.is_dir() else {}
+
+
+def library_block(name: str, loc: Loc | None = None) -> Path:
+    """The file of the standard library block `name` (`lib.attention`), or a SpecError naming the blocks."""
+    blocks = library_blocks()
+    if name in blocks:
+        return blocks[name]
+    raise SpecError(f"the standard library has no block '{name}'", loc=loc,
+                    hint=did_you_mean(name, blocks) or "its blocks: " + (", ".join(blocks) or "none (a broken installation)"))
+
+
 def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None = None) -> Path:
     """A spec path for `source`: a file (beside `relative_to` when given, else as written), or a
     built-in name."""
@@ -73,6 +93,8 @@ def resolve(source: str | Path, relative_to: Path | None = None, loc: Loc | None
             return candidate
     except OSError:  # a name too long for the file system, say
         pass
+    if text.startswith(LIBRARY):
+        return library_block(text, loc)
     builtins = builtin_specs()
     if text in builtins:
         return builtins[text]
