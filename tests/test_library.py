@@ -36,12 +36,14 @@ nodes:
     qkv_bias: QKV_BIAS
     out_bias: OUT_BIAS
     causal: CAUSAL
+    window: WINDOW
     rotary: ROTARY
+    qk_norm: QK_NORM
 """
 
 LIB = HEAD + """
 blocks:
-  attention: {spec: lib.attention, category: attention}
+  attention: {spec: LIBRARY, category: attention}
 nodes:
   - {name: rot, op: rotary_embedding, in: x, head_dim: D}
   - name: self_attn
@@ -54,19 +56,22 @@ nodes:
     qkv_bias: QKV_BIAS
     out_bias: OUT_BIAS
     causal: CAUSAL
+    window: WINDOW
     rotary: "'ROTARY'"
 """
 
 GRID = [dict(zip(("KVH", "QKV_BIAS", "OUT_BIAS", "CAUSAL", "ROTARY"), values)) for values in itertools.product(
     ("6", "2", "1"), ("false", "true"), ("false", "true"), ("true", "false"), ("half", "interleaved"))]
+WINDOWED = [{**s, "WINDOW": "3"} for s in GRID if s["CAUSAL"] == "true"]   # a sliding window of 3 of S=7 keys
 SIZES = {"B": 2, "S": 7}
+PLAIN = {"WINDOW": "null", "QK_NORM": "none", "LIBRARY": "lib.attention"}
 
 
 def _pair(tmp_path, settings: dict) -> tuple:
     """The model with the attention op and with lib.attention, at `settings`."""
     out = []
     for name, text in (("op", OP), ("lib", LIB)):
-        for key, value in settings.items():
+        for key, value in {**PLAIN, **settings}.items():
             text = text.replace(key, value)
         path = tmp_path / f"{name}.yaml"
         path.write_text(text.replace("NAME", name))
@@ -78,7 +83,7 @@ def _tensors(model) -> dict:
     return {path: tuple(row.shape) for path, row in model.params().tensors()}
 
 
-@pytest.mark.parametrize("settings", GRID, ids=lambda s: "-".join(s.values()))
+@pytest.mark.parametrize("settings", GRID + WINDOWED, ids=lambda s: "-".join(s.values()))
 def test_lib_attention_counts_what_the_op_counts(tmp_path, settings):
     op, lib = _pair(tmp_path, settings)
     assert _tensors(lib) == _tensors(op)
@@ -105,8 +110,8 @@ def test_memory_activations_count_the_outputs_the_op_hid(tmp_path):
     assert estimate_memory(lib, SIZES).activation_values - estimate_memory(op, SIZES).activation_values == parts
 
 
-@pytest.mark.parametrize("settings", [GRID[0], GRID[9], GRID[21], GRID[30], GRID[42], GRID[47]],
-                         ids=lambda s: "-".join(s.values()))
+@pytest.mark.parametrize("settings", [GRID[0], GRID[9], GRID[21], GRID[30], GRID[42], GRID[47], WINDOWED[5],
+                                      WINDOWED[18]], ids=lambda s: "-".join(s.values()))
 def test_lib_attention_computes_what_the_op_computes(tmp_path, settings):
     torch = pytest.importorskip("torch")
     from archgraph.torch import to_module
@@ -131,7 +136,7 @@ def test_a_library_block_is_named_lib_dot_its_file():
 
 def test_an_unknown_library_block_is_refused_with_the_closest_name(tmp_path):
     path = tmp_path / "m.yaml"
-    path.write_text(LIB.replace("lib.attention", "lib.atention").replace("NAME", "m").replace("KVH", "6")
+    path.write_text(LIB.replace("LIBRARY", "lib.atention").replace("NAME", "m").replace("WINDOW", "null").replace("KVH", "6")
                     .replace("QKV_BIAS", "false").replace("OUT_BIAS", "false").replace("CAUSAL", "true")
                     .replace("ROTARY", "half"))
     with pytest.raises(SpecError) as error:
@@ -159,3 +164,47 @@ def test_render_draws_lib_attention_as_its_parts_or_one_box(tmp_path):
                        ("q_rope", "apply_rotary")):
         assert re.search(rf'"self_attn\.{node}" \[label=<.*{line}', parts)
     assert '"self_attn.core" -> "self_attn.heads_out" [label=" [B, 6, S, 8] "]' in parts
+
+
+QK = {"KVH": "2", "QKV_BIAS": "false", "OUT_BIAS": "false", "CAUSAL": "true", "ROTARY": "half", "QK_NORM": "head",
+      "LIBRARY": "lib.attention_qk_norm"}
+
+
+def test_lib_attention_qk_norm_is_the_op_with_qk_norm_head(tmp_path):
+    # Qwen3's attention: the base and two rms_norm nodes; the op counted no FLOPs for its norms, the
+    # rms_norm nodes count theirs (4 a value, over the queries' 2·7·6·8 and the keys' 2·7·2·8 values)
+    op, lib = _pair(tmp_path, QK)
+    assert _tensors(lib) == _tensors(op) == {
+        "self_attn.q_proj.weight": (48, 48), "self_attn.k_proj.weight": (16, 48), "self_attn.v_proj.weight": (16, 48),
+        "self_attn.o_proj.weight": (48, 48), "self_attn.q_norm.weight": (8,), "self_attn.k_norm.weight": (8,)}
+    assert count_flops(lib, SIZES).forward - count_flops(op, SIZES).forward == 4 * (2 * 7 * 6 * 8 + 2 * 7 * 2 * 8)
+    for eager in (False, True):
+        kept = [activation_profile(m, SIZES, eager).total() for m in (op, lib)]
+        assert kept[1].kept == kept[0].kept
+
+
+def test_lib_attention_qk_norm_computes_what_the_op_computes(tmp_path):
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    op, lib = _pair(tmp_path, QK)
+    m_op, m_lib = to_module(op), to_module(lib)
+    with torch.no_grad():
+        for name, value in m_op.state_dict().items():   # norms' weights away from their first 1s
+            value.add_(torch.randn_like(value) * 0.1 if name.endswith("norm.weight") else 0)
+    m_lib.load_state_dict(m_op.state_dict())
+    x = torch.randn(2, 7, 48)
+    with torch.no_grad():
+        assert torch.equal(m_lib(x=x)["self_attn"], m_op(x=x)["self_attn"])
+
+
+def test_sdpa_takes_a_window_only_causal_and_with_a_padding_mask():
+    from archgraph.ops import REGISTRY
+    sdpa = REGISTRY["sdpa"]
+    with pytest.raises(SpecError, match="window is a causal sliding window: give causal: true with it"):
+        sdpa(heads=2, window=4)
+    op = sdpa(heads=2, causal=True, window=4)
+    assert op.flops([(1, 2, 9, 8), (1, 2, 9, 8), (1, 2, 9, 8)], [(1, 2, 9, 8)]) == 2 * 2 * (2 * 9 * 8) * 4
+    assert op.cache([(1, 2, 9, 8), (1, 2, 9, 8), (1, 2, 9, 8)], [(1, 2, 9, 8)], True).tokens == 4
+    from archgraph.errors import ShapeError
+    with pytest.raises(ShapeError, match="sdpa takes a window with a padding mask"):
+        op.infer_shape((1, 2, 9, 8), (1, 2, 9, 8), (1, 2, 9, 8), (1, 1, 9, 9))

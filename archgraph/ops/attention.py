@@ -538,7 +538,8 @@ class ScaledDotProductAttention(Op):
     where a query attends to a key; floats: added to the scores), the mask transformers computes.  `scale` multiplies the scores
     in place of 1/√d, as F.scaled_dot_product_attention's (GPT-2's scale_attn_weights: false is 1).
     `dropout` zeroes attention probabilities in training only, as F.scaled_dot_product_attention's
-    dropout_p.
+    dropout_p.  `window` (with `causal`) keeps the last `window` keys of each query, as FlexAttention's
+    sliding-window mask: its FLOPs count min(T, window) keys a query, its cache the last window tokens.
     """
 
     heads: int  # number of query heads the inputs' last dimension holds
@@ -546,15 +547,22 @@ class ScaledDotProductAttention(Op):
     causal: bool = False  # each query sees only the keys at or before its position
     scale: float | None = None  # multiplies the scores; none: 1/√d
     dropout: float = 0.0  # probability of zeroing each attention probability, in training only
+    window: int | None = None  # sliding window (causal): each query sees its last `window` keys (Mistral)
 
     def __post_init__(self):
-        positive(self, "heads", "kv_heads")
+        positive(self, "heads", "kv_heads", "window")
         check_dropout(self)
+        if self.window is not None and not self.causal:
+            raise invalid(self, "window is a causal sliding window: give causal: true with it")
         if self.heads % (self.kv_heads or self.heads):
             raise invalid(self, f"heads={self.heads} is not a multiple of kv_heads={self.kv_heads}")
 
     def infer_shape(self, q, k, v, mask=None):
         kv_heads = self.kv_heads or self.heads
+        if mask is not None and len(mask) == 4 and self.window is not None:
+            raise ShapeError("a mask of scores [B, heads, S, T] already says which keys each query sees: "
+                             "sdpa takes a window with a padding mask [B, T] only",
+                             hint="give the padding mask [B, T], or leave out window")
         if mask is not None and len(mask) == 4:
             _expect_score_mask(mask, _batch(q, k, v), self.heads, q[-2] if len(q) == 4 else q[1],
                                k[2] if len(k) == 4 else k[1])
@@ -578,18 +586,21 @@ class ScaledDotProductAttention(Op):
 
     def flops(self, inputs, outputs):
         q, k = inputs[0], inputs[1]
-        if len(q) == 4:
-            return 2 * prod(q) * k[2] + 2 * prod(outputs[0]) * k[2]
-        return 2 * prod(q) * k[1] + 2 * prod(outputs[0]) * k[1]
+        t = k[2] if len(q) == 4 else k[1]
+        t = t if self.window is None else minimum(t, self.window)   # the keys a window lets a query score
+        return 2 * prod(q) * t + 2 * prod(outputs[0]) * t
 
     def cache(self, inputs, outputs, decoder):
-        """Causal: the keys and values it reads, every token of them."""
+        """Causal: the keys and values it reads, every token of them (a window's last `window`)."""
         if not self.causal:
             return None
         k, v = inputs[1], inputs[2]
-        if len(k) == 4:
-            return Cache("full attention", k[1] * k[3] + v[1] * v[3], k[2], parts=k[1])
-        return Cache("full attention", k[-1] + v[-1], k[1])
+        four = len(k) == 4
+        per_token, tokens = (k[1] * k[3] + v[1] * v[3], k[2]) if four else (k[-1] + v[-1], k[1])
+        parts = k[1] if four else None
+        if self.window is not None:
+            return Cache(f"sliding window of {self.window}", per_token, _smaller(tokens, self.window), parts=parts)
+        return Cache("full attention", per_token, tokens, parts=parts)
 
     def saved(self, inputs, outputs, eager):
         """q, k and v, and the core's (its output is the op's: a fused kernel keeps that one)."""
@@ -607,12 +618,12 @@ class ScaledDotProductAttention(Op):
         if mask is not None and mask.dim() == 4:
             return self._masked(run, q, k, v, mask)
         if q.dim() == 4:
-            return attend(torch, q, k, v, self.scale, None, self.causal, None, mask=mask,
+            return attend(torch, q, k, v, self.scale, None, self.causal, self.window, mask=mask,
                           dropout=run.dropout(self.dropout))
         b, s, t = q.shape[0], q.shape[1], k.shape[1]
         d, dv = q.shape[-1] // self.heads, v.shape[-1] // kv_heads
         out = attend(torch, q.view(b, s, self.heads, d).transpose(1, 2), k.view(b, t, kv_heads, d).transpose(1, 2),
-                     v.view(b, t, kv_heads, dv).transpose(1, 2), self.scale, None, self.causal, None, mask=mask,
+                     v.view(b, t, kv_heads, dv).transpose(1, 2), self.scale, None, self.causal, self.window, mask=mask,
                      dropout=run.dropout(self.dropout))
         return out.transpose(1, 2).reshape(b, s, self.heads * dv)
 

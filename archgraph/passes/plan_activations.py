@@ -304,7 +304,7 @@ def _place(body: _Body, child: _Body, extra: Part, times: int, stack: str | None
 
 def _kv_values(node: OpNode, shapes_in: list, shapes_out: list) -> int:
     """Keys and values a self-attention reads (what context parallelism passes around its ring)."""
-    if node.op.op_name == "sdpa":
+    if node.op.op_name == "sdpa" and not node.op.causal:   # all its keys and values; a causal one's: its cache's
         return _numel(shapes_in[1]) + _numel(shapes_in[2])
     if node.op.category != "attention":
         return 0
