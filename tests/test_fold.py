@@ -81,12 +81,13 @@ def test_inputs_nothing_reads_are_not_drawn_and_size_no_header():
 
 
 def test_the_kinds_of_a_schedule_say_what_differs_between_them():
-    from archgraph.passes.kinds import differences, schedules, value_range
+    from archgraph.passes.kinds import differences, schedules
+    from archgraph.render.pattern import values_text
     (runs,) = schedules(archgraph.load(SPECS / "wavenet.yaml").graph)
     found = differences(runs)
     assert [(d.node, d.field) for d in found] == [("filter", "padding"), ("filter", "dilation"), ("gate", "padding"),
                                                   ("gate", "dilation")]
-    assert found[1].values == (1, 2, 4, 8, 16, 32, 64, 128) and value_range(found[1].values) == "1, 2, 4, ..., 128"
+    assert found[1].values == (1, 2, 4, 8, 16, 32, 64, 128) and values_text(found[1].values) == "1, 2, 4, ..., 128"
     (runs,) = schedules(archgraph.load(SPECS / "vit_moe.yaml").graph)
     assert differences(runs) is None  # a dense and a MoE layer differ in their nodes
     neo = archgraph.load(ROOT / "specs/hf/gpt_neo.yaml")

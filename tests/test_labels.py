@@ -186,10 +186,10 @@ def test_a_schedule_of_kinds_differing_only_in_arguments_is_one_row_with_their_v
     lines = out.splitlines()
     assert len(lines) < 45
     rows = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
-    assert rows[2] == ["layers.0..15  × 16", "residual_layer", "298,496", ""]
-    assert rows[3] == ["(8 kinds differing in dilation, padding)", "", "(16 × 18,656)", ""]
-    assert rows[4:7] == [["filter", "conv1d", "6,208", "conv"], ["", "padding 1, 2, 4 .. 128", "", ""],
-                         ["", "dilation 1, 2, 4 .. 128", "", ""]]
+    assert rows[2] == ["layers.0..15  × 16", "residual_layer", "298,496"]  # Category left out at 100 columns
+    assert rows[3] == ["(8 kinds differing in dilation, padding)", "", "(16 × 18,656)"]
+    assert rows[4:7] == [["filter", "conv1d", "6,208"], ["", "padding 1, 2, 4, ..., 128", ""],
+                         ["", "dilation 1, 2, 4, ..., 128", ""]]
     assert archgraph.load(str(spec)).params().total == 319_424 == 64 + 64 + 16 * 18_656 + 4_160 + 16_640
 
 
@@ -199,6 +199,42 @@ def test_the_closed_schedule_box_says_what_its_kinds_differ_in(browser, cli, tmp
     _open(browser, page)
     box = browser.find_element("css selector", "#m0 svg [data-path='layers']")
     assert box.text.split("\n") == ["layers.0..15 × 16", "the 8 layers of layers.0..7 repeat",
-                                    "padding 1, 2, 4 .. 128", "dilation 1, 2, 4 .. 128", "298.50 K params"]
+                                    "padding 1, 2, 4, ..., 128", "dilation 1, 2, 4, ..., 128", "298.50 K params"]
     assert _overflowing(browser) == [[], [], 0]
     _shot(browser, tmp_path, "wavenet.png")
+
+
+def _inverse_gpt2(tmp_path) -> str:
+    """A GPT-2 config.json of 48 layers whose attention scores are divided by the layer index + 1 too:
+    48 kinds of layer, alike but for sdpa's scale, in no period."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": 48,
+                                "n_embd": 64, "n_head": 4, "vocab_size": 100, "n_positions": 64,
+                                "scale_attn_by_inverse_layer_idx": True}))
+    return str(path)
+
+
+def test_kinds_differing_only_in_arguments_in_no_period_are_one_row_in_the_terminal_and_on_the_page(tmp_path):
+    """GPT-2 with scale_attn_by_inverse_layer_idx: 48 layers, each its own kind (the scale), were 48
+    rows h.0 × 1 .. h.47 × 1 in params and the page's table; one row now, as render draws one stack."""
+    from archgraph.render.report import report_data, table_rows
+    from test_terminal_width import run_in_terminal
+    config = _inverse_gpt2(tmp_path)
+    lines = run_in_terminal("params", config, columns=80).splitlines()
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    assert [r[0] for r in rows].index("lm_head") == 24  # the nodes of one layer, not 48 layers of 14
+    assert rows[5] == ["h.0..47  × 48", "gpt2_block", "2,399,232"]
+    assert [r[0] for r in rows[6:8]] == ["(48 kinds differing in", "scale)"] and rows[6][2] == "(48 × 49,984)"
+    assert [r[1] for r in rows[11:14]] == ["sdpa", "scale 0.25, 0.125, 0.08333,", "..., 0.005208"]
+    model = archgraph.load(config)
+    table = {r.cells["node"]: r.cells for r in table_rows(model.params())}
+    assert table["h.0..47 × 48"]["op"] == "gpt2_block (48 kinds)"
+    assert table["h.0..47 × 48"]["total"] == 48 * table["h.0..47 × 48"]["params"]
+    assert table["attn.core"]["op"] == "sdpa; scale 0.25, 0.125, 0.08333, ..., 0.005208"
+    assert not [name for name in table if name.startswith("h.1")]
+    # the explorer draws the 48 as one box, one layer standing for them when opened
+    [body] = [n["body"] for n in report_data([model]).sections[0].tree["graph"]["nodes"] if n["name"] == "transformer"]
+    [first] = [n for n in body["nodes"] if "pattern" in n]
+    assert first["pattern"]["note"] == "48 kinds alike but for" and first["pattern"]["drawn"] == [first["name"]]
+    assert first["pattern"]["differ"] == {"scale": "0.25, 0.125, 0.08333, ..., 0.005208"}
+    assert len(first["pattern"]["skipped"]) == 47

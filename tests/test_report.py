@@ -426,3 +426,44 @@ def test_a_stack_path_wraps_only_after_a_dot_between_names():
     assert _breakable("model.language_model.layers.5,11..29") == \
         "model.<wbr>language_model.<wbr>layers.<wbr>5,11..29"
     assert _breakable("enc.a<b>") == "enc.<wbr>a&lt;b&gt;"   # escaped as before
+
+
+TALL = """
+const x = window.archgraphExplorers[0], svg = x.svg, view = x.view.getBoundingClientRect();
+let smallest = Infinity;
+for (const t of svg.querySelectorAll('text')) {
+  const r = t.getBoundingClientRect();
+  if (r.bottom < view.top || r.top > view.bottom || r.right < view.left || r.left > view.right) continue;
+  smallest = Math.min(smallest, parseFloat(t.getAttribute('font-size')) * t.getScreenCTM().a);
+}
+const wheel = dy => { const e = new WheelEvent('wheel', {deltaY: dy, bubbles: true, cancelable: true});
+                      svg.dispatchEvent(e); return [e.defaultPrevented, x.transform.y, x.transform.k]; };
+const first = [x.transform.y, x.transform.k];
+const down = wheel(400), bottom = wheel(1e6), past = wheel(400);
+const drawing = svg.querySelector('g.zoom').getBoundingClientRect();
+return {smallest, first, down, bottom, past, view_height: view.height, window: window.innerHeight,
+        drawing_bottom: drawing.bottom - view.top, drawing_height: drawing.height};
+"""
+
+
+@pytest.mark.slow
+def test_a_tall_drawing_opens_legible_and_the_wheel_scrolls_it(browser, cli, tmp_path):
+    """T5 with every block open is 5,700 px tall: it opens at the scale that fits its width (never
+    below 10 px for the smallest label; it was shrunk towards the 75 % of the window its view held,
+    to 9 px), in a view of most of the window; the wheel scrolls it (ctrl + wheel zooms), and past
+    its end the page scrolls on."""
+    page = _report(cli, tmp_path, ["t5-small"], "report-tall.html")
+    browser.set_window_size(1280, 1000)
+    _open(browser, page)
+    browser.find_element("css selector", "#m0 button[data-action='open']").click()
+    seen = browser.execute_script(TALL)
+    assert seen["smallest"] >= 10 and 1.0 <= seen["first"][1] <= 1.15, seen
+    assert seen["drawing_height"] > 4 * seen["view_height"] and seen["view_height"] >= 0.85 * seen["window"]
+    prevented, y, k = seen["down"]
+    assert prevented and y == pytest.approx(seen["first"][0] - 400) and k == seen["first"][1]  # scrolled, not zoomed
+    prevented, y, k = seen["bottom"]
+    assert prevented and seen["view_height"] - 20 < seen["drawing_bottom"] <= seen["view_height"]  # to its end, no further
+    assert seen["past"] == [False, y, k]  # the page scrolls on
+    assert browser.find_element("css selector", "#m0 .legend.shading .hint").text.endswith(
+        "drag or wheel to move, ctrl + wheel to zoom")
+    _shot(browser, tmp_path, "report-tall.png")

@@ -215,9 +215,9 @@ def test_an_alternating_schedule_is_folded_as_the_diagram_folds_it(tmp_path):
     out = run_in_terminal("params", str(spec))
     assert _rows(out) == [
         ["blocks.0..11  6 × [gated_mlp, moe]", "layer", "8,256", ""],
-        ["blocks.0, 2 .. 10  × 6", "layer", "4,032", ""], ["", "", "(6 × 672)", ""],
+        ["blocks.0, 2, 4, ..., 10  × 6", "layer", "4,032", ""], ["", "", "(6 × 672)", ""],
         ["attn", "attention", "288", "attention"], ["mlp", "gated_mlp", "384", "mlp"], ["add", "add", "—", ""],
-        ["blocks.1, 3 .. 11  × 6", "layer", "4,224", ""], ["", "", "(6 × 704)", ""],
+        ["blocks.1, 3, 5, ..., 11  × 6", "layer", "4,224", ""], ["", "", "(6 × 704)", ""],
         ["attn", "attention", "288", "attention"], ["mlp", "moe", "416", "mlp"], ["add", "add", "—", ""],
         ["norm", "rms_norm", "8", "norm"],
         ["mlp", "4,800", "58.1%"], ["attention", "3,456", "41.8%"], ["norm", "8", "0.1%"]]  # by category
@@ -241,12 +241,12 @@ def test_flops_of_an_alternating_schedule_are_folded_and_still_add_up(tmp_path):
     spec.write_text(ALTERNATING)
     out = run_in_terminal("flops", str(spec), "--set", "B=1", "--set", "S=8")
     rows = _rows(out.split("Forward")[0])
-    assert rows == [["blocks.[0, 2 .. 10].attn  × 6", "attention", "36,864", "36.86 KFLOP"],
-                    ["blocks.[0, 2 .. 10].mlp  × 6", "gated_mlp", "36,864", "36.86 KFLOP"],
-                    ["blocks.[0, 2 .. 10].add  × 6", "add", "384", "384 FLOP"],
-                    ["blocks.[1, 3 .. 11].attn  × 6", "attention", "36,864", "36.86 KFLOP"],
-                    ["blocks.[1, 3 .. 11].mlp  × 6", "moe", "21,504", "21.50 KFLOP"],
-                    ["blocks.[1, 3 .. 11].add  × 6", "add", "384", "384 FLOP"],
+    assert rows == [["blocks.[0, 2, 4, ..., 10].attn  × 6", "attention", "36,864", "36.86 KFLOP"],
+                    ["blocks.[0, 2, 4, ..., 10].mlp  × 6", "gated_mlp", "36,864", "36.86 KFLOP"],
+                    ["blocks.[0, 2, 4, ..., 10].add  × 6", "add", "384", "384 FLOP"],
+                    ["blocks.[1, 3, 5, ..., 11].attn  × 6", "attention", "36,864", "36.86 KFLOP"],
+                    ["blocks.[1, 3, 5, ..., 11].mlp  × 6", "moe", "21,504", "21.50 KFLOP"],
+                    ["blocks.[1, 3, 5, ..., 11].add  × 6", "add", "384", "384 FLOP"],
                     ["norm", "rms_norm", "256", "256 FLOP"]]
     assert sum(int(r[2].replace(",", "")) for r in rows) == 133_120
     assert re.search(r"Forward \(the whole model\) +133,120", out)
@@ -261,7 +261,7 @@ def test_explain_folds_an_alternating_schedule_and_names_each_run():
     console.print(explain_table(param_formula(load_text(ALTERNATING, "alt.yaml", symbolic=True))))
     rows = _rows(console.export_text())
     assert rows[0] == ["blocks.0..11  6 × [gated_mlp, moe]", "layer", "", "", "", ""]
-    assert rows[1] == ["blocks.0, 2 .. 10  × 6", "layer", "", "", "", ""]
+    assert rows[1] == ["blocks.0, 2, 4, ..., 10  × 6", "layer", "", "", "", ""]
     assert ["one repetition", "", "", "4·H² + 52·H", "672", ""] in rows
     assert ["× 6", "", "", "24·H² + 312·H", "4,032", ""] in rows and ["× 6", "", "", "", "4,224", ""] not in rows
     assert rows[-2:] == [["", "", "", "", "", "8,256"], ["norm", "weight", "[H]", "H = 8", "8", "8,264"]]

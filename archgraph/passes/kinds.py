@@ -98,21 +98,3 @@ def _collect(bodies: list[Graph], prefix: str, found: list[Difference]) -> None:
 
 def _text(value: Any) -> str:
     return f"{type(value).__name__}:{value!r}"
-
-
-def value_range(values: tuple) -> str:
-    """Values as a person reads a range: `1..8` (consecutive whole numbers), `1, 2, 4, ..., 128`
-    (more than four others, in order), or each one.
-
-    >>> value_range((1, 2, 4, 8, 16, 32, 64, 128)), value_range((3, 4, 5, 6, 7)), value_range((None, 256))
-    ('1, 2, 4, ..., 128', '3..7', 'None, 256')
-    """
-    distinct = list(dict.fromkeys(values))
-    numbers = all(isinstance(v, int) and not isinstance(v, bool) for v in distinct)
-    if numbers and len(distinct) > 2:
-        distinct.sort()
-        if distinct == list(range(distinct[0], distinct[-1] + 1)):
-            return f"{distinct[0]}..{distinct[-1]}"
-    if len(distinct) > 4:
-        return ", ".join(map(str, distinct[:3])) + f", ..., {distinct[-1]}"
-    return ", ".join(map(str, distinct))

@@ -24,12 +24,12 @@ from ..errors import ArchgraphError
 from ..graph import BlockNode, Graph, Model, OpNode, join, read_inputs
 from ..passes.params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport, infer_shapes
-from ..passes.kinds import differences, schedules, value_range
+from ..passes.kinds import differences, schedules
 from ..passes.walk import Run
 from ..record import MISSING
 from ..spec.ties import find_tensor, tie_owner
 from .palette import SHARE_BINS, category_color, human, share_bin
-from .pattern import Pattern, call_name, kinds, picked, repeating
+from .pattern import Pattern, call_name, kinds, picked, repeating, values_text
 
 # Hyperparameters that are noise in a figure (naming and numerics, not architecture).
 HIDDEN_HPARAMS = frozenset({"eps", "weight_layout", "names", "momentum", "track_running_stats"})
@@ -285,8 +285,8 @@ class _Drawer:
         total = sum(call_totals(r, graph_totals(r.body, self.params.cache)).total for r in runs)
         ranges: dict[str, dict[str, str]] = {}
         for diff in found:
-            ranges.setdefault(join(rep, diff.node), {})[diff.field] = value_range(diff.values)
-        varied = sorted({f"{d.field} {value_range(d.values)}" for d in found})
+            ranges.setdefault(join(rep, diff.node), {})[diff.field] = values_text(diff.values)
+        varied = sorted({f"{d.field} {values_text(d.values)}" for d in found})
         lines = [f"{kinds} kinds alike but for " + "; ".join(varied), f"{human(total * scope.times)} params"]
         for run in runs:
             if run.indexed:

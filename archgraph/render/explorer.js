@@ -7,7 +7,8 @@
 // would draw more closes the blocks not around its node.
 "use strict";
 
-const MIN_LABEL_PX = 9;      // the smallest label (10 pt) is drawn at least this large at first view
+const MIN_LABEL_PX = 10;     // the smallest label (10 pt) is drawn at least this large at first view
+const MAX_SCALE = 1.15;      // and a small drawing no larger than this
 const FIRST_VIEW_BOXES = 24; // blocks called once open at first while the drawing stays this small
 const STEP_BOXES = 250;      // "expand all" adds at most this many boxes a press, outermost blocks first
 const MAX_BOXES = 600;       // a drawing holds at most this many boxes: Graphviz's layout time grows
@@ -236,11 +237,14 @@ class Explorer {
     this.zoomGroup = zoom;
     this.events();
     this.legendFor();
-    const k = Math.max(MIN_LABEL_PX / SMALL_PT, Math.min(1.15, this.fitScale()));
-    const shown = Math.min(height * k + 16, Math.max(320, window.innerHeight * 0.75));
+    const k = this.fitScale();
+    // as tall as the drawing at that size, up to most of the window: a taller one is scrolled
+    const shown = Math.min(height * k + 16, Math.max(320, window.innerHeight * 0.9));
     this.view.style.height = `${Math.max(160, shown)}px`;
-    this.behaviour = d3.zoom().scaleExtent([0.05, 6]).on("zoom", e => zoom.setAttribute("transform", e.transform));
+    this.behaviour = d3.zoom().scaleExtent([0.05, 6]).on("zoom", e => zoom.setAttribute("transform", e.transform))
+      .filter(e => e.type === "wheel" ? e.ctrlKey || e.metaKey : !e.ctrlKey && !e.button);  // the wheel scrolls
     const selection = d3.select(svg).call(this.behaviour).on("dblclick.zoom", null);
+    svg.addEventListener("wheel", e => this.scroll(e), {passive: false});
     const after = anchor && this.screenPosition(anchor, true);
     if (before && after && old) {  // the clicked block stays where it was
       selection.call(this.behaviour.transform,
@@ -251,13 +255,31 @@ class Explorer {
   }
 
   fitScale() {
+    // the drawing's width fits the view, at a size whose labels a person reads (a tall drawing is
+    // scrolled, never shrunk to fit the height; a wide one is panned)
     const box = this.view.clientWidth || this.root.clientWidth || 800;
-    return Math.min(box / (this.size.width + 16), (window.innerHeight * 0.75) / (this.size.height + 16));
+    return Math.max(MIN_LABEL_PX / SMALL_PT, Math.min(MAX_SCALE, box / (this.size.width + 16)));
+  }
+
+  scroll(e) {
+    // the wheel scrolls the drawing as a page scrolls (ctrl + wheel zooms); at its end, the page scrolls on
+    if (e.ctrlKey || e.metaKey || !this.svg) return;
+    const t = this.transform, unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? this.view.clientHeight : 1;
+    const within = (at, delta, size, room) => {  // a drawing that fits its view (in that direction) stays
+      if (!delta || size + 16 <= room) return at;
+      const to = at - delta * unit;
+      return delta > 0 ? Math.min(at, Math.max(room - 8 - size, to)) : Math.max(at, Math.min(8, to));
+    };
+    const x = within(t.x, e.deltaX, this.size.width * t.k, this.view.clientWidth);
+    const y = within(t.y, e.deltaY, this.size.height * t.k, this.view.clientHeight);
+    if (Math.abs(x - t.x) < 0.5 && Math.abs(y - t.y) < 0.5) return;
+    e.preventDefault();
+    d3.select(this.svg).call(this.behaviour.transform, d3.zoomIdentity.translate(x, y).scale(t.k));
   }
 
   fit(k) {
     if (!this.svg) return;
-    k = k || Math.max(MIN_LABEL_PX / SMALL_PT, Math.min(1.15, this.fitScale()));
+    k = k || this.fitScale();
     const box = this.view.clientWidth;
     const x = Math.max(8, (box - this.size.width * k) / 2);
     d3.select(this.svg).call(this.behaviour.transform, d3.zoomIdentity.translate(x, 8).scale(k));
@@ -377,7 +399,7 @@ class Explorer {
     const total = this.measure === "category" ? "" : ` (of ${m.text(m.total(this.model))}${m.unit ? " " + m.unit : ""})`;
     this.legend.innerHTML = `<b>${esc(m.title)}${esc(total)}</b> ` + entries.map(s =>
       `<span class="entry"><span class="swatch"></span>${esc(s.label)}</span>`).join("") +
-      `<span class="hint">click a block to open or close it; drag to pan, wheel to zoom</span>`;
+      `<span class="hint">click a block to open or close it; drag or wheel to move, ctrl + wheel to zoom</span>`;
     // colours set as properties: the page's Content-Security-Policy refuses style attributes
     this.legend.querySelectorAll(".swatch").forEach((swatch, i) => { swatch.style.background = entries[i].fill; });
   }

@@ -262,7 +262,7 @@ class DotWriter {
     const sum = key => runs.reduce((a, r) => a + r[key], 0);
     const whole = {kind: "block", total: sum("total"), flops: sum("flops"), bytes: sum("bytes"), category: first.category};
     this.box(id, whole, [[`${p.segment}.${p.start}..${p.start + p.layers - 1} × ${p.layers}`],
-                         [`the ${p.period} layers of ${p.segment}.${p.start}..${p.start + p.period - 1} repeat`, true],
+                         [p.note, true],
                          ...Object.entries(p.differ || {}).map(([k, v]) => [`${k} ${v}`, true]),
                          [`${human(whole.total)} params`, true]], "shape=box3d, style=filled, ");
     const inside = new Set(runs.map(r => r.name));

@@ -95,7 +95,7 @@ def _exact(n: Any) -> str:
 
 def _node_rows(table: Sheet, r: FlopsReport) -> None:
     """Every node that costs something; a repeated block's nodes once with × N, and a schedule
-    whose runs repeat with a period folded as the diagram folds it (`layers.[0, 2 .. 10].mlp  × 6`)."""
+    whose runs repeat with a period folded as the diagram folds it (`layers.[0, 2, 4, ..., 10].mlp  × 6`)."""
     for label, op_name, f, times in _rows(r.shapes.run, ""):
         if f == 0:
             continue

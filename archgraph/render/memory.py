@@ -11,6 +11,7 @@ if TYPE_CHECKING:  # rich is imported when a table is made: --json never needs i
 from ..dims import to_json
 from ..machine import binary
 from ..passes.memory import MemoryReport
+from .pattern import indices_text
 
 
 def decimal(n: int | None) -> str:
@@ -101,27 +102,7 @@ def _layers_of(runs) -> str | None:
     at = differ[0]
     indices = [int(p[at]) + k for p, r in zip(parts, runs) for k in range(r.layers)]
     stack, inner = ".".join(parts[0][:at]), ".".join(parts[0][at + 1:])
-    return f"{len(indices)} of {stack} ({_indices_text(indices)})" + (f", {inner}" if inner else "")
-
-
-def _indices_text(indices: list[int]) -> str:
-    """Layer indices as ranges: '0..4, 6..10, 12..16' (at most four, then '..., 60..61'), or every
-    k-th as '0, 2, 4, ..., 22'.
-
-    >>> _indices_text([0, 1, 2, 4, 5, 6]), _indices_text(list(range(0, 24, 2)))
-    ('0..2, 4..6', '0, 2, 4, ..., 22')
-    """
-    steps = {b - a for a, b in zip(indices, indices[1:])}
-    if len(steps) == 1 and len(indices) > 4 and steps != {1}:
-        return ", ".join(map(str, indices[:3])) + f", ..., {indices[-1]}"
-    ranges: list[list[int]] = []
-    for i in indices:
-        if ranges and i == ranges[-1][1] + 1:
-            ranges[-1][1] = i
-        else:
-            ranges.append([i, i])
-    shown = [f"{a}..{b}" if b > a else str(a) for a, b in ranges]
-    return ", ".join(shown if len(shown) <= 5 else shown[:3] + ["...", shown[-1]])
+    return f"{len(indices)} of {stack} ({indices_text(indices)})" + (f", {inner}" if inner else "")
 
 
 def memory_table(m: MemoryReport) -> Group:

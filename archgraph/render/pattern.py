@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..graph import BlockNode, Graph
+from ..passes.kinds import differences, kinds_of, schedules
 
 
 @dataclass(frozen=True)
@@ -91,11 +92,34 @@ def kinds(graph: Graph) -> list[str]:
 
 
 def places(runs: list[BlockNode], j: int, period: int) -> str:
-    """Where run `j` of a period comes again, as a table names it: `0, 2 .. 10` (runs 0, 2, ..., 10),
-    `0..1, 8..9 .. 24..25` (runs of two layers)."""
-    found = [runs[k].label[len(runs[k].segment) + 1:] if runs[k].segment else runs[k].label
-             for k in range(j, len(runs), period)]
-    return found[0] + ("" if len(found) == 1 else f", {found[1]}" + (f" .. {found[-1]}" if len(found) > 2 else ""))
+    """Where run `j` of a period comes again, its layers as `indices_text` writes them: `0, 2, 4, ..., 10`
+    (runs 0, 2, ..., 10), `0..1, 8..9, 16..17, 24..25` (runs of two layers)."""
+    found: list[int] = []
+    for k in range(j, len(runs), period):
+        text = runs[k].label[len(runs[k].segment) + 1:] if runs[k].segment else runs[k].label
+        first, _, last = text.partition("..")
+        found += range(int(first), int(last or first) + 1)
+    return indices_text(found)
+
+
+def indices_text(indices: list[int]) -> str:
+    """Layer indices as every table, the diagram and the page write them: ranges `0..2, 4..6` (at
+    most five, then `0..4, 6..10, 12..16, ..., 60..61`), or every k-th as `0, 2, 4, ..., 22`.
+
+    >>> indices_text([0, 1, 2, 4, 5, 6]), indices_text(list(range(0, 24, 2))), indices_text([5, 11])
+    ('0..2, 4..6', '0, 2, 4, ..., 22', '5, 11')
+    """
+    steps = {b - a for a, b in zip(indices, indices[1:])}
+    if len(steps) == 1 and len(indices) > 4 and steps != {1}:
+        return ", ".join(map(str, indices[:3])) + f", ..., {indices[-1]}"
+    ranges: list[list[int]] = []
+    for i in indices:
+        if ranges and i == ranges[-1][1] + 1:
+            ranges[-1][1] = i
+        else:
+            ranges.append([i, i])
+    shown = [f"{a}..{b}" if b > a else str(a) for a, b in ranges]
+    return ", ".join(shown if len(shown) <= 5 else shown[:3] + ["...", shown[-1]])
 
 
 def call_name(node: BlockNode, name: str) -> str:
@@ -123,54 +147,53 @@ def call_inputs(node: BlockNode, shapes: list) -> list[str]:
 
 
 def differing(runs: list[BlockNode]) -> dict[str, dict[str, list]] | None:
-    """When the runs' bodies hold the same nodes (names, ops, inputs, calls) with as many parameters
-    each and differ only in op hyperparameters (a WaveNet's eight kinds of layer, by dilation):
-    {node path in the body: {hyperparameter: its value in each run}}; None when they differ in more.
+    """When the runs' kinds (their distinct bodies) hold the same nodes, ops and wiring with as many
+    parameters each and differ only in op hyperparameters (a WaveNet's eight kinds of layer, by
+    dilation; GPT-2's attention scaled by the inverse layer index): {node path in the body:
+    {hyperparameter: its value in each kind}}; None when they differ in more, or are one kind.
 
-    >>> from archgraph.graph import Graph
     >>> differing([]) is None
     True
     """
-    if len(runs) < 2 or len({id(r.body) for r in runs}) < 2:
+    bodies = kinds_of(runs)
+    found = differences(runs) if len(bodies) > 1 else None
+    if found is None or any(_counts(b) != _counts(bodies[0]) for b in bodies[1:]):
         return None
-    found: dict[str, dict[str, list]] = {}
-    return found if _same_but_args([r.body for r in runs], "", found) else None
+    out: dict[str, dict[str, list]] = {}
+    for d in found:
+        out.setdefault(d.node, {})[d.field] = list(d.values)
+    return out
 
 
-def _same_but_args(bodies: list[Graph], prefix: str, found: dict) -> bool:
-    names = list(bodies[0].nodes)
-    if any(list(b.nodes) != names or b.outputs != bodies[0].outputs for b in bodies[1:]):
-        return False
-    for name in names:
-        nodes = [b.nodes[name] for b in bodies]
-        first = nodes[0]
-        if any(type(n) is not type(first) or n.inputs != first.inputs for n in nodes[1:]):
-            return False
-        path = f"{prefix}{name}"
-        if isinstance(first, BlockNode):
-            if any((n.block, n.repeat, n.shared) != (first.block, first.repeat, first.shared) for n in nodes[1:]) \
-                    or not _same_but_args([n.body for n in nodes], path + ".", found):
-                return False
-            continue
-        if any(type(n.op) is not type(first.op) or (n.category, n.trainable, n.ties) !=
-               (first.category, first.trainable, first.ties) or _count(n) != _count(first) for n in nodes[1:]):
-            return False
-        values = [n.op.hparams() for n in nodes]
-        for key in values[0]:
-            if any(v[key] != values[0][key] for v in values[1:]):
-                found.setdefault(path, {})[key] = [v[key] for v in values]
-    return True
+def alike(graph: Graph) -> dict[str, tuple[list[BlockNode], dict] | None]:
+    """The schedules of `graph` whose kinds differ only in arguments (`differing`), periodic or not,
+    each one row of a table: its first run -> (every run, the arguments), the others -> None."""
+    out: dict[str, tuple[list[BlockNode], dict] | None] = {}
+    for runs in schedules(graph):
+        args = differing(runs)
+        if args is not None:
+            out.update({r.name: None for r in runs[1:]}, **{runs[0].name: (runs, args)})
+    return out
 
 
-def _count(node) -> int:
-    return sum(t.count for t in node.op.params())
+def _counts(graph: Graph) -> list:
+    return [_counts(n.body) if isinstance(n, BlockNode) else sum(t.count for t in n.op.params())
+            for n in graph.nodes.values()]
 
 
 def values_text(values: list) -> str:
-    """A hyperparameter's value in each kind, in order: `1, 2, 4 .. 128`, or each when few.
+    """The values an argument takes in a schedule's kinds, each once, in the order the kinds come, as
+    `indices_text` writes indices: `1, 2, 4, ..., 128`, `3..7` (whole numbers one apart), each when
+    at most four; a fraction to four significant digits (GPT-2's scale by inverse layer index).
 
-    >>> values_text([1, 2, 4, 8, 16, 32, 64, 128]), values_text([3, 5])
-    ('1, 2, 4 .. 128', '3, 5')
+    >>> values_text([1, 2, 4, 8, 16, 32, 64, 128]), values_text([3, 4, 5, 6, 7]), values_text([None, 256])
+    ('1, 2, 4, ..., 128', '3..7', 'None, 256')
+    >>> values_text([0.125 / (i + 1) for i in range(48)])
+    '0.125, 0.0625, 0.04167, ..., 0.002604'
     """
-    shown = [str(v) for v in values]
-    return ", ".join(shown) if len(shown) <= 4 else ", ".join(shown[:3]) + f" .. {shown[-1]}"
+    distinct = list({repr(v): v for v in values}.values())
+    if len(distinct) > 2 and all(type(v) is int for v in distinct) and \
+            distinct == list(range(distinct[0], distinct[0] + len(distinct))):
+        return f"{distinct[0]}..{distinct[-1]}"
+    shown = [f"{v:.4g}" if isinstance(v, float) else str(v) for v in distinct]
+    return ", ".join(shown) if len(shown) <= 4 else ", ".join(shown[:3]) + f", ..., {shown[-1]}"

@@ -25,7 +25,8 @@ from .diagram import HIDDEN_HPARAMS
 from .labels import REUSES, SHARED, SHARED_SHOWN, shared_text
 from .page import Styles, content_security_policy
 from .palette import CATEGORY_COLORS, SHARE_BINS, category_color, human
-from .pattern import differing, repeating, values_text
+from ..passes.kinds import kinds_of
+from .pattern import alike, differing, repeating, values_text
 from .report_compare import category_bars, comparison_html
 
 VENDORED = ("d3.min.js", "viz-global.js")  # in the order the page loads them
@@ -110,7 +111,17 @@ def _mark(graph: Graph, tree: dict[str, Any], layers: set[int]) -> None:
     for first, p in repeating(graph).items():
         nodes[first]["pattern"] = {"label": p.label, "drawn": list(p.drawn), "skipped": list(p.skipped),
                                    "segment": p.segment, "start": p.start, "layers": p.layers, "period": p.period,
+                                   "note": f"the {p.period} layers of {p.segment}.{p.start}..{p.start + p.period - 1} repeat",
                                    "differ": _differ([graph.nodes[n] for n in p.drawn])}
+    for first, (runs, args) in ((k, v) for k, v in alike(graph).items() if v and "pattern" not in nodes[k]):
+        # kinds that differ only in arguments, in no period (GPT-2's attention scaled by 1 / (i + 1)):
+        # one box, and one layer standing for all of them when opened
+        seg, start, count, kinds = runs[0].segment, runs[0].start, sum(r.repeat for r in runs), len(kinds_of(runs))
+        nodes[first]["pattern"] = {"label": f"{seg}.{start}..{start + count - 1}: {kinds} kinds alike but for "
+                                            f"{', '.join(sorted({k for a in args.values() for k in a}))}, drawn as "
+                                            f"{runs[0].label}", "drawn": [first], "skipped": [r.name for r in runs[1:]],
+                                   "segment": seg, "start": start, "layers": count, "period": runs[0].repeat,
+                                   "note": f"{kinds} kinds alike but for", "differ": _differ(runs)}
     for name, node in graph.nodes.items():
         if isinstance(node, BlockNode):
             nodes[name]["layer"] = id(node) in layers
@@ -120,7 +131,7 @@ def _mark(graph: Graph, tree: dict[str, Any], layers: set[int]) -> None:
 
 def _differ(runs: list[BlockNode]) -> dict[str, str]:
     """What tells a schedule's kinds apart when only arguments do: {argument: its values}
-    (`dilation`: `1, 2, 4 .. 128`), as the closed schedule's box says."""
+    (`dilation`: `1, 2, 4, ..., 128`), as the closed schedule's box says."""
     found = differing(runs) or {}
     return {k: values_text(v) for args in found.values() for k, v in args.items()}
 
@@ -137,7 +148,7 @@ def _rows(rows: list[Row], graph: Graph, report: ParamReport, parent: str, depth
     """`args`: the arguments each node's kinds take when a schedule's kinds differ only in them
     ({path under `prefix`: {argument: values}}): one block row stands for the schedule."""
     total = report.total or 1
-    folded = _folded(graph)
+    folded = alike(graph)
     for name, node in graph.nodes.items():
         row_id = f"{parent}/{name}" if parent else name
         if name in folded and folded[name] is None:
@@ -157,15 +168,15 @@ def _rows(rows: list[Row], graph: Graph, report: ParamReport, parent: str, depth
             continue
         per = graph_totals(node.body, report.cache)
         if name in folded:  # a schedule of kinds that differ only in arguments: one row for all
-            pattern, kinds = folded[name]
-            runs = [graph.nodes[n] for n in pattern.drawn + pattern.skipped]
+            runs, kinds = folded[name]
+            layers = sum(r.repeat for r in runs)
             all_reps = sum(call_totals(r, graph_totals(r.body, report.cache)).total for r in runs)
-            label = f"{pattern.segment}.{pattern.start}..{pattern.start + pattern.layers - 1} × {pattern.layers}"
-            cells = {"node": label, "op": f"{node.block} ({len(pattern.drawn)} kinds)", "tensors": "",
+            label = f"{node.segment}.{node.start}..{node.start + layers - 1} × {layers}"
+            cells = {"node": label, "op": f"{node.block} ({len(kinds_of(runs))} kinds)", "tensors": "",
                      "params": per.total, "total": all_reps * times, "share": 100 * all_reps * times / total,
                      "category": ""}
             rows.append(Row(row_id, parent, depth, True, cells))
-            _rows(rows, node.body, report, row_id, depth + 1, times * pattern.layers, kinds)
+            _rows(rows, node.body, report, row_id, depth + 1, times * layers, kinds)
             continue
         all_reps = call_totals(node, per).total
         label = node.label + (f" × {node.repeat}" if node.repeat > 1 or (node.indexed and not node.scheduled) else "") \
@@ -175,17 +186,6 @@ def _rows(rows: list[Row], graph: Graph, report: ParamReport, parent: str, depth
         rows.append(Row(row_id, parent, depth, True, cells))
         _rows(rows, node.body, report, row_id, depth + 1, times * (1 if node.shared else node.repeat), args,
               f"{prefix}{name}.")
-
-
-def _folded(graph: Graph) -> dict[str, Any]:
-    """The runs of each schedule whose kinds differ only in arguments: the first -> (its Pattern,
-    the arguments), the others -> None (left out: the first stands for them)."""
-    out: dict[str, Any] = {}
-    for first, pattern in repeating(graph).items():
-        kinds = differing([graph.nodes[n] for n in pattern.drawn])
-        if kinds is not None:
-            out.update({n: None for n in pattern.drawn[1:] + pattern.skipped}, **{first: (pattern, kinds)})
-    return out
 
 
 # -- HTML ------------------------------------------------------------------------------

@@ -257,11 +257,14 @@ def broken(name: str, width: int) -> list[str]:
     ['  layer.0.SelfAttention.', '  relative_attention_bias']
     >>> broken("layers.0..15  2 × [conv1d, mlp]", 16)
     ['layers.0..15  2 ', '× [conv1d, mlp]']
+    >>> broken("scale 0.125, 0.04167, ..., 0.002604", 30)
+    ['scale 0.125, 0.04167, ..., ', '0.002604']
     """
     indent = name[:len(name) - len(name.lstrip(" "))]
     room = max(width - len(indent), 1)
     lines, line = [], ""
-    for part in re.split(r"(?<=[^.]\.)(?=[^.])|(?<= )(?=[^ ])", name[len(indent):]):  # after a lone dot or a space
+    # after a lone dot (not a decimal point: 0.002604 stays whole) or a space
+    for part in re.split(r"(?<=[^.\d]\.)(?=[^.])|(?<=\d\.)(?=[^.\d])|(?<= )(?=[^ ])", name[len(indent):]):
         while len(part) > room:  # a part wider than a line: broken where the line ends
             if line:
                 lines.append(line)

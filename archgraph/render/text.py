@@ -11,7 +11,8 @@ from ..passes.params import ParamReport, TensorRow, call_totals, graph_totals, n
 from ..passes.shapes import ShapeReport
 from ..passes.walk import Run
 from .labels import REUSES, SHARED, SHARED_SHOWN, TRAINING_PER_TOKEN, shared_kinds, shared_text
-from .pattern import Pattern, call_inputs, differing, kinds, places, repeating, values_text
+from ..passes.kinds import kinds_of
+from .pattern import Pattern, alike, call_inputs, kinds, places, repeating, values_text
 from .sheet import Alt, Col, Sheet
 
 
@@ -64,10 +65,13 @@ def _param_rows(sheet: Sheet, graph: Graph, model, cache: dict, depth: int, args
     """`args`: {node path under `prefix`: {hyperparameter: value in each kind}} of a schedule whose
     kinds differ only in those (its Op cell lists them: `dilation 1, 2, 4 .. 128`)."""
     pad = "  " * depth
-    patterns = repeating(graph)
-    skipped = {n for p in patterns.values() for n in p.drawn[1:] + p.skipped}  # folded into the first
+    patterns, folded = repeating(graph), alike(graph)
+    skipped = {n for p in patterns.values() for n in p.drawn[1:] + p.skipped} | {n for n, v in folded.items() if v is None}
     for name, node in graph.nodes.items():
-        if name in skipped:
+        if name in skipped:  # folded into the first run
+            continue
+        if folded.get(name):  # kinds that differ only in arguments: one row, the arguments' values listed
+            _kinds_rows(sheet, *folded[name], model, cache, depth)
             continue
         if isinstance(node, OpNode):
             rows = node_tensors(node, model)
@@ -107,10 +111,6 @@ def _pattern_rows(sheet: Sheet, graph: Graph, pattern: Pattern, model, cache: di
     times = f"{whole} × " + ("[" if period > 1 else "") + ", ".join(run_kinds(runs[:period])) \
         + ("]" if period > 1 else "") + (f" + {rest}" if rest else "")
     blocks = sorted({n.block for n in runs}, key=[n.block for n in runs].index)
-    args = differing(runs[:period]) if period > 1 else None
-    if args is not None:  # kinds that differ only in arguments: one row, the arguments' values listed
-        _kinds_rows(sheet, runs, pattern, args, sum(totals), model, cache, depth)
-        return
     sheet.add_row(Text(f"{pad}{pattern.segment}.{first}..{last}  {times}", style="bold"),
                   Text(", ".join(blocks), style="bold"), "", Text(num(sum(totals)), style="bold"), "")
     for j, node in enumerate(runs[:period]):
@@ -122,17 +122,18 @@ def _pattern_rows(sheet: Sheet, graph: Graph, pattern: Pattern, model, cache: di
         _param_rows(sheet, node.body, model, cache, depth + 2)
 
 
-def _kinds_rows(sheet: Sheet, runs: list, pattern: Pattern, args: dict, total: int, model, cache: dict,
-                depth: int) -> None:
+def _kinds_rows(sheet: Sheet, runs: list, args: dict, model, cache: dict, depth: int) -> None:
     """`layers.0..15  × 16` (8 kinds differing in dilation, padding), then one kind's nodes, each
     argument that differs with its value in each kind."""
     pad = "  " * depth
-    first, last = pattern.start, pattern.start + pattern.layers - 1
+    layers = sum(r.repeat for r in runs)
+    first, last = runs[0].start, runs[0].start + layers - 1
     per = graph_totals(runs[0].body, cache).total
+    total = sum(call_totals(r, graph_totals(r.body, cache)).total for r in runs)
     keys = sorted({k for values in args.values() for k in values})
-    label = f"{pad}{pattern.segment}.{first}..{last}  × {pattern.layers}"
-    sheet.add_row(Text(f"{label}\n{pad}  ({len(pattern.drawn)} kinds differing in {', '.join(keys)})", style="bold"),
-                  Text(runs[0].block, style="bold"), "", Text(f"{num(total)}\n({pattern.layers} × {num(per)})",
+    label = f"{pad}{runs[0].segment}.{first}..{last}  × {layers}"
+    sheet.add_row(Text(f"{label}\n{pad}  ({len(kinds_of(runs))} kinds differing in {', '.join(keys)})", style="bold"),
+                  Text(runs[0].block, style="bold"), "", Text(f"{num(total)}\n({layers} × {num(per)})",
                                                               style="bold"), "")
     _param_rows(sheet, runs[0].body, model, cache, depth + 1, args)
 
