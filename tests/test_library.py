@@ -1,15 +1,18 @@
 """The standard library of blocks (specs/lib/, issue 40): a spec names one as `lib.NAME`, and
 lib.attention, written in primitives, is the `attention` op's computation: the same tensors, FLOPs,
-cache, what training keeps and outputs, for a grid of settings."""
+cache, what training keeps and outputs, for a grid of settings; its q/k-norm variant and the MLPs
+are their ops' but for the FLOPs of the parts the ops leave out (norms, activations, products)."""
 from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 
 import pytest
 
 import archgraph
 from archgraph import SpecError
+from archgraph.ops import REGISTRY
 from archgraph.passes.flops import count_flops
 from archgraph.passes.memory import estimate_memory
 from archgraph.passes.plan_activations import activation_profile
@@ -208,3 +211,66 @@ def test_sdpa_takes_a_window_only_causal_and_with_a_padding_mask():
     from archgraph.errors import ShapeError
     with pytest.raises(ShapeError, match="sdpa takes a window with a padding mask"):
         op.infer_shape((1, 2, 9, 8), (1, 2, 9, 8), (1, 2, 9, 8), (1, 1, 9, 9))
+
+
+MLP_OP = """
+name: NAME
+inputs:
+  x: {shape: [B, S, 48]}
+nodes:
+  - {name: mlp, op: OPNAME, hidden: 48, intermediate: 80, bias: BIAS, activation: ACT}
+"""
+
+MLP_LIB = """
+name: NAME
+inputs:
+  x: {shape: [B, S, 48]}
+blocks:
+  feed_forward: {spec: LIBRARY, category: mlp}
+nodes:
+  - {name: mlp, block: feed_forward, hidden: 48, intermediate: 80, bias: BIAS, activation: "'ACT'"}
+"""
+
+MLPS = [("gated_mlp", bias, act) for bias in ("false", "true") for act in ("silu", "gelu_tanh", "relu")] + \
+       [("mlp", bias, act) for bias in ("true", "false") for act in ("gelu", "quick_gelu", "relu")]
+
+
+def _mlp_pair(tmp_path, op: str, bias: str, act: str) -> tuple:
+    out = []
+    for name, text in (("op", MLP_OP), ("lib", MLP_LIB)):
+        text = text.replace("OPNAME", op).replace("LIBRARY", f"lib.{op}").replace("BIAS", bias).replace("ACT", act)
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text.replace("NAME", name))
+        out.append(archgraph.load(str(path)))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("op, bias, act", MLPS)
+def test_lib_mlps_count_what_the_ops_count(tmp_path, op, bias, act):
+    ops, lib = _mlp_pair(tmp_path, op, bias, act)
+    assert _tensors(lib) == _tensors(ops)
+    assert lib.params().totals.by_category == ops.params().totals.by_category
+    # gated_mlp with an activation that keeps its output (relu) does not count act(gate(x)), which the
+    # product and relu's backward both need; its parts do (2·7·80 values)
+    missed = 2 * 7 * 80 if op == "gated_mlp" and act == "relu" else 0
+    for eager in (False, True):
+        kept = [activation_profile(m, SIZES, eager).total() for m in (ops, lib)]
+        assert kept[1].kept - kept[0].kept == Counter({("act", "heads", False): missed})
+        assert kept[0].kept - kept[1].kept == Counter() and kept[1].comm == kept[0].comm
+    # the op counts its three (two) products of matrices; the parts count the activation, and the product
+    n = 2 * 7 * 80
+    cost = n * REGISTRY["activation"](fn=act).cost + (n if op == "gated_mlp" else 0)
+    assert count_flops(lib, SIZES).forward - count_flops(ops, SIZES).forward == cost
+
+
+@pytest.mark.parametrize("op, bias, act", [MLPS[0], MLPS[4], MLPS[6], MLPS[10]])
+def test_lib_mlps_compute_what_the_ops_compute(tmp_path, op, bias, act):
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    ops, lib = _mlp_pair(tmp_path, op, bias, act)
+    m_op, m_lib = to_module(ops), to_module(lib)
+    assert list(m_lib.state_dict()) == list(m_op.state_dict())
+    m_lib.load_state_dict(m_op.state_dict())
+    x = torch.randn(2, 7, 48)
+    with torch.no_grad():
+        assert torch.equal(m_lib(x=x)["mlp"], m_op(x=x)["mlp"])
