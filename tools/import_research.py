@@ -34,8 +34,8 @@ def corpus(name: str) -> dict:
     if name == "research":
         from research_reference import CASES
         return {k: (c.make, c.inputs) for k, c in CASES.items()}
-    import research2
-    return {k: (c.make, c.inputs) for k, c in research2.cases().items()}
+    corpus_module = __import__(name)  # research2, research3
+    return {k: (c.make, c.inputs) for k, c in corpus_module.cases().items()}
 
 
 def folded(text: str) -> bool:
@@ -67,10 +67,10 @@ def run(cases: dict, names: list[str]) -> tuple[int, int]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", choices=("research", "research2", "all"), default="all")
+    parser.add_argument("--corpus", choices=("research", "research2", "research3", "all"), default="all")
     parser.add_argument("names", nargs="*")
     a = parser.parse_args(argv)
-    for which in ("research", "research2") if a.corpus == "all" else (a.corpus,):
+    for which in ("research", "research2", "research3") if a.corpus == "all" else (a.corpus,):
         cases = corpus(which)
         names = [n for n in a.names if n in cases] if a.names else list(cases)
         if not names:

@@ -18,7 +18,7 @@ import torch
 
 from ..errors import ArchgraphError, InconclusiveDimError
 from ..spec.dump import dump
-from .aten import DTYPES, Refuse
+from .aten import DTYPES, Refuse, empty
 from .body import Body
 from .convert import Converter
 from .nodes import is_tensor_value
@@ -116,7 +116,7 @@ def _fixed_note(fixed: list[str]) -> str:
 
 def _live(graph) -> set:
     """The nodes the outputs depend on (a trace keeps values nothing reads: position ids expanded
-    to the batch and never used)."""
+    to the batch and never used; an empty tensor concatenated is not read, see aten._cat)."""
     out = next(n for n in graph.nodes if n.op == "output")
     live, todo = set(), [out]
     while todo:
@@ -124,7 +124,8 @@ def _live(graph) -> set:
         if n in live:
             continue
         live.add(n)
-        todo.extend(a for a in n.all_input_nodes if a not in live)
+        skip = n.target in (torch.ops.aten.cat.default, torch.ops.aten.concat.default)  # an empty input adds nothing
+        todo.extend(a for a in n.all_input_nodes if a not in live and not (skip and empty(a)))
     return live
 
 

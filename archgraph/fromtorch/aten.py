@@ -264,7 +264,18 @@ def _flatten(n, c):
 
 @rule(aten.cat.default, aten.concat.default)
 def _cat(n, c):
-    return Out("concat", list(n.args[0]), {"dim": n.args[1] if len(n.args) > 1 else 0})
+    """torch.cat, its empty inputs left out (t[..., 8:] of a dim of 8, concatenated back: rotary over a
+    head's every dim), as they add nothing; one input left is that input."""
+    parts = [t for t in n.args[0] if not empty(t)] or list(n.args[0])[:1]
+    if len(parts) == 1:
+        return Alias(parts[0])
+    return Out("concat", parts, {"dim": n.args[1] if len(n.args) > 1 else 0})
+
+
+def empty(t) -> bool:
+    """Whether the traced value holds no element for every size of the inputs (a dim of 0)."""
+    value = t.meta.get("val") if isinstance(t, torch.fx.Node) else None
+    return isinstance(value, torch.Tensor) and any(isinstance(d, int) and d == 0 for d in value.shape)
 
 
 @rule(aten.slice.Tensor)
@@ -273,17 +284,31 @@ def _slice(n, c):
     start = n.args[2] if len(n.args) > 2 else None
     end = n.args[3] if len(n.args) > 3 else None
     step = n.args[4] if len(n.args) > 4 else 1
+    start, end = (from_start(n.args[0], dim, v) for v in (start, end))
     within(c, n.args[0], dim, end)
     hp = {"dim": dim}
     if start not in (None, 0):
         hp["start"] = c.size(start)
     if end is not None and end != INT_MAX:
         hp["end"] = c.size(end)
+    if hp.get("start") == 0:
+        del hp["start"]
     if step != 1:
         hp["step"] = step
     if len(hp) == 1:  # x[:]: the value itself
         return Alias(n.args[0])
     return Out("slice", [n.args[0]], hp)
+
+
+def from_start(x, dim: int, bound):
+    """A slice's symbolic bound that is negative (x[..., -n:] of a symbolic n: torch counts it from the
+    end, having checked its sign for every size) as the index from the start, the dim's size plus it:
+    a spec's negative bound is a number, its symbolic one an index."""
+    value = bound.meta.get("val") if isinstance(bound, torch.fx.Node) else bound
+    if not isinstance(value, torch.SymInt) or value.node.hint is None or value.node.hint >= 0:
+        return bound
+    size = x.meta["val"].shape[dim]
+    return size + value
 
 
 def within(c, x, dim: int, end) -> None:

@@ -203,6 +203,7 @@ class Converter(Folding):
 
     def _emit(self, body: Body, node, out: A.Out, inputs: list[str]) -> str:
         path = module_path(node)
+        out.hp = {k: self._sizes(v) for k, v in out.hp.items()}
         if not out.tensors:
             here = relative(path, body.prefix) if under(path, body.prefix) else ""
             if here and self.ops_in[path] == 1 and here not in body.names and self._is_leaf(path):  # nn.ReLU
@@ -249,6 +250,15 @@ class Converter(Folding):
                            "a spec names after a node (import a module holding it: nn.Sequential(layer) names them 0.*)")
         raise A.Refuse(f"its tensors ({', '.join(n or '?' for n in names.values())}) are not the {out.op}'s own "
                        f"({', '.join(names)}) of one module")
+
+    def _sizes(self, value):
+        """A hyperparameter as the spec writes it: a size the trace computed (a graph node or a SymInt:
+        triu's diagonal j - i + 1 of symbolic i and j) as its number or expression, in lists too."""
+        if isinstance(value, (torch.fx.Node, torch.SymInt)):
+            return self.size(value)
+        if isinstance(value, (list, tuple)):
+            return [self._sizes(v) for v in value]
+        return value
 
     def record(self, body: Body, node, ref: str) -> None:
         """Remember which spec op computes `node` (its path as archgraph.torch runs it) for the check

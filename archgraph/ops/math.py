@@ -385,24 +385,24 @@ class _Triangle(Op):
 class Tril(_Triangle):
     """The lower triangle of the last two dims (diagonal offset), zeros above: a causal mask."""
 
-    diagonal: int = 0  # which diagonal bounds the triangle (0 the main one, 1 one above)
+    diagonal: Size = 0  # which diagonal bounds the triangle (0 the main one, 1 one above; may be a size: T - S + 1)
 
     keeps = ""
 
     def forward(self, run, x):
-        return run.torch.tril(x, self.diagonal)
+        return run.torch.tril(x, int(self.diagonal))
 
 
 @op("triu", aliases=("torch.triu", "upper_triangle"), example={"diagonal": 1})
 class Triu(_Triangle):
     """The upper triangle of the last two dims (diagonal offset), zeros below."""
 
-    diagonal: int = 0  # which diagonal bounds the triangle (0 the main one, 1 one above)
+    diagonal: Size = 0  # which diagonal bounds the triangle (0 the main one, 1 one above; may be a size: T - S + 1)
 
     keeps = ""
 
     def forward(self, run, x):
-        return run.torch.triu(x, self.diagonal)
+        return run.torch.triu(x, int(self.diagonal))
 
 
 @op("cumsum", aliases=("torch.cumsum", "cumulative_sum"), example={"dim": -1})
