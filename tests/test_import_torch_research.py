@@ -250,3 +250,29 @@ def test_a_negative_symbolic_slice_counts_from_the_end_and_an_empty_part_is_not_
     assert "  - S <= 32" in text
     _same(module, text, x)
     _same(module, text, torch.randn(3, 11, 4))
+
+
+class UnusedTiedPair(nn.Module):
+    """SeamlessM4TModel's text-to-unit decoder, which forward on text never runs: its embedding and its
+    LM head share one weight."""
+
+    def __init__(self):
+        super().__init__()
+        self.used = nn.Linear(4, 4)
+        self.emb = nn.Embedding(10, 4)
+        self.head = nn.Linear(4, 10, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, x):
+        return self.used(x)
+
+
+def test_a_tied_pair_forward_never_reads_is_held_once():
+    torch.manual_seed(0)
+    module = UnusedTiedPair()
+    x = torch.randn(2, 4)
+    text = to_spec(module, x)  # counted 100, the module 60 (to_spec's check refused it)
+    assert "  - {name: emb.weight, op: parameter, shape: [10, 4], tensor: '', unused: true}" in text
+    assert "  - {name: head, op: parameter, shape: [10, 4], tensor: weight, unused: true, tie: emb.weight}" in text
+    assert load_text(text).params().total == sum(p.numel() for p in module.parameters()) == 60
+    _same(module, text, x)

@@ -185,8 +185,9 @@ def _unused_tensors(module: torch.nn.Module, spec: dict) -> None:
             body.names.add(owner)
             tie = holder[id(p)] if local == "weight" else {local: holder[id(p)]}  # tie: names a weight
             body.add(owner, "parameter", [], {"shape": list(p.shape), "tensor": local}, {"unused": True, "tie": tie})
-        else:
-            body.add(body.unique(fqn), "parameter", [], {"shape": list(p.shape), "tensor": ""}, {"unused": True})
+        else:  # its first name holds it (an unused tied pair, SeamlessM4T's unit decoder: held once, not twice)
+            holder.setdefault(id(p), body.add(body.unique(fqn), "parameter", [], {"shape": list(p.shape), "tensor": ""},
+                                              {"unused": True}))
     for fqn, b in module.named_buffers(remove_duplicate=False):
         if fqn not in held and fqn in persistent:
             body.add(body.unique(fqn), "buffer", [], {"shape": list(b.shape)}, {"unused": True})
