@@ -276,3 +276,23 @@ def test_a_tied_pair_forward_never_reads_is_held_once():
     assert "  - {name: head, op: parameter, shape: [10, 4], tensor: weight, unused: true, tie: emb.weight}" in text
     assert load_text(text).params().total == sum(p.numel() for p in module.parameters()) == 60
     _same(module, text, x)
+
+
+class PadToMultiple(nn.Module):
+    """A length padded up to a multiple of 8 (NeMo's subsampling, Nemotron diarization's embedder)."""
+
+    def forward(self, x):
+        y = x.repeat(1, 7, 1)
+        return nn.functional.pad(y, (0, 0, 0, (8 - y.shape[1] % 8) % 8), value=0.5)
+
+
+def test_a_pad_of_a_symbolic_size_is_that_expression():
+    module = PadToMultiple()
+    x = torch.randn(2, 5, 3)
+    text = to_spec(module, x)  # was: pad.pad must be a whole number; received the symbolic size ...
+    assert "  - {name: pad, op: pad, in: repeat, pad: [0, 0, 0, ((-1) * ((7 * S) % 8) + 8) % 8], value: 0.5}" in text
+    model = load_text(text)
+    assert [list(s) for s in model.shapes(B=1, S=3).shape_of("pad")] == [[1, 24, 3]]  # 21 padded to 24
+    assert [list(s) for s in model.shapes(B=1, S=8).shape_of("pad")] == [[1, 56, 3]]  # 56 already a multiple
+    _same(module, text, x)
+    _same(module, text, torch.randn(1, 8, 3))

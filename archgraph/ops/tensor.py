@@ -265,7 +265,7 @@ class Pad(Op):
     """Pad the trailing dimensions (F.pad): `pad` lists (before, after) pairs from the last dim backwards ([left, right, top,
     bottom] for [.., H, W]); mode constant (with `value`), reflect, replicate or circular."""
 
-    pad: tuple[int, ...]  # (before, after) pairs from the last dim backwards
+    pad: tuple[Size, ...]  # (before, after) pairs from the last dim backwards (sizes: a length made a multiple)
     mode: Literal["constant", "reflect", "replicate", "circular"] = "constant"  # constant, reflect, replicate or
     #   circular
     value: float = 0.0  # the fill of constant padding
@@ -275,7 +275,7 @@ class Pad(Op):
     def __post_init__(self):
         if not self.pad or len(self.pad) % 2:
             raise invalid(self, f"pad must list pairs (before, after); received {list(self.pad)}")
-        if self.mode != "constant" and any(p < 0 for p in self.pad):
+        if self.mode != "constant" and any(isinstance(p, int) and p < 0 for p in self.pad):
             raise invalid(self, f"mode '{self.mode}' cannot crop (negative pad); received {list(self.pad)}")
 
     def infer_shape(self, x):
@@ -285,7 +285,7 @@ class Pad(Op):
         for i in range(pairs):
             d = len(x) - 1 - i
             before, after = self.pad[2 * i], self.pad[2 * i + 1]
-            if self.mode == "reflect" and isinstance(x[d], int):
+            if self.mode == "reflect" and isinstance(x[d], int) and isinstance(before, int) and isinstance(after, int):
                 check(max(before, after) < x[d], f"reflect padding {max(before, after)} must be smaller than "
                                                  f"the dim it pads ({x[d]})")
             out[d] = x[d] + before + after
@@ -295,7 +295,7 @@ class Pad(Op):
         return tuple(out)
 
     def forward(self, run, x):
-        return run.F.pad(x, list(self.pad), mode=self.mode, value=self.value if self.mode == "constant" else None)
+        return run.F.pad(x, [int(p) for p in self.pad], mode=self.mode, value=self.value if self.mode == "constant" else None)
 
 
 @op("pixel_unshuffle", aliases=("space_to_depth", "F.pixel_unshuffle"), example={"grid": [32, 32], "factor": 2})
