@@ -296,3 +296,25 @@ def test_a_pad_of_a_symbolic_size_is_that_expression():
     assert [list(s) for s in model.shapes(B=1, S=8).shape_of("pad")] == [[1, 56, 3]]  # 56 already a multiple
     _same(module, text, x)
     _same(module, text, torch.randn(1, 8, 3))
+
+
+class PatchSegments(nn.Module):
+    """Qwen-VL's vision towers: each image's patches counted from its grid (t, h, w), repeated per frame."""
+
+    def forward(self, x, grid):
+        per_frame = torch.repeat_interleave(grid[:, 1] * grid[:, 2], grid[:, 0])
+        return x * per_frame.sum()
+
+
+def test_repeat_interleave_by_counts_is_indices_by_running_sums_at_the_length_the_example_had():
+    module = PatchSegments()
+    x, grid = torch.randn(14, 3), torch.tensor([[1, 2, 3], [2, 2, 2]])
+    text = to_spec(module, x, grid)  # was: cannot import 'aten.repeat_interleave.Tensor'
+    assert "3 read by `per_frame = torch.repeat_interleave(grid[:, 1] * grid[:, 2], grid[:, 0])`" in load_text(text).description
+    assert "  - {name: cumsum, op: cumsum, in: select_2, dim: 0}" in text  # the frames' running sums [1, 3]
+    assert "  - {name: arange, op: arange, end: 3}" in text  # positions 0, 1, 2
+    assert "  - {name: le, op: le, in: [cumsum, unsqueeze]}" in text
+    assert "  - {name: sum, op: sum, in: cast, dim: 1}" in text  # how many sums are at most j: 0, 1, 1
+    assert "  - {name: index_select, op: index_select, in: [mul, sum], dim: 0}" in text
+    _same(module, text, x, grid)  # 6 + 4 + 4 patches
+    _same(module, text, x, torch.tensor([[1, 5, 1], [2, 1, 3]]))  # other counts of the same 3 frames

@@ -471,6 +471,29 @@ def _repeat_interleave(n, c):
     return [wide, grown, Out("flatten", [grown], {"start_dim": d, "end_dim": d + 1})]
 
 
+@rule(aten.repeat_interleave.Tensor)
+def _repeat_counts(n, c):
+    """torch.repeat_interleave(counts): each index k counts[k] times, its length the counts' sum, which
+    a trace specialised to the example fixes (Qwen-VL's towers: an image's patch count per frame).
+    Index j of the result is the number of running sums of the counts at most j: cumsum, arange of the
+    length, a comparison of every pair, and a sum."""
+    counts = n.args[0]
+    length = n.meta["val"].shape[0]
+    if len(c.shape(counts)) != 1:
+        raise Refuse("repeat_interleave of counts that are not one list")
+    try:
+        length = c.size(length)  # a number the example fixed, or one the trace pinned (u0 = 6)
+    except Refuse:
+        raise Refuse("repeat_interleave whose length (the counts' sum) depends on the data") from None
+    ends = Out("cumsum", [counts], {"dim": 0})
+    positions = Out("arange", [], {"end": length, **({} if c.dtype(n) == torch.int64 else
+                                                             {"dtype": DTYPES[c.dtype(n)]})})
+    column = Out("unsqueeze", [positions], {"dim": 1})
+    past = Out("le", [ends, column])  # [length, k]: the ends at or before each position
+    ones = Out("cast", [past], {"dtype": DTYPES[c.dtype(n)]})
+    return [ends, positions, column, past, ones, Out("sum", [ones], {"dim": 1})]
+
+
 @rule(aten.topk.default)
 def _topk(n, c):
     k = n.args[1]

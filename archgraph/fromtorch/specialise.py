@@ -108,8 +108,22 @@ class _Scalars(TorchDispatchMode):
         return out
 
 
+REPEATS = (torch.repeat_interleave, torch.Tensor.repeat_interleave)
+
+
+def _counted(func, args, kwargs) -> bool:
+    """Whether the call is repeat_interleave by a tensor of counts (its length their sum, a value)."""
+    if func not in REPEATS or kwargs.get("output_size") is not None:
+        return False
+    if func is torch.Tensor.repeat_interleave or len(args) > 1 or "repeats" in kwargs:
+        repeats = kwargs.get("repeats", args[1] if len(args) > 1 else None)
+        return isinstance(repeats, torch.Tensor) and repeats.numel() > 1
+    return True  # torch.repeat_interleave(counts): each index counts[k] times
+
+
 class _Lists(TorchFunctionMode):
-    """Records `.tolist()`'s numbers by the line reading them (a fake tensor reads them one by one)."""
+    """Records `.tolist()`'s numbers by the line reading them (a fake tensor reads them one by one), and
+    the length of each repeat_interleave by counts (their sum: `REPEATED`, by line too)."""
 
     def __init__(self, values: dict):
         super().__init__()
@@ -119,7 +133,32 @@ class _Lists(TorchFunctionMode):
         out = func(*args, **(kwargs or {}))
         if func is torch.Tensor.tolist:
             self.values[_reader()[0]].extend(torch.tensor(out).flatten().tolist() if out != [] else [])
+        elif _counted(func, args, kwargs or {}):
+            dim = (kwargs or {}).get("dim", args[2] if len(args) > 2 else None)
+            self.values[(REPEATED, *_reader()[0])].append(out.shape[dim or 0] if dim is not None else out.numel())
         return out
+
+
+REPEATED = "repeat_interleave"  # the key of a repeat_interleave's recorded lengths, before its line
+
+
+class _Lengths(TorchFunctionMode):
+    """While the trace replays: a repeat_interleave by counts at a line the run recorded is given the
+    length it had (`output_size`), so its result has a size, not one of unknown value."""
+
+    def __init__(self, queues: dict, used: dict):
+        super().__init__()
+        self.queues, self.used = queues, used
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if _counted(func, args, kwargs):
+            where, code = _reader()
+            queue = self.queues.get((REPEATED, *where))
+            if queue:
+                kwargs["output_size"] = queue.popleft()
+                self.used.setdefault(code, []).append(kwargs["output_size"])
+        return func(*args, **kwargs)
 
 
 @contextlib.contextmanager
@@ -141,7 +180,8 @@ def _replaying(values: dict):
         return used[code][-1]
     table[_SCALAR] = scalar
     try:
-        yield used
+        with _Lengths(queues, used):
+            yield used
     finally:
         table[_SCALAR] = original
 

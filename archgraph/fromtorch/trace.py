@@ -104,8 +104,12 @@ def _export(module, named: dict, dynamic: dict, calls: dict) -> tuple[Any, list[
     else:
         sys.stderr.write(printed.getvalue())  # what a trace that succeeds prints, as it printed it
         meta = any(p.device.type == "meta" for p in module.parameters())
-        if meta or not _unbacked(plain):
+        if not _unbacked(plain):
             return plain, []
+        if meta:  # sizes the values decide (repeat_interleave by counts): read where the module has values
+            raise ValuesUnknown(f"{type(module).__name__}'s trace holds sizes its tensors' values decide",
+                                hint="values computed from weights on the meta device (a config's model) are "
+                                     "unknown: import the module with its weights")
         try:
             with contextlib.redirect_stderr(io.StringIO()):
                 return replayed(module, named, calls.clear)
