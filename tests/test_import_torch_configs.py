@@ -1,6 +1,7 @@
-"""`import-torch config.json` of default configs transformers cannot build as they are: a field left
+"""`import-torch config.json` of configs whose models need more than the config says: a field left
 unset (None) that the model needs is set as its documentation or relatives set it (`hfdefaults`),
-and the spec's description says so; the spec counts what transformers builds from the same config."""
+inputs are made as the model's processor makes them (`hfinputs`), and the spec's description says
+what was set; the spec counts what transformers builds from the same config."""
 from __future__ import annotations
 
 import json
@@ -90,6 +91,34 @@ def test_notes_are_kept_only_while_recording():
 def test_a_default_config_transformers_cannot_build_imports_with_the_field_set(raw, cls, count, said, tmp_path):
     """The spec counts what transformers builds from the config with the same field set, every
     state_dict name and shape equal (tools/import_coverage's comparison), and says what was set."""
+    from import_coverage import _compare
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    assert main(["import-torch", str(path), "-o", str(tmp_path / "m.yaml")]) == 0
+    assert _compare(path, tmp_path / "m.yaml") == {"class": cls, "params": count, "status": "imported"}
+    assert said in load(str(tmp_path / "m.yaml")).description
+
+
+PIX2STRUCT = {"model_type": "pix2struct", "vision_config": {
+    "hidden_size": 32, "patch_embed_hidden_size": 12, "d_ff": 64, "d_kv": 8, "num_hidden_layers": 1,
+    "num_attention_heads": 4, "seq_len": 64}, "text_config": {
+    "vocab_size": 100, "hidden_size": 32, "d_kv": 8, "d_ff": 64, "num_layers": 1, "num_heads": 4}}
+INSTRUCTBLIP = {"model_type": "instructblip", "num_query_tokens": 4, "text_config": {
+    "model_type": "llama", "vocab_size": 100, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+    "num_attention_heads": 4}, "vision_config": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                                                 "num_attention_heads": 4, "image_size": 16, "patch_size": 8},
+    "qformer_config": {"vocab_size": 50, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                       "num_attention_heads": 4, "encoder_hidden_size": 32}}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("raw, cls, count, said", [
+    (PIX2STRUCT, "Pix2StructForConditionalGeneration", 35_840, ""),
+    (INSTRUCTBLIP, "InstructBlipModel", 64_832, "the config leaves image_token_index unset: archgraph set it to 99"),
+])
+def test_a_model_reading_inputs_as_its_processor_makes_them_imports(raw, cls, count, said, tmp_path):
+    """Pix2Struct's flattened patches (row, column, pixels) and InstructBLIP's image placeholders (its
+    default config sets no image token) are made, and the model imports as transformers counts it."""
     from import_coverage import _compare
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))

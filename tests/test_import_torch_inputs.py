@@ -89,3 +89,66 @@ def test_a_decision_transformer_gets_a_trajectory_of_states_actions_returns_and_
                             "timesteps": (2, 16), "use_cache": False}
     config = transformers.AutoConfig.for_model(**raw)
     assert int(hfinputs._steps(config, "timesteps").max()) < 7
+
+
+VOXTRAL = {"model_type": "voxtral", "audio_config": {
+    "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_mel_bins": 16,
+    "max_source_positions": 8}, "text_config": {"model_type": "llama", **TEXT, "num_key_value_heads": 2, "head_dim": 8}}
+
+
+def test_a_placeholder_token_the_config_leaves_unset_is_the_vocabularys_last_and_said():
+    """Voxtral's default config sets no audio_token_id (its processor adds the token): without one,
+    forward cannot merge the audio into the text ('bool' object has no attribute 'sum'). The example
+    sets it to the text vocabulary's last id, 99, with one placeholder per audio feature (8: 4 a row)
+    before the 16 text tokens, none of which is 99; the spec's description says so."""
+    from archgraph.fromtorch import notes
+    config = transformers.AutoConfig.for_model(**VOXTRAL)
+    model = hfbuild.build(hfbuild.base_class(config), config, "config.json", meta=False)  # inputs with values
+    with notes.recording():
+        inputs = hfinputs.example_inputs(model, {})
+        said = notes.said()
+    assert config.audio_token_id == 99
+    assert said == ("; the config leaves audio_token_id unset: archgraph set it to 99, the text vocabulary's last "
+                    "id, for the placeholders of the example's input_features (the model's processor adds that token)")
+    ids = inputs["input_ids"]
+    assert tuple(ids.shape) == (2, 4 + 16) and tuple(inputs["input_features"].shape) == (2, 16, 16)
+    assert (ids[:, :4] == 99).all() and not (ids[:, 4:] == 99).any()
+
+
+def test_pix2struct_gets_patches_with_their_row_and_column_first():
+    """Pix2Struct's processor flattens patches to [B, S, 2 + patch_embed_hidden_size]: the patch's row
+    and column (from 1), then its pixels; the decoder gets its ids."""
+    raw = {"model_type": "pix2struct", "vision_config": {
+        "hidden_size": 32, "patch_embed_hidden_size": 12, "d_ff": 64, "d_kv": 8, "num_hidden_layers": 1,
+        "num_attention_heads": 4, "seq_len": 64}, "text_config": {
+        "vocab_size": 100, "hidden_size": 32, "d_kv": 8, "d_ff": 64, "num_layers": 1, "num_heads": 4}}
+    config = transformers.AutoConfig.for_model(**raw)
+    patches = hfinputs._flattened_patches(config)
+    assert tuple(patches.shape) == (2, 16, 14)
+    assert patches[0, :6, :2].tolist() == [[1, 1], [1, 2], [1, 3], [1, 4], [2, 1], [2, 2]]
+    assert patches[1, 15, :2].tolist() == [4, 4]
+    model = hfbuild.build(transformers.Pix2StructForConditionalGeneration, config, "config.json")
+    inputs = hfinputs.example_inputs(model, {})
+    assert {k: tuple(v.shape) for k, v in inputs.items() if isinstance(v, torch.Tensor)} == {
+        "flattened_patches": (2, 16, 14), "decoder_input_ids": (2, 16)}
+
+
+def test_a_navit_tower_gets_its_images_packed_in_one_row_with_their_sizes():
+    """MiniCPM-V's tower reads target_sizes [images, 2] beside pixel_values [1, C, P, P x patches]: two
+    images of 8 x 8 patches (4 x window_kernel_size a side) side by side."""
+    raw = {"model_type": "minicpmv4_7_vision", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "image_size": 32, "patch_size": 4}
+    assert _inputs(raw) == {"pixel_values": (1, 3, 4, 4 * 2 * 64), "target_sizes": (2, 2)}
+    config = transformers.AutoConfig.for_model(**raw)
+    from archgraph.fromtorch import hflayouts
+    grids = hflayouts.grid_inputs(config, {"pixel_values": 0, "target_sizes": 0}, hfinputs.find)
+    assert grids["target_sizes"][0].tolist() == [[8, 8], [8, 8]]
+
+
+def test_a_waveform_gets_a_channel_dim_where_the_model_reads_one():
+    """PE-Audio's encoder convolves input_values [B, 1, samples] (a codec's one channel); [B, samples]
+    is tried first, as most audio models read it."""
+    config = transformers.AutoConfig.for_model("pe_audio_encoder")
+    assert [tuple(t.shape) for t in hfinputs._waveform(config)] == [(2, 16000), (2, 1, 16000)]
+    config = transformers.AutoConfig.for_model("encodec")
+    assert [tuple(t.shape) for t in hfinputs._waveform(config)] == [(2, 1, 16000), (2, 16000)]

@@ -11,7 +11,9 @@ forward requires, and the decoder's token ids of an encoder-decoder, each by its
 | `image_attention_mask` | [2, S, images] of ones beside IDEFICS' images |
 | `pixel_values_videos` | [2, num_frames, num_channels, image_size, image_size] |
 | `input_features` | audio features: [2, num_mel_bins, 2 * max_source_positions] where the config has both (Whisper's layout), else [2, 64, feature size] |
-| `input_values` | a waveform [2, 16000] ([2, audio_channels, 16000] where the config has audio_channels) |
+| `input_values` | a waveform [2, 16000] ([2, audio_channels, 16000] where the config has audio_channels), or [2, 1, 16000] (a codec's one channel) |
+| `flattened_patches` | Pix2Struct's patches [2, 16, 2 + patch_embed_hidden_size]: each patch's row and column (from 1), then its pixels |
+| with `target_sizes` | NaViT-packed images (MiniCPM-V) [1, C, P, P x patches] and their sizes in patches (see `hflayouts`) |
 | `past_values` | a series [2, context_length, input_size] |
 | `states` (a trajectory) | [2, 16, state_dim], with `actions` [2, 16, act_dim], `returns_to_go` (`rewards`) [2, 16, 1] and `timesteps` [2, 16] below max_ep_len |
 
@@ -21,7 +23,9 @@ Where an input has several layouts, the first the model runs on (on the meta dev
 audio-language model) with as many placeholder tokens (`image_token_id`, `audio_token_id`,
 `video_token_id`) at the start of each row as its own `get_image_features` (`get_audio_features`,
 `get_video_features`) makes of them (a Q-Former's model without that method: num_query_tokens an
-image), the 16 text tokens after.
+image), the 16 text tokens after.  A placeholder token the config declares but leaves unset (the
+default configs of InstructBLIP and Voxtral, whose processors add it) is set to the text
+vocabulary's last id, and the spec says so (`notes`).
 
 `--input NAME=SHAPE[:DTYPE]` gives any of them (or any other parameter) instead.  A required
 parameter none of these makes is an error naming it and the flag that supplies it.
@@ -131,7 +135,9 @@ def _placeholders(model, inputs: dict, given: dict) -> None:
     config = model.config
     runs: list[tuple[int, int]] = []  # (placeholder token, tokens per row)
     for name, (keys, method) in PLACEHOLDERS.items():
-        token = find(config, *keys)
+        token = find(config, *keys) if name in inputs else None
+        if name in inputs and token is None:
+            token = _unset_placeholder(config, keys, name)
         if name not in inputs or not isinstance(token, int):
             continue  # absent, or two towers side by side: forward reads both
         count = _feature_tokens(model, method, name, inputs)
@@ -144,8 +150,39 @@ def _placeholders(model, inputs: dict, given: dict) -> None:
         runs.append((token, count // BATCH))
     if runs:
         ids = inputs["input_ids"]
+        for token, _ in runs:  # a text token that happens to be a placeholder would ask for one more feature
+            ids = ids.masked_fill(ids == token, 0 if token != 0 else 1)
         head = torch.cat([torch.full((BATCH, n), token, dtype=ids.dtype) for token, n in runs], dim=1)
         inputs["input_ids"] = torch.cat([head.to(ids.device), ids], dim=1)
+
+
+def _unset_placeholder(config, keys: tuple[str, ...], name: str) -> int | None:
+    """A placeholder token the config declares but leaves unset (None: transformers' default configs
+    of InstructBLIP and Voxtral, whose processors add the token): set to the text vocabulary's last
+    id, so that forward merges the features into the text, and said in the spec (`notes`).  None
+    where no config declares one (two towers side by side)."""
+    from . import notes
+    for where, part in _parts(config, ""):
+        key = next((k for k in keys if k in part.to_dict()), None)
+        if key is None:
+            continue
+        vocab = find(config, "vocab_size")
+        if not isinstance(vocab, int) or vocab < 2:
+            return None
+        setattr(part, key, vocab - 1)
+        notes.say(f"the config leaves {where}{key} unset: archgraph set it to {vocab - 1}, the text vocabulary's "
+                  f"last id, for the placeholders of the example's {name} (the model's processor adds that token)")
+        return vocab - 1
+    return None
+
+
+def _parts(config, prefix: str):
+    """(path prefix, config) for the config and the sub-configs it declares, depth first."""
+    yield prefix, config
+    for sub in dict.fromkeys([*SUB_CONFIGS, *(getattr(config, "sub_configs", None) or {})]):
+        inner = getattr(config, sub, None)
+        if inner is not None and hasattr(inner, "to_dict"):
+            yield from _parts(inner, f"{prefix}{sub}.")
 
 
 def _required(model) -> set[str]:
@@ -199,6 +236,7 @@ def _builder(name: str) -> Callable[[Any, str], torch.Tensor | list[torch.Tensor
         return _token_ids
     return {"pixel_values": _pixels, "pixel_values_videos": _video, "input_features": _audio_features,
             "input_values": _waveform, "past_values": _series, "hidden_states": _features,
+            "flattened_patches": _flattened_patches,
             "inputs_embeds": _features, "patch_embeds": _features, "states": _steps, "actions": _steps,
             "returns_to_go": _steps, "rewards": _steps, "timesteps": _steps}.get(name)
 
@@ -267,9 +305,27 @@ def _audio_features(config, name: str = '') -> torch.Tensor:
     return _normal((BATCH, FRAMES, size if isinstance(size, int) else 80))
 
 
-def _waveform(config, name: str = '') -> torch.Tensor:
+def _waveform(config, name: str = '') -> list[torch.Tensor]:
+    """[B, samples], or [B, channels, samples] (the config's audio_channels, else one: a codec's
+    convolutions read a channel dim), the first the model runs on."""
     channels = find(config, "audio_channels")
-    return _normal((BATCH, channels, SAMPLES) if isinstance(channels, int) else (BATCH, SAMPLES))
+    if isinstance(channels, int):
+        return [_normal((BATCH, channels, SAMPLES)), _normal((BATCH, SAMPLES))]
+    return [_normal((BATCH, SAMPLES)), _normal((BATCH, 1, SAMPLES))]
+
+
+def _flattened_patches(config, name: str = '') -> torch.Tensor:
+    """Pix2Struct's patches as its processor flattens them: [B, S, 2 + patch_embed_hidden_size], each
+    row a patch's row and column (from 1, as in a grid of 4 columns) and then its pixels."""
+    width = find(config, "patch_embed_hidden_size")
+    if not isinstance(width, int):
+        channels, height, _ = _image_shape(config)
+        patch = find(config, "patch_size")
+        width = channels * (patch if isinstance(patch, int) else 16) ** 2
+    pixels = _normal((BATCH, TOKENS, width))
+    place = torch.arange(TOKENS)
+    rows, cols = (place // 4 + 1).float(), (place % 4 + 1).float()
+    return torch.cat([torch.stack([rows, cols], dim=-1).expand(BATCH, TOKENS, 2), pixels], dim=-1)
 
 
 def _series(config, name: str = '') -> torch.Tensor:

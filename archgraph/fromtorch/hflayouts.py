@@ -6,7 +6,10 @@ processor, [patches, channels x temporal_patch_size x patch_size^2], with a grid
 (frames, rows, columns of patches) saying how they tile; the example is one image a batch row
 (BATCH images) of 1 x G x G patches, G = 4 x spatial_merge_size.  The model reads the grid's
 values as numbers, so its trace is specialised to the example (`specialise`), which needs values a
-model on the meta device does not have: such a tower is refused with that reason (for now).
+model on the meta device does not have (the model is built again on the CPU for it where it is small
+enough).  A NaViT-style tower (MiniCPM-V: `target_sizes` beside `pixel_values`) reads its images'
+patches packed side by side in one row, [1, channels, patch_size, patch_size x patches], with
+`target_sizes` [images, 2] (rows and columns of patches of each image), as its processor packs them.
 
 Where a model may read an input in more than one layout (IDEFICS' images [B, images, C, H, W]
 beside the usual [B, C, H, W]; patches flat or as [N, C, P, P]; a tower's `hidden_states` as
@@ -23,7 +26,7 @@ import torch
 BATCH = 2
 # a grid input -> the inputs it tiles (the first of them forward takes)
 GRIDS = {"grid_thw": ("hidden_states", "pixel_values"), "image_grid_thw": ("pixel_values",),
-         "video_grid_thw": ("pixel_values_videos",)}
+         "video_grid_thw": ("pixel_values_videos",), "target_sizes": ("pixel_values",)}
 
 
 def grid_inputs(config, params, find: Callable) -> dict[str, list[torch.Tensor]]:
@@ -36,9 +39,13 @@ def grid_inputs(config, params, find: Callable) -> dict[str, list[torch.Tensor]]
         channels = _int(find(config, "in_channels", "num_channels", "in_chans"), 3)
         patch = _int(find(config, "patch_size", "spatial_patch_size"), 14)
         frames = _int(find(config, "temporal_patch_size"), 1)
-        merge = _int(find(config, "spatial_merge_size", "merge_size"), 2)
+        merge = _int(find(config, "spatial_merge_size", "merge_size", "window_kernel_size"), 2)
         side = 4 * merge
         count = BATCH * side * side
+        if grid == "target_sizes":  # NaViT packing: every image's patches side by side in one row
+            out[grid] = [torch.tensor([[side, side]] * BATCH, dtype=torch.int64)]
+            out[name] = [_normal((1, channels, patch, patch * count))]
+            continue
         out[grid] = [torch.tensor([[1, side, side]] * BATCH, dtype=torch.int64)]
         out[name] = [_normal((count, channels * frames * patch * patch)), _normal((count, channels, patch, patch)),
                      _normal((count, channels, frames, patch, patch))]
