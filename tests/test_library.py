@@ -20,7 +20,7 @@ from archgraph.spec.sources import library_blocks
 
 HEAD = """
 name: NAME
-variables: {H: 48, A: 6, KV: KVH, D: 8}
+variables: {H: 48, A: 6, KV: KVH, D: HEAD_DIM}
 inputs:
   x: {shape: [B, S, H]}
   mask: {shape: [B, S], dtype: int64, default: ones}
@@ -28,7 +28,7 @@ inputs:
 
 OP = HEAD + """
 nodes:
-  - {name: rot, op: rotary_embedding, in: x, head_dim: D}
+  - {name: rot, op: rotary_embedding, in: x, head_dim: 8}
   - name: self_attn
     op: attention
     in: {x: x, rope: "rot:0", rope_sin: "rot:1", mask: mask}
@@ -48,7 +48,7 @@ LIB = HEAD + """
 blocks:
   attention: {spec: LIBRARY, category: attention}
 nodes:
-  - {name: rot, op: rotary_embedding, in: x, head_dim: D}
+  - {name: rot, op: rotary_embedding, in: x, head_dim: 8}
   - name: self_attn
     block: attention
     in: {x: x, rope: "rot:0", rope_sin: "rot:1", mask: mask}
@@ -64,10 +64,10 @@ nodes:
 """
 
 GRID = [dict(zip(("KVH", "QKV_BIAS", "OUT_BIAS", "CAUSAL", "ROTARY"), values)) for values in itertools.product(
-    ("6", "2", "1"), ("false", "true"), ("false", "true"), ("true", "false"), ("half", "interleaved"))]
+    ("6", "2", "1", "null"), ("false", "true"), ("false", "true"), ("true", "false"), ("half", "interleaved"))]
 WINDOWED = [{**s, "WINDOW": "3"} for s in GRID if s["CAUSAL"] == "true"]   # a sliding window of 3 of S=7 keys
 SIZES = {"B": 2, "S": 7}
-PLAIN = {"WINDOW": "null", "QK_NORM": "none", "LIBRARY": "lib.attention"}
+PLAIN = {"WINDOW": "null", "QK_NORM": "none", "LIBRARY": "lib.attention", "HEAD_DIM": "8"}
 
 
 def _pair(tmp_path, settings: dict) -> tuple:
@@ -86,7 +86,8 @@ def _tensors(model) -> dict:
     return {path: tuple(row.shape) for path, row in model.params().tensors()}
 
 
-@pytest.mark.parametrize("settings", GRID + WINDOWED, ids=lambda s: "-".join(s.values()))
+@pytest.mark.parametrize("settings", GRID + WINDOWED + [{**GRID[16], "HEAD_DIM": "null"}],
+                         ids=lambda s: "-".join(s.values()))
 def test_lib_attention_counts_what_the_op_counts(tmp_path, settings):
     op, lib = _pair(tmp_path, settings)
     assert _tensors(lib) == _tensors(op)
@@ -113,8 +114,9 @@ def test_memory_activations_count_the_outputs_the_op_hid(tmp_path):
     assert estimate_memory(lib, SIZES).activation_values - estimate_memory(op, SIZES).activation_values == parts
 
 
-@pytest.mark.parametrize("settings", [GRID[0], GRID[9], GRID[21], GRID[30], GRID[42], GRID[47], WINDOWED[5],
-                                      WINDOWED[18]], ids=lambda s: "-".join(s.values()))
+@pytest.mark.parametrize("settings", [GRID[0], GRID[9], GRID[21], GRID[30], GRID[42], GRID[47], GRID[50], WINDOWED[5],
+                                      WINDOWED[18], {**GRID[16], "HEAD_DIM": "null"}],
+                         ids=lambda s: "-".join(s.values()))
 def test_lib_attention_computes_what_the_op_computes(tmp_path, settings):
     torch = pytest.importorskip("torch")
     from archgraph.torch import to_module
@@ -139,7 +141,8 @@ def test_a_library_block_is_named_lib_dot_its_file():
 
 def test_an_unknown_library_block_is_refused_with_the_closest_name(tmp_path):
     path = tmp_path / "m.yaml"
-    path.write_text(LIB.replace("LIBRARY", "lib.atention").replace("NAME", "m").replace("WINDOW", "null").replace("KVH", "6")
+    path.write_text(LIB.replace("LIBRARY", "lib.atention").replace("NAME", "m").replace("WINDOW", "null")
+                    .replace("HEAD_DIM", "8").replace("KVH", "6")
                     .replace("QKV_BIAS", "false").replace("OUT_BIAS", "false").replace("CAUSAL", "true")
                     .replace("ROTARY", "half"))
     with pytest.raises(SpecError) as error:
