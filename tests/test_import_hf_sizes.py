@@ -45,9 +45,17 @@ def input_sizes(spec) -> dict[str, object]:
 def _outcome(load):
     try:
         model = load()
-        return params_json(model.params()), shapes_json(model.shapes(B=2))["nodes"]
+        return _unnamed(params_json(model.params())), shapes_json(model.shapes(B=2))["nodes"]
     except ArchgraphError:
         return "refused"
+
+
+def _unnamed(value):
+    """Counts without the blocks' names: a written spec names each kind of a block its template writes
+    once (ResNet's `conv_layer_act` and `conv_layer`); where the parameters are is what must agree."""
+    if isinstance(value, dict):
+        return {k: _unnamed(v) for k, v in value.items() if k not in ("block", "model")}
+    return [_unnamed(v) for v in value] if isinstance(value, list) else value
 
 
 SIZED = {mt: name for mt, name in _one_per_family().items()}

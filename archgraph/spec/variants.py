@@ -111,6 +111,7 @@ def _names(walker, block: str, definition: Mapping, groups: list, conditions: li
     values = [_arguments(walker, definition, block, group[0]) for group in groups]
     telling = [p for p in block_params(definition, block) if p in read and
                len({repr(v.get(p)) for v in values}) > 1]
+    telling = _fewest(telling, values)
     out: list[str] = []
     for k, known in enumerate(values):
         parts = [_part(p, known.get(p)) for p in telling]
@@ -119,6 +120,19 @@ def _names(walker, block: str, definition: Mapping, groups: list, conditions: li
             name = f"{block}_{k + 1}" if name != f"{block}_{k + 1}" else f"{name}_"
         out.append(name)
     return out
+
+
+def _fewest(telling: list[str], values: list[dict]) -> list[str]:
+    """The arguments a name needs: switches and words first (Swin's stages are `stage_down` and
+    `stage`, not `stage_RH_8_RW_8_down`), numbers only while two groups would share a name."""
+    def numeric(p: str) -> bool:
+        return any(not (isinstance(v.get(p), (bool, str)) or v.get(p) is None) for v in values)
+    chosen: list[str] = []
+    for p in sorted(telling, key=numeric):
+        if len({tuple(_part(q, v.get(q)) for q in chosen) for v in values}) == len(values):
+            break
+        chosen.append(p)
+    return [p for p in telling if p in chosen]
 
 
 def _part(param: str, value: Any) -> str:
