@@ -243,3 +243,22 @@ def test_a_page_name_refused_prints_no_diff_before_the_error(cli, tmp_path):
     assert "the diff page is an HTML page; received" in err and not (tmp_path / "diff.png").exists()
     code, out, _ = cli("diff", "gpt2", "llama-2-7b", "-o", str(tmp_path / "diff.html"))
     assert code == 0 and out.startswith("A: gpt2\nB: llama-2-7b\n") and out.endswith(f"wrote {tmp_path / 'diff.html'}\n")
+
+
+def test_a_diff_page_of_two_models_at_1280_pixels_overlaps_and_clips_nothing(cli, tmp_path, browser):
+    """gpt2 -> t5-small (a decoder against an encoder-decoder: a stack only in B, inputs added): every
+    text of the page, the list of changes and both panes' drawings, is apart from every other, none
+    clipped and none outside its box or the page; the units one style (124.44 M params beside GFLOP)."""
+    from test_report import _shot, _text_boxes
+    page = tmp_path / "diff-t5.html"
+    assert cli("diff", "gpt2", "t5-small", "-o", str(page))[0] == 0
+    browser.set_window_size(1280, 1000)
+    _open(browser, page)
+    seen = _text_boxes(browser)
+    assert seen["texts"] > 300 and (seen["overlapping"], seen["clipped"], seen["outside"], seen["sideways"]) \
+        == ([], [], [], 0), seen
+    totals = [e.text for e in browser.find_elements("css selector", ".bar-row .total")]
+    assert set(totals) == {"124.44 M params", "60.51 M params"}
+    assert {e.text for e in browser.find_elements("css selector", ".layer-row .total")} == {
+        "max 7.09 M params", "max 4.20 M params"}
+    _shot(browser, tmp_path, "diff-t5.png")

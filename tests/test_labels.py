@@ -85,6 +85,15 @@ def test_sweep_says_its_flops_per_token_are_6n_training_flops(cli):
     assert "per_token" not in out
 
 
+def test_sweep_at_80_columns_gives_a_shortened_count_its_unit():
+    """A narrow sweep shortens counts as it shortens FLOPs and bytes, each with its unit: '11.74 B
+    params' beside '70.45 GFLOP' (it read '11.74 B', a bare number beside units)."""
+    from test_terminal_width import run_in_terminal
+    out = run_in_terminal("sweep", "gpt2", "--vary", "L=2,4", columns=80)
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+    assert rows[0][:3] == ["2", "53,561,088", "14.18 M params"], rows  # non-embedding: 2 layers of 7,087,872 and ln_f
+
+
 VIT_MOE = """\
 archgraph: 1
 name: vit-moe

@@ -467,3 +467,88 @@ def test_a_tall_drawing_opens_legible_and_the_wheel_scrolls_it(browser, cli, tmp
     assert browser.find_element("css selector", "#m0 .legend.shading .hint").text.endswith(
         "drag or wheel to move, ctrl + wheel to zoom")
     _shot(browser, tmp_path, "report-tall.png")
+
+
+# -- what a person sees on a page: every text a box, none over another, none clipped, none outside its box
+PAGE_TEXT = """
+// every text a person reads on the page, as boxes: HTML text (each line of each text node) and the
+// explorers' SVG text inside their views; then what overlaps, what is clipped, what leaves its container
+const round = r => [Math.round(r.left), Math.round(r.top), Math.round(r.right), Math.round(r.bottom)];
+const texts = [];
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+while (walker.nextNode()) {
+  const node = walker.currentNode, el = node.parentElement;
+  if (!node.textContent.trim() || el.closest('svg, script, style, select, datalist, .tip') || !el.getClientRects().length) continue;
+  const range = document.createRange();
+  range.selectNodeContents(node);
+  for (const r of range.getClientRects()) if (r.width > 0.5 && r.height > 0.5) texts.push({text: node.textContent.trim().slice(0, 40), r, el});
+}
+for (const svg of document.querySelectorAll('svg.explorer-svg')) {
+  const view = svg.parentNode.getBoundingClientRect();
+  for (const t of svg.querySelectorAll('text')) {
+    const r = t.getBoundingClientRect();
+    if (r.bottom < view.top || r.top > view.bottom || r.right < view.left || r.left > view.right) continue;
+    texts.push({text: t.textContent.trim().slice(0, 40), r, el: t, svg: true});
+  }
+}
+const overlap = (a, b) => a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+const overlapping = [];
+for (let i = 0; i < texts.length; i++) for (let j = i + 1; j < texts.length; j++) {
+  if (overlap(texts[i].r, texts[j].r)) overlapping.push([texts[i].text, texts[j].text]);
+}
+// clipped: an element that hides what overflows it holds more than it shows
+const clipped = [];
+for (const el of document.querySelectorAll('body *:not(svg):not(svg *)')) {
+  if (!el.getClientRects().length) continue;
+  const s = getComputedStyle(el);
+  const hides = v => v === 'hidden' || v === 'clip';
+  if ((hides(s.overflowX) && el.scrollWidth > el.clientWidth + 1) || (hides(s.overflowY) && el.scrollHeight > el.clientHeight + 1)
+      || (s.textOverflow === 'ellipsis' && el.scrollWidth > el.clientWidth + 1)) clipped.push(el.className || el.tagName);
+}
+// leaving its container: an HTML text past the right edge of the page's content, or an SVG text past its node's shape
+const page = document.querySelector('main, body').getBoundingClientRect();
+const outside = texts.filter(t => !t.svg && (t.r.right > document.documentElement.clientWidth + 1 || t.r.left < -1)).map(t => t.text);
+for (const g of document.querySelectorAll('svg.explorer-svg g.node')) {
+  const shape = g.querySelector('polygon, path, ellipse');
+  if (!shape) continue;
+  const box = shape.getBoundingClientRect();
+  for (const t of g.querySelectorAll('text')) {
+    const r = t.getBoundingClientRect();
+    if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) outside.push(t.textContent);
+  }
+}
+return {texts: texts.length, overlapping, clipped, outside,
+        sideways: document.documentElement.scrollWidth - document.documentElement.clientWidth};
+"""
+
+
+def _text_boxes(browser) -> dict:
+    """Every text a person reads on the page (HTML text line by line; the explorers' SVG text inside
+    their views): pairs that overlap, elements that clip what they hold, texts outside the page or
+    their node's shape, and how far the page scrolls sideways."""
+    return browser.execute_script(PAGE_TEXT)
+
+
+@pytest.mark.slow
+def test_a_schedule_of_alternating_kinds_at_1280_pixels_overlaps_and_clips_nothing(browser, cli, tmp_path):
+    """The ViT with a mixture of experts every other layer (a schedule of two kinds that repeats):
+    closed, then one period open, then a run open; no text over another, none clipped or outside."""
+    spec = Path(__file__).parent / "data" / "specs" / "vit_moe.yaml"
+    page = _report(cli, tmp_path, [str(spec)], "schedule.html")
+    browser.set_window_size(1280, 1000)
+    _open(browser, page)
+    seen = _text_boxes(browser)
+    assert seen["texts"] > 100 and (seen["overlapping"], seen["clipped"], seen["outside"], seen["sideways"]) \
+        == ([], [], [], 0), seen
+    box = browser.find_element("css selector", "#m0 svg [data-path='layers']")
+    assert box.text.split("\n")[:2] == ["layers.0..11 × 12", "the 2 layers of layers.0..1 repeat"]
+    box.click()  # one period: a dense layer and a MoE layer, each standing for six
+    runs = browser.find_elements("css selector", "#m0 svg g.node[data-path='layers']")
+    assert [r.text.split("\n")[0] for r in runs] == ["layers.0", "layers.1"]
+    seen = _text_boxes(browser)
+    assert (seen["overlapping"], seen["clipped"], seen["outside"]) == ([], [], []), seen
+    runs[1].click()
+    assert _count(browser, "m0", "model.layers.1.moe") + _count(browser, "m0", "layers.1.moe") == 1
+    seen = _text_boxes(browser)
+    assert (seen["overlapping"], seen["clipped"], seen["outside"]) == ([], [], []), seen
+    _shot(browser, tmp_path, "schedule.png")

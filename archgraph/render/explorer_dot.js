@@ -246,8 +246,10 @@ class DotWriter {
     // an open block: its body inside a frame titled with its name, repetitions and counts
     const id = `${this.view.key}-n${node.id}`;
     const text = node.repeat > 1 && !node.shared ? counts(node) : `${human(node.total)} params`;
-    const title = `<b>${dotHtml(short(node.label))}${dotHtml(times(node))}</b>  <i>${dotHtml(node.block)}</i><br align="left"/>` +
-      `<font point-size="${SMALL_PT}">${dotHtml(text)}</font><br align="left"/>`;
+    // a table, as a box's label is: lines apart by its padding (<br/> lines' text boxes overlapped by 2 px)
+    const title = `<table border="0" cellborder="0" cellspacing="0" cellpadding="1"><tr><td align="left">` +
+      `<b>${dotHtml(short(node.label))}${dotHtml(times(node))}</b>  <i>${dotHtml(node.block)}</i></td></tr>` +
+      `<tr><td align="left"><font point-size="${SMALL_PT}">${dotHtml(text)}</font></td></tr></table>`;
     this.out.push(`subgraph "cluster_${id}" { id="${id}"; label=<${title}>; labeljust="l"; style="rounded,filled"; ` +
                   `fillcolor="${depth % 2 ? "#f7f7f7" : "#ececec"}"; color="#999999"; margin=10;`);
     const inner = new Map(node.body.inputs.map((name, i) => [name, from[i]]));

@@ -243,7 +243,7 @@ def _script(text: str) -> str:
 
 def _section(data: ReportData, s: Section, index: int, styles: Styles) -> str:
     t = s.totals
-    facts = [("Total parameters", f"{t['total']:,} ({human(t['total'])})"), ("Trainable", f"{t['trainable']:,}"),
+    facts = [("Total parameters", f"{t['total']:,} ({human(t['total'])} params)"), ("Trainable", f"{t['trainable']:,}"),
              ("Non-trainable", f"{t['non_trainable']:,}")]
     if t["active"] != t["total"]:
         facts.append(("Active params (one token)", f"{t['active']:,}"))

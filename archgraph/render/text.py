@@ -246,7 +246,7 @@ def _headline(text: str) -> str:
 SWEEP_COLUMNS = {"params": "Params", "non_embedding_params": "Non-embedding", "weights_bf16_bytes": "bf16 weights",
                  "weights_fp32_bytes": "fp32 weights", "adam_training_bytes": "Adam training",
                  "training_flops_per_token": TRAINING_PER_TOKEN}
-# each mention shortens a column (to units: 1.48 B, 2.76 GiB) or, the second time, drops it
+# each mention shortens a column (to units: 1.48 B params, 2.76 GiB) or, the second time, drops it
 SWEEP_SHRINK = ["fp32 weights", "bf16 weights", "Adam training", TRAINING_PER_TOKEN, "Non-embedding",
                 "fp32 weights", "bf16 weights", "Non-embedding", "Adam training", TRAINING_PER_TOKEN, "Params"]
 
@@ -256,7 +256,8 @@ def sweep_table(model: str, rows: list[dict]) -> Sheet:
     is narrow); a refused point says why in the last column."""
     from .flops import flops_text
     from .memory import binary
-    short = {"params": human, "non_embedding_params": human, "training_flops_per_token": flops_text}
+    counted = lambda n: f"{human(n)} params"  # noqa: E731  (a unit beside GFLOP and GiB, never a bare 1.48 B)
+    short = {"params": counted, "non_embedding_params": counted, "training_flops_per_token": flops_text}
     keys = [k for k in rows[0] if k != "refused"]
     refused = any(r.get("refused") for r in rows)
     cols = [Col(SWEEP_COLUMNS.get(k, k), "number") for k in keys] + ([Col("Refused", "text")] if refused else [])
