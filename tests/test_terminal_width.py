@@ -152,8 +152,8 @@ def test_sweep_at_80_columns_keeps_params_exact_and_gives_the_rest_in_units():
     lines = run_in_terminal("sweep", "llama-2-7b", "--vary", "L=16,32", "--vary", "H=2048,4096").splitlines()
     assert lines[2] == "┃    ┃       ┃               ┃               ┃               ┃ 6N training ┃"
     assert lines[3] == "┃  L ┃     H ┃        Params ┃ Non-embedding ┃ Adam training ┃ FLOPs/token ┃"
-    assert lines[5] == "│ 16 │ 2,048 │ 1,481,705,472 │        1.42 B │     22.08 GiB │  8.50 GFLOP │"
-    assert lines[8] == "│ 32 │ 4,096 │ 6,738,415,616 │        6.61 B │    100.41 GiB │ 39.64 GFLOP │"
+    assert lines[5] == "│ 16 │ 2,048 │ 1,481,705,472 │ 1.42 B params │     22.08 GiB │  8.50 GFLOP │"
+    assert lines[8] == "│ 32 │ 4,096 │ 6,738,415,616 │ 6.61 B params │    100.41 GiB │ 39.64 GFLOP │"
     assert lines[10] == "bf16 weights, fp32 weights not shown at 80 columns: a wider terminal shows them"
 
 
