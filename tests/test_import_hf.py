@@ -70,8 +70,8 @@ def test_written_spec_is_the_configs_model_alone(tmp_path, cli):
     spec = tmp_path / "mistral.yaml"
     spec.write_text(text)
     model = archgraph.load(spec)
-    assert list(model.variables) == ["V", "H", "L", "A", "KV", "D", "I", "eps", "rope_theta", "max_pos", "W",
-                                     "attn_drop"]
+    assert list(model.variables) == ["V", "H", "L", "A", "KV", "D", "I", "eps", "rope_theta", "max_pos", "attn_drop",
+                                     "W"]   # Llama's, then the one mistral.yaml adds
     assert model.params().total == 7_241_732_096
     assert "when:" not in text and "|" not in text and len(text.splitlines()) <= 75
     assert list(model.inputs) == ["input_ids", "attention_mask"]
@@ -199,7 +199,8 @@ def test_zoo_lists_the_hugging_face_model_types(cli):
                        "llama", "mistral", "qwen2", "mixtral", "gemma", "falcon", "t5", "bart", "whisper",
                        "resnet"):
         assert model_type in rows
-    assert rows["mistral"].split("│")[2].strip() == "llama.yaml"  # 240 columns: every column
+    assert rows["llama"].split("│")[2].strip() == "llama.yaml"  # 240 columns: every column
+    assert rows["mistral"].split("│")[2].strip() == "mistral.yaml"
     assert rows["qwen2"].split("│")[2].strip() == "qwen2.yaml"
     assert rows["t5"].split("│")[3].split() == ["base", "encoder", "cond_gen", "seq_cls", "token_cls", "qa"]
     assert "encoder: EncoderModel;" in out and "causal_lm: ForCausalLM or LMHeadModel;" in out
@@ -263,6 +264,18 @@ def test_a_null_the_config_class_refuses_is_refused_by_name(tmp_path, cli, model
     assert err == (f"archgraph: error: {path}: 'rotary_dim' is null, but a '{model_type}' model needs a value: "
                    f"{'GPTJ' if model_type == 'gptj' else 'CodeGen'}Config's rotary_dim is a number of dims\n"
                    "  fix: give 'rotary_dim' a value, or leave it out for the default\n")
+
+
+@pytest.mark.parametrize("given, window", [({}, 4096), ({"sliding_window": None}, None), ({"sliding_window": 64}, 64)])
+def test_a_null_the_key_table_reads_replaces_a_number(given, window):
+    """`{key: k?, if_null: null}`: mistral.yaml's window is MistralConfig's 4096, which a config
+    without sliding_window keeps and a config's null turns off (no layer slides)."""
+    from archgraph.hf import import_config
+    imported = import_config({"model_type": "mistral", "vocab_size": 97, "hidden_size": 32, "intermediate_size": 64,
+                              "num_hidden_layers": 1, "num_attention_heads": 4, **given})
+    assert imported.variables.get("W", 4096) == window
+    model = archgraph.load(imported.template, imported.variables)
+    assert model.graph.nodes["model"].body.nodes["layers"].body.nodes["self_attn"].op.window == window
 
 
 @pytest.mark.parametrize("written, read", [("p2c|c2p", ["p2c", "c2p"]), (" C2P | p2c", ["c2p", "p2c"]),

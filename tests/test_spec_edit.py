@@ -94,6 +94,17 @@ def test_set_changes_keys_of_a_node_and_null_removes_one(tmp_path):
     assert model.params().total == 2 * LAYER + HEAD
 
 
+def test_set_keeps_the_keys_a_parent_wrote_null(tmp_path):
+    # llama.yaml calls its layers with window: null (no layer slides); a child setting another key
+    # of that call keeps it (was dropped: "block 'layer' needs the argument(s) gate")
+    (tmp_path / "base.yaml").write_text(BASE.replace("    nodes:\n      - {name: norm,", "    args: [gate]\n"
+                                                     "    nodes:\n      - {name: norm, when: gate != None,")
+                                        .replace("repeat: L}", "repeat: L, gate: null}"))
+    (tmp_path / "child.yaml").write_text("extends: base.yaml\nname: child\nedit: [{node: layers, set: {repeat: 3}}]\n")
+    model = archgraph.load(tmp_path / "child.yaml")
+    assert model.params().total == 3 * 72 + HEAD   # three layers, none with a norm
+
+
 def test_edits_apply_in_order_so_a_later_one_names_an_inserted_node(tmp_path):
     model = _load(tmp_path, """\
 blocks:

@@ -109,7 +109,8 @@ def _new_nodes(edit: LocDict, key: str) -> list:
 def _changed(node: LocDict, changes: LocDict) -> Edited:
     merged = {k: changes.get(k, v) if k in changes else v for k, v in node.items()}
     merged.update({k: v for k, v in changes.items() if k not in node})
-    out = Edited({k: v for k, v in merged.items() if v is not None})
+    # a null of the changes removes the key; a null the parent wrote stays (llama.yaml's window: null)
+    out = Edited({k: v for k, v in merged.items() if not (v is None and k in changes)})
     out.loc, out.lines = node.loc, node.lines
     inherited = getattr(node, "locs", {})
     out.locs = {**inherited, **{k: loc_of(changes, k) for k in changes}}
