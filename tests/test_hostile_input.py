@@ -82,3 +82,7 @@ def test_an_error_in_a_parent_names_what_the_child_sets(cli, tmp_path):
     assert (code, out) == (2, "")
     assert "query width / heads: 770 is not divisible by 12" in err
     assert err.endswith(f"; {child} sets H = 770 ({child}:5)\n")
+    # a value --set gives is not the child's to blame (nor a config.json's: mistral.yaml's W)
+    code, out, err = cli("params", str(child), "--set", "H=772")
+    assert (code, out) == (2, "")
+    assert "query width / heads: 772 is not divisible by 12" in err and "sets H" not in err

@@ -45,6 +45,7 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
         expect_mapping(raw_vars, spec, "variables")
     inputs = _inputs(spec)
     overrides, bindings = split_settings(settings or {}, raw_vars, inputs)
+    given = set(overrides)  # the variables --set or a config.json gives: no file's value to blame
     if symbolic:
         overrides = symbolic_variables(raw_vars, overrides)
     variables = evaluate_variables(raw_vars, var_locs, {}, overrides)
@@ -53,7 +54,7 @@ def build_model(spec: LocDict, settings: Mapping[str, Any] | None = None,
     constraints = read_constraints(spec.get("constraints"), loc_of(spec, "constraints"), ctx.globals)
     check_constraints(constraints, ctx.globals)
     with assuming(divisors(constraints, bindings), bounds(constraints, bindings), least(constraints, bindings)):
-        overrides = _overrides(spec, raw_vars, var_locs, variables)
+        overrides = _overrides(spec, raw_vars, var_locs, variables, given)
         try:
             graph = build_graph(ctx, "model", spec.get("nodes"), tuple(inputs), ctx.globals, None, True,
                                 spec.get("outputs"), loc_of(spec, "nodes"))
@@ -87,11 +88,13 @@ def _description(spec: LocDict) -> str:
     return "" if value is None else check_description(value, loc_of(spec, "description"))
 
 
-def _overrides(spec: LocDict, raw_vars, var_locs: dict, variables: dict) -> str:
-    """What a spec that extends another sets itself: `child.yaml sets H = 770 (child.yaml:5)`."""
+def _overrides(spec: LocDict, raw_vars, var_locs: dict, variables: dict, given: set) -> str:
+    """What a spec that extends another sets itself: `child.yaml sets H = 770 (child.yaml:5)`; not a
+    variable `given` a value by --set or a config.json (mistral.yaml's W when the config has sliding_window)."""
     if "extends" not in spec.lines and not any(loc.file != spec.loc.file for loc in var_locs.values()):
         return ""
-    own = [n for n in raw_vars if n in variables and var_locs.get(n) and var_locs[n].file == spec.loc.file]
+    own = [n for n in raw_vars if n in variables and n not in given and var_locs.get(n)
+           and var_locs[n].file == spec.loc.file]
     return f"{spec.loc.file} sets " + ", ".join(f"{n} = {variables[n]} ({var_locs[n]})" for n in own) if own else ""
 
 
