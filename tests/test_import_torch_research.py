@@ -128,10 +128,9 @@ def test_research_modules_of_2021_25_import_exactly_and_fold(name, tmp_path):
     _imports_exactly(_research2()[name], name in FOLDED, WAITING.get(name), tmp_path)
 
 
-FOLDED3 = {"mamba_scan", "glu_alibi", "swa_sinks"}
+FOLDED3 = {"mamba_scan", "glu_alibi", "swa_sinks", "maskgit"}
 WAITING3 = {  # refused by name, not yet mended
     "s4d": "an operand 1j that is neither a tensor nor a number",  # a complex constant (A = -exp(.) + 1j * A_imag)
-    "maskgit": "tensor 'tok_emb.weight' would be held twice",  # logits against tok_emb.weight.T beside the embedding
 }
 
 
@@ -318,3 +317,26 @@ def test_repeat_interleave_by_counts_is_indices_by_running_sums_at_the_length_th
     assert "  - {name: index_select, op: index_select, in: [mul, sum], dim: 0}" in text
     _same(module, text, x, grid)  # 6 + 4 + 4 patches
     _same(module, text, x, torch.tensor([[1, 5, 1], [2, 1, 3]]))  # other counts of the same 3 frames
+
+
+class LogitsAgainstEmbedding(nn.Module):
+    """MaskGIT's token prediction: logits against the embedding's own weight, read as a value."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok_emb = nn.Embedding(10, 4)
+        self.bias = nn.Parameter(torch.zeros(10))
+
+    def forward(self, ids):
+        return torch.matmul(self.tok_emb(ids) * 2, self.tok_emb.weight.T) + self.bias
+
+
+def test_a_weight_an_embedding_holds_and_code_reads_as_a_value_is_one_parameter_both_read():
+    torch.manual_seed(0)
+    module = LogitsAgainstEmbedding()
+    ids = torch.randint(0, 10, (2, 5))
+    text = to_spec(module, ids)  # was: tensor 'tok_emb.weight' would be held twice
+    assert "  - {name: tok_emb.weight, op: parameter, shape: [10, 4], tensor: ''}" in text
+    assert "  - {name: tok_emb.index_select, op: index_select, in: [tok_emb.weight, tok_emb.reshape], dim: 0}" in text
+    assert load_text(text).params().total == sum(p.numel() for p in module.parameters()) == 50
+    _same(module, text, ids)

@@ -15,17 +15,25 @@ from ..graph import join
 from .nodes import module_path, relative, under
 
 
+HOLDERS = {torch.ops.aten.embedding.default, torch.ops.aten.linear.default, torch.ops.aten.layer_norm.default,
+           torch.ops.aten.rms_norm.default}  # the ops `functional` writes from their tensors as values
+
+
 def reused_tensors(program, tensors: dict) -> set[str]:
     """The placeholders of parameters one module reads in more than one call (each call of a module
-    reads its weight once: two reads in one module's scope are two calls)."""
+    reads its weight once: two reads in one module's scope are two calls), and of those an op above
+    holds that other code also reads as a value (MaskGIT's logits, embed @ tok_emb.weight.T, beside
+    the embedding tok_emb): the spec holds each once, as a `parameter` every reader reads."""
     uses: Counter = Counter()
+    held, plain = set(), set()
     for n in program.graph.nodes:
         if n.op != "call_function":
             continue
         for a in n.args:
             if isinstance(a, torch.fx.Node) and a.name in tensors and tensors[a.name][1] == "parameter":
                 uses[(a.name, module_path(n), n.target)] += 1
-    return {name for (name, _, _), k in uses.items() if k > 1}
+                (held if n.target in HOLDERS else plain).add(a.name)
+    return {name for (name, _, _), k in uses.items() if k > 1} | (held & plain)
 
 
 def functional(c, body, node, out: A.Out, inputs: list[str], why: str) -> str:
