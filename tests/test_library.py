@@ -42,6 +42,7 @@ nodes:
     window: WINDOW
     rotary: ROTARY
     qk_norm: QK_NORM
+    qkv: FUSION
 """
 
 LIB = HEAD + """
@@ -67,7 +68,10 @@ GRID = [dict(zip(("KVH", "QKV_BIAS", "OUT_BIAS", "CAUSAL", "ROTARY"), values)) f
     ("6", "2", "1", "null"), ("false", "true"), ("false", "true"), ("true", "false"), ("half", "interleaved"))]
 WINDOWED = [{**s, "WINDOW": "3"} for s in GRID if s["CAUSAL"] == "true"]   # a sliding window of 3 of S=7 keys
 SIZES = {"B": 2, "S": 7}
-PLAIN = {"WINDOW": "null", "QK_NORM": "none", "LIBRARY": "lib.attention", "HEAD_DIM": "8"}
+PLAIN = {"WINDOW": "null", "QK_NORM": "none", "LIBRARY": "lib.attention", "HEAD_DIM": "8", "FUSION": "separate"}
+# Phi-3's one qkv_proj: the op with qkv: fused and lib.attention_fused_qkv
+FUSED = [{**s, "FUSION": "fused", "LIBRARY": "lib.attention_fused_qkv"} for s in (GRID[0], GRID[5], GRID[18], GRID[27])] + \
+    [{**WINDOWED[3], "FUSION": "fused", "LIBRARY": "lib.attention_fused_qkv"}]
 
 
 def _pair(tmp_path, settings: dict) -> tuple:
@@ -86,7 +90,7 @@ def _tensors(model) -> dict:
     return {path: tuple(row.shape) for path, row in model.params().tensors()}
 
 
-@pytest.mark.parametrize("settings", GRID + WINDOWED + [{**GRID[16], "HEAD_DIM": "null"}],
+@pytest.mark.parametrize("settings", GRID + WINDOWED + [{**GRID[16], "HEAD_DIM": "null"}] + FUSED,
                          ids=lambda s: "-".join(s.values()))
 def test_lib_attention_counts_what_the_op_counts(tmp_path, settings):
     op, lib = _pair(tmp_path, settings)
@@ -115,7 +119,7 @@ def test_memory_activations_count_the_outputs_the_op_hid(tmp_path):
 
 
 @pytest.mark.parametrize("settings", [GRID[0], GRID[9], GRID[21], GRID[30], GRID[42], GRID[47], GRID[50], WINDOWED[5],
-                                      WINDOWED[18], {**GRID[16], "HEAD_DIM": "null"}],
+                                      WINDOWED[18], {**GRID[16], "HEAD_DIM": "null"}, FUSED[1], FUSED[2], FUSED[4]],
                          ids=lambda s: "-".join(s.values()))
 def test_lib_attention_computes_what_the_op_computes(tmp_path, settings):
     torch = pytest.importorskip("torch")
@@ -277,3 +281,16 @@ def test_lib_mlps_compute_what_the_ops_compute(tmp_path, op, bias, act):
     x = torch.randn(2, 7, 48)
     with torch.no_grad():
         assert torch.equal(m_lib(x=x)["mlp"], m_op(x=x)["mlp"])
+
+
+def test_a_decoder_of_lib_attention_decodes_as_the_ops(tmp_path):
+    # compare and plan --serve split the FLOPs into prefill and one generated token along the length
+    # the cached layer's queries run over: sdpa's [B, heads, S, head_dim] as attention's [B, S, hidden]
+    from archgraph.passes.compare import summarize
+    for settings in (GRID[16], WINDOWED[5]):
+        op, lib = _pair(tmp_path, settings)
+        split = [summarize(m.name, {"B": 2, "S": 7}, load=lambda *_a, m=m, **_k: m, probe=m).flops for m in (op, lib)]
+        assert split[1].per_token == split[0].per_token is not None and split[1].prefill == split[0].prefill
+    # WINDOWED[5]: 6 key/value heads; one token's four projections, and its scores and values over the 3 keys
+    # of its window
+    assert split[0].per_token == 2 * 4 * 48 * 48 + 2 * 2 * 6 * 8 * 3

@@ -208,7 +208,9 @@ def _flops(model: Model, sizes: dict, run, stacks: list[Stack]) -> tuple[list[in
             per_stack[id(stack)] += flops
         if _cached(node, ins, outs, decoder):
             cached = True
-            lengths |= free_names(ins[0][1]) - {"B"}  # the length a cached layer decodes along
+            # the length a cached layer decodes along, its queries': [B, S, hidden] out of attention,
+            # [B, heads, S, head_dim] out of sdpa
+            lengths |= set().union(*map(free_names, outs[0])) - {"B"}
     at = lambda d: subs(d, sizes)  # noqa: E731
     forward = at(total)
     split = FlopsSplit(forward)
