@@ -241,6 +241,7 @@ CASES = [
       lambda t, x: t.fft.ifft(x, n=8, norm="ortho"), ["c"]),
     C("view_as_complex", {}, ["B, S, 2"], "B, S", "0", lambda t, x: t.view_as_complex(x), ["f"]),
     C("view_as_real", {}, ["B, S"], "B, S, 2", "0", lambda t, x: t.view_as_real(x), ["c"]),
+    C("complex", {}, ["B, S, 3", "3"], "B, S, 3", "0", lambda t, re, im: t.complex(re, im), ["f f", "h h"]),
     C("conj", {}, ["B, S"], "B, S", "B * S", lambda t, x: t.conj_physical(x), ["c", "f"]),
     C("cumprod", {"dim": 1}, ["B, S, 3"], "B, S, 3", "B * S * 3", lambda t, x: t.cumprod(x, 1), ["f", "i"]),
     C("logcumsumexp", {"dim": -1}, ["B, S, 3"], "B, S, 3", "4 * B * S * 3", lambda t, x: t.logcumsumexp(x, -1),

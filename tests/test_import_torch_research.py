@@ -129,9 +129,7 @@ def test_research_modules_of_2021_25_import_exactly_and_fold(name, tmp_path):
 
 
 FOLDED3 = {"mamba_scan", "glu_alibi", "swa_sinks", "maskgit"}
-WAITING3 = {  # refused by name, not yet mended
-    "s4d": "an operand 1j that is neither a tensor nor a number",  # a complex constant (A = -exp(.) + 1j * A_imag)
-}
+WAITING3: dict[str, str] = {}  # a module refused for a reason not yet mended: the reason
 
 
 def _research3():
@@ -340,3 +338,29 @@ def test_a_weight_an_embedding_holds_and_code_reads_as_a_value_is_one_parameter_
     assert "  - {name: tok_emb.index_select, op: index_select, in: [tok_emb.weight, tok_emb.reshape], dim: 0}" in text
     assert load_text(text).params().total == sum(p.numel() for p in module.parameters()) == 50
     _same(module, text, ids)
+
+
+class ComplexConstant(nn.Module):
+    """S4D's state matrix: A = -exp(log_A_real) + 1j * A_imag, a Python complex number times a tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.log_a = nn.Parameter(torch.randn(4, 3))
+        self.a_imag = nn.Parameter(torch.randn(4, 3))
+
+    def forward(self, x):
+        a = -torch.exp(self.log_a) + 1j * self.a_imag
+        return (torch.exp(a * x.unsqueeze(-1)) * (0.5 - 2j)).real.sum(-1)
+
+
+def test_a_complex_number_is_a_complex_scalar_of_its_parts():
+    torch.manual_seed(0)
+    module = ComplexConstant()
+    x = torch.randn(2, 4)
+    text = to_spec(module, x)  # was: an operand 1j that is neither a tensor nor a number
+    assert "  - {name: full_1, op: full, shape: [], value: 1.0, dtype: float32}" in text  # 1j: 0 + 1i
+    assert "  - {name: complex, op: complex, in: [full, full_1]}" in text
+    assert "  - {name: mul, op: mul, in: [a_imag, complex]}" in text
+    assert "  - {name: complex_1, op: complex, in: [full_2, full_3]}" in text  # 0.5 - 2j
+    assert "  - {name: full_3, op: full, shape: [], value: -2.0, dtype: float32}" in text
+    _same(module, text, x)

@@ -162,12 +162,25 @@ def scalar(value, dtype) -> Out:
     return Out("full", [], {"shape": [], "value": float(value), "dtype": DTYPES[dtype]})
 
 
+def complex_scalar(value: complex, dtype) -> list[Out]:
+    """A complex number as a 0-d tensor of the complex type `dtype` (the result's: a Python complex
+    times float32 values is complex64): complex(real, imag) of two `full` scalars of its parts' type."""
+    part = {torch.complex64: torch.float32, torch.complex128: torch.float64}.get(dtype)
+    if part is None:
+        raise Refuse(f"a complex number {value} in a result of element type {dtype}")
+    real, imag = scalar(value.real, part), scalar(value.imag, part)
+    return [real, imag, Out("complex", [real, imag])]
+
+
 def operands(n, c, name: str, a, b, reverse_ok: bool = True) -> list:
     """`name` of a and b, either of which may be a number: the op with a `constant` (and `reverse`
     when the number comes first), or where the result is whole numbers (int64 ids plus 1) the number
     as a 0-d tensor of the result's type, so the integers stay integers.  Returns the nodes to emit."""
     if c.is_value(a) and c.is_value(b):
         return [Out(name, [a, b])]
+    if isinstance(b if c.is_value(a) else a, complex):  # 1j * x: the number as a 0-d complex tensor
+        const = complex_scalar(b if c.is_value(a) else a, c.dtype(n))
+        return [*const, Out(name, [a, const[-1]] if c.is_value(a) else [const[-1], b])]
     number, tensor, first = (c.number(b), a, False) if c.is_value(a) else (c.number(a), b, True)
     result = c.dtype(n) if c.is_value(n) else None
     if name not in COMPARISONS and result is not None and not is_float(result):

@@ -1,7 +1,7 @@
 """The Fourier transforms of an exported graph (`_fft_r2c`, `_fft_c2r`, `_fft_c2c`, which torch.fft's
 functions become, the zero padding of `n` already a `constant_pad_nd` before them) and the complex
 plumbing around them, each as the archgraph op of the same meaning (`fft_rfft`, `fft_irfft`,
-`fft_fft`, `fft_ifft`, `view_as_complex`, `view_as_real`, `conj`)."""
+`fft_fft`, `fft_ifft`, `view_as_complex`, `view_as_real`, `complex`, `conj`)."""
 from __future__ import annotations
 
 from .aten import Out, aten, named, rule
@@ -51,4 +51,5 @@ def _fft(n, c):
 
 rule(aten.view_as_complex.default)(lambda n, c: Out("view_as_complex", [n.args[0]]))
 rule(aten.view_as_real.default)(lambda n, c: Out("view_as_real", [n.args[0]]))
+rule(aten.complex.default)(lambda n, c: Out("complex", [n.args[0], n.args[1]]))
 rule(aten._conj.default, aten.conj_physical.default, aten.conj.default)(lambda n, c: Out("conj", [n.args[0]]))

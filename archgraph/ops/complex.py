@@ -1,10 +1,12 @@
 """Complex numbers as torch keeps them: `view_as_complex` reads pairs of reals as one complex value,
 `view_as_real` splits it again (Llama 4's vision tower keeps its rotary table as a complex64 buffer,
-cos + i sin of each angle).  Both are views: no FLOPs."""
+cos + i sin of each angle).  Both are views: no FLOPs; `complex` builds complex values from two
+tensors of their parts (no FLOPs either)."""
 from __future__ import annotations
 
 from ..dims import fmt_shape
 from .base import Op, check, expect_dim, op
+from .elementwise import broadcast
 
 
 @op("view_as_complex", aliases=("torch.view_as_complex",))
@@ -33,3 +35,18 @@ class ViewAsReal(Op):
 
     def forward(self, run, x):
         return run.torch.view_as_real(x)
+
+
+@op("complex", aliases=("torch.complex",))
+class Complex(Op):
+    """Complex values from their real and imaginary parts (torch.complex(real, imag)): the two
+    inputs, of one float type, broadcast together (a complex constant 1j is complex(0, 1) of two
+    scalars); float32 parts make complex64."""
+
+    def infer_shape(self, real, imag):
+        return broadcast(real, imag)
+
+    keeps = ""
+
+    def forward(self, run, real, imag):
+        return run.torch.complex(real, imag)
