@@ -115,10 +115,15 @@ INSTRUCTBLIP = {"model_type": "instructblip", "num_query_tokens": 4, "text_confi
 @pytest.mark.parametrize("raw, cls, count, said", [
     (PIX2STRUCT, "Pix2StructForConditionalGeneration", 35_840, ""),
     (INSTRUCTBLIP, "InstructBlipModel", 64_832, "the config leaves image_token_index unset: archgraph set it to 99"),
+    ({"model_type": "qwen2_5_omni_dit", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "ff_mult": 2, "emb_dim": 16, "head_dim": 8, "mel_dim": 10, "enc_dim": 12, "enc_emb_dim": 14,
+      "enc_channels": [8, 8, 8, 8, 24], "enc_attention_channels": 4, "enc_se_channels": 4, "enc_res2net_scale": 2,
+      "num_embeds": 50, "repeats": 2}, "Qwen2_5OmniToken2WavDiTModel", 46_562, "imported from PyTorch"),
 ])
 def test_a_model_reading_inputs_as_its_processor_makes_them_imports(raw, cls, count, said, tmp_path):
-    """Pix2Struct's flattened patches (row, column, pixels) and InstructBLIP's image placeholders (its
-    default config sets no image token) are made, and the model imports as transformers counts it."""
+    """Pix2Struct's flattened patches (row, column, pixels), InstructBLIP's image placeholders (its
+    default config sets no image token) and the token2wav DiT's mel frames, codes, speaker and time
+    are made, and the model imports as transformers counts it."""
     from import_coverage import _compare
     path = tmp_path / "config.json"
     path.write_text(json.dumps(raw))

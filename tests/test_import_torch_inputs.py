@@ -152,3 +152,19 @@ def test_a_waveform_gets_a_channel_dim_where_the_model_reads_one():
     assert [tuple(t.shape) for t in hfinputs._waveform(config)] == [(2, 16000), (2, 1, 16000)]
     config = transformers.AutoConfig.for_model("encodec")
     assert [tuple(t.shape) for t in hfinputs._waveform(config)] == [(2, 1, 16000), (2, 16000)]
+
+
+def test_a_token2wav_dit_gets_its_mel_frames_codes_speaker_and_time():
+    """Qwen2.5-Omni's token2wav DiT reads noisy mel frames [B, S, mel_dim], a reference mel
+    (condition_vector) [B, S, mel_dim], a speaker embedding [B, S, enc_emb_dim], codec tokens
+    [B, S / repeats] below num_embeds (each repeated to `repeats` frames) and a time [B] in [0, 1)."""
+    raw = {"model_type": "qwen2_5_omni_dit", "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
+           "ff_mult": 2, "emb_dim": 16, "head_dim": 8, "mel_dim": 10, "enc_dim": 12, "enc_emb_dim": 14,
+           "enc_channels": [8, 8, 8, 8, 24], "enc_attention_channels": 4, "enc_se_channels": 4,
+           "enc_res2net_scale": 2, "num_embeds": 50, "repeats": 2}
+    assert _inputs(raw) == {"hidden_states": (2, 16, 10), "condition_vector": (2, 16, 10),
+                            "speaker_embedding": (2, 16, 14), "quantized_code": (2, 8), "time_step": (2,)}
+    config = transformers.AutoConfig.for_model(**raw)
+    assert int(hfinputs._codes(config).max()) < 50
+    time = hfinputs._time(config)
+    assert 0 <= float(time.min()) and float(time.max()) < 1

@@ -15,6 +15,7 @@ forward requires, and the decoder's token ids of an encoder-decoder, each by its
 | `flattened_patches` | Pix2Struct's patches [2, 16, 2 + patch_embed_hidden_size]: each patch's row and column (from 1), then its pixels |
 | with `target_sizes` | NaViT-packed images (MiniCPM-V) [1, C, P, P x patches] and their sizes in patches (see `hflayouts`) |
 | `past_values` | a series [2, context_length, input_size] |
+| `condition_vector`, `speaker_embedding`; `quantized_code`; `time_step` | features [2, 16, width] at their key's width (`WIDTHS`: mel_dim, enc_emb_dim); a codec's tokens [2, 16 / repeats] below num_embeds; a time [2] in [0, 1) (Qwen2.5-Omni's token2wav DiT) |
 | `states` (a trajectory) | [2, 16, state_dim], with `actions` [2, 16, act_dim], `returns_to_go` (`rewards`) [2, 16, 1] and `timesteps` [2, 16] below max_ep_len |
 
 Where an input has several layouts, the first the model runs on (on the meta device) is taken
@@ -236,7 +237,8 @@ def _builder(name: str) -> Callable[[Any, str], torch.Tensor | list[torch.Tensor
         return _token_ids
     return {"pixel_values": _pixels, "pixel_values_videos": _video, "input_features": _audio_features,
             "input_values": _waveform, "past_values": _series, "hidden_states": _features,
-            "flattened_patches": _flattened_patches,
+            "flattened_patches": _flattened_patches, "condition_vector": _features, "speaker_embedding": _features,
+            "quantized_code": _codes, "time_step": _time,
             "inputs_embeds": _features, "patch_embeds": _features, "states": _steps, "actions": _steps,
             "returns_to_go": _steps, "rewards": _steps, "timesteps": _steps}.get(name)
 
@@ -265,13 +267,36 @@ def _token_ids(config, name: str = "input_ids") -> torch.Tensor:
     return torch.randint(0, high, (BATCH, TOKENS), generator=torch.Generator().manual_seed(0))
 
 
+# features forward reads by a name of their own -> the config keys of their width
+WIDTHS = {"condition_vector": ("mel_dim",),      # a reference mel spectrogram (Qwen2.5-Omni's token2wav DiT)
+          "speaker_embedding": ("enc_emb_dim",)}  # a speaker's embedding, one a frame (the same)
+
+
 def _features(config, name: str = "hidden_states") -> list[torch.Tensor]:
     """A tower's features where forward reads them in place of ids: [B, S, width] at the model's
-    width, at its input width, or an image (the first the model runs on)."""
+    width, at its input width, or an image (the first the model runs on); features named in WIDTHS
+    at the width of their key."""
+    if name in WIDTHS:
+        width = find(config, *WIDTHS[name])
+        return [_normal((BATCH, TOKENS, width if isinstance(width, int) and width > 0 else 1))]
     widths = [find(config, key) for key in ("hidden_size", "d_model", "embed_dim", "dim")]
-    widths += [find(config, key) for key in ("input_dim", "feature_size", "num_mel_bins", "in_channels")]
+    widths += [find(config, key) for key in ("input_dim", "feature_size", "num_mel_bins", "in_channels", "mel_dim")]
     out = [_normal((BATCH, TOKENS, w)) for w in dict.fromkeys(w for w in widths if isinstance(w, int) and w > 0)]
     return out + [_pixels(config)[0]]
+
+
+def _codes(config, name: str = "quantized_code") -> torch.Tensor:
+    """A codec's tokens [B, S / repeats] below num_embeds, each of which the model repeats `repeats`
+    times to the frames of its features (Qwen2.5-Omni's token2wav DiT)."""
+    high, repeats = find(config, "num_embeds", "vocab_size"), find(config, "repeats")
+    repeats = repeats if isinstance(repeats, int) and 0 < repeats <= TOKENS else 1
+    return torch.randint(0, high if isinstance(high, int) and high > 0 else 2, (BATCH, TOKENS // repeats),
+                         generator=torch.Generator().manual_seed(0))
+
+
+def _time(config, name: str = "time_step") -> torch.Tensor:
+    """A diffusion or flow model's time: one a batch row, in [0, 1)."""
+    return torch.rand((BATCH,), generator=torch.Generator().manual_seed(0))
 
 
 def _image_shape(config) -> tuple[int, int, int]:
