@@ -79,10 +79,25 @@ def test_flops_names_the_whole_forward_and_the_tokens_it_is_divided_by(cli):
     assert "None" not in out and "— (give every size a value: --set)" in out
 
 
-def test_sweep_says_its_flops_per_token_are_6n_training_flops(cli):
+def test_sweep_says_its_flops_per_token_are_training_flops_of_the_active_params(cli, tmp_path):
+    """'Training FLOPs/token (6 × active)' over the column and the line under the table say what
+    they count; a mixture of experts shows its active params (Mixtral's 2 of 8 experts: 12.75 B of
+    46.57 B non-embedding), which the FLOPs are 6 times (76.49 GFLOP; was 279.43 GFLOP, 6 × all)."""
     out = cli("sweep", "gpt2", "--vary", "L=2,4")[1]
-    assert "6N training" in out and "FLOPs/token" in out
+    assert "Training" in out and "FLOPs/token" in out and "(6 × active)" in out and "Active" not in out
+    assert "Training FLOPs/token: 6 × active params (Kaplan et al.'s 6N), the non-embedding" in " ".join(out.split())
     assert "per_token" not in out
+    from test_sweep import mixtral
+    from test_terminal_width import run_in_terminal
+    out = run_in_terminal("sweep", mixtral(tmp_path), "--vary", "L=32", columns=80)
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│")]
+    header = [line for line in out.splitlines() if line.startswith("┃")][-1]
+    assert [c.strip() for c in header.split("┃")[1:-1]] == ["L", "Params", "Active", "Adam training",
+                                                             "(6 × active)"]
+    assert rows == [["32", "46,702,792,704", "12.75 B params", "695.93 GiB", "76.49 GFLOP"]]
+    assert "Non-embedding, bf16 weights, fp32 weights not shown at 80 columns" in out
+    wide = run_in_terminal("sweep", mixtral(tmp_path), "--vary", "L=32", columns=120)
+    assert "│ 32 │ 46,702,792,704 │ 46,571,720,704 │ 12,748,853,248 │" in wide
 
 
 def test_sweep_at_80_columns_gives_a_shortened_count_its_unit():

@@ -40,8 +40,8 @@ def test_cli_csv_and_errors(cli):
     code, out, err = cli("sweep", "gpt2", "--vary", "L=6,12", "--vary", "H=576,768", "--csv")
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0] == ("L,H,params,non_embedding_params,weights_bf16_bytes,weights_fp32_bytes,"
-                        "adam_training_bytes,training_flops_per_token")
+    assert lines[0] == ("L,H,params,non_embedding_params,active_non_embedding_params,weights_bf16_bytes,"
+                        "weights_fp32_bytes,adam_training_bytes,training_flops_per_token")
     assert lines[4].startswith("12,768,124439808,85056000,")
     code, _, err = cli("sweep", "gpt2")
     assert code == 2 and "nothing to sweep" in err
@@ -61,7 +61,7 @@ def test_a_configuration_that_is_not_a_model_is_a_row_that_says_why(cli):
     assert lines[0].endswith(",training_flops_per_token,refused")
     assert lines[1].startswith("1,768,46473216,")  # 39,383,808 + 7,087,872 + 1,536
     assert lines[1].endswith(",")
-    assert lines[2] == ("1,512,,,,,,,\"node 'transformer.h.0.attn.core': sdpa(heads=12, causal=True): query width / "
+    assert lines[2] == ("1,512,,,,,,,,\"node 'transformer.h.0.attn.core': sdpa(heads=12, causal=True): query width / "
                         "heads: 512 is not divisible by 12 (received attn.qkv [B, S, 512], attn.qkv:1 [B, S, 512], "
                         "attn.qkv:2 [B, S, 512])\"")
     assert len(lines) == 5 and lines[3].startswith("2,768,") and lines[4].startswith("2,512,,")
@@ -86,3 +86,35 @@ def test_configurations_outside_the_formulas_conditions_are_built():
     rows = sweep("gpt2", {"L": [1, 3], "A": [12, 16]}, load=archgraph.load)  # A=16: 768 / 16 = 48
     assert [r["params"] for r in rows] == [archgraph.load("gpt2", {"L": r["L"], "A": r["A"]}).params().total
                                            for r in rows]
+
+
+def mixtral(tmp_path):
+    """Mixtral 8x7B's config.json (8 experts, top 2), as transformers 5.23.0 saved it."""
+    from conftest import ROOT
+    fixture = json.loads((ROOT / "tests/data/reference/hf/mixtral-8x7b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(fixture["config"]))
+    return str(path)
+
+
+def test_a_mixture_of_experts_trains_on_the_parameters_a_token_touches(tmp_path):
+    """6N with N the active non-embedding params: Mixtral's router picks 2 of 8 experts, so N is
+    params' active count (12,879,925,248) less the embedding (131,072,000), not all 46,571,720,704
+    non-embedding params (which gave 279,430,324,224 FLOPs a token, 3.65 times too many)."""
+    model = mixtral(tmp_path)
+    rows = sweep(model, {"L": [2, 32], "E": [8, 16]}, load=archgraph.load)
+    full = next(r for r in rows if (r["L"], r["E"]) == (32, 8))
+    assert (full["params"], full["non_embedding_params"]) == (46_702_792_704, 46_571_720_704)
+    assert full["active_non_embedding_params"] == 12_879_925_248 - 131_072_000 == 12_748_853_248
+    assert full["training_flops_per_token"] == 6 * 12_748_853_248 == 76_493_119_488
+    built = sweep(model, {"L": [2, 32], "E": [8, 16]}, check=True, load=archgraph.load)
+    assert built == rows  # the formula's active count is the built model's, experts varied too
+    for row in rows:
+        report = archgraph.load(model, {"L": row["L"], "E": row["E"]}).params()
+        assert row["active_non_embedding_params"] == report.totals.active - report.totals.by_category["embedding"]
+
+
+def test_a_dense_models_active_params_are_its_non_embedding_ones():
+    rows = sweep("gpt2", {"L": [2, 12]}, load=archgraph.load)
+    assert [(r["active_non_embedding_params"], r["training_flops_per_token"]) for r in rows] == \
+        [(n, 6 * n) for n in (2 * 7_087_872 + 1_536, 12 * 7_087_872 + 1_536)]  # layers and ln_f

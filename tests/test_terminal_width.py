@@ -150,11 +150,15 @@ def test_params_in_a_wider_terminal_shows_the_tensors():
 
 def test_sweep_at_80_columns_keeps_params_exact_and_gives_the_rest_in_units():
     lines = run_in_terminal("sweep", "llama-2-7b", "--vary", "L=16,32", "--vary", "H=2048,4096").splitlines()
-    assert lines[2] == "┃    ┃       ┃               ┃               ┃               ┃ 6N training ┃"
-    assert lines[3] == "┃  L ┃     H ┃        Params ┃ Non-embedding ┃ Adam training ┃ FLOPs/token ┃"
-    assert lines[5] == "│ 16 │ 2,048 │ 1,481,705,472 │ 1.42 B params │     22.08 GiB │  8.50 GFLOP │"
-    assert lines[8] == "│ 32 │ 4,096 │ 6,738,415,616 │ 6.61 B params │    100.41 GiB │ 39.64 GFLOP │"
-    assert lines[10] == "bf16 weights, fp32 weights not shown at 80 columns: a wider terminal shows them"
+    assert lines[2] == "┃    ┃       ┃               ┃               ┃               ┃     Training ┃"
+    assert lines[3] == "┃    ┃       ┃               ┃               ┃               ┃  FLOPs/token ┃"
+    assert lines[4] == "┃  L ┃     H ┃        Params ┃ Non-embedding ┃ Adam training ┃ (6 × active) ┃"
+    assert lines[6] == "│ 16 │ 2,048 │ 1,481,705,472 │ 1.42 B params │     22.08 GiB │   8.50 GFLOP │"
+    assert lines[9] == "│ 32 │ 4,096 │ 6,738,415,616 │ 6.61 B params │    100.41 GiB │  39.64 GFLOP │"
+    assert lines[11] == "bf16 weights, fp32 weights not shown at 80 columns: a wider terminal shows them"
+    assert [line.rstrip() for line in lines[12:]] == [
+        "Training FLOPs/token: 6 × active params (Kaplan et al.'s 6N), the non-embedding",
+        "params one token touches (of a mixture of experts, the experts its router picks)"]
 
 
 def test_sweep_in_a_terminal_shows_a_refused_point_as_a_row():

@@ -17,7 +17,8 @@ def _vary(text: str) -> tuple[str, list[int]]:
 
 
 def add_parser(sub, model_command) -> None:
-    c = model_command(sub, "sweep", "parameters, memory and 6·N training FLOPs over a grid of variable values")
+    c = model_command(sub, "sweep", "parameters, memory and training FLOPs per token (6 × active params) over a grid "
+                                          "of variable values")
     c.add_argument("--vary", action="append", type=_vary, default=[], metavar="NAME=V1,V2,...",
                    help="values of a variable (repeat for a grid)")
     c.add_argument("--csv", action="store_true", help="print CSV")

@@ -100,6 +100,7 @@ class FormulaReport:
     notes: list[str]
     repeat_symbols: set[str]
     conditions: list = field(default_factory=list)  # relations the build's checks relied on
+    idle: Any = 0                     # parameters a token does not touch (the experts its router does not pick)
 
     def validity(self) -> Any:
         """Where the build would take the same course: all conditions (a sympy boolean)."""
@@ -137,7 +138,8 @@ def param_formula(model: Model) -> FormulaReport:
     total = expr_of(report.totals.total)
     formula = FormulaReport(model.name, symbols, terms, tidy(total, repeats),
                             {k: tidy(expr_of(v), repeats) for k, v in report.totals.by_category.items()},
-                            set(model.decided), [], repeats, list(model.conditions))
+                            set(model.decided), [], repeats, list(model.conditions),
+                            tidy(expr_of(report.totals.idle), repeats))
     if formula.evaluate() != int(report.totals.total):  # pragma: no cover - the same numbers, carried
         raise ArchgraphError(f"internal: the formula gives {formula.evaluate():,}, "
                              f"the count is {int(report.totals.total):,}",

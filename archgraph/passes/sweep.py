@@ -35,8 +35,10 @@ def grid(vary: Mapping[str, list[int]]) -> list[dict[str, int]]:
 
 def sweep(model: str, vary: Mapping[str, list[int]], settings: Mapping[str, Any] | None = None,
           check: bool = False, *, load: Callable[..., Any]) -> list[dict[str, Any]]:
-    """One row per configuration: the varied values, params, non-embedding params, weights and
-    Adam training bytes, and the 6·N training FLOPs per token (N: non-embedding params).
+    """One row per configuration: the varied values, params, non-embedding params, the active ones
+    (those one token touches: a mixture of experts' router picks top_k of its experts), weights and
+    Adam training bytes, and the training FLOPs per token, 6 × active params (Kaplan et al.'s 6·N, N
+    the active non-embedding params: all of them in a model without experts).
     `load(model, settings, symbolic=...)` builds a model (archgraph.load)."""
     if not vary:
         raise SpecError("nothing to sweep", hint="give --vary NAME=V1,V2,...")
@@ -56,12 +58,14 @@ def sweep(model: str, vary: Mapping[str, list[int]], settings: Mapping[str, Any]
     total = formula.lambdify(names)
     emb = formula.by_category.get("embedding", 0)
     embedding = formula.lambdify(names, of=emb)
+    idle = formula.lambdify(names, of=formula.idle)
     same_course = formula.lambdify(names, of=formula.validity())
     points = [[c[n] for n in names] for c in configs]
     counted = [bool(same_course(*args)) for args in points]
     _can_build(counted.count(False), len(configs), "their values leave the conditions the formula holds under "
                                                    "(a width its heads divide, ...)")
-    return [_row(c, int(total(*args)), int(embedding(*args))) if ok else _built(load, model, settings, c)
+    return [_row(c, int(total(*args)), int(embedding(*args)), int(idle(*args))) if ok
+            else _built(load, model, settings, c)
             for c, args, ok in zip(configs, points, counted)]
 
 
@@ -73,15 +77,17 @@ def _can_build(builds: int, points: int, why: str) -> None:
                         f"builds at most {MAX_SWEEP_BUILDS:,}", hint="give fewer values")
 
 
-METRICS = ("params", "non_embedding_params", "weights_bf16_bytes", "weights_fp32_bytes", "adam_training_bytes",
-           "training_flops_per_token")
+METRICS = ("params", "non_embedding_params", "active_non_embedding_params", "weights_bf16_bytes",
+           "weights_fp32_bytes", "adam_training_bytes", "training_flops_per_token")
 
 
-def _row(config: dict, params: int, embedding: int) -> dict[str, Any]:
+def _row(config: dict, params: int, embedding: int, idle: int) -> dict[str, Any]:
+    """A point's metrics; `idle`: the parameters a token does not touch (experts not picked)."""
     non_embedding = params - embedding
     return {**config, "params": params, "non_embedding_params": non_embedding,
+            "active_non_embedding_params": non_embedding - idle,
             "weights_bf16_bytes": 2 * params, "weights_fp32_bytes": 4 * params,
-            "adam_training_bytes": ADAM_BYTES * params, "training_flops_per_token": 6 * non_embedding,
+            "adam_training_bytes": ADAM_BYTES * params, "training_flops_per_token": 6 * (non_embedding - idle),
             "refused": None}
 
 
@@ -90,7 +96,7 @@ def _built(load, model: str, settings: dict, config: dict) -> dict[str, Any]:
         report = count_params(load(model, {**settings, **config}))
     except ArchgraphError as exc:  # not a model: a row that says why
         return {**config, **dict.fromkeys(METRICS), "refused": _reason(exc)}
-    return _row(config, report.total, report.totals.by_category.get("embedding", 0))
+    return _row(config, report.total, report.totals.by_category.get("embedding", 0), report.totals.idle)
 
 
 def _reason(exc: ArchgraphError) -> str:

@@ -17,7 +17,7 @@ from ..dims import to_json
 from ..errors import shortened
 from ..passes.compare import ModelSummary
 from .flops import flops_text
-from .labels import NEW_TOKEN
+from .labels import ACTIVE, NEW_TOKEN
 from .memory import binary
 from .palette import CHART_LABEL, CHART_RC, category_color
 
@@ -25,7 +25,8 @@ ROLE_COLORS = {"encoder": "#4c72b0", "decoder": "#dd8452", "layers": "#55a868"}
 NOTES = ("encoder pass: what is computed once per input (an encoder over S tokens, a vision tower; an "
          "encoder-decoder's cross-attention keys and values). decoder prefill: the decoder over its "
          "S tokens (T in an encoder-decoder). forward per new token: one more generated token with "
-         "those tokens cached, per sequence (forward FLOPs; sweep's training FLOPs/token are 6N). serving: bf16 weights plus the caches of S tokens; training: "
+         f"those tokens cached, per sequence (forward FLOPs; sweep's training FLOPs/token are {ACTIVE}). serving: "
+         "bf16 weights plus the caches of S tokens; training: "
          "mixed precision, Adam (16 bytes/param), plus the activations stored for backward.")
 
 

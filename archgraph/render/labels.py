@@ -17,5 +17,7 @@ def shared_kinds(shared: list) -> str:
     blocks = sum(s.block for s in shared)
     parts = [(len(shared) - blocks, "tensor"), (blocks, "shared block")]
     return ", ".join(f"{n} {what}{'s' if n > 1 else ''}" for n, what in parts if n)
-TRAINING_PER_TOKEN = "6N training\nFLOPs/token" # sweep's: 6 x non-embedding params (Kaplan et al.)
+TRAINING_PER_TOKEN = "Training\nFLOPs/token\n(6 × active)"  # sweep's: Kaplan et al.'s 6N, N the active params
+ACTIVE = "6 × active params"                       # ... said whole, in the line under sweep's table and the docs
+ACTIVE_MEANS = "the non-embedding params one token touches (of a mixture of experts, the experts its router picks)"
 NEW_TOKEN = "forward per new token"                # compare's: one generated token's forward, D cached

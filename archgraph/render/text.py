@@ -10,7 +10,7 @@ from ..graph import Graph, OpNode
 from ..passes.params import ParamReport, TensorRow, call_totals, graph_totals, node_tensors
 from ..passes.shapes import ShapeReport
 from ..passes.walk import Run
-from .labels import REUSES, SHARED, SHARED_SHOWN, TRAINING_PER_TOKEN, shared_kinds, shared_text
+from .labels import ACTIVE, ACTIVE_MEANS, REUSES, SHARED, SHARED_SHOWN, TRAINING_PER_TOKEN, shared_kinds, shared_text
 from ..passes.kinds import kinds_of
 from .pattern import Pattern, alike, call_inputs, kinds, places, repeating, values_text
 from .sheet import Alt, Col, Sheet
@@ -243,25 +243,29 @@ def _headline(text: str) -> str:
 
 
 
-SWEEP_COLUMNS = {"params": "Params", "non_embedding_params": "Non-embedding", "weights_bf16_bytes": "bf16 weights",
-                 "weights_fp32_bytes": "fp32 weights", "adam_training_bytes": "Adam training",
-                 "training_flops_per_token": TRAINING_PER_TOKEN}
+SWEEP_COLUMNS = {"params": "Params", "non_embedding_params": "Non-embedding", "active_non_embedding_params": "Active",
+                 "weights_bf16_bytes": "bf16 weights", "weights_fp32_bytes": "fp32 weights",
+                 "adam_training_bytes": "Adam training", "training_flops_per_token": TRAINING_PER_TOKEN}
 # each mention shortens a column (to units: 1.48 B params, 2.76 GiB) or, the second time, drops it
-SWEEP_SHRINK = ["fp32 weights", "bf16 weights", "Adam training", TRAINING_PER_TOKEN, "Non-embedding",
+SWEEP_SHRINK = ["fp32 weights", "bf16 weights", "Adam training", TRAINING_PER_TOKEN, "Non-embedding", "Active",
                 "fp32 weights", "bf16 weights", "Non-embedding", "Adam training", TRAINING_PER_TOKEN, "Params"]
 
 
-def sweep_table(model: str, rows: list[dict]) -> Sheet:
+def sweep_table(model: str, rows: list[dict]) -> Group:
     """One row per point of a sweep: its values, then each metric exact (in units when the terminal
-    is narrow); a refused point says why in the last column."""
+    is narrow); a refused point says why in the last column.  The active parameters have a column
+    where they are not the non-embedding ones (a mixture of experts); a line under the table says
+    what the training FLOPs per token count."""
     from .flops import flops_text
     from .memory import binary
     counted = lambda n: f"{human(n)} params"  # noqa: E731  (a unit beside GFLOP and GiB, never a bare 1.48 B)
-    short = {"params": counted, "non_embedding_params": counted, "training_flops_per_token": flops_text}
-    keys = [k for k in rows[0] if k != "refused"]
+    short = {"params": counted, "non_embedding_params": counted, "active_non_embedding_params": counted,
+             "training_flops_per_token": flops_text}
+    moe = any(r["active_non_embedding_params"] != r["non_embedding_params"] for r in rows)
+    keys = [k for k in rows[0] if k != "refused" and (moe or k != "active_non_embedding_params")]
     refused = any(r.get("refused") for r in rows)
     cols = [Col(SWEEP_COLUMNS.get(k, k), "number") for k in keys] + ([Col("Refused", "text")] if refused else [])
-    sheet = Sheet(f"{model}: sweep", cols, shrink=SWEEP_SHRINK)
+    sheet = Sheet(f"{model}: sweep", cols, shrink=[h for h in SWEEP_SHRINK if h in {c.header for c in cols}])
     for r in rows:
         cells: list = []
         for k in keys:
@@ -273,4 +277,5 @@ def sweep_table(model: str, rows: list[dict]) -> Sheet:
             else:
                 cells.append(num(v))
         sheet.add_row(*cells, *([r.get("refused") or ""] if refused else []))
-    return sheet
+    flops = " ".join(TRAINING_PER_TOKEN.split("\n")[:2])
+    return Group(sheet, Text(f"{flops}: {ACTIVE} (Kaplan et al.'s 6N), {ACTIVE_MEANS}", style="dim"))
