@@ -54,8 +54,8 @@ def test_svg_is_deterministic_and_keeps_its_text():
     first, second = chart_image(d, "svg"), chart_image(d, "svg")
     assert first == second
     text = first.decode()
-    for words in ("by category", "by block", "bert-base-uncased: 109,482,240 parameters (109.48 M)",
-                  "encoder.layer × 12", "56.67 M  51.8%"):
+    for words in ("by category", "by block", "bert-base-uncased: 109.48 M params (109,482,240)",
+                  "encoder.layer × 12", "56.67 M params  51.8%"):
         assert words in text
     assert "<dc:date>" not in text
 
@@ -88,3 +88,30 @@ def test_several_models_draw_the_comparison_by_stack(cli, tmp_path):
     for label in ("encoder.block × 6", "decoder.block × 6", "transformer.h × 12", "B=1, S=128,", "T=128",
                   "forward per new token"):  # the FLOPs panel's title on two lines: it is wider than its panel
         assert label in text, label
+
+
+@pytest.mark.parametrize("name", ["gpt2", "t5-small", "resnet-50"])
+def test_no_two_texts_overlap_and_each_bar_label_stays_in_its_panel(name):
+    """Measured as the page tests measure boxes (matplotlib's window extents): a shortened count says
+    'params' (the title read '(124.44 M)', the bars ' 56.67 M  45.5%'), and the longer labels make
+    their panel's range grow rather than run past its end."""
+    import matplotlib
+
+    from archgraph.render.chart import chart_figure
+    from archgraph.render.palette import CHART_RC
+    from test_labels import _drawn_texts
+    with matplotlib.rc_context(CHART_RC):
+        fig = chart_figure(param_distribution(load(name).params()))
+        fig.canvas.draw()
+        boxes = _drawn_texts(fig)
+        renderer = fig.canvas.get_renderer()
+        bars = [(t.get_text(), t.get_window_extent(renderer), ax.get_window_extent(renderer))
+                for ax in fig.axes[:2] for t in ax.texts]
+    outside = [t for t, b in boxes if b.x0 < 0 or b.y0 < 0 or b.x1 > fig.bbox.x1 or b.y1 > fig.bbox.y1]
+    assert outside == []
+    overlapping = [(a, b) for i, (a, box) in enumerate(boxes) for b, other in boxes[i + 1:] if box.overlaps(other)]
+    assert overlapping == []
+    assert len(bars) >= 8 and [t for t, box, panel in bars if box.x1 > panel.x1] == []
+    assert all(" params  " in t for t, _, _ in bars), [t for t, _, _ in bars]
+    total = load(name).params().total
+    assert fig.get_suptitle().endswith(f" params ({total:,})")

@@ -39,7 +39,7 @@ def run_in_terminal(*args: str, columns: int = 80) -> str:
 @pytest.mark.parametrize("args, numbers", [
     (("params", "llama-2-7b"), ["6,738,415,616", "131,072,000", "(32 × 202,383,360)", "135,266,304"]),
     (("explain", "llama-2-7b"), ["6,738,415,616", "131,072,000", "45,088,768"]),
-    (("zoo",), ["6.74 B", "124.44 M", "23.51 M"]),
+    (("zoo",), ["6,738,415,616", "124,439,808", "23,508,032"]),
     (("sweep", "llama-2-7b", "--vary", "L=16,32", "--vary", "H=2048,4096"), ["1,481,705,472", "6,738,415,616"]),
     (("flops", "gpt2", "--set", "B=1", "--set", "S=128"), ["5,435,817,984", "9,880,928,256"]),
     (("compare", "gpt2", "bert-base-uncased"), ["124,439,808", "109,482,240"]),
@@ -175,14 +175,16 @@ def test_zoo_is_one_line_per_model():
     assert [r[0] for r in _rows(first)] == ["albert-base-v2", "bert-base-chinese", "bert-base-uncased-nopooler",
                                             "bert-base-uncased", "bloom-1b4-zh", "gpt2", "gpt3-175b",
                                             "llama-2-70b", "llama-2-7b", "llama-3-8b", "resnet-50", "t5-small"]
-    assert "│ gpt2                       │ 124.44 M │ GPT-2 small decoder                  │" in first
+    # exact at 80 columns; a shortened count carries its unit (it read a bare '124.44 M' under '≈')
+    assert "│ gpt2                       │     124,439,808 │ GPT-2 small decoder      │" in first
+    assert "│ bert-base-uncased-nopooler │     108,891,648 │ BERT-base without pooler │" in first
     types = _rows(out.split("Hugging Face model types")[1])
     assert ["gpt2", "base causal_lm seq_cls token_cls qa"] in types
     # one line per built-in model and per model type (80 of them), and some 20 of titles, rules and notes
     assert len(out.splitlines()) - len(_rows(first)) - len(types) <= 20
     wide = run_in_terminal("zoo", columns=200)
-    assert "│ gpt2                       │     124,439,808 │ 124.44 M │ GPT-2 small decoder (Radford et al. 2019), " \
-           "12 layers, d_model 768, tied lm_head " in wide
+    assert "│ gpt2                       │     124,439,808 │ 124.44 M params │ GPT-2 small decoder (Radford et al. " \
+           "2019), 12 layers, d_model 768, tied lm_head " in wide
 
 
 def test_explain_at_80_columns_gives_the_formula_and_drops_the_shape():

@@ -87,19 +87,48 @@ def _only_block(graph: Graph, path: str, prefix: str) -> BlockNode | None:
     return node if isinstance(node, BlockNode) else None
 
 
+def chart_figure(dist: Distribution):
+    """The three panels (call it inside `matplotlib.rc_context(CHART_RC)`); a count shortened carries
+    its unit (`56.67 M params`), and every bar's label stays inside its panel."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(15, 5.2), dpi=120, layout="constrained")
+    left, middle, right = fig.subplots(1, 3, width_ratios=[1, 1.25, 1.1])
+    _category_bars(left, dist)
+    _part_bars(middle, dist)
+    _sunburst(right, dist)
+    fig.suptitle(f"{shortened(dist.model, CHART_LABEL)}: {human(dist.total)} params ({dist.total:,})", fontsize=13,
+                 fontweight="bold")
+    _room_for_labels(fig, [left, middle])
+    return fig
+
+
+def _room_for_labels(fig, axes) -> None:
+    """Each bar panel's x range widened until the labels after its bars end inside it (measured as
+    tests/test_chart.py measures them: matplotlib's window extents)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    FigureCanvasAgg(fig)
+    for _ in range(3):  # a wider range moves the bars' ends, and with them the labels
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        grown = False
+        for ax in axes:
+            right = max((t.get_window_extent(renderer).x1 for t in ax.texts), default=0)
+            room = ax.get_window_extent(renderer)
+            if right > room.x1:
+                low, high = ax.get_xlim()
+                ax.set_xlim(low, low + (high - low) * (right - room.x0) / (room.x1 - room.x0) * 1.03)
+                grown = True
+        if not grown:
+            return
+
+
 def chart_image(dist: Distribution, fmt: str) -> bytes:
     """The three panels as image bytes (`png`, `svg` or `pdf`)."""
     import matplotlib
-    from matplotlib.figure import Figure
 
     with matplotlib.rc_context(CHART_RC):
-        fig = Figure(figsize=(15, 5.2), dpi=120, layout="constrained")
-        left, middle, right = fig.subplots(1, 3, width_ratios=[1, 1.25, 1.1])
-        _category_bars(left, dist)
-        _part_bars(middle, dist)
-        _sunburst(right, dist)
-        fig.suptitle(f"{shortened(dist.model, CHART_LABEL)}: {dist.total:,} parameters ({human(dist.total)})", fontsize=13,
-                     fontweight="bold")
+        fig = chart_figure(dist)
         out = io.BytesIO()
         metadata = {"Date": None} if fmt == "svg" else ({"CreationDate": None} if fmt == "pdf" else {})
         fig.savefig(out, format=fmt, metadata=metadata, facecolor="white")
@@ -111,7 +140,7 @@ def _category_bars(ax, dist: Distribution) -> None:
     values = [float(n) for _, n in dist.categories][::-1]  # floats: 10**60 parameters overflow an int64
     colors = [category_color(c) for c, _ in dist.categories][::-1]
     bars = ax.barh(names, values, color=colors, edgecolor="#555555", linewidth=0.5)
-    ax.bar_label(bars, labels=[f" {human(v)}  {_share(v, dist.total)}" for v in values], fontsize=8)
+    ax.bar_label(bars, labels=[f" {human(v)} params  {_share(v, dist.total)}" for v in values], fontsize=8)
     ax.set_title("by category", loc="left", fontweight="bold")
     ax.set_xlabel("parameters")
     ax.set_xlim(0, max(values, default=1) * 1.45)
@@ -130,7 +159,7 @@ def _part_bars(ax, dist: Distribution) -> None:
         seen.add(cat)
         left = [a + b for a, b in zip(left, widths)]
     for y, p in enumerate(parts):
-        ax.text(float(p.total), y, f" {human(p.total)}  {_share(p.total, dist.total)}", va="center", fontsize=8)
+        ax.text(float(p.total), y, f" {human(p.total)} params  {_share(p.total, dist.total)}", va="center", fontsize=8)
     ax.set_title("by block", loc="left", fontweight="bold")
     ax.set_xlabel("parameters")
     ax.set_xlim(0, float(max((p.total for p in parts), default=1)) * 1.45)

@@ -233,7 +233,7 @@ def compare_figure(rows: list[ModelSummary]):
     fig = Figure(figsize=(16, 5.2), dpi=110, layout="constrained")
     axes = fig.subplots(1, 4, width_ratios=[1.2, 1.2, 0.9, 1])
     names = [shortened(r.name, CHART_LABEL) for r in rows]  # a 200-character name collapsed the axes
-    _stacked(axes[0], rows, names, [_param_parts(r) for r in rows], 1e6, "M",
+    _stacked(axes[0], rows, names, [_param_parts(r) for r in rows], 1e6, "M params",
              "parameters by stack (millions)")
     _stacked(axes[1], rows, names, [_flop_parts(r) for r in rows], 1e9, "GFLOP",
              f"forward GFLOPs by stack ({sizes_text(rows)})")

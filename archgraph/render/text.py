@@ -223,6 +223,11 @@ def _shape_rows(table: Sheet, run: Run, depth: int) -> None:
             first += count
 
 
+def counted(n: int) -> str:
+    """A parameter count shortened, with its unit as FLOPs and bytes have theirs: `124.44 M params`."""
+    return f"{human(n)} params"
+
+
 def zoo_table(rows: list[tuple[str, str, int | None, str]]) -> Sheet:
     """One line per built-in model: in a narrow terminal its description up to the first comma
     or parenthesis, its parameters in units."""
@@ -232,7 +237,7 @@ def zoo_table(rows: list[tuple[str, str, int | None, str]]) -> Sheet:
         if total is None:
             sheet.add_row(name, "error", "", error)
         else:
-            sheet.add_row(name, Alt(num(total), human(total)), human(total), Alt(desc, _headline(desc)))
+            sheet.add_row(name, Alt(num(total), counted(total)), counted(total), Alt(desc, _headline(desc)))
     return sheet
 
 
@@ -258,7 +263,6 @@ def sweep_table(model: str, rows: list[dict]) -> Group:
     what the training FLOPs per token count."""
     from .flops import flops_text
     from .memory import binary
-    counted = lambda n: f"{human(n)} params"  # noqa: E731  (a unit beside GFLOP and GiB, never a bare 1.48 B)
     short = {"params": counted, "non_embedding_params": counted, "active_non_embedding_params": counted,
              "training_flops_per_token": flops_text}
     moe = any(r["active_non_embedding_params"] != r["non_embedding_params"] for r in rows)
