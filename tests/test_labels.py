@@ -1,7 +1,7 @@
 """Every label says what its number is (issue 38): the tensors ties and shared blocks reuse, each
 counted once with how many times it is used; which FLOPs a figure is (a whole forward, divided by
-which input's tokens; compare's forward per new token; sweep's 6N training FLOPs per token); a
-stack's parameters outside its repeated layers."""
+which input's tokens; compare's forward per new token; sweep's training FLOPs per token, 6 × active
+params); a stack's parameters outside its repeated layers; what a folded schedule stands for."""
 from __future__ import annotations
 
 import json
@@ -262,3 +262,39 @@ def test_kinds_differing_only_in_arguments_in_no_period_are_one_row_in_the_termi
     assert first["pattern"]["note"] == "48 kinds alike but for" and first["pattern"]["drawn"] == [first["name"]]
     assert first["pattern"]["differ"] == {"scale": "0.25, 0.125, 0.08333, ..., 0.005208"}
     assert len(first["pattern"]["skipped"]) == 47
+
+
+def _hover(browser, element) -> list[str]:
+    """The explorer's tip over `element`, a line per row ('path h.0')."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    ActionChains(browser).move_to_element(element).perform()
+    tip = browser.find_element("css selector", "#m0 .tip")
+    assert tip.is_displayed()
+    return [" ".join(tr.text.split()) for tr in tip.find_elements("css selector", "tr")]
+
+
+def test_the_hover_on_a_folded_schedule_says_its_layers_and_its_kinds(browser, cli, tmp_path):
+    """The closed box of a schedule says what it stands for: GPT-2 scaled by the inverse layer index
+    is 48 repetitions of one block, 48 kinds alike but for sdpa's scale (it said 'runs 48 (1 per
+    period)'); the ViT's is a period of a dense and a MoE layer, 6 layers each; the WaveNet's 8 kinds
+    of 2 layers differ in dilation."""
+    config = _inverse_gpt2(tmp_path)
+    _open(browser, _report(cli, tmp_path, [config], "inverse.html"))
+    tip = _hover(browser, browser.find_element("css selector", "#m0 svg [data-path='transformer.h']"))
+    assert tip == ["path transformer.h", "schedule h.0..47: 48 kinds alike but for scale, drawn as h.0",
+                   "layers 48 repetitions of gpt2_block",
+                   "kinds 48, one layer each, alike but for scale 0.25, 0.125, 0.08333, ..., 0.005208",
+                   "click to draw h.0, which stands for all 48"]
+    spec = tmp_path / "vit_moe.yaml"
+    spec.write_text(VIT_MOE)
+    _open(browser, _report(cli, tmp_path, [str(spec)], "vit-moe.html"))
+    tip = _hover(browser, browser.find_element("css selector", "#m0 svg [data-path='layers']"))
+    assert tip[2:] == ["layers 12 repetitions of encoder_layer: a period of 2 layers, 6 times",
+                       "kinds linear: 6 layers (0, 2, 4, ..., 10); moe: 6 layers (1, 3, 5, ..., 11)",
+                       "click to draw one period (layers.0..1)"]
+    _open(browser, _report(cli, tmp_path, [str(Path(__file__).parent / "data" / "specs" / "wavenet.yaml")],
+                           "wavenet.html"))
+    tip = _hover(browser, browser.find_element("css selector", "#m0 svg [data-path='layers']"))
+    assert tip[2:4] == ["layers 16 repetitions of residual_layer: a period of 8 layers, 2 times",
+                        "kinds 8, 2 layers each, alike but for padding 1, 2, 4, ..., 128; dilation 1, 2, 4, ..., 128"]
+    assert _overflowing(browser) == [[], [], 0]

@@ -367,10 +367,14 @@ class Explorer {
   }
 
   showFold(first, event) {
-    const p = first.pattern;
-    this.tip.innerHTML = `<table><tr><th>path</th><td>${esc(first.path)}</td></tr><tr><th>schedule</th><td>` +
-      `${esc(p.label)}</td></tr><tr><th>runs</th><td>${p.drawn.length + p.skipped.length} (${p.drawn.length} per period)` +
-      `</td></tr><tr><th></th><td>click to draw one period</td></tr></table>`;
+    // a folded schedule: its layers, its kinds of layer and how many layers each, what a click draws
+    const p = first.pattern, times = Math.floor(p.layers / p.period), rest = p.layers % p.period;
+    const layers = `${p.layers} repetitions of ${p.block}` + (p.periodic ? `: a period of ${p.period} layers, ` +
+      `${times} times${rest ? ` and ${rest} more` : ""}` : "");
+    const click = p.periodic ? `click to draw one period (${p.segment}.${p.start}..${p.start + p.period - 1})`
+      : `click to draw ${p.segment}.${p.start}, which stands for all ${p.layers}`;
+    const rows = [["path", first.path], ["schedule", p.label], ["layers", layers], ["kinds", p.kinds], ["", click]];
+    this.tip.innerHTML = `<table>${rows.map(([k, v]) => `<tr><th>${esc(k)}</th><td>${esc(v)}</td></tr>`).join("")}</table>`;
     this.tip.hidden = false;
     this.placeTip(event);
   }

@@ -91,6 +91,38 @@ def kinds(graph: Graph) -> list[str]:
     return found
 
 
+def run_kinds(runs: list) -> list[str]:
+    """What tells each run of a period apart: the parameter-holding ops not every run has
+    (`mlp`, `moe`), or all of a run's own when it has none of those."""
+    each = [kinds(n.body) for n in runs]
+    common = set.intersection(*(set(k) for k in each)) if each else set()
+    return ["+".join([k for k in ks if k not in common] or ks or [n.block]) for ks, n in zip(each, runs)]
+
+
+def kinds_text(runs: list[BlockNode]) -> str:
+    """A schedule's kinds of layer and how many layers each is, as the explorer's hover says it:
+    `mlp: 6 layers (0, 2, 4, ..., 10); moe: 6 layers (1, 3, 5, ..., 11)`, or for kinds that differ
+    only in arguments `48, one layer each, alike but for scale 0.25, 0.125, 0.08333, ..., 0.005208`.
+
+    >>> kinds_text([])
+    ''
+    """
+    bodies = kinds_of(runs)
+    where: dict[int, list[int]] = {id(b): [] for b in bodies}
+    for r in runs:
+        where[id(r.body)] += range(r.start, r.start + r.repeat)
+    counts = [len(where[id(b)]) for b in bodies]
+    args = differing(runs)
+    if args is not None:
+        each = (f"{'one layer' if counts[0] == 1 else f'{counts[0]} layers'} each" if len(set(counts)) == 1
+                else ", ".join(map(str, counts)) + " layers")
+        values = "; ".join(dict.fromkeys(f"{k} {values_text(v)}" for found in args.values() for k, v in found.items()))
+        return f"{len(bodies)}, {each}, alike but for {values}"
+    names = dict(zip((id(r.body) for r in runs), run_kinds(runs)))
+    return "; ".join(f"{names[id(b)]}: {n} layer{'s' if n > 1 else ''} ({indices_text(where[id(b)])})"
+                     for b, n in zip(bodies, counts))
+
+
 def places(runs: list[BlockNode], j: int, period: int) -> str:
     """Where run `j` of a period comes again, its layers as `indices_text` writes them: `0, 2, 4, ..., 10`
     (runs 0, 2, ..., 10), `0..1, 8..9, 16..17, 24..25` (runs of two layers)."""

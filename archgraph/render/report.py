@@ -26,7 +26,7 @@ from .labels import REUSES, SHARED, SHARED_SHOWN, shared_text
 from .page import Styles, content_security_policy
 from .palette import CATEGORY_COLORS, SHARE_BINS, category_color, human
 from ..passes.kinds import kinds_of
-from .pattern import alike, differing, repeating, values_text
+from .pattern import alike, differing, kinds_text, repeating, values_text
 from .report_compare import category_bars, comparison_html
 
 VENDORED = ("d3.min.js", "viz-global.js")  # in the order the page loads them
@@ -109,10 +109,12 @@ def _mark(graph: Graph, tree: dict[str, Any], layers: set[int]) -> None:
     those it stands for)."""
     nodes = {n["name"]: n for n in tree["nodes"]}
     for first, p in repeating(graph).items():
+        runs = [graph.nodes[n] for n in p.drawn + p.skipped]
         nodes[first]["pattern"] = {"label": p.label, "drawn": list(p.drawn), "skipped": list(p.skipped),
                                    "segment": p.segment, "start": p.start, "layers": p.layers, "period": p.period,
                                    "note": f"the {p.period} layers of {p.segment}.{p.start}..{p.start + p.period - 1} repeat",
-                                   "differ": _differ([graph.nodes[n] for n in p.drawn])}
+                                   "differ": _differ([graph.nodes[n] for n in p.drawn]), "periodic": True,
+                                   "kinds": kinds_text(runs), "block": _blocks(runs)}
     for first, (runs, args) in ((k, v) for k, v in alike(graph).items() if v and "pattern" not in nodes[k]):
         # kinds that differ only in arguments, in no period (GPT-2's attention scaled by 1 / (i + 1)):
         # one box, and one layer standing for all of them when opened
@@ -121,12 +123,18 @@ def _mark(graph: Graph, tree: dict[str, Any], layers: set[int]) -> None:
                                             f"{', '.join(sorted({k for a in args.values() for k in a}))}, drawn as "
                                             f"{runs[0].label}", "drawn": [first], "skipped": [r.name for r in runs[1:]],
                                    "segment": seg, "start": start, "layers": count, "period": runs[0].repeat,
-                                   "note": f"{kinds} kinds alike but for", "differ": _differ(runs)}
+                                   "note": f"{kinds} kinds alike but for", "differ": _differ(runs), "periodic": False,
+                                   "kinds": kinds_text(runs), "block": _blocks(runs)}
     for name, node in graph.nodes.items():
         if isinstance(node, BlockNode):
             nodes[name]["layer"] = id(node) in layers
             if nodes[name]["body"]:
                 _mark(node.body, nodes[name]["body"], layers)
+
+
+def _blocks(runs: list[BlockNode]) -> str:
+    """The blocks a schedule's runs call, each once: `encoder_layer`, `mamba_layer, attention_layer`."""
+    return ", ".join(dict.fromkeys(r.block for r in runs))
 
 
 def _differ(runs: list[BlockNode]) -> dict[str, str]:

@@ -12,7 +12,7 @@ from ..passes.shapes import ShapeReport
 from ..passes.walk import Run
 from .labels import ACTIVE, ACTIVE_MEANS, REUSES, SHARED, SHARED_SHOWN, TRAINING_PER_TOKEN, shared_kinds, shared_text
 from ..passes.kinds import kinds_of
-from .pattern import Pattern, alike, call_inputs, kinds, places, repeating, values_text
+from .pattern import Pattern, alike, call_inputs, places, repeating, run_kinds, values_text
 from .sheet import Alt, Col, Sheet
 
 
@@ -136,14 +136,6 @@ def _kinds_rows(sheet: Sheet, runs: list, args: dict, model, cache: dict, depth:
                   Text(runs[0].block, style="bold"), "", Text(f"{num(total)}\n({layers} × {num(per)})",
                                                               style="bold"), "")
     _param_rows(sheet, runs[0].body, model, cache, depth + 1, args)
-
-
-def run_kinds(runs: list) -> list[str]:
-    """What tells each run of a period apart: the parameter-holding ops not every run has
-    (`mlp`, `moe`), or all of a run's own when it has none of those."""
-    each = [kinds(n.body) for n in runs]
-    common = set.intersection(*(set(k) for k in each)) if each else set()
-    return ["+".join([k for k in ks if k not in common] or ks or [n.block]) for ks, n in zip(each, runs)]
 
 
 def totals_table(report: ParamReport) -> Table:
