@@ -63,6 +63,27 @@ def test_gpt2_and_llama_compute_attention_with_different_designs_and_say_so():
     assert not [c for c in d.changes if c.kind == "renamed"]
 
 
+def test_a_layers_numbered_sublayers_are_nodes_of_their_own_and_a_design_names_both_stacks():
+    """T5's decoder layer norms before each of its three sublayers (layer.0, layer.1, layer.2: names,
+    not layer indices): three rms_norm nodes of 512 a layer, where the diff read one
+    'decoder.block.layer.layer_norm', and counted the feed-forward's dropout and residual as
+    attention; the row names both stacks: 'norm in transformer.h -> decoder.block'."""
+    d = diff(archgraph.load("gpt2"), archgraph.load("t5-small"))
+    designs = {x.where: x for x in d.designs}
+    assert list(designs) == ["embedding", "other", "norm in transformer.h -> decoder.block",
+                             "attention in transformer.h -> decoder.block", "mlp in transformer.h -> decoder.block",
+                             "norm"]
+    norm = designs["norm in transformer.h -> decoder.block"]
+    assert norm.a == [("transformer.h.ln_1", "layer_norm"), ("transformer.h.ln_2", "layer_norm")]
+    assert norm.b == [(f"decoder.block.layer.{i}.layer_norm", "rms_norm") for i in range(3)]
+    assert norm.params == (12 * 2 * 2 * 768, 6 * 3 * 512)  # weight and bias; weight only
+    mlp = designs["mlp in transformer.h -> decoder.block"]
+    assert [p for p, _ in mlp.b][-2:] == ["decoder.block.layer.2.dropout", "decoder.block.layer.2.residual"]
+    assert not [p for x in d.designs for p, _ in x.b if p.startswith("decoder.block.0")]  # block.0 is a layer
+    relative = next(c for c in d.changes if c.b == "encoder.block.layer.0.SelfAttention.relative_attention_bias")
+    assert relative.params == (0, 256)  # in encoder.block.0 only: 32 buckets x 8 heads
+
+
 def test_an_equal_node_under_another_name_is_renamed(tmp_path):
     spec = "archgraph: 1\nname: NAME\ninputs:\n  x: {shape: [B, 8]}\nnodes:\n" \
            "  - {name: FIRST, op: linear, in_features: 8, out_features: 16}\n" \
@@ -187,8 +208,9 @@ def test_the_diff_page_marks_the_differing_nodes_with_a_legend_and_nothing_overl
     assert left["transformer.drop"] == "diff-only"
     assert left["transformer.h"] == "diff-inside" and right["model.layers"] == "diff-inside"
     text = browser.find_element("css selector", "table.diff").text
-    for shown in ("+6,613,975,808", "transformer.h -> model.layers: layers", "attention in transformer.h "
-                  "(different designs)"):
+    for shown in ("+6,613,975,808", "transformer.h -> model.layers: layers", "attention in transformer.h -> "
+                  "model.layers (different designs) transformer.h.attn.c_attn (linear), transformer.h.attn.core "
+                  "(sdpa), transformer.h.attn.c_proj (linear) model.layers.self_attn (attention)"):
         assert shown in text, shown
 
 

@@ -25,7 +25,7 @@ from typing import Any, Iterator
 from ..graph import BlockNode, Graph, Model, OpNode, join, read_inputs
 from .compare import ModelSummary, summarize
 from .params import op_totals
-from .stacks import Stack
+from .stacks import Stack, place
 
 Values = dict[Any, int]  # a value -> how many layers have it (1 outside a stack)
 
@@ -71,6 +71,14 @@ class Design:
     a: list[tuple[str, str]]        # (path, op) of A's nodes of that role left unpaired
     b: list[tuple[str, str]]
     params: tuple[int, int]
+    stacks: tuple[str | None, str | None] = (None, None)  # the pair of stacks it is in: A's, B's base path
+
+    @property
+    def where(self) -> str:
+        """`norm in transformer.h -> decoder.block`, `attention in model.layers`, `embedding`."""
+        a, b = self.stacks
+        inside = a if a == b else " -> ".join(x or "—" for x in (a, b)) if a or b else ""
+        return f"{self.role or 'other'} in {inside}" if inside else self.role or "other"
 
 
 @dataclass
@@ -148,6 +156,9 @@ def diff(a: Model, b: Model, settings: dict | None = None) -> DiffReport:
     left_a = [e for k, e in keyed_a.items() if k not in keyed_b]
     left_b = [e for k, e in keyed_b.items() if k not in keyed_a]
     moved, designs = _by_role(left_a, left_b, scope, scope_b)
+    named = {p.a or f"+{p.b}": (p.a, p.b) for p in pairs}
+    for x in designs:
+        x.stacks = named.get(x.stack, (None, None))
     inputs = diff_inputs(a, b)
     return DiffReport(a.name, b.name, (sa.bindings, sb.bindings), _figures(sa, sb),
                       [_stack_pair(sa, sb, x, y) for x, y in pairs_of(pairs, sa.stacks, sb.stacks)],
@@ -241,8 +252,8 @@ def flatten(model: Model, stacks: list[Stack]) -> list[Entry]:
     """One entry per place of an op node, in graph order (see the module docstring)."""
     bases = sorted({s.base for s in stacks}, key=len, reverse=True)
     found: dict[str, Entry] = {}
-    for path, node, times, own in _ops(model.graph, "", 1, 1):
-        key = _key(path)
+    for inner, node, times, own in _ops(model.graph, "", 1, 1):
+        key = place(inner, bases)
         stack = next((b for b in bases if key == b or key.startswith(b + ".")), "")
         entry = found.get(key)
         if entry is None:
@@ -261,18 +272,14 @@ def flatten(model: Model, stacks: list[Stack]) -> list[Entry]:
 
 
 def _ops(graph: Graph, prefix: str, times: int, own: int) -> Iterator[tuple[str, OpNode, int, int]]:
-    """(path, node, evaluations, evaluations with tensors of their own) of each op node."""
+    """(path without repetition indices, node, evaluations, evaluations with tensors of their own) of
+    each op node."""
     for name, node in graph.nodes.items():
         if isinstance(node, OpNode):
             yield join(prefix, name), node, times, own
         elif isinstance(node, BlockNode) and node.repeat:
             inner_own = own * (1 if node.shared else node.repeat)
-            yield from _ops(node.body, node.rep_path(prefix, 0), times * node.repeat, inner_own)
-
-
-def _key(path: str) -> str:
-    """The path without layer indices: `model.layers.3.mlp` -> `model.layers.mlp`."""
-    return ".".join(part for part in path.split(".") if not part.isdigit())
+            yield from _ops(node.body, join(prefix, node.segment), times * node.repeat, inner_own)
 
 
 def _inside(entry: Entry) -> str:

@@ -4,7 +4,8 @@ bytes its outputs hold, as JSON-ready data.
 
 Paths are those `params --json` gives: an op by its first repetition's path
 (`transformer.h.0.ln_1`), a block call as its block rows do (`transformer.h`,
-`encoder.layer.*.attention.self`).  Two nodes may share a path (Gemma 3's two rotary tables at
+`encoder.layer.*.attention.self`); a node's `place` is its path without layer indices, as `diff`
+matches nodes (`transformer.h.ln_1`).  Two nodes may share a path (Gemma 3's two rotary tables at
 `model.rotary_emb`); each has its own `id`.  Totals count every repetition: a node's `total`
 parameters (a shared block's repetitions add none), its `flops` and `bytes` summed over every
 evaluation.
@@ -26,17 +27,19 @@ from ..record import MISSING
 from .flops import op_flops
 from .params import ParamReport, call_totals, count_params, graph_totals, node_tensors
 from .shapes import infer_shapes
-from .stacks import Stack
+from .stacks import Stack, place
 from .walk import Run
 
 ACTIVATION_DTYPE = "bf16"  # what `bytes` counts each output element as
 
 
-def explore(model: Model, sizes: Mapping[str, int], params: ParamReport | None = None) -> dict[str, Any]:
-    """The tree of `model` at `sizes` (every symbolic size bound: `{"B": 1, "S": 512}`)."""
+def explore(model: Model, sizes: Mapping[str, int], params: ParamReport | None = None,
+            stacks: list[Stack] = ()) -> dict[str, Any]:
+    """The tree of `model` at `sizes` (every symbolic size bound: `{"B": 1, "S": 512}`); `stacks`
+    (find_stacks') name each node's place."""
     params = params or count_params(model)
     run = infer_shapes(model, dict(sizes)).run
-    state = {"next": 0, "params": params, "model": model, "reads": {}}
+    state = {"next": 0, "params": params, "model": model, "reads": {}, "bases": [s.base for s in stacks]}
     graph = _graph(state, model.graph, [(run, 1)], "", "", 1)
     return {
         "name": model.name, "description": model.description,
@@ -59,11 +62,13 @@ def _graph(state: dict, graph: Graph, runs: list[tuple[Run, int]], prefix: str, 
         state["next"] += 1
         common = {"id": state["next"], "name": name, "inputs": [list(ref) for ref in node.inputs]}
         if isinstance(node, OpNode):
-            nodes.append({**common, **_op(state, graph, node, runs, join(prefix, name), prefix, times)})
+            nodes.append({**common, **_op(state, graph, node, runs, join(prefix, name), prefix, times),
+                          "place": _place(state, join(rows, name))})
             continue
         segments = [(seg.run, count * seg.count) for run, count in runs for seg in run.nodes[name]]
         per = graph_totals(node.body, state["params"].cache)
-        block = {**common, "kind": "block", "path": join(rows, node.segment), "block": node.block,
+        block = {**common, "kind": "block", "path": join(rows, node.segment), "place": _place(state, join(rows, node.segment)),
+                 "block": node.block,
                  "label": node.label, "repeat": node.repeat, "shared": node.shared, "scheduled": node.scheduled,
                  "params": per.total, "total": call_totals(node, per).total * times,
                  "category": max(per.by_category, key=per.by_category.get, default="other"),
@@ -82,6 +87,12 @@ def _graph(state: dict, graph: Graph, runs: list[tuple[Run, int]], prefix: str, 
             block.update(body=None, flops=0, bytes=0)
         nodes.append(block)
     return {"inputs": list(graph.inputs), "outputs": [list(ref) for ref in graph.outputs], "nodes": nodes}
+
+
+def _place(state: dict, rows: str) -> str:
+    """A node's place, as `passes.diff` names it: its path without its stacks' layer indices
+    (`transformer.h.*.ln_1` -> `transformer.h.ln_1`; T5's `layer.2` is a name and stays)."""
+    return place(".".join(part for part in rows.split(".") if part != "*"), state["bases"])
 
 
 def _op(state: dict, graph: Graph, node: OpNode, runs: list[tuple[Run, int]], path: str, prefix: str,

@@ -308,3 +308,19 @@ def _cross(node: OpNode, graph: Graph, up) -> bool:
     if key is None or refs[0] is None:
         return False
     return _root(graph, refs[0].node, up) != _root(graph, key.node, up)
+
+
+def place(path: str, bases: list[str]) -> str:
+    """Where a node is, its stacks' layer indices left out: `path` (without repetition indices) less
+    the index after a stack's base path, which names a layer made apart (T5's `encoder.block.0`, the
+    layer holding the relative bias, beside `encoder.block` × 5).  Other numbers are names: T5's
+    `layer.2` is the feed-forward sublayer, not the self-attention's `layer.0`.
+
+    >>> place("decoder.block.0.layer.2.layer_norm", ["decoder.block"])
+    'decoder.block.layer.2.layer_norm'
+    """
+    for base in sorted(bases, key=len, reverse=True):
+        if path.startswith(base + "."):
+            first, _, rest = path[len(base) + 1:].partition(".")
+            return join(base, rest) if first.isdigit() else path
+    return path

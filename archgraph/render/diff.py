@@ -53,8 +53,8 @@ def diff_json(d: DiffReport) -> dict[str, Any]:
         "nodes": [{"kind": c.kind, "a": c.a, "b": c.b, "op": c.op, "stack": c.stack, "params": list(c.params),
                    "changes": [{"what": w, "a": values(va), "b": values(vb)} for w, va, vb in c.details]}
                   for c in d.changes],
-        "designs": [{"stack": x.stack, "role": x.role, "a": [list(n) for n in x.a], "b": [list(n) for n in x.b],
-                     "params": list(x.params)} for x in d.designs],
+        "designs": [{"stack": x.stack, "stacks": list(x.stacks), "role": x.role, "a": [list(n) for n in x.a],
+                     "b": [list(n) for n in x.b], "params": list(x.params)} for x in d.designs],
         "same": d.same,
         "inputs": [{"name": c.name, "kind": c.kind, "a": _input_json(c.a), "b": _input_json(c.b)} for c in d.inputs],
         "inputs_same": d.inputs_same,
@@ -177,8 +177,7 @@ def _designs(d: DiffReport) -> Sheet:
     sheet = Sheet("different designs: a role both compute (their parameters), with no node in common",
                   [Col("Role, then its nodes"), Col("A", "text", wrap=8), Col("B", "text", wrap=8)])
     for x in d.designs:
-        sheet.add_row(f"{x.role or 'other'} in {x.stack}" if x.stack else (x.role or "other"),
-                      f"{x.params[0]:,}", f"{x.params[1]:,}")
+        sheet.add_row(x.where, f"{x.params[0]:,}", f"{x.params[1]:,}")
         for path, op in x.a:
             sheet.add_row(f"  {path}", op, "—")
         for path, op in x.b:

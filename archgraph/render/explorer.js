@@ -176,10 +176,9 @@ class Explorer {
 
   // -- drawing ----------------------------------------------------------------------------------
   mark(svg) {  // a node that differs from the other pane's model, and a closed block that holds one
-    const key = path => path.split(".").filter(part => !/^\d+$/.test(part)).join(".");
-    const paths = Object.keys(this.marks);
-    for (const g of svg.querySelectorAll("g.node[data-path], g.cluster[data-path]")) {
-      const k = key(g.dataset.path), kind = this.marks[k];
+    const paths = Object.keys(this.marks);  // places: paths without layer indices, as diff names them
+    for (const g of svg.querySelectorAll("g.node[data-place], g.cluster[data-place]")) {
+      const k = g.dataset.place, kind = this.marks[k];
       if (kind) g.classList.add(`diff-${kind}`);
       else if (g.classList.contains("block") && paths.some(p => p.startsWith(k + "."))) g.classList.add("diff-inside");
     }
@@ -216,6 +215,7 @@ class Explorer {
       const fold = /-p(\d+)$/.exec(g.id);
       if (fold) {
         g.dataset.path = this.byId.get(Number(fold[1])).path;
+        g.dataset.place = this.byId.get(Number(fold[1])).place;
         g.dataset.kind = "pattern";
         g.dataset.expanded = String(g.classList.contains("cluster"));
         g.classList.add("block");
@@ -225,6 +225,7 @@ class Explorer {
       if (!match) continue;
       const node = this.byId.get(Number(match[1]));
       g.dataset.path = node.path;
+      g.dataset.place = node.place;
       g.dataset.kind = node.kind;
       if (node.kind === "block") {
         g.dataset.expanded = String(this.expanded.has(node.id));

@@ -88,7 +88,7 @@ def report_data(models: list[Model], diff: Any = None) -> ReportData:
                   "non_trainable": params.totals.non_trainable, "tied": params.totals.tied,
                   "buffers": params.totals.buffers, "buffer_bytes": params.totals.buffer_bytes,
                   "active": params.totals.active, "shared": params.shared()}
-        tree = explore(model, summary.bindings, params)
+        tree = explore(model, summary.bindings, params, summary.stacks)
         _mark(model.graph, tree["graph"], {id(c) for stack in summary.stacks for c in stack.calls})
         sections.append(Section(model.name, model.description, totals, table_rows(params), tree, summary,
                                 layer_sizes(summary.stacks)))

@@ -30,10 +30,9 @@ def diff_html(d: DiffReport) -> str:
         path = f"{c.a} -> {c.b}" if c.kind == "renamed" else c.a or c.b
         rows.append((f"{path} ({c.kind})", c.op if c.a else "—", c.op if c.b else "—", signed(c.params[1] - c.params[0])))
         rows += [(f"  {what}", values_text(va), values_text(vb), "") for what, va, vb in c.details]
-    for x in d.designs:
-        where = f"{x.role or 'other'} in {x.stack}" if x.stack else x.role or "other"
-        rows.append((f"{where} (different designs)", ", ".join(p for p, _ in x.a), ", ".join(p for p, _ in x.b),
-                     signed(x.params[1] - x.params[0])))
+    for x in d.designs:  # each side's nodes with their ops: 'transformer.h.ln_1 (layer_norm)'
+        rows.append((f"{x.where} (different designs)", ", ".join(f"{p} ({op})" for p, op in x.a),
+                     ", ".join(f"{p} ({op})" for p, op in x.b), signed(x.params[1] - x.params[0])))
     body = "\n".join("<tr>" + "".join(f"<td class=\"{'number' if k == 3 else 'text'}\">{_cell(v)}</td>"
                                       for k, v in enumerate(row)) + "</tr>" for row in rows)
     return (f"<h3>What changed from {escape(d.a)} to {escape(d.b)}</h3>\n<div class=\"scroll\"><table class=\"diff\">"
