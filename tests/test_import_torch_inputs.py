@@ -168,3 +168,43 @@ def test_a_token2wav_dit_gets_its_mel_frames_codes_speaker_and_time():
     assert int(hfinputs._codes(config).max()) < 50
     time = hfinputs._time(config)
     assert 0 <= float(time.min()) and float(time.max()) < 1
+
+
+GLM4V = {"model_type": "glm4v", "text_config": {**TEXT, "num_key_value_heads": 2},
+         "vision_config": {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 4, "patch_size": 4,
+                           "image_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2, "out_hidden_size": 32},
+         "image_token_id": 99, "video_token_id": 98}
+
+
+def test_placeholders_counted_from_values_are_counted_on_the_cpu_never_left_out():
+    """GLM-4V's get_image_features reads its grid's values (grid_thw.tolist()): on the meta device the
+    count is ValuesUnknown (import-torch then builds the model on the CPU), where the images were
+    left out and the text traced alone; on the CPU each image of 8 x 8 patches, merged 2 x 2, is 16
+    placeholders, and so is each video."""
+    from archgraph.fromtorch.specialise import ValuesUnknown
+    config = transformers.AutoConfig.for_model(**GLM4V)
+    meta = hfbuild.build(transformers.Glm4vModel, config, "config.json")
+    with pytest.raises(ValuesUnknown, match="Glm4vModel's get_image_features cannot count the features of the "
+                                            "example pixel_values on the meta device"):
+        hfinputs.example_inputs(meta, {})
+    cpu = hfbuild.build(transformers.Glm4vModel, config, "config.json", meta=False)
+    inputs = hfinputs.example_inputs(cpu, {})
+    assert {k: tuple(v.shape) for k, v in inputs.items() if isinstance(v, torch.Tensor)} == {
+        "input_ids": (2, 16 + 16 + 16), "pixel_values": (128, 96), "image_grid_thw": (2, 3),
+        "pixel_values_videos": (128, 96), "video_grid_thw": (2, 3)}
+    assert inputs["input_ids"][:, :32].tolist() == [[99] * 16 + [98] * 16] * 2
+
+
+def test_an_input_whose_placeholders_cannot_be_counted_is_refused_not_left_out():
+    """Qwen2-Audio merges its audio features at audio_token_index but has no get_audio_features to
+    count them with: refused naming the input (it was left out, the text traced alone)."""
+    from archgraph.errors import ArchgraphError
+    raw = {"model_type": "qwen2_audio", "audio_token_index": 99, "text_config": {"model_type": "qwen2", **TEXT},
+           "audio_config": {"d_model": 32, "encoder_layers": 1, "encoder_attention_heads": 4,
+                            "encoder_ffn_dim": 64, "num_mel_bins": 16, "max_source_positions": 8}}
+    with pytest.raises(ArchgraphError) as err:
+        _inputs(raw)
+    assert err.value.message == ("Qwen2AudioModel merges input_features into the text at placeholder tokens (99), "
+                                 "and archgraph cannot count the placeholders the example input_features needs: "
+                                 "it has no get_audio_features to make them with")
+    assert "--input input_ids=2x16:int64" in err.value.hint

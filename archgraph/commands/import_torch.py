@@ -6,6 +6,7 @@ and its example inputs).  Needs torch, and transformers for a config (`archgraph
 """
 from __future__ import annotations
 
+import contextlib
 import sys
 
 
@@ -49,14 +50,16 @@ def run(args, console) -> int:
         given[name] = value
     with _quiet(), notes.recording():  # what the import sets that the config does not say: in the spec
         if is_config:
-            module, example_args, example_kwargs = targets.from_config(args.target, given)
+            module, example_args, example_kwargs = targets.from_config(args.target, given, args.input)
         else:
             module, example_args, example_kwargs, sources = targets.from_callable(args.target, given)
             inputs += sources  # never written over: the code the module was imported from
             if args.output is not None:
                 check_output(args.output, inputs)
-        try:
-            text = at.to_spec(module, *example_args, **example_kwargs)
+        on_cpu = is_config and not any(p.device.type == "meta" for p in module.parameters())
+        try:  # a config's model on the CPU: its example inputs needed values (image grids)
+            with built_with_values(module) if on_cpu else contextlib.nullcontext():
+                text = at.to_spec(module, *example_args, **example_kwargs)
         except ValuesUnknown as why:
             if not is_config:
                 raise

@@ -26,7 +26,9 @@ audio-language model) with as many placeholder tokens (`image_token_id`, `audio_
 `get_video_features`) makes of them (a Q-Former's model without that method: num_query_tokens an
 image), the 16 text tokens after.  A placeholder token the config declares but leaves unset (the
 default configs of InstructBLIP and Voxtral, whose processors add it) is set to the text
-vocabulary's last id, and the spec says so (`notes`).
+vocabulary's last id, and the spec says so (`notes`).  Placeholders whose count needs values (a
+grid read as numbers) are `ValuesUnknown` on the meta device (the model is then built on the CPU);
+placeholders that cannot be counted are refused naming the input, never left out.
 
 `--input NAME=SHAPE[:DTYPE]` gives any of them (or any other parameter) instead.  A required
 parameter none of these makes is an error naming it and the flag that supplies it.
@@ -67,7 +69,7 @@ def example_inputs(model: torch.nn.Module, given: dict[str, torch.Tensor]) -> di
         return {**_image_attention_mask(params, {**trial, **given}, device), **given}
     inputs = hflayouts.pick(model, choices, complete)
     if "input_ids" in params and "input_ids" not in given:
-        _placeholders(model, inputs, given)
+        _placeholders(model, inputs)
     inputs = complete(inputs)
     if "use_cache" in params or (takes_any and find(config, "use_cache") is not None):
         inputs["use_cache"] = False  # no cache object in the trace
@@ -131,8 +133,11 @@ PLACEHOLDERS = {"pixel_values": (("image_token_id", "image_token_index"), "get_i
                 "pixel_values_videos": (("video_token_id", "video_token_index"), "get_video_features")}
 
 
-def _placeholders(model, inputs: dict, given: dict) -> None:
-    """Placeholder tokens for the images (audio, video) beside the ids (see the module docstring)."""
+def _placeholders(model, inputs: dict) -> None:
+    """Placeholder tokens for the images (audio, video) beside the ids (see the module docstring); an
+    input whose placeholders cannot be counted is never left out (the spec would not compute it):
+    `ValuesUnknown` where the count needs values the meta device lacks (`_feature_tokens`), else
+    refused by name."""
     config = model.config
     runs: list[tuple[int, int]] = []  # (placeholder token, tokens per row)
     for name, (keys, method) in PLACEHOLDERS.items():
@@ -141,13 +146,9 @@ def _placeholders(model, inputs: dict, given: dict) -> None:
             token = _unset_placeholder(config, keys, name)
         if name not in inputs or not isinstance(token, int):
             continue  # absent, or two towers side by side: forward reads both
-        count = _feature_tokens(model, method, name, inputs)
+        count, why = _feature_tokens(model, method, name, inputs)
         if count is None or count % BATCH:
-            if name not in given and name not in _required(model):
-                del inputs[name]  # its features cannot be counted here: the text alone is traced
-                for grid in (g for g, tiled in hflayouts.GRIDS.items() if name in tiled and g not in given):
-                    inputs.pop(grid, None)  # and the grid that tiled it
-            continue
+            raise _uncounted(model, name, token, why or f"{count} features for {BATCH} examples")
         runs.append((token, count // BATCH))
     if runs:
         ids = inputs["input_ids"]
@@ -155,6 +156,17 @@ def _placeholders(model, inputs: dict, given: dict) -> None:
             ids = ids.masked_fill(ids == token, 0 if token != 0 else 1)
         head = torch.cat([torch.full((BATCH, n), token, dtype=ids.dtype) for token, n in runs], dim=1)
         inputs["input_ids"] = torch.cat([head.to(ids.device), ids], dim=1)
+
+
+def _uncounted(model, name: str, token: int, why: str) -> ArchgraphError:
+    return ArchgraphError(f"{type(model).__name__} merges {name} into the text at placeholder tokens ({token}), and "
+                          f"archgraph cannot count the placeholders the example {name} needs: {why}",
+                          hint="import the text alone with --input input_ids=2x16:int64, or call "
+                               "archgraph.torch.to_spec with inputs the model's processor makes")
+
+
+def _method(model, method: str):
+    return next((getattr(m, method) for m in model.modules() if callable(getattr(m, method, None))), None)
 
 
 def _unset_placeholder(config, keys: tuple[str, ...], name: str) -> int | None:
@@ -186,33 +198,38 @@ def _parts(config, prefix: str):
             yield from _parts(inner, f"{prefix}{sub}.")
 
 
-def _required(model) -> set[str]:
-    return {n for n, p in inspect.signature(model.forward).parameters.items() if p.default is inspect.Parameter.empty}
-
-
-def _feature_tokens(model, method: str, name: str, inputs: dict) -> int | None:
+def _feature_tokens(model, method: str, name: str, inputs: dict) -> tuple[int | None, str]:
     """How many token embeddings the model's `method` makes of input `name` (its features' size over
-    the embeddings' width), given the other inputs it takes (a grid, Q-Former ids), or None when it
-    cannot be called on them."""
+    the embeddings' width), given the other inputs it takes (a grid, Q-Former ids); else None and why."""
     from .hfexport import one_device
-    fn = next((getattr(m, method) for m in model.modules() if callable(getattr(m, method, None))), None)
+    fn = _method(model, method)
     embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     width = getattr(getattr(embeddings, "weight", None), "shape", (None,))[-1]
     queries = find(model.config, "num_query_tokens")
     if fn is None and name == "pixel_values" and isinstance(queries, int):
-        return BATCH * queries  # a Q-Former's queries, one placeholder each (BLIP-2's processor)
-    if fn is None or not isinstance(width, int):
-        return None
+        return BATCH * queries, ""  # a Q-Former's queries, one placeholder each (BLIP-2's processor)
+    if fn is None:
+        return None, f"it has no {method} to make them with"
+    if not isinstance(width, int):
+        return None, "its input embeddings' width is unknown"
     try:
         with torch.no_grad(), one_device(model):
             takes = inspect.signature(fn).parameters
             out = fn(**{n: v for n, v in inputs.items() if n == name or (n in takes and n not in PLACEHOLDERS)})
-    except Exception:  # noqa: BLE001  a tower that needs more than this input: the text alone
-        return None
+    except Exception as exc:  # noqa: BLE001  a tower that cannot run on this input: said by the caller
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        why = f"{method} raised {type(exc).__name__}" + (f": {text[:160]}" if text else "")
+        if hflayouts.needs_values(exc) and any(p.device.type == "meta" for p in model.parameters()):
+            from .specialise import ValuesUnknown  # the model is built again on the CPU, with values
+            raise ValuesUnknown(f"{type(model).__name__}'s {method} cannot count the features of the example "
+                                f"{name} on the meta device ({why})", hint="import the module with its weights") from None
+        return None, why
     feats = getattr(out, "pooler_output", None) if not isinstance(out, (torch.Tensor, list, tuple)) else out
     tensors = [t for t in (feats if isinstance(feats, (list, tuple)) else [feats]) if isinstance(t, torch.Tensor)]
     total = sum(t.numel() for t in tensors)
-    return total // width if tensors and total % width == 0 else None
+    if not tensors or total % width:
+        return None, f"{method} made {total:,} values, not features of the embeddings' width {width}"
+    return total // width, ""
 
 
 def find(config, *keys: str) -> Any:

@@ -104,24 +104,31 @@ def _sources(modules) -> list[str]:
     return files
 
 
-def from_config(path: str, given: dict[str, torch.Tensor] | None = None) -> tuple[torch.nn.Module, tuple, dict]:
+def from_config(path: str, given: dict[str, torch.Tensor] | None = None,
+                texts: list[str] | None = None) -> tuple[torch.nn.Module, tuple, dict]:
     """The model a config.json describes, as transformers builds it on the meta device
     (`hfbuild`: the class of architectures[0], else the base model; its own attention, sdpa where
     it has it), read and checked as `import-hf` reads configs (`hfconfig`), and its example inputs
     (`hfinputs`: made from forward's signature and the config; `given` by name wins).  A field the
     config leaves unset that transformers cannot build the model without is set (`hfdefaults`), and
-    said in the spec written inside `notes.recording()`."""
+    said in the spec written inside `notes.recording()`.  Where the example inputs need values (the
+    placeholders an image grid makes, counted by running the tower), the model is built on the CPU
+    (`with_values`; `texts`, the --input flags, made again there)."""
     try:
         import transformers  # noqa: F401
     except ImportError:
         raise ArchgraphError("'archgraph import-torch CONFIG.json' needs transformers, which is not installed",
                              hint="pip install 'transformers==5.23.0'") from None
     from . import hfbuild, hfconfig, hfdefaults, hfinputs
+    from .specialise import ValuesUnknown
     raw = hfconfig.read(path)
     config = hfconfig.config_object(raw, path)
     cls = hfbuild.model_class(config, raw.get("architectures") or [], path)
     model = hfdefaults.built(lambda: hfbuild.build(cls, config, path), config, cls.__name__)
-    return model, (), hfinputs.example_inputs(model, dict(given or {}))
+    try:
+        return model, (), hfinputs.example_inputs(model, dict(given or {}))
+    except ValuesUnknown as why:
+        return with_values(model, path, list(texts or []), why)
 
 
 def with_values(model: torch.nn.Module, path: str, texts: list[str], why: ArchgraphError) -> tuple[torch.nn.Module, tuple, dict]:
