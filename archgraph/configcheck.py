@@ -1,8 +1,8 @@
 """The checks of a Hugging Face config.json that need neither torch nor transformers, made before
 either is imported (`import-torch` of a config): the file as `import-hf` reads it
 (`archgraph.hf.read_config`: a regular file of at most 16 MB, no duplicate keys, no number of
-thousands of digits), a model_type, `architectures` a list of class names, no number beyond
-MAX_MAGNITUDE, no more layers than a block repeats (transformers would build every one of them,
+thousands of digits), a model_type, `architectures` a list of class names, no finite number beyond
+MAX_MAGNITUDE (infinity is a number: an open bound), no more layers than a block repeats (transformers would build every one of them,
 for hours).
 
 >>> import json, tempfile, pathlib
@@ -16,6 +16,7 @@ for hours).
 """
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -68,6 +69,8 @@ def _check_sizes(config: dict, prefix: str, loc: Loc) -> None:
     for name, key, value in items(config, prefix):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             continue
+        if isinstance(value, float) and math.isinf(value):
+            continue  # a bound that is none (Mamba-2's time_step_limit [0, inf]): a number, no size
         if abs(value) > MAX_MAGNITUDE:
             raise ArchgraphError(f"'{name}' is {value:.3g}, beyond any size or setting archgraph reads", loc=loc,
                                  hint="sizes and values are at most 10**30")

@@ -130,3 +130,22 @@ def test_a_model_reading_inputs_as_its_processor_makes_them_imports(raw, cls, co
     assert main(["import-torch", str(path), "-o", str(tmp_path / "m.yaml")]) == 0
     assert _compare(path, tmp_path / "m.yaml") == {"class": cls, "params": count, "status": "imported"}
     assert said in load(str(tmp_path / "m.yaml")).description
+
+
+def test_an_infinite_bound_is_read_as_the_number_it_is(tmp_path):
+    """Mamba-2's time_step_limit [0, inf] (the default of Nemotron-H's text config: no upper bound,
+    written Infinity by json.dumps) is a number transformers reads, not a size beyond archgraph's
+    limits (it refused nemo_speechlm and nemotron_h_omni); a size of inf is still refused by name."""
+    from archgraph.configcheck import read_raw
+    from archgraph.errors import ArchgraphError
+    from archgraph.fromtorch import hfconfig
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"model_type": "nemotron_h", "time_step_limit": [0.0, float("inf")]}))
+    assert "Infinity" in path.read_text()
+    raw = read_raw(path)
+    assert raw["time_step_limit"] == [0.0, float("inf")]
+    assert hfconfig.config_object(raw, path).time_step_limit[1] == float("inf")
+    path.write_text(json.dumps({"model_type": "nemotron_h", "hidden_size": float("inf")}))
+    with pytest.raises(ArchgraphError) as err:
+        hfconfig.config_object(read_raw(path), path)
+    assert err.value.message == "'hidden_size' must be a whole number; received inf"
