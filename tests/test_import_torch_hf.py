@@ -179,12 +179,12 @@ def test_an_input_given_for_a_config_replaces_the_one_archgraph_makes(tmp_path, 
 
 def test_a_required_input_archgraph_cannot_make_is_named_with_its_flag(tmp_path, capsys):
     path = tmp_path / "config.json"
-    path.write_text(json.dumps({"model_type": "blip_2_qformer", "hidden_size": 32, "num_hidden_layers": 2,
-                                "num_attention_heads": 4, "intermediate_size": 64, "encoder_hidden_size": 32}))
+    """PI0's forward requires action_embeds, which no rule makes and its docstring gives no shape of."""
+    path.write_text(json.dumps({"model_type": "pi0"}))
     assert main(["import-torch", str(path)]) == 2
     assert capsys.readouterr().err == (
-        f"archgraph: error: Blip2QFormerModel.forward needs 'query_embeds', which archgraph cannot make from the "
-        "config\n  fix: give it with --input query_embeds=SHAPE[:DTYPE], e.g. --input query_embeds=2x16:float32\n")
+        f"archgraph: error: PI0Model.forward needs 'action_embeds', which archgraph cannot make from the "
+        "config\n  fix: give it with --input action_embeds=SHAPE[:DTYPE], e.g. --input action_embeds=2x16:float32\n")
 
 
 def test_import_torch_without_torch_says_how_to_install_it(tmp_path):

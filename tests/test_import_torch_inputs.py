@@ -208,3 +208,42 @@ def test_an_input_whose_placeholders_cannot_be_counted_is_refused_not_left_out()
                                  "and archgraph cannot count the placeholders the example input_features needs: "
                                  "it has no get_audio_features to make them with")
     assert "--input input_ids=2x16:int64" in err.value.hint
+
+
+def test_an_input_is_made_at_the_shape_forwards_docstring_writes():
+    """transformers documents each input's shape by its dims' names: a count of examples is the batch,
+    a config key its value, any other name 16; ids are below the least vocabulary, masks ones."""
+    from archgraph.fromtorch import hfdocs
+
+    def forward(audio_input_ids, patch_embeds, features_mask, other):
+        """
+        Args:
+            audio_input_ids (`torch.Tensor` of shape `(num_audios, max_num_frames, n_mel_bins)`):
+                The audio.
+            patch_embeds (`torch.FloatTensor` of shape `(batch_size, hidden_size, grid_height, 3)`):
+                Patches.
+            features_mask (`torch.Tensor` of shape `(batch_size, time_steps)`):
+            other (`torch.Tensor`, *optional*):
+        """
+    config = transformers.AutoConfig.for_model("inkling_audio", n_mel_bins=8, mel_vocab_size=5, text_hidden_size=32)
+    ids = hfdocs.documented(forward, "audio_input_ids", config, hfinputs.find)
+    assert (tuple(ids.shape), ids.dtype, int(ids.max()) < 5) == ((2, 16, 8), torch.int64, True)
+    patches = hfdocs.documented(forward, "patch_embeds", config, hfinputs.find)
+    assert (tuple(patches.shape), patches.dtype) == ((2, 32, 16, 3), torch.float32)
+    assert torch.equal(hfdocs.documented(forward, "features_mask", config, hfinputs.find), torch.ones(2, 16).long())
+    assert hfdocs.documented(forward, "other", config, hfinputs.find) is None
+
+
+def test_inputs_at_their_documented_shape_or_as_frames_where_archgraphs_own_do_not_run():
+    """Inkling's audio tower reads mel ids [audios, frames, n_mel_bins] (token ids [2, 16] fail), the
+    Unlimited-OCR vision encoder patch embeddings [B, hidden_size, rows, columns] (its docstring's),
+    X-CLIP's vision tower a video's frames as images [B x num_frames, C, H, W]."""
+    assert _inputs({"model_type": "inkling_audio", "n_mel_bins": 8, "mel_vocab_size": 5,
+                    "text_hidden_size": 32}) == {"audio_input_ids": (2, 16, 8)}
+    assert _inputs({"model_type": "unlimited_ocr_vision_encoder", "hidden_size": 32, "intermediate_size": 64,
+                    "num_hidden_layers": 1, "num_attention_heads": 4, "image_size": 16, "patch_size": 8}) == {
+        "patch_embeds": (2, 32, 16, 16)}
+    assert _inputs({"model_type": "xclip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                    "num_hidden_layers": 1, "num_attention_heads": 4, "mit_hidden_size": 32,
+                    "mit_intermediate_size": 64, "mit_num_hidden_layers": 1, "mit_num_attention_heads": 4,
+                    "image_size": 16, "patch_size": 8, "num_frames": 4}) == {"pixel_values": (8, 3, 16, 16)}

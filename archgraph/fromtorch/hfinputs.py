@@ -41,7 +41,7 @@ from typing import Any, Callable
 import torch
 
 from ..errors import ArchgraphError, did_you_mean
-from . import hflayouts
+from . import hfdocs, hflayouts
 
 BATCH = 2
 TOKENS = 16       # the example sequence length (a size torch.export keeps symbolic)
@@ -62,7 +62,7 @@ def example_inputs(model: torch.nn.Module, given: dict[str, torch.Tensor]) -> di
             raise ArchgraphError(f"--input {name}: {cls}.forward has no parameter '{name}'",
                                  hint=did_you_mean(name, params) or f"its parameters: {', '.join(params)}")
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    choices = _choices(config, params, _wanted(model, params, takes_any, given), given, cls)
+    choices = _choices(model, params, _wanted(model, params, takes_any, given), given)
     choices = {n: [t.to(device) for t in c] for n, c in choices.items()}
 
     def complete(trial: dict) -> dict:
@@ -97,8 +97,10 @@ def _wanted(model, params, takes_any: bool, given: dict) -> list[str]:
     return [n for n in dict.fromkeys(wanted) if n not in given]
 
 
-def _choices(config, params, wanted: list[str], given: dict, cls: str) -> dict[str, list[torch.Tensor]]:
-    """Each wanted input's candidate layouts (see hflayouts), the grids that tile them beside."""
+def _choices(model, params, wanted: list[str], given: dict) -> dict[str, list[torch.Tensor]]:
+    """Each wanted input's candidate layouts (see hflayouts), the grids that tile them beside; the
+    shape forward's docstring writes (`hfdocs`) is a candidate too, after archgraph's own."""
+    config, cls = model.config, type(model).__name__
     grids = hflayouts.grid_inputs(config, params, find)
     choices: dict[str, list[torch.Tensor]] = {}
     for name in wanted + [g for g, tiled in hflayouts.GRIDS.items() if g in grids and set(tiled) & set(wanted)]:
@@ -108,11 +110,15 @@ def _choices(config, params, wanted: list[str], given: dict, cls: str) -> dict[s
             choices[name] = grids[name]
             continue
         make = _builder(name)
-        if make is None:
+        made = make(config, name) if make is not None else []
+        made = made if isinstance(made, list) else [made]
+        doc = hfdocs.documented(model.forward, name, config, find)
+        if doc is not None and all(doc.shape != t.shape or doc.dtype != t.dtype for t in made):
+            made.append(doc)
+        if not made:
             raise ArchgraphError(f"{cls}.forward needs '{name}', which archgraph cannot make from the config",
                                  hint=f"give it with --input {name}=SHAPE[:DTYPE], e.g. --input {name}=2x16:float32")
-        made = make(config, name)
-        choices[name] = made if isinstance(made, list) else [made]
+        choices[name] = made
     return choices
 
 
@@ -327,9 +333,12 @@ def _image_shape(config) -> tuple[int, int, int]:
 
 
 def _pixels(config, name: str = "pixel_values") -> list[torch.Tensor]:
-    """[B, C, H, W], or IDEFICS' [B, images, C, H, W] (one image a row)."""
+    """[B, C, H, W], or IDEFICS' [B, images, C, H, W] (one image a row), or a video's frames as images
+    [B x num_frames, C, H, W] (X-CLIP's vision tower) where the config has num_frames."""
     shape = _image_shape(config)
-    return [_normal((BATCH, *shape)), _normal((BATCH, 1, *shape))]
+    frames = find(config, "num_frames")
+    made = [_normal((BATCH, *shape)), _normal((BATCH, 1, *shape))]
+    return made + ([_normal((BATCH * frames, *shape))] if isinstance(frames, int) and 1 < frames <= 64 else [])
 
 
 def _video(config, name: str = '') -> torch.Tensor:
