@@ -46,3 +46,27 @@ def test_a_part_config_is_left_out_of_the_share_and_listed_with_its_reason():
     assert ("not model types, left out of the 2 (1: transformers defines no model class for the config alone):\n"
             "  sam_prompt_encoder: SamPromptEncoderConfig configures a part of another model") in text
     assert "refused, by reason:\n    1  transformers cannot build MODEL\n       esm" in text
+
+
+def test_a_per_layer_config_keeps_the_first_and_last_layers_entries_as_layers_0_and_1():
+    """EmbeddingGemma 2's global layers 5, 11, 17, 23 of 24 ('per_layer_config keys must be integer
+    layer indices in the range [0, 2)' when cut): the last layer's entry is layer 1's."""
+    config = {"num_hidden_layers": 24, "per_layer_config": {
+        "00": {"a": 0}, "05": {"head_dim": 512}, "23": {"head_dim": 512, "kv": 1}}}
+    assert shallow(config) == {"num_hidden_layers": 2, "per_layer_config": {
+        "00": {"a": 0}, "01": {"head_dim": 512, "kv": 1}}}
+    assert shallow({"num_hidden_layers": 2, "per_layer_config": {"1": {"b": 2}}}) == {
+        "num_hidden_layers": 2, "per_layer_config": {"1": {"b": 2}}}
+
+
+def test_a_backbones_out_features_and_the_layers_features_are_read_from_stay_within_two_layers():
+    """TIPSv2's vision backbone reads stage12 of stem, stage1..stage12 ('out_features must be a subset
+    of stage_names' when cut); VipLLaVA reads its tower's layers -2, -5, -8, -11 and 6."""
+    config = {"num_hidden_layers": 12, "stage_names": ["stem"] + [f"stage{i}" for i in range(1, 13)],
+              "out_features": ["stage12"], "out_indices": [12]}
+    assert shallow(config) == {"num_hidden_layers": 2, "stage_names": ["stem", "stage1", "stage2"],
+                               "out_features": ["stage2"], "out_indices": [2]}
+    vip = {"vision_feature_layers": [-2, -5, -8, -11, 6], "vision_config": {"num_hidden_layers": 24},
+           "adapter_config": {"vision_feature_layer": [24, 18]}}
+    assert shallow(vip) == {"vision_feature_layers": [-2, -2, -2, -2, 1], "vision_config": {"num_hidden_layers": 2},
+                            "adapter_config": {"vision_feature_layer": [1, 1]}}

@@ -82,19 +82,57 @@ def shallow(config: dict) -> dict:
     any other list as long as a count of its own config that was cut (DeepSeek-V3.2's 61
     `mlp_layer_types`, ['dense', ..., 'sparse'] -> ['dense', 'sparse'], for its 61 layers; wav2vec's
     7 `conv_dim`, `conv_stride` and `conv_kernel` for its 7 `num_feat_extract_layers`), so that
-    transformers' checks of one entry per layer hold and both ends' kinds stay."""
+    transformers' checks of one entry per layer hold and both ends' kinds stay; a per_layer_config
+    keyed by layer index likewise (Gemma's '05' ... '23': layer 23's entry is layer 1's), a
+    backbone's out_features and out_indices cut to its stages left (TIPSv2's stage12 -> stage2),
+    and the layers a tower's features are read from (vision_feature_layer) within the two."""
     from archgraph.configcheck import LAYERS
     cut_from = {v for k, v in config.items() if _count(v) and LAYERS.search(str(k)) and v > 2}
     out = {}
     for k, v in config.items():
-        if isinstance(v, dict):
+        if k == "per_layer_config" and isinstance(v, dict) and cut_from:
+            v = _ends(v, max(cut_from))
+        elif isinstance(v, dict):
             v = shallow(v)
         elif _count(v) and LAYERS.search(str(k)) and v > 2:
             v = 2
         elif isinstance(v, list) and len(v) > 2 and (k == "layer_types" or len(v) in cut_from):
             v = [v[0], v[-1]]
+        elif str(k).endswith(("feature_layer", "feature_layers")):
+            v = [_within(i) for i in v] if isinstance(v, list) else _within(v)
         out[k] = v
+    if cut_from and isinstance(out.get("stage_names"), list):
+        _stages(out)
     return out
+
+
+def _within(index):
+    """A layer a tower's features are read from (LLaVA's vision_feature_layer -2, VipLLaVA's 6, Molmo2's
+    24), within the two layers left (-2..1)."""
+    return max(-2, min(index, 1)) if _count(index) else index
+
+
+def _ends(per_layer: dict, layers: int) -> dict:
+    """A per_layer_config keyed by layer index ('05', '23': Gemma's global layers), cut as lists are:
+    the first layer's entry stays layer 0, the last layer's becomes layer 1, in the keys' own width."""
+    out = {}
+    for key, value in per_layer.items():
+        index = int(key) if str(key).isdigit() else None
+        if index in (0, layers - 1):
+            out[str(int(index > 0)).zfill(len(str(key)))] = value
+    return out
+
+
+def _stages(config: dict) -> None:
+    """A backbone's stages cut with its layers (TIPSv2's stem, stage1..stage12 -> stem, stage1, stage2):
+    out_features and out_indices beyond the last stage name the last one."""
+    config["stage_names"] = config["stage_names"][:3]
+    last = len(config["stage_names"]) - 1
+    if isinstance(config.get("out_indices"), list):
+        config["out_indices"] = list(dict.fromkeys(min(i, last) if _count(i) else i for i in config["out_indices"]))
+    if isinstance(config.get("out_features"), list):
+        names = config["stage_names"]
+        config["out_features"] = list(dict.fromkeys(f if f in names else names[-1] for f in config["out_features"]))
 
 
 def _count(v) -> bool:
