@@ -241,7 +241,8 @@ def test_another_name_of_a_held_tensor_that_forward_never_reads_is_tied(tmp_path
 
 def test_a_config_transformers_itself_cannot_run_is_refused_as_such(tmp_path, capsys):
     """GLM-4V's default mrope_section [8, 12, 12] halves a head of 64, not of 32 (hidden 64 over 2
-    heads): transformers' own forward fails, and the refusal says so rather than blaming the trace."""
+    heads): transformers' own forward fails on the text, and the refusal says so rather than blaming
+    the trace (the text alone, given: with images the model is built on the CPU to count them)."""
     config = {"model_type": "glm4v",
               "text_config": {"vocab_size": 300, "hidden_size": 64, "intermediate_size": 64, "num_hidden_layers": 1,
                               "num_attention_heads": 2, "num_key_value_heads": 1},
@@ -249,7 +250,7 @@ def test_a_config_transformers_itself_cannot_run_is_refused_as_such(tmp_path, ca
                                 "out_hidden_size": 64}}
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    assert main(["import-torch", str(path)]) == 2
+    assert main(["import-torch", str(path), "--input", "input_ids=2x16:int64"]) == 2
     assert capsys.readouterr().err == (
         "archgraph: error: Glm4vModel.forward fails on the example inputs without torch.export too: RuntimeError: "
         "split_with_sizes expects split_sizes to sum exactly to 16 (input tensor's size at dimension -1), but got "
