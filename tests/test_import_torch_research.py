@@ -128,7 +128,7 @@ def test_research_modules_of_2021_25_import_exactly_and_fold(name, tmp_path):
     _imports_exactly(_research2()[name], name in FOLDED, WAITING.get(name), tmp_path)
 
 
-FOLDED3 = {"mamba_scan", "glu_alibi", "swa_sinks", "maskgit"}
+FOLDED3 = {"mamba_scan", "glu_alibi", "swa_sinks", "maskgit", "linformer", "perceiver_ar"}
 WAITING3: dict[str, str] = {}  # a module refused for a reason not yet mended: the reason
 
 
@@ -363,4 +363,32 @@ def test_a_complex_number_is_a_complex_scalar_of_its_parts():
     assert "  - {name: mul, op: mul, in: [a_imag, complex]}" in text
     assert "  - {name: complex_1, op: complex, in: [full_2, full_3]}" in text  # 0.5 - 2j
     assert "  - {name: full_3, op: full, shape: [], value: -2.0, dtype: float32}" in text
+    _same(module, text, x)
+
+
+class NestedLayers(nn.Module):
+    """lucidrains' layer stacks (Linformer, Perceiver AR): each layer an nn.ModuleList [attn, ff] whose
+    residual adds are the caller's, between and after its two parts."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.ModuleList([nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8)),
+                                                    nn.Sequential(nn.LayerNorm(8), nn.Linear(8, 8), nn.GELU())])
+                                     for _ in range(3)])
+
+    def forward(self, x):
+        for attn, ff in self.layers:
+            x = attn(x) + x
+            x = ff(x) + x
+        return x
+
+
+def test_layers_of_two_parts_with_the_callers_adds_between_them_fold_into_one_block():
+    torch.manual_seed(0)
+    module = NestedLayers().eval()
+    x = torch.randn(2, 5, 8)
+    text = to_spec(module, x)  # each layer was written out: layers.0.0, add, layers.0.1, add_1, ...
+    assert "  - {name: layers, block: layers, repeat: 3, in: x}" in text
+    assert "      - {name: add, op: add, in: ['0.1', x]}" in text  # the caller's add between the parts, in the block
+    assert "layers.1" not in text
     _same(module, text, x)

@@ -63,7 +63,7 @@ def _convert(module: torch.nn.Module, traced: Traced, name: str | None, note: st
     graph = traced.program.graph
     user = {n.name: n for n in graph.nodes if n.op == "placeholder" and n.name in traced.inputs}
     body = Body("", {user[k]: k for k in traced.inputs if k in user})
-    live = _live(graph)
+    live = c.live = _live(graph)
     nodes = [n for n in graph.nodes if n.op == "call_function" and is_tensor_value(n) and n in live]
     try:
         c.emit_items(nodes, body, "")

@@ -20,7 +20,7 @@ from ..graph import join
 from . import aten as A
 from . import rules  # noqa: F401  (registers every aten rule)
 from .body import Body
-from .fold import Folding, twin_modules
+from .fold import GAP, Folding, twin_modules
 from .functional import functional, reused_tensors
 from .leaves import LEAF_MODULES, multihead_attention, tagged
 from .nodes import flat, is_tensor_value, module_path, numbered_child, readers, relative, stack_paths, under
@@ -64,6 +64,7 @@ class Converter(Folding):
         self.holder: dict[str, str] = {}  # placeholder -> the spec's name of the tensor (its first holder)
         self.where: dict[str, tuple[str, int]] = {}  # fx node -> (the spec op's path, output index) computing it
         self._aliases: dict[int, list[str]] | None = None  # id of a tensor -> its names (_names_of)
+        self.live: set | None = None  # the nodes the outputs depend on (None: all)
 
     # -- what the aten rules ask ----------------------------------------------------------------
     def is_value(self, arg) -> bool:
@@ -341,6 +342,9 @@ class Converter(Folding):
                 items.append(("node", n))
             elif items and items[-1][0] == "group" and items[-1][3] == key[2]:
                 items[-1][4].append(n)
+            elif (back := _resumed(items, key[2])) is not None:  # the caller's ops inside one layer
+                items[back][4].extend([*(it[1] for it in items[back + 1:]), n])
+                del items[back + 1:]
             else:
                 items.append(("group", key[0], key[1], key[2], [n]))
         split = [p for p, k in Counter(it[1] for it in items if it[0] == "tree").items() if k > 1]
@@ -370,15 +374,20 @@ class Converter(Folding):
         ins: list = []
         for n in nodes:
             for a in flat(n.args, n.kwargs):
-                if not isinstance(a, torch.fx.Node) or a in inside or not is_tensor_value(a):
+                if not isinstance(a, torch.fx.Node) or a in inside or not is_tensor_value(a) or \
+                        (self.live is not None and a not in self.live):  # an empty slice cat leaves out
                     continue
                 if a.op == "placeholder" and a.name in self.tensors and \
                         any(name.startswith(prefix + ".") for name in self._names_of(a)):
                     continue  # its own tensor (by another of its names, where the export named it after a tie)
                 if a not in ins:
                     ins.append(a)
-        outs = [n for n in nodes if is_tensor_value(n) and any(u not in inside for u in readers(n))]
+        outs = [n for n in nodes if is_tensor_value(n) and any(u not in inside for u in self.readers(n))]
         return ins, outs
+
+    def readers(self, node) -> list:
+        """The nodes that read `node` and that the outputs depend on."""
+        return [u for u in readers(node) if self.live is None or u in self.live]
 
     def _names_of(self, placeholder) -> list[str]:
         """Every name of a parameter or buffer of the module (a tied weight has several), the export's first."""
@@ -406,3 +415,15 @@ class Converter(Folding):
             raise ArchgraphError(f"cannot import module '{where}': {exc}",
                                  hint='rewrite that module with the ops archgraph lists (archgraph ops), or '
                                       'describe it in a spec by hand') from None
+
+
+def _resumed(items: list, child: str) -> int | None:
+    """The index of the group of `child` that the last items resume after at most GAP of the caller's
+    own ops (`x = attn(x) + x; x = ff(x) + x` of a layer that is a ModuleList [attn, ff]): those ops
+    are the layer's, as a residual add after a layer is (fold._groups)."""
+    k = len(items)
+    while k > 0 and items[k - 1][0] == "node":
+        k -= 1
+    if 0 < k < len(items) and len(items) - k <= GAP and items[k - 1][0] == "group" and items[k - 1][3] == child:
+        return k - 1
+    return None

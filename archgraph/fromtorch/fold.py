@@ -17,7 +17,7 @@ import torch
 from ..errors import ArchgraphError
 from ..spec.folding import chain as _chain, union as _union
 from .body import Body
-from .nodes import flat, readers, relative
+from .nodes import flat, relative
 
 
 TREE_OPS = 3  # a twin module of fewer ops is written out: a block call would not read easier
@@ -127,7 +127,7 @@ class Folding:
             p = _chain(prev_ins, prev_outs, ins) if len(outs) == len(outs0) else None
             later = set(run[end][4])
             if p is None or (pattern is not None and p != pattern) or \
-                    any(u not in later for o in prev_outs for u in readers(o)):
+                    any(u not in later for o in prev_outs for u in self.readers(o)):
                 break
             keys.append(self._body_key(run[end], ins))
             pattern, prev_ins, prev_outs = p, ins, outs
