@@ -294,3 +294,11 @@ def test_a_decoder_of_lib_attention_decodes_as_the_ops(tmp_path):
     # WINDOWED[5]: 6 key/value heads; one token's four projections, and its scores and values over the 3 keys
     # of its window
     assert split[0].per_token == 2 * 4 * 48 * 48 + 2 * 2 * 6 * 8 * 3
+
+
+def test_plan_divides_lib_attention_by_its_query_and_key_value_heads(tmp_path):
+    # plan refuses a tensor-parallel degree that does not divide the heads: sdpa's kv_heads count, as
+    # the attention op's (6 query heads, 2 key/value heads: tp 2 divides them, 3 does not)
+    from archgraph.commands.plan import _heads
+    op, lib = _pair(tmp_path, GRID[16])
+    assert _heads(lib.graph) == _heads(op.graph) == 2

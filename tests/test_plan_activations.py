@@ -110,3 +110,35 @@ outputs: {y: out}
     kept = profile.total().kept
     # x (w's input) and the mask, replicated; gated (out's input) after a column-parallel linear: split
     assert dict(+kept) == {("act", "seq", False): 8 + 8, ("act", "heads", False): 8}
+
+
+PARALLEL = """archgraph: 1
+name: parallel
+inputs: {x: [2, 5, 8]}
+blocks:
+  attn:                       # a block called once: its projections read its input x
+    inputs: [x]
+    nodes:
+      - {name: q, op: linear, in: x, in_features: 8, out_features: 8}
+      - {name: o, op: linear, in_features: 8, out_features: 8}
+nodes:
+  - {name: norm, op: rms_norm, in: x, dim: 8}
+  - {name: attn, block: attn, in: norm, repeat: REPEAT}
+  - {name: fc, op: linear, in: norm, in_features: 8, out_features: 8}
+  - {name: proj, op: linear, in_features: 8, out_features: 8}
+  - {name: both, op: add, in: [attn, proj]}
+outputs: {y: both}
+"""
+
+
+@pytest.mark.parametrize("repeat, reduced", [(1, 1), (2, 3)])
+def test_one_backward_all_reduce_per_tensor_across_a_block_call(tmp_path, repeat, reduced):
+    """A parallel residual (StableLM's, Falcon-H1's) on lib.attention: the norm's output is read by
+    the block's q projection and by fc, both column-parallel; its gradient is all-reduced once, as
+    when the attention was one op. A repeated block's repetitions each read their own input: one
+    all-reduce each, and fc's."""
+    spec = tmp_path / "parallel.yaml"
+    spec.write_text(PARALLEL.replace("REPEAT", str(repeat)))
+    comm = activation_profile(load(str(spec)), {}, eager=False).total().comm
+    assert comm["backward"] == reduced * 2 * 5 * 8
+    assert comm["forward"] == (repeat + 1) * 2 * 5 * 8   # o and proj: row-parallel outputs

@@ -252,7 +252,7 @@ def _heads(graph) -> int | None:
         if isinstance(node, OpNode):
             heads = getattr(node.op, "heads", None) or getattr(node.op, "num_heads", None)
             if node.op.category == "attention" and isinstance(heads, int):
-                kv = getattr(node.op, "n_kv", None)
+                kv = getattr(node.op, "n_kv", None) or getattr(node.op, "kv_heads", None)   # attention's; sdpa's
                 found = gcd(found, heads, kv if isinstance(kv, int) else 0)
         elif node.repeat:
             inner = _heads(node.body)

@@ -125,6 +125,8 @@ class _Body(Record):
     keeps_inputs: dict        # input index -> width
     keeps_outputs: set
     outputs: list
+    reduces_inputs: dict = factory(dict)   # input index -> values: a column-parallel op reads it (its gradient
+    #   is all-reduced once, for every reader: the caller's to count)
 
 
 def activation_profile(model: Model, bindings: Mapping[str, Any], eager: bool = False) -> Profile:
@@ -137,6 +139,8 @@ def activation_profile(model: Model, bindings: Mapping[str, Any], eager: bool = 
     before, layers, after = Part(), [], Part()
     for i, width in body.keeps_inputs.items():   # the model's inputs an op keeps (the ids an embedding reads)
         before.kept[(width, "seq", False)] += inputs[i].values
+    for i, values in body.reduces_inputs.items():   # the model's inputs a column-parallel op reads
+        before.comm["backward"] += values
     for item in body.items:
         if isinstance(item, Part):
             (after if layers else before).add(item)
@@ -221,7 +225,11 @@ def _op(node: OpNode, name: str, args: list[_Tensor], run: Run, body: _Body, cou
         part.params[(kind, node.trainable)] += n
     if split and first == "seq" and given and ("grad", given[0].key) not in counted:
         counted.add(("grad", given[0].key))   # column-parallel: its input's gradient is all-reduced, once
-        part.comm["backward"] += given[0].values   # for all that read it (q, k and v projections of one x)
+        key = given[0].key                    # for all that read it (q, k and v projections of one x)
+        if isinstance(key, tuple) and key[0] == "in":
+            body.reduces_inputs[key[1]] = given[0].values   # an input of the body: its caller's
+        else:
+            part.comm["backward"] += given[0].values
     if split and place_out == "seq":   # row-parallel: its output is all-reduced
         part.comm["forward"] += sum(t.values for t in outs)
     return outs
@@ -253,6 +261,7 @@ def _call(node: BlockNode, name: str, args: list[_Tensor], run: Run, body: _Body
         for t in current[:chained]:
             if t is not None and t.grad:
                 first.checkpoint[("act", t.place, False)] += t.values
+        _reduce(node, child, current, body, counted, first)
         _place(body, child, first, 1, stack, node.shared and previous is not None)
         if segment.count > 1:
             again = Part()
@@ -262,6 +271,7 @@ def _call(node: BlockNode, name: str, args: list[_Tensor], run: Run, body: _Body
             for t in child.outputs:
                 if t is not None and t.grad:
                     again.checkpoint[("act", t.place, False)] += t.values
+            again.comm["backward"] += sum(child.reduces_inputs.values())
             _place(body, child, again, segment.count - 1, stack, node.shared)
         previous = child
         outputs = [t and _Tensor((name, j, id(segment)), t.values, t.place, t.grad) for j, t in enumerate(child.outputs)]
@@ -271,6 +281,22 @@ def _call(node: BlockNode, name: str, args: list[_Tensor], run: Run, body: _Body
     for j in previous.keeps_outputs:
         counted.add(current[j].key)  # kept inside the last repetition
     return current[:len(previous.outputs)]
+
+
+def _reduce(node: BlockNode, child: _Body, current: list, body: _Body, counted: set, first: Part) -> None:
+    """The backward all-reduces of the inputs `child`'s column-parallel ops read: a block called once
+    (lib.attention's projections) shares them with the caller's other readers of the tensor (a parallel
+    residual's MLP); a repetition counts its own."""
+    for i, values in child.reduces_inputs.items():
+        t = current[i]
+        if node.repeat != 1:
+            first.comm["backward"] += values
+        elif ("grad", t.key) not in counted:
+            counted.add(("grad", t.key))
+            if isinstance(t.key, tuple) and t.key[0] == "in":
+                body.reduces_inputs[t.key[1]] = t.values
+            else:
+                first.comm["backward"] += t.values
 
 
 def _place(body: _Body, child: _Body, extra: Part, times: int, stack: str | None, shared: bool) -> None:
