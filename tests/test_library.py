@@ -302,3 +302,10 @@ def test_plan_divides_lib_attention_by_its_query_and_key_value_heads(tmp_path):
     from archgraph.commands.plan import _heads
     op, lib = _pair(tmp_path, GRID[16])
     assert _heads(lib.graph) == _heads(op.graph) == 2
+
+
+def test_a_stack_of_lib_attention_says_its_window(tmp_path):
+    # compare, diff and the page say what limits a layer's keys: sdpa's window as attention's
+    from archgraph.passes.stacks import _masks_in
+    op, lib = _pair(tmp_path, WINDOWED[5])
+    assert _masks_in(lib.graph) == _masks_in(op.graph) == {"sliding window of 3"}

@@ -141,6 +141,8 @@ def _masks_in(graph: Graph) -> set[str]:
             elif op.window is not None:
                 found.add(f"sliding window of {op.window:,}" if op.window_side == "past"
                           else f"local window of {2 * op.window - 1:,}")
+        elif node.op.op_name == "sdpa" and node.op.window is not None:   # lib.attention's core
+            found.add(f"sliding window of {node.op.window:,}")
         elif node.op.op_name == "local_attention":   # blocks of `chunk` queries, each seeing its window
             op = node.op
             back = op.past if op.window_past is None else op.window_past
