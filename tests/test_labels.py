@@ -298,3 +298,14 @@ def test_the_hover_on_a_folded_schedule_says_its_layers_and_its_kinds(browser, c
     assert tip[2:4] == ["layers 16 repetitions of residual_layer: a period of 8 layers, 2 times",
                         "kinds 8, 2 layers each, alike but for padding 1, 2, 4, ..., 128; dilation 1, 2, 4, ..., 128"]
     assert _overflowing(browser) == [[], [], 0]
+
+
+def test_params_totals_give_a_shortened_count_its_unit(cli, tmp_path):
+    """'124.44 M params' as the zoo, the charts, sweep and the page write a shortened count (the
+    totals read a bare '124.44 M'); Mixtral's active count the same."""
+    lines = [" ".join(line.split()) for line in cli("params", "gpt2")[1].splitlines()]
+    assert "Total params 124,439,808 124.44 M params" in lines
+    from test_sweep import mixtral
+    lines = [" ".join(line.split()) for line in cli("params", mixtral(tmp_path))[1].splitlines()]
+    assert "Total params 46,702,792,704 46.70 B params" in lines
+    assert "Active params (one token) 12,879,925,248 12.88 B params" in lines

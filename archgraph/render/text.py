@@ -144,11 +144,11 @@ def totals_table(report: ParamReport) -> Table:
     table.add_column()
     table.add_column(justify="right")
     table.add_column()
-    table.add_row("Total params", num(t.total), human(t.total))
+    table.add_row("Total params", num(t.total), counted(t.total))
     table.add_row("Trainable params", num(t.trainable), "")
     table.add_row("Non-trainable params", num(t.non_trainable), "")
     if t.idle:
-        table.add_row("Active params (one token)", num(t.active), human(t.active))
+        table.add_row("Active params (one token)", num(t.active), counted(t.active))
     if t.tied:
         shared = report.shared()
         table.add_row(SHARED, num(sum(s.params for s in shared)), shared_kinds(shared))
