@@ -309,3 +309,34 @@ def test_params_totals_give_a_shortened_count_its_unit(cli, tmp_path):
     lines = [" ".join(line.split()) for line in cli("params", mixtral(tmp_path))[1].splitlines()]
     assert "Total params 46,702,792,704 46.70 B params" in lines
     assert "Active params (one token) 12,879,925,248 12.88 B params" in lines
+
+
+def test_the_pages_parameter_table_breaks_a_path_after_a_dot_never_inside_a_name(browser, cli, tmp_path):
+    """GPT-Neo's table at 1,280 px read 'attn.attenti|on' and 'h.0..11 ×|12' (the node column broke
+    anywhere): a path breaks after a dot between names, and a run keeps its '× 12'; every line of a
+    node cell starts where a name starts."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(json.loads((DATA / "gpt-neo-125M.json").read_text())["config"]))
+    page = _report(cli, tmp_path, [str(config)], "neo.html")
+    html = page.read_text()
+    assert ">attn.<wbr>attention.<wbr>bias</td>" in html and "h.<wbr>0..11\u00a0×\u00a012</td>" in html
+    _open(browser, page)
+    lines = browser.execute_script("""
+        const out = [];
+        for (const td of document.querySelectorAll('#m0 table.params td.node')) {
+          const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+          let line = '', top = null;
+          for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+            for (let i = 0; i < n.length; i++) {
+              const r = document.createRange(); r.setStart(n, i); r.setEnd(n, i + 1);
+              const box = r.getBoundingClientRect();
+              if (top !== null && box.top > top + 2) { out.push(line); line = ''; }
+              top = box.top; line += n.data[i];
+            }
+          }
+          out.push(line);
+        }
+        return out;""")
+    assert "attn.attention." in lines and "bias" in lines  # the buffer's path on two lines, after the dot
+    assert "attn.attenti" not in lines and "12" not in lines
+    assert _overflowing(browser) == [[], [], 0]

@@ -422,10 +422,10 @@ def test_an_input_sliced_per_repetition_is_labelled_with_its_slice(browser, cli,
 def test_a_stack_path_wraps_only_after_a_dot_between_names():
     """The page's stacks table may wrap a composite's long path (`model.language_model.layers.5,11..29`),
     but only after a dot between names: never inside the indices, where `..` is a range."""
-    from archgraph.render.report_compare import _breakable
-    assert _breakable("model.language_model.layers.5,11..29") == \
+    from archgraph.render.report_compare import breakable
+    assert breakable("model.language_model.layers.5,11..29") == \
         "model.<wbr>language_model.<wbr>layers.<wbr>5,11..29"
-    assert _breakable("enc.a<b>") == "enc.<wbr>a&lt;b&gt;"   # escaped as before
+    assert breakable("enc.a<b>") == "enc.<wbr>a&lt;b&gt;"   # escaped as before
 
 
 TALL = """

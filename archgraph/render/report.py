@@ -27,7 +27,7 @@ from .page import Styles, content_security_policy
 from .palette import CATEGORY_COLORS, SHARE_BINS, category_color, human
 from ..passes.kinds import kinds_of
 from .pattern import alike, differing, kinds_text, repeating, values_text
-from .report_compare import category_bars, comparison_html
+from .report_compare import breakable, category_bars, comparison_html
 
 VENDORED = ("d3.min.js", "viz-global.js")  # in the order the page loads them
 OWN_SCRIPTS = ("report.js", "explorer_dot.js", "explorer.js")  # the tables; the DOT; the explorer
@@ -298,6 +298,8 @@ def _cell(column: Column, value: Any, row: Row | None, first: bool, styles: Styl
         text = f"{number:.2f}" if isinstance(number, float) else f"{number:,}"
         return f"<td class=\"number\" data-value=\"{number}\">{text}</td>"
     text = escape("" if value is None else str(value))
+    if column.key == "node":  # a path breaks after a dot between names, never inside one or before its '× 12'
+        text = breakable(str(value or "")).replace(" × ", "\u00a0×\u00a0")
     if column.key == "category" and text:
         text = f"<span class=\"swatch {styles(f'background:{category_color(str(value))}')}\"></span>{text}"
     if first and row is not None and row.block:

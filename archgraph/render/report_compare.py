@@ -44,7 +44,7 @@ def _diff_legend() -> str:
     return f"<p class=\"legend diff-legend\">Marks, from the left model to the right: {items}</p>\n"
 
 
-def _breakable(path: str) -> str:
+def breakable(path: str) -> str:
     """`path` as HTML that wraps only after a dot between two names (`model.<wbr>layers.<wbr>0,1,2,…,22`),
     never inside the indices (`5,11..29`)."""
     return re.sub(r"(?<!\.)\.(?!\.)", ".<wbr>", escape(path))
@@ -60,7 +60,7 @@ def stacks_table(rows: list[ModelSummary]) -> str:
                     f"<td>{escape(r.kind)}</td></tr>")
         for s, flops in zip(r.stacks, r.stack_flops):
             body.append(f"<tr class=\"stack\" data-model=\"{escape(r.name)}\" data-stack=\"{escape(s.path)}\">"
-                        f"<td class=\"path\">{_breakable(s.path)}</td><td class=\"number\">{s.layers:,}</td>"
+                        f"<td class=\"path\">{breakable(s.path)}</td><td class=\"number\">{s.layers:,}</td>"
                         f"<td class=\"number\">{s.per_layer:,}</td><td class=\"number\">{s.params:,}</td>"
                         f"<td class=\"number\">{escape(flops_text(flops))}</td><td>{escape(does_text(s))}</td></tr>")
         if not r.stacks:
