@@ -284,3 +284,19 @@ def test_a_diff_page_of_two_models_at_1280_pixels_overlaps_and_clips_nothing(cli
     assert {e.text for e in browser.find_elements("css selector", ".layer-row .total")} == {
         "max 7.09 M params", "max 4.20 M params"}
     _shot(browser, tmp_path, "diff-t5.png")
+
+
+
+def test_a_renamed_node_gives_each_path_its_line_at_80_columns(tmp_path):
+    """gpt2 -> opt-125m at 80 columns: a renamed node's two paths on two lines and 'renamed' beside
+    them (the row 'A -> B' took the width, and 'the same op, tensors and values, renamed' stood one
+    word a line); the title says what renamed means."""
+    from test_terminal_width import run_in_terminal
+    fixture = json.loads((ROOT / "tests" / "data" / "reference" / "hf" / "opt-125m.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(fixture["config"]))
+    lines = run_in_terminal("diff", "gpt2", str(tmp_path / "config.json"), columns=80).splitlines()
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in lines if line.startswith("│")]
+    at = rows.index(["transformer.h.ln_1", "layer_norm", "renamed"])
+    assert rows[at + 1] == ["-> model.decoder.layers.self_attn_layer_norm", "", ""]
+    assert " ".join(" ".join(lines).split()).count("renamed: the same op, tensors and values under another path") == 1
+    assert max(len(line) for line in lines) <= 80

@@ -149,11 +149,13 @@ def _stacks(stacks: list[StackPair]) -> Sheet:
 
 
 def _nodes(changes: list[Change]) -> Sheet:
-    sheet = Sheet("nodes: its path and op, then what differs",
+    renamed = any(c.kind == "renamed" for c in changes)
+    sheet = Sheet("nodes: its path and op, then what differs" + ("; renamed: the same op, tensors and values under "
+                                                                  "another path" if renamed else ""),
                   [Col("Node"), Col("A", "text", wrap=8), Col("B", "text", wrap=8)])
     for c in changes:
-        if c.kind == "renamed":
-            sheet.add_row(f"{c.a} -> {c.b}", c.op, "the same op, tensors and values, renamed")
+        if c.kind == "renamed":  # A's path, then B's under it: the column as wide as the longer, not both
+            sheet.add_row(f"{c.a}\n  -> {c.b}", c.op, "renamed")
             continue
         sheet.add_row(c.a or c.b, c.op if c.a else "—", c.op if c.b else "—")
         if c.params[0] != c.params[1]:
