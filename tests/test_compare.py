@@ -436,3 +436,13 @@ def test_a_second_figures_table_of_one_model_says_model_n_of_m():
     console.print(fit(compare_table(rows, 80), console))
     titles = [line.strip() for line in console.export_text().splitlines() if line.startswith("at ")]
     assert titles == ["at B=1, S=512, T=512", "at B=1, S=512, T=512 (model 4 of 4)"]
+
+
+def test_a_mixture_of_experts_stack_says_its_active_count_is_per_layer(cli):
+    """A MoE stack's cell said '165,120 active' (tiny-moe's, docs/howto/compare.md) beside 'params/layer',
+    as if it were the stack's count: it is a layer's, touched by one token."""
+    from archgraph.render.compare import does_text
+    [row] = compare([str(ROOT / "examples" / "parallel-moe.yaml")], {}, load=archgraph.load)
+    [stack] = row.stacks
+    assert does_text(stack).endswith(f"; {stack.active_per_layer:,} active per layer (one token)")
+    assert stack.active_per_layer < stack.per_layer

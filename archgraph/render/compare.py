@@ -101,7 +101,7 @@ def does_text(stack) -> str:
     and whether its layers share one set of weights."""
     does = ", ".join(stack.does) or "—"
     if stack.active_per_layer != stack.per_layer:
-        does += f"; {stack.active_per_layer:,} active"
+        does += f"; {stack.active_per_layer:,} active per layer (one token)"
     if stack.calls and stack.calls[0].shared:
         does += "; one set of weights"
     return does + (f"; {extra_text(stack)}" if stack.extra else "")
