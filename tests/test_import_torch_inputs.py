@@ -237,7 +237,7 @@ def test_an_input_is_made_at_the_shape_forwards_docstring_writes():
 def test_inputs_at_their_documented_shape_or_as_frames_where_archgraphs_own_do_not_run():
     """Inkling's audio tower reads mel ids [audios, frames, n_mel_bins] (token ids [2, 16] fail), the
     Unlimited-OCR vision encoder patch embeddings [B, hidden_size, rows, columns] (its docstring's),
-    X-CLIP's vision tower a video's frames as images [B x num_frames, C, H, W]."""
+    X-CLIP's vision tower a video's frames as images [B x num_frames, C, H, W], ViViT a clip a row."""
     assert _inputs({"model_type": "inkling_audio", "n_mel_bins": 8, "mel_vocab_size": 5,
                     "text_hidden_size": 32}) == {"audio_input_ids": (2, 16, 8)}
     assert _inputs({"model_type": "unlimited_ocr_vision_encoder", "hidden_size": 32, "intermediate_size": 64,
@@ -247,3 +247,6 @@ def test_inputs_at_their_documented_shape_or_as_frames_where_archgraphs_own_do_n
                     "num_hidden_layers": 1, "num_attention_heads": 4, "mit_hidden_size": 32,
                     "mit_intermediate_size": 64, "mit_num_hidden_layers": 1, "mit_num_attention_heads": 4,
                     "image_size": 16, "patch_size": 8, "num_frames": 4}) == {"pixel_values": (8, 3, 16, 16)}
+    assert _inputs({"model_type": "vivit", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                    "num_attention_heads": 4, "image_size": 16, "num_frames": 4, "tubelet_size": [2, 8, 8]}) == {
+        "pixel_values": (2, 4, 3, 16, 16)}  # ViViT: a clip a row

@@ -333,12 +333,15 @@ def _image_shape(config) -> tuple[int, int, int]:
 
 
 def _pixels(config, name: str = "pixel_values") -> list[torch.Tensor]:
-    """[B, C, H, W], or IDEFICS' [B, images, C, H, W] (one image a row), or a video's frames as images
-    [B x num_frames, C, H, W] (X-CLIP's vision tower) where the config has num_frames."""
+    """[B, C, H, W], or IDEFICS' [B, images, C, H, W] (one image a row), or where the config has
+    num_frames a video's frames as images [B x num_frames, C, H, W] (X-CLIP's vision tower) or a
+    clip a row [B, num_frames, C, H, W] (ViViT)."""
     shape = _image_shape(config)
     frames = find(config, "num_frames")
     made = [_normal((BATCH, *shape)), _normal((BATCH, 1, *shape))]
-    return made + ([_normal((BATCH * frames, *shape))] if isinstance(frames, int) and 1 < frames <= 64 else [])
+    if isinstance(frames, int) and 1 < frames <= 64:  # a video: frames as images, or a clip a row
+        made += [_normal((BATCH * frames, *shape)), _normal((BATCH, frames, *shape))]
+    return made
 
 
 def _video(config, name: str = '') -> torch.Tensor:
