@@ -158,7 +158,8 @@ def test_sweep_at_80_columns_keeps_params_exact_and_gives_the_rest_in_units():
     assert lines[11] == "bf16 weights, fp32 weights not shown at 80 columns: a wider terminal shows them"
     assert [line.rstrip() for line in lines[12:]] == [
         "Training FLOPs/token: 6 × active params (Kaplan et al.'s 6N), the non-embedding",
-        "params one token touches (of a mixture of experts, the experts its router picks)"]
+        "params one token touches (of a mixture of experts, the experts its router picks;",
+        "of an encoder-decoder, both stacks: an input and an output token together)"]
 
 
 def test_sweep_in_a_terminal_shows_a_refused_point_as_a_row():

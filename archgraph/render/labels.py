@@ -19,5 +19,6 @@ def shared_kinds(shared: list) -> str:
     return ", ".join(f"{n} {what}{'s' if n > 1 else ''}" for n, what in parts if n)
 TRAINING_PER_TOKEN = "Training\nFLOPs/token\n(6 × active)"  # sweep's: Kaplan et al.'s 6N, N the active params
 ACTIVE = "6 × active params"                       # ... said whole, in the line under sweep's table and the docs
-ACTIVE_MEANS = "the non-embedding params one token touches (of a mixture of experts, the experts its router picks)"
+ACTIVE_MEANS = ("the non-embedding params one token touches (of a mixture of experts, the experts its router picks; "
+                "of an encoder-decoder, both stacks: an input and an output token together)")
 NEW_TOKEN = "forward per new token"                # compare's: one generated token's forward, D cached
