@@ -3,6 +3,7 @@ they come from (named beside each test) and what a user sees."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -365,3 +366,14 @@ def test_training_tensor_parallelism_divides_the_key_value_heads(cli, tmp_path):
     assert code == 2 and "tp=4 does not divide the attention heads: each layer's query and key/value heads are " \
         "multiples of 2, not of 4" in err
     assert {p["layout"]["tp"] for p in plan(cli, qwen, "--gpus", "8", "--search")["plans"]} == {1, 2}
+
+
+def test_an_empty_matrix_has_no_optimizer_statistics(cli, tmp_path):
+    # DeepSeek-V3 with n_shared_experts 0: its shared experts' matrices are empty; plan divided by their
+    # zero rows x columns (a ZeroDivisionError traceback) where it sizes Adafactor's statistics
+    config = json.loads((Path(__file__).parent / "data" / "hf" / "deepseek_v3-no-shared.json").read_text())["config"]
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    for optimizer in ("adam", "adafactor"):
+        d = plan(cli, str(path), "--optimizer", optimizer)
+        assert d["per_gpu"]["weights"] > 0 and d["fits"] is True

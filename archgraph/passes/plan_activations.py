@@ -367,7 +367,7 @@ def _param_counts(node: OpNode) -> Counter:
         else:
             out["matrix" if len(t.shape) >= 2 else "vector"] += t.count
         of = "expert_" if expert else ""   # an expert's statistics are split and sharded as its experts are
-        if len(t.shape) >= 2:
+        if len(t.shape) >= 2 and t.count:   # an empty matrix (no shared experts) has no statistics
             rows, cols = t.shape[-2], t.shape[-1]
             out[of + "factored"] += t.count // (rows * cols) * (rows + cols)
         else:
