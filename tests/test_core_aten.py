@@ -199,6 +199,10 @@ CASES = [
     I(aten.view.default, [(2, 5, 6)], lambda x: aten.view.default(x, [-1, 3, 2]), ("reshape",)),
     I(aten._to_copy.default, [(2, 5)], lambda x: aten._to_copy.default(x, dtype=torch.int64), ("cast",)),
     I(aten.arange.start_step, [(2, 5)], lambda x: x + aten.arange.start_step(1, 11, 2), ("arange",)),
+    I(aten.arange.start_step, [(2, 15)], lambda x: x * aten.arange.start_step(1 / 16, 1.0, 1 / 16), ("arange",),
+      id="arange-real"),  # MiniCPM-V's NaViT: bucket boundaries 1/16 .. 15/16
+    I(aten.bucketize.Tensor, [(2, 5)], lambda x: torch.bucketize(x.clamp(0, 0.999), torch.arange(1 / 8, 1.0, 1 / 8),
+                                                                 right=True), ("bucketize", "arange"), ["u"]),
     I(aten.full.default, [(2, 5)], lambda x: x + aten.full.default([5], -1.5), ("full",)),
     I(aten.full_like.default, [(2, 5)], lambda x: aten.full_like.default(x, 7) * x, ("full",), ["f", "i"]),
     I(aten.scalar_tensor.default, [(2, 5)], lambda x: x * aten.scalar_tensor.default(3.0), ("full",)),

@@ -382,7 +382,7 @@ def _masked_fill(n, c):
 def _arange(n, c):
     args = list(n.args)
     start, end, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) > 2 else 1)
-    hp = {"end": c.size(end)}
+    hp = {"end": end if isinstance(end, float) else c.size(end)}  # a float range: arange(1 / 16, 1.0, 1 / 16)
     for key, value, default in (("start", start, 0), ("step", step, 1)):
         value = value if isinstance(value, (int, float)) else c.size(value)
         if not isinstance(value, (int, float)):  # arange(0, B * S, S): archgraph's arange steps by a number

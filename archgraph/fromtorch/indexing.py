@@ -196,3 +196,10 @@ def _addmm(n, c):
         bias = Out("mul", [bias], {"constant": float(a["beta"])})
         nodes.append(bias)
     return [*nodes, Out("add", [product, bias])]
+
+
+@rule(aten.bucketize.Tensor)
+def _bucketize(n, c):
+    a = named(n)
+    hp = {k: True for k in ("right", "out_int32") if a[k]}
+    return Out("bucketize", [a["self"], a["boundaries"]], hp)

@@ -61,7 +61,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
                      "prod", "std", "sum", "var", "vector_norm"],
                     "reduce"),
     "mamba_mixer": "ssm",
-    **dict.fromkeys(["gather", "index_add", "index_select", "scatter_add", "sort", "topk"], "routing"),
+    **dict.fromkeys(["bucketize", "gather", "index_add", "index_select", "scatter_add", "sort", "topk"], "routing"),
     **dict.fromkeys(["cdist", "fold", "grid_sample", "pdist"], "sampling"),
     **dict.fromkeys(["cumprod", "logcumsumexp"], "scan"),
     **dict.fromkeys(["fft_conv", "interpolate", "timestep_embedding"], "signal"),

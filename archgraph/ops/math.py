@@ -5,8 +5,9 @@ tensors made from sizes alone (`arange`, `full`): decay masks, 1 + scale, x · C
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Union
 
 from ..dims import equal, fmt_shape, prod
 from ..errors import ShapeError
@@ -431,27 +432,34 @@ ElementType = Literal["float32", "float64", "float16", "bfloat16", "int64", "int
 class Arange(Op):
     """A range of numbers: start, start + step, ... below end, as one dim: [ceil((end - start) / step)];
     no input (end may be a symbolic size: positions 0 .. S-1).  `dtype` as torch.arange's:
-    int64 by default, float32 for arithmetic that must not stay whole (2 ** -arange)."""
+    int64 by default, float32 for arithmetic that must not stay whole (2 ** -arange).  Real bounds
+    and steps (NaViT's buckets: arange(1 / 16, 1.0, 1 / 16)) count as torch counts, in float64."""
 
-    end: Size  # the numbers stop below it (may be a symbolic size: S)
-    start: int = 0  # the first number
-    step: int = 1  # the difference between neighbours
+    end: Union[Size, float]  # the numbers stop below it (may be a symbolic size: S)
+    start: Union[int, float] = 0  # the first number
+    step: Union[int, float] = 1  # the difference between neighbours
     dtype: ElementType = "int64"  # the element type, as torch.arange's dtype
 
     def __post_init__(self):
         if self.step <= 0:
             raise invalid(self, f"step must be positive; received {self.step}")
+        if any(isinstance(v, float) for v in (self.start, self.step)) and not isinstance(self.end, (int, float)):
+            raise invalid(self, f"a real start or step needs a number for end; received {self.end}",
+                          "give end as a number, or whole numbers for start and step")
 
     def infer_shape(self):
-        length = -((self.start - self.end) // self.step)
+        if any(isinstance(v, float) for v in (self.start, self.end, self.step)):
+            length = math.ceil((self.end - self.start) / self.step)  # as torch.arange: in float64
+        else:
+            length = -((self.start - self.end) // self.step)
         if isinstance(length, int) and length <= 0:
             raise ShapeError(f"arange({self.start}, {self.end}, {self.step}) is empty",
                              hint='give an end past the start (or a negative step for a falling range)')
         return (length,)
 
     def forward(self, run):
-        return run.torch.arange(self.start, int(self.end), self.step, dtype=getattr(run.torch, self.dtype),
-                                device=run.device)
+        end = self.end if isinstance(self.end, float) else int(self.end)
+        return run.torch.arange(self.start, end, self.step, dtype=getattr(run.torch, self.dtype), device=run.device)
 
 
 @op("full", aliases=("torch.full", "torch.ones", "torch.zeros", "constant_tensor"),

@@ -1,6 +1,7 @@
 """Picking and placing tokens by index, with torch's semantics: `topk`, `sort`, `gather`, `index_select`,
-`scatter_add`, `index_add`.  Mixture-of-Depths, expert capacity and token dropping are these
-ops around a block call: score, take the top k, gather them, run the block, scatter-add back.
+`scatter_add`, `index_add`, and `bucketize` (the index of each value among sorted boundaries).
+Mixture-of-Depths, expert capacity and token dropping are these ops around a block call: score,
+take the top k, gather them, run the block, scatter-add back.
 """
 from __future__ import annotations
 
@@ -168,3 +169,25 @@ class Sort(Op):
     def forward(self, run, x):
         found = run.torch.sort(x, dim=self.dim, descending=self.descending, stable=self.stable)
         return found.values, found.indices
+
+
+@op("bucketize", aliases=("torch.bucketize", "searchsorted", "digitize"))
+class Bucketize(Op):
+    """The bucket of each value among sorted `boundaries` (a 1-D input), as torch.bucketize: the index
+    of the first boundary at least the value (with `right`, greater than it), the input's shape, int64
+    (int32 with `out_int32`).  NaViT's position buckets: bucketize(arange(h) / h, boundaries)."""
+
+    right: bool = False  # a value equal to a boundary goes to the bucket after it
+    out_int32: bool = False  # int32 indices instead of int64
+
+    keeps, differentiable = "", False
+
+    def infer_shape(self, x, boundaries):
+        expect_rank(boundaries, 1, "boundaries")
+        return tuple(x)
+
+    def flops(self, inputs, outputs):
+        return prod(outputs[0])  # one search a value, counted as sort counts
+
+    def forward(self, run, x, boundaries):
+        return run.torch.bucketize(x, boundaries, right=self.right, out_int32=self.out_int32)
