@@ -250,6 +250,11 @@ CASES = [
     C("bucketize", {}, ["B, S, 3", "4"], "B, S, 3", "B * S * 3", lambda t, x, b: t.bucketize(x, b), ["f f"]),
     C("bucketize", {"right": True, "out_int32": True}, ["B, S", "6"], "B, S", "B * S",
       lambda t, x, b: t.bucketize(x, b, right=True, out_int32=True), ["n5 n5"], id="bucketize-right-int32"),
+    # -- a convolution whose weight and bias are inputs (F.conv1d/2d: a weight computed in forward)
+    C("conv", {"padding": "same", "groups": 2}, ["B, 4, S", "6, 2, 3", "6"], "B, 6, S", "2 * B * 6 * S * 2 * 3",
+      lambda t, x, w, b: t.nn.functional.conv1d(x, w, b, padding="same", groups=2), ["f f f"]),
+    C("conv", {"stride": 2}, ["B, 3, H, W", "5, 3, 2, 2"], "B, 5, H // 2, W // 2", "2 * B * 5 * (H // 2) * (W // 2) * 12",
+      lambda t, x, w: t.nn.functional.conv2d(x, w, stride=2), ["f f"], id="conv-2d-no-bias"),
     C("complex", {}, ["B, S, 3", "3"], "B, S, 3", "0", lambda t, re, im: t.complex(re, im), ["f f", "h h"]),
     C("conj", {}, ["B, S"], "B, S", "B * S", lambda t, x: t.conj_physical(x), ["c", "f"]),
     C("cumprod", {"dim": 1}, ["B, S, 3"], "B, S, 3", "B * S * 3", lambda t, x: t.cumprod(x, 1), ["f", "i"]),

@@ -471,3 +471,38 @@ def test_a_core_op_a_spec_cannot_hold_is_refused_with_its_reason(target, call, w
     assert f"cannot import '{target.name().replace('::', '.')}'" in info.value.message
     assert words in info.value.message
 
+
+
+class _ShortConvolution(nn.Module):
+    """Bailing-hybrid's and GLM-5-Next's linear attention: the short convolution's weight read as a
+    value (self.conv1d.weight.squeeze(1), unsqueezed again by F.conv1d's caller)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1d = nn.Conv1d(6, 6, 4, groups=6, padding=3)
+
+    def forward(self, x):
+        weight = self.conv1d.weight.squeeze(1)
+        out = nn.functional.conv1d(x, weight.unsqueeze(1), self.conv1d.bias, padding=3, groups=6)
+        return nn.functional.silu(out[..., :x.shape[-1]])
+
+
+@pytest.mark.parametrize("make, shape, lines", [
+    (_ShortConvolution, (2, 6, 7), ["  - {name: conv1d.weight, op: parameter, shape: [6, 1, 4], tensor: ''}",
+                                    "  - {name: conv, op: conv, in: [x, unsqueeze, conv1d.bias], padding: 3, groups: 6}"]),
+    # EnCodec's convolutions: weight norm's g · v / ‖v‖ computed in forward
+    (lambda: nn.Sequential(nn.utils.parametrizations.weight_norm(nn.Conv1d(3, 5, 3, stride=2))), (2, 3, 11),
+     ["  - {name: 0.parametrizations.weight.original0, op: parameter, shape: [5, 1, 1], tensor: ''}",
+      "  - {name: 0.conv, op: conv, in: [input, 0.parametrizations.weight.0.mul, 0.bias], stride: 2}"]),
+], ids=["weight-read-as-a-value", "weight-norm"])
+def test_a_convolution_whose_weight_is_computed_reads_it_as_an_input(make, shape, lines):
+    torch.manual_seed(0)
+    module, x = make().eval(), torch.randn(*shape)
+    text = to_spec(module, x)  # was: its tensors (?, conv1d.bias) are not the conv1d's own (weight, bias) of one module
+    for line in lines:
+        assert line in text, text
+    assert load_text(text).params().total == sum(p.numel() for p in module.parameters())
+    mine = to_module(load_text(text)).eval()
+    mine.load_state_dict(module.state_dict(), strict=True)
+    with torch.no_grad():
+        torch.testing.assert_close(mine(x)["output"], module(x), rtol=1e-5, atol=1e-6)

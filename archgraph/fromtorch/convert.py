@@ -21,7 +21,7 @@ from . import aten as A
 from . import rules  # noqa: F401  (registers every aten rule)
 from .body import Body
 from .fold import GAP, Folding, twin_modules
-from .functional import functional, reused_tensors
+from .functional import CONVOLUTIONS, functional, reused_tensors
 from .leaves import LEAF_MODULES, multihead_attention, tagged
 from .nodes import flat, is_tensor_value, module_path, numbered_child, readers, relative, stack_paths, under
 from .sizes import size_text
@@ -243,8 +243,9 @@ class Converter(Folding):
                     self.holder[t.name] = join(owner, local)
                     self._own(self.tensors[t.name][0], owner)
             return body.add(name, out.op, inputs, out.hp, {"tie": ties["weight"] if list(ties) == ["weight"] else ties})
-        if out.op == "linear" or (out.op == "layer_norm" and not held):
-            # a weight of another module or not named weight (x @ Wᵀ + b), a computed weight (1 + w)
+        if out.op in ("linear", *CONVOLUTIONS) or (out.op == "layer_norm" and not held):
+            # a weight of another module or not named weight (x @ Wᵀ + b), a computed weight (1 + w, a
+            # short convolution's weight.squeeze(1).unsqueeze(1), weight norm's g · v / ‖v‖)
             return functional(self, body, node, out, inputs, "")
         if owner == "":
             raise A.Refuse(f"the top module is itself one {out.op} layer, whose tensors ({', '.join(names.values())}) "

@@ -4,14 +4,15 @@ names, hyperparameters, weight layouts and output-size rules).  Besides PyTorch'
 `padding: tf_same` pads as TensorFlow's SAME: ceil(size / stride) outputs, the padding
 computed from each input's size, the odd pixel after (MobileNet's tf_padding).  `weight_norm: d`
 stores the weight as torch.nn.utils.parametrizations.weight_norm does (wav2vec 2.0's positional
-convolution).  `conv_frames_mask` carries a padding mask through a stack of 1-D convolutions."""
+convolution).  `conv_frames_mask` carries a padding mask through a stack of 1-D convolutions.  `conv`
+takes its weight (and bias) as inputs, as F.conv1d/2d/3d do: a weight computed in forward."""
 from __future__ import annotations
 
 from typing import Literal
 
 from ..dims import Dim, ceil_div, floor_div, norm, prod
 from ..errors import ShapeError
-from .base import Op, Tensor, expect_dim, expect_rank, invalid, op, positive, quotient
+from .base import Op, Tensor, check, expect_dim, expect_rank, invalid, op, positive, quotient
 
 
 def window_out(size: Dim, kernel: int, stride: int, padding: int, dilation: int = 1,
@@ -339,3 +340,46 @@ class ConvFramesMask(Op):
             lengths = run.torch.div(lengths - kernel, stride, rounding_mode="floor") + 1
         frames = run.torch.arange(x.shape[1], device=x.device)
         return frames[None, :] < lengths[:, None]
+
+
+@op("conv", category="conv", aliases=("F.conv1d", "F.conv2d", "F.conv3d", "torch.nn.functional.conv1d"))
+class Conv(Op):
+    """x [B, in, *spatial] convolved with the weight input [out, in / groups, *kernel] (1 to 3 spatial
+    dims, as the weight has), plus the bias input [out] when given: F.conv1d/2d/3d."""
+
+    stride: int | tuple[int, ...] = 1  # the step between applications of the kernel
+    padding: int | tuple[int, ...] | Literal["same", "valid"] = 0  # zeros added on each side, or same, valid
+    dilation: int | tuple[int, ...] = 1  # the spacing between kernel taps
+    groups: int = 1  # channels are split into this many independent groups
+
+    def __post_init__(self):
+        if self.groups <= 0:
+            raise invalid(self, f"groups must be positive; received {self.groups}")
+
+    def infer_shape(self, x, weight, bias=None):
+        rank = len(weight) - 2
+        check(1 <= rank <= 3, f"the weight must have 3 to 5 dimensions [out, in / groups, *kernel]; received {len(weight)}")
+        expect_rank(x, rank + 2)
+        expect_dim(x[1], weight[1] * self.groups, "channel dimension (dim 1) of the input (the weight's dim 1 x groups)")
+        if bias is not None:
+            expect_rank(bias, 1, "bias")
+            expect_dim(bias[0], weight[0], "bias (the weight's output channels)")
+        if self.padding == "same":
+            check(all(s == 1 for s in _tuple(self.stride, rank)), "padding 'same' needs stride 1")
+            return (x[0], weight[0], *x[2:])
+        pads = (0,) * rank if self.padding == "valid" else _tuple(self.padding, rank)
+        for name, values in (("stride", _tuple(self.stride, rank)), ("dilation", _tuple(self.dilation, rank)),
+                             ("padding", pads)):
+            check(len(values) == rank, f"{name} must be one number or {rank}; received {list(values)}")
+        spatial = tuple(window_out(n, k, s, p, d) for n, k, s, p, d in zip(
+            x[2:], weight[2:], _tuple(self.stride, rank), pads, _tuple(self.dilation, rank)))
+        return (x[0], weight[0], *spatial)
+
+    def flops(self, inputs, outputs):
+        return 2 * prod(outputs[0]) * prod(inputs[1][1:])  # (in / groups) x kernel products an output
+
+    def forward(self, run, x, weight, bias=None):
+        rank = weight.dim() - 2
+        conv = (run.F.conv1d, run.F.conv2d, run.F.conv3d)[rank - 1]
+        padding = self.padding if isinstance(self.padding, str) else _tuple(self.padding, rank)
+        return conv(x, weight, bias, _tuple(self.stride, rank), padding, _tuple(self.dilation, rank), self.groups)
