@@ -247,6 +247,8 @@ CASES = [
       lambda t: t.arange(1 / 70, 1.0, 1 / 70), [""], id="arange-real-step"),
     C("arange", {"start": 1 / 14, "end": 1.0, "step": 1 / 14, "dtype": "float32"}, [], "14", "0",
       lambda t: t.arange(1 / 14, 1.0, 1 / 14), [""], id="arange-real-step-rounding-up"),
+    C("arange", {"end": 6, "dtype": "uint8"}, [], "6", "0", lambda t: t.arange(6, dtype=t.uint8), [""],
+      id="arange-uint8"),  # tril's decomposition: Bailing-hybrid's chunked delta attention
     C("bucketize", {}, ["B, S, 3", "4"], "B, S, 3", "B * S * 3", lambda t, x, b: t.bucketize(x, b), ["f f"]),
     C("bucketize", {"right": True, "out_int32": True}, ["B, S", "6"], "B, S", "B * S",
       lambda t, x, b: t.bucketize(x, b, right=True, out_int32=True), ["n5 n5"], id="bucketize-right-int32"),

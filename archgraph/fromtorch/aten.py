@@ -18,7 +18,7 @@ from ..dtypes import ELEMENT_BYTES
 aten = torch.ops.aten
 INT_MAX = 2 ** 63 - 1
 DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
-          torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32", torch.bool: "bool"}
+          torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32", torch.uint8: "uint8", torch.bool: "bool"}
 
 
 @dataclass

@@ -344,8 +344,10 @@ class ConvFramesMask(Op):
 
 @op("conv", category="conv", aliases=("F.conv1d", "F.conv2d", "F.conv3d", "torch.nn.functional.conv1d"))
 class Conv(Op):
-    """x [B, in, *spatial] convolved with the weight input [out, in / groups, *kernel] (1 to 3 spatial
-    dims, as the weight has), plus the bias input [out] when given: F.conv1d/2d/3d."""
+    """A convolution whose weight and bias are inputs (F.conv1d/2d/3d).
+
+    x [B, in, *spatial] convolved with the weight input [out, in / groups, *kernel] (1 to 3 spatial
+    dims, as the weight has), plus the bias input [out] when given."""
 
     stride: int | tuple[int, ...] = 1  # the step between applications of the kernel
     padding: int | tuple[int, ...] | Literal["same", "valid"] = 0  # zeros added on each side, or same, valid

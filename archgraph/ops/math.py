@@ -425,7 +425,7 @@ class CumSum(Op):
         return run.torch.cumsum(x, dim=self.dim)
 
 
-ElementType = Literal["float32", "float64", "float16", "bfloat16", "int64", "int32", "bool"]
+ElementType = Literal["float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool"]
 
 
 @op("arange", aliases=("torch.arange", "positions", "range"), example={"end": "S"})

@@ -173,9 +173,11 @@ class Sort(Op):
 
 @op("bucketize", aliases=("torch.bucketize", "searchsorted", "digitize"))
 class Bucketize(Op):
-    """The bucket of each value among sorted `boundaries` (a 1-D input), as torch.bucketize: the index
-    of the first boundary at least the value (with `right`, greater than it), the input's shape, int64
-    (int32 with `out_int32`).  NaViT's position buckets: bucketize(arange(h) / h, boundaries)."""
+    """The bucket of each value among sorted boundaries (torch.bucketize).
+
+    The index of the first boundary (a 1-D input) at least the value (with `right`, greater than
+    it), the input's shape, int64 (int32 with `out_int32`).  NaViT's position buckets:
+    bucketize(arange(h) / h, boundaries)."""
 
     right: bool = False  # a value equal to a boundary goes to the bucket after it
     out_int32: bool = False  # int32 indices instead of int64
