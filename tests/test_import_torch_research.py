@@ -102,9 +102,15 @@ def test_the_top_module_as_one_layer_is_its_computation_or_refused_by_name():
     assert "  - {name: weight, op: parameter, shape: [3, 4], tensor: ''}" in text
     assert "  - {name: mul, op: mul, in: add, constant: 3.0}" in text
     _same(linear, text, x)
-    with pytest.raises(ArchgraphError, match=r"cannot import 'aten.conv1d' at module '\(the top module\)' \(Conv1d\): "
-                                             r"the top module is itself one conv1d layer, whose tensors \(weight, bias\)"):
-        to_spec(nn.Conv1d(2, 3, 3), torch.randn(2, 2, 9))
+    conv = nn.Conv1d(2, 3, 3)  # a convolution likewise: `conv` of its weight and bias as inputs
+    x = torch.randn(2, 2, 9)
+    text = to_spec(conv, x)
+    assert "  - {name: conv, op: conv, in: [input, weight, bias]}" in text
+    _same(conv, text, x)
+    with pytest.raises(ArchgraphError, match=r"cannot import 'aten.group_norm' at module '\(the top module\)' "
+                                             r"\(GroupNorm\): the top module is itself one group_norm layer, whose "
+                                             r"tensors \(weight, bias\)"):
+        to_spec(nn.GroupNorm(2, 4), torch.randn(2, 4, 9))
 
 
 FOLDED = {"rwkv6", "mamba2", "mla", "sigmoid_attn", "cait", "gmlp", "fnet", "tokenformer",
