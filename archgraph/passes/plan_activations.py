@@ -223,13 +223,8 @@ def _op(node: OpNode, name: str, args: list[_Tensor], run: Run, body: _Body, cou
     part.flops["heads" if split else place_out] += flops
     for kind, n in owns.items():
         part.params[(kind, node.trainable)] += n
-    if split and first == "seq" and given and ("grad", given[0].key) not in counted:
-        counted.add(("grad", given[0].key))   # column-parallel: its input's gradient is all-reduced, once
-        key = given[0].key                    # for all that read it (q, k and v projections of one x)
-        if isinstance(key, tuple) and key[0] == "in":
-            body.reduces_inputs[key[1]] = given[0].values   # an input of the body: its caller's
-        else:
-            part.comm["backward"] += given[0].values
+    if split and first == "seq" and given:   # column-parallel: its input's gradient is all-reduced, once
+        _all_reduce_grad(given[0], body, counted, part)   # for all that read it (q, k and v projections of one x)
     if split and place_out == "seq":   # row-parallel: its output is all-reduced
         part.comm["forward"] += sum(t.values for t in outs)
     return outs
@@ -291,12 +286,20 @@ def _reduce(node: BlockNode, child: _Body, current: list, body: _Body, counted: 
         t = current[i]
         if node.repeat != 1:
             first.comm["backward"] += values
-        elif ("grad", t.key) not in counted:
-            counted.add(("grad", t.key))
-            if isinstance(t.key, tuple) and t.key[0] == "in":
-                body.reduces_inputs[t.key[1]] = t.values
-            else:
-                first.comm["backward"] += t.values
+        else:
+            _all_reduce_grad(t, body, counted, first)
+
+
+def _all_reduce_grad(t: _Tensor, body: _Body, counted: set, part: Part) -> None:
+    """The backward all-reduce of `t`'s gradient, counted once for all its readers: in `part`, or
+    left to the caller when `t` is an input of the body."""
+    if ("grad", t.key) in counted:
+        return
+    counted.add(("grad", t.key))
+    if isinstance(t.key, tuple) and t.key[0] == "in":
+        body.reduces_inputs[t.key[1]] = t.values   # an input of the body: its caller's
+    else:
+        part.comm["backward"] += t.values
 
 
 def _place(body: _Body, child: _Body, extra: Part, times: int, stack: str | None, shared: bool) -> None:
