@@ -20,8 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-BATCH = 2
-TOKENS = 16
+from .hflayouts import BATCH, TOKENS
 _SHAPE = r"\(\s*`?(?:torch\.)?(?P<kind>\w*)`?\s+of shape\s+`?\((?P<dims>[^)]*)\)"
 _EXAMPLES = re.compile(r"^(batch(_size)?|num_(images|audios|videos|samples|sequences|examples))$")
 _ALIASES = {"mel_bins": ("num_mel_bins", "n_mel_bins", "mel_bins"), "channels": ("num_channels", "in_channels"),

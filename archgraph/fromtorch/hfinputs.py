@@ -42,9 +42,8 @@ import torch
 
 from ..errors import ArchgraphError, did_you_mean
 from . import hfdocs, hflayouts
+from .hflayouts import BATCH, TOKENS
 
-BATCH = 2
-TOKENS = 16       # the example sequence length (a size torch.export keeps symbolic)
 SAMPLES = 16000   # one second of 16 kHz audio
 FRAMES = 64       # audio feature frames where the config does not fix them
 SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder_config", "decoder_config",

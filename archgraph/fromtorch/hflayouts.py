@@ -23,7 +23,8 @@ from typing import Any, Callable
 
 import torch
 
-BATCH = 2
+BATCH = 2         # the example inputs' batch (hfinputs, hfdocs and the layouts here)
+TOKENS = 16       # the example sequence length (a size torch.export keeps symbolic)
 # a grid input -> the inputs it tiles (the first of them forward takes)
 GRIDS = {"grid_thw": ("hidden_states", "pixel_values"), "image_grid_thw": ("pixel_values",),
          "video_grid_thw": ("pixel_values_videos",), "target_sizes": ("pixel_values",)}
