@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..graph import BlockNode, Graph, join
 from ..passes.params import ParamReport, call_totals, graph_totals, op_totals
 from ..errors import shortened
-from .palette import CHART_LABEL, CHART_RC, category_color, human
+from .palette import CHART_LABEL, CHART_RC, category_color, counted
 from .pattern import call_name
 
 CHART_FORMATS = ("png", "svg", "pdf")
@@ -97,7 +97,7 @@ def chart_figure(dist: Distribution):
     _category_bars(left, dist)
     _part_bars(middle, dist)
     _sunburst(right, dist)
-    fig.suptitle(f"{shortened(dist.model, CHART_LABEL)}: {human(dist.total)} params ({dist.total:,})", fontsize=13,
+    fig.suptitle(f"{shortened(dist.model, CHART_LABEL)}: {counted(dist.total)} ({dist.total:,})", fontsize=13,
                  fontweight="bold")
     _room_for_labels(fig, [left, middle])
     return fig
@@ -140,7 +140,7 @@ def _category_bars(ax, dist: Distribution) -> None:
     values = [float(n) for _, n in dist.categories][::-1]  # floats: 10**60 parameters overflow an int64
     colors = [category_color(c) for c, _ in dist.categories][::-1]
     bars = ax.barh(names, values, color=colors, edgecolor="#555555", linewidth=0.5)
-    ax.bar_label(bars, labels=[f" {human(v)} params  {_share(v, dist.total)}" for v in values], fontsize=8)
+    ax.bar_label(bars, labels=[f" {counted(v)}  {_share(v, dist.total)}" for v in values], fontsize=8)
     ax.set_title("by category", loc="left", fontweight="bold")
     ax.set_xlabel("parameters")
     ax.set_xlim(0, max(values, default=1) * 1.45)
@@ -159,7 +159,7 @@ def _part_bars(ax, dist: Distribution) -> None:
         seen.add(cat)
         left = [a + b for a, b in zip(left, widths)]
     for y, p in enumerate(parts):
-        ax.text(float(p.total), y, f" {human(p.total)} params  {_share(p.total, dist.total)}", va="center", fontsize=8)
+        ax.text(float(p.total), y, f" {counted(p.total)}  {_share(p.total, dist.total)}", va="center", fontsize=8)
     ax.set_title("by block", loc="left", fontweight="bold")
     ax.set_xlabel("parameters")
     ax.set_xlim(0, float(max((p.total for p in parts), default=1)) * 1.45)

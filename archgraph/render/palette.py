@@ -62,3 +62,8 @@ def human(n: int | float) -> str:
         if abs(n) >= size:
             return f"{n / size:.2f} {unit}"
     return f"{n:,}" if isinstance(n, int) else f"{n:.3g}"
+
+
+def counted(n: int | float) -> str:
+    """A parameter count for a figure, with its unit as FLOPs and bytes have theirs: `124.44 M params`."""
+    return f"{human(n)} params"

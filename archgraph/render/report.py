@@ -24,7 +24,7 @@ from ..passes.params import ParamReport, call_totals, count_params, graph_totals
 from .diagram import HIDDEN_HPARAMS
 from .labels import REUSES, SHARED, SHARED_SHOWN, shared_text
 from .page import Styles, content_security_policy
-from .palette import CATEGORY_COLORS, SHARE_BINS, category_color, human
+from .palette import CATEGORY_COLORS, SHARE_BINS, category_color, counted
 from ..passes.kinds import kinds_of
 from .pattern import alike, differing, kinds_text, repeating, values_text
 from .report_compare import breakable, category_bars, comparison_html
@@ -251,7 +251,7 @@ def _script(text: str) -> str:
 
 def _section(data: ReportData, s: Section, index: int, styles: Styles) -> str:
     t = s.totals
-    facts = [("Total parameters", f"{t['total']:,} ({human(t['total'])} params)"), ("Trainable", f"{t['trainable']:,}"),
+    facts = [("Total parameters", f"{t['total']:,} ({counted(t['total'])})"), ("Trainable", f"{t['trainable']:,}"),
              ("Non-trainable", f"{t['non_trainable']:,}")]
     if t["active"] != t["total"]:
         facts.append(("Active params (one token)", f"{t['active']:,}"))

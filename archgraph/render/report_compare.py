@@ -14,7 +14,7 @@ from ..passes.compare import ModelSummary
 from .compare import NOTES, does_text, figure_rows, sizes_text
 from .flops import flops_text
 from .page import Styles
-from .palette import category_color, human
+from .palette import category_color, counted
 
 # a stack's colour in the per-layer chart, in the order of the model's stacks
 STACK_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
@@ -100,7 +100,7 @@ def category_bars(rows: list[ModelSummary], styles: Styles) -> str:
                          f"title=\"{escape(cat)}: {n:,} ({share:.1f}%)\">"
                          f"{escape(cat) if share >= 8 else ''}</span>")
         out.append(f"<div class=\"bar-row\" data-model=\"{escape(r.name)}\"><span class=\"name\">{escape(r.name)}"
-                   f"</span><span class=\"bar\">{''.join(parts)}</span><span class=\"total\">{human(r.params)} params"
+                   f"</span><span class=\"bar\">{''.join(parts)}</span><span class=\"total\">{counted(r.params)}"
                    f"</span></div>")
     legend = "".join(f"<span class=\"entry\"><span class=\"swatch {styles(f'background:{category_color(c)}')}\">"
                      f"</span>{escape(c)}</span>" for c in categories)
@@ -122,9 +122,9 @@ def layer_bars(rows: list[ModelSummary], layers: list[list[dict]], styles: Style
         bars = "".join(_layer(r, layer, top, styles) for layer in model_layers)
         keys = "".join(f"<span class=\"entry\"><span class=\"swatch "
                        f"{styles(f'background:{STACK_COLORS[i % len(STACK_COLORS)]}')}\"></span>{escape(s.path)} × {s.layers} · "
-                       f"{human(s.per_layer)} params per layer</span>" for i, s in enumerate(r.stacks))
+                       f"{counted(s.per_layer)} per layer</span>" for i, s in enumerate(r.stacks))
         out.append(f"<div class=\"layer-row\" data-model=\"{escape(r.name)}\"><span class=\"name\">{escape(r.name)}"
-                   f"</span><span class=\"columns\">{bars}</span><span class=\"total\">max {human(top)} params</span>"
+                   f"</span><span class=\"columns\">{bars}</span><span class=\"total\">max {counted(top)}</span>"
                    f"<span class=\"keys\">{keys}</span></div>")
     out.append("</div>\n")
     return "\n".join(out)
