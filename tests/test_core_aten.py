@@ -487,6 +487,15 @@ class _ShortConvolution(nn.Module):
         return nn.functional.silu(out[..., :x.shape[-1]])
 
 
+class _Codebook(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Buffer(torch.randn(10, 4))
+
+    def forward(self, ids):
+        return nn.functional.embedding(ids, self.embed)
+
+
 @pytest.mark.parametrize("make, shape, lines", [
     (_ShortConvolution, (2, 6, 7), ["  - {name: conv1d.weight, op: parameter, shape: [6, 1, 4], tensor: ''}",
                                     "  - {name: conv, op: conv, in: [x, unsqueeze, conv1d.bias], padding: 3, groups: 6}"]),
@@ -494,10 +503,17 @@ class _ShortConvolution(nn.Module):
     (lambda: nn.Sequential(nn.utils.parametrizations.weight_norm(nn.Conv1d(3, 5, 3, stride=2))), (2, 3, 11),
      ["  - {name: 0.parametrizations.weight.original0, op: parameter, shape: [5, 1, 1], tensor: ''}",
       "  - {name: 0.conv, op: conv, in: [input, 0.parametrizations.weight.0.mul, 0.bias], stride: 2}"]),
-], ids=["weight-read-as-a-value", "weight-norm"])
+    # EnCodec's decoder: a weight-normed transposed convolution
+    (lambda: nn.Sequential(nn.utils.parametrizations.weight_norm(nn.ConvTranspose1d(3, 5, 4, stride=2))), (2, 3, 11),
+     ["  - {name: 0.conv_transpose, op: conv_transpose, in: [input, 0.parametrizations.weight.0.mul, 0.bias], stride: 2}"]),
+    # EnCodec's codebook: an embedding of a table not named weight (F.embedding(ids, self.embed), a buffer)
+    (lambda: _Codebook(), (2, 7), ["  - {name: embed, op: buffer, shape: [10, 4]}",
+                                   "  - {name: index_select, op: index_select, in: [embed, reshape], dim: 0}"]),
+], ids=["weight-read-as-a-value", "weight-norm", "weight-norm-transposed", "embedding-of-a-buffer"])
 def test_a_convolution_whose_weight_is_computed_reads_it_as_an_input(make, shape, lines):
     torch.manual_seed(0)
-    module, x = make().eval(), torch.randn(*shape)
+    module = make().eval()
+    x = torch.randint(0, 10, shape) if isinstance(module, _Codebook) else torch.randn(*shape)
     text = to_spec(module, x)  # was: its tensors (?, conv1d.bias) are not the conv1d's own (weight, bias) of one module
     for line in lines:
         assert line in text, text

@@ -243,7 +243,7 @@ class Converter(Folding):
                     self.holder[t.name] = join(owner, local)
                     self._own(self.tensors[t.name][0], owner)
             return body.add(name, out.op, inputs, out.hp, {"tie": ties["weight"] if list(ties) == ["weight"] else ties})
-        if out.op in ("linear", *CONVOLUTIONS) or (out.op == "layer_norm" and not held):
+        if out.op in ("linear", "embedding", *CONVOLUTIONS) or (out.op == "layer_norm" and not held):
             # a weight of another module or not named weight (x @ Wᵀ + b), a computed weight (1 + w, a
             # short convolution's weight.squeeze(1).unsqueeze(1), weight norm's g · v / ‖v‖)
             return functional(self, body, node, out, inputs, "")

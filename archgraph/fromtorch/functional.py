@@ -15,7 +15,8 @@ from ..graph import join
 from .nodes import module_path, relative, under
 
 
-CONVOLUTIONS = ("conv1d", "conv2d", "conv3d")  # written as `conv`, its weight and bias inputs
+CONVOLUTIONS = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                "conv_transpose3d")  # written as `conv` or `conv_transpose`, its weight and bias inputs
 HOLDERS = {torch.ops.aten.embedding.default, torch.ops.aten.linear.default, torch.ops.aten.layer_norm.default,
            torch.ops.aten.rms_norm.default}  # the ops `functional` writes from their tensors as values
 
@@ -55,11 +56,12 @@ def functional(c, body, node, out: A.Out, inputs: list[str], why: str) -> str:
     elif out.op in ("layer_norm", "rms_norm") and "weight" in tensor:
         ref = add("mul", [add(out.op, inputs, {**out.hp, "elementwise_affine": False}), tensor["weight"]], {})
     elif out.op in CONVOLUTIONS:  # F.conv1d(x, weight, bias): the weight and bias are its inputs
-        hp = {k: v for k, v in out.hp.items() if k in ("stride", "padding", "dilation", "groups")}
-        return add("conv", [inputs[0], tensor["weight"], *([tensor["bias"]] if "bias" in tensor else [])], hp)
+        op = "conv_transpose" if out.op.startswith("conv_transpose") else "conv"
+        hp = {k: v for k, v in out.hp.items() if k in ("stride", "padding", "output_padding", "dilation", "groups")}
+        return add(op, [inputs[0], tensor["weight"], *([tensor["bias"]] if "bias" in tensor else [])], hp)
     else:
         raise A.Refuse(f"{why}: archgraph writes a {out.op} that shares its tensors only as a linear, an "
-                       "embedding, a layer_norm, an rms_norm or a convolution (conv1d, conv2d, conv3d)")
+                       "embedding, a layer_norm, an rms_norm or a convolution")
     if "bias" in tensor:
         ref = add("add", [ref, tensor["bias"]], {})
     return ref

@@ -21,7 +21,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     "latent_attention": "latent_attention",
     "local_attention": "local_attention",
     **dict.fromkeys(["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-                     "conv_frames_mask", "conv"], "conv"),
+                     "conv_frames_mask", "conv", "conv_transpose"], "conv"),
     **dict.fromkeys(["view_as_complex", "view_as_real", "complex"], "complex"),
     "disentangled_attention": "disentangled",
     "einsum": "einsum",

@@ -385,3 +385,48 @@ class Conv(Op):
         conv = (run.F.conv1d, run.F.conv2d, run.F.conv3d)[rank - 1]
         padding = self.padding if isinstance(self.padding, str) else _tuple(self.padding, rank)
         return conv(x, weight, bias, _tuple(self.stride, rank), padding, _tuple(self.dilation, rank), self.groups)
+
+
+@op("conv_transpose", category="conv", aliases=("F.conv_transpose1d", "F.conv_transpose2d", "F.conv_transpose3d"))
+class ConvTranspose(Op):
+    """Transposed convolution of weight and bias inputs.
+
+    F.conv_transpose1d/2d/3d: x [B, in, *spatial] with the weight input [in, out / groups, *kernel]
+    (1 to 3 spatial dims, as the weight has), plus the bias input [out] when given; sizes as
+    conv_transpose1d/2d/3d's."""
+
+    stride: int | tuple[int, ...] = 1  # the step between applications of the kernel
+    padding: int | tuple[int, ...] = 0  # dilation·(kernel - 1) - padding zeros added on each side
+    output_padding: int | tuple[int, ...] = 0  # added to one side of the output
+    dilation: int | tuple[int, ...] = 1  # the spacing between kernel taps
+    groups: int = 1  # channels are split into this many independent groups
+
+    def __post_init__(self):
+        if self.groups <= 0:
+            raise invalid(self, f"groups must be positive; received {self.groups}")
+
+    def infer_shape(self, x, weight, bias=None):
+        rank = len(weight) - 2
+        check(1 <= rank <= 3, f"the weight must have 3 to 5 dimensions [in, out / groups, *kernel]; received {len(weight)}")
+        expect_rank(x, rank + 2)
+        expect_dim(x[1], weight[0], "channel dimension (dim 1) of the input (the weight's dim 0)")
+        out = weight[1] * self.groups
+        if bias is not None:
+            expect_rank(bias, 1, "bias")
+            expect_dim(bias[0], out, "bias (the weight's dim 1 x groups)")
+        spatial = []
+        for n, k, s, p, d, extra in zip(x[2:], weight[2:], *(_tuple(getattr(self, f), rank) for f in (
+                "stride", "padding", "dilation", "output_padding"))):
+            size = (n - 1) * s - 2 * p + d * (k - 1) + extra + 1
+            check(not isinstance(size, int) or size > 0, f"input size {n} gives an output size of {size}")
+            spatial.append(size)
+        return (x[0], out, *spatial)
+
+    def flops(self, inputs, outputs):
+        return 2 * prod(inputs[0]) * prod(inputs[1][1:])  # out / groups x kernel products an input
+
+    def forward(self, run, x, weight, bias=None):
+        rank = weight.dim() - 2
+        conv = (run.F.conv_transpose1d, run.F.conv_transpose2d, run.F.conv_transpose3d)[rank - 1]
+        return conv(x, weight, bias, _tuple(self.stride, rank), _tuple(self.padding, rank),
+                    _tuple(self.output_padding, rank), self.groups, _tuple(self.dilation, rank))
