@@ -250,3 +250,106 @@ def test_inputs_at_their_documented_shape_or_as_frames_where_archgraphs_own_do_n
     assert _inputs({"model_type": "vivit", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
                     "num_attention_heads": 4, "image_size": 16, "num_frames": 4, "tubelet_size": [2, 8, 8]}) == {
         "pixel_values": (2, 4, 3, 16, 16)}  # ViViT: a clip a row
+
+
+QFORMER = {"model_type": "blip_2_qformer", "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "intermediate_size": 64, "encoder_hidden_size": 24, "cross_attention_frequency": 2}
+LXMERT = {"model_type": "lxmert", "vocab_size": 50, "hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64,
+          "l_layers": 1, "x_layers": 1, "r_layers": 1, "visual_feat_dim": 12, "visual_pos_dim": 4}
+RAG = {"model_type": "rag", "n_docs": 2, "max_combined_length": 20, "question_encoder": {
+    "model_type": "dpr", "vocab_size": 50, "hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
+    "intermediate_size": 64}, "generator": {
+    "model_type": "bart", "vocab_size": 50, "d_model": 32, "encoder_layers": 1, "decoder_layers": 1,
+    "encoder_attention_heads": 4, "decoder_attention_heads": 4, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64}}
+
+
+def test_the_states_a_cross_attention_reads_are_made_where_forward_fails_without_them():
+    """BLIP-2's Q-Former fails without encoder_hidden_states ('must be given for cross-attention
+    layers'), an optional parameter its error names: made at the config's encoder_hidden_size, 24
+    long (not 16: the spec keeps the query's and the image's lengths apart)."""
+    assert _inputs(QFORMER) == {"query_embeds": (2, 16, 32), "encoder_hidden_states": (2, 24, 24)}
+
+
+def test_inputs_forwards_errors_ask_for_are_made_at_their_documented_shapes():
+    """LXMERT raises "`visual_feats` cannot be `None`", then the same of visual_pos; RAG without a
+    retriever asserts context_input_ids, context_attention_mask and doc_scores: each is made at the
+    shape its docstring writes ((batch_size, num_visual_features, visual_feat_dim); RAG's
+    (batch_size * config.n_docs, config.max_combined_length), a product and config keys)."""
+    assert _inputs(LXMERT) == {"input_ids": (2, 16), "visual_feats": (2, 16, 12), "visual_pos": (2, 16, 4)}
+    assert _inputs(RAG) == {"input_ids": (2, 16), "decoder_input_ids": (2, 16), "context_input_ids": (4, 20),
+                            "context_attention_mask": (4, 20), "doc_scores": (2, 2), "use_cache": False}
+
+
+def test_a_required_input_typed_optional_that_archgraph_cannot_make_is_none():
+    """Phi-4's audio encoder requires `mask: torch.Tensor | None`: given None (its frames all read)."""
+    raw = {"model_type": "phi4_multimodal_audio", "hidden_size": 32, "intermediate_size": 64, "num_blocks": 1,
+           "num_attention_heads": 4, "input_size": 20, "ext_pw_out_channel": 32,
+           "depthwise_separable_out_channel": 32, "nemo_conv_channels": 32}
+    assert _inputs(raw) == {"hidden_states": (2, 16, 20), "mask": None}
+
+
+class _Asks(torch.nn.Module):
+    """A module whose forward raises naming an optional input archgraph has no rule for."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = transformers.PretrainedConfig()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, hidden_states: torch.Tensor, prompt_states: torch.Tensor | None = None):
+        if prompt_states is None:
+            raise ValueError("`prompt_states` must be given")
+        return self.proj(hidden_states)
+
+
+def test_an_input_forwards_error_asks_for_that_archgraph_cannot_make_is_named_with_the_flag():
+    from archgraph.errors import ArchgraphError
+    with pytest.raises(ArchgraphError) as err:
+        hfinputs.example_inputs(_Asks(), {"hidden_states": torch.zeros(2, 16, 4)})
+    assert err.value.message == ("_Asks.forward needs 'prompt_states' (without it, forward raised ValueError: "
+                                 "`prompt_states` must be given), which archgraph cannot make from the config")
+    assert err.value.hint == "give it with --input prompt_states=SHAPE[:DTYPE], e.g. --input prompt_states=2x16:float32"
+    given = {"hidden_states": torch.zeros(2, 16, 4), "prompt_states": torch.zeros(2, 3)}
+    assert set(hfinputs.example_inputs(_Asks(), given)) == {"hidden_states", "prompt_states"}
+
+
+def test_an_input_typed_as_a_list_of_tensors_is_refused_by_name():
+    """SAM 3's DETR encoder takes vision_features: list[torch.Tensor], which no spec input or --input is."""
+    from archgraph.errors import ArchgraphError
+    raw = {"model_type": "sam3_detr_encoder", "hidden_size": 32, "num_layers": 1, "num_attention_heads": 4,
+           "intermediate_size": 64}
+    with pytest.raises(ArchgraphError) as err:
+        _inputs(raw)
+    assert err.value.message == ("Sam3DetrEncoder.forward needs 'vision_features', a list of tensors "
+                                 "(list[torch.Tensor]): a spec's inputs are tensors, and --input gives one tensor")
+
+
+def test_a_documented_dim_may_be_a_product_of_config_keys():
+    from archgraph.fromtorch import hfdocs
+
+    def forward(context_input_ids):
+        """
+        Args:
+            context_input_ids (`torch.LongTensor` of shape `(batch_size * config.n_docs, config.max_combined_length)`, *optional*):
+        """
+    config = transformers.AutoConfig.for_model(**RAG)
+    made = hfdocs.documented(forward, "context_input_ids", config, hfinputs.find)
+    assert (tuple(made.shape), made.dtype) == ((4, 20), torch.int64)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("raw, cls, count", [(QFORMER, "Blip2QFormerModel", 20_928), (LXMERT, "LxmertModel", 58_336),
+                                             (RAG, "RagModel", 115_424)])
+def test_models_reading_the_inputs_their_errors_asked_for_import(raw, cls, count, tmp_path):
+    """The spec counts what transformers builds, every state_dict name and shape (import_coverage's check)."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from archgraph.cli import main
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    from import_coverage import _compare
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(raw))
+    assert main(["import-torch", str(path), "-o", str(tmp_path / "m.yaml")]) == 0
+    assert _compare(path, tmp_path / "m.yaml") == {"class": cls, "params": count, "status": "imported"}

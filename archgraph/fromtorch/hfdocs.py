@@ -6,7 +6,8 @@ and the example input is made at that shape, each dim read by its name:
 |---|---|
 | a number (`3`, `1`) | that number |
 | `batch_size`, `num_images`, `num_audios`, `num_videos` ... (a count of examples) | 2 (the batch) |
-| a key of the config (`n_mel_bins`, `hidden_size`, `num_channels`), or `mel_bins`, `channels` | the config's value |
+| a key of the config (`n_mel_bins`, `hidden_size`, `config.n_docs`), or `mel_bins`, `channels` | the config's value |
+| a product (`batch_size * config.n_docs`) | the product of its factors' sizes |
 | `height`, `width`, `image_size` | the config's image size |
 | anything else (`sequence_length`, `time_steps`, `max_num_frames`, `grid_height`) | 16 |
 
@@ -15,6 +16,7 @@ A `LongTensor`'s values (and any `*_ids`) are ids below every vocabulary the con
 """
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Callable
 
@@ -44,7 +46,11 @@ def documented(method: Callable, name: str, config, find: Callable) -> torch.Ten
 
 
 def _size(dim: str, config, find: Callable) -> int | None:
-    """One dim of a documented shape (see the module docstring); None for one no rule reads (`2*n`)."""
+    """One dim of a documented shape (see the module docstring); None for one no rule reads (`n + 1`)."""
+    dim = dim.strip().removeprefix("config.")
+    if "*" in dim:  # a product (RAG's `batch_size * config.n_docs`): of its factors' sizes
+        factors = [_size(f, config, find) for f in dim.split("*")]
+        return None if None in factors else math.prod(factors)
     if dim.isdigit():
         return int(dim)
     if not re.fullmatch(r"[A-Za-z_]\w*", dim):

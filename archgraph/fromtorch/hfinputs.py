@@ -16,6 +16,7 @@ forward requires, and the decoder's token ids of an encoder-decoder, each by its
 | with `target_sizes` | NaViT-packed images (MiniCPM-V) [1, C, P, P x patches] and their sizes in patches (see `hflayouts`) |
 | `past_values` | a series [2, context_length, input_size] |
 | `condition_vector`, `speaker_embedding`; `quantized_code`; `time_step` | features [2, 16, width] at their key's width (`WIDTHS`: mel_dim, enc_emb_dim); a codec's tokens [2, 16 / repeats] below num_embeds; a time [2] in [0, 1) (Qwen2.5-Omni's token2wav DiT) |
+| `encoder_hidden_states` | the states a cross-attention reads [2, 24, encoder_hidden_size] (else the model's width) |
 | `states` (a trajectory) | [2, 16, state_dim], with `actions` [2, 16, act_dim], `returns_to_go` (`rewards`) [2, 16, 1] and `timesteps` [2, 16] below max_ep_len |
 
 Where an input has several layouts, the first the model runs on (on the meta device) is taken
@@ -30,8 +31,13 @@ vocabulary's last id, and the spec says so (`notes`).  Placeholders whose count 
 grid read as numbers) are `ValuesUnknown` on the meta device (the model is then built on the CPU);
 placeholders that cannot be counted are refused naming the input, never left out.
 
+An optional input forward fails without, its error naming it (`hfparams`: BLIP-2's Q-Former's
+`encoder_hidden_states`, LXMERT's `visual_feats`, RAG's `context_input_ids`), is made too, the
+docstring's shape first; a required one typed optional that none of these makes is None.
+
 `--input NAME=SHAPE[:DTYPE]` gives any of them (or any other parameter) instead.  A required
-parameter none of these makes is an error naming it and the flag that supplies it.
+parameter none of these makes is an error naming it and the flag that supplies it (one typed as a
+list of tensors, which no spec input is, is refused saying so).
 """
 from __future__ import annotations
 
@@ -41,7 +47,8 @@ from typing import Any, Callable
 import torch
 
 from ..errors import ArchgraphError, did_you_mean
-from . import hfdocs, hflayouts
+from . import hfdocs, hflayouts, hfparams
+from .hfconfig import _first
 from .hflayouts import BATCH, TOKENS
 
 SAMPLES = 16000   # one second of 16 kHz audio
@@ -61,12 +68,20 @@ def example_inputs(model: torch.nn.Module, given: dict[str, torch.Tensor]) -> di
             raise ArchgraphError(f"--input {name}: {cls}.forward has no parameter '{name}'",
                                  hint=did_you_mean(name, params) or f"its parameters: {', '.join(params)}")
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
-    choices = _choices(model, params, _wanted(model, params, takes_any, given), given)
-    choices = {n: [t.to(device) for t in c] for n, c in choices.items()}
 
     def complete(trial: dict) -> dict:
         return {**_image_attention_mask(params, {**trial, **given}, device), **given}
-    inputs = hflayouts.pick(model, choices, complete)
+    wanted, asked = _wanted(model, params, takes_any, given), {}
+    for _ in range(hfparams.ASKS):  # and the optional inputs forward's own errors ask for (hfparams)
+        choices = _choices(model, params, wanted, given, asked)
+        choices = {n: [t.to(device) if t is not None else t for t in c] for n, c in choices.items()}
+        inputs = hflayouts.pick(model, choices, complete)
+        failed = hflayouts.failure(model, inputs)
+        more = hfparams.asked(failed, params, inputs) if failed is not None else []
+        if not more:
+            break
+        wanted += more
+        asked.update({n: _first(failed) for n in more})
     if "input_ids" in params and "input_ids" not in given:
         _placeholders(model, inputs)
     inputs = complete(inputs)
@@ -96,9 +111,11 @@ def _wanted(model, params, takes_any: bool, given: dict) -> list[str]:
     return [n for n in dict.fromkeys(wanted) if n not in given]
 
 
-def _choices(model, params, wanted: list[str], given: dict) -> dict[str, list[torch.Tensor]]:
+def _choices(model, params, wanted: list[str], given: dict, asked: dict) -> dict[str, list[torch.Tensor | None]]:
     """Each wanted input's candidate layouts (see hflayouts), the grids that tile them beside; the
-    shape forward's docstring writes (`hfdocs`) is a candidate too, after archgraph's own."""
+    shape forward's docstring writes (`hfdocs`) is a candidate too, after archgraph's own.  One
+    archgraph cannot make is None where its type admits None, else refused naming it (with the
+    error that asked for it: `asked`)."""
     config, cls = model.config, type(model).__name__
     grids = hflayouts.grid_inputs(config, params, find)
     choices: dict[str, list[torch.Tensor]] = {}
@@ -113,10 +130,10 @@ def _choices(model, params, wanted: list[str], given: dict) -> dict[str, list[to
         made = made if isinstance(made, list) else [made]
         doc = hfdocs.documented(model.forward, name, config, find)
         if doc is not None and all(doc.shape != t.shape or doc.dtype != t.dtype for t in made):
-            made.append(doc)
+            made.insert(len(made) if name not in asked else 0, doc)  # asked for: as the docstring says first
         if not made:
-            raise ArchgraphError(f"{cls}.forward needs '{name}', which archgraph cannot make from the config",
-                                 hint=f"give it with --input {name}=SHAPE[:DTYPE], e.g. --input {name}=2x16:float32")
+            made = [None] if hfparams.none_given(params.get(name), name in asked) else \
+                hfparams.cannot(cls, name, params.get(name), asked.get(name))
         choices[name] = made
     return choices
 
@@ -260,7 +277,7 @@ def _builder(name: str) -> Callable[[Any, str], torch.Tensor | list[torch.Tensor
     return {"pixel_values": _pixels, "pixel_values_videos": _video, "input_features": _audio_features,
             "input_values": _waveform, "past_values": _series, "hidden_states": _features,
             "flattened_patches": _flattened_patches, "condition_vector": _features, "speaker_embedding": _features,
-            "quantized_code": _codes, "time_step": _time,
+            "quantized_code": _codes, "time_step": _time, "encoder_hidden_states": _memory,
             "inputs_embeds": _features, "patch_embeds": _features, "states": _steps, "actions": _steps,
             "returns_to_go": _steps, "rewards": _steps, "timesteps": _steps}.get(name)
 
@@ -302,9 +319,21 @@ def _features(config, name: str = "hidden_states") -> list[torch.Tensor]:
         width = find(config, *WIDTHS[name])
         return [_normal((BATCH, TOKENS, width if isinstance(width, int) and width > 0 else 1))]
     widths = [find(config, key) for key in ("hidden_size", "d_model", "embed_dim", "dim")]
-    widths += [find(config, key) for key in ("input_dim", "feature_size", "num_mel_bins", "in_channels", "mel_dim")]
+    widths += [find(config, key) for key in ("input_dim", "input_size", "feature_size", "num_mel_bins", "in_channels",
+                                             "mel_dim")]
     out = [_normal((BATCH, TOKENS, w)) for w in dict.fromkeys(w for w in widths if isinstance(w, int) and w > 0)]
     return out + [_pixels(config)[0]]
+
+
+MEMORY = 24  # the length of the states a cross-attention reads (not TOKENS: the spec keeps S and S2 apart)
+
+
+def _memory(config, name: str = "encoder_hidden_states") -> list[torch.Tensor]:
+    """The states a cross-attention reads (BLIP-2's Q-Former: an image's features): [B, MEMORY, width]
+    at the width the config gives them (encoder_hidden_size, ...), else at the model's."""
+    keys = ("encoder_hidden_size", "cross_attention_hidden_size", "encoder_width", "hidden_size", "d_model")
+    widths = dict.fromkeys(w for w in (find(config, k) for k in keys) if isinstance(w, int) and w > 0)
+    return [_normal((BATCH, MEMORY, w)) for w in widths]
 
 
 def _codes(config, name: str = "quantized_code") -> torch.Tensor:

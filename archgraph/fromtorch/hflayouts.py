@@ -39,7 +39,7 @@ def grid_inputs(config, params, find: Callable) -> dict[str, list[torch.Tensor]]
             continue
         channels = _int(find(config, "in_channels", "num_channels", "in_chans"), 3)
         patch = _int(find(config, "patch_size", "spatial_patch_size"), 14)
-        frames = _int(find(config, "temporal_patch_size"), 1)
+        frames = _int(find(config, "temporal_patch_size", "patch_temporal"), 1)
         merge = _int(find(config, "spatial_merge_size", "merge_size", "window_kernel_size"), 2)
         side = 4 * merge
         count = BATCH * side * side
@@ -78,13 +78,19 @@ def pick(model, choices: dict[str, list[torch.Tensor]], complete: Callable[[dict
 def runs(model, inputs: dict[str, Any]) -> bool:
     """Whether the model runs on `inputs` on the meta device (a value only real weights would give,
     such as `.item()`, counts as running: the trace then reads it from the example)."""
+    return failure(model, inputs) is None
+
+
+def failure(model, inputs: dict[str, Any]) -> BaseException | None:
+    """What the model raises when called with `inputs`, or None where it runs (or fails only for a
+    value the meta device does not have: see `runs`)."""
     from .hfexport import export_context
     try:
         with torch.no_grad(), export_context(model, inputs):
             model(**inputs)
     except Exception as exc:  # noqa: BLE001  any failure: this layout is not the model's
-        return needs_values(exc)
-    return True
+        return None if needs_values(exc) else exc
+    return None
 
 
 def needs_values(exc: BaseException) -> bool:
