@@ -308,6 +308,11 @@ CASES = [
       ("interpolate",)),
     I(aten.upsample_bilinear2d.vec, [(2, 3, 5, 4)], lambda x: aten.upsample_bilinear2d.vec(x, None, False, [2.0, 2.0]),
       ("interpolate",), id="upsample_bilinear2d-by-factors"),
+    # F.interpolate(antialias=True), downsampling (Unlimited-OCR's SAM encoder resizes its positions so)
+    I(aten._upsample_bicubic2d_aa.vec, [(2, 3, 9, 8)], lambda x: aten._upsample_bicubic2d_aa.vec(x, [5, 3], False, None),
+      ("interpolate",)),
+    I(aten._upsample_bilinear2d_aa.vec, [(2, 3, 9, 8)],
+      lambda x: aten._upsample_bilinear2d_aa.vec(x, None, False, [0.5, 0.4]), ("interpolate",)),
     held(aten.native_layer_norm.default, (2, 5, 6), lambda: _randomised(nn.LayerNorm(6)),
          lambda m, x: aten.native_layer_norm.default(x, [6], m.weight, m.bias, 1e-5)[0], "layer_norm"),
     held(aten.native_group_norm.default, (2, 4, 3, 5), lambda: _randomised(nn.GroupNorm(2, 4)),

@@ -142,7 +142,9 @@ UPSAMPLE = {aten.upsample_nearest1d.vec: "nearest", aten.upsample_nearest2d.vec:
             aten.upsample_nearest3d.vec: "nearest", aten._upsample_nearest_exact1d.vec: "nearest-exact",
             aten._upsample_nearest_exact2d.vec: "nearest-exact", aten._upsample_nearest_exact3d.vec: "nearest-exact",
             aten.upsample_linear1d.vec: "linear", aten.upsample_bilinear2d.vec: "bilinear",
-            aten.upsample_bicubic2d.vec: "bicubic", aten.upsample_trilinear3d.vec: "trilinear"}
+            aten.upsample_bicubic2d.vec: "bicubic", aten.upsample_trilinear3d.vec: "trilinear",
+            aten._upsample_bilinear2d_aa.vec: "bilinear", aten._upsample_bicubic2d_aa.vec: "bicubic"}
+ANTIALIASED = (aten._upsample_bilinear2d_aa.vec, aten._upsample_bicubic2d_aa.vec)  # F.interpolate(antialias=True)
 
 
 @rule(*UPSAMPLE)
@@ -158,6 +160,8 @@ def _upsample(n, c):
     hp["mode"] = UPSAMPLE[n.target]
     if a.get("align_corners"):
         hp["align_corners"] = True
+    if n.target in ANTIALIASED:
+        hp["antialias"] = True
     return Out("interpolate", [n.args[0]], hp)
 
 

@@ -59,12 +59,16 @@ class Interpolate(Op):
     mode: Literal["nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area"] = "nearest"  # the
     #   interpolation: nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area
     align_corners: bool | None = None  # the corner pixels of input and output line up (linear modes only)
+    antialias: bool = False  # downsampling filters over every input pixel it covers (bilinear, bicubic only)
 
     keeps = ""
 
     def __post_init__(self):
         if (self.size is None) == (self.scale_factor is None):
             raise invalid(self, "give exactly one of size or scale_factor")
+        if self.antialias and self.mode not in ("bilinear", "bicubic"):
+            raise invalid(self, f"antialias is for modes bilinear and bicubic; received mode '{self.mode}'",
+                          "drop antialias, or resample with mode bilinear or bicubic")
 
     def infer_shape(self, x):
         expect_rank(x, (3, 4, 5), "input [B, C, *spatial]")
@@ -92,7 +96,7 @@ class Interpolate(Op):
         if size is not None and len(size) == 1:
             size = size * (x.dim() - 2)
         return run.F.interpolate(x, size=size, scale_factor=self.scale_factor, mode=self.mode,
-                                 align_corners=self.align_corners)
+                                 align_corners=self.align_corners, antialias=self.antialias)
 
 
 def _scaled(n, factor: float):
