@@ -154,7 +154,7 @@ class SpecModule(nn.Module):
             if t.name in node.ties or full in seen:
                 continue  # a tie: one Parameter under both names, placed once the owner exists
             seen.add(full)
-            value = torch.empty(tuple(t.shape), **factory)
+            value = torch.empty(tuple(t.shape), **_complex(factory) if t.dtype.startswith("complex") else factory)
             if factory["device"] != "meta" and str(value.device) != "meta":
                 with torch.no_grad():
                     op.init(t, value, _Init)
@@ -441,6 +441,11 @@ def _solve(dim: str, value: int, sizes: dict, variables: dict, input_name: str) 
         sizes[name] = (value - at[0]) // slope
     else:
         raise TypeError(f"input '{input_name}': its dimension {dim} cannot be {value}")
+
+
+def _complex(factory: dict) -> dict:
+    """The factory of a complex parameter: the complex type of the weights' (complex64 for float32)."""
+    return {**factory, "dtype": torch.complex128 if factory["dtype"] == torch.float64 else torch.complex64}
 
 
 def body_prefix(node: BlockNode, prefix: str, i: int) -> str:

@@ -154,6 +154,26 @@ def test_a_third_set_of_research_modules_imports_exactly(name, tmp_path):
     _imports_exactly(_research3()[name], name in FOLDED3, WAITING3.get(name), tmp_path)
 
 
+FOLDED4 = {"deltanet", "nystromformer", "griffin", "mega", "based", "llama3"}  # fno: no list; tome: fewer tokens a block
+WAITING4: dict[str, str] = {}  # a module refused for a reason not yet mended: the reason
+
+
+def _research4():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
+    import research4
+    return research4.cases()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(_research4()))
+def test_a_fourth_set_of_research_modules_imports_exactly(name, tmp_path):
+    """tools/research4 (DeltaNet's chunked delta rule, the Fourier Neural Operator's complex weights,
+    Token Merging, Nystromformer, Griffin's RG-LRU, MEGA, Based, Llama 3's reference code): as above."""
+    _imports_exactly(_research4()[name], name in FOLDED4, WAITING4.get(name), tmp_path)
+
+
 def _imports_exactly(case, folds: bool, waiting: str | None, tmp_path) -> None:
     import yaml
     torch.manual_seed(0)
@@ -397,4 +417,103 @@ def test_layers_of_two_parts_with_the_callers_adds_between_them_fold_into_one_bl
     assert "  - {name: layers, block: layers, repeat: 3, in: x}" in text
     assert "      - {name: add, op: add, in: ['0.1', x]}" in text  # the caller's add between the parts, in the block
     assert "layers.1" not in text
+    _same(module, text, x)
+
+
+class SpectralConv(nn.Module):
+    """The Fourier Neural Operator's spectral convolution: complex weights (torch.cfloat) multiply the
+    lowest modes of rfft2, written into a preallocated complex spectrum."""
+
+    def __init__(self):
+        super().__init__()
+        self.weights = nn.Parameter(torch.rand(3, 3, 2, 2, dtype=torch.cfloat) / 9)
+
+    def forward(self, x):
+        x_ft = torch.fft.rfft2(x)
+        out_ft = torch.zeros(x.shape[0], 3, x.size(-2), x.size(-1) // 2 + 1, dtype=torch.cfloat)
+        out_ft[:, :, :2, :2] = torch.einsum("bixy,ioxy->boxy", x_ft[:, :, :2, :2], self.weights)
+        return torch.fft.irfft2(out_ft, s=(x.size(-2), x.size(-1)))
+
+
+def test_a_complex_parameter_and_a_complex_tensor_of_zeros_import_in_their_type():
+    torch.manual_seed(0)
+    module = SpectralConv()
+    x = torch.randn(2, 3, 6, 6)
+    text = to_spec(module, x)  # was: a tensor of element type torch.complex64, which archgraph does not name
+    assert "  - {name: weights, op: parameter, shape: [3, 3, 2, 2], tensor: '', complex: true}" in text
+    assert "op: full, shape: [B, 3, 6, 4], value: 0.0, dtype: complex64}" in text
+    model = load_text(text)
+    assert model.params().total == 36  # a complex number is one element, as torch counts it
+    assert to_module(model).weights.dtype == torch.complex64
+    _same(module, text, x)
+
+
+def test_an_rms_norm_without_eps_has_the_machine_epsilon_of_its_input():
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Linear(4, 4), nn.RMSNorm(4))
+    x = torch.randn(2, 3, 4) * 1e-4
+    text = to_spec(module, x)  # was refused: 'an RMS norm without eps'
+    assert "  - {name: '1', op: rms_norm, in: '0', dim: 4, eps: 1.1920928955078125e-07}" in text
+    _same(module, text, x)
+
+
+class RepeatedPositions(nn.Module):
+    """Griffin's local-attention mask: positions repeated for each row of the batch (a size, B), and a
+    tensor repeated without a dim (flattened first)."""
+
+    def forward(self, x):
+        positions = torch.arange(x.shape[1])
+        rows = torch.repeat_interleave(positions[None], x.shape[0], dim=0)
+        return x * rows[..., None], x.repeat_interleave(2)
+
+
+def test_repeat_interleave_by_a_size_and_without_a_dim():
+    module = RepeatedPositions()
+    x = torch.randn(2, 5, 3)
+    text = to_spec(module, x)  # was: repeat_interleave without a dim, or by a tensor of counts
+    assert "  - {name: expand, op: expand, in: unsqueeze_1, sizes: [1, B, S]}" in text  # each row's positions
+    assert "  - {name: flatten_1, op: flatten, in: x, start_dim: 0}" in text
+    assert "  - {name: expand_1, op: expand, in: unsqueeze_3, sizes: [3 * S * B, 2]}" in text
+    mine = to_module(load_text(text))
+    for x in (x, torch.randn(3, 5, 3)):
+        ours, theirs = mine(x), module(x)
+        torch.testing.assert_close(ours["output_0"], theirs[0])
+        torch.testing.assert_close(ours["output_1"], theirs[1])
+
+
+class ShiftedWindows(nn.Module):
+    """Griffin's Conv1D: a loop over temporal shifts, each a window x[:, 0:n - shift] zero-padded at the
+    front; the first window is the whole sequence."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(3, 4))
+
+    def forward(self, x):
+        out, n = 0.0, x.shape[1]
+        for shift in range(3):
+            window = x[:, 0:n - shift]
+            window = torch.cat([torch.zeros(x.shape[0], shift, 4), window], dim=1)
+            out = out + window * self.w[2 - shift]
+        return out
+
+
+class ShiftedStack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([ShiftedWindows() for _ in range(3)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x) + x
+        return x
+
+
+def test_a_slice_of_a_whole_dim_is_the_tensor_so_layers_of_loops_fold():
+    torch.manual_seed(0)
+    module = ShiftedStack()
+    x = torch.randn(2, 6, 4)
+    text = to_spec(module, x)  # the first layer held x[:, 0:6] of 6, the others not: written out layer by layer
+    assert "  - {name: layers, block: ShiftedWindows, repeat: 3, in: x}" in text
+    assert "end: 6}" not in text
     _same(module, text, x)

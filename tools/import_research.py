@@ -10,7 +10,7 @@ imported exactly; any other outcome is a refusal, printed with its first line.  
 be a bug.  Each imported spec says whether repeated layers were folded (`repeat:` or a block called
 more than once).
 
-    .venv/bin/python tools/import_research.py [--corpus research|research2|all] [NAME ...]
+    .venv/bin/python tools/import_research.py [--corpus research|research2|research3|research4|all] [NAME ...]
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def corpus(name: str) -> dict:
     if name == "research":
         from research_reference import CASES
         return {k: (c.make, c.inputs) for k, c in CASES.items()}
-    corpus_module = __import__(name)  # research2, research3
+    corpus_module = __import__(name)  # research2, research3, research4
     return {k: (c.make, c.inputs) for k, c in corpus_module.cases().items()}
 
 
@@ -67,10 +67,10 @@ def run(cases: dict, names: list[str]) -> tuple[int, int]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", choices=("research", "research2", "research3", "all"), default="all")
+    parser.add_argument("--corpus", choices=("research", "research2", "research3", "research4", "all"), default="all")
     parser.add_argument("names", nargs="*")
     a = parser.parse_args(argv)
-    for which in ("research", "research2", "research3") if a.corpus == "all" else (a.corpus,):
+    for which in ("research", "research2", "research3", "research4") if a.corpus == "all" else (a.corpus,):
         cases = corpus(which)
         names = [n for n in a.names if n in cases] if a.names else list(cases)
         if not names:

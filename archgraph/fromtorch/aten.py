@@ -18,7 +18,8 @@ from ..dtypes import ELEMENT_BYTES
 aten = torch.ops.aten
 INT_MAX = 2 ** 63 - 1
 DTYPES = {torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
-          torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32", torch.uint8: "uint8", torch.bool: "bool"}
+          torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32", torch.uint8: "uint8", torch.bool: "bool",
+          torch.complex64: "complex64", torch.complex128: "complex128"}
 
 
 @dataclass
@@ -308,9 +309,18 @@ def _slice(n, c):
         del hp["start"]
     if step != 1:
         hp["step"] = step
-    if len(hp) == 1:  # x[:]: the value itself
+    if len(hp) == 1 or whole(c, n.args[0], hp):  # x[:], x[:, 0:n] of n: the value itself
         return Alias(n.args[0])
     return Out("slice", [n.args[0]], hp)
+
+
+def whole(c, x, hp: dict) -> bool:
+    """Whether a slice of step 1 from 0 ends at or past its dim's size (x[:, 0:12] of 12, which a loop's
+    first window takes): the tensor itself, as a later repetition of the same loop reads it."""
+    size, end = c.size(x.meta["val"].shape[hp["dim"]]), hp.get("end")
+    if "start" in hp or "step" in hp or end is None:
+        return False
+    return end == size or isinstance(end, int) and isinstance(size, int) and end >= size
 
 
 def from_start(x, dim: int, bound):
@@ -472,16 +482,21 @@ def _index_select(n, c):
 
 @rule(aten.repeat_interleave.self_int)
 def _repeat_interleave(n, c):
-    """x.repeat_interleave(r, dim): each entry r times in a row, as x[..., None].expand(.., r).flatten."""
+    """x.repeat_interleave(r, dim): each entry r times in a row, as x[..., None].expand(.., r).flatten.
+    The count may be a size (positions repeated for each row of the batch: B); without a dim, of the
+    flattened tensor, as torch repeats it."""
     x, repeats = n.args[0], n.args[1]
     dim = n.args[2] if len(n.args) > 2 else n.kwargs.get("dim")
-    if dim is None or not isinstance(repeats, int):
-        raise Refuse("repeat_interleave without a dim, or by a tensor of counts")
-    shape = c.shape(x)
+    if c.is_value(repeats):
+        raise Refuse("repeat_interleave by a tensor of counts")
+    repeats, flat = c.size(repeats), []
+    if dim is None:
+        flat, dim = [Out("flatten", [x], {"start_dim": 0})], 0
+    shape = [c.size(x.meta["val"].numel())] if flat else c.shape(x)
     d = dim % len(shape)
-    wide = Out("unsqueeze", [x], {"dim": d + 1})
+    wide = Out("unsqueeze", [flat[0] if flat else x], {"dim": d + 1})
     grown = Out("expand", [wide], {"sizes": [*shape[:d + 1], repeats, *shape[d + 1:]]})
-    return [wide, grown, Out("flatten", [grown], {"start_dim": d, "end_dim": d + 1})]
+    return [*flat, wide, grown, Out("flatten", [grown], {"start_dim": d, "end_dim": d + 1})]
 
 
 @rule(aten.repeat_interleave.Tensor)

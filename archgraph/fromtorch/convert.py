@@ -135,7 +135,8 @@ class Converter(Folding):
         self._own(fqn, join(body.prefix, name))
         self.holder[node.name] = join(body.prefix, name)
         if kind == "parameter":
-            ref = body.add(body.unique(name), "parameter", [], {"shape": shape, "tensor": ""})
+            hp = {"shape": shape, "tensor": "", **({"complex": True} if self.dtype(node).is_complex else {})}
+            ref = body.add(body.unique(name), "parameter", [], hp)
         else:
             hp = {"shape": shape} if shape else {"shape": []}
             value = self._buffer_value(fqn)

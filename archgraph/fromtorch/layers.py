@@ -3,7 +3,10 @@ as the archgraph op of the same meaning, its tensors named by `Out.tensors` (con
 and the native norms are in `spatial`)."""
 from __future__ import annotations
 
+import torch
+
 from .aten import Out, Refuse, aten, rule
+
 
 @rule(aten.scaled_dot_product_attention.default)
 def _sdpa(n, c):
@@ -85,8 +88,8 @@ def _rms_norm(n, c):
     eps = n.args[3] if len(n.args) > 3 else None
     if len(shape) != 1:
         raise Refuse(f"an RMS norm over several dims {shape}")
-    if eps is None:
-        raise Refuse("an RMS norm without eps (torch's default is the dtype's machine epsilon)")
+    if eps is None:  # nn.RMSNorm(dim): torch's default, the machine epsilon of the traced input's type
+        eps = torch.finfo(c.dtype(x)).eps
     hp = {"dim": shape[0], "eps": float(eps)}
     if weight is None:
         hp["elementwise_affine"] = False

@@ -18,10 +18,13 @@ class Parameter(Op):
     (DiT's `pos_embed`, BLIP-2's `query_tokens` on the model itself); `shape: []` is a single
     value (CLIP's `logit_scale`, a 0-dim tensor).  A size may be 0, an empty tensor that
     state_dict() still names, as nn.Parameter(torch.zeros(1, 0, H)) (DINOv2 with 0 register tokens).
+    `complex: true` holds complex numbers (the Fourier Neural Operator's spectral weights, torch.cfloat),
+    of the complex type of the weights' (complex64 beside float32).
     """
 
     shape: tuple[int, ...]  # the tensor's shape
     tensor: str = "weight"  # the tensor's name inside the node ('': the node's own name)
+    complex: bool = False  # complex elements (torch.cfloat: complex64 beside float32 weights), each one counted
 
     def __post_init__(self):
         if any(d < 0 for d in self.shape):
@@ -35,7 +38,7 @@ class Parameter(Op):
         return tuple(self.shape)
 
     def params(self):
-        yield Tensor(self.tensor, tuple(self.shape))
+        yield Tensor(self.tensor, tuple(self.shape), dtype="complex64" if self.complex else "float32")
 
     def forward(self, run):
         return run.tensor(self.tensor)

@@ -470,7 +470,7 @@ class Full(Op):
 
     shape: tuple[Size, ...]  # the tensor's shape (sizes may be symbolic; [] is a scalar)
     value: float = 0.0  # the value of every element
-    dtype: ElementType = "float32"  # the element type (the value is rounded as it holds it)
+    dtype: TensorType = "float32"  # the element type (the value is rounded as it holds it; complex64: value + 0i)
 
     def __post_init__(self):
         if any(isinstance(d, int) and d <= 0 for d in self.shape):
