@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from archgraph.fromtorch import hfbuild, hfinputs  # noqa: E402
+from archgraph.fromtorch import hfbuild, hfinputs, valued  # noqa: E402
 
 TEXT = {"vocab_size": 100, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
         "num_attention_heads": 4}
@@ -176,23 +176,21 @@ GLM4V = {"model_type": "glm4v", "text_config": {**TEXT, "num_key_value_heads": 2
          "image_token_id": 99, "video_token_id": 98}
 
 
-def test_placeholders_counted_from_values_are_counted_on_the_cpu_never_left_out():
-    """GLM-4V's get_image_features reads its grid's values (grid_thw.tolist()): on the meta device the
-    count is ValuesUnknown (import-torch then builds the model on the CPU), where the images were
-    left out and the text traced alone; on the CPU each image of 8 x 8 patches, merged 2 x 2, is 16
-    placeholders, and so is each video."""
-    from archgraph.fromtorch.specialise import ValuesUnknown
+def test_placeholders_counted_from_values_are_counted_on_the_meta_device_never_left_out():
+    """GLM-4V's get_image_features reads its grid's values (grid_thw.tolist()): the grid, an input,
+    has them on the meta device too (`valued`), so the count needs no CPU build (it was ValuesUnknown,
+    and before that the images were left out and the text traced alone): each image of 8 x 8
+    patches, merged 2 x 2, is 16 placeholders, and so is each video, as on the CPU; mm_token_type_ids
+    says each token's modality as transformers' processors do (image 1, video 2, text 0)."""
     config = transformers.AutoConfig.for_model(**GLM4V)
-    meta = hfbuild.build(transformers.Glm4vModel, config, "config.json")
-    with pytest.raises(ValuesUnknown, match="Glm4vModel's get_image_features cannot count the features of the "
-                                            "example pixel_values on the meta device"):
-        hfinputs.example_inputs(meta, {})
-    cpu = hfbuild.build(transformers.Glm4vModel, config, "config.json", meta=False)
-    inputs = hfinputs.example_inputs(cpu, {})
-    assert {k: tuple(v.shape) for k, v in inputs.items() if isinstance(v, torch.Tensor)} == {
-        "input_ids": (2, 16 + 16 + 16), "pixel_values": (128, 96), "image_grid_thw": (2, 3),
-        "pixel_values_videos": (128, 96), "video_grid_thw": (2, 3)}
-    assert inputs["input_ids"][:, :32].tolist() == [[99] * 16 + [98] * 16] * 2
+    for meta in (True, False):
+        model = hfbuild.build(transformers.Glm4vModel, config, "config.json", meta=meta)
+        inputs = hfinputs.example_inputs(model, {})
+        assert {k: tuple(v.shape) for k, v in inputs.items() if isinstance(v, torch.Tensor)} == {
+            "input_ids": (2, 16 + 16 + 16), "pixel_values": (128, 96), "image_grid_thw": (2, 3),
+            "pixel_values_videos": (128, 96), "video_grid_thw": (2, 3), "mm_token_type_ids": (2, 48)}
+        assert valued.known(inputs["input_ids"])[:, :32].tolist() == [[99] * 16 + [98] * 16] * 2
+        assert valued.known(inputs["mm_token_type_ids"]).tolist() == [[1] * 16 + [2] * 16 + [0] * 16] * 2
 
 
 def test_an_input_whose_placeholders_cannot_be_counted_is_refused_not_left_out():

@@ -33,6 +33,8 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode
 
+from . import valued
+
 
 @contextlib.contextmanager
 def export_context(module, named: dict[str, Any], flags: bool = True):
@@ -64,7 +66,7 @@ def _buffers_on_meta(module):
     saved = [(m, name, b) for m in module.modules() for name, b in m._buffers.items()
              if b is not None and b.device.type != "meta"]
     for m, name, b in saved:
-        m._buffers[name] = b.to("meta")
+        m._buffers[name] = valued.moved(b, "meta")  # its values kept, for code that reads them (valued)
     try:
         with _NumbersOnCpu():
             yield

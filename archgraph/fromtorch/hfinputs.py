@@ -28,8 +28,11 @@ audio-language model) with as many placeholder tokens (`image_token_id`, `audio_
 image), the 16 text tokens after.  A placeholder token the config declares but leaves unset (the
 default configs of InstructBLIP and Voxtral, whose processors add it) is set to the text
 vocabulary's last id, and the spec says so (`notes`).  Placeholders whose count needs values (a
-grid read as numbers) are `ValuesUnknown` on the meta device (the model is then built on the CPU);
-placeholders that cannot be counted are refused naming the input, never left out.
+grid read as numbers) are counted on the meta device with the values the inputs and buffers have
+(`valued`), else (values computed from weights) `ValuesUnknown` (the model is then built on the
+CPU); placeholders that cannot be counted are refused naming the input, never left out.  Where
+forward takes `mm_token_type_ids`, each token's modality is given as transformers' processors
+give it (text 0, image 1, video 2, audio 3).
 
 An optional input forward fails without, its error naming it (`hfparams`: BLIP-2's Q-Former's
 `encoder_hidden_states`, LXMERT's `visual_feats`, RAG's `context_input_ids`), is made too, the
@@ -41,13 +44,14 @@ list of tensors, which no spec input is, is refused saying so).
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
 from typing import Any, Callable
 
 import torch
 
 from ..errors import ArchgraphError, did_you_mean
-from . import hfdocs, hflayouts, hfparams
+from . import hfdocs, hflayouts, hfparams, valued
 from .hfconfig import _first
 from .hflayouts import BATCH, TOKENS
 
@@ -74,7 +78,8 @@ def example_inputs(model: torch.nn.Module, given: dict[str, torch.Tensor]) -> di
     wanted, asked = _wanted(model, params, takes_any, given), {}
     for _ in range(hfparams.ASKS):  # and the optional inputs forward's own errors ask for (hfparams)
         choices = _choices(model, params, wanted, given, asked)
-        choices = {n: [t.to(device) if t is not None else t for t in c] for n, c in choices.items()}
+        choices = {n: [valued.moved(t, device) if t is not None else t for t in c]  # meta: values kept
+                   for n, c in choices.items()}
         inputs = hflayouts.pick(model, choices, complete)
         failed = hflayouts.failure(model, inputs)
         more = hfparams.asked(failed, params, inputs) if failed is not None else []
@@ -161,7 +166,7 @@ def _placeholders(model, inputs: dict) -> None:
     `ValuesUnknown` where the count needs values the meta device lacks (`_feature_tokens`), else
     refused by name."""
     config = model.config
-    runs: list[tuple[int, int]] = []  # (placeholder token, tokens per row)
+    runs: list[tuple[int, int, int]] = []  # (placeholder token, tokens per row, modality)
     for name, (keys, method) in PLACEHOLDERS.items():
         token = find(config, *keys) if name in inputs else None
         if name in inputs and token is None:
@@ -171,13 +176,21 @@ def _placeholders(model, inputs: dict) -> None:
         count, why = _feature_tokens(model, method, name, inputs)
         if count is None or count % BATCH:
             raise _uncounted(model, name, token, why or f"{count} features for {BATCH} examples")
-        runs.append((token, count // BATCH))
-    if runs:
-        ids = inputs["input_ids"]
-        for token, _ in runs:  # a text token that happens to be a placeholder would ask for one more feature
-            ids = ids.masked_fill(ids == token, 0 if token != 0 else 1)
-        head = torch.cat([torch.full((BATCH, n), token, dtype=ids.dtype) for token, n in runs], dim=1)
-        inputs["input_ids"] = torch.cat([head.to(ids.device), ids], dim=1)
+        runs.append((token, count // BATCH, MODALITIES[name]))
+    if not runs:
+        return
+    device, ids = inputs["input_ids"].device, valued.known(inputs["input_ids"])
+    for token, _, _ in runs:  # a text token that happens to be a placeholder would ask for one more feature
+        ids = ids.masked_fill(ids == token, 0 if token != 0 else 1)
+    head = torch.cat([torch.full((BATCH, n), token, dtype=ids.dtype) for token, n, _ in runs], dim=1)
+    inputs["input_ids"] = valued.moved(torch.cat([head.to(ids.device), ids], dim=1), device)
+    if "mm_token_type_ids" in inspect.signature(model.forward).parameters:  # each token's modality
+        kinds = torch.cat([torch.full((BATCH, n), kind) for _, n, kind in runs] + [torch.zeros_like(ids)], dim=1)
+        inputs["mm_token_type_ids"] = valued.moved(kinds.to(ids.device), device)
+
+
+# an input merged at placeholders -> its tokens' mm_token_type_ids (transformers' processors: text 0)
+MODALITIES = {"pixel_values": 1, "pixel_values_videos": 2, "input_features": 3, "input_values": 3}
 
 
 def _uncounted(model, name: str, token: int, why: str) -> ArchgraphError:
@@ -223,7 +236,6 @@ def _parts(config, prefix: str):
 def _feature_tokens(model, method: str, name: str, inputs: dict) -> tuple[int | None, str]:
     """How many token embeddings the model's `method` makes of input `name` (its features' size over
     the embeddings' width), given the other inputs it takes (a grid, Q-Former ids); else None and why."""
-    from .hfexport import one_device
     fn = _method(model, method)
     embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     width = getattr(getattr(embeddings, "weight", None), "shape", (None,))[-1]
@@ -234,8 +246,8 @@ def _feature_tokens(model, method: str, name: str, inputs: dict) -> tuple[int | 
         return None, f"it has no {method} to make them with"
     if not isinstance(width, int):
         return None, "its input embeddings' width is unknown"
-    try:
-        with torch.no_grad(), one_device(model):
+    try:  # on the meta device with the values the inputs and buffers have (valued)
+        with torch.no_grad(), valued.running() if valued.on_meta(model) else contextlib.nullcontext():
             takes = inspect.signature(fn).parameters
             out = fn(**{n: v for n, v in inputs.items() if n == name or (n in takes and n not in PLACEHOLDERS)})
     except Exception as exc:  # noqa: BLE001  a tower that cannot run on this input: said by the caller

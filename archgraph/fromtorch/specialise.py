@@ -6,8 +6,9 @@ and where the code read them.  Where draft_export cannot follow the values eithe
 paddings, computed as tensors, read as numbers and given to an LSTM), the module is run once and
 every number its code reads from a tensor (`.item()`, `int(t)`, `bool(t)`, `.tolist()`, a tensor
 given where torch takes a size) is recorded by the line that reads it; the trace, every size the example's, then reads each line's
-numbers in the order the run read them (`replayed`).  Neither can read a value of a module on the
-meta device: `ValuesUnknown` says so."""
+numbers in the order the run read them (`replayed`).  A module on the meta device is run so with the
+values its inputs and buffers have (`valued`: an image grid's); a value computed from its weights
+cannot be read there: `ValuesUnknown` says so."""
 from __future__ import annotations
 
 import contextlib
@@ -22,6 +23,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..errors import ArchgraphError
+from . import valued
 from .quiet import quiet
 
 _SCALAR = torch.ops.aten._local_scalar_dense.default  # a tensor's value read as a Python number
@@ -85,8 +87,9 @@ def replayed(module: torch.nn.Module, named: dict, before=lambda: None) -> tuple
     `3, 0, 5 read by extra_padding = ideal_length - length` (see the module docstring); `before` is
     called between the run and the trace."""
     values: dict = defaultdict(list)
-    with torch.no_grad(), _Lists(values), _Scalars(values):
-        module(**named)
+    meta = valued.on_meta(module)  # run with the values its inputs and buffers have (valued)
+    with torch.no_grad(), _Lists(values), _Scalars(values), valued.running() if meta else contextlib.nullcontext():
+        module(**({n: valued.known(v) for n, v in named.items()} if meta else named))
     before()
     with _quiet(), _replaying(values) as used:
         program = torch.export.export(module, (), named, strict=False)
@@ -187,9 +190,11 @@ def _replaying(values: dict):
 
 
 def _reader() -> tuple[tuple, str]:
-    """The line of the code outside torch (and outside this module) that reads a value, and its text."""
+    """The line of the code outside torch (and outside this module, and archgraph's torch function
+    modes: hfexport's, valued's) that reads a value, and its text."""
     for frame in reversed(traceback.extract_stack()[:-2]):
-        if not frame.filename.startswith(_TORCH) and frame.filename not in (__file__, contextlib.__file__):
+        if not frame.filename.startswith(_TORCH) and frame.filename not in (__file__, contextlib.__file__) and \
+                frame.name not in ("__torch_function__", "__torch_dispatch__"):
             return (frame.filename, frame.lineno), (frame.line or "").strip()
     return ("", 0), ""
 

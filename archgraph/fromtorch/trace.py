@@ -106,14 +106,14 @@ def _export(module, named: dict, dynamic: dict, calls: dict) -> tuple[Any, list[
         meta = any(p.device.type == "meta" for p in module.parameters())
         if not _unbacked(plain):
             return plain, []
-        if meta:  # sizes the values decide (repeat_interleave by counts): read where the module has values
-            raise ValuesUnknown(f"{type(module).__name__}'s trace holds sizes its tensors' values decide",
-                                hint="values computed from weights on the meta device (a config's model) are "
-                                     "unknown: import the module with its weights")
-        try:
+        try:  # sizes the values decide (repeat_interleave by counts): read from a run (on meta: valued)
             with contextlib.redirect_stderr(io.StringIO()):
                 return replayed(module, named, calls.clear)
         except Exception:  # noqa: BLE001  the trace as it was; its sizes of unknown value are refused by name
+            if meta:
+                raise ValuesUnknown(f"{type(module).__name__}'s trace holds sizes its tensors' values decide",
+                                    hint="values computed from weights on the meta device (a config's model) are "
+                                         "unknown: import the module with its weights") from None
             return plain, []
     return _specialised(module, named, calls, why)
 
@@ -127,19 +127,18 @@ def _specialised(module, named: dict, calls: dict, why: str) -> tuple[Any, list[
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             draft = specialised(module, named)
-        if meta or not _unbacked(draft[0]):
+        if not _unbacked(draft[0]):
             return draft
         first = ""
     except Exception as again:  # noqa: BLE001  replayed where values can be read, else why it was tried
         first = str(again).strip().splitlines()[0] if str(again).strip() else type(again).__name__
-    if not meta:  # a draft that still holds sizes of unknown value, or none: every value replayed
-        try:
-            with contextlib.redirect_stderr(io.StringIO()):
-                return replayed(module, named, calls.clear)
-        except Exception as replay:  # noqa: BLE001  the draft, or its reason, is the one to give
-            if draft is not None:
-                return draft
-            first = first if data_dependent(replay) else (str(replay).strip().splitlines() or [first])[0]
+    try:  # a draft that still holds sizes of unknown value, or none: every value replayed (on meta: valued)
+        with contextlib.redirect_stderr(io.StringIO()):
+            return replayed(module, named, calls.clear)
+    except Exception as replay:  # noqa: BLE001  the draft, or its reason, is the one to give
+        if draft is not None:
+            return draft
+        first = first if data_dependent(replay) else (str(replay).strip().splitlines() or [first])[0]
     message = (f"{type(module).__name__}'s trace depends on tensor values ({why[:160]}), and the trace "
                f"specialised to the example inputs failed: {first[:160]}")
     if meta:
@@ -163,8 +162,14 @@ def functional(program):
     traces it again: seconds for a large model)."""
     if not any(_mutates(n) for n in program.graph.nodes):
         return program
-    with torch.no_grad():
-        program = program.run_decompositions({})
+    try:
+        with torch.no_grad():
+            program = program.run_decompositions({})
+    except Exception as exc:  # torch's errors (an op without a meta kernel: unique_consecutive): in its words
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ArchgraphError(f"torch could not write the program's in-place writes as the values they make: "
+                             f"{first[:200]}", hint="archgraph reads writes through torch.export's "
+                                                   "functionalisation (ExportedProgram.run_decompositions)") from None
     from torch.export.graph_signature import OutputKind
     for out in program.graph_signature.output_specs:
         if out.kind is OutputKind.BUFFER_MUTATION:

@@ -1,0 +1,88 @@
+"""Running a model on the meta device where its code reads values only its inputs and buffers have.
+
+A config's model is built on the meta device (`hfbuild`): its parameters have no values, but its
+example inputs and the small buffers its code computes (rotary frequencies, position ids) do.  The
+meta tensor standing for one of those keeps its values (`moved`, `known`).  Inside `running()`, every
+torch call is given the values of such tensors in their place, and a call that mixes tensors with
+values and tensors without (a feature computed with a weight) runs on the meta device, its result
+without values; a tensor of values moved to the meta device (`x.to(self.device)`) keeps them.  Code that reads values of inputs and buffers only (an image grid read with
+`.tolist()`, the patch positions computed from it, the pixels' padding mask) then runs as on the CPU,
+and the features it makes have their shapes, without building the model with weights: the
+placeholders an image's features fill (`hfinputs`) and the numbers a trace reads (`specialise`).
+A value read from a tensor without values fails as on the meta device; a write of a tensor without
+values into one with values is refused (`Unvalued`: its values would be stale).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten, tree_unflatten
+from torch.utils.weak import WeakTensorKeyDictionary
+
+_VALUES = WeakTensorKeyDictionary()  # a meta tensor -> the tensor of its values, on the CPU
+_NOT_WRITES = ("__index__", "__invert__", "__iter__", "__int__")
+
+
+class Unvalued(RuntimeError):
+    """A tensor with values written with one without them (inside `running()`)."""
+
+
+def moved(tensor: torch.Tensor, device) -> torch.Tensor:
+    """`tensor` on `device`; moved to the meta device, the meta tensor keeps `tensor`'s values."""
+    out = tensor.to(device)
+    if out.device.type == "meta" and tensor.device.type != "meta":
+        _VALUES[out] = tensor
+    return out
+
+
+def known(value):
+    """The values of a meta tensor that keeps them, else `value` as it is."""
+    return _VALUES.get(value, value) if isinstance(value, torch.Tensor) else value
+
+
+def on_meta(module: torch.nn.Module) -> bool:
+    return any(p.device.type == "meta" for p in module.parameters())
+
+
+@contextlib.contextmanager
+def running():
+    """Inside, torch calls compute what values they can (see the module docstring)."""
+    with _MetaWhereUnknown():
+        yield
+
+
+class _MetaWhereUnknown(TorchFunctionMode):
+    """Each call's meta tensors that keep values given as those values; a call mixing tensors with
+    values (more than a number) and tensors without runs on the meta device."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        flat, spec = tree_flatten((args, kwargs or {}))
+        flat = [known(a) for a in flat]
+        tensors = [a for a in flat if isinstance(a, torch.Tensor)]
+        if any(t.device.type == "meta" for t in tensors) and \
+                any(t.device.type != "meta" and t.dim() > 0 for t in tensors):
+            target = flat[0] if flat and isinstance(flat[0], torch.Tensor) else None
+            if target is not None and target.device.type != "meta" and _writes(func, kwargs):
+                raise Unvalued(f"{_name(func)} writes values computed from weights (unknown on the meta "
+                               "device) into a tensor of known values")
+            flat = [a.to("meta") if isinstance(a, torch.Tensor) and a.device.type != "meta" and a.dim() > 0
+                    else a for a in flat]
+        args, kwargs = tree_unflatten(flat, spec)
+        out = func(*args, **kwargs)
+        if func is torch.Tensor.to and isinstance(out, torch.Tensor) and out.device.type == "meta" and \
+                flat[0].device.type != "meta":  # x.to(self.device): a tensor of values moved, its values kept
+            _VALUES[out] = flat[0].to(dtype=out.dtype)
+        return out
+
+
+def _writes(func, kwargs) -> bool:
+    """Whether `func` writes into its first argument (`add_`, `x[i] = v`, `x += v`, `out=`)."""
+    name = _name(func)
+    return (name.endswith("_") and not name.startswith("__")) or name == "__setitem__" or \
+        (name.startswith("__i") and name not in _NOT_WRITES) or "out" in (kwargs or {})
+
+
+def _name(func) -> str:
+    return getattr(func, "__name__", "") or str(func)
