@@ -527,3 +527,31 @@ def test_a_convolution_whose_weight_is_computed_reads_it_as_an_input(make, shape
     mine.load_state_dict(module.state_dict(), strict=True)
     with torch.no_grad():
         torch.testing.assert_close(mine(x)["output"], module(x), rtol=1e-5, atol=1e-6)
+
+
+class _OverlappingChunks(nn.Module):
+    """Longformer's _chunk: a tensor viewed as chunks of 2w, then as_strided into chunks overlapping by w,
+    its strides counted in the storage of the tensor the view shares (here a transpose's copy, viewed)."""
+
+    def forward(self, x):  # [B, D, S]
+        hidden = x.transpose(1, 2).contiguous()  # [B, S, D], owning its storage
+        hidden = hidden.view(hidden.size(0), hidden.size(1) // 4, 4, hidden.size(2))  # a view of it
+        size, stride = list(hidden.size()), list(hidden.stride())
+        size[1], stride[1] = size[1] * 2 - 1, stride[1] // 2
+        chunks = hidden.as_strided(size=size, stride=stride)
+        shifted = x.transpose(1, 2).as_strided((x.shape[0], 3, 2), (x.shape[1] * x.shape[2], 1, 3))  # of x's own storage
+        return chunks * 2, shifted + 1
+
+
+def test_as_strided_of_a_view_reads_the_storage_of_the_tensor_it_views():
+    module = _OverlappingChunks()
+    x = torch.randn(2, 3, 12)
+    text = to_spec(module, x)  # was: a strided view of a tensor that is itself a strided view
+    # the chunks: of the transposed copy [B, 3, 4, S] (its strides 12 S, 4 S, S, 1), overlapping by 2 rows
+    assert "  - {name: as_strided, op: as_strided, in: reshape, size: [B, 5, 4, S], stride: [12 * S, 2 * S, S, 1]}" in text
+    assert "  - {name: as_strided_1, op: as_strided, in: x, size: [B, 3, 2], stride: [12 * S, 1, 3]}" in text  # x's own
+    for x in (x, torch.randn(3, 5, 12)):
+        mine = to_module(load_text(text))
+        ours, theirs = mine(x), module(x)
+        torch.testing.assert_close(ours["output_0"], theirs[0])
+        torch.testing.assert_close(ours["output_1"], theirs[1])

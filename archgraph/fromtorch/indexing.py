@@ -126,15 +126,44 @@ def _diagonal(n, c):
 
 @rule(aten.as_strided.default)
 def _as_strided(n, c):
+    """torch.as_strided reads its input's storage, not its elements: of a view (Longformer's chunks of a
+    tensor viewed [B, chunks, 2w, D]), the strides count in the storage the view shares with the tensor
+    it views.  That tensor, reached back through the ops that return views, is the op's input where it
+    owns its storage whole (contiguous from its start, no element more)."""
     a = named(n)
-    value = n.args[0].meta["val"]
-    if not value.is_contiguous() or value.storage_offset() != 0:
-        raise Refuse("a strided view of a tensor that is itself a strided view (archgraph reads the input "
-                     "in its row-major order)")
+    source = storage_owner(a["self"])
+    if source is None:
+        raise Refuse("a strided view of a tensor that is itself a strided view of no tensor the spec holds "
+                     "whole (archgraph reads the input in its row-major order)")
     hp = {"size": [c.size(s) for s in a["size"]], "stride": [c.size(s) for s in a["stride"]]}
     if a["storage_offset"]:
         hp["storage_offset"] = c.size(a["storage_offset"])
-    return Out("as_strided", [a["self"]], hp)
+    return Out("as_strided", [source], hp)
+
+
+def storage_owner(x):
+    """`x`, or the tensor whose storage it views through ops that return a view of their first input
+    (view, transpose, slice, ...), where that tensor holds its storage whole; None where none does."""
+    for _ in range(64):
+        if _owns(x.meta.get("val")):
+            return x
+        schema = getattr(x.target, "_schema", None) if x.op == "call_function" else None
+        if schema is None or not schema.returns or schema.returns[0].alias_info is None or schema.is_mutable \
+                or not isinstance(x.args[0], torch.fx.Node):
+            return None
+        x = x.args[0]
+    return None
+
+
+def _owns(value) -> bool:
+    """Whether the traced tensor is its storage, in row-major order from its start."""
+    if not isinstance(value, torch.Tensor) or not value.is_contiguous() or value.storage_offset() != 0:
+        return False
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+    try:
+        return statically_known_true(value.untyped_storage().nbytes() == value.numel() * value.element_size())
+    except Exception:  # noqa: BLE001  a storage whose size is not known: not known to be the tensor's
+        return False
 
 
 @rule(aten.sort.default, aten.sort.stable)
