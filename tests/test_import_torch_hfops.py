@@ -120,3 +120,32 @@ def test_a_decoders_output_projection_tied_to_its_embedding_is_held_once():
     assert model.params().total == sum(p.numel() for p in hf.parameters()) == 63_076
     assert {n: list(t.shape) for n, t in named_tensors(model, buffers="persistent")} == \
         {k: list(v.shape) for k, v in hf.state_dict().items()}
+
+
+
+class BoxNorm(torch.nn.Module):
+    """PP-DocLayout-V3's mask_to_box_coordinate: boxes divided by a tensor made from the mask's sizes."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x):  # [B, H, W, 4]
+        height, width = x.shape[1:3]
+        norm = torch.tensor([width, height, width, height], device=x.device, dtype=x.dtype)
+        return self.proj(x) / norm
+
+
+def test_a_list_of_numbers_made_a_tensor_on_the_meta_device_keeps_its_values(tmp_path):
+    torch.manual_seed(0)
+    real = BoxNorm().eval()
+    module = BoxNorm().eval()
+    module.proj.to("meta")
+    text = to_spec(module, torch.randn(2, 3, 5, 4, device="meta"))  # was: buffer 'lifted_tensor_0' ... on the meta device
+    assert "  - {name: constant, op: buffer, shape: [4], persistent: false}" in text
+    assert text.values["constant"].tolist() == [5.0, 3.0, 5.0, 3.0]
+    text.write(tmp_path / "box.yaml")
+    mine = to_module(load(str(tmp_path / "box.yaml"))).eval()
+    mine.load_state_dict(real.state_dict(), strict=False)
+    x = torch.randn(2, 3, 5, 4)
+    torch.testing.assert_close(mine(x)["output"], real(x))

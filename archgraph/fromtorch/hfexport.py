@@ -77,14 +77,25 @@ def _buffers_on_meta(module):
 
 class _NumbersOnCpu(TorchFunctionMode):
     """torch.tensor(number, device=meta) (as_tensor, scalar_tensor) made on the CPU: a 0-d tensor
-    that keeps its value and mixes with tensors on the meta device."""
+    that keeps its value and mixes with tensors on the meta device.  A list of numbers
+    (PP-DocLayout-V3's torch.tensor([width, height, width, height], device=mask.device)) is made on
+    the CPU and moved to the meta device by an op of the trace: the constant keeps its values."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func in (torch.tensor, torch.as_tensor, torch.scalar_tensor) and args and \
-                isinstance(args[0], (bool, int, float)) and _on_meta(kwargs.get("device")):
-            kwargs = {**kwargs, "device": "cpu"}
+                _numbers(args[0]) and _on_meta(kwargs.get("device")):
+            made = func(*args, **{**kwargs, "device": "cpu"})
+            return made if made.dim() == 0 else made.to("meta")
         return func(*args, **kwargs)
+
+
+def _numbers(data, depth: int = 0) -> bool:
+    """Whether `data` is a Python number or a (nested) list or tuple of them, of at most 4096."""
+    if isinstance(data, (bool, int, float)):
+        return True
+    return isinstance(data, (list, tuple)) and 0 < len(data) <= 4096 and depth < 4 and \
+        all(_numbers(d, depth + 1) for d in data)
 
 
 def _on_meta(device) -> bool:
