@@ -100,20 +100,21 @@ def _dropouts(model) -> dict[str, float]:
 TINY = {"vocab_size": 64, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
         "num_attention_heads": 4, "num_key_value_heads": 2}
 
-# a config with distinct probabilities, and where each must arrive (layer 0's nodes)
+# a config with distinct probabilities, and where each must arrive (layer 0's nodes; lib.attention's
+# probabilities are its sdpa's, self_attn.core)
 CARRIED = {
-    "llama": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
+    "llama": ({"attention_dropout": 0.11}, {"layers.0.self_attn.core": 0.11}),
     "starcoder2": ({"attention_dropout": 0.11, "residual_dropout": 0.22, "embedding_dropout": 0.33},
-                   {"layers.0.self_attn": 0.11, "layers.0.attn_dropout": 0.22,
+                   {"layers.0.self_attn.core": 0.11, "layers.0.attn_dropout": 0.22,
                     "layers.0.mlp_dropout": 0.22, "embed_dropout": 0.33}),
     "phi3": ({"attention_dropout": 0.11, "resid_pdrop": 0.22, "embd_pdrop": 0.33},
-             {"layers.0.self_attn": 0.11, "layers.0.attn_dropout": 0.22,
+             {"layers.0.self_attn.core": 0.11, "layers.0.attn_dropout": 0.22,
               "layers.0.mlp_dropout": 0.22}),
     "phi": ({"attention_dropout": 0.11, "resid_pdrop": 0.22, "embd_pdrop": 0.33},
             {"layers.0.self_attn": 0.11, "layers.0.attn_dropout": 0.22,
              "layers.0.mlp_dropout": 0.22, "embed_dropout": 0.33}),
     "stablelm": ({"attention_dropout": 0.11, "hidden_dropout": 0.22},
-                 {"layers.0.self_attn": 0.11, "layers.0.mlp_dropout": 0.22}),
+                 {"layers.0.self_attn.core": 0.11, "layers.0.mlp_dropout": 0.22}),
     "olmo2": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
     "cohere": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
     "glm4": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
