@@ -138,6 +138,13 @@ LAYERS_FIX = "check 'repeat:' and the variables it uses; L is the config's num_h
 REPEAT_LINE = (ROOT / "specs/hf/llama.yaml").read_text().splitlines().index("        repeat: L") + 1
 
 
+def lib_line(text: str) -> int:
+    """The line of the standard library's attention.yaml that starts with `text` (lib.attention's
+    constraints: Llama's self_attn is that block)."""
+    return next(i for i, line in enumerate((ROOT / "specs/lib/attention.yaml").read_text().splitlines(), 1)
+                if line.startswith(text))
+
+
 def llama_line(text: str) -> int:
     """The line of llama.yaml that starts the node holding `text` (errors name it)."""
     return next(i for i, line in enumerate((ROOT / "specs/hf/llama.yaml").read_text().splitlines(), 1) if text in line)
@@ -249,8 +256,8 @@ VALUES = ("check the config's values: id2label=2, rope_parameters.rope_type='non
     ({"hidden_size": -64}, "received an invalid value for `embedding_dim` of op 'embedding', expected a positive "
      "integer. Received: embedding_dim=-64 (template at {ROOT}/specs/hf/llama.yaml:{EMBED}, node 'embed_tokens')",
      VALUES.format(H=-64, A=32)),
-    ({"num_attention_heads": 0}, "received an invalid value for `heads` of op 'attention', expected a positive "
-     "integer. Received: heads=0 (template at {ROOT}/specs/hf/llama.yaml:{ATTN}, node 'self_attn')",
+    ({"num_attention_heads": 0}, "heads must be a positive number of query heads (the constraint 'heads > 0' does "
+     "not hold: heads=0) (template at {ROOT}/specs/lib/attention.yaml:{ATTN}, node 'self_attn')",
      VALUES.format(H=4096, A=0)),
     ({"num_hidden_layers": 10 ** 9}, "'repeat' is 1,000,000,000 (L = 1,000,000,000); a block call repeats at most "
      "100,000 times (template at {ROOT}/specs/hf/llama.yaml:{REPEAT}, node 'layers')", LAYERS_FIX),
@@ -261,7 +268,7 @@ def test_import_hf_refuses_sizes_no_model_can_have_as_params_does(cli, tmp_path,
     for args in (("params", path), ("import-hf", path), ("import-hf", path, "-o", str(out))):
         refused(cli(*args), f"{path}: the 'mistral' template cannot be built with this config: "
                             + message.format(ROOT=ROOT, EMBED=llama_line("name: embed_tokens"),
-                                             ATTN=llama_line("        heads: A"), REPEAT=REPEAT_LINE), fix)
+                                             ATTN=lib_line("constraints:"), REPEAT=REPEAT_LINE), fix)
     assert not out.exists()
 
 

@@ -120,7 +120,7 @@ MINIMAL = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_
     ({"model_type": "resnet", "layer_type": ["basic"]},
      "'layer_type' must be a number, true/false or a word; received [\"basic\"]"),
     ({**MINIMAL, "num_key_value_heads": 3},
-     "the 'llama' template cannot be built with this config: op 'attention': heads=4 is not a multiple "
+     "the 'llama' template cannot be built with this config: op 'sdpa': heads=4 is not a multiple "
      "of kv_heads=3 (template at "),
     ({**MINIMAL, "torch_dtype": "floaty"},
      "'torch_dtype' is \"floaty\", which is not a torch dtype\n  fix: did you mean 'float'?"),
@@ -219,8 +219,8 @@ def test_a_key_the_config_leaves_out_takes_the_family_default(tmp_path):
     path = tmp_path / "config.json"
     path.write_text(json.dumps({**config, "num_key_value_heads": 4, "rope_parameters": {"rope_theta": 5.0}}))
     model = archgraph.load(str(path))
-    attention = next(n for _, n, _ in model.shapes().nodes() if n.op.op_name == "attention")
-    assert (attention.op.head_dim, attention.op.kv_heads, attention.op.rotary) == (128, 4, "interleaved")
+    ops = {n.op.op_name: n.op for _, n, _ in model.shapes().nodes()}   # lib.attention's parts
+    assert (ops["sdpa"].kv_heads, ops["apply_rotary"].pairs) == (4, "interleaved")
     assert model.params().total == (48000 * 2560 * 2                      # embeddings and lm_head
                                     + 2560 * 2560 * 2 + 2560 * 512 * 2     # q, o; k, v (4 x 128)
                                     + 3 * 2560 * 7040 + 3 * 2560)          # MLP; two norms and the final
@@ -275,7 +275,8 @@ def test_a_null_the_key_table_reads_replaces_a_number(given, window):
                               "num_hidden_layers": 1, "num_attention_heads": 4, **given})
     assert imported.variables.get("W", 4096) == window
     model = archgraph.load(imported.template, imported.variables)
-    assert model.graph.nodes["model"].body.nodes["layers"].body.nodes["self_attn"].op.window == window
+    self_attn = model.graph.nodes["model"].body.nodes["layers"].body.nodes["self_attn"]   # lib.attention
+    assert self_attn.body.nodes["core"].op.window == window
 
 
 @pytest.mark.parametrize("written, read", [("p2c|c2p", ["p2c", "c2p"]), (" C2P | p2c", ["c2p", "p2c"]),
