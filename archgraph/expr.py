@@ -57,6 +57,7 @@ class _Budget:
 
 
 _budget: contextvars.ContextVar[_Budget | None] = contextvars.ContextVar("expr_budget", default=None)
+_checking: contextvars.ContextVar[bool] = contextvars.ContextVar("expr_checking", default=False)  # in check()
 
 
 @contextlib.contextmanager
@@ -396,6 +397,26 @@ def evaluate(text: str, env: Mapping[str, Any]) -> Any:
     return evaluate_node(parse(text).body, env, text)
 
 
+def check(text: str, env: Mapping[str, Any]) -> Any:
+    """Evaluate a constraint (`heads > 0`): its comparisons of whole numbers are conditions a
+    symbolic build's formula holds under (numbers.SymInt records them), not choices fixing the
+    names' values, so a sweep still counts the sizes it names from the formula."""
+    token = _checking.set(True)
+    try:
+        return evaluate(text, env)
+    finally:
+        _checking.reset(token)
+
+
+def _decides(left: Any, right: Any) -> bool:
+    """Whether comparing `left` with `right` fixes the names behind them: whether a value is null is
+    not its value (`head_dim == None` leaves H free), and a constraint's comparison of whole numbers
+    is a condition (see check)."""
+    if left is None or right is None:
+        return False
+    return not (_checking.get() and all(isinstance(v, int) and not isinstance(v, bool) for v in (left, right)))
+
+
 def evaluate_node(node: ast.AST, env: Mapping[str, Any], text: str | None = None) -> Any:
     """Evaluate a parsed expression (`parse(text).body`, or one built from parsed parts and values:
     the length limit is parse's, for text a user wrote, not for values folded into it)."""
@@ -582,7 +603,8 @@ def _eval(node: ast.AST, env: Mapping[str, Any]) -> Any:
         left = _eval(node.left, env)
         for op, right_node in zip(node.ops, node.comparators):
             right = _eval(right_node, env)
-            decided(left, right)
+            if _decides(left, right):
+                decided(left, right)
             if not _compare(type(op), left, right):
                 return False
             left = right

@@ -102,7 +102,9 @@ def build(spec: LocDict, settings: Mapping[str, Any] | None = None, parent=None,
         if strict:
             raise _with_proof(exc, spec, settings, parent) from None
         return _at_check_sizes(exc, spec, settings, parent, symbolic=True)
-    model.decided, model.conditions = trace.frozen, list(trace.conditions)
+    # the model's own names (a block's local variable a `when:` reads, lib.attention's `masked`, is none)
+    model.decided = trace.frozen & {*model.variables, *model.bindings}
+    model.conditions = list(trace.conditions)
     return model
 
 

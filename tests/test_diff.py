@@ -28,13 +28,16 @@ def test_llama_2_7b_to_mistral_7b_names_the_kv_heads_the_feed_forward_and_the_wi
     assert stack.per_layer == (202_383_360, 218_112_000)
     assert stack.does == (("causal",), ("causal", "sliding window of 4,096"))
     nodes = {c.a: c for c in d.changes}
-    attn, mlp = nodes["model.layers.self_attn"], nodes["model.layers.mlp"]
-    assert attn.kind == "changed" and attn.params == (32 * 4 * 4096 * 4096, 32 * (2 * 4096 * 4096 + 2 * 1024 * 4096))
-    details = {what: (a, b) for what, a, b in attn.details}
+    prefix = "model.layers.self_attn."   # lib.attention's parts: the key/value projections and sdpa differ
+    k_proj, v_proj, core = nodes[prefix + "k_proj"], nodes[prefix + "v_proj"], nodes[prefix + "core"]
+    mlp = nodes["model.layers.mlp"]
+    assert k_proj.kind == "changed" and k_proj.params == (32 * 4096 * 4096, 32 * 1024 * 4096) == v_proj.params
+    assert {what: (a, b) for what, a, b in k_proj.details}["weight shape"] == ({"[4096, 4096]": 32},
+                                                                             {"[1024, 4096]": 32})
+    details = {what: (a, b) for what, a, b in core.details}
     assert details["kv_heads"] == ({32: 32}, {8: 32})
     assert details["window"] == ({None: 32}, {4096: 32})
-    assert details["k_proj.weight shape"] == ({"[4096, 4096]": 32}, {"[1024, 4096]": 32})
-    assert "q_proj.weight shape" not in details and "heads" not in details
+    assert "heads" not in details and prefix + "q_proj" not in nodes and prefix + "o_proj" not in nodes
     assert {what: (a, b) for what, a, b in mlp.details}["intermediate"] == ({11008: 32}, {14336: 32})
     assert mlp.params == (32 * 3 * 11008 * 4096, 32 * 3 * 14336 * 4096)
     assert sum(c.params[1] - c.params[0] for c in d.changes) == 503_316_480
@@ -47,7 +50,7 @@ def test_a_deeper_stack_is_layers_32_to_40_not_eight_added_nodes(tmp_path):
     d = diff(archgraph.load("llama-2-7b"), archgraph.load(str(deeper)))
     assert [(s.a, s.layers, s.params[1] - s.params[0]) for s in d.stacks] == [
         ("model.layers", (32, 40), 8 * 202_383_360)]
-    assert d.changes == [] and d.designs == [] and d.same == 10
+    assert d.changes == [] and d.designs == [] and d.same == 9 + 15   # self_attn: lib.attention's 15 parts
 
 
 def test_gpt2_and_llama_compute_attention_with_different_designs_and_say_so():
@@ -58,7 +61,11 @@ def test_gpt2_and_llama_compute_attention_with_different_designs_and_say_so():
     attention = designs[("transformer.h", "attention")]
     assert attention.a == [("transformer.h.attn.c_attn", "linear"), ("transformer.h.attn.core", "sdpa"),
                            ("transformer.h.attn.c_proj", "linear")]
-    assert attention.b == [("model.layers.self_attn", "attention")]
+    assert attention.b[:3] == [("model.layers.self_attn.q_proj", "linear"), ("model.layers.self_attn.k_proj", "linear"),
+                               ("model.layers.self_attn.v_proj", "linear")]   # lib.attention's 15 parts
+    assert len(attention.b) == 15 and attention.b[11:] == [
+        ("model.layers.self_attn.core", "sdpa"), ("model.layers.self_attn.heads_out", "transpose"),
+        ("model.layers.self_attn.merged", "reshape"), ("model.layers.self_attn.o_proj", "linear")]
     assert attention.params == (12 * (768 * 2304 + 2304 + 768 * 768 + 768), 32 * 4 * 4096 * 4096)
     assert not [c for c in d.changes if c.kind == "renamed"]
 
@@ -153,8 +160,8 @@ def test_json_holds_the_deltas(cli):
     data = json.loads(out)
     assert data["total"]["params"] == {"a": 6_738_415_616, "b": 7_241_732_096, "change": 503_316_480}
     assert data["stacks"][0]["layers"] == [32, 32]
-    attn = next(n for n in data["nodes"] if n["a"] == "model.layers.self_attn")
-    assert {"what": "kv_heads", "a": [[32, 32]], "b": [[8, 32]]} in attn["changes"]
+    core = next(n for n in data["nodes"] if n["a"] == "model.layers.self_attn.core")
+    assert {"what": "kv_heads", "a": [[32, 32]], "b": [[8, 32]]} in core["changes"]
 
 
 def test_a_set_name_neither_model_has_is_refused(cli):
@@ -210,7 +217,8 @@ def test_the_diff_page_marks_the_differing_nodes_with_a_legend_and_nothing_overl
     text = browser.find_element("css selector", "table.diff").text
     for shown in ("+6,613,975,808", "transformer.h -> model.layers: layers", "attention in transformer.h -> "
                   "model.layers (different designs) transformer.h.attn.c_attn (linear), transformer.h.attn.core "
-                  "(sdpa), transformer.h.attn.c_proj (linear) model.layers.self_attn (attention)"):
+                  "(sdpa), transformer.h.attn.c_proj (linear) model.layers.self_attn.q_proj (linear), "
+                  "model.layers.self_attn.k_proj (linear)", "model.layers.self_attn.o_proj (linear)"):
         assert shown in text, shown
 
 

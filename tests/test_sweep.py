@@ -118,3 +118,48 @@ def test_a_dense_models_active_params_are_its_non_embedding_ones():
     rows = sweep("gpt2", {"L": [2, 12]}, load=archgraph.load)
     assert [(r["active_non_embedding_params"], r["training_flops_per_token"]) for r in rows] == \
         [(n, 6 * n) for n in (2 * 7_087_872 + 1_536, 12 * 7_087_872 + 1_536)]  # layers and ln_f
+
+
+NULL_DEFAULT = """archgraph: 1
+name: null-default
+variables:
+  H: 768
+  A: 12
+  head_dim: null
+  d: "H // A if head_dim == None else head_dim"   # lib.attention's head width
+  wide: "'no' if H == 768 else 'yes'"               # a comparison of H's value: H decides it
+inputs:
+  x: {shape: [B, S, H]}
+nodes:
+  - {name: q_proj, op: linear, in: x, in_features: H, out_features: A * d}
+"""
+
+
+def test_a_null_default_leaves_the_names_it_is_compared_with_free_to_vary(tmp_path):
+    """`head_dim == None` depends on whether head_dim was given, not on any value: lib.attention's head
+    width (hidden // heads unless head_dim is set) left H free, so a sweep of H over more points than it
+    builds counts them from the formula (it was refused, 'H' deciding a choice); a comparison of H's
+    value still decides (sweep builds each point)."""
+    from archgraph.passes.formula import param_formula
+    spec = tmp_path / "null-default.yaml"
+    spec.write_text(NULL_DEFAULT.replace("  wide:", "  # wide:"))
+    assert param_formula(archgraph.load(str(spec), symbolic=True)).frozen == set()
+    grid = {"H": list(range(96, 96 * 1_200 + 1, 96))}   # 1,200 points: more than a sweep builds
+    rows = sweep(str(spec), grid, load=archgraph.load)
+    assert [r["params"] for r in rows[:2]] == [96 * 96 + 96, 192 * 192 + 192]
+    assert rows[-1]["params"] == archgraph.load(str(spec), {"H": 115_200}).params().total == 115_200 * 115_201
+    spec.write_text(NULL_DEFAULT.replace("out_features: A * d}", "out_features: A * d, bias: \"wide == 'no'\"}"))
+    assert param_formula(archgraph.load(str(spec), symbolic=True)).frozen == {"H"}
+    assert [r["params"] for r in sweep(str(spec), {"H": [768, 1536]}, load=archgraph.load)] == [
+        768 * 769, 1536 * 1536]
+
+
+def test_llama_2_7b_on_lib_attention_sweeps_its_width_from_the_formula():
+    """llama-2-7b's self_attn is lib.attention (head_dim: D given): a grid of 1,020 widths and depths
+    needs no build, and agrees with building."""
+    grid = {"H": list(range(128, 128 * 51, 128)), "L": list(range(1, 21)), "A": [32]}
+    assert len(grid["H"]) * len(grid["L"]) == 1_000
+    rows = sweep("llama-2-7b", {**grid, "H": grid["H"] + [128 * 51]}, load=archgraph.load)
+    assert len(rows) == 1_020 and all(r["refused"] is None for r in rows)
+    for row in (rows[0], rows[-1]):
+        assert row["params"] == archgraph.load("llama-2-7b", {"H": row["H"], "L": row["L"]}).params().total

@@ -124,7 +124,7 @@ def check_constraints(constraints: list[Constraint], env: Mapping[str, Any]) -> 
         if any(isinstance(env.get(n), Poly) for n in expr.names(c.text)):
             continue  # checked once the sizes have values
         try:
-            holds = expr.evaluate(c.text, env)
+            holds = expr.check(c.text, env)
         except ArchgraphError as exc:
             raise exc.with_context(loc=c.loc)
         if holds is not True:
