@@ -79,7 +79,7 @@ def test_per_node_list_expands_repetitions_and_sums_to_the_total(cli):
 def test_cli_table_and_symbolic(cli):
     code, out, _ = cli("flops", "llama-2-7b", "--set", "B=1", "--set", "S=2048")
     assert code == 0
-    assert "model.layers.0..31.self_attn  × 32" in out and "Training ≈ 3 × forward" in out  # all 32, named so
+    assert "model.layers.0..31.self_attn.core  × 32" in out and "Training ≈ 3 × forward" in out  # all 32, named so
     code, out, _ = cli("flops", "gpt2", "--json")
     assert json.loads(out)["forward_flops"] == "36864*B*S**2 + 247474176*B*S"
 

@@ -75,7 +75,7 @@ def test_llama_3_8b_kv_cache_is_one_gib():
     assert m.kv_cache_bytes == 2 * 32 * 8192 * 8 * 128 * 2 == 2 ** 30
     (entry,) = m.kv_cache
     assert (entry.path, entry.layers, entry.context, entry.width, entry.rule) == \
-        ("model.layers.0.self_attn", 32, 8192, 2 * 8 * 128, "full attention")
+        ("model.layers.0.self_attn.core", 32, 8192, 2 * 8 * 128, "full attention")   # lib.attention's sdpa
     # without grouped-query attention the cache is 4 times larger
     mha = estimate_memory(archgraph.load("llama-3-8b", {"KV": 32}), {"B": 1, "S": 8192})
     assert mha.kv_cache_bytes == 4 * 2 ** 30

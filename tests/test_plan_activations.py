@@ -142,3 +142,47 @@ def test_one_backward_all_reduce_per_tensor_across_a_block_call(tmp_path, repeat
     comm = activation_profile(load(str(spec)), {}, eager=False).total().comm
     assert comm["backward"] == reduced * 2 * 5 * 8
     assert comm["forward"] == (repeat + 1) * 2 * 5 * 8   # o and proj: row-parallel outputs
+
+
+MERGED = """archgraph: 1
+name: merged
+inputs:
+  ids: {shape: [2, 5], dtype: int64}
+  feats: {shape: [2, 3, 4]}
+nodes:
+  - {name: embed, op: embedding, in: ids, num_embeddings: 16, embedding_dim: 8}
+  - {name: proj, op: linear, in: feats, in_features: 4, out_features: 8}     # a lone projection: split
+  - {name: is_image, op: eq, in: ids, constant: 1}
+  - {name: image_mask, op: unsqueeze, dim: -1}
+  - {name: merged, op: masked_scatter, in: [embed, image_mask, proj]}
+  - {name: fc, op: linear, in_features: 8, out_features: 8}
+  - {name: out, op: linear, in_features: 8, out_features: 8}
+outputs: {y: out}
+"""
+
+
+def test_a_split_source_merged_into_the_embeddings_is_gathered(tmp_path):
+    """masked_scatter writes image features into the text embeddings: its output is placed as the
+    embeddings (replicated), so the text model after it is column- then row-parallel as alone (fc
+    column, out row: one forward all-reduce of its 2 x 5 x 8 outputs); the lone projection's split
+    output (2 x 3 x 8) is all-gathered into it. It was placed 'heads' (split), and fc read as
+    row-parallel: Idefics3's text model had no all-reduce at all when its attention was one op, and
+    its q/k/v projections' outputs all-reduced when lib.attention wrote them."""
+    spec = tmp_path / "merged.yaml"
+    spec.write_text(MERGED)
+    comm = activation_profile(load(str(spec)), {}, eager=False).total().comm
+    assert (comm["gather"], comm["forward"]) == (2 * 3 * 8, 2 * 5 * 8)
+
+
+def test_idefics3_keeps_per_layer_what_its_text_model_alone_keeps(tmp_path):
+    """At tp 2 a layer of Idefics3 8B's text model keeps what a layer of its Llama 3.1 8B alone keeps
+    (the first layer's input, the merged embeddings, is the merge's output, kept before it)."""
+    import json
+    from conftest import ROOT, write_config
+    config = json.loads((ROOT / "tests/data/hf/idefics3-8b-llama3.json").read_text())["config"]
+    whole = activation_profile(load(write_config(tmp_path, **config)), {"B": 1, "S": 2048}, eager=False)
+    text = activation_profile(load(write_config(tmp_path, **config["text_config"])), {"B": 1, "S": 2048},
+                              eager=False)
+    kept = [p.kept_bytes("bf16", tp=2) for p, _, stack in whole.layers if "text_model" in stack]
+    assert kept[1] == text.layers[1][0].kept_bytes("bf16", tp=2) == 205_668_352   # was 172,105,728
+    assert kept[0] == text.layers[0][0].kept_bytes("bf16", tp=2) - 2048 * 4096 * 2   # its input is the merge's

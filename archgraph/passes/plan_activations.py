@@ -7,6 +7,8 @@ Tensor parallelism follows Megatron-LM's layout, read off the graph: the residua
 column-parallel and its output is "heads" (split), a linear reading "heads" is row-parallel
 and gives "seq" again; an op with projections of its own (attention, an MLP) is both at once.
 Every forward all-reduce is a row-parallel output, every backward one a column-parallel input.
+An op writing a source into its first input (masked_scatter: image features into the text
+embeddings) is placed as that input; a split source is all-gathered into it.
 
 >>> from archgraph import load
 >>> profile = activation_profile(load("gpt3-175b"), {"B": 1, "S": 2048}, eager=True)
@@ -31,6 +33,8 @@ ACT_BYTES = {"fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2, "fp8": 2}  # activation
 WIDTH_BYTES = {"mask": 1, "fp32": 4, "index": 8}
 VIEWS = {"reshape", "transpose", "permute", "flatten", "unsqueeze", "squeeze", "identity", "expand"}
 COLUMN_OR_ROW = {"linear"}  # ops whose output is split when their input is not, and the reverse
+MERGES = {"masked_scatter", "index_put", "scatter", "scatter_add", "scatter_reduce", "index_add", "slice_scatter",
+          "select_scatter"}   # write a source into their first input: the output is placed as that input
 SMALL = 4096  # bitsandbytes' min_8bit_size: smaller tensors keep 32-bit optimizer states
 
 
@@ -200,7 +204,7 @@ def _op(node: OpNode, name: str, args: list[_Tensor], run: Run, body: _Body, cou
     first = given[0].place if given else "seq"
     if op.op_name in COLUMN_OR_ROW:
         place_out = "seq" if first == "heads" else "heads"
-    elif composite:
+    elif composite or (op.op_name in MERGES and given):
         place_out = first
     else:
         place_out = place_in
@@ -227,6 +231,8 @@ def _op(node: OpNode, name: str, args: list[_Tensor], run: Run, body: _Body, cou
         _all_reduce_grad(given[0], body, counted, part)   # for all that read it (q, k and v projections of one x)
     if split and place_out == "seq":   # row-parallel: its output is all-reduced
         part.comm["forward"] += sum(t.values for t in outs)
+    if op.op_name in MERGES and first == "seq":   # a split source (a lone column-parallel projection's image
+        part.comm["gather"] += sum(t.values for t in given[1:] if t.place == "heads")   # features) is gathered
     return outs
 
 

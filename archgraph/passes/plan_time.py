@@ -82,7 +82,8 @@ def _micro_batch(part: Part, stage: dict, layout, gpu: Accelerator, peak: float,
     tp_bw, cp_bw = link(gpu, 1, layout.tp), link(gpu, layout.tp, layout.cp)
     rounds = 2 if layout.recompute == "full" else 1       # full recomputation runs the forward's again
     tp_volume = (part.comm["forward"] * rounds + part.comm["backward"]) * act / layout.cp
-    tensor = ring(layout.tp, tp_volume, tp_bw)
+    gathered = part.comm["gather"] * rounds * act / layout.cp   # split sources a merge reads whole (forward)
+    tensor = ring(layout.tp, tp_volume, tp_bw) + ring(layout.tp, gathered, tp_bw, "all-gather")
     context = ring(layout.cp, part.comm["kv"] * act / layout.tp * 2, cp_bw, "all-gather")  # K,V forward, dK,dV back
     expert = ring(layout.ep, part.comm["alltoall"] * act * 4 / layout.tp / layout.cp,
                   link(gpu, layout.tp * layout.cp, layout.ep), "all-gather")          # dispatch, combine; x2 backward
