@@ -322,10 +322,9 @@ CASES = [
     # ---- attention (HF naming; GQA: k/v have kv_heads * head_dim outputs) ------------------
     # self-attention on [B, S, 768], 12 heads of 64: four 768x768 projections (q, k, v, o)
     # plus q.k^T and attn.v, each B*12*S*S*64 MACs.
-    case("attention", {"hidden": 768, "heads": 12, "qkv": "fused", "weight_layout": "in_out",
-                       "names": ["c_attn", "c_proj"]},
+    case("attention", {"hidden": 768, "heads": 12, "qkv": "fused", "names": ["c_attn", "c_proj"]},
          [(B, S, 768)], (B, S, 768),
-         {"c_attn.weight": (768, 2304), "c_attn.bias": (2304,),
+         {"c_attn.weight": (2304, 768), "c_attn.bias": (2304,),
           "c_proj.weight": (768, 768), "c_proj.bias": (768,)},
          flops=4 * (2 * B * S * 768 * 768) + 2 * (2 * B * 12 * S * S * 64), id="attention-gpt2"),
     # Llama-style GQA: hidden 64, 8 heads of 8, 2 kv heads -> k/v project to 16.

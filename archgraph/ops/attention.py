@@ -84,8 +84,6 @@ class Attention(Op):
     qkv_bias: bool = True  # the q, k and v projections have biases
     k_bias: bool | None = None  # the key projection has a bias (default qkv_bias; Whisper's has none)
     out_bias: bool = True  # the output projection has a bias
-    weight_layout: Literal["out_in", "in_out"] = "out_in"  # out_in: weights stored [out, in] as nn.Linear; in_out:
-    #   [in, out] as GPT-2's Conv1D
     names: tuple[str, ...] | None = None  # the tensor prefixes, in place of q_proj, k_proj, v_proj, o_proj (or
     #   qkv_proj, o_proj when fused)
     causal: bool = False  # each query sees only the keys at or before its position (a decoder)
@@ -292,7 +290,7 @@ class Attention(Op):
         return (x[0], x[1], out)
 
     def _linear(self, name: str, out: int, inp: int, bias: bool):
-        yield Tensor(f"{name}.weight", (out, inp) if self.weight_layout == "out_in" else (inp, out))
+        yield Tensor(f"{name}.weight", (out, inp))
         if bias:
             yield Tensor(f"{name}.bias", (out,))
 
@@ -498,12 +496,7 @@ class Attention(Op):
         return t if self.clip_qkv is None or skip else t.clamp(min=-self.clip_qkv, max=self.clip_qkv)
 
     def _project(self, run, name, x, bias):
-        weight = run.tensor(f"{name}.weight")
-        b = run.tensor(f"{name}.bias") if bias else None
-        if self.weight_layout == "in_out":
-            out = x @ weight
-            return out + b if b is not None else out
-        return run.F.linear(x, weight, b)
+        return run.F.linear(x, run.tensor(f"{name}.weight"), run.tensor(f"{name}.bias") if bias else None)
 
     def _split_fused(self, torch, qkv, b, s):
         """q [B, heads, S, d], k and v [B, kv_heads, S, d] from the fused projection, by its layout."""
