@@ -91,11 +91,16 @@ def build(cls, config, path: str | Path, meta: bool = True):
     the CPU with transformers' initial weights, in float32, in eval mode; whatever transformers
     raises while building it is one ArchgraphError naming the class."""
     kwargs = {"dtype": torch.float32}
-    if getattr(cls, "_can_set_experts_implementation", lambda: False)():
-        # experts as batched matmuls of the weights each token's experts select: what the eager loop
-        # over experts computes, with no shape that depends on the routing
-        kwargs["experts_implementation"] = "batched_mm"
-    make = cls.from_config if not hasattr(cls, "_from_config") else cls._from_config
+    try:  # a class whose backend is not installed raises ImportError at its first attribute (torchaudio)
+        if getattr(cls, "_can_set_experts_implementation", lambda: False)():
+            # experts as batched matmuls of the weights each token's experts select: what the eager loop
+            # over experts computes, with no shape that depends on the routing
+            kwargs["experts_implementation"] = "batched_mm"
+        make = cls.from_config if not hasattr(cls, "_from_config") else cls._from_config
+    except ImportError as exc:
+        raise ArchgraphError(f"transformers cannot build {cls.__name__} without a package it needs: {_needed(exc)}",
+                             loc=Loc(str(path)), hint="install that package, or import a model that does not "
+                                                      "need it") from None
     with on_meta(cls.__name__, path) if meta else contextlib.nullcontext():
         try:
             model = make(config, **kwargs)
