@@ -72,6 +72,61 @@ def test_a_build_that_fails_for_another_reason_is_refused_with_its_own_error():
         hfdefaults.built(fails, config, "BertModel")
 
 
+NEMOTRON = {"model_type": "nemotron", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4,
+            "head_dim": 8, "intermediate_size": 64, "vocab_size": 100}
+T5GEMMA2_TEXT = {"model_type": "t5gemma2_text", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 64, "vocab_size": 100,
+                 "layer_types": ["sliding_attention", "full_attention"]}
+
+
+def test_a_field_documented_to_default_to_another_is_set_to_its_value():
+    """NemotronConfig leaves num_key_value_heads None ('If it is not specified, will default to
+    `num_attention_heads`'), and NemotronModel divides by it: set to num_attention_heads, and said."""
+    config = transformers.AutoConfig.for_model(**NEMOTRON)
+    assert hfdefaults.fill(config, "NemotronModel") == [
+        "the config leaves num_key_value_heads unset, without which transformers cannot build NemotronModel: "
+        "archgraph set num_key_value_heads = 4 (NemotronConfig's documentation: it defaults to num_attention_heads)"]
+    assert config.num_key_value_heads == 4
+
+
+def test_a_field_documented_with_a_number_is_left_unset():
+    """Mistral's sliding_window 'defaults to 4096', but None there means no window: not set."""
+    config = transformers.AutoConfig.for_model("mistral", sliding_window=None)
+    assert hfdefaults.fill(config, "MistralModel") == [] and config.sliding_window is None
+
+
+def test_a_field_the_config_class_lacks_is_its_modules_default():
+    """T5Gemma2TextEncoder reads config.dropout_rate, which T5Gemma2TextConfig does not declare
+    (T5Gemma2Config sets it on its parts): the default the module's configs give it, 0.0."""
+    config = transformers.AutoConfig.for_model(**T5GEMMA2_TEXT)
+    failure = "transformers cannot build T5Gemma2TextEncoder: 'T5Gemma2TextConfig' object has no attribute 'dropout_rate'"
+    assert hfdefaults.fill(config, "T5Gemma2TextEncoder") == []  # only where the build's failure names it
+    said = hfdefaults.fill(config, "T5Gemma2TextEncoder", failure)
+    assert config.dropout_rate == 0.0
+    assert said == ["the config leaves dropout_rate unset, without which transformers cannot build T5Gemma2TextEncoder: "
+                    "archgraph set dropout_rate = 0.0 (T5Gemma2TextConfig has no dropout_rate, which the model reads: "
+                    "T5Gemma2Config's default, as the configs of its own module give it)"]
+
+
+def test_a_field_left_unset_without_a_documented_default_is_refused_naming_it_and_its_example():
+    """Informer's prediction_length is 'typically dictated by the dataset': refused naming it, the
+    fix saying where to set it and the value InformerConfig's own example sets; import_coverage
+    sets that value and says so."""
+    from archgraph.errors import ArchgraphError
+    from archgraph.fromtorch import hfbuild
+    from import_coverage import _example
+    config = transformers.AutoConfig.for_model("informer")
+    with pytest.raises(ArchgraphError) as err:
+        hfdefaults.built(lambda: hfbuild.build(hfbuild.base_class(config), config, "config.json"), config,
+                         "InformerModel")
+    assert err.value.message == ("transformers cannot build InformerModel from this config: ValueError: The "
+                                 "`prediction_length` config needs to be specified; the config leaves prediction_length "
+                                 "unset, and InformerConfig documents no default for it")
+    assert err.value.hint == 'set "prediction_length" in the config (InformerConfig\'s own example sets prediction_length=12)'
+    assert config.prediction_length is None  # never set by archgraph
+    assert _example("informer", err.value.message) == {"prediction_length": 12}
+
+
 def test_notes_are_kept_only_while_recording():
     notes.say("not kept")
     assert notes.said() == ""
@@ -87,6 +142,8 @@ def test_notes_are_kept_only_while_recording():
 @pytest.mark.parametrize("raw, cls, count, said", [
     (OCR_TEXT, "DeepseekOcr2TextModel", 37_472, "archgraph set mlp_layer_types = ['dense', 'sparse', 'sparse']"),
     (ESM, "EsmModel", 52_105, "archgraph set vocab_size = 33, pad_token_id = 1, mask_token_id = 32"),
+    (NEMOTRON, "NemotronModel", 19_904, "archgraph set num_key_value_heads = 4"),
+    (T5GEMMA2_TEXT, "T5Gemma2TextEncoder", 21_984, "archgraph set dropout_rate = 0.0"),
 ])
 def test_a_default_config_transformers_cannot_build_imports_with_the_field_set(raw, cls, count, said, tmp_path):
     """The spec counts what transformers builds from the config with the same field set, every

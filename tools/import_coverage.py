@@ -12,7 +12,10 @@ imported and every other type with its reason (the first line of archgraph's ref
 a traceback, a timeout, a killed process or a spec that differs from transformers' model is a
 failure of archgraph, listed apart.  A type whose config configures only a part of another model
 (transformers defines no model class for it alone: SAM's prompt encoder) is no model type a user
-can import: it is listed apart with that reason and left out of the share.  `--json` keeps every row.  `--sample N` takes N of the
+can import: it is listed apart with that reason and left out of the share.  A default config that
+leaves unset a field the model needs and documents without a default (Informer's prediction_length)
+is refused by archgraph naming it; the tool then sets the value the config class's own example sets
+(InformerConfig(prediction_length=12)), imports again and says so in the row and the summary.  `--json` keeps every row.  `--sample N` takes N of the
 types, drawn with a fixed seed (`--seed`, default 0) from the sorted list, so a figure measured on
 a sample can be measured again on the same types.
 """
@@ -45,25 +48,51 @@ def untemplated_types() -> list[str]:
 
 
 def one(model_type: str, folder: Path, quick: bool = False) -> dict:
-    """Import `model_type`'s default config in this process; the row of the result."""
-    import contextlib
-    import io
-
+    """Import `model_type`'s default config in this process; the row of the result.  A field the default
+    config leaves unset that import-torch refuses naming, documented without a default, is set at
+    the value its config class's own example sets and the import run again (`_example`), the row
+    saying so (`supplied`)."""
     sys.path.insert(0, str(ROOT))
     from archgraph.cli import main
     config = folder / "config.json"
-    config.write_text(json.dumps(_shallow(model_type) if quick else {"model_type": model_type}))
+    raw = _shallow(model_type) if quick else {"model_type": model_type}
+    config.write_text(json.dumps(raw))
     spec = folder / "model.yaml"
-    err = io.StringIO()
     start, cpu = time.perf_counter(), time.process_time()
-    with contextlib.redirect_stderr(err):
-        code = main(["import-torch", str(config), "-o", str(spec)])
+    code, text = _import(main, config, spec)
+    supplied = _example(model_type, text) if code != 0 else None
+    if supplied is not None:  # a field the default config leaves unset, at its class's own example
+        config.write_text(json.dumps({**raw, **supplied}))
+        code, text = _import(main, config, spec)
     row = {"type": model_type, "seconds": round(time.perf_counter() - start, 1),
-           "cpu": round(time.process_time() - cpu, 1)}
+           "cpu": round(time.process_time() - cpu, 1), **({"supplied": supplied} if supplied else {})}
     if code != 0:
-        text = err.getvalue()
         return {**row, "status": "traceback" if "Traceback" in text else "refused", "reason": _reason(text, config)}
     return {**row, **_compare(config, spec)}
+
+
+def _import(main, config: Path, spec: Path) -> tuple[int, str]:
+    """`archgraph import-torch CONFIG -o SPEC`: its exit status and what it wrote on stderr."""
+    import contextlib
+    import io
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["import-torch", str(config), "-o", str(spec)])
+    return code, err.getvalue()
+
+
+def _example(model_type: str, refusal: str) -> dict | None:
+    """Where import-torch refused a field the default config leaves unset and documents no default for
+    (`the config leaves prediction_length unset`), the value its config class's own docstring example
+    sets ({'prediction_length': 12}: InformerConfig(prediction_length=12)); else None."""
+    import transformers
+
+    from archgraph.fromtorch import hfdefaults
+    m = re.search(r"the config leaves (\w+) unset, and \w+ documents no default", refusal)
+    if m is None:
+        return None
+    value = hfdefaults.example(transformers.CONFIG_MAPPING[model_type], m.group(1))
+    return {m.group(1): value} if value is not None else None
 
 
 def _shallow(model_type: str) -> dict:
@@ -159,8 +188,8 @@ def _compare(config: Path, spec: Path) -> dict:
     try:
         with torch.device("meta"):
             hf = cls._from_config(hf_config, dtype=torch.float32, **kwargs)
-    except Exception:  # noqa: BLE001  a field the default leaves unset: set as import-torch set it (its spec says so)
-        if not hfdefaults.fill(hf_config, cls.__name__):
+    except Exception as exc:  # noqa: BLE001  a field the default leaves unset: set as import-torch set it (its spec says so)
+        if not hfdefaults.fill(hf_config, cls.__name__, str(exc)):
             raise
         with torch.device("meta"):
             hf = cls._from_config(hf_config, dtype=torch.float32, **kwargs)
@@ -284,6 +313,14 @@ def _why_part(reason: str) -> str:
     return m.group(1) if m else reason
 
 
+def _supplied(row: dict) -> str:
+    """' (with prediction_length = 12, InformerConfig's example: the default config leaves it unset)'."""
+    if not row.get("supplied"):
+        return ""
+    values = ", ".join(f"{k} = {v}" for k, v in row["supplied"].items())
+    return f" (with {values}, its config class's own example: the default config leaves it unset)"
+
+
 def summary(rows: list[dict]) -> str:
     parts = [r for r in rows if is_part(r)]
     rows = [r for r in rows if not is_part(r)]
@@ -293,6 +330,11 @@ def summary(rows: list[dict]) -> str:
     lines = [f"imported {len(done)} of {len(rows)} model types ({100 * len(done) / max(len(rows), 1):.1f} %)",
              f"  of the {len(rows) - len(package)} transformers builds without extra packages: "
              f"{100 * len(done) / max(len(rows) - len(package), 1):.1f} %"]
+    given = [r for r in rows if r.get("supplied")]
+    if given:
+        lines += ["", f"imported with a value the default config leaves unset ({len(given)}: its config class's "
+                      "own example, set by this tool):"]
+        lines += [f"  {r['type']}: {r['status']}{_supplied(r)}" for r in given]
     if parts:
         lines += ["", f"not model types, left out of the {len(rows)} ({len(parts)}: transformers defines no model "
                       "class for the config alone):"]
@@ -347,8 +389,8 @@ def main(argv: list[str] | None = None) -> int:
                 row = w.run(model_type, args.timeout)
                 with lock:
                     rows.append(row)
-                    print(f"{row['type']}: {row['status']} ({row['seconds']} s, {row.get('cpu', '?')} CPU s) {row.get('reason', '')[:160]}",
-                          flush=True)
+                    print(f"{row['type']}: {row['status']} ({row['seconds']} s, {row.get('cpu', '?')} CPU s) "
+                          f"{row.get('reason', '')[:160]}{_supplied(row)}", flush=True)
                     if args.json:
                         Path(args.json).write_text(json.dumps(rows, indent=1) + "\n")
         finally:
