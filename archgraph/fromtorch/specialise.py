@@ -136,6 +136,8 @@ class _Lists(TorchFunctionMode):
         out = func(*args, **(kwargs or {}))
         if func is torch.Tensor.tolist:
             self.values[_reader()[0]].extend(torch.tensor(out).flatten().tolist() if out != [] else [])
+        elif _masked(func, args, kwargs or {}) is not None:
+            self.values[(MASKED, *_reader()[0])].append(int(_masked(func, args, kwargs or {}).sum()))
         elif _counted(func, args, kwargs or {}):
             dim = (kwargs or {}).get("dim", args[2] if len(args) > 2 else None)
             self.values[(REPEATED, *_reader()[0])].append(out.shape[dim or 0] if dim is not None else out.numel())
@@ -143,6 +145,28 @@ class _Lists(TorchFunctionMode):
 
 
 REPEATED = "repeat_interleave"  # the key of a repeat_interleave's recorded lengths, before its line
+MASKED = "mask"  # the key of the counts a boolean mask selected, before its line
+
+
+def _masked(func, args, kwargs) -> torch.Tensor | None:
+    """The boolean mask of `x[mask]` (a mask over x's leading dims), or of torch.unique_consecutive(x)
+    of a 1-D x (the positions where a value differs from the one before), else None: a selection
+    whose length is how many the mask keeps, a value."""
+    if func is torch.Tensor.__getitem__ and len(args) == 2 and isinstance(args[1], torch.Tensor) and \
+            args[1].dtype == torch.bool and 0 < args[1].dim() <= args[0].dim():
+        return args[1]
+    if func is torch.unique_consecutive and len(args) == 1 and args[0].dim() == 1 and \
+            not any(kwargs.get(k) for k in ("return_inverse", "return_counts", "dim")):
+        x = args[0]
+        return torch.cat([torch.ones_like(x[:1], dtype=torch.bool), x[1:] != x[:-1]])
+    return None
+
+
+def _selected(x: torch.Tensor, mask: torch.Tensor, count: int) -> torch.Tensor:
+    """x[mask] of a mask keeping `count` rows, as fixed-size ops: the kept positions are the first
+    `count` of a stable sort that puts the mask's True before its False."""
+    order = torch.sort(mask.logical_not().flatten().to(torch.int32), stable=True).indices[:count]
+    return x.flatten(0, mask.dim() - 1).index_select(0, order)
 
 
 class _Lengths(TorchFunctionMode):
@@ -155,6 +179,14 @@ class _Lengths(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
+        mask = _masked(func, args, kwargs)
+        if mask is not None:
+            where, code = _reader()
+            queue = self.queues.get((MASKED, *where))
+            if queue:
+                count = queue.popleft()
+                self.used.setdefault(code, []).append(count)
+                return _selected(args[0], mask, count)
         if _counted(func, args, kwargs):
             where, code = _reader()
             queue = self.queues.get((REPEATED, *where))
