@@ -43,3 +43,28 @@ def test_a_selection_by_a_mask_is_the_count_the_example_kept_and_said():
     mine.load_state_dict(module.state_dict(), strict=True)
     out = mine(x=x, grid=grid)["output"]
     assert out.shape == (2, 6, 4) and torch.allclose(out, module(x, grid), atol=1e-6)
+
+
+class Chunks(torch.nn.Module):
+    """Each position's chunk as Phi-4's audio encoder finds it: nonzero of a 2-D mask, its columns."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    def forward(self, x, grid):
+        n = int(grid.max())
+        r = torch.arange(0, 5).unsqueeze(-1)
+        idx = ((r < torch.tensor([n, 5])) & (r >= torch.tensor([0, n]))).nonzero()[:, 1]
+        return self.proj(x)[:, idx]
+
+
+def test_nonzero_is_the_positions_of_the_count_the_example_kept():
+    torch.manual_seed(0)
+    module = Chunks().eval()
+    x, grid = torch.randn(2, 6, 4), torch.tensor([1, 3])
+    spec = yaml.safe_load(str(to_spec(module, x, grid)))  # checked: outputs equal with the module's weights
+    assert spec["description"].endswith(
+        "3 read by `n = int(grid.max())`; 5 read by "
+        "`idx = ((r < torch.tensor([n, 5])) & (r >= torch.tensor([0, n]))).nonzero()[:, 1]`")
+    assert "nonzero" not in [n["op"] for n in spec["nodes"]]

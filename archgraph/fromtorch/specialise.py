@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import logging
+import math
 import os
 import traceback
 from collections import defaultdict, deque
@@ -149,17 +150,28 @@ MASKED = "mask"  # the key of the counts a boolean mask selected, before its lin
 
 
 def _masked(func, args, kwargs) -> torch.Tensor | None:
-    """The boolean mask of `x[mask]` (a mask over x's leading dims), or of torch.unique_consecutive(x)
+    """The boolean mask of `x[mask]` (a mask over x's leading dims), of torch.nonzero(x) (x != 0), or of torch.unique_consecutive(x)
     of a 1-D x (the positions where a value differs from the one before), else None: a selection
     whose length is how many the mask keeps, a value."""
     if func is torch.Tensor.__getitem__ and len(args) == 2 and isinstance(args[1], torch.Tensor) and \
             args[1].dtype == torch.bool and 0 < args[1].dim() <= args[0].dim():
         return args[1]
+    if func in (torch.nonzero, torch.Tensor.nonzero) and len(args) == 1 and not kwargs.get("as_tuple") and \
+            args[0].dim() > 0:
+        return args[0] != 0
     if func is torch.unique_consecutive and len(args) == 1 and args[0].dim() == 1 and \
             not any(kwargs.get(k) for k in ("return_inverse", "return_counts", "dim")):
         x = args[0]
         return torch.cat([torch.ones_like(x[:1], dtype=torch.bool), x[1:] != x[:-1]])
     return None
+
+
+def _positions(mask: torch.Tensor, count: int) -> torch.Tensor:
+    """torch.nonzero(mask) of a mask with `count` True: each kept position's index along every dim."""
+    flat = torch.sort(mask.logical_not().flatten().to(torch.int32), stable=True).indices[:count]
+    strides = [math.prod(mask.shape[i + 1:]) for i in range(mask.dim())]
+    return torch.stack([torch.div(flat, stride, rounding_mode="floor") % size
+                        for size, stride in zip(mask.shape, strides)], dim=1)
 
 
 def _selected(x: torch.Tensor, mask: torch.Tensor, count: int) -> torch.Tensor:
@@ -186,6 +198,8 @@ class _Lengths(TorchFunctionMode):
             if queue:
                 count = queue.popleft()
                 self.used.setdefault(code, []).append(count)
+                if func in (torch.nonzero, torch.Tensor.nonzero):
+                    return _positions(mask, count)
                 return _selected(args[0], mask, count)
         if _counted(func, args, kwargs):
             where, code = _reader()

@@ -127,7 +127,7 @@ def _specialised(module, named: dict, calls: dict, why: str) -> tuple[Any, list[
     try:
         with contextlib.redirect_stderr(io.StringIO()):
             draft = specialised(module, named)
-        if not _unbacked(draft[0]):
+        if not (_unbacked(draft[0]) or _selects(draft[0])):
             return draft
         first = ""
     except Exception as again:  # noqa: BLE001  replayed where values can be read, else why it was tried
@@ -145,6 +145,15 @@ def _specialised(module, named: dict, calls: dict, why: str) -> tuple[Any, list[
         raise ValuesUnknown(message, hint="values computed from weights on the meta device (a config's model) are "
                                           "unknown: import the module with its weights")
     raise ArchgraphError(message, hint="give example inputs whose values the code accepts")
+
+
+def _selects(program) -> bool:
+    """Whether the program selects by a mask (nonzero, x[mask]): a size the draft fixed at the example's
+    count, which the replay writes as fixed-size ops (`specialise`)."""
+    aten = torch.ops.aten
+    return any(n.op == "call_function" and (n.target in (aten.nonzero.default, aten.unique_consecutive.default) or (
+        n.target is aten.index.Tensor and any(getattr(getattr(i, "meta", {}).get("val"), "dtype", None) == torch.bool
+                                              for i in n.args[1] if i is not None))) for n in program.graph.nodes)
 
 
 def _unbacked(program) -> bool:
