@@ -124,7 +124,8 @@ def test_import_torch_of_a_callable_with_inputs(tmp_path, monkeypatch, capsys):
      "architectures[0] 'LlamaForCausalLMM' is not a model class of transformers 5.23.0\n"
      "  fix: did you mean 'LlamaForCausalLM'?"),
     ({"model_type": "autoformer"}, "transformers cannot build AutoformerModel from this config: ValueError: The "
-     "`prediction_length` config needs to be specified.\n  fix: correct the config value it names"),
+     "`prediction_length` config needs to be specified; the config leaves prediction_length unset, and "
+     "AutoformerConfig documents no default for it\n  fix: set \"prediction_length\" in the config"),
     ({"model_type": "sam_prompt_encoder"}, "transformers defines no model class for a 'sam_prompt_encoder' config "
      "alone (SamPromptEncoderConfig configures a part of another model)"),
 ])
