@@ -118,60 +118,47 @@ FOLDED = {"rwkv6", "mamba2", "mla", "sigmoid_attn", "cait", "gmlp", "fnet", "tok
 WAITING: dict[str, str] = {}  # a module refused for a reason not yet mended: the reason
 
 
-def _research2():
+def _research(package: str) -> dict:
+    """The cases of a corpus of research modules under tools/ (research2, research3, ...)."""
+    import importlib
     import sys
     from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    import research2
-    return research2.cases()
+    tools = str(Path(__file__).resolve().parent.parent / "tools")
+    if tools not in sys.path:
+        sys.path.insert(0, tools)
+    return importlib.import_module(package).cases()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(_research2()))
+@pytest.mark.parametrize("name", sorted(_research("research2")))
 def test_research_modules_of_2021_25_import_exactly_and_fold(name, tmp_path):
     """tools/research2: to_spec checks the spec it writes (count, strict load, outputs to 1e-4 of their
     scale); here the spec's module also equals the module, and stacks of layers are one block."""
-    _imports_exactly(_research2()[name], name in FOLDED, WAITING.get(name), tmp_path)
+    _imports_exactly(_research("research2")[name], name in FOLDED, WAITING.get(name), tmp_path)
 
 
 FOLDED3 = {"mamba_scan", "glu_alibi", "swa_sinks", "maskgit", "linformer", "perceiver_ar"}
 WAITING3: dict[str, str] = {}  # a module refused for a reason not yet mended: the reason
 
 
-def _research3():
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    import research3
-    return research3.cases()
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(_research3()))
+@pytest.mark.parametrize("name", sorted(_research("research3")))
 def test_a_third_set_of_research_modules_imports_exactly(name, tmp_path):
     """tools/research3 (Mamba's selective scan as a Python loop, ALiBi with GLU variants, Linformer,
     S4D's FFT kernel, Funnel's pooling, Perceiver AR, MaskGIT, sliding windows with sinks): as above."""
-    _imports_exactly(_research3()[name], name in FOLDED3, WAITING3.get(name), tmp_path)
+    _imports_exactly(_research("research3")[name], name in FOLDED3, WAITING3.get(name), tmp_path)
 
 
 FOLDED4 = {"deltanet", "nystromformer", "griffin", "mega", "based", "llama3"}  # fno: no list; tome: fewer tokens a block
 WAITING4: dict[str, str] = {}  # a module refused for a reason not yet mended: the reason
 
 
-def _research4():
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools"))
-    import research4
-    return research4.cases()
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(_research4()))
+@pytest.mark.parametrize("name", sorted(_research("research4")))
 def test_a_fourth_set_of_research_modules_imports_exactly(name, tmp_path):
     """tools/research4 (DeltaNet's chunked delta rule, the Fourier Neural Operator's complex weights,
     Token Merging, Nystromformer, Griffin's RG-LRU, MEGA, Based, Llama 3's reference code): as above."""
-    _imports_exactly(_research4()[name], name in FOLDED4, WAITING4.get(name), tmp_path)
+    _imports_exactly(_research("research4")[name], name in FOLDED4, WAITING4.get(name), tmp_path)
 
 
 def _imports_exactly(case, folds: bool, waiting: str | None, tmp_path) -> None:
