@@ -72,3 +72,20 @@ def test_a_block_call_short_of_an_input_says_how_to_give_it(cli, tmp_path, given
     spec.write_text(CALL.replace("IN", given))
     code, _, err = cli("params", str(spec))
     assert (code, err) == (2, f"archgraph: error: {spec}:11: node 'c': {error}\n  fix: {fix}\n")
+
+
+def test_a_retired_hyperparameter_says_what_to_write_instead_not_a_near_name(cli, tmp_path):
+    # attention's weight_layout retired (f57847b); difflib's nearest field, qkv_layout, means something else
+    spec = tmp_path / "old.yaml"
+    spec.write_text("archgraph: 1\nname: old\ninputs:\n  x: {shape: [B, S, 768]}\nnodes:\n"
+                    "  - {name: attn, op: attention, in: x, hidden: 768, heads: 12, weight_layout: in_out}\n")
+    code, out, err = cli("params", str(spec))
+    assert (code, out) == (2, "")
+    assert "op 'attention' no longer takes 'weight_layout'" in err
+    assert "qkv_layout" not in err
+    assert err.endswith("  fix: write the projections as linear nodes (a linear's weight_layout: in_out keeps "
+                        "GPT-2's Conv1D [in, out] weights) and the scores with sdpa, as specs/hf/gpt2.yaml does\n")
+    from archgraph.errors import SpecError
+    from archgraph.ops import REGISTRY
+    with pytest.raises(SpecError, match="op 'attention' no longer takes 'weight_layout'"):
+        REGISTRY["attention"].build({"hidden": 768, "heads": 12, "weight_layout": "in_out"})

@@ -73,6 +73,9 @@ class Attention(Op):
     by sigmoid(gate) before o_proj (Qwen3-Next's gated attention).
     """
 
+    retired = {"weight_layout": "write the projections as linear nodes (a linear's weight_layout: in_out keeps "
+                                "GPT-2's Conv1D [in, out] weights) and the scores with sdpa, as specs/hf/gpt2.yaml does"}
+
     hidden: int  # width of the input x and of the output
     heads: int  # number of query heads
     kv_heads: int | None = None  # number of key/value heads (default heads; fewer is grouped-query attention, 1

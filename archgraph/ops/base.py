@@ -122,6 +122,7 @@ class Op(Record, frozen=True):
     example: ClassVar[dict[str, Any]] = {}   # hyperparameters of a typical use (`archgraph ops NAME`)
     differentiable: ClassVar[bool] = True    # False: its outputs carry no gradient (comparisons, argmax)
     keeps: ClassVar[str] = "in"  # what autograd keeps by default: its inputs ("in"), its output ("out"), nothing ("")
+    retired: ClassVar[dict[str, str]] = {}  # hyperparameters it no longer takes -> what to write instead
 
     def infer_shape(self, *inputs: Shape) -> Shape | list[Shape]:  # pragma: no cover
         raise NotImplementedError
@@ -216,6 +217,8 @@ class Op(Record, frozen=True):
         hints = _types(cls)
         fields = _hyperparameters_of(cls)
         for key in values:
+            if key in cls.retired and key not in fields:
+                raise SpecError(f"op '{cls.op_name}' no longer takes '{key}'", hint=cls.retired[key])
             if key not in fields:
                 hint = did_you_mean(key, fields)
                 raise SpecError(f"op '{cls.op_name}' has no hyperparameter '{key}'",

@@ -340,6 +340,8 @@ def _op_node(ctx: Ctx, raw: LocDict, name: str, prev, known, env, category, expl
     fields, allowed, takes_none, takes_one, plain = plan
     extras = not plain.issuperset(raw)  # keys beyond name, op, in and hyperparameters (tie, dtype, ...)
     if extras and not allowed.issuperset(raw):
+        for key in cls.retired.keys() & raw.keys() - allowed:  # a field it once took: say what replaced it
+            raise SpecError(f"op '{op_name}' no longer takes '{key}'", loc=raw.key_loc(key), hint=cls.retired[key])
         check_keys(raw, allowed, f"op '{op_name}'", raw.key_loc)
     key = (cls, *map(raw.get, fields))  # absent and null make the same op
     made = ctx.ops.get(id(env))
