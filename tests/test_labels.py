@@ -198,6 +198,10 @@ def test_the_compare_chart_has_no_two_texts_overlapping_and_none_outside(names):
     assert overlapping == []
     titles = [ax.get_title("left") for ax in fig.axes]
     assert titles[2].replace("\n", " ") == "forward per new token (MFLOPs, cached)"
+    # every value over a bar says its unit, as the parameter and FLOPs panels' totals do
+    values = {ax.get_title("left").replace("\n", " ").split(" (")[0]: [t.get_text() for t in ax.texts if t.get_text()] for ax in fig.axes}
+    assert all(v.endswith(" MFLOP") or " ".join(v.split()) == "generates no tokens" for v in values["forward per new token"])
+    assert values["memory"] and all(v.endswith(" GiB") for v in values["memory"])
 
 
 def test_a_schedule_of_kinds_differing_only_in_arguments_is_one_row_with_their_values(cli):

@@ -340,7 +340,7 @@ def _stacked(ax, rows, names, parts, scale: float, unit: str, title: str) -> Non
 def _per_token(ax, rows, names) -> None:
     values = [float(r.flops.per_token) / 1e6 if r.flops.per_token is not None else 0.0 for r in rows]
     bars = ax.bar(range(len(rows)), values, color=ROLE_COLORS["decoder"])
-    ax.bar_label(bars, labels=[f"{v:.1f}" if r.flops.per_token is not None else "generates\nno tokens"
+    ax.bar_label(bars, labels=[f"{v:.1f} MFLOP" if r.flops.per_token is not None else "generates\nno tokens"
                                for v, r in zip(values, rows)], fontsize=8)
     ax.set_xticks(range(len(names)), names)
     ax.set_title(f"{NEW_TOKEN} (MFLOPs, cached)", loc="left", fontweight="bold")
@@ -353,7 +353,7 @@ def _memory(ax, rows, names) -> None:
     for offset, values, label, color in ((-width / 2, training, "training (Adam + activations)", "#8172b3"),
                                          (width / 2, serving, "serving (bf16 weights + caches)", "#64b5cd")):
         bars = ax.bar([i + offset for i in range(len(rows))], values, width, label=label, color=color)
-        ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7)
+        ax.bar_label(bars, labels=[f"{v:.2f} GiB" for v in values], fontsize=7)
     ax.set_xticks(range(len(names)), names)
     ax.set_title("memory (GiB)", loc="left", fontweight="bold")
     ax.set_ylim(0, max(training + serving + [1e-9]) * 1.3)
