@@ -42,6 +42,7 @@ nodes:
     window: WINDOW
     rotary: ROTARY
     qk_norm: QK_NORM
+    qk_norm_type: QK_TYPE
     qkv: FUSION
 """
 
@@ -68,7 +69,7 @@ GRID = [dict(zip(("KVH", "QKV_BIAS", "OUT_BIAS", "CAUSAL", "ROTARY"), values)) f
     ("6", "2", "1", "null"), ("false", "true"), ("false", "true"), ("true", "false"), ("half", "interleaved"))]
 WINDOWED = [{**s, "WINDOW": "3"} for s in GRID if s["CAUSAL"] == "true"]   # a sliding window of 3 of S=7 keys
 SIZES = {"B": 2, "S": 7}
-PLAIN = {"WINDOW": "null", "QK_NORM": "none", "LIBRARY": "lib.attention", "HEAD_DIM": "8", "FUSION": "separate"}
+PLAIN = {"WINDOW": "null", "QK_NORM": "none", "QK_TYPE": "rms", "LIBRARY": "lib.attention", "HEAD_DIM": "8", "FUSION": "separate"}
 # Phi-3's one qkv_proj: the op with qkv: fused and lib.attention_fused_qkv
 FUSED = [{**s, "FUSION": "fused", "LIBRARY": "lib.attention_fused_qkv"} for s in (GRID[0], GRID[5], GRID[18], GRID[27])] + \
     [{**WINDOWED[3], "FUSION": "fused", "LIBRARY": "lib.attention_fused_qkv"}]
@@ -205,6 +206,38 @@ def test_lib_attention_qk_norm_computes_what_the_op_computes(tmp_path):
     x = torch.randn(2, 7, 48)
     with torch.no_grad():
         assert torch.equal(m_lib(x=x)["self_attn"], m_op(x=x)["self_attn"])
+
+
+QK_FULL = {**QK, "QK_NORM": "full", "LIBRARY": "lib.attention_qk_norm_full"}   # OLMo 2's
+def test_lib_attention_qk_norm_full_is_the_op_with_qk_norm_full(tmp_path):
+    # OLMo 2's attention: an RMSNorm over the whole query projection [B, S, heads·d] and one over the
+    # keys', before the heads split; 4 FLOPs a value, and one float32 statistic a token each, where the
+    # op kept one a head (2·7 tokens times 6 + 2 heads, now times 2 norms)
+    op, lib = _pair(tmp_path, QK_FULL)
+    assert _tensors(lib) == _tensors(op) == {
+        "self_attn.q_proj.weight": (48, 48), "self_attn.k_proj.weight": (16, 48), "self_attn.v_proj.weight": (16, 48),
+        "self_attn.o_proj.weight": (48, 48), "self_attn.q_norm.weight": (48,), "self_attn.k_norm.weight": (16,)}
+    assert count_flops(lib, SIZES).forward - count_flops(op, SIZES).forward == 4 * (2 * 7 * 6 * 8 + 2 * 7 * 2 * 8)
+    for eager in (False, True):
+        kept = [activation_profile(m, SIZES, eager).total().kept for m in (op, lib)]
+        assert kept[0] - kept[1] == Counter({("fp32", "heads", False): 2 * 7 * (6 + 2) - 2 * 7 * 2})
+        assert not kept[1] - kept[0]
+
+
+@pytest.mark.parametrize("settings", [QK_FULL], ids=["full"])
+def test_lib_attention_qk_norm_variants_compute_what_the_op_computes(tmp_path, settings):
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    op, lib = _pair(tmp_path, settings)
+    m_op, m_lib = to_module(op), to_module(lib)
+    assert all(torch.equal(v, torch.ones_like(v)) for k, v in m_lib.state_dict().items() if k.endswith("norm.weight"))
+    with torch.no_grad():
+        for name, value in m_op.state_dict().items():   # norms' weights away from their first 1s
+            value.add_(torch.randn_like(value) * 0.1 if name.endswith("norm.weight") else 0)
+    m_lib.load_state_dict(m_op.state_dict())
+    x = torch.randn(2, 7, 48)
+    with torch.no_grad():
+        torch.testing.assert_close(m_lib(x=x)["self_attn"], m_op(x=x)["self_attn"], rtol=1e-6, atol=1e-6)
 
 
 def test_sdpa_takes_a_window_only_causal_and_with_a_padding_mask():
