@@ -67,10 +67,10 @@ def run(cases: dict, names: list[str]) -> tuple[int, int]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", choices=("research", "research2", "research3", "research4", "all"), default="all")
+    parser.add_argument("--corpus", choices=("research", "research2", "research3", "research4", "research5", "all"), default="all")
     parser.add_argument("names", nargs="*")
     a = parser.parse_args(argv)
-    for which in ("research", "research2", "research3", "research4") if a.corpus == "all" else (a.corpus,):
+    for which in ("research", "research2", "research3", "research4", "research5") if a.corpus == "all" else (a.corpus,):
         cases = corpus(which)
         names = [n for n in a.names if n in cases] if a.names else list(cases)
         if not names:

@@ -33,7 +33,8 @@ def buffer_value_nodes(body, name: str, value: torch.Tensor, fqn: str) -> list[s
         if len(shape) > 1:
             ref = body.add(body.unique(join(name, "expand")), "expand", [ref], {"sizes": shape})
         return [ref]
-    if len(shape) == 1 and value.dtype == torch.float32 and last >= 2 and float(value[0]) == 1.0:
+    if len(shape) == 1 and value.dtype == torch.float32 and last >= 2 and float(value[0]) == 1.0 \
+            and 0.0 < float(value[1]) < 1.0:  # inverse frequencies fall from 1 (an identity's 0 made inf)
         dim = 2 * last
         guess = float(value[1].double() ** (-dim / 2))
         for base in (float(round(guess)), float(f"{guess:.6g}"), float(f"{guess:.4g}"), guess):
