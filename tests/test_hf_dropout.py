@@ -116,7 +116,7 @@ CARRIED = {
     "stablelm": ({"attention_dropout": 0.11, "hidden_dropout": 0.22},
                  {"layers.0.self_attn.core": 0.11, "layers.0.mlp_dropout": 0.22}),
     "olmo2": ({"attention_dropout": 0.11}, {"layers.0.self_attn.core": 0.11}),
-    "cohere": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
+    "cohere": ({"attention_dropout": 0.11}, {"layers.0.self_attn.core": 0.11}),
     "glm4": ({"attention_dropout": 0.11}, {"layers.0.self_attn.core": 0.11}),
     "mixtral": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
     "qwen3_moe": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),

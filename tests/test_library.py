@@ -209,6 +209,10 @@ def test_lib_attention_qk_norm_computes_what_the_op_computes(tmp_path):
 
 
 QK_FULL = {**QK, "QK_NORM": "full", "LIBRARY": "lib.attention_qk_norm_full"}   # OLMo 2's
+QK_EACH = {**QK, "QK_NORM": "each_head", "QK_TYPE": "layer", "ROTARY": "interleaved",
+           "LIBRARY": "lib.attention_qk_layer_norm_each_head"}   # Cohere's (use_qk_norm)
+
+
 def test_lib_attention_qk_norm_full_is_the_op_with_qk_norm_full(tmp_path):
     # OLMo 2's attention: an RMSNorm over the whole query projection [B, S, heads·d] and one over the
     # keys', before the heads split; 4 FLOPs a value, and one float32 statistic a token each, where the
@@ -224,7 +228,17 @@ def test_lib_attention_qk_norm_full_is_the_op_with_qk_norm_full(tmp_path):
         assert not kept[1] - kept[0]
 
 
-@pytest.mark.parametrize("settings", [QK_FULL], ids=["full"])
+def test_lib_attention_qk_layer_norm_each_head_is_the_op_with_qk_norm_each_head(tmp_path):
+    # Cohere's: a LayerNorm without weights over each head's dims, times a parameter [heads, d]; the
+    # norm's 5 FLOPs a value and the product's 1
+    op, lib = _pair(tmp_path, QK_EACH)
+    assert _tensors(lib) == _tensors(op) == {
+        "self_attn.q_proj.weight": (48, 48), "self_attn.k_proj.weight": (16, 48), "self_attn.v_proj.weight": (16, 48),
+        "self_attn.o_proj.weight": (48, 48), "self_attn.q_norm.weight": (6, 8), "self_attn.k_norm.weight": (2, 8)}
+    assert count_flops(lib, SIZES).forward - count_flops(op, SIZES).forward == 6 * (2 * 7 * 6 * 8 + 2 * 7 * 2 * 8)
+
+
+@pytest.mark.parametrize("settings", [QK_FULL, QK_EACH], ids=["full", "each_head"])
 def test_lib_attention_qk_norm_variants_compute_what_the_op_computes(tmp_path, settings):
     torch = pytest.importorskip("torch")
     from archgraph.torch import to_module

@@ -19,12 +19,15 @@ class Parameter(Op):
     value (CLIP's `logit_scale`, a 0-dim tensor).  A size may be 0, an empty tensor that
     state_dict() still names, as nn.Parameter(torch.zeros(1, 0, H)) (DINOv2 with 0 register tokens).
     `complex: true` holds complex numbers (the Fourier Neural Operator's spectral weights, torch.cfloat),
-    of the complex type of the weights' (complex64 beside float32).
+    of the complex type of the weights' (complex64 beside float32).  `initial` is its first value in
+    a new module: normal (std 0.02; a tensor named bias 0), ones (a scale: nn.Parameter(torch.ones(..)),
+    Cohere's per-head q/k norm weights) or zeros.
     """
 
     shape: tuple[int, ...]  # the tensor's shape
     tensor: str = "weight"  # the tensor's name inside the node ('': the node's own name)
     complex: bool = False  # complex elements (torch.cfloat: complex64 beside float32 weights), each one counted
+    initial: Literal["normal", "ones", "zeros"] = "normal"  # its first value in a new module (normal: std 0.02, a bias 0)
 
     def __post_init__(self):
         if any(d < 0 for d in self.shape):
@@ -44,7 +47,12 @@ class Parameter(Op):
         return run.tensor(self.tensor)
 
     def init(self, tensor, value, init):
-        init.zeros(value) if tensor.name.endswith("bias") else init.normal(value, std=0.02)
+        if self.initial == "ones":
+            init.ones(value)
+        elif self.initial == "zeros" or tensor.name.endswith("bias"):
+            init.zeros(value)
+        else:
+            init.normal(value, std=0.02)
 
 
 @op("buffer", aliases=("register_buffer", "nn.Module.register_buffer"),
