@@ -111,7 +111,7 @@ CARRIED = {
              {"layers.0.self_attn.core": 0.11, "layers.0.attn_dropout": 0.22,
               "layers.0.mlp_dropout": 0.22}),
     "phi": ({"attention_dropout": 0.11, "resid_pdrop": 0.22, "embd_pdrop": 0.33},
-            {"layers.0.self_attn": 0.11, "layers.0.attn_dropout": 0.22,
+            {"layers.0.self_attn.core": 0.11, "layers.0.attn_dropout": 0.22,
              "layers.0.mlp_dropout": 0.22, "embed_dropout": 0.33}),
     "stablelm": ({"attention_dropout": 0.11, "hidden_dropout": 0.22},
                  {"layers.0.self_attn.core": 0.11, "layers.0.mlp_dropout": 0.22}),
