@@ -3,12 +3,15 @@ layout: IDEFICS' images [B, images, C, H, W] with their attention mask, Instruct
 and image placeholders, a tower reading `hidden_states`, a Qwen-VL-style tower's patches and grid."""
 from __future__ import annotations
 
+import json
+
 import pytest
+import yaml
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from archgraph.fromtorch import hfbuild, hfinputs, valued  # noqa: E402
+from archgraph.fromtorch import hfbuild, hfinputs, hfmake, valued  # noqa: E402
 
 TEXT = {"vocab_size": 100, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
         "num_attention_heads": 4}
@@ -46,8 +49,8 @@ def test_instructblip_gets_qformer_ids_and_a_placeholder_per_query():
     inputs = hfinputs.example_inputs(model, {})
     assert {k: tuple(v.shape) for k, v in inputs.items() if isinstance(v, torch.Tensor)} == {
         "pixel_values": (2, 3, 16, 16), "qformer_input_ids": (2, 16), "input_ids": (2, 4 + 16)}
-    assert int(hfinputs._token_ids(config, "qformer_input_ids").max()) < 50  # made on the CPU, then moved
-    assert int(hfinputs._token_ids(config, "input_ids").max()) >= 50
+    assert int(hfmake._token_ids(config, "qformer_input_ids").max()) < 50  # made on the CPU, then moved
+    assert int(hfmake._token_ids(config, "input_ids").max()) >= 50
 
 
 def test_a_tower_reading_hidden_states_gets_features_of_its_input_width():
@@ -88,7 +91,7 @@ def test_a_decision_transformer_gets_a_trajectory_of_states_actions_returns_and_
     assert _inputs(raw) == {"states": (2, 16, 5), "actions": (2, 16, 3), "returns_to_go": (2, 16, 1),
                             "timesteps": (2, 16), "use_cache": False}
     config = transformers.AutoConfig.for_model(**raw)
-    assert int(hfinputs._steps(config, "timesteps").max()) < 7
+    assert int(hfmake._steps(config, "timesteps").max()) < 7
 
 
 VOXTRAL = {"model_type": "voxtral", "audio_config": {
@@ -123,7 +126,7 @@ def test_pix2struct_gets_patches_with_their_row_and_column_first():
         "num_attention_heads": 4, "seq_len": 64}, "text_config": {
         "vocab_size": 100, "hidden_size": 32, "d_kv": 8, "d_ff": 64, "num_layers": 1, "num_heads": 4}}
     config = transformers.AutoConfig.for_model(**raw)
-    patches = hfinputs._flattened_patches(config)
+    patches = hfmake._flattened_patches(config)
     assert tuple(patches.shape) == (2, 16, 14)
     assert patches[0, :6, :2].tolist() == [[1, 1], [1, 2], [1, 3], [1, 4], [2, 1], [2, 2]]
     assert patches[1, 15, :2].tolist() == [4, 4]
@@ -149,9 +152,9 @@ def test_a_waveform_gets_a_channel_dim_where_the_model_reads_one():
     """PE-Audio's encoder convolves input_values [B, 1, samples] (a codec's one channel); [B, samples]
     is tried first, as most audio models read it."""
     config = transformers.AutoConfig.for_model("pe_audio_encoder")
-    assert [tuple(t.shape) for t in hfinputs._waveform(config)] == [(2, 16000), (2, 1, 16000)]
+    assert [tuple(t.shape) for t in hfmake._waveform(config)] == [(2, 16000), (2, 1, 16000)]
     config = transformers.AutoConfig.for_model("encodec")
-    assert [tuple(t.shape) for t in hfinputs._waveform(config)] == [(2, 1, 16000), (2, 16000)]
+    assert [tuple(t.shape) for t in hfmake._waveform(config)] == [(2, 1, 16000), (2, 16000)]
 
 
 def test_a_token2wav_dit_gets_its_mel_frames_codes_speaker_and_time():
@@ -165,8 +168,8 @@ def test_a_token2wav_dit_gets_its_mel_frames_codes_speaker_and_time():
     assert _inputs(raw) == {"hidden_states": (2, 16, 10), "condition_vector": (2, 16, 10),
                             "speaker_embedding": (2, 16, 14), "quantized_code": (2, 8), "time_step": (2,)}
     config = transformers.AutoConfig.for_model(**raw)
-    assert int(hfinputs._codes(config).max()) < 50
-    time = hfinputs._time(config)
+    assert int(hfmake._codes(config).max()) < 50
+    time = hfmake._time(config)
     assert 0 <= float(time.min()) and float(time.max()) < 1
 
 
@@ -351,3 +354,123 @@ def test_models_reading_the_inputs_their_errors_asked_for_import(raw, cls, count
     path.write_text(json.dumps(raw))
     assert main(["import-torch", str(path), "-o", str(tmp_path / "m.yaml")]) == 0
     assert _compare(path, tmp_path / "m.yaml") == {"class": cls, "params": count, "status": "imported"}
+
+
+def test_an_image_of_a_size_the_config_maps_to_queries():
+    """Aria's projector maps counts of patches to queries ({1225: 128, 4900: 256}): only those counts
+    run (224 / 32 = 7 a side, 49 patches, raised KeyError), so the example image is 35 patches of 32
+    a side (1120), the least count the default config maps."""
+    config = transformers.AutoConfig.for_model("aria")
+    assert hfmake._image_shape(config) == (3, 1120, 1120)
+    assert hfmake._image_shape(transformers.AutoConfig.for_model("clip_vision_model")) == (3, 224, 224)
+
+
+def test_a_grid_of_rows_and_columns_tiles_flat_patches():
+    """Nemotron-H Omni's RADIO tower reads image_grid_hw [images, 2] beside patches [N, C x P^2]: one
+    image a row of 8 x 8 patches (4 x the pixel shuffle's merge, 1 / downsample_ratio 0.5)."""
+    from archgraph.fromtorch import hflayouts
+    config = transformers.AutoConfig.for_model("nemotron_h_omni")
+    grids = hflayouts.grid_inputs(config, {"pixel_values": 0, "image_grid_hw": 0}, hfinputs.find)
+    assert grids["image_grid_hw"][0].tolist() == [[8, 8], [8, 8]]
+    assert [tuple(t.shape) for t in grids["pixel_values"]] == [(128, 3 * 16 * 16), (128, 3, 16, 16)]
+
+
+AF3 = {"model_type": "audioflamingo3", "audio_config": {
+    "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 4, "num_mel_bins": 16,
+    "max_source_positions": 8}, "text_config": {"model_type": "qwen2", **TEXT, "num_key_value_heads": 2}}
+
+
+def test_audio_features_get_the_frames_mask_their_processor_gives():
+    """AudioFlamingo3's get_audio_features requires input_features_mask (its processor's attention
+    mask over the mel frames): ones over the 16 frames of the Whisper layout [B, mels, frames], every
+    frame real; 16 frames make 4 placeholders a row (a stride-2 conv, then pooling by 2)."""
+    config = transformers.AutoConfig.for_model(**AF3)
+    model = hfbuild.build(hfbuild.base_class(config), config, "config.json")
+    inputs = hfinputs.example_inputs(model, {})
+    assert {k: tuple(v.shape) for k, v in inputs.items() if isinstance(v, torch.Tensor)} == {
+        "input_ids": (2, 4 + 16), "input_features": (2, 16, 16), "input_features_mask": (2, 16)}
+    assert valued.known(inputs["input_features_mask"]).tolist() == [[1] * 16] * 2
+
+
+def test_llava_next_gets_the_tiles_of_its_images_and_their_sizes():
+    """LLaVA-NeXT(-Video)'s processor cuts an image into the tiles of the resolution in
+    image_grid_pinpoints it fits best, after the whole image resized: a 32 x 32 image with pinpoints
+    [32, 64], [64, 32], [64, 64] is 1 + 2 tiles; image_sizes (required by get_image_features) is each
+    image's size."""
+    raw = {"model_type": "llava_next_video", "image_grid_pinpoints": [[32, 64], [64, 32], [64, 64]],
+           "vision_config": {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 64,
+                             "num_hidden_layers": 1, "num_attention_heads": 4, "image_size": 32, "patch_size": 8},
+           "text_config": {"model_type": "llama", **TEXT, "num_key_value_heads": 2},
+           "image_token_index": 98, "video_token_index": 99}
+    config = transformers.AutoConfig.for_model(**raw)
+    model = hfbuild.build(hfbuild.base_class(config), config, "config.json")
+    inputs = hfinputs.example_inputs(model, {})
+    assert tuple(inputs["pixel_values"].shape) == (2, 3, 3, 32, 32)
+    assert valued.known(inputs["image_sizes"]).tolist() == [[32, 32], [32, 32]]
+
+
+@pytest.mark.slow
+def test_audio_with_its_frames_mask_imports(tmp_path):
+    """Tiny AudioFlamingo3 through import-torch: its audio merged at 4 placeholders a row, the frames
+    mask an input; count and every state_dict name and shape transformers'."""
+    from archgraph.cli import main
+    from archgraph.load import load
+    from archgraph.passes.params import named_tensors
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps(AF3))
+    assert main(["import-torch", str(config), "-o", str(tmp_path / "af3.yaml")]) == 0
+    spec = yaml.safe_load((tmp_path / "af3.yaml").read_text())
+    assert spec["inputs"]["input_features_mask"] == {"shape": [2, 16], "dtype": "int64"}
+    assert spec["inputs"]["input_ids"]["shape"] == [2, 4 + 16]
+    model = load(str(tmp_path / "af3.yaml"))
+    with torch.device("meta"):
+        hf = transformers.AudioFlamingo3Model(transformers.AutoConfig.for_model(**AF3))
+    assert model.params().total == sum(p.numel() for p in hf.parameters())
+    assert {n: [int(d) for d in t.shape] for n, t in named_tensors(model, buffers="persistent")} == \
+        {k: list(v.shape) for k, v in hf.state_dict().items()}
+
+
+@pytest.mark.slow
+def test_a_video_sharing_the_images_placeholder_is_left_out_and_said():
+    """Nemotron-H Omni's default config sets no image or video token (its processor adds them) and
+    forward merges video at the image token: the example gives images alone (two of 8 x 8 patches, 16
+    placeholders each after the 2 x 2 pixel shuffle) and says so; no audio (audio_config None)."""
+    import sys
+    from pathlib import Path
+    from archgraph.fromtorch import notes
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    from import_coverage import shallow
+    config = transformers.AutoConfig.for_model(**shallow(transformers.AutoConfig.for_model("nemotron_h_omni").to_dict()))
+    model = hfbuild.build(hfbuild.base_class(config), config, "config.json")
+    with notes.recording():
+        inputs = hfinputs.example_inputs(model, {})
+        said = notes.said()
+    assert {k: tuple(v.shape) for k, v in inputs.items() if isinstance(v, torch.Tensor)} == {
+        "input_ids": (2, 16 + 16), "pixel_values": (128, 768), "image_grid_hw": (2, 2)}
+    assert "the example gives no pixel_values_videos: its placeholder token is pixel_values'" in said
+
+
+def test_a_naflex_tower_gets_its_patches_in_a_row_their_shape_and_mask():
+    """LFM2-VL's Siglip2 tower reads patches [B, N, C x P^2] with spatial_shapes [B, 2] and
+    pixel_attention_mask [B, N] (both required by get_image_features): an image of the config's 256
+    patches (16 x 16) a row, every patch real, as its processor gives an image filling its budget."""
+    from archgraph.fromtorch import hflayouts
+    config = transformers.AutoConfig.for_model("lfm2_vl")
+    params = {"pixel_values": 0, "spatial_shapes": 0, "pixel_attention_mask": 0}
+    grids = hflayouts.grid_inputs(config, params, hfinputs.find)
+    assert grids["spatial_shapes"][0].tolist() == [[16, 16], [16, 16]]
+    assert [tuple(t.shape) for t in grids["pixel_values"]] == [(2, 256, 3 * 16 * 16)]
+    assert grids["pixel_attention_mask"][0].tolist() == [[1] * 256] * 2
+
+
+def test_qwen_omni_audio_gets_the_feature_attention_mask_its_processor_gives():
+    """Qwen2.5-Omni's get_audio_features types feature_attention_mask optional but counts the frames
+    from it ('NoneType' object has no attribute 'sum' without): ones over the 3000 frames of
+    input_features [B, 128 mels, 3000]."""
+    from archgraph.fromtorch import hfprocessor
+    config = transformers.AutoConfig.for_model("qwen2_5_omni_thinker")
+    features = hfmake._audio_features(config)
+    assert tuple(features.shape) == (2, 128, 3000)
+    mask = hfprocessor.complete(config, ["feature_attention_mask"], {"input_features": features}, "cpu",
+                                hfinputs.find)["feature_attention_mask"]
+    assert mask.tolist() == [[1] * 3000] * 2

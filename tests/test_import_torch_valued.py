@@ -104,3 +104,20 @@ def test_a_grid_model_imports_on_the_meta_device_without_a_cpu_build(tmp_path, m
     assert model.params().total == sum(p.numel() for p in hf.parameters())
     assert {n: [int(d) for d in t.shape] for n, t in named_tensors(model, buffers="persistent")} == \
         {k: list(v.shape) for k, v in hf.state_dict().items()}
+
+
+def test_positions_on_the_meta_device_have_values_and_select_by_a_mask():
+    """RADIO's packed features: positions counted with arange on the meta device, compared with the
+    grid's prefix lengths, select from states computed with weights (no values): the mask's values
+    are known, so the selection has its size ([2 x 5 - 2, 3] = [8, 3]); expand_as reads the states'
+    shape alone, and the mask keeps its values."""
+    states = torch.empty(10, 3, device="meta")
+    starts = valued.moved(torch.tensor([0, 5]), "meta")
+    with torch.no_grad(), valued.running():
+        positions = torch.arange(states.shape[0], device=states.device)
+        inside = positions - starts.repeat_interleave(torch.tensor([5, 5]))
+        kept = states[inside >= 1]
+        wide = (inside >= 1).unsqueeze(-1).expand_as(states)
+        assert int(wide.sum()) == 24
+    assert positions.device.type == "meta" and valued.known(positions).tolist() == list(range(10))
+    assert kept.device.type == "meta" and tuple(kept.shape) == (8, 3)

@@ -1,6 +1,7 @@
 """The example inputs `import-torch CONFIG.json` calls a transformers model with, made from its
 forward's signature and its config: the class's main input (`main_input_name`), every parameter
-forward requires, and the decoder's token ids of an encoder-decoder, each by its name:
+forward requires, and the decoder's token ids of an encoder-decoder, each by its name (made by
+`hfmake`; what a processor gives beside them by `hfprocessor`):
 
 | name | example |
 |---|---|
@@ -8,7 +9,7 @@ forward requires, and the decoder's token ids of an encoder-decoder, each by its
 | `pixel_values` | [2, num_channels, image_size, image_size] (the config's, or its vision_config's), or [2, 1, ...] (IDEFICS: images a row) |
 | `hidden_states`, `inputs_embeds`, `patch_embeds` | features [2, 16, width] at the model's width (hidden_size, d_model...) or its input's (input_dim, feature_size...), or an image |
 | with `grid_thw`, `image_grid_thw`, `video_grid_thw` | patches and the grid tiling them (see `hflayouts`) |
-| `image_attention_mask` | [2, S, images] of ones beside IDEFICS' images |
+| `input_features_mask`, `image_sizes`, `image_attention_mask` | what the model's processor gives beside the data (see `hfprocessor`) |
 | `pixel_values_videos` | [2, num_frames, num_channels, image_size, image_size] |
 | `input_features` | audio features: [2, num_mel_bins, 2 * max_source_positions] where the config has both (Whisper's layout), else [2, 64, feature size] |
 | `input_values` | a waveform [2, 16000] ([2, audio_channels, 16000] where the config has audio_channels), or [2, 1, 16000] (a codec's one channel) |
@@ -46,19 +47,16 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from ..errors import ArchgraphError, did_you_mean
-from . import hfdocs, hflayouts, hfparams, valued
+from . import hfdocs, hflayouts, hfparams, hfprocessor, valued
 from .hfconfig import _first
-from .hflayouts import BATCH, TOKENS
+from .hflayouts import BATCH
+from .hfmake import SUB_CONFIGS, builder, find
 
-SAMPLES = 16000   # one second of 16 kHz audio
-FRAMES = 64       # audio feature frames where the config does not fix them
-SUB_CONFIGS = ("text_config", "vision_config", "audio_config", "encoder_config", "decoder_config",
-               "backbone_config", "encoder", "decoder")
 
 
 def example_inputs(model: torch.nn.Module, given: dict[str, torch.Tensor]) -> dict[str, Any]:
@@ -73,11 +71,14 @@ def example_inputs(model: torch.nn.Module, given: dict[str, torch.Tensor]) -> di
                                  hint=did_you_mean(name, params) or f"its parameters: {', '.join(params)}")
     device = next((p.device for p in model.parameters()), torch.device("cpu"))
 
-    def complete(trial: dict) -> dict:
-        return {**_image_attention_mask(params, {**trial, **given}, device), **given}
     wanted, asked = _wanted(model, params, takes_any, given), {}
+    companions = [n for n in hfprocessor.needed(model, params, wanted, {n: m for n, (_, m) in PLACEHOLDERS.items()})
+                  if n not in given]
+
+    def complete(trial: dict) -> dict:
+        return {**hfprocessor.complete(config, companions, {**trial, **given}, device, find), **given}
     for _ in range(hfparams.ASKS):  # and the optional inputs forward's own errors ask for (hfparams)
-        choices = _choices(model, params, wanted, given, asked)
+        choices = _choices(model, params, [n for n in wanted if n not in companions], given, asked)
         choices = {n: [valued.moved(t, device) if t is not None else t for t in c]  # meta: values kept
                    for n, c in choices.items()}
         inputs = hflayouts.pick(model, choices, complete)
@@ -110,7 +111,7 @@ def _wanted(model, params, takes_any: bool, given: dict) -> list[str]:
     if "input_ids" in params and "inputs_embeds" not in given:
         wanted.append("input_ids")  # the text (and where images go into it, their placeholders)
     if "input_ids" in wanted and "input_ids" not in given:
-        wanted += [n for n in PLACEHOLDERS if n in params]
+        wanted += [n for n in PLACEHOLDERS if n in params and not _without_tower(config, n)]
     if "states" in wanted:  # a trajectory: the steps' actions, returns and times beside its states
         wanted += [n for n in ("actions", "returns_to_go", "timesteps") if n in params]
     return [n for n in dict.fromkeys(wanted) if n not in given]
@@ -124,13 +125,14 @@ def _choices(model, params, wanted: list[str], given: dict, asked: dict) -> dict
     config, cls = model.config, type(model).__name__
     grids = hflayouts.grid_inputs(config, params, find)
     choices: dict[str, list[torch.Tensor]] = {}
-    for name in wanted + [g for g, tiled in hflayouts.GRIDS.items() if g in grids and set(tiled) & set(wanted)]:
+    tiling = [g for g, tiled in hflayouts.GRIDS.items() if g in grids and set(tiled) & set(wanted)]
+    for name in wanted + tiling + [hflayouts.MASKS[g] for g in tiling if hflayouts.MASKS.get(g) in grids]:
         if name in given or name in choices:
             continue
         if name in grids:
             choices[name] = grids[name]
             continue
-        make = _builder(name)
+        make = builder(name)
         made = make(config, name) if make is not None else []
         made = made if isinstance(made, list) else [made]
         doc = hfdocs.documented(model.forward, name, config, find)
@@ -141,16 +143,6 @@ def _choices(model, params, wanted: list[str], given: dict, asked: dict) -> dict
                 hfparams.cannot(cls, name, params.get(name), asked.get(name))
         choices[name] = made
     return choices
-
-
-def _image_attention_mask(params, inputs: dict, device) -> dict:
-    """IDEFICS' `image_attention_mask` [B, S, images]: every token sees every image."""
-    ids, pixels = inputs.get("input_ids"), inputs.get("pixel_values")
-    if "image_attention_mask" not in params or ids is None or pixels is None:
-        return inputs
-    images = pixels.shape[1] if pixels.dim() == 5 else 1
-    mask = torch.ones((*ids.shape, images), dtype=torch.int64, device=device)
-    return {**inputs, "image_attention_mask": mask}
 
 
 # an input beside token ids -> the config keys of its placeholder token, the method making its features
@@ -169,10 +161,16 @@ def _placeholders(model, inputs: dict) -> None:
     runs: list[tuple[int, int, int]] = []  # (placeholder token, tokens per row, modality)
     for name, (keys, method) in PLACEHOLDERS.items():
         token = find(config, *keys) if name in inputs else None
+        if name in inputs and token is None and _vocab_last(config) in [t for t, _, _ in runs]:
+            _shares_placeholder(inputs, name, runs, config)  # would be an earlier input's placeholder
+            continue
         if name in inputs and token is None:
-            token = _unset_placeholder(config, keys, name)
+            token = _unset_placeholder(model, keys, name)
         if name not in inputs or not isinstance(token, int):
             continue  # absent, or two towers side by side: forward reads both
+        if token in [t for t, _, _ in runs]:
+            _shares_placeholder(inputs, name, runs, config)
+            continue
         count, why = _feature_tokens(model, method, name, inputs)
         if count is None or count % BATCH:
             raise _uncounted(model, name, token, why or f"{count} features for {BATCH} examples")
@@ -189,6 +187,18 @@ def _placeholders(model, inputs: dict) -> None:
         inputs["mm_token_type_ids"] = valued.moved(kinds.to(ids.device), device)
 
 
+# an input merged at placeholders -> the sub-config of the tower reading it
+TOWERS = {"pixel_values": "vision_config", "pixel_values_videos": "vision_config", "input_features": "audio_config",
+          "input_values": "audio_config"}
+
+
+def _without_tower(config, name: str) -> bool:
+    """Whether the config declares the sub-config of the tower reading `name` and leaves it None: the
+    model has no such tower (Nemotron-H Omni without audio_config), and forward never reads `name`."""
+    key = TOWERS[name]
+    return key in (getattr(config, "sub_configs", None) or {}) and getattr(config, key, None) is None
+
+
 # an input merged at placeholders -> its tokens' mm_token_type_ids (transformers' processors: text 0)
 MODALITIES = {"pixel_values": 1, "pixel_values_videos": 2, "input_features": 3, "input_values": 3}
 
@@ -200,16 +210,29 @@ def _uncounted(model, name: str, token: int, why: str) -> ArchgraphError:
                                "archgraph.torch.to_spec with inputs the model's processor makes")
 
 
-def _method(model, method: str):
-    return next((getattr(m, method) for m in model.modules() if callable(getattr(m, method, None))), None)
+def _shares_placeholder(inputs: dict, name: str, runs: list, config) -> None:
+    """Input `name` left out: its placeholder token is an earlier input's, whose features forward
+    would put in its place (Nemotron-H Omni's video, merged at the image token): the example gives
+    that earlier input alone, as a processor gives one of them a call; the spec says so."""
+    from . import notes
+    del inputs[name]
+    earlier = next(n for n in PLACEHOLDERS if n in inputs and n != name)
+    notes.say(f"the example gives no {name}: its placeholder token is {earlier}'s, and forward reads one of them a call")
 
 
-def _unset_placeholder(config, keys: tuple[str, ...], name: str) -> int | None:
+def _vocab_last(config) -> int | None:
+    vocab = find(config, "vocab_size")
+    return vocab - 1 if isinstance(vocab, int) and vocab >= 2 else None
+
+
+def _unset_placeholder(model, keys: tuple[str, ...], name: str) -> int | None:
     """A placeholder token the config declares but leaves unset (None: transformers' default configs
     of InstructBLIP and Voxtral, whose processors add the token): set to the text vocabulary's last
-    id, so that forward merges the features into the text, and said in the spec (`notes`).  None
-    where no config declares one (two towers side by side)."""
+    id, so that forward merges the features into the text, and said in the spec (`notes`); set too
+    in the modules that copied it from the config when built (Nemotron-H Omni's image_token_id).
+    None where no config declares one (two towers side by side)."""
     from . import notes
+    config = model.config
     for where, part in _parts(config, ""):
         key = next((k for k in keys if k in part.to_dict()), None)
         if key is None:
@@ -218,6 +241,9 @@ def _unset_placeholder(config, keys: tuple[str, ...], name: str) -> int | None:
         if not isinstance(vocab, int) or vocab < 2:
             return None
         setattr(part, key, vocab - 1)
+        for m in model.modules():  # a copy made at construction: None there too
+            if key in vars(m) and vars(m)[key] is None:
+                setattr(m, key, vocab - 1)
         notes.say(f"the config leaves {where}{key} unset: archgraph set it to {vocab - 1}, the text vocabulary's "
                   f"last id, for the placeholders of the example's {name} (the model's processor adds that token)")
         return vocab - 1
@@ -236,7 +262,7 @@ def _parts(config, prefix: str):
 def _feature_tokens(model, method: str, name: str, inputs: dict) -> tuple[int | None, str]:
     """How many token embeddings the model's `method` makes of input `name` (its features' size over
     the embeddings' width), given the other inputs it takes (a grid, Q-Former ids); else None and why."""
-    fn = _method(model, method)
+    fn = hfprocessor.method_of(model, method)
     embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     width = getattr(getattr(embeddings, "weight", None), "shape", (None,))[-1]
     queries = find(model.config, "num_query_tokens")
@@ -264,169 +290,3 @@ def _feature_tokens(model, method: str, name: str, inputs: dict) -> tuple[int | 
     if not tensors or total % width:
         return None, f"{method} made {total:,} values, not features of the embeddings' width {width}"
     return total // width, ""
-
-
-def find(config, *keys: str) -> Any:
-    """The first of `keys` the config sets (not None), looking in its sub-configs after it (those
-    named in SUB_CONFIGS and those its class declares: ColPali's vlm_config)."""
-    for key in keys:
-        value = getattr(config, key, None)
-        if value is not None and not callable(value):
-            return value
-    for sub in dict.fromkeys([*SUB_CONFIGS, *(getattr(config, "sub_configs", None) or {})]):
-        inner = getattr(config, sub, None)
-        if inner is not None and hasattr(inner, "to_dict"):
-            value = find(inner, *keys)
-            if value is not None:
-                return value
-    return None
-
-
-def _builder(name: str) -> Callable[[Any, str], torch.Tensor | list[torch.Tensor]] | None:
-    """How to make input `name` from a config: one tensor, or candidate layouts (hflayouts.pick)."""
-    if name.endswith("input_ids"):
-        return _token_ids
-    return {"pixel_values": _pixels, "pixel_values_videos": _video, "input_features": _audio_features,
-            "input_values": _waveform, "past_values": _series, "hidden_states": _features,
-            "flattened_patches": _flattened_patches, "condition_vector": _features, "speaker_embedding": _features,
-            "quantized_code": _codes, "time_step": _time, "encoder_hidden_states": _memory,
-            "inputs_embeds": _features, "patch_embeds": _features, "states": _steps, "actions": _steps,
-            "returns_to_go": _steps, "rewards": _steps, "timesteps": _steps}.get(name)
-
-
-# a trajectory's inputs -> the config key of their width (1: one number a step)
-STEPS = {"states": "state_dim", "actions": "act_dim", "returns_to_go": None, "rewards": None}
-
-
-def _steps(config, name: str) -> torch.Tensor:
-    """A trajectory of TOKENS steps (Decision Transformer): [B, S, width] of each step's state, action,
-    return to go or reward, or the steps' times [B, S] below max_ep_len."""
-    if name == "timesteps":
-        high = find(config, "max_ep_len")
-        return torch.randint(0, high if isinstance(high, int) and high > 0 else TOKENS, (BATCH, TOKENS),
-                             generator=torch.Generator().manual_seed(0))
-    width = find(config, STEPS[name]) if STEPS[name] else 1
-    return _normal((BATCH, TOKENS, width if isinstance(width, int) and width > 0 else 1))
-
-
-def _token_ids(config, name: str = "input_ids") -> torch.Tensor:
-    """Ids below the vocabulary of the part they are for (`qformer_input_ids`: qformer_config's)."""
-    part = getattr(config, name.removesuffix("input_ids") + "config", None) if name != "input_ids" else None
-    vocab = find(part, "vocab_size") if part is not None and hasattr(part, "to_dict") else None
-    vocab = vocab if vocab is not None else find(config, "vocab_size")
-    high = vocab if isinstance(vocab, int) and vocab > 0 else 2
-    return torch.randint(0, high, (BATCH, TOKENS), generator=torch.Generator().manual_seed(0))
-
-
-# features forward reads by a name of their own -> the config keys of their width
-WIDTHS = {"condition_vector": ("mel_dim",),      # a reference mel spectrogram (Qwen2.5-Omni's token2wav DiT)
-          "speaker_embedding": ("enc_emb_dim",)}  # a speaker's embedding, one a frame (the same)
-
-
-def _features(config, name: str = "hidden_states") -> list[torch.Tensor]:
-    """A tower's features where forward reads them in place of ids: [B, S, width] at the model's
-    width, at its input width, or an image (the first the model runs on); features named in WIDTHS
-    at the width of their key."""
-    if name in WIDTHS:
-        width = find(config, *WIDTHS[name])
-        return [_normal((BATCH, TOKENS, width if isinstance(width, int) and width > 0 else 1))]
-    widths = [find(config, key) for key in ("hidden_size", "d_model", "embed_dim", "dim")]
-    widths += [find(config, key) for key in ("input_dim", "input_size", "feature_size", "num_mel_bins", "in_channels",
-                                             "mel_dim")]
-    out = [_normal((BATCH, TOKENS, w)) for w in dict.fromkeys(w for w in widths if isinstance(w, int) and w > 0)]
-    return out + [_pixels(config)[0]]
-
-
-MEMORY = 24  # the length of the states a cross-attention reads (not TOKENS: the spec keeps S and S2 apart)
-
-
-def _memory(config, name: str = "encoder_hidden_states") -> list[torch.Tensor]:
-    """The states a cross-attention reads (BLIP-2's Q-Former: an image's features): [B, MEMORY, width]
-    at the width the config gives them (encoder_hidden_size, ...), else at the model's."""
-    keys = ("encoder_hidden_size", "cross_attention_hidden_size", "encoder_width", "hidden_size", "d_model")
-    widths = dict.fromkeys(w for w in (find(config, k) for k in keys) if isinstance(w, int) and w > 0)
-    return [_normal((BATCH, MEMORY, w)) for w in widths]
-
-
-def _codes(config, name: str = "quantized_code") -> torch.Tensor:
-    """A codec's tokens [B, S / repeats] below num_embeds, each of which the model repeats `repeats`
-    times to the frames of its features (Qwen2.5-Omni's token2wav DiT)."""
-    high, repeats = find(config, "num_embeds", "vocab_size"), find(config, "repeats")
-    repeats = repeats if isinstance(repeats, int) and 0 < repeats <= TOKENS else 1
-    return torch.randint(0, high if isinstance(high, int) and high > 0 else 2, (BATCH, TOKENS // repeats),
-                         generator=torch.Generator().manual_seed(0))
-
-
-def _time(config, name: str = "time_step") -> torch.Tensor:
-    """A diffusion or flow model's time: one a batch row, in [0, 1)."""
-    return torch.rand((BATCH,), generator=torch.Generator().manual_seed(0))
-
-
-def _image_shape(config) -> tuple[int, int, int]:
-    channels = find(config, "num_channels", "in_channels", "in_chans")
-    size = find(config, "image_size", "img_size", "input_size")
-    if isinstance(size, (list, tuple)) and len(size) == 2:
-        height, width = size
-    else:
-        height = width = size if isinstance(size, int) else 224
-    return (channels if isinstance(channels, int) else 3), int(height), int(width)
-
-
-def _pixels(config, name: str = "pixel_values") -> list[torch.Tensor]:
-    """[B, C, H, W], or IDEFICS' [B, images, C, H, W] (one image a row), or where the config has
-    num_frames a video's frames as images [B x num_frames, C, H, W] (X-CLIP's vision tower) or a
-    clip a row [B, num_frames, C, H, W] (ViViT)."""
-    shape = _image_shape(config)
-    frames = find(config, "num_frames")
-    made = [_normal((BATCH, *shape)), _normal((BATCH, 1, *shape))]
-    if isinstance(frames, int) and 1 < frames <= 64:  # a video: frames as images, or a clip a row
-        made += [_normal((BATCH * frames, *shape)), _normal((BATCH, frames, *shape))]
-    return made
-
-
-def _video(config, name: str = '') -> torch.Tensor:
-    frames = find(config, "num_frames", "frames_per_clip")
-    return _normal((BATCH, frames if isinstance(frames, int) else 8, *_image_shape(config)))
-
-
-def _audio_features(config, name: str = '') -> torch.Tensor:
-    mels = find(config, "num_mel_bins")
-    positions = find(config, "max_source_positions")
-    if isinstance(mels, int) and isinstance(positions, int):  # Whisper's [B, mels, frames], two frames a position
-        return _normal((BATCH, mels, 2 * positions))
-    size = mels or find(config, "feature_size", "input_feat_per_channel", "feature_projection_input_dim",
-                        "input_dim")
-    return _normal((BATCH, FRAMES, size if isinstance(size, int) else 80))
-
-
-def _waveform(config, name: str = '') -> list[torch.Tensor]:
-    """[B, samples], or [B, channels, samples] (the config's audio_channels, else one: a codec's
-    convolutions read a channel dim), the first the model runs on."""
-    channels = find(config, "audio_channels")
-    if isinstance(channels, int):
-        return [_normal((BATCH, channels, SAMPLES)), _normal((BATCH, SAMPLES))]
-    return [_normal((BATCH, SAMPLES)), _normal((BATCH, 1, SAMPLES))]
-
-
-def _flattened_patches(config, name: str = '') -> torch.Tensor:
-    """Pix2Struct's patches as its processor flattens them: [B, S, 2 + patch_embed_hidden_size], each
-    row a patch's row and column (from 1, as in a grid of 4 columns) and then its pixels."""
-    width = find(config, "patch_embed_hidden_size")
-    if not isinstance(width, int):
-        channels, height, _ = _image_shape(config)
-        patch = find(config, "patch_size")
-        width = channels * (patch if isinstance(patch, int) else 16) ** 2
-    pixels = _normal((BATCH, TOKENS, width))
-    place = torch.arange(TOKENS)
-    rows, cols = (place // 4 + 1).float(), (place % 4 + 1).float()
-    return torch.cat([torch.stack([rows, cols], dim=-1).expand(BATCH, TOKENS, 2), pixels], dim=-1)
-
-
-def _series(config, name: str = '') -> torch.Tensor:
-    length = find(config, "context_length")
-    width = find(config, "num_input_channels", "input_size")
-    return _normal((BATCH, length if isinstance(length, int) else 64, width if isinstance(width, int) else 1))
-
-
-def _normal(shape: tuple) -> torch.Tensor:
-    return torch.randn(shape, generator=torch.Generator().manual_seed(0))

@@ -10,6 +10,13 @@ model on the meta device does not have (the model is built again on the CPU for 
 enough).  A NaViT-style tower (MiniCPM-V: `target_sizes` beside `pixel_values`) reads its images'
 patches packed side by side in one row, [1, channels, patch_size, patch_size x patches], with
 `target_sizes` [images, 2] (rows and columns of patches of each image), as its processor packs them.
+A tower reading `image_grid_hw` [images, 2] (Nemotron-H Omni's RADIO) reads its patches flat,
+[patches, channels x patch_size^2], each image's rows and columns of patches a multiple of the
+pixel shuffle's (1 / downsample_ratio) merge.  A NaFlex tower (Siglip2's, LFM2-VL's: `spatial_shapes`
+beside `pixel_values`) reads each image's patches in a row, [B, N, channels x patch_size^2], with
+`spatial_shapes` [B, 2] (rows and columns of patches) and `pixel_attention_mask` [B, N] marking the
+real ones: the example is an image of the config's num_patches (16 x 16 of 256) a row, every patch
+real, as the processor gives an image that fills its patch budget (max_num_patches = N).
 
 Where a model may read an input in more than one layout (IDEFICS' images [B, images, C, H, W]
 beside the usual [B, C, H, W]; patches flat or as [N, C, P, P]; a tower's `hidden_states` as
@@ -27,7 +34,9 @@ BATCH = 2         # the example inputs' batch (hfinputs, hfdocs and the layouts 
 TOKENS = 16       # the example sequence length (a size torch.export keeps symbolic)
 # a grid input -> the inputs it tiles (the first of them forward takes)
 GRIDS = {"grid_thw": ("hidden_states", "pixel_values"), "image_grid_thw": ("pixel_values",),
-         "video_grid_thw": ("pixel_values_videos",), "target_sizes": ("pixel_values",)}
+         "video_grid_thw": ("pixel_values_videos",), "target_sizes": ("pixel_values",),
+         "image_grid_hw": ("pixel_values",), "spatial_shapes": ("pixel_values",)}
+MASKS = {"spatial_shapes": "pixel_attention_mask"}  # a grid -> the mask of real patches made with it
 
 
 def grid_inputs(config, params, find: Callable) -> dict[str, list[torch.Tensor]]:
@@ -40,17 +49,43 @@ def grid_inputs(config, params, find: Callable) -> dict[str, list[torch.Tensor]]
         channels = _int(find(config, "in_channels", "num_channels", "in_chans"), 3)
         patch = _int(find(config, "patch_size", "spatial_patch_size"), 14)
         frames = _int(find(config, "temporal_patch_size", "patch_temporal"), 1)
-        merge = _int(find(config, "spatial_merge_size", "merge_size", "window_kernel_size"), 2)
+        merge = _int(find(config, "spatial_merge_size", "merge_size", "window_kernel_size"), _shuffle(config, find))
         side = 4 * merge
         count = BATCH * side * side
         if grid == "target_sizes":  # NaViT packing: every image's patches side by side in one row
             out[grid] = [torch.tensor([[side, side]] * BATCH, dtype=torch.int64)]
             out[name] = [_normal((1, channels, patch, patch * count))]
             continue
+        if grid == "spatial_shapes":  # NaFlex: patches [B, N, C x P^2] a row, N = num_patches, all real
+            side = _square_side(find(config, "num_patches"), _int(find(config, "downsample_factor"), 1))
+            out[grid] = [torch.tensor([[side, side]] * BATCH, dtype=torch.int64)]
+            out[name] = [_normal((BATCH, side * side, channels * patch * patch))]
+            if MASKS[grid] in params:
+                out[MASKS[grid]] = [torch.ones((BATCH, side * side), dtype=torch.int64)]
+            continue
+        if grid == "image_grid_hw":  # rows and columns only: [patches, C x P^2] (Nemotron-H Omni)
+            out[grid] = [torch.tensor([[side, side]] * BATCH, dtype=torch.int64)]
+            out[name] = [_normal((count, channels * patch * patch)), _normal((count, channels, patch, patch))]
+            continue
         out[grid] = [torch.tensor([[1, side, side]] * BATCH, dtype=torch.int64)]
         out[name] = [_normal((count, channels * frames * patch * patch)), _normal((count, channels, patch, patch)),
                      _normal((count, channels, frames, patch, patch))]
     return out
+
+
+def _square_side(patches: Any, merge: int) -> int:
+    """The side of a square of `patches` (the config's num_patches: 256 -> 16), a multiple of `merge`;
+    else 4 x merge."""
+    side = math.isqrt(patches) if isinstance(patches, int) and patches > 0 else 0
+    return side if side and side * side == patches and side % merge == 0 else 4 * merge
+
+
+def _shuffle(config, find: Callable) -> int:
+    """The patches merged a side by a pixel shuffle of `downsample_ratio` (0.5: 2), else 2."""
+    ratio = find(config, "downsample_ratio")
+    if isinstance(ratio, float) and 0 < ratio < 1 and (1 / ratio).is_integer():
+        return int(1 / ratio)
+    return 2
 
 
 def _int(value: Any, default: int) -> int:

@@ -89,7 +89,8 @@ def replayed(module: torch.nn.Module, named: dict, before=lambda: None) -> tuple
     called between the run and the trace."""
     values: dict = defaultdict(list)
     meta = valued.on_meta(module)  # run with the values its inputs and buffers have (valued)
-    with torch.no_grad(), _Lists(values), _Scalars(values), valued.running() if meta else contextlib.nullcontext():
+    # valued outermost: _Lists sees each call as the code makes it (x[mask]) before valued rewrites it
+    with torch.no_grad(), valued.running() if meta else contextlib.nullcontext(), _Lists(values), _Scalars(values):
         module(**({n: valued.known(v) for n, v in named.items()} if meta else named))
     before()
     with _quiet(), _replaying(values) as used:

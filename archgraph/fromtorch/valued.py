@@ -9,6 +9,10 @@ without values; a tensor of values moved to the meta device (`x.to(self.device)`
 `.tolist()`, the patch positions computed from it, the pixels' padding mask) then runs as on the CPU,
 and the features it makes have their shapes, without building the model with weights: the
 placeholders an image's features fill (`hfinputs`) and the numbers a trace reads (`specialise`).
+Positions counted on the meta device (`torch.arange(n, device=x.device)`) have their values, and a
+boolean mask of known values selects from a tensor without them by the positions it keeps (RADIO's
+features: `last_hidden_state[positions_in_image >= prefix]`), so the selection's size is known;
+`mask.expand_as(x)` (`view_as`, `reshape_as`) reads x's shape alone, and keeps the mask's values.
 A value read from a tensor without values fails as on the meta device; a write of a tensor without
 values into one with values is refused (`Unvalued`: its values would be stale).
 """
@@ -53,11 +57,23 @@ def running():
         yield
 
 
+# x.expand_as(y) and its kin read y's shape alone: x keeps its values beside a y without them
+_SHAPED_AS = {torch.Tensor.expand_as: torch.Tensor.expand, torch.Tensor.view_as: torch.Tensor.view,
+              torch.Tensor.reshape_as: torch.Tensor.reshape}
+
+
 class _MetaWhereUnknown(TorchFunctionMode):
     """Each call's meta tensors that keep values given as those values; a call mixing tensors with
     values (more than a number) and tensors without runs on the meta device."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func is torch.arange and _on_meta((kwargs or {}).get("device")):  # positions: numbers alone
+            made = func(*args, **{**kwargs, "device": "cpu"})
+            return moved(made, "meta")
+        if func in _SHAPED_AS and len(args) == 2 and isinstance(args[1], torch.Tensor):  # reads the shape alone
+            return _SHAPED_AS[func](args[0], args[1].shape)
+        if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) and len(args) > 1:
+            args = (args[0], _bool_as_positions(known(args[0]), args[1]), *args[2:])
         flat, spec = tree_flatten((args, kwargs or {}))
         flat = [known(a) for a in flat]
         tensors = [a for a in flat if isinstance(a, torch.Tensor)]
@@ -75,6 +91,33 @@ class _MetaWhereUnknown(TorchFunctionMode):
                 flat[0].device.type != "meta":  # x.to(self.device): a tensor of values moved, its values kept
             _VALUES[out] = flat[0].to(dtype=out.dtype)
         return out
+
+
+def _bool_as_positions(target, index):
+    """A boolean mask of known values indexing a tensor without them (meta): the positions it keeps
+    (`mask.nonzero()` as a tuple, the index numpy and torch read a mask as), which the meta device
+    can index with; the count of a selection by a mask is then known."""
+    if not isinstance(target, torch.Tensor) or target.device.type != "meta":
+        return index
+    parts = index if isinstance(index, tuple) else (index,)
+    if not any(_known_mask(p) for p in parts):
+        return index
+    out: list = []
+    for part in parts:
+        out += list(known(part).nonzero(as_tuple=True)) if _known_mask(part) else [part]
+    return tuple(out)
+
+
+def _known_mask(part) -> bool:
+    value = known(part)
+    return isinstance(value, torch.Tensor) and value.dtype == torch.bool and value.device.type != "meta"
+
+
+def _on_meta(device) -> bool:
+    try:
+        return device is not None and torch.device(device).type == "meta"
+    except (RuntimeError, TypeError):
+        return False
 
 
 def _writes(func, kwargs) -> bool:
