@@ -503,7 +503,7 @@ def to_module(model: Model, device: Any = None, dtype: Any = None, *, check_memo
 def memory_need(model: Model, sizes: dict[str, int] | None = None, dtype: Any = None) -> dict[str, int]:
     """Bytes the module takes by part: its parameters at `dtype` (torch's default if None), its buffers
     at their own dtypes (the floating ones at `dtype` when given) and, with `sizes`, `example_inputs` at them and a bound on activations: every op output
-    at once, as the memory pass counts them for training (`estimate_memory`'s activations)."""
+    at once (`estimate_memory`'s output_values)."""
     from .passes.memory import estimate_memory
     width = torch.empty((), dtype=dtype or torch.get_default_dtype(), device="meta").element_size()
     totals = model.params().totals
@@ -513,7 +513,7 @@ def memory_need(model: Model, sizes: dict[str, int] | None = None, dtype: Any = 
     need = {"parameters": totals.total * width, "buffers": buffers}
     if sizes is not None:
         need["inputs"] = sum(math.prod(shape) * dtype.itemsize for _, shape, dtype in _input_kinds(model, sizes))
-        values = estimate_memory(model, {**model.bindings, **sizes}, dtype="fp32").activation_values
+        values = estimate_memory(model, {**model.bindings, **sizes}, dtype="fp32").output_values
         need["activations at most"] = (values or 0) * width
     return need
 

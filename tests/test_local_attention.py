@@ -229,7 +229,7 @@ def test_gemma3n_audio_refuses_what_transformers_cannot_run_by_name(tmp_path, ke
 def test_memory_counts_the_probabilities_of_each_block_over_its_context(tmp_path):
     """local_attention's softmax output is [B, heads, blocks, chunk, context] (Gemma3nAudioAttention's
     and Gemma4AudioAttention's too): 7 frames in blocks of 3 are 3 blocks (the last padded), each query
-    over 3 + 4 + 2 = 9 keys; `memory` counts them with the activations."""
+    over 3 + 4 + 2 = 9 keys; `memory` counts them with what training keeps."""
     import archgraph
     from archgraph.passes.memory import estimate_memory
     spec = tmp_path / "core.yaml"
@@ -237,4 +237,5 @@ def test_memory_counts_the_probabilities_of_each_block_over_its_context(tmp_path
     report = estimate_memory(archgraph.load(spec), {"B": 2, "S": 7}, dtype="fp32")
     probs = 2 * 2 * 3 * 3 * 9
     assert report.attention_probs_bytes == 4 * probs
-    assert report.activation_bytes == 4 * (2 * 7 * 6 + probs)   # its output and its probabilities
+    assert report.activation_bytes == 4 * (3 * 2 * 7 * 6 + 5 * 6 + probs)   # what it keeps: q, k, v, the
+    #                                                                          positions and its probabilities

@@ -52,7 +52,8 @@ class _FeedForward(Op):
         act = KEPT[self.activation]
         count = act.count("in") + act.count("tmp") + 1          # the activation's, and the down projection's input
         if gated:
-            count += 1 + ("out" not in act)                      # up(x), and act(gate) the product keeps
+            count += 2                                           # up(x), and act(gate) the product keeps (relu's
+            #                                                      own "out", the same tensor)
         elif getattr(self, "dropout", 0.0) and "out" in act:
             count += 1                                           # act's output, now not the down's input
         kept = [keeps_own(n, heads=True) for _ in range(count)]

@@ -46,10 +46,14 @@ ASSUMPTIONS = {
                 "parameter: Adam = 16 bytes/param; frozen parameters hold weights only; with --precision fp32: "
                 "weights 4 + gradients 4, no master copy (Adam again 16). Activations, temporary buffers, "
                 "framework overhead and fragmentation not included",
-    "activations": "activations (training, stored for backward): the output of every op except views "
-                   "(reshape, split, dropout, ...) plus one heads x S x T probability matrix per attention, "
-                   "in the compute dtype, for the whole batch; no recomputation (checkpointing) and no "
-                   "FlashAttention (which does not store the probabilities)",
+    "activations": "activations (training): what autograd keeps for the backward pass, each op's saved tensors "
+                   "(a linear's input, a norm's input and statistics, sdpa's queries, keys, values and output, a "
+                   "dropout's mask), every tensor once however many ops keep it (a layer's output that the next "
+                   "norm and projection both keep is one tensor), so an op and the block of its parts "
+                   "(lib.attention) give the same figure; in the compute dtype, masks 1 byte, statistics float32, "
+                   "indices int64, for the whole batch; eager attention (the probabilities kept, as torch's math "
+                   "kernel does; FlashAttention keeps a float32 log-sum-exp per query instead), no recomputation "
+                   "(checkpointing)",
     "kv_cache": "KV cache, layer by layer, by the rule each layer follows: full attention keeps 2 (keys and "
                 "values) x kv_heads x head_dim values for each of the S tokens, a sliding window for the last "
                 "min(S, window), multi-head latent attention its compressed latent, a decoder's cross-attention "
@@ -94,7 +98,9 @@ class MemoryReport:
     bindings: dict[str, Any]
     buffers_by_dtype: dict[str, int] = field(default_factory=dict)  # buffer elements per element type
     activation_bytes: int | None = None
-    activation_values: int | None = None     # the same as values, for another width (archgraph.torch's dtype)
+    output_values: int | None = None         # every op's output at once (views left out) and the attention
+                                             # probabilities: a bound archgraph.torch checks before it runs
+    probs_values: int | None = None          # of which the probabilities (B x heads x S x T per attention)
     attention_probs_bytes: int | None = None
     activation_note: str = ""
     kv_cache: list[KVEntry] = field(default_factory=list)
@@ -211,12 +217,12 @@ def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
     except ArchgraphError as exc:
         mem.activation_note = f"not computed: {exc.message}"
         return
-    act = probs = 0
+    outputs = probs = 0
     decoder = any(getattr(n.op, "causal", False) for _, n, _, _, _ in counted(shapes.run))
     for path, node, ins, outs, times in counted(shapes.run):
         name = node.op.op_name
         if name not in VIEW_OPS:
-            act += sum(_numel(o) for o in outs) * times
+            outputs += sum(_numel(o) for o in outs) * times
         if name in ("attention", "sdpa", "latent_attention", "local_attention"):
             probs += _probs(node, ins) * times
         cache = node.op.cache(node.arranged(ins), outs, decoder)
@@ -225,9 +231,25 @@ def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
             values = batch * (cache.tokens * cache.per_token + cache.state) * times
             mem.kv_cache.append(KVEntry(path, name, times, cache.tokens, cache.per_token, cache.rule,
                                         nbytes(values, mem.dtype), cache.state, cache.parts))
-    mem.activation_values = act + probs
-    mem.activation_bytes = nbytes(act + probs, mem.dtype)
-    mem.attention_probs_bytes = nbytes(probs, mem.dtype)
+    mem.output_values, mem.probs_values = outputs + probs, probs
+    _saved(model, shapes, mem)
+
+
+def _saved(model: Model, shapes, mem: MemoryReport) -> None:
+    """Activations for training: what autograd keeps for backward (each op's `saved`), every tensor
+    once, with eager attention's score matrices (`core`) apart."""
+    from .plan_activations import WIDTH_BYTES, kept_for_backward
+    try:
+        kept = kept_for_backward(model, shapes, eager=True).kept
+    except ArchgraphError as exc:
+        mem.activation_note = f"not computed: {exc.message}"
+        return
+    act = sum(v for (width, _, _), v in kept.items() if width == "act")
+    core = sum(v for (width, _, is_core), v in kept.items() if width == "act" and is_core)
+    other = sum(v * WIDTH_BYTES[width] for (width, _, _), v in kept.items() if width != "act")
+    core_other = sum(v * WIDTH_BYTES[width] for (width, _, is_core), v in kept.items() if width != "act" and is_core)
+    mem.activation_bytes = nbytes(act, mem.dtype) + other
+    mem.attention_probs_bytes = nbytes(core, mem.dtype) + core_other
 
 
 def _numel(shape) -> int:

@@ -153,6 +153,20 @@ def activation_profile(model: Model, bindings: Mapping[str, Any], eager: bool = 
     return Profile(before, layers, after, dict(shapes.bindings), eager)
 
 
+def kept_for_backward(model: Model, shapes, eager: bool) -> Part:
+    """What training keeps for backward over the whole model at the sizes `shapes` was inferred at
+    (passes/shapes.infer_shapes), each tensor once, no layer laid out (memory's activations)."""
+    inputs = [_Tensor(("in", i), _numel(shapes.inputs[name]), "seq", False)
+              for i, name in enumerate(model.graph.inputs)]
+    body = _walk(shapes.run, inputs, {}, eager, {})
+    total = Part()
+    for i, width in body.keeps_inputs.items():
+        total.kept[(width, "seq", False)] += inputs[i].values
+    for item in body.items:
+        total.add(item)
+    return total
+
+
 def _walk(run: Run, inputs: list[_Tensor], stacks: dict, eager: bool, cache: dict) -> _Body:
     """What `run` keeps given its inputs' places and gradients (its inputs' bytes are the caller's)."""
     signature = (id(run), tuple(t and (t.values, t.place, t.grad) for t in inputs))

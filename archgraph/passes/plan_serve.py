@@ -129,7 +129,7 @@ def plan_serving(model: Model, serving: Serving, gpu: Accelerator) -> ServingPla
     split = serving.tp * serving.pp
     cache = _cache_per_gpu(mem.kv_cache, serving)
     layers = max(sum(s.layers for s in summary.stacks), 1)
-    outputs = (mem.activation_bytes or 0) - (mem.attention_probs_bytes or 0)   # a fused kernel keeps no scores
+    outputs = 2 * ((mem.output_values or 0) - (mem.probs_values or 0))   # a fused kernel keeps no scores
     working = -(-outputs // layers) // serving.tp   # about one layer's outputs live at once, at the prefill
     per_gpu = {"weights": -(-weights["total"] // split), "gradients": 0, "optimizer": 0, "activations": working,
                "kv_cache": math.ceil(cache), "buffers": -(-mem.buffers_bytes // split),
