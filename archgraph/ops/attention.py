@@ -388,7 +388,8 @@ class Attention(Op):
         sizes = [n_q, n_kv, n_kv]                       # the queries, keys and values the core reads
         if self.qk_norm in ("head", "each_head", "full", "l2"):
             sizes += [n_q, n_kv]                        # the norms' inputs
-            kept += [keeps_own(b * s * q + (b * t * kv if n_kv else 0), "fp32", heads=True)]
+            rows_q, rows_k = (1, 1) if self.qk_norm == "full" else (q, kv)   # full: one statistic a token
+            kept += [keeps_own(b * s * rows_q + (b * t * rows_k if n_kv else 0), "fp32", heads=True)]
         if self.v_norm:
             sizes.append(n_kv)
         if self.clip_qkv is not None:
