@@ -86,3 +86,34 @@ def test_self_attention_reads_one_tensor_three_times():
             return self.attn(x, x, x, need_weights=False)[0]
     node = _check(Self(), torch.randn(2, 5, 16))
     assert "in: [x, x, x]" in node
+
+
+class Decoder(nn.Module):
+    """nn.TransformerDecoder with the causal tgt_mask nn.Transformer makes: the decoder finds the mask
+    causal and calls self-attention with is_causal, which torch computes in place of the mask."""
+
+    def __init__(self):
+        super().__init__()
+        layer = nn.TransformerDecoderLayer(16, 4, 32, batch_first=True)
+        self.decoder = nn.TransformerDecoder(layer, 2)
+
+    def forward(self, memory, tgt):
+        return self.decoder(tgt, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(tgt.size(1)))
+
+
+def test_a_decoders_causal_tgt_mask_is_the_is_causal_it_stands_for():
+    # was "internal: no value for triu": the mask, tagged as attn_mask, is never read by torch
+    text = to_spec(Decoder().eval(), torch.randn(2, 6, 16), torch.randn(2, 5, 16))
+    attention = [line.strip() for line in text.splitlines() if "op: multihead_attention" in line]
+    assert attention == [
+        "- {name: self_attn, op: multihead_attention, in: [x, x, x], embed_dim: 16, num_heads: 4, dropout: 0.1, "
+        "batch_first: true, is_causal: true}",
+        "- {name: multihead_attn, op: multihead_attention, in: [norm1, x1, x1], embed_dim: 16, num_heads: 4, "
+        "dropout: 0.1, batch_first: true}"]  # one layer's block (the two fold), x1 its memory input
+    module = Decoder().eval()
+    mine = to_module(load_text(to_spec(module, torch.randn(2, 6, 16), torch.randn(2, 5, 16)))).eval()
+    mine.load_state_dict(module.state_dict(), strict=True)
+    memory, tgt = torch.randn(2, 6, 16), torch.randn(2, 5, 16)
+    with torch.no_grad():
+        (ours,) = mine(memory, tgt).values()
+        torch.testing.assert_close(ours, module(memory, tgt), rtol=1e-5, atol=1e-5)

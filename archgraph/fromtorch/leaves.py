@@ -98,7 +98,11 @@ def multihead_attention(c, body, path: str, nodes: list) -> None:
                              hint="call each nn.MultiheadAttention once, or give each call its own module")
     call = made[0]
     values = c.leaf_values
-    inputs = {role: c.ref(body, values[f"{path}#0:{role}"]) for role in TENSOR_ROLES if f"{path}#0:{role}" in values}
+    roles = [r for r in TENSOR_ROLES if f"{path}#0:{r}" in values]
+    causal = _causal(call, roles)
+    if causal:  # torch computes the causal mask of is_causal and leaves attn_mask unread
+        roles.remove("attn_mask")
+    inputs = {role: c.ref(body, values[f"{path}#0:{role}"]) for role in roles}
     if "query" not in inputs or "key" not in inputs or "value" not in inputs:
         raise ArchgraphError(f"cannot import {where}: the traced graph does not show which values are its "
                              "query, key and value",
@@ -115,10 +119,17 @@ def multihead_attention(c, body, path: str, nodes: list) -> None:
         c.own(join(path, fqn), path)
     body.names.add(name)
     ins = list(inputs.values()) if list(inputs) == ["query", "key", "value"] else inputs
-    body.add(name, "multihead_attention", ins, _hyperparameters(m, call))
+    body.add(name, "multihead_attention", ins, {**_hyperparameters(m, call), **({"is_causal": True} if causal else {})})
     for o in outs:
         body.env[o] = f"{name}:{slots[o]}"
         c.record(body, o, f"{name}:{slots[o]}")
+
+
+def _causal(call: dict, roles: list[str]) -> bool:
+    """Whether the call's is_causal stands for its attn_mask, as F.multi_head_attention_forward takes
+    it: no weights asked for and no key_padding_mask."""
+    return bool(call.get("is_causal")) and "attn_mask" in roles and not call.get("need_weights", True) \
+        and "key_padding_mask" not in roles
 
 
 def _hyperparameters(m: torch.nn.MultiheadAttention, call: dict) -> dict:

@@ -674,7 +674,9 @@ class MultiheadAttention(Op):
     as torchaudio's Conformer makes from lengths) and attn_mask [L, S] or [N·num_heads, L, S].
     `add_zero_attn` appends a zero key and value (after bias_k, bias_v); `dropout` applies to the
     attention weights in training; the weights (output 1) are per head [N, num_heads, L, S] with
-    `average_attn_weights: false`.
+    `average_attn_weights: false`.  `is_causal` masks the keys after each query (forward()'s is_causal
+    hint, which torch takes in place of the attn_mask it is given when no weights are asked for and no
+    key_padding_mask: nn.TransformerDecoderLayer's call with a causal tgt_mask).
     """
 
     embed_dim: int  # width of the queries and of the output
@@ -687,6 +689,7 @@ class MultiheadAttention(Op):
     add_zero_attn: bool = False  # a zero key and value appended (one more position)
     dropout: float = 0.0  # dropout on the attention weights, in training
     average_attn_weights: bool = True  # the weights (output 1) averaged over heads (false: per head)
+    is_causal: bool = False  # forward()'s is_causal: each query sees the keys at or before its position
 
     def __post_init__(self):
         positive(self, "embed_dim", "num_heads", "kdim", "vdim")
@@ -765,6 +768,9 @@ class MultiheadAttention(Op):
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
         e = self.embed_dim
         packed = self.packed
+        if self.is_causal and attn_mask is None:  # torch asks for the mask the hint stands for
+            attn_mask = run.torch.ones(query.shape[0], key.shape[0], dtype=run.torch.bool,
+                                       device=query.device).triu(1)
         out, weights = F.multi_head_attention_forward(
             query, key, value, e, self.num_heads,
             run.tensor("in_proj_weight") if packed else None, run.tensor("in_proj_bias") if self.bias else None,
@@ -772,7 +778,7 @@ class MultiheadAttention(Op):
             self.add_zero_attn, self.dropout, run.tensor("out_proj.weight"),
             run.tensor("out_proj.bias") if self.bias else None,
             training=run.training, key_padding_mask=key_padding_mask, need_weights=True, attn_mask=attn_mask,
-            average_attn_weights=self.average_attn_weights,
+            average_attn_weights=self.average_attn_weights, is_causal=self.is_causal,
             use_separate_proj_weight=not packed,
             q_proj_weight=None if packed else run.tensor("q_proj_weight"),
             k_proj_weight=None if packed else run.tensor("k_proj_weight"),
