@@ -135,9 +135,6 @@ def test_a_table_of_positions_gives_the_tables_inv_freq_gives(tmp_path):
       "qk_norm_name": "layernorm"},
      {**{f"q_layernorm.norms.{h}.weight": (8,) for h in range(4)},
       **{f"k_layernorm.norms.{h}.weight": (8,) for h in range(2)}}),
-    # Phi's qk_layernorm: one LayerNorm with a bias over each head's dims, shared by the heads
-    ({"qk_norm": "head", "qk_norm_type": "layer", "qk_norm_bias": True, "qk_norm_name": "layernorm"},
-     {"q_layernorm.weight": (8,), "q_layernorm.bias": (8,), "k_layernorm.weight": (8,), "k_layernorm.bias": (8,)}),
 ])
 def test_qk_layer_norms_per_head_and_their_names(options, shapes):
     op = Attention(hidden=32, heads=4, kv_heads=2, qkv_bias=False, out_bias=False, **options)
@@ -145,7 +142,6 @@ def test_qk_layer_norms_per_head_and_their_names(options, shapes):
 
 
 @pytest.mark.parametrize("options, words", [
-    ({"qk_norm": "head", "qk_norm_bias": True}, "qk_norm_bias is the bias of a LayerNorm: give qk_norm_type: layer"),
     ({"qk_norm": "head", "qk_norm_modules": True}, "qk_norm_modules keeps one norm per head: give qk_norm: each_head"),
     ({"qk_norm": "none", "clip_qkv": 0.5, "clip_after_norm": True},
      "clip_after_norm clamps the normed queries and keys of separate projections: it needs clip_qkv and qk_norm "
@@ -157,10 +153,16 @@ def test_qk_norm_options_that_do_not_fit_are_refused(options, words):
         Attention(hidden=32, heads=4, **options)
 
 
+def test_qk_norm_bias_is_retired_naming_the_block_that_replaced_it():
+    # Phi's q/k LayerNorms with a bias are layer_norm nodes of phi_attention_qk_layernorm.yaml (issue 40)
+    with pytest.raises(SpecError, match="op 'attention' no longer takes 'qk_norm_bias'") as error:
+        Attention.build({"hidden": 32, "heads": 4, "qk_norm": "head", "qk_norm_bias": True})
+    assert "specs/hf/phi_attention_qk_layernorm.yaml" in error.value.hint
+
+
 @pytest.mark.parametrize("options", [
     {"qk_norm": "each_head", "qk_norm_type": "layer"},
     {"qk_norm": "each_head", "qk_norm_type": "layer", "qk_norm_modules": True},
-    {"qk_norm": "head", "qk_norm_type": "layer", "qk_norm_bias": True},
 ])
 def test_qk_layer_norms_compute_torchs_layer_norm_of_each_head(options):
     torch = pytest.importorskip("torch")
@@ -178,10 +180,8 @@ def test_qk_layer_norms_compute_torchs_layer_norm_of_each_head(options):
         for h in range(heads):
             if options.get("qk_norm_modules"):
                 w, b = tensors[f"{name}.norms.{h}.weight"], None
-            elif options["qk_norm"] == "each_head":
-                w, b = tensors[f"{name}.weight"][h], None
             else:
-                w, b = tensors[f"{name}.weight"], tensors[f"{name}.bias"]
+                w, b = tensors[f"{name}.weight"][h], None
             out.append(torch.nn.functional.layer_norm(t[:, h], (8,), w, b, 1e-6))
         return torch.stack(out, 1)
 

@@ -74,7 +74,9 @@ class Attention(Op):
     """
 
     retired = {"weight_layout": "write the projections as linear nodes (a linear's weight_layout: in_out keeps "
-                                "GPT-2's Conv1D [in, out] weights) and the scores with sdpa, as specs/hf/gpt2.yaml does"}
+                                "GPT-2's Conv1D [in, out] weights) and the scores with sdpa, as specs/hf/gpt2.yaml does",
+               "qk_norm_bias": "write the q/k LayerNorms as layer_norm nodes (a bias with the weight) of a block that "
+                               "extends lib.attention, as specs/hf/phi_attention_qk_layernorm.yaml does"}
 
     hidden: int  # width of the input x and of the output
     heads: int  # number of query heads
@@ -114,8 +116,7 @@ class Attention(Op):
     #   weight of its own per head (each_head: Cohere's [heads, head_dim]), or the whole projection (OLMo 2);
     #   l2: over each head's dims without a weight, after the rotary positions (Llama 4)
     qk_norm_eps: float = 1e-6  # the epsilon of the query and key norms
-    qk_norm_type: Literal["rms", "layer"] = "rms"  # RMSNorm, or LayerNorm (mean removed: Cohere, StableLM, Phi)
-    qk_norm_bias: bool = False  # the q/k LayerNorms have a bias (Phi's q_layernorm/k_layernorm)
+    qk_norm_type: Literal["rms", "layer"] = "rms"  # RMSNorm, or LayerNorm (mean removed, no bias: StableLM)
     qk_norm_name: Literal["norm", "layernorm"] = "norm"  # the norms are q_<name> and k_<name> (Phi, StableLM:
     #   q_layernorm, k_layernorm)
     qk_norm_modules: bool = False  # each_head kept as one norm per head (StableLM: q_layernorm.norms.{h}.weight)
@@ -162,9 +163,8 @@ class Attention(Op):
         check_dropout(self)
         if self.chunk is not None and (self.window is not None or not self.causal):
             raise invalid(self, "chunk is a causal mask of its own: give causal: true and no window")
-        if self.qk_norm == "l2" and (self.qk_norm_type != "rms" or self.qk_norm_bias or self.qk_norm_offset):
-            raise invalid(self, "qk_norm 'l2' has no weight: it takes no qk_norm_type, qk_norm_bias or "
-                                "qk_norm_offset")
+        if self.qk_norm == "l2" and (self.qk_norm_type != "rms" or self.qk_norm_offset):
+            raise invalid(self, "qk_norm 'l2' has no weight: it takes no qk_norm_type or qk_norm_offset")
         if self.softcap is not None and not self.softcap > 0:
             raise invalid(self, f"softcap must be positive (or null: no capping); received {self.softcap}")
         if self.kv_hidden is not None and (self.kdim is not None or self.vdim is not None):
@@ -187,8 +187,6 @@ class Attention(Op):
             raise invalid(self, "qk_norm needs separate q, k and v projections")
         if self.output_gate and self.qkv == "fused":
             raise invalid(self, "output_gate widens q_proj: it needs separate q, k and v projections")
-        if self.qk_norm_bias and self.qk_norm_type != "layer":
-            raise invalid(self, "qk_norm_bias is the bias of a LayerNorm: give qk_norm_type: layer")
         if self.qk_norm_modules and self.qk_norm != "each_head":
             raise invalid(self, "qk_norm_modules keeps one norm per head: give qk_norm: each_head")
         if self.names is not None and len(self.names) != len(self._default_names()):
@@ -321,15 +319,12 @@ class Attention(Op):
         return f"q_{self.qk_norm_name}", f"k_{self.qk_norm_name}"
 
     def _qk_norm_tensors(self, name: str, heads: int, d: int):
-        kinds = ("weight", "bias") if self.qk_norm_bias else ("weight",)
         if self.qk_norm_modules:
             for h in range(heads):
-                for kind in kinds:
-                    yield Tensor(f"{name}.norms.{h}.{kind}", (d,))
+                yield Tensor(f"{name}.norms.{h}.weight", (d,))
             return
         shape = {"head": (d,), "full": (heads * d,), "each_head": (heads, d)}[self.qk_norm]
-        for kind in kinds:
-            yield Tensor(f"{name}.{kind}", shape)
+        yield Tensor(f"{name}.weight", shape)
 
     def flops(self, inputs, outputs):
         x = inputs[0]
@@ -474,22 +469,20 @@ class Attention(Op):
         """The q or k norm `name` over the last dim of x ([B, S, heads·d] for full, else [B, heads,
         S, d]): RMSNorm (the rms_norm op's computation) or LayerNorm, in float32, by its weights."""
         from .norm import rms_normalize
-        kinds = ("weight", "bias") if self.qk_norm_bias else ("weight",)
         if self.qk_norm_modules:
-            found = [run.torch.stack([run.tensor(f"{name}.norms.{h}.{k}") for h in range(heads)]) for k in kinds]
+            weight = run.torch.stack([run.tensor(f"{name}.norms.{h}.weight") for h in range(heads)])
         else:
-            found = [run.tensor(f"{name}.{k}") for k in kinds]
+            weight = run.tensor(f"{name}.weight")
         if self.qk_norm == "each_head":
-            found = [t[:, None, :] for t in found]  # [heads, 1, d] against [B, heads, S, d]
+            weight = weight[:, None, :]  # [heads, 1, d] against [B, heads, S, d]
         if self.qk_norm_type == "rms":
-            return rms_normalize(run.torch, x, self.qk_norm_eps, found[0], self.qk_norm_offset)
-        h = run.F.layer_norm(x.float(), x.shape[-1:], eps=self.qk_norm_eps) * found[0].float()
-        return (h + found[1].float() if self.qk_norm_bias else h).to(x.dtype)
+            return rms_normalize(run.torch, x, self.qk_norm_eps, weight, self.qk_norm_offset)
+        return (run.F.layer_norm(x.float(), x.shape[-1:], eps=self.qk_norm_eps) * weight.float()).to(x.dtype)
 
     def init(self, tensor, value, init):
         qk = self._qk_norm_names if self.qk_norm not in ("none", "l2") else ()
         if tensor.name.split(".", 1)[0] in qk:
-            if tensor.name.endswith("bias") or self.qk_norm_offset:
+            if self.qk_norm_offset:
                 init.zeros(value)  # offset + 0: the norm starts as the identity scale, as Gemma 3's
             else:
                 init.ones(value)
