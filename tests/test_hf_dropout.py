@@ -120,7 +120,7 @@ CARRIED = {
     "glm4": ({"attention_dropout": 0.11}, {"layers.0.self_attn.core": 0.11}),
     "mixtral": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
     "qwen3_moe": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
-    "gemma": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
+    "gemma": ({"attention_dropout": 0.11}, {"layers.0.self_attn.core": 0.11}),
     "gemma2": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
     "gemma3_text": ({"attention_dropout": 0.11}, {"layers.0.self_attn": 0.11}),
     "clip_text_model": ({"attention_dropout": 0.11}, {"encoder.layers.0.self_attn": 0.11}),

@@ -346,3 +346,56 @@ def test_a_stack_of_lib_attention_says_its_window(tmp_path):
     from archgraph.passes.stacks import _masks_in
     op, lib = _pair(tmp_path, WINDOWED[5])
     assert _masks_in(lib.graph) == _masks_in(op.graph) == {"sliding window of 3"}
+
+
+BLOCKS = """
+name: NAME
+variables: {H: 48, A: 6, KV: 2}
+inputs:
+  x: {shape: [B, S, H]}
+  mask: {shape: [B, S], dtype: int64, default: ones}
+  block_ids: {shape: [B, S], dtype: int64}
+blocks:
+  attention: {spec: lib.attention_blocks, category: attention}
+nodes:
+  - {name: rot, op: rotary_embedding, in: x, head_dim: 8}
+  - {name: self_attn, CALL, in: {x: x, rope: "rot:0", rope_sin: "rot:1", mask: mask, block_ids: block_ids},
+     hidden: H, heads: A, kv_heads: KV, qkv_bias: false, out_bias: false, causal: true}
+"""
+
+
+def test_lib_attention_blocks_is_the_op_with_block_ids(tmp_path):
+    # PaliGemma's prefix: sdpa reads block_ids [B, S], and a query sees every key of its block past the
+    # causal rule; the same tensors, FLOPs, cache and outputs as the attention op's
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    models = []
+    for name, call in (("op", "op: attention"), ("lib", "block: attention")):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(BLOCKS.replace("NAME", name).replace("CALL", call))
+        models.append(archgraph.load(str(path)))
+    op, lib = models
+    assert _tensors(lib) == _tensors(op)
+    assert count_flops(lib, SIZES).forward == count_flops(op, SIZES).forward
+    assert [e.bytes for e in estimate_memory(lib, SIZES).kv_cache] == [e.bytes for e in estimate_memory(op, SIZES).kv_cache]
+    m_op, m_lib = to_module(op), to_module(lib)
+    m_lib.load_state_dict(m_op.state_dict())
+    x = torch.randn(2, 7, 48)
+    mask = torch.tensor([[1] * 7, [0, 1, 1, 1, 1, 1, 1]])
+    blocks = torch.tensor([[0, 0, 0, 0, -1, -1, -1], [-1, 0, 0, 0, -1, -1, -1]])   # a prefix of 4 (of 3)
+    with torch.no_grad():
+        want = m_op(x=x, mask=mask, block_ids=blocks)["self_attn"]
+        got = m_lib(x=x, mask=mask, block_ids=blocks)["self_attn"]
+        plain = m_lib(x=x, mask=mask, block_ids=torch.full((2, 7), -1))["self_attn"]
+    assert torch.equal(got, want)
+    assert not torch.allclose(got[:, :3], plain[:, :3])   # the prefix's first tokens see its later ones
+
+
+def test_sdpa_takes_block_ids_of_self_attention_without_a_window():
+    sdpa = REGISTRY["sdpa"]
+    q = (2, 6, 7, 8)
+    assert sdpa(heads=6, causal=True).infer_shape(q, q, q, (2, 7), (2, 7)) == (2, 6, 7, 8)
+    with pytest.raises(archgraph.ShapeError, match="without a window"):
+        sdpa(heads=6, causal=True, window=3).infer_shape(q, q, q, (2, 7), (2, 7))
+    with pytest.raises(archgraph.ShapeError, match="block ids are for self-attention"):
+        sdpa(heads=6, causal=True).infer_shape(q, (2, 6, 9, 8), (2, 6, 9, 8), None, (2, 7))

@@ -530,6 +530,10 @@ class ScaledDotProductAttention(Op):
     `dropout` zeroes attention probabilities in training only, as F.scaled_dot_product_attention's
     dropout_p.  `window` (with `causal`) keeps the last `window` keys of each query, as FlexAttention's
     sliding-window mask: its FLOPs count min(T, window) keys a query, its cache the last window tokens.
+    An optional fifth input `block_ids` [B, S] (self-attention, with a padding mask [B, T] or none)
+    gives each position a block id: a query also sees every key of its own block (an id of 0 or more)
+    past the causal rule, as transformers' block_sequence_ids (PaliGemma's image and prefix tokens
+    attend both ways; -1: no block); without a window.
     """
 
     heads: int  # number of query heads the inputs' last dimension holds
@@ -547,8 +551,16 @@ class ScaledDotProductAttention(Op):
         if self.heads % (self.kv_heads or self.heads):
             raise invalid(self, f"heads={self.heads} is not a multiple of kv_heads={self.kv_heads}")
 
-    def infer_shape(self, q, k, v, mask=None):
+    def infer_shape(self, q, k, v, mask=None, block_ids=None):
         kv_heads = self.kv_heads or self.heads
+        if block_ids is not None:
+            if self.window is not None or (mask is not None and len(mask) == 4):
+                raise ShapeError("block ids say which keys a query sees past the causal rule: sdpa takes them "
+                                 "without a window and with a padding mask [B, T] only",
+                                 hint="leave out window (or block_ids), and give the padding mask [B, T]")
+            expect_key_mask(block_ids, q[0], q[2] if len(q) == 4 else q[1], "block ids [B, S]")
+            expect_dim(k[2] if len(k) == 4 else k[1], q[2] if len(q) == 4 else q[1],
+                       "length of the keys (block ids are for self-attention: the queries')")
         if mask is not None and len(mask) == 4 and self.window is not None:
             raise ShapeError("a mask of scores [B, heads, S, T] already says which keys each query sees: "
                              "sdpa takes a window with a padding mask [B, T] only",
@@ -602,19 +614,19 @@ class ScaledDotProductAttention(Op):
         core = core_kept(b, self.heads, s, t, d, dv, eager, self.dropout)
         return keeps_inputs(inputs, 0, 1, 2) + ([Saved(output=0)] + core[1:] if not eager else core[1:])
 
-    def forward(self, run, q, k, v, mask=None):
+    def forward(self, run, q, k, v, mask=None, block_ids=None):
         torch = run.torch
         kv_heads = self.kv_heads or self.heads
         if mask is not None and mask.dim() == 4:
             return self._masked(run, q, k, v, mask)
         if q.dim() == 4:
             return attend(torch, q, k, v, self.scale, None, self.causal, self.window, mask=mask,
-                          dropout=run.dropout(self.dropout))
+                          dropout=run.dropout(self.dropout), block_ids=block_ids)
         b, s, t = q.shape[0], q.shape[1], k.shape[1]
         d, dv = q.shape[-1] // self.heads, v.shape[-1] // kv_heads
         out = attend(torch, q.view(b, s, self.heads, d).transpose(1, 2), k.view(b, t, kv_heads, d).transpose(1, 2),
                      v.view(b, t, kv_heads, dv).transpose(1, 2), self.scale, None, self.causal, self.window, mask=mask,
-                     dropout=run.dropout(self.dropout))
+                     dropout=run.dropout(self.dropout), block_ids=block_ids)
         return out.transpose(1, 2).reshape(b, s, self.heads * dv)
 
     def _masked(self, run, q, k, v, mask):
