@@ -279,6 +279,37 @@ nodes:
         load_text(text.replace("{from: rope, when: use_rope}", "{from: rope, if: use_rope}"))
 
 
+def test_an_input_read_from_the_first_alternative_whose_condition_holds():
+    """`in: {rope: [{from: local_rope, when: local}, {from: rope}]}`: one node for layers that read
+    either of two rotary tables (OLMo 3's sliding layers read their own), not the node written twice."""
+    text = """\
+variables: {H: 8, every: 2}
+inputs: {x: [B, S, H]}
+blocks:
+  layer:
+    args: [local]
+    inputs: [x, rope, rope_sin, local_rope, local_sin]
+    nodes:
+      - name: attn
+        op: attention
+        in: {x: x, rope: [{from: local_rope, when: local}, {from: rope}],
+             rope_sin: [{from: local_sin, when: local}, {from: rope_sin}]}
+        hidden: H
+        heads: 2
+nodes:
+  - {name: rot, op: rotary_embedding, in: x, head_dim: 4}
+  - {name: local_rot, op: rotary_embedding, in: x, head_dim: 4, base: 100.0}
+  - {name: layers, block: layer, repeat: 4, in: {x: x, rope: "rot:0", rope_sin: "rot:1", local_rope: "local_rot:0",
+                                                 local_sin: "local_rot:1"}, local: "i % every == 0"}
+"""
+    model = load_text(text)
+    runs = [n for n in model.graph.nodes.values() if n.name.startswith("layers")]
+    assert [[r.node for r in n.body.nodes["attn"].inputs] for n in runs] == [
+        ["x", "local_rope", "local_sin"], ["x", "rope", "rope_sin"]] * 2
+    with pytest.raises(archgraph.SpecError, match="unknown key 'if' in input 'rope'"):
+        load_text(text.replace("{from: local_rope, when: local}", "{from: local_rope, if: local}"))
+
+
 def test_a_call_sets_the_sizes_a_used_specs_inputs_name(tmp_path):
     """A used spec's input sizes are the caller's sizes of those names unless the call sets them: a tower
     whose class token expands to its batch B reads every tile of B images when the call gives B: B * T."""

@@ -210,7 +210,7 @@ def _refs(raw: LocDict, prev: Ref | None, known: dict, env: Mapping | None = Non
     a, b that exists here (a node switched off by `when:` does not); in a mapping, `rope: {from: r,
     when: cond}` is an input only when cond holds."""
     value = raw.get("in")
-    if isinstance(value, dict) and any(isinstance(v, dict) for v in value.values()):
+    if isinstance(value, dict) and any(isinstance(v, dict) or _alternatives(v) for v in value.values()):
         value = _conditional_inputs(value, env or {}, raw.key_loc("in"))
     if value is None:
         if prev is None:
@@ -226,10 +226,25 @@ def _refs(raw: LocDict, prev: Ref | None, known: dict, env: Mapping | None = Non
     return refs, tuple(value) if isinstance(value, dict) else ()
 
 
+def _alternatives(item: Any) -> bool:
+    """`rope: [{from: local_rope, when: local}, {from: rope}]`: an input read from the first
+    alternative whose condition holds (one without `when:` always does)."""
+    return isinstance(item, list) and bool(item) and all(isinstance(a, dict) and "from" in a for a in item)
+
+
 def _conditional_inputs(value: dict, env: Mapping, loc: Loc) -> dict:
-    """`in:` without the inputs whose `when:` is false, the others as plain references."""
+    """`in:` without the inputs whose `when:` is false, the others as plain references; of a list of
+    alternatives, the first whose `when:` holds."""
     out = {}
     for key, item in value.items():
+        if _alternatives(item):
+            for alternative in item:
+                check_keys(alternative, {"from", "when"}, f"input '{key}'",
+                           getattr(alternative, "key_loc", lambda k: loc))
+            item = next((a for a in item if "when" not in a or
+                         _condition(a["when"], env, getattr(a, "loc", loc), None)), None)
+            if item is None:
+                continue
         if isinstance(item, dict):
             check_keys(item, {"from", "when", "each"}, f"input '{key}'", getattr(item, "key_loc", lambda k: loc))
             if "from" not in item:

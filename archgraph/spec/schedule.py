@@ -139,8 +139,11 @@ def _texts(value: Any):
     """The strings of a block's data a call's argument may be read in (not names of nodes, ops or blocks)."""
     if isinstance(value, Mapping):
         for k, v in value.items():
-            if k == "in" and isinstance(v, Mapping):  # an input's condition, not the references
-                yield from (item["when"] for item in v.values() if isinstance(item, Mapping) and "when" in item)
+            if k == "in" and isinstance(v, Mapping):  # an input's condition (an alternative's), not the references
+                for item in v.values():
+                    for one in item if isinstance(item, list) else [item]:
+                        if isinstance(one, Mapping) and "when" in one:
+                            yield one["when"]
             elif k not in ("name", "op", "block", "in", "category", "description"):
                 yield from _texts(v)
     elif isinstance(value, list):

@@ -22,7 +22,7 @@ from ..ops import REGISTRY
 from ..record import MISSING
 from .blocks import block_params
 from .compose import is_spec_block
-from .graphs import check_repeat
+from .graphs import _alternatives, check_repeat
 from .partial import Expr, residual, source
 from .prune import drop_unread_inputs, names_in
 from .schedule import run_calls, schedule
@@ -293,6 +293,18 @@ class _Walker:
             return value
         out = {}
         for key, item in value.items():
+            if _alternatives(item):   # the first whose condition holds: those decided false go, a true one ends it
+                kept = []
+                for alternative in item:
+                    keep = self._when(alternative, scope) if "when" in alternative else True
+                    if keep is not False:
+                        kept.append({"from": alternative["from"], **({} if keep is True else {"when": _text(keep)})})
+                    if keep is True:
+                        break
+                if not kept:
+                    continue
+                item = kept[0]["from"] if len(kept) == 1 and "when" not in kept[0] else \
+                    kept[0] if len(kept) == 1 else kept
             if isinstance(item, dict) and "from" in item:
                 keep = self._when(item, scope) if "when" in item else True
                 if keep is False:

@@ -22,14 +22,17 @@ UNDECIDED = "?"
 
 
 def holders(definition: Mapping) -> list:
-    """The mappings of a block that may hold a `when:` (nodes, mapped inputs, outputs)."""
+    """The mappings of a block that may hold a `when:` (nodes, mapped inputs and their alternatives,
+    outputs)."""
     out = []
     for node in definition.get("nodes") or []:
         if not isinstance(node, Mapping):
             continue
         out.append(node)
         if isinstance(node.get("in"), Mapping):
-            out.extend(v for v in node["in"].values() if isinstance(v, Mapping))
+            for v in node["in"].values():   # an input under a condition, or a list of alternatives
+                out.extend([v] if isinstance(v, Mapping) else [a for a in v if isinstance(a, Mapping)]
+                           if isinstance(v, list) else [])
     outputs = definition.get("outputs")
     if isinstance(outputs, Mapping):
         out.extend(v for v in outputs.values() if isinstance(v, Mapping))
