@@ -13,6 +13,7 @@ import archgraph
 from archgraph import SpecError
 from archgraph.ops import REGISTRY
 from archgraph.passes.flops import count_flops
+from archgraph.passes.live import layer_peak
 from archgraph.passes.memory import estimate_memory
 from archgraph.passes.plan_activations import activation_profile
 from archgraph.spec.sources import library_blocks
@@ -104,6 +105,8 @@ def test_lib_attention_counts_what_the_op_counts(tmp_path, settings):
         [(e.rule, e.layers, e.context, e.width, e.bytes) for e in mem_op.kv_cache]
     assert mem_lib.attention_probs_bytes == mem_op.attention_probs_bytes
     assert mem_lib.activation_bytes == mem_op.activation_bytes   # what autograd keeps, each tensor once
+    for tp in (1, 2):   # what serving holds at once (passes/live.py): the op's held() is its parts'
+        assert layer_peak(lib, SIZES, tp) == layer_peak(op, SIZES, tp)
     for eager in (False, True):   # what training keeps, with a fused kernel and eager attention
         kept = [activation_profile(m, SIZES, eager).total() for m in (op, lib)]
         assert kept[1].kept == kept[0].kept and kept[1].flops == kept[0].flops and kept[1].comm == kept[0].comm
@@ -183,6 +186,7 @@ def test_lib_attention_qk_norm_is_the_op_with_qk_norm_head(tmp_path):
     for eager in (False, True):
         kept = [activation_profile(m, SIZES, eager).total() for m in (op, lib)]
         assert kept[1].kept == kept[0].kept
+    assert layer_peak(lib, SIZES) == layer_peak(op, SIZES)
 
 
 def test_lib_attention_qk_norm_computes_what_the_op_computes(tmp_path):
@@ -217,6 +221,7 @@ def test_lib_attention_qk_norm_full_is_the_op_with_qk_norm_full(tmp_path):
         kept = [activation_profile(m, SIZES, eager).total().kept for m in (op, lib)]
         assert kept[0] == kept[1]
     assert estimate_memory(lib, SIZES).activation_bytes == estimate_memory(op, SIZES).activation_bytes
+    assert layer_peak(lib, SIZES) == layer_peak(op, SIZES)
 
 
 def test_lib_attention_qk_layer_norm_each_head_is_the_op_with_qk_norm_each_head(tmp_path):
@@ -301,6 +306,7 @@ def test_lib_mlps_count_what_the_ops_count(tmp_path, op, bias, act):
         kept = [activation_profile(m, SIZES, eager).total() for m in (ops, lib)]
         assert kept[1].kept == kept[0].kept and kept[1].comm == kept[0].comm
     assert estimate_memory(lib, SIZES).activation_bytes == estimate_memory(ops, SIZES).activation_bytes
+    assert layer_peak(lib, SIZES) == layer_peak(ops, SIZES) == 2 * 7 * (48 + (3 if op == "gated_mlp" else 2) * 80)
     # the op counts its three (two) products of matrices; the parts count the activation, and the product
     n = 2 * 7 * 80
     cost = n * REGISTRY["activation"](fn=act).cost + (n if op == "gated_mlp" else 0)

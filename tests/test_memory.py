@@ -182,6 +182,10 @@ def test_the_default_length_stays_within_a_bound_the_spec_states(tmp_path, cli, 
 # bytes of every storage autograd keeps, each once, parameters and buffers left out.
 LLAMA_SIZES = {"H": 64, "A": 4, "KV": 2, "L": 3, "V": 96, "I": 160}
 LLAMA_SAVED = {"eager": 1_136_896, "sdpa": 992_512}
+# and serving: one forward under torch.no_grad(), sdpa; while the first layer runs, after each aten op, the
+# bytes of the storages made inside the layer still alive (weak references: freed with their last
+# reference), at most; and the layer's inputs (hidden states [2, 32, 64], cos and sin [1, 32, 16])
+LLAMA_LAYER = {"made inside, at most": 155_648, "inputs": 16_384 + 2 * 2_048}
 
 
 def test_training_activations_are_what_torch_keeps_for_a_small_llama():
@@ -200,6 +204,17 @@ def test_training_activations_are_what_torch_keeps_for_a_small_llama():
     assert 0.85 < m.activation_bytes / LLAMA_SAVED["eager"] < 0.86   # the figure: 14.8 % under torch's eager
 
 
+def test_serving_holds_what_torch_holds_at_once_in_a_small_llama_layer():
+    from archgraph.passes.live import layer_peak
+    b, s, h, inner = 2, 32, 64, 160
+    peak = layer_peak(archgraph.load("llama-2-7b", LLAMA_SIZES), {"B": 2, "S": 32})
+    # at the MLP's product: the layer's input, the residual sum after attention, its norm, and act(gate(x)),
+    # up(x) and their product; archgraph's rotary tables [2, 32, 8] hold as many values as transformers'
+    # [1, 32, 16]
+    assert peak == b * s * (h + h + h + 3 * inner) + 2 * b * s * 8
+    assert 4 * peak == sum(LLAMA_LAYER.values()) == 176_128   # float32: torch's, to the byte
+
+
 @pytest.mark.slow
 def test_the_measured_llama_is_what_torch_keeps_today():
     pytest.importorskip("transformers")
@@ -211,3 +226,6 @@ def test_the_measured_llama_is_what_torch_keeps_today():
     spec.loader.exec_module(tool)
     assert tool.SIZES["llama"] == LLAMA_SIZES
     assert {k: tool.saved_bytes("llama", k) for k in LLAMA_SAVED} == LLAMA_SAVED
+    peak, inputs = tool.layer_peak("llama", "sdpa")
+    assert (peak, sum(n for shape, n in inputs if shape != (1, 32))) == tuple(LLAMA_LAYER.values())   # not the
+    #                                                                 position ids, which archgraph's layer never reads

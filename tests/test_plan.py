@@ -159,6 +159,17 @@ def test_caches_follow_the_model(cli):
     assert d["prefill"]["bound"] == "compute" and d["time_to_first_token"] == d["prefill"]["seconds"]
 
 
+def test_serving_activations_are_a_layer_at_its_peak(cli):
+    """What a layer holds at once (passes/live.py): at Llama-2-70B's MLP product, its input, the sum after
+    attention and its norm, whole on each of the 2 ranks, and act(gate(x)), up(x) and their product, split;
+    the rotary tables [1, S, 128]."""
+    d = plan(cli, "llama-2-70b", "--serve", "--dtype", "int4", "--tp", "2", "--gpus", "2", "--batch", "16",
+             "--context", "4096")
+    tokens = 16 * 4096
+    assert d["per_gpu"]["activations"] == 2 * (tokens * (3 * 8192 + 3 * 28672 // 2) + 2 * 4096 * 128) == 8_860_467_200
+    assert d["max_batch"] == 54
+
+
 def test_largest_batch_fits(cli):
     d = plan(cli, "llama-2-7b", "--serve", "--context", "4096")
     bigger = plan(cli, "llama-2-7b", "--serve", "--context", "4096", "--batch", str(d["max_batch"] + 1))

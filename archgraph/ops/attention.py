@@ -8,6 +8,7 @@ from ..dims import exact_div, fmt, minimum, prod, provably_le
 from ..errors import ShapeError
 from .base import (
     Cache,
+    Held,
     Op,
     Saved,
     Tensor,
@@ -394,6 +395,37 @@ class Attention(Op):
         kept += [keeps_own(n, heads=True) for n in sizes if n]
         scores = 2 if self.softcap is not None else 1
         return kept + core_kept(b, q, s, t, d, d, eager, self.dropout, scores, self.pairs)
+
+    def held(self, inputs, outputs):
+        """What lib.attention's parts hold, in its order: the projections (one fused, or q, k and v),
+        the normed and the turned queries and keys (each freeing the one before), the core's output
+        (freeing q, k and v), the gate's product; then the output projection's output."""
+        x = inputs[0]
+        source = next((t for t in (inputs[1], inputs[4]) if t is not None), None)
+        b, s = x[0], x[1]
+        t = inputs[9][2] if self.shared_kv else (source or x)[1]
+        n_q, n_kv = b * s * self.heads * self.d, 0 if self.shared_kv else b * t * self.n_kv * self.d
+        wide = 2 if self.output_gate else 1   # each head's [query | gate]
+        if self.qkv == "fused":
+            parts, q, k, v = [Held(wide * n_q + 2 * n_kv)], 0, 0, 0
+        else:
+            parts = [Held(wide * n_q)] + [Held(n_kv) for _ in range((1 if self.k_eq_v else 2) if n_kv else 0)]
+            q, k, v = 0, (1 if n_kv else None), (1 if self.k_eq_v else 2) if n_kv else None
+
+        def then(values, *reads):
+            parts.append(Held(values, tuple(r for r in reads if r is not None)))
+            return len(parts) - 1
+        steps = ["norm"] if self.qk_norm in ("head", "each_head", "full") else []
+        steps += ["rotary"] if inputs[3] is not None else []
+        steps += ["norm"] if self.qk_norm == "l2" else []
+        for _ in steps:
+            q, k = then(n_q, q), (then(n_kv, k) if n_kv else k)
+        if self.v_norm and n_kv:
+            v = then(n_kv, v)
+        o = then(n_q, q, k, v)
+        if self.output_gate:
+            then(n_q, o, 0)
+        return parts
 
     def forward(self, run, x, kv=None, bias=None, rope=None, k=None, v=None, rope_sin=None, mask=None, q_scale=None,
                 shared_k=None, shared_v=None, block_ids=None, q_add=None, k_add=None, v_add=None):

@@ -5,7 +5,8 @@ it returns one shape, or a list of shapes for several outputs), `params()` and
 `buffers()` (the tensors it owns, by local name) and `flops(inputs, outputs)`
 (inputs in the order of infer_shape's, None for an optional one not given); where
 they apply, `idle_params()` (what a token does not touch), `cache(...)` (what
-decoding keeps) and `saved(...)` (what autograd keeps for the backward pass).  `@op("name")` registers it; adding an op touches one file.
+decoding keeps), `saved(...)` (what autograd keeps for the backward pass) and `held(...)` (what an op made of parts
+holds while it runs).  `@op("name")` registers it; adding an op touches one file.
 """
 from __future__ import annotations
 
@@ -82,6 +83,15 @@ class Saved(Record, frozen=True):
     core: bool = False
     flops: Dim = 0
     if_grad: int | None = None
+
+
+class Held(NamedTuple):
+    """One intermediate tensor an op made of parts holds while it runs without gradients (serving):
+    `values` elements, in the part tensor parallelism splits; freed once the last intermediate that
+    `reads` it (by index, an earlier one) ran, or once the op's outputs are made if none does."""
+
+    values: Dim
+    reads: tuple[int, ...] = ()
 
 
 def keeps_inputs(inputs: list, *indices: int, width: str = "act") -> list[Saved]:
@@ -168,6 +178,12 @@ class Op(Record, frozen=True):
         given (what a differentiable function of its inputs needs), the output (relu, exp,
         softmax) or nothing (views, sums)."""
         return keeps_inputs(inputs) if self.keeps == "in" else keeps_output() if self.keeps == "out" else []
+
+    def held(self, inputs: list[Shape], outputs: list[Shape]) -> list[Held]:
+        """The intermediates it holds besides its outputs while it runs without gradients, in order
+        (passes/live.py; its inputs live through it): none for a primitive; an op made of parts
+        (attention, an MLP) holds what the block of those parts holds."""
+        return []
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         Record.__init__(self, *args, **kwargs)

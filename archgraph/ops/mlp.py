@@ -7,7 +7,7 @@ from ..dims import prod
 from ..numbers import decided
 from .activation import ActivationName as Activation
 from .activation import KEPT, activate
-from .base import Op, Saved, Tensor, check, expect_dim, expect_rank, invalid, keeps_own, op, positive
+from .base import Held, Op, Saved, Tensor, check, expect_dim, expect_rank, invalid, keeps_own, op, positive
 
 MAX_SEPARATE_EXPERTS = 4096
 _SHARED = ("shared_experts.gate_proj", "shared_experts.up_proj", "shared_experts.down_proj")
@@ -95,6 +95,11 @@ class MLP(_FeedForward):
     def saved(self, inputs, outputs, eager):
         return [Saved(input=0)] + self.inner_kept(prod(inputs[0][:-1]) * self.intermediate, False)
 
+    def held(self, inputs, outputs):
+        """lib.mlp's: the up projection's output, then the activation's (freeing it)."""
+        n = prod(inputs[0][:-1]) * self.intermediate
+        return [Held(n), Held(n, (0,))]
+
     def forward(self, run, x):
         up, down = self.names or ("fc1", "fc2")
         return self.dense(run, down, self.drop(run, self.act(run, self.dense(run, up, x))))
@@ -151,6 +156,21 @@ class GatedMLP(_FeedForward):
         gate's cut keeps its input once more."""
         n = prod(inputs[0][:-1]) * self.intermediate
         return [Saved(input=0)] + self.inner_kept(n, True) + ([keeps_own(n, heads=True)] if self.sparsity else [])
+
+    def held(self, inputs, outputs):
+        """lib.gated_mlp's: gate(x) and up(x), act(gate(x)) (freeing gate(x); a multiplier or a sparse
+        cut first makes one more), the product (freeing both); one fused gate_up(x) lives until the
+        product, its halves being views of it."""
+        n = prod(inputs[0][:-1]) * self.intermediate
+        parts = [Held(2 * n)] if self.fused else [Held(n), Held(n)]
+        gate, up = 0, 0 if self.fused else 1
+        for changed in (self.gate_multiplier != 1, self.sparsity > 0):
+            if changed:
+                parts.append(Held(n, (gate,)))
+                gate = len(parts) - 1
+        parts.append(Held(n, (gate,)))
+        parts.append(Held(n, (len(parts) - 1, up)))
+        return parts
 
     def forward(self, run, x):
         names = self.names or self._default()[1]

@@ -100,7 +100,6 @@ class MemoryReport:
     activation_bytes: int | None = None
     output_values: int | None = None         # every op's output at once (views left out) and the attention
                                              # probabilities: a bound archgraph.torch checks before it runs
-    probs_values: int | None = None          # of which the probabilities (B x heads x S x T per attention)
     attention_probs_bytes: int | None = None
     activation_note: str = ""
     kv_cache: list[KVEntry] = field(default_factory=list)
@@ -231,7 +230,7 @@ def _runtime(model: Model, settings: dict, mem: MemoryReport) -> None:
             values = batch * (cache.tokens * cache.per_token + cache.state) * times
             mem.kv_cache.append(KVEntry(path, name, times, cache.tokens, cache.per_token, cache.rule,
                                         nbytes(values, mem.dtype), cache.state, cache.parts))
-    mem.output_values, mem.probs_values = outputs + probs, probs
+    mem.output_values = outputs + probs
     _saved(model, shapes, mem)
 
 

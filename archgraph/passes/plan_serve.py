@@ -111,6 +111,7 @@ def _params(groups: Counter):
 def plan_serving(model: Model, serving: Serving, gpu: Accelerator) -> ServingPlan:
     """Memory per GPU, prefill and decode of `serving` on `gpu`."""
     from .compare import summarize
+    from .live import layer_peak
     from .memory import estimate_memory
     if serving.kv_dtype not in KV_DTYPES:
         raise SpecError(f"--kv-dtype {serving.kv_dtype}: choose one of {', '.join(KV_DTYPES)}",
@@ -128,9 +129,7 @@ def plan_serving(model: Model, serving: Serving, gpu: Accelerator) -> ServingPla
         weights = weight_bytes(groups, serving.dtype, serving.group_size)
     split = serving.tp * serving.pp
     cache = _cache_per_gpu(mem.kv_cache, serving)
-    layers = max(sum(s.layers for s in summary.stacks), 1)
-    outputs = 2 * ((mem.output_values or 0) - (mem.probs_values or 0))   # a fused kernel keeps no scores
-    working = -(-outputs // layers) // serving.tp   # about one layer's outputs live at once, at the prefill
+    working = 2 * layer_peak(model, summary.bindings, serving.tp)   # bf16 values alive at once in a layer
     per_gpu = {"weights": -(-weights["total"] // split), "gradients": 0, "optimizer": 0, "activations": working,
                "kv_cache": math.ceil(cache), "buffers": -(-mem.buffers_bytes // split),
                "framework": serving.framework}

@@ -163,7 +163,7 @@ def serving_table(model: str, plan: ServingPlan) -> Group:
     for key in ("weights", "kv_cache", "activations", "buffers", "framework"):
         if key == "buffers" and not plan.per_gpu[key]:
             continue
-        label = TERMS.get(key, key) if key != "activations" else "activations (about one layer)"
+        label = TERMS.get(key, key) if key != "activations" else "activations (a layer at its peak)"
         mem.add_row(label, f"{plan.per_gpu[key]:,}", binary(plan.per_gpu[key]))
     verdict = "fits" if plan.fits else "does not fit"
     mem.add_row(Text(f"total ({verdict} in {binary(gpu.memory)})", style="bold" if plan.fits else "bold red"),
