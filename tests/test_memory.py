@@ -229,3 +229,17 @@ def test_the_measured_llama_is_what_torch_keeps_today():
     peak, inputs = tool.layer_peak("llama", "sdpa")
     assert (peak, sum(n for shape, n in inputs if shape != (1, 32))) == tuple(LLAMA_LAYER.values())   # not the
     #                                                                 position ids, which archgraph's layer never reads
+
+
+def test_a_complex_parameter_is_priced_as_two_values(tmp_path):
+    # the Fourier Neural Operator's spectral weights (torch.cfloat): complex64 is two float32 values, so
+    # at every dtype a complex element takes two values' bytes, and its gradients and optimizer states too
+    spec = tmp_path / "spectral.yaml"
+    spec.write_text("name: spectral\ninputs:\n  x: {shape: [B, 4]}\nnodes:\n"
+                    "  - {name: weights, op: parameter, shape: [3, 3, 2, 2], tensor: '', complex: true}\n"
+                    "  - {name: proj, op: linear, in: x, in_features: 4, out_features: 4}\n")
+    m = estimate_memory(archgraph.load(str(spec)))
+    complex_, real = 3 * 3 * 2 * 2, 4 * 4 + 4
+    assert m.params == complex_ + real == 56   # the count is torch's numel
+    assert m.weights_bytes["fp32"] == 8 * complex_ + 4 * real == 368
+    assert m.training == {"weights": 2 * 92, "gradients": 2 * 92, "master_weights": 4 * 92, "optimizer_states": 8 * 92}

@@ -37,7 +37,9 @@ DEFAULT_SIZE = 512  # any other unbound size (S, T, ...) when not given with --s
                    # the spec's constraints bound it lower (`S <= P`: CLIP's 77 text positions)
 
 ASSUMPTIONS = {
-    "weights": "weights = parameters x bytes per value (fp32 4, bf16/fp16 2, int8 1, int4 0.5); tied or "
+    "weights": "weights = parameters x bytes per value (fp32 4, bf16/fp16 2, int8 1, int4 0.5), a complex "
+               "parameter two values (its real and imaginary parts: complex64 beside float32, and so its "
+               "gradients and optimizer states); tied or "
                "shared tensors stored once; quantisation scales and zero-points not included; buffers "
                "(running statistics, rotary tables, masks, position ids) reported apart, each at its own dtype "
                "(float32 4 bytes, int64 8, bool 1, complex64 8)",
@@ -139,7 +141,7 @@ def params_by_dtype(graph: Graph, default: str | None = None, cache: dict | None
     out: Counter = Counter()
     for node in graph.nodes.values():
         if isinstance(node, OpNode):
-            out[node.dtype or default] += op_totals(node).total
+            out[node.dtype or default] += op_totals(node).values   # a complex element: two values
         elif node.repeat:
             times = 1 if node.shared else node.repeat
             for k, v in params_by_dtype(node.body, default, cache).items():
@@ -165,17 +167,18 @@ def estimate_memory(model: Model, settings: Mapping[str, Any] | None = None, dty
                     optimizer: str = "adam", precision: str = "mixed") -> MemoryReport:
     dtype = canonical(dtype, "--dtype")
     report = count_params(model)
+    values, trainable = report.totals.values, report.totals.trainable_values   # complex elements twice
     by_dtype = params_by_dtype(model.graph)
     with_overrides = Counter()
     for k, v in by_dtype.items():
         with_overrides[k or dtype] += v
     mem = MemoryReport(
         model=model.name, dtype=dtype, params=report.total, trainable=report.totals.trainable,
-        weights_bytes={d: nbytes(report.total, d) for d in WEIGHT_DTYPES},
+        weights_bytes={d: nbytes(values, d) for d in WEIGHT_DTYPES},
         weights_params_by_dtype=dict(with_overrides),
         weights_with_overrides=sum(nbytes(v, k) for k, v in with_overrides.items()),
         optimizer=optimizer, precision=precision,
-        training=training_state(report.total, report.totals.trainable, optimizer, precision),
+        training=training_state(values, trainable, optimizer, precision),
         buffers_bytes=report.totals.buffer_bytes, bindings={},
         buffers_by_dtype={k: v for k, v in report.totals.buffers_by_dtype.items() if v})
     if getattr(model, "stored", None) is not None:

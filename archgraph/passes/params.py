@@ -26,6 +26,8 @@ class Totals(Record):
     buffers: int = 0        # non-learnable tensors (running statistics, fixed tables)
     buffers_by_dtype: Counter = factory(Counter)  # their elements by element type (int64, bool, float32)
     tied: int = 0           # elements of tensors that reuse another tensor (not in total)
+    complex: int = 0        # of total, complex elements (a complex64 parameter): two real values each
+    complex_trainable: int = 0
     idle: int = 0           # parameters a token does not touch (experts a router does not pick)
     by_category: Counter = factory(Counter)
     tied_by_category: Counter = factory(Counter)
@@ -40,6 +42,16 @@ class Totals(Record):
         return sum(n * ELEMENT_BYTES[dtype] for dtype, n in self.buffers_by_dtype.items())
 
     @property
+    def values(self) -> int:
+        """Real values of the learnable tensors: a complex element is two (its real and imaginary parts,
+        each at the weights' dtype: complex64 beside float32)."""
+        return self.total + self.complex
+
+    @property
+    def trainable_values(self) -> int:
+        return self.trainable + self.complex_trainable
+
+    @property
     def active(self) -> int:
         """Parameters one token touches: all but the routed experts it does not pick."""
         return self.total - self.idle
@@ -49,6 +61,8 @@ class Totals(Record):
         self.trainable += other.trainable * times
         self.buffers += other.buffers * times
         self.tied += other.tied * times
+        self.complex += other.complex * times
+        self.complex_trainable += other.complex_trainable * times
         self.idle += other.idle * times
         for k, v in other.buffers_by_dtype.items():
             self.buffers_by_dtype[k] += v * times
@@ -103,6 +117,9 @@ def op_totals(node: OpNode) -> Totals:
             continue
         t.total += tensor.count
         t.trainable += tensor.count if node.trainable else 0
+        if tensor.dtype.startswith("complex"):
+            t.complex += tensor.count
+            t.complex_trainable += tensor.count if node.trainable else 0
         t.by_category[node.category] += tensor.count
     for b in node.op.buffers():
         t.buffers += b.count
