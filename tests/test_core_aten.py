@@ -555,3 +555,29 @@ def test_as_strided_of_a_view_reads_the_storage_of_the_tensor_it_views():
         ours, theirs = mine(x), module(x)
         torch.testing.assert_close(ours["output_0"], theirs[0])
         torch.testing.assert_close(ours["output_1"], theirs[1])
+
+
+class _PaddedRows(nn.Module):
+    """Siglip2's resized positions: each row's first n written, the rest with the first value; a row
+    of exactly n leaves nothing to pad, an empty write (expand to [0, 3] a spec cannot hold)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(4, 3))
+
+    def forward(self, x):
+        out = torch.empty(x.shape[0], 4, 3)
+        for i in range(x.shape[0]):
+            out[i, :4] = self.w * x[i, 0]
+            out[i, 4:] = self.w[0]
+        return out
+
+
+def test_a_write_into_an_empty_slice_is_no_write():
+    module = _PaddedRows()
+    x = torch.randn(2, 5)
+    text = to_spec(module, x)  # was: node 'expand': sizes must be positive or -1 (keep); received [0, 3]
+    assert "op: expand" not in text and "slice_scatter" not in text  # each row written whole, once
+    mine = to_module(load_text(text))
+    mine.load_state_dict(module.state_dict(), strict=True)
+    torch.testing.assert_close(mine(x)["output"], module(x))

@@ -474,3 +474,38 @@ def test_qwen_omni_audio_gets_the_feature_attention_mask_its_processor_gives():
     mask = hfprocessor.complete(config, ["feature_attention_mask"], {"input_features": features}, "cpu",
                                 hfinputs.find)["feature_attention_mask"]
     assert mask.tolist() == [[1] * 3000] * 2
+
+
+def test_an_audio_encoder_reading_feature_lens_gets_its_clips_packed():
+    """Qwen2.5-Omni's audio encoder reads its clips' mel frames packed, [mels, clips x frames], with
+    feature_lens [clips] (it raised TypeError on None): two 30 s clips of 3000 frames (2 x
+    max_source_positions), as its thinker passes them."""
+    from archgraph.fromtorch import hflayouts
+    config = transformers.AutoConfig.for_model("qwen2_5_omni_audio_encoder")
+    grids = hflayouts.grid_inputs(config, {"input_features": 0, "feature_lens": 0}, hfinputs.find)
+    assert grids["feature_lens"][0].tolist() == [3000, 3000]
+    assert [tuple(t.shape) for t in grids["input_features"]] == [(128, 6000)]
+
+
+def test_a_model_without_forward_is_refused_naming_its_parts():
+    """Qwen2.5-Omni's ForConditionalGeneration defines no forward (it generates through its parts):
+    refused naming them, not 'forward was given no tensor'."""
+    from archgraph.errors import ArchgraphError
+
+    class Generator(torch.nn.Module):
+        config = transformers.AutoConfig.for_model("qwen2_5_omni")
+    with pytest.raises(ArchgraphError, match=r"Generator defines no forward to trace: transformers runs it with "
+                       r"generate\(\), through its parts thinker \(qwen2_5_omni_thinker\), talker "
+                       r"\(qwen2_5_omni_talker\), token2wav \(qwen2_5_omni_token2wav\)"):
+        hfinputs.example_inputs(Generator(), {})
+
+
+def test_mel_bins_read_as_channels_get_frames_last():
+    """GLM-ASR's encoder convolves num_mel_bins as channels ([B, frames, mels] raised 'Invalid channel
+    dimensions'): [B, mels, frames] is the next candidate, and its frames mask follows it."""
+    raw = {"model_type": "glmasr", "audio_config": {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+                                                    "num_attention_heads": 4, "num_key_value_heads": 4,
+                                                    "num_mel_bins": 16},
+           "text_config": {"model_type": "llama", **TEXT, "num_key_value_heads": 2}, "audio_token_id": 99}
+    shapes = _inputs(raw)
+    assert shapes["input_features"] == (2, 16, 64) and shapes["input_features_mask"] == (2, 64)

@@ -121,3 +121,16 @@ def test_positions_on_the_meta_device_have_values_and_select_by_a_mask():
         assert int(wide.sum()) == 24
     assert positions.device.type == "meta" and valued.known(positions).tolist() == list(range(10))
     assert kept.device.type == "meta" and tuple(kept.shape) == (8, 3)
+
+
+def test_uninitialised_memory_has_no_values_to_keep():
+    """Nemotron 3.5 Transcribe writes each chunk's encoder states into x.new_empty(...) of an x made
+    from its input alone: that tensor has no values to know, so the write of states computed with
+    weights is no stale write (it was refused: Unvalued)."""
+    weight = torch.empty(3, 3, device="meta")
+    features = valued.moved(torch.randn(2, 4, 3), "meta")
+    with torch.no_grad(), valued.running():
+        normed = features - features.mean(1, keepdim=True)   # values of the input alone
+        states = normed.new_empty(2, 4, 3)
+        states[:, :2] = normed[:, :2] @ weight
+    assert states.device.type == "meta" and tuple(states.shape) == (2, 4, 3)

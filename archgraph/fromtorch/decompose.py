@@ -3,7 +3,9 @@ rule in `aten.TABLE` (a non-core op such as `aten.cumprod`'s relatives, an in-pl
 `fill_`), `ExportedProgram.run_decompositions` rewrites the program with PyTorch's own decompositions
 into the Core ATen operator set (functional: writes become `copy`, `slice_scatter`, `index_put`),
 keeping every op the table has as itself, so the spec reads `linear`, `layer_norm`, `einsum`
-where the module called them.  A program of known ops only is returned as it is."""
+where the module called them.  A program of known ops only is returned as it is.  A write of an
+empty source into a slice (`x[i, n:] = v` where n is x's length, as a trace specialised to the example
+can fix it) is the tensor as it was: dropped, with what computed its source (`without_empty_writes`)."""
 from __future__ import annotations
 
 import torch
@@ -41,3 +43,25 @@ def lower(program, name: str):
         raise ArchgraphError(f"torch could not decompose {name}'s ops archgraph lacks ({ops}): {first}",
                              hint="archgraph lowers an op it has no rule for with "
                                   "ExportedProgram.run_decompositions()") from None
+
+
+def without_empty_writes(program):
+    """`program` without its slice_scatter of a source with no elements (the tensor written into
+    unchanged; the ops that made the empty source, which a spec cannot hold, left unused and removed)."""
+    graph = program.graph
+    empty = [n for n in graph.nodes if n.op == "call_function" and n.target is torch.ops.aten.slice_scatter.default
+             and _numel(n.args[1]) == 0]
+    if not empty:
+        return program
+    for node in empty:
+        node.replace_all_uses_with(node.args[0])
+        graph.erase_node(node)
+    graph.eliminate_dead_code()
+    program.graph_module.recompile()
+    return program
+
+
+def _numel(node) -> int | None:
+    value = getattr(node, "meta", {}).get("val")
+    count = value.numel() if isinstance(value, torch.Tensor) else None
+    return count if isinstance(count, int) else None  # a symbolic count: not known empty

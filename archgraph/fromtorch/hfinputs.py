@@ -62,6 +62,7 @@ from .hfmake import SUB_CONFIGS, builder, find
 def example_inputs(model: torch.nn.Module, given: dict[str, torch.Tensor]) -> dict[str, Any]:
     """forward's example inputs by name (see the module docstring); `given` (from --input) wins."""
     config = model.config
+    _has_forward(model)
     params = inspect.signature(model.forward).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     cls = type(model).__name__
@@ -94,6 +95,20 @@ def example_inputs(model: torch.nn.Module, given: dict[str, torch.Tensor]) -> di
     if "use_cache" in params or (takes_any and find(config, "use_cache") is not None):
         inputs["use_cache"] = False  # no cache object in the trace
     return inputs
+
+
+def _has_forward(model) -> None:
+    """Refuses a model class that defines no forward (Qwen2.5-Omni's: transformers runs it with
+    generate(), through its parts), naming the parts' model types, which import."""
+    if type(model).forward is not torch.nn.Module.forward:
+        return
+    config = model.config
+    parts = [f"{key.removesuffix('_config')} ({getattr(config, key).model_type})"
+             for key in (getattr(config, "sub_configs", None) or {})
+             if getattr(getattr(config, key, None), "model_type", "")]
+    raise ArchgraphError(f"{type(model).__name__} defines no forward to trace: transformers runs it with generate(), "
+                         f"through its parts" + (f" {', '.join(parts)}" if parts else ""),
+                         hint="import a part: a config.json of its model_type and the part's own fields")
 
 
 def _wanted(model, params, takes_any: bool, given: dict) -> list[str]:

@@ -16,7 +16,11 @@ pixel shuffle's (1 / downsample_ratio) merge.  A NaFlex tower (Siglip2's, LFM2-V
 beside `pixel_values`) reads each image's patches in a row, [B, N, channels x patch_size^2], with
 `spatial_shapes` [B, 2] (rows and columns of patches) and `pixel_attention_mask` [B, N] marking the
 real ones: the example is an image of the config's num_patches (16 x 16 of 256) a row, every patch
-real, as the processor gives an image that fills its patch budget (max_num_patches = N).
+real, as the processor gives an image that fills its patch budget (max_num_patches = N).  An audio
+tower reading `feature_lens` beside `input_features` (Qwen2.5-Omni's, Qwen3-Omni's encoder) reads
+its clips' mel frames packed one after another, [mels, clips x frames], each clip's frame count in
+`feature_lens`, as the model's thinker passes them: two clips of 2 x max_source_positions frames
+(30 s, the Whisper window its processor pads to), every frame real.
 
 Where a model may read an input in more than one layout (IDEFICS' images [B, images, C, H, W]
 beside the usual [B, C, H, W]; patches flat or as [N, C, P, P]; a tower's `hidden_states` as
@@ -35,7 +39,7 @@ TOKENS = 16       # the example sequence length (a size torch.export keeps symbo
 # a grid input -> the inputs it tiles (the first of them forward takes)
 GRIDS = {"grid_thw": ("hidden_states", "pixel_values"), "image_grid_thw": ("pixel_values",),
          "video_grid_thw": ("pixel_values_videos",), "target_sizes": ("pixel_values",),
-         "image_grid_hw": ("pixel_values",), "spatial_shapes": ("pixel_values",)}
+         "image_grid_hw": ("pixel_values",), "spatial_shapes": ("pixel_values",), "feature_lens": ("input_features",)}
 MASKS = {"spatial_shapes": "pixel_attention_mask"}  # a grid -> the mask of real patches made with it
 
 
@@ -55,6 +59,12 @@ def grid_inputs(config, params, find: Callable) -> dict[str, list[torch.Tensor]]
         if grid == "target_sizes":  # NaViT packing: every image's patches side by side in one row
             out[grid] = [torch.tensor([[side, side]] * BATCH, dtype=torch.int64)]
             out[name] = [_normal((1, channels, patch, patch * count))]
+            continue
+        if grid == "feature_lens":  # audio packed: each clip's frames one after another, [mels, B x frames]
+            mels = _int(find(config, "num_mel_bins"), 128)
+            frames = 2 * _int(find(config, "max_source_positions"), 50 * _int(find(config, "n_window"), 1))
+            out[grid] = [torch.tensor([frames] * BATCH, dtype=torch.int64)]
+            out[name] = [_normal((mels, BATCH * frames))]
             continue
         if grid == "spatial_shapes":  # NaFlex: patches [B, N, C x P^2] a row, N = num_patches, all real
             side = _square_side(find(config, "num_patches"), _int(find(config, "downsample_factor"), 1))

@@ -178,10 +178,11 @@ def _video(config, name: str = '') -> torch.Tensor:
     return _normal((BATCH, frames if isinstance(frames, int) else 8, *_image_shape(config)))
 
 
-def _audio_features(config, name: str = '') -> torch.Tensor:
+def _audio_features(config, name: str = '') -> torch.Tensor | list[torch.Tensor]:
     """Whisper's [B, mels, 2 x max_source_positions] where the config has both; Whisper's layout too,
     [B, mels, 2 x n_window] (one window), where the config chunks its frames in windows of n_window
-    (Qwen3-ASR: its processor pads the frames to a multiple of that); else [B, FRAMES, feature size]."""
+    (Qwen3-ASR: its processor pads the frames to a multiple of that); else [B, FRAMES, feature size],
+    or, of mel bins, [B, mels, FRAMES] (GLM-ASR convolves them as channels), the first the model runs on."""
     mels = find(config, "num_mel_bins")
     positions = find(config, "max_source_positions")
     if isinstance(mels, int) and isinstance(positions, int):  # Whisper's [B, mels, frames], two frames a position
@@ -192,6 +193,8 @@ def _audio_features(config, name: str = '') -> torch.Tensor:
     window = find(config, "n_window")
     if isinstance(window, int) and window > 0 and isinstance(mels, int):
         return _normal((BATCH, mels, 2 * window))
+    if isinstance(mels, int):  # mel bins: as frames' features, or as a convolution's channels (GLM-ASR)
+        return [_normal((BATCH, FRAMES, size)), _normal((BATCH, size, FRAMES))]
     return _normal((BATCH, FRAMES, size))
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from ..errors import ArchgraphError
-from .decompose import lower
+from .decompose import lower, without_empty_writes
 from .hfexport import export_context
 from .leaves import recorded_calls
 from .specialise import ValuesUnknown, data_dependent, replayed, specialised
@@ -83,6 +83,7 @@ def trace(module: torch.nn.Module, args: tuple, kwargs: dict, static: bool = Fal
         module.train(was_training)
     program = functional(program)  # writes as the values they make, then
     program = lower(program, type(module).__name__)  # the ops archgraph lacks, decomposed into ones it has
+    program = without_empty_writes(program)  # x[i, n:] = v of n the length: nothing written
     return Traced(program, tensors, _size_names(program, tensors), named, fixed, calls)
 
 

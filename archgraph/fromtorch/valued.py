@@ -13,6 +13,9 @@ Positions counted on the meta device (`torch.arange(n, device=x.device)`) have t
 boolean mask of known values selects from a tensor without them by the positions it keeps (RADIO's
 features: `last_hidden_state[positions_in_image >= prefix]`), so the selection's size is known;
 `mask.expand_as(x)` (`view_as`, `reshape_as`) reads x's shape alone, and keeps the mask's values.
+A tensor of uninitialised memory (`x.new_empty(...)`, `torch.empty_like(x)`) has no values, whatever
+x is: it is on the meta device, and the values written into it later need none (Nemotron 3.5
+Transcribe's encoder writes each chunk's states into one made from its input).
 A value read from a tensor without values fails as on the meta device; a write of a tensor without
 values into one with values is refused (`Unvalued`: its values would be stale).
 """
@@ -62,6 +65,10 @@ _SHAPED_AS = {torch.Tensor.expand_as: torch.Tensor.expand, torch.Tensor.view_as:
               torch.Tensor.reshape_as: torch.Tensor.reshape}
 
 
+# tensors of uninitialised memory: no values to keep (on the meta device, whatever they are made from)
+_UNINITIALISED = (torch.Tensor.new_empty, torch.Tensor.new_empty_strided, torch.empty_like)
+
+
 class _MetaWhereUnknown(TorchFunctionMode):
     """Each call's meta tensors that keep values given as those values; a call mixing tensors with
     values (more than a number) and tensors without runs on the meta device."""
@@ -87,6 +94,8 @@ class _MetaWhereUnknown(TorchFunctionMode):
                     else a for a in flat]
         args, kwargs = tree_unflatten(flat, spec)
         out = func(*args, **kwargs)
+        if func in _UNINITIALISED and isinstance(out, torch.Tensor) and out.device.type != "meta":
+            return torch.empty_like(out, device="meta")  # no values to know: written later, by weights or not
         if func is torch.Tensor.to and isinstance(out, torch.Tensor) and out.device.type == "meta" and \
                 flat[0].device.type != "meta":  # x.to(self.device): a tensor of values moved, its values kept
             _VALUES[out] = flat[0].to(dtype=out.dtype)
