@@ -581,3 +581,23 @@ def test_a_write_into_an_empty_slice_is_no_write():
     mine = to_module(load_text(text))
     mine.load_state_dict(module.state_dict(), strict=True)
     torch.testing.assert_close(mine(x)["output"], module(x))
+
+
+class _NumpyChunks(nn.Module):
+    """Phi-4's audio encoder: the chunks' starts made with numpy from the sequence's length (a
+    symbolic size is an object to numpy, which torch cannot convert)."""
+
+    def forward(self, x):
+        import numpy as np
+        starts = torch.tensor(np.arange(0, x.shape[1], 4))
+        return x[:, starts] * 2
+
+
+def test_a_size_handed_to_numpy_is_the_examples(tmp_path):
+    from archgraph.load import load
+    module = _NumpyChunks()
+    x = torch.randn(2, 10, 3)
+    text = to_spec(module, x)  # was: torch.export could not trace: can't convert np.ndarray of type numpy.object_
+    assert "every size, which the code hands to numpy" in text
+    text.write(tmp_path / "chunks.yaml")  # the starts [0, 4, 8]: values stored beside the spec
+    torch.testing.assert_close(to_module(load(str(tmp_path / "chunks.yaml")))(x)["output"], module(x))

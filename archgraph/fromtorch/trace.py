@@ -98,6 +98,15 @@ def _export(module, named: dict, dynamic: dict, calls: dict) -> tuple[Any, list[
         with contextlib.redirect_stderr(printed):
             plain = torch.export.export(module, (), named, dynamic_shapes=dynamic, strict=False)
     except Exception as exc:
+        if _numpy_of_size(exc) and any(d is not None for d in dynamic.values()):  # sizes as numpy's numbers
+            fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in named.items()}  # unmarked
+            note = f"every size, which the code hands to numpy (torch.export: {_first(exc)[:80]})"
+            with contextlib.redirect_stderr(io.StringIO()):
+                static = torch.export.export(module, (), fresh, dynamic_shapes=None, strict=False)
+                if not (_unbacked(static) or _selects(static)):
+                    return static, [note]
+                program, read = replayed(module, fresh, calls.clear)  # a selection's count, from a run
+            return program, [note, *read]
         if not data_dependent(exc):
             sys.stderr.write(printed.getvalue())
             raise
@@ -117,6 +126,17 @@ def _export(module, named: dict, dynamic: dict, calls: dict) -> tuple[Any, list[
                                          "unknown: import the module with its weights") from None
             return plain, []
     return _specialised(module, named, calls, why)
+
+
+def _numpy_of_size(exc: BaseException) -> bool:
+    """Whether torch.export failed where the code made a numpy array of a symbolic size (Phi-4's audio
+    encoder: np.arange(0, seq_len, chunk_size), seq_len from the frames): numpy holds such a size as
+    an object, which torch cannot convert; the trace at the example's sizes reads plain numbers."""
+    return "np.ndarray of type numpy.object_" in str(exc)
+
+
+def _first(exc: BaseException) -> str:
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _specialised(module, named: dict, calls: dict, why: str) -> tuple[Any, list[str]]:
