@@ -509,3 +509,13 @@ def test_mel_bins_read_as_channels_get_frames_last():
            "text_config": {"model_type": "llama", **TEXT, "num_key_value_heads": 2}, "audio_token_id": 99}
     shapes = _inputs(raw)
     assert shapes["input_features"] == (2, 16, 64) and shapes["input_features_mask"] == (2, 64)
+
+
+def test_a_high_resolution_copy_of_the_image_goes_beside_it():
+    """DeepSeek-VL-Hybrid's get_image_features requires high_res_pixel_values: its processor resizes
+    the same image for the SAM tower too, 1024 x 1024 (high_res_vision_config's image size)."""
+    from archgraph.fromtorch import hfprocessor
+    config = transformers.AutoConfig.for_model("deepseek_vl_hybrid")
+    pixels = torch.zeros(2, 3, 384, 384)
+    made = hfprocessor.complete(config, ["high_res_pixel_values"], {"pixel_values": pixels}, "cpu", hfinputs.find)
+    assert tuple(made["high_res_pixel_values"].shape) == (2, 3, 1024, 1024)

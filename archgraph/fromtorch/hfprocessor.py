@@ -6,6 +6,7 @@ match the example's data as the processor makes it for examples that fill their 
 | `input_features_mask`, `feature_attention_mask` | ones [B, frames] over input_features' frames (its last dim in Whisper's layout [B, mels, frames], else dim 1): every frame real |
 | `image_sizes` | each image's height and width [B, 2] (LLaVA-NeXT: the size of the image its tiles were cut from, here the tiles' size) |
 | `image_attention_mask` | IDEFICS: ones [B, S, images], every token sees every image |
+| `high_res_pixel_values` | DeepSeek-VL-Hybrid: the image again [B, C, H', W'] at its high-resolution tower's image size |
 
 They are made where forward requires them (`image_attention_mask`: takes it) or the method forward computes the data's features with
 (`get_audio_features`, `get_image_features`) does (AudioFlamingo3's audio features read
@@ -72,12 +73,23 @@ def _image_attention_mask(config, pixels: torch.Tensor, inputs: dict, find: Call
     return torch.ones((*(ids.shape if ids is not None else (pixels.shape[0], 1)), images), dtype=torch.int64)
 
 
+def _high_res_pixels(config, pixels: torch.Tensor, inputs: dict, find: Callable) -> torch.Tensor:
+    """DeepSeek-VL-Hybrid's high-resolution copy of each image [B, C, H', W'] at its high-resolution
+    tower's image size (1024), as its processor resizes the same image twice."""
+    part = getattr(config, "high_res_vision_config", None)
+    size = find(part, "image_size") if part is not None else None
+    size = size if isinstance(size, int) and size > 0 else pixels.shape[-1]
+    shape = (pixels.shape[0], find(part, "num_channels") or pixels.shape[-3], size, size)
+    return torch.randn(shape, generator=torch.Generator().manual_seed(0))
+
+
 # a companion -> (the input it follows, how it is made from that input)
 COMPANIONS: dict[str, tuple[str, Callable[..., torch.Tensor]]] = {
     "input_features_mask": ("input_features", _frames_mask),
     "feature_attention_mask": ("input_features", _frames_mask),
     "image_sizes": ("pixel_values", _image_sizes),
     "image_attention_mask": ("pixel_values", _image_attention_mask),
+    "high_res_pixel_values": ("pixel_values", _high_res_pixels),
 }
 
 
