@@ -519,3 +519,16 @@ def test_a_high_resolution_copy_of_the_image_goes_beside_it():
     pixels = torch.zeros(2, 3, 384, 384)
     made = hfprocessor.complete(config, ["high_res_pixel_values"], {"pixel_values": pixels}, "cpu", hfinputs.find)
     assert tuple(made["high_res_pixel_values"].shape) == (2, 3, 1024, 1024)
+
+
+def test_an_image_in_flat_patches_where_the_model_projects_each_patch():
+    """Fuyu projects each patch's pixels ([B, C, H, W] and [B, 1, C, H, W] fail its linear): its
+    image of 300 x 300 in patches of 30 is a row of 100 flat patches [2, 100, 3 x 30 x 30], one
+    placeholder each; its get_image_features gives them as last_hidden_state (no pooler_output)."""
+    config = transformers.AutoConfig.for_model("fuyu")
+    assert tuple(hfmake._pixels(config)[-1].shape) == (2, 100, 2700)
+    raw = {"model_type": "fuyu", "image_size": 16, "patch_size": 8, "hidden_size": 32, "intermediate_size": 64,
+           "num_hidden_layers": 1, "num_attention_heads": 4, "vocab_size": 100, "image_token_id": 99,
+           "text_config": {"model_type": "persimmon", "vocab_size": 100, "hidden_size": 32, "intermediate_size": 64,
+                           "num_hidden_layers": 1, "num_attention_heads": 4}}
+    assert _inputs(raw) == {"input_ids": (2, 4 + 16), "pixel_values": (2, 4, 192), "use_cache": False}

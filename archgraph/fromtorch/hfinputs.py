@@ -299,7 +299,10 @@ def _feature_tokens(model, method: str, name: str, inputs: dict) -> tuple[int | 
             raise ValuesUnknown(f"{type(model).__name__}'s {method} cannot count the features of the example "
                                 f"{name} on the meta device ({why})", hint="import the module with its weights") from None
         return None, why
-    feats = getattr(out, "pooler_output", None) if not isinstance(out, (torch.Tensor, list, tuple)) else out
+    feats = out
+    if not isinstance(out, (torch.Tensor, list, tuple)):  # the projected features, else the states (Fuyu's)
+        feats = getattr(out, "pooler_output", None)
+        feats = feats if feats is not None else getattr(out, "last_hidden_state", None)
     tensors = [t for t in (feats if isinstance(feats, (list, tuple)) else [feats]) if isinstance(t, torch.Tensor)]
     total = sum(t.numel() for t in tensors)
     if not tensors or total % width:

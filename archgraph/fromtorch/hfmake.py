@@ -150,7 +150,8 @@ def _pixels(config, name: str = "pixel_values") -> list[torch.Tensor]:
     """[B, C, H, W], or IDEFICS' [B, images, C, H, W] (one image a row), LLaVA-NeXT's tiles of one
     image a row [B, tiles, C, H, W] (where the config has image_grid_pinpoints), or where the config has
     num_frames a video's frames as images [B x num_frames, C, H, W] (X-CLIP's vision tower) or a
-    clip a row [B, num_frames, C, H, W] (ViViT)."""
+    clip a row [B, num_frames, C, H, W] (ViViT); last, the image cut in patches of patch_size, a
+    row of flat patches [B, patches, C x P^2] (Fuyu's, which projects each patch's pixels)."""
     shape = _image_shape(config)
     frames = find(config, "num_frames")
     made = [_normal((BATCH, *shape)), _normal((BATCH, 1, *shape))]
@@ -159,6 +160,10 @@ def _pixels(config, name: str = "pixel_values") -> list[torch.Tensor]:
         made.insert(0, _normal((BATCH, tiles, *shape)))
     if isinstance(frames, int) and 1 < frames <= 64:  # a video: frames as images, or a clip a row
         made += [_normal((BATCH * frames, *shape)), _normal((BATCH, frames, *shape))]
+    patch = find(config, "patch_size")
+    channels, height, width = shape
+    if isinstance(patch, int) and patch > 0 and height % patch == 0 and width % patch == 0:  # Fuyu's patches
+        made.append(_normal((BATCH, (height // patch) * (width // patch), channels * patch * patch)))
     return made
 
 
