@@ -532,3 +532,16 @@ def test_an_image_in_flat_patches_where_the_model_projects_each_patch():
            "text_config": {"model_type": "persimmon", "vocab_size": 100, "hidden_size": 32, "intermediate_size": 64,
                            "num_hidden_layers": 1, "num_attention_heads": 4}}
     assert _inputs(raw) == {"input_ids": (2, 4 + 16), "pixel_values": (2, 4, 192), "use_cache": False}
+
+
+def test_a_video_grid_spans_the_frames_the_model_merges_in_time():
+    """ERNIE-4.5-VL's resampler merges temporal_merge_size (2) frames of patches: a video grid of one
+    frame fails its split ('split_sizes to sum exactly to 32 ... got [8, 8]'); the example's video is
+    2 x 8 x 8 patches a row, its images 1 x 8 x 8."""
+    from archgraph.fromtorch import hflayouts
+    config = transformers.AutoConfig.for_model("ernie4_5_vl_moe")
+    params = {"pixel_values": 0, "image_grid_thw": 0, "pixel_values_videos": 0, "video_grid_thw": 0}
+    grids = hflayouts.grid_inputs(config, params, hfinputs.find)
+    assert grids["video_grid_thw"][0].tolist() == [[2, 8, 8], [2, 8, 8]]
+    assert grids["image_grid_thw"][0].tolist() == [[1, 8, 8], [1, 8, 8]]
+    assert grids["pixel_values_videos"][0].shape[0] == 2 * 2 * 64

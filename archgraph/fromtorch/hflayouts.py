@@ -4,7 +4,8 @@ Image grids: a Qwen-VL-style tower (`grid_thw`, `image_grid_thw`, `video_grid_th
 `hidden_states`, `pixel_values` or `pixel_values_videos`) reads its images as patches cut by its
 processor, [patches, channels x temporal_patch_size x patch_size^2], with a grid [images, 3]
 (frames, rows, columns of patches) saying how they tile; the example is one image a batch row
-(BATCH images) of 1 x G x G patches, G = 4 x spatial_merge_size.  The model reads the grid's
+(BATCH images) of 1 x G x G patches, G = 4 x spatial_merge_size (a video: temporal_merge_size x G x G
+where the model merges patches in time, ERNIE-4.5-VL's 2).  The model reads the grid's
 values as numbers, so its trace is specialised to the example (`specialise`), which needs values a
 model on the meta device does not have (the model is built again on the CPU for it where it is small
 enough).  A NaViT-style tower (MiniCPM-V: `target_sizes` beside `pixel_values`) reads its images'
@@ -77,7 +78,10 @@ def grid_inputs(config, params, find: Callable) -> dict[str, list[torch.Tensor]]
             out[grid] = [torch.tensor([[side, side]] * BATCH, dtype=torch.int64)]
             out[name] = [_normal((count, channels * patch * patch)), _normal((count, channels, patch, patch))]
             continue
-        out[grid] = [torch.tensor([[1, side, side]] * BATCH, dtype=torch.int64)]
+        # a video's grid: as many temporal patches as the model merges in time (ERNIE-4.5-VL: 2), else one
+        steps = _int(find(config, "temporal_merge_size"), 1) if grid == "video_grid_thw" else 1
+        count *= steps
+        out[grid] = [torch.tensor([[steps, side, side]] * BATCH, dtype=torch.int64)]
         out[name] = [_normal((count, channels * frames * patch * patch)), _normal((count, channels, patch, patch)),
                      _normal((count, channels, frames, patch, patch))]
     return out
