@@ -545,3 +545,13 @@ def test_a_video_grid_spans_the_frames_the_model_merges_in_time():
     assert grids["video_grid_thw"][0].tolist() == [[2, 8, 8], [2, 8, 8]]
     assert grids["image_grid_thw"][0].tolist() == [[1, 8, 8], [1, 8, 8]]
     assert grids["pixel_values_videos"][0].shape[0] == 2 * 2 * 64
+
+
+def test_speech_to_text_ids_hold_a_steps_text_and_codebook_tokens():
+    """Kyutai's speech-to-text model reads each step's text token beside its 32 audio codebooks'
+    tokens, input_ids [B, S, 1 + num_codebooks] (plain [B, S] ids failed to broadcast with its 33
+    offsets): below both vocabularies."""
+    config = transformers.AutoConfig.for_model("kyutai_speech_to_text")
+    ids, steps = hfmake._token_ids(config)
+    assert tuple(ids.shape) == (2, 16) and tuple(steps.shape) == (2, 16, 33)
+    assert int(steps.max()) < min(config.vocab_size, config.codebook_vocab_size)

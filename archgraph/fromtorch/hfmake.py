@@ -62,13 +62,22 @@ def _steps(config, name: str) -> torch.Tensor:
     return _normal((BATCH, TOKENS, width if isinstance(width, int) and width > 0 else 1))
 
 
-def _token_ids(config, name: str = "input_ids") -> torch.Tensor:
-    """Ids below the vocabulary of the part they are for (`qformer_input_ids`: qformer_config's)."""
+def _token_ids(config, name: str = "input_ids") -> torch.Tensor | list[torch.Tensor]:
+    """Ids below the vocabulary of the part they are for (`qformer_input_ids`: qformer_config's); where
+    the config has audio codebooks (num_codebooks, codebook_vocab_size), then also each step's text
+    token beside its codebooks' tokens, [B, S, 1 + num_codebooks], below both vocabularies."""
     part = getattr(config, name.removesuffix("input_ids") + "config", None) if name != "input_ids" else None
     vocab = find(part, "vocab_size") if part is not None and hasattr(part, "to_dict") else None
     vocab = vocab if vocab is not None else find(config, "vocab_size")
     high = vocab if isinstance(vocab, int) and vocab > 0 else 2
-    return torch.randint(0, high, (BATCH, TOKENS), generator=torch.Generator().manual_seed(0))
+    ids = torch.randint(0, high, (BATCH, TOKENS), generator=torch.Generator().manual_seed(0))
+    books, book_vocab = find(config, "num_codebooks"), find(config, "codebook_vocab_size")
+    if name == "input_ids" and isinstance(books, int) and isinstance(book_vocab, int) and books > 0:
+        # a step's text token and its audio codebooks' tokens (Kyutai STT: [B, S, 1 + num_codebooks])
+        steps = torch.randint(0, min(high, book_vocab), (BATCH, TOKENS, 1 + books),
+                              generator=torch.Generator().manual_seed(0))
+        return [ids, steps]
+    return ids
 
 
 # features forward reads by a name of their own -> the config keys of their width
