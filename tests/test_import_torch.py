@@ -272,3 +272,37 @@ def test_an_unsaved_buffer_of_arbitrary_values_is_stored_beside_the_spec():
     assert "values: Scaled.values.safetensors\n" in text
     assert "  - {name: offset, op: buffer, shape: [4], persistent: false}" in text
     assert list(text.values) == ["offset"] and torch.equal(text.values["offset"], module.offset)
+
+
+class OrderStatistics(nn.Module):
+    """torch.median (by dim, with keepdim, and of all values) and var_mean / std_mean, which torch's
+    export decompositions leave as they are: archgraph has no op of those names."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, y):
+        h = self.proj(y)
+        middle, where = torch.median(h, -1, keepdim=True)
+        var, mean = torch.var_mean(h, -1, keepdim=True)
+        std, mean_all = torch.std_mean(h, (0, 2), correction=0)
+        return (h - mean) / var + middle, where, h.median(dim=1).values, torch.median(h), std + mean_all
+
+
+def test_median_is_an_op_and_var_mean_lowers_to_var_and_mean():
+    module = OrderStatistics().eval()
+    y = torch.randn(2, 5, 8)
+    text = to_spec(module, y)
+    nodes = [line.strip() for line in text.splitlines() if "op: median" in line or "op: var" in line]
+    assert nodes == ["- {name: median, op: median, in: proj, dim: -1, keepdim: true}",
+                     "- {name: var, op: var, in: proj, dim: -1, keepdim: true, correction: 1.0}",
+                     "- {name: var_1, op: var, in: proj, dim: [0, 2], correction: 0.0}",
+                     "- {name: median_1, op: median, in: proj, dim: 1}",
+                     "- {name: median_2, op: median, in: proj}"]
+    mine = to_module(load_text(text)).eval()
+    mine.load_state_dict(module.state_dict(), strict=True)
+    with torch.no_grad():
+        ours, theirs = list(mine(y).values()), module(y)
+    for a, b in zip(ours, theirs):
+        assert a.dtype == b.dtype and torch.equal(a, b) if b.dtype == torch.int64 else torch.allclose(a, b, atol=1e-6)

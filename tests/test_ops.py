@@ -585,6 +585,9 @@ CASES = [
     # torch.linspace(0, 1, 64) has 64 entries; torch.sort gives values and indices
     case("linspace", {"start": 0.0, "end": 1.0, "steps": 64}, [], (64,)),
     case("sort", {"dim": 1}, [(B, S)], [(B, S), (B, S)]),
+    case("median", {"dim": 1}, [(B, S, 8)], [(B, 8), (B, 8)]),
+    case("median", {"dim": -1, "keepdim": True}, [(B, S, 8)], [(B, S, 1), (B, S, 1)], id="median-keepdim"),
+    case("median", {}, [(B, S)], (), id="median-all"),
     # a scalar: RecurrentGemma's normalizer, sqrt(hidden) held in bfloat16
     case("full", {"shape": [], "value": 50.596, "dtype": "bfloat16"}, [], (), id="full-scalar"),
     case("buffer", {"shape": [], "persistent": False, "tensor": "normalizer"}, [()], (),

@@ -21,12 +21,30 @@ def unknown_ops(program) -> set:
             and n.target not in TABLE and n.target not in SKIP}
 
 
+def _var_mean(x, dim=None, *, correction=None, keepdim=False):
+    return aten.var.correction(x, dim, correction=correction, keepdim=keepdim), aten.mean.dim(x, dim, keepdim)
+
+
+def _std_mean(x, dim=None, *, correction=None, keepdim=False):
+    return aten.std.correction(x, dim, correction=correction, keepdim=keepdim), aten.mean.dim(x, dim, keepdim)
+
+
+aten = torch.ops.aten
+# non-core ops PyTorch's export table leaves as they are, lowered to ops archgraph has (torch._decomp's
+# own would give prims, which a spec does not hold)
+OWN = {aten.var_mean.correction: _var_mean, aten.std_mean.correction: _std_mean}
+
+
 def decompositions():
-    """PyTorch's default decomposition table without the ops archgraph has (they stay themselves)."""
+    """PyTorch's default decomposition table without the ops archgraph has (they stay themselves),
+    and archgraph's own lowering of the non-core ops it lacks that torch's table leaves alone (`OWN`)."""
     table = torch.export.default_decompositions()
     for target in list(table.keys()):
         if target in TABLE or target in SKIP:
             table.pop(target)
+    for target, lowered in OWN.items():
+        if target not in TABLE and target not in table:  # (its CustomDecompTable has no working setdefault)
+            table[target] = lowered
     return table
 
 

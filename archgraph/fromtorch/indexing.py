@@ -177,6 +177,14 @@ def _sort(n, c):
     return Out("sort", [a["self"]], hp)
 
 
+@rule(aten.median.dim, aten.median.default)
+def _median(n, c):
+    a = named(n)
+    if n.target is aten.median.default:
+        return Out("median", [a["self"]], {})
+    return Out("median", [a["self"]], {"dim": a["dim"], **({"keepdim": True} if a.get("keepdim") else {})})
+
+
 @rule(aten.stack.default)
 def _stack(n, c):
     return Out("stack", list(n.args[0]), {"dim": n.args[1] if len(n.args) > 1 else 0})

@@ -1,4 +1,4 @@
-"""Picking and placing tokens by index, with torch's semantics: `topk`, `sort`, `gather`, `index_select`,
+"""Picking and placing tokens by index, with torch's semantics: `topk`, `sort`, `median`, `gather`, `index_select`,
 `scatter_add`, `index_add`, and `bucketize` (the index of each value among sorted boundaries).
 Mixture-of-Depths, expert capacity and token dropping are these ops around a block call: score,
 take the top k, gather them, run the block, scatter-add back.
@@ -168,6 +168,35 @@ class Sort(Op):
 
     def forward(self, run, x):
         found = run.torch.sort(x, dim=self.dim, descending=self.descending, stable=self.stable)
+        return found.values, found.indices
+
+
+@op("median", aliases=("torch.median",), example={"dim": -1})
+class Median(Op):
+    """The median along `dim` (torch.median): the lower of the two middle values when the count is
+    even; values and (output 1) the index of one such value, `dim` removed (kept as 1 with
+    `keepdim`); with no `dim`, the median of every value, one 0-d output."""
+
+    dim: int | None = None  # the dimension reduced (null: all of them)
+    keepdim: bool = False  # keep the reduced dimension, of size 1
+
+    def infer_shape(self, x):
+        if self.dim is None:
+            return ()
+        d = axis(self.dim, len(x))
+        out = (*x[:d], 1, *x[d + 1:]) if self.keepdim else (*x[:d], *x[d + 1:])
+        return [out, out]
+
+    def flops(self, inputs, outputs):
+        return prod(inputs[0])  # a selection, counted as sort counts
+
+    def saved(self, inputs, outputs, eager):
+        return keeps_inputs(inputs, 0) if self.dim is None else [Saved(output=1, width="index")]
+
+    def forward(self, run, x):
+        if self.dim is None:
+            return run.torch.median(x)
+        found = run.torch.median(x, dim=self.dim, keepdim=self.keepdim)
         return found.values, found.indices
 
 
