@@ -45,10 +45,10 @@ def test_qwen3_30b_a3b_total_and_active_parameters(tmp_path, cli):
 
 
 def _layers(path) -> dict[str, object]:
-    """Each layer's feed-forward op and attention window."""
+    """Each layer's feed-forward op (lib.moe's: its experts) and attention window."""
     out = {}
     for node_path, node, *_ in load_config(path).params().nodes():
-        if node_path.endswith(".mlp"):
+        if node_path.endswith((".mlp", ".mlp.experts")):
             out[node_path.split(".")[1] + ".mlp"] = node.op.op_name
         if node_path.endswith(".self_attn"):
             out[node_path.split(".")[1] + ".window"] = node.op.window
@@ -64,7 +64,7 @@ def test_qwen3_moe_layer_schedule_follows_the_sparse_step_and_mlp_only_layers(tm
     path = write_config(tmp_path, **SMALL_QWEN, decoder_sparse_step=2, mlp_only_layers=[3],
                         use_sliding_window=True, sliding_window=4)
     layers = _layers(path)
-    assert [layers[f"{i}.mlp"] for i in range(5)] == ["gated_mlp", "moe", "gated_mlp", "gated_mlp", "gated_mlp"]
+    assert [layers[f"{i}.mlp"] for i in range(5)] == ["gated_mlp", "experts", "gated_mlp", "gated_mlp", "gated_mlp"]
     assert [layers[f"{i}.window"] for i in range(5)] == [4] * 5  # use_sliding_window: every layer
 
 

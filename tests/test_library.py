@@ -1,7 +1,8 @@
 """The standard library of blocks (specs/lib/, issue 40): a spec names one as `lib.NAME`, and
 lib.attention, written in primitives, is the `attention` op's computation: the same tensors, FLOPs,
 cache, what training keeps and outputs, for a grid of settings; its q/k-norm variant and the MLPs
-are their ops' but for the FLOPs of the parts the ops leave out (norms, activations, products)."""
+are their ops' but for the FLOPs of the parts the ops leave out (norms, activations, products); lib.moe
+is the moe op's tensors, count and outputs, and counts its scoring parts (softmax, topk, renormalisation)."""
 from __future__ import annotations
 
 import itertools
@@ -405,3 +406,86 @@ def test_sdpa_takes_block_ids_of_self_attention_without_a_window():
         sdpa(heads=6, causal=True, window=3).infer_shape(q, q, q, (2, 7), (2, 7))
     with pytest.raises(archgraph.ShapeError, match="block ids are for self-attention"):
         sdpa(heads=6, causal=True).infer_shape(q, (2, 6, 9, 8), (2, 6, 9, 8), None, (2, 7))
+
+
+MOE_OP = """
+name: NAME
+inputs:
+  x: {shape: [B, S, 48]}
+nodes:
+  - {name: mlp, op: moe, hidden: 48, intermediate: 40, experts: EXPERTS, top_k: TOP_K, normalize: NORMALIZE,
+     activation: ACT}
+"""
+
+MOE_LIB = """
+name: NAME
+inputs:
+  x: {shape: [B, S, 48]}
+blocks:
+  moe: {spec: lib.moe, category: mlp}
+nodes:
+  - {name: mlp, block: moe, hidden: 48, intermediate: 40, experts: EXPERTS, top_k: TOP_K, normalize: NORMALIZE,
+     activation: "'ACT'"}
+"""
+
+MOES = [dict(zip(("EXPERTS", "TOP_K", "NORMALIZE", "ACT"), values)) for values in itertools.product(
+    ("6", "4"), ("1", "2", "4"), ("true", "false"), ("silu", "gelu"))]
+
+
+def _moe_pair(tmp_path, settings: dict) -> tuple:
+    out = []
+    for name, text in (("op", MOE_OP), ("lib", MOE_LIB)):
+        for key, value in settings.items():
+            text = text.replace(key, value)
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text.replace("NAME", name))
+        out.append(archgraph.load(str(path)))
+    return tuple(out)
+
+
+@pytest.mark.parametrize("settings", MOES, ids=lambda s: "-".join(s.values()))
+def test_lib_moe_counts_what_the_op_counts(tmp_path, settings):
+    op, lib = _moe_pair(tmp_path, settings)
+    assert _tensors(lib) == _tensors(op)
+    assert [lib.params().total, lib.params().totals.active] == [op.params().total, op.params().totals.active]
+    assert lib.params().totals.by_category == op.params().totals.by_category
+    # the op counts the router's and the experts' products of matrices; the parts also count the softmax
+    # (5 a score), topk (1 a score) and the renormalisation's sum and division (1 a weight each)
+    tokens, e, k = 2 * 7, int(settings["EXPERTS"]), int(settings["TOP_K"])
+    scoring = tokens * e * (5 + 1) + (2 * tokens * k if settings["NORMALIZE"] == "true" else 0)
+    assert count_flops(lib, SIZES).forward - count_flops(op, SIZES).forward == scoring
+    # what training keeps: the op kept the probabilities (float32) and the picks; the parts keep the
+    # probabilities (softmax's output, at the activations' width), topk's picks, the weights the experts
+    # read, and the renormalisation's dividend and sum; all else as the op
+    renorm = tokens * k + tokens if settings["NORMALIZE"] == "true" else 0
+    for eager in (False, True):
+        kept = [activation_profile(m, SIZES, eager).total() for m in (op, lib)]
+        assert kept[0].kept - kept[1].kept == Counter({("fp32", "seq", False): tokens * e,
+                                                       ("index", "seq", False): tokens * k})
+        assert kept[1].kept - kept[0].kept == Counter({("act", "heads", False): tokens * e + tokens * k + renorm,
+                                                       ("index", "heads", False): tokens * k})
+        assert kept[1].comm == kept[0].comm
+
+
+@pytest.mark.parametrize("settings", [MOES[0], MOES[3], MOES[6], MOES[13], MOES[23]],
+                         ids=lambda s: "-".join(s.values()))
+def test_lib_moe_computes_what_the_op_computes(tmp_path, settings):
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    op, lib = _moe_pair(tmp_path, settings)
+    torch.manual_seed(0)
+    m_op, m_lib = to_module(op), to_module(lib)
+    assert list(m_lib.state_dict()) == list(m_op.state_dict()) == \
+        ["mlp.gate.weight", "mlp.experts.gate_up_proj", "mlp.experts.down_proj"]
+    m_lib.load_state_dict(m_op.state_dict())
+    x = torch.randn(2, 7, 48)
+    with torch.no_grad():
+        assert torch.equal(m_lib(x=x)["mlp"], m_op(x=x)["mlp"])
+
+
+def test_a_stack_of_lib_moe_says_its_experts(tmp_path):
+    # compare, diff and the page describe a layer by its experts: the experts op's as the moe op's
+    from archgraph.passes.stacks import _what
+    op, lib = _moe_pair(tmp_path, MOES[4])   # 6 experts, top 2
+    assert _what(lib.graph.nodes["mlp"].body.nodes["experts"], None, None) == \
+        _what(op.graph.nodes["mlp"], None, None) == {"MoE 6 experts top 2"}

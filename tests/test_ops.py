@@ -420,6 +420,9 @@ CASES = [
           "experts.0.w1.weight": (20, 48), "experts.0.w3.weight": (20, 48), "experts.0.w2.weight": (48, 20),
           "experts.1.w1.weight": (20, 48), "experts.1.w3.weight": (20, 48), "experts.1.w2.weight": (48, 20)},
          id="moe-separate-mixtral"),
+    # experts (lib.moe's fused primitive): each token through its top_k=2 of 8 experts, 3 projections 48 <-> 20
+    case("experts", {"hidden": 48, "intermediate": 20, "experts": 8}, [(B, S, 48), (B, S, 2), (B, S, 2)],
+         (B, S, 48), {"gate_up_proj": (8, 40, 48), "down_proj": (8, 48, 20)}, flops=2 * 3 * (2 * B * S * 48 * 20)),
     # ---- state-space mixers -------------------------------------------------------------------
     # Mamba (transformers' MambaMixer): hidden 48, intermediate 96, state 16, kernel 4, dt_rank ceil(48/16) = 3;
     # per token 2x(48*192 + 96*35 + 3*96 + 96*48) for the projections, 2*96*4 the conv, 9*96*16 the scan
@@ -808,6 +811,9 @@ ERRORS = [
     reject("mlp", {"hidden": 64, "intermediate": 128}, [(2, 32)], ShapeError, ["32", "64"]),
     reject("gated_mlp", {"hidden": 64, "intermediate": 128, "names": ["a", "b"]}, None, SpecError, []),
     reject("moe", {"hidden": 64, "intermediate": 32, "experts": 2, "top_k": 3}, None, SpecError, ["top_k"]),
+    reject("experts", {"hidden": 64, "intermediate": 32, "experts": 2, "top_k": 3}, None, SpecError, ["top_k"]),
+    reject("experts", {"hidden": 64, "intermediate": 32, "experts": 4}, [(2, 5, 64), (2, 5, 3), (2, 5, 3)],
+           ShapeError, ["top_k", "3"]),
     reject("mamba_mixer", {"hidden": 48, "intermediate": 96}, [(2, 5, 32)], ShapeError, ["32", "48"]),
     reject("mamba_mixer", {"hidden": 48, "intermediate": 96, "dt_rank": 0}, None, SpecError, ["dt_rank"]),
     reject("max_pool2d", {"kernel_size": 2, "padding": 2}, [(1, 3, 8, 8)], (SpecError, ShapeError), [],

@@ -25,6 +25,7 @@ INDEX = {  # op name -> the module of archgraph.ops that declares it
     **dict.fromkeys(["view_as_complex", "view_as_real", "complex"], "complex"),
     "disentangled_attention": "disentangled",
     "einsum": "einsum",
+    "experts": "experts",
     "embedding_bag": "bags",
     **dict.fromkeys(["conj", "fft_fft", "fft_ifft", "fft_irfft", "fft_rfft"], "fft"),
     **dict.fromkeys(["add", "mul", "scale"], "elementwise"),

@@ -24,6 +24,34 @@ def _linear(name: str, out: int, inp: int, bias: bool):
         yield Tensor(f"{name}.bias", (out,))
 
 
+def dispatch(torch, expert, tokens, weights, picked, experts: int, weighting: str = "output"):
+    """Each token [N, hidden] through its picked experts [N, top_k] (expert(e, rows) runs expert e), weighted
+    by `weights` [N, top_k] and summed: the (token, slot) pairs sorted by expert, gathered once, cut into one
+    run per expert (experts no token picked are skipped), and added back once; one gather and one index_add
+    per layer, whose backward is one scatter, rather than one per expert, each scattering into a zero tensor
+    of every token.  `weighting: input` weights each token before the expert (Llama 4).  On the meta device
+    (no data-dependent indexing) every expert runs on every token, weighted."""
+    top_k = picked.shape[-1]
+    if tokens.is_meta:
+        dense = torch.zeros(tokens.shape[0], experts, device=tokens.device).scatter(1, picked, weights)
+        if weighting == "input":
+            return sum(expert(e, tokens * dense[:, e:e + 1]) for e in range(experts))
+        return sum(expert(e, tokens) * dense[:, e:e + 1] for e in range(experts))
+    expert_of = picked.reshape(-1)                                # [tokens·top_k]
+    order = torch.argsort(expert_of, stable=True)
+    counts = torch.bincount(expert_of, minlength=experts).tolist()
+    token = order // top_k
+    weight = weights.reshape(-1)[order, None]
+    picked_tokens = tokens[token]
+    if weighting == "input":
+        picked_tokens = (picked_tokens * weight).to(tokens.dtype)
+    runs = picked_tokens.split(counts)
+    h = torch.cat([expert(e, part) for e, part in enumerate(runs) if counts[e]])
+    if weighting == "output":
+        h = (h * weight).to(tokens.dtype)
+    return torch.zeros_like(tokens).index_add_(0, token, h)
+
+
 class _FeedForward(Op):
     def infer_shape(self, x):
         expect_rank(x, tuple(range(1, 9)))
@@ -390,14 +418,8 @@ class MixtureOfExperts(_FeedForward):
         if self.scaling != 1:
             weights = weights * self.scaling
         fused = self._fused_weights(run, names)
-        if tokens.is_meta:  # no data-dependent indexing on the meta device: every expert, weighted
-            dense = torch.zeros(tokens.shape[0], self.experts, device=tokens.device).scatter(1, picked, weights)
-            if self.weighting == "input":
-                out = sum(self._expert(run, names, fused, e, tokens * dense[:, e:e + 1]) for e in range(self.experts))
-            else:
-                out = sum(self._expert(run, names, fused, e, tokens) * dense[:, e:e + 1] for e in range(self.experts))
-        else:
-            out = self._dispatch(run, names, fused, tokens, weights, picked)
+        out = dispatch(torch, lambda e, h: self._expert(run, names, fused, e, h), tokens, weights, picked,
+                       self.experts, self.weighting)
         if self.shared is not None:
             gate, up, down = (run.tensor(f"{name}.weight") for name in _SHARED)
             out = out + F.linear(self.act(run, F.linear(tokens, gate)) * F.linear(tokens, up), down)
@@ -417,26 +439,6 @@ class MixtureOfExperts(_FeedForward):
         else:
             weights, picked = self._route(run, names, logits.float())
         return weights, picked
-
-    def _dispatch(self, run, names, fused, tokens, weights, picked):
-        """Each token through its picked experts, weighted and summed: the (token, slot) pairs sorted
-        by expert, gathered once, cut into one run per expert (experts no token picked are skipped),
-        and added back once; one gather and one index_add per layer, whose backward is one scatter,
-        rather than one per expert, each scattering into a zero tensor of every token."""
-        torch = run.torch
-        expert = picked.reshape(-1)                                   # [tokens·top_k]
-        order = torch.argsort(expert, stable=True)
-        counts = torch.bincount(expert, minlength=self.experts).tolist()
-        token = order // self.top_k
-        weight = weights.reshape(-1)[order, None]
-        picked_tokens = tokens[token]
-        if self.weighting == "input":
-            picked_tokens = (picked_tokens * weight).to(tokens.dtype)
-        runs = picked_tokens.split(counts)
-        h = torch.cat([self._expert(run, names, fused, e, part) for e, part in enumerate(runs) if counts[e]])
-        if self.weighting == "output":
-            h = (h * weight).to(tokens.dtype)
-        return torch.zeros_like(tokens).index_add_(0, token, h)
 
     def _sparsemixer(self, torch, logits):
         """(weights, picked experts) of PhiMoE's sparsemixer in eval: twice, the best remaining

@@ -235,7 +235,7 @@ def _op(node: OpNode, name: str, args: list[_Tensor], run: Run, body: _Body, cou
         else:
             part.kept[(s.width, "heads" if s.heads else first, s.core)] += s.values
             part.core_flops += s.flops
-    part.comm["alltoall"] += _numel(shapes_in[0]) * op.top_k if op.op_name == "moe" else 0  # tokens to experts
+    part.comm["alltoall"] += _numel(shapes_in[0]) * op.top_k if op.op_name in ("moe", "experts") else 0  # tokens to experts
     part.comm["kv"] += _kv_values(node, shapes_in, shapes_out)
     split = op.op_name in COLUMN_OR_ROW or composite
     part.flops["heads" if split else place_out] += flops
@@ -403,6 +403,8 @@ def _param_counts(node: OpNode) -> Counter:
 
 def _expert_prefixes(op) -> tuple[str, ...]:
     """(experts' tensor prefix, the router's and shared expert's prefixes) of a mixture of experts."""
+    if op.op_name == "experts":   # its tensors are the experts' alone
+        return ("",)
     if op.op_name != "moe":
         return ()
     names = op.names or op._default()[1]

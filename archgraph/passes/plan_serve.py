@@ -68,7 +68,7 @@ def weight_groups(graph: Graph, cache: dict | None = None) -> Counter:
             for t in node.op.params():
                 if t.name not in node.ties:
                     out[(node.category, "matrix" if len(t.shape) >= 2 else "vector")] += t.count
-            if node.op.op_name == "moe" and not node.ties:
+            if node.op.op_name in ("moe", "experts") and not node.ties:
                 out[("moe", node.op.experts, node.op.top_k)] += node.op.idle_params() // (node.op.experts - node.op.top_k) \
                     if node.op.experts > node.op.top_k else 0
         elif node.repeat:

@@ -286,7 +286,7 @@ def _what(node: OpNode, graph: Graph, up) -> set[str]:
         if getattr(op, "causal", False):
             return {"causal", GENERATES} if getattr(op, "cached", True) else {"causal"}
         return {"bidirectional"}
-    if name == "moe":
+    if name in ("moe", "experts"):
         return {f"MoE {op.experts} experts top {op.top_k}"}
     if name in STATE_OPS:   # a state kept while decoding, unless the op says it is never decoded (an encoder's)
         return {STATE_OPS[name], GENERATES} if getattr(op, "cached", True) else {STATE_OPS[name]}
