@@ -489,3 +489,14 @@ def test_a_stack_of_lib_moe_says_its_experts(tmp_path):
     op, lib = _moe_pair(tmp_path, MOES[4])   # 6 experts, top 2
     assert _what(lib.graph.nodes["mlp"].body.nodes["experts"], None, None) == \
         _what(op.graph.nodes["mlp"], None, None) == {"MoE 6 experts top 2"}
+
+
+def test_lib_moe_router_is_lib_moe_with_its_router_named_router(tmp_path):
+    # GraniteMoe's and Jamba's router: the same nodes and figures, the tensor router.weight for gate.weight
+    _, base = _moe_pair(tmp_path, MOES[4])
+    path = tmp_path / "router.yaml"
+    path.write_text(MOE_LIB.replace("lib.moe", "lib.moe_router").replace("NAME", "router").replace("EXPERTS", "6")
+                    .replace("TOP_K", "2").replace("NORMALIZE", "true").replace("ACT", "silu"))
+    named = archgraph.load(str(path))
+    assert _tensors(named) == {name.replace("mlp.gate.", "mlp.router."): shape for name, shape in _tensors(base).items()}
+    assert count_flops(named, SIZES).forward == count_flops(base, SIZES).forward
