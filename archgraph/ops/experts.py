@@ -12,8 +12,10 @@ from .mlp import _FeedForward, dispatch
 @op("experts", category="mlp", aliases=("grouped_experts", "MixtralExperts"),
     example={"hidden": 4096, "intermediate": 14336, "experts": 8, "top_k": 2})
 class Experts(_FeedForward):
-    """Each token [..., hidden] through the `top_k` of `experts` gated MLPs it picked (`picked` [..., top_k]),
-    their outputs weighted by `weights` [..., top_k] and summed.  Tensors as transformers 5 stores them:
+    """A token's picked experts, weighted and summed.
+
+    x [..., hidden] through the `top_k` of `experts` gated MLPs given by `picked` [..., top_k], their
+    outputs weighted by `weights` [..., top_k] and summed.  Tensors as transformers 5 stores them:
     `gate_up_proj` [experts, 2·intermediate, hidden] (gate then up) and `down_proj` [experts, hidden,
     intermediate]; the FLOPs are the picked experts' products of matrices."""
 
