@@ -500,3 +500,48 @@ def test_lib_moe_router_is_lib_moe_with_its_router_named_router(tmp_path):
     named = archgraph.load(str(path))
     assert _tensors(named) == {name.replace("mlp.gate.", "mlp.router."): shape for name, shape in _tensors(base).items()}
     assert count_flops(named, SIZES).forward == count_flops(base, SIZES).forward
+
+
+SPARSEMIXER_OP = """
+name: op
+inputs:
+  x: {shape: [B, S, 48]}
+nodes:
+  - {name: mlp, op: moe, hidden: 48, intermediate: 40, experts: 6, top_k: 2, scoring: sparsemixer, mixer_eps: EPS,
+     normalize: false, names: [router, experts]}
+"""
+
+SPARSEMIXER_LIB = """
+name: lib
+inputs:
+  x: {shape: [B, S, 48]}
+blocks:
+  moe: {spec: lib.moe_sparsemixer, category: mlp}
+nodes:
+  - {name: mlp, block: moe, hidden: 48, intermediate: 40, experts: 6, mixer_eps: EPS}
+"""
+
+
+@pytest.mark.parametrize("eps", ["0.01", "0.3"])
+def test_lib_moe_sparsemixer_computes_what_the_ops_sparsemixer_computes(tmp_path, eps):
+    # PhiMoE's router as nodes: two maxima, each with its masked softmax, and the experts primitive
+    torch = pytest.importorskip("torch")
+    from archgraph.torch import to_module
+    models = []
+    for name, text in (("op", SPARSEMIXER_OP), ("lib", SPARSEMIXER_LIB)):
+        (tmp_path / f"{name}.yaml").write_text(text.replace("EPS", eps))
+        models.append(archgraph.load(str(tmp_path / f"{name}.yaml")))
+    assert _tensors(models[1]) == _tensors(models[0])
+    torch.manual_seed(0)
+    m_op, m_lib = (to_module(m) for m in models)
+    m_lib.load_state_dict(m_op.state_dict())
+    with torch.no_grad():
+        for scale in (1.0, 5.0):
+            x = torch.randn(2, 7, 48) * scale
+            assert torch.equal(m_lib(x=x)["mlp"], m_op(x=x)["mlp"])
+
+
+def test_lib_moe_sparsemixer_picks_two(tmp_path):
+    (tmp_path / "m.yaml").write_text(SPARSEMIXER_LIB.replace("EPS", "0.01").replace("mixer_eps", "top_k: 3, mixer_eps"))
+    with pytest.raises(SpecError, match="the sparsemixer picks two experts: top_k must be 2"):
+        archgraph.load(str(tmp_path / "m.yaml"))
