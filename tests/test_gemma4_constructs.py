@@ -1,8 +1,8 @@
 """The constructs Gemma 4 brought, each on its own and computed by hand: keys and values one
 attention gives (`kv_out`) and another reads instead of projecting its own (`shared_kv`), the
 weightless value norm (`v_norm`) and values taken from the key projection (`k_eq_v`); the
-`proportional` rotary table; a mixture of experts whose routing is given by nodes (`routing:
-given`, `expert_scale`); the key tables' `by_layer` rule (transformers' per_layer_config); and
+`proportional` rotary table; a mixture of experts whose routing is given by nodes (the `experts`
+primitive, each picked expert's weight times its learned scale); the key tables' `by_layer` rule (transformers' per_layer_config); and
 what `memory` keeps for Gemma 4's layers (shared layers: no cache of their own); and Gemma 3n's
 sparse gates (gated_mlp's `sparsity`)."""
 from __future__ import annotations
@@ -116,8 +116,10 @@ nodes:
   - {name: probs, op: softmax, dim: -1}
   - {name: top, op: topk, k: 2}
   - {name: scale, op: parameter, shape: [4], tensor: ""}
-  - {name: experts, op: moe, in: {x: x, weights: "top:0", picked: "top:1", expert_scale: scale}, routing: given,
-     names: [unused, ""], hidden: 8, intermediate: 3, experts: 4, top_k: 2, activation: silu}
+  - {name: picked_scale, op: index, in: [scale, "top:1"], dims: [0]}
+  - {name: scaled, op: mul, in: ["top:0", picked_scale]}
+  - {name: experts, op: experts, in: {x: x, weights: scaled, picked: "top:1"}, hidden: 8, intermediate: 3, experts: 4,
+     top_k: 2, activation: silu}
 """
 
 

@@ -210,16 +210,17 @@ def test_group_score_is_one_of_two(tmp_path, cli):
 
 MIXER_SPEC = """
 inputs: {x: [B, S, 6]}
+blocks:
+  moe: {spec: lib.moe_sparsemixer, category: mlp}
 nodes:
-  - {name: mlp, op: moe, in: x, hidden: 6, intermediate: 5, experts: 4, top_k: 2, scoring: "'sparsemixer'",
-     mixer_eps: EPS, normalize: false}
+  - {name: mlp, block: moe, in: x, hidden: 6, intermediate: 5, experts: 4, mixer_eps: EPS}
 """
 
 
 @pytest.mark.parametrize("eps", [0.01, 0.4])   # 0.4: several logits stay in each softmax
 def test_sparsemixer_picks_two_experts_each_weighted_by_a_softmax_near_it(tmp_path, eps):
     def route(token, w):
-        logits = token @ w["mlp.gate.weight"].T
+        logits = token @ w["mlp.router.weight"].T
         first = int(logits.argmax())
         second = max((e for e in range(4) if e != first), key=lambda e: logits[e])
         picks = []
@@ -230,11 +231,6 @@ def test_sparsemixer_picks_two_experts_each_weighted_by_a_softmax_near_it(tmp_pa
         return picks
 
     _routes_as(tmp_path, MIXER_SPEC.replace("EPS", str(eps)), route)
-
-
-def test_sparsemixer_picks_exactly_two():
-    with pytest.raises(SpecError, match="scoring 'sparsemixer' picks two experts"):
-        MoE(hidden=H, intermediate=I, experts=E, top_k=3, scoring="sparsemixer")
 
 
 ROWS_SPEC = """

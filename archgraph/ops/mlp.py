@@ -256,14 +256,9 @@ class MixtureOfExperts(_FeedForward):
 
     `routing: given` takes the routing as inputs instead of computing it: `weights` and `picked`
     [..., top_k] (each token's experts and their weights, from nodes of the family's own router:
-    Gemma 4's normed, scaled router beside the layer's MLP), and optionally `expert_scale`
-    [experts], a learned factor of each picked expert's weight (Gemma 4's per_expert_scale).
-    The op then holds no router tensor, and an empty experts name ("") puts gate_up_proj and
-    down_proj directly under the node (Gemma 4's `experts.gate_up_proj`).
-    `scoring: sparsemixer` is PhiMoE's router in eval (top_k 2): the best expert, weighted by a
-    softmax over the logits within `mixer_eps` of it ((best - logit) / max(|logit|, best) <=
-    2·mixer_eps, the others dropped), then the best of the rest, weighted by the same softmax
-    around it with the first expert left out; the weights are not renormalised.
+    DBRX's). The op then holds no router tensor, and an empty experts name ("") puts gate_up_proj and
+    down_proj directly under the node.  (The `experts` op is the fused experts alone; specs/lib/moe.yaml
+    builds a router of nodes around it, PhiMoE's sparsemixer included.)
     """
 
     hidden: int  # width of the input and of the output
@@ -283,14 +278,12 @@ class MixtureOfExperts(_FeedForward):
     glu: Literal["standard", "clamped"] = "standard"  # act(gate)·up, or gpt-oss's clamped Swish gate
     glu_alpha: float = 1.702  # clamped: the Swish's gain
     glu_limit: float = 7.0    # clamped: the clamp of gate (above) and up (both sides)
-    scoring: Literal["softmax", "sigmoid", "sparsemixer"] = "softmax"  # how router logits become weights:
-    #   softmax, sigmoid (DeepSeek-V3), or PhiMoE's sparsemixer (two experts, each its own masked softmax)
+    scoring: Literal["softmax", "sigmoid"] = "softmax"  # how router logits become weights: softmax, or
+    #   sigmoid (DeepSeek-V3)
     correction_bias: bool = False  # a learned per-expert bias added for the choice only (e_score_correction_bias)
     groups: int = 1  # experts are split into this many groups for group-limited routing
     top_groups: int = 1  # groups a token may choose its experts from
     scaling: float = 1.0  # multiplies the routed experts' weighted sum (routed_scaling_factor)
-    mixer_eps: float = 0.01  # sparsemixer: the relative distance from the best logit that keeps a logit
-    #   in the softmax, halved (PhiMoE's router_jitter_noise)
     group_score: Literal["top2_sum", "max"] = "top2_sum"  # a group's score: its two best experts' sum
     #   (DeepSeek-V3), or its best's, the others zeroed (DeepSeek-V2's group_limited_greedy)
     shared: int | None = None  # width of an always-used shared expert; none: no shared expert
@@ -310,10 +303,6 @@ class MixtureOfExperts(_FeedForward):
         if self.glu == "clamped" and self.activation != "silu":
             raise invalid(self, f"glu 'clamped' is a Swish (gate·σ(glu_alpha·gate)): activation must be "
                                 f"'silu'; received {self.activation!r}")
-        if self.scoring == "sparsemixer" and (self.top_k != 2 or self.groups != 1 or self.correction_bias):
-            raise invalid(self, f"scoring 'sparsemixer' picks two experts, without groups or a correction bias; "
-                                f"received top_k={self.top_k}, groups={self.groups}, "
-                                f"correction_bias={self.correction_bias}")
         if self.experts % self.groups or self.top_groups > self.groups:
             raise invalid(self, f"groups={self.groups} must divide experts={self.experts} and be at least "
                                 f"top_groups={self.top_groups}")
@@ -328,11 +317,10 @@ class MixtureOfExperts(_FeedForward):
                                 "correction_bias, scoring, groups, scaling and normalize belong to the op's own router")
         self._check_names(*self._default())
 
-    def infer_shape(self, x, weights=None, picked=None, expert_scale=None):
+    def infer_shape(self, x, weights=None, picked=None):
         out = super().infer_shape(x)
         if self.routing == "router":
-            check(weights is None and picked is None and expert_scale is None,
-                  "weights, picked and expert_scale are inputs of routing 'given'")
+            check(weights is None and picked is None, "weights and picked are inputs of routing 'given'")
             return out
         check(weights is not None and picked is not None, "routing 'given' needs the inputs weights and picked")
         for t, what in ((weights, "weights"), (picked, "picked")):
@@ -340,9 +328,6 @@ class MixtureOfExperts(_FeedForward):
             for a, b in zip(t[:-1], x[:-1]):
                 expect_dim(a, b, f"leading dims of {what} (the tokens')")
             expect_dim(t[-1], self.top_k, f"last dimension of {what} (top_k)")
-        if expert_scale is not None:
-            expect_rank(expert_scale, 1, "expert_scale")
-            expect_dim(expert_scale[0], self.experts, "expert_scale's size (experts)")
         return out
 
     def _default(self):
@@ -405,14 +390,12 @@ class MixtureOfExperts(_FeedForward):
         kept += self.inner_kept(pairs * self.intermediate, True)
         return kept + (self.inner_kept(tokens * self.shared, True) if self.shared else [])
 
-    def forward(self, run, x, weights=None, picked=None, expert_scale=None):
+    def forward(self, run, x, weights=None, picked=None):
         torch, F = run.torch, run.F
         names = self.names or self._default()[1]
         tokens = x.reshape(-1, self.hidden)
         if self.routing == "given":
             weights, picked = weights.reshape(-1, self.top_k), picked.reshape(-1, self.top_k)
-            if expert_scale is not None:
-                weights = weights * expert_scale[picked]
         else:
             weights, picked = self._router(run, names, tokens)
         if self.scaling != 1:
@@ -430,27 +413,13 @@ class MixtureOfExperts(_FeedForward):
         torch, F = run.torch, run.F
         logits = F.linear(tokens, run.tensor(f"{names[0]}.weight"),
                           run.tensor(f"{names[0]}.bias") if self.router_bias else None)
-        if self.scoring == "sparsemixer":
-            weights, picked = self._sparsemixer(torch, logits.float())
-        elif self.scoring == "softmax" and not self.correction_bias and self.groups == 1:
+        if self.scoring == "softmax" and not self.correction_bias and self.groups == 1:
             weights, picked = torch.topk(F.softmax(logits.float(), dim=-1), self.top_k, dim=-1)
             if self.normalize:
                 weights = weights / weights.sum(dim=-1, keepdim=True)
         else:
             weights, picked = self._route(run, names, logits.float())
         return weights, picked
-
-    def _sparsemixer(self, torch, logits):
-        """(weights, picked experts) of PhiMoE's sparsemixer in eval: twice, the best remaining
-        expert, weighted by a softmax over the remaining logits near it (relative to it)."""
-        weights, picked, remaining = [], [], logits
-        for _ in range(2):
-            best, index = remaining.max(dim=-1, keepdim=True)
-            far = (best - logits) / logits.abs().clamp(min=best) > 2 * self.mixer_eps
-            weights.append(remaining.masked_fill(far, float("-inf")).softmax(dim=-1).gather(-1, index))
-            picked.append(index)
-            remaining = remaining.scatter(-1, index, float("-inf"))
-        return torch.cat(weights, dim=-1), torch.cat(picked, dim=-1)
 
     def _route(self, run, names, logits):
         """(weights, picked experts) of DeepSeek-V3's router: scores (softmax or sigmoid), plus the
