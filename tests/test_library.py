@@ -524,3 +524,17 @@ def test_lib_moe_sparsemixer_picks_two(tmp_path):
     (tmp_path / "m.yaml").write_text(SPARSEMIXER_LIB.replace("EPS", "0.01").replace("mixer_eps", "top_k: 3, mixer_eps"))
     with pytest.raises(SpecError, match="the sparsemixer picks two experts: top_k must be 2"):
         archgraph.load(str(tmp_path / "m.yaml"))
+
+
+def test_lib_moe_shared_expert_adds_qwen2_moes_gated_shared_expert(tmp_path):
+    path = tmp_path / "shared.yaml"
+    path.write_text(MOE_LIB.replace("lib.moe", "lib.moe_shared_expert").replace("NAME", "shared")
+                    .replace("EXPERTS", "6").replace("TOP_K", "2").replace("NORMALIZE", "false").replace("ACT", "silu")
+                    .replace("activation:", "shared_intermediate: 24, activation:"))
+    model = archgraph.load(str(path))
+    _, base = _moe_pair(tmp_path, MOES[6])   # 6 experts, top 2, not renormalised
+    assert _tensors(model) == {**_tensors(base), "mlp.shared_expert.gate_proj.weight": (24, 48),
+                               "mlp.shared_expert.up_proj.weight": (24, 48),
+                               "mlp.shared_expert.down_proj.weight": (48, 24), "mlp.shared_expert_gate.weight": (1, 48)}
+    # the routed experts are idle but for top_k; the shared expert and its gate are always active
+    assert model.params().totals.active - base.params().totals.active == 3 * 24 * 48 + 48
