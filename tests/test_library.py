@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections import Counter
 
 import pytest
 
