@@ -173,6 +173,15 @@ def test_a_token2wav_dit_gets_its_mel_frames_codes_speaker_and_time():
     assert 0 <= float(time.min()) and float(time.max()) < 1
 
 
+def test_a_vocoder_gets_log_mel_frames_at_its_input_width():
+    """FastSpeech2-Conformer's HiFi-GAN reads spectrogram [B, frames, model_in_dim] (it was refused: 'needs
+    spectrogram, which archgraph cannot make from the config')."""
+    raw = {"model_type": "fastspeech2_conformer_hifigan", "model_in_dim": 12, "upsample_initial_channel": 16,
+           "upsample_rates": [2, 2], "upsample_kernel_sizes": [4, 4], "resblock_kernel_sizes": [3],
+           "resblock_dilation_sizes": [[1, 3]]}
+    assert _inputs(raw) == {"spectrogram": (2, 16, 12)}
+
+
 GLM4V = {"model_type": "glm4v", "text_config": {**TEXT, "num_key_value_heads": 2},
          "vision_config": {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 4, "patch_size": 4,
                            "image_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2, "out_hidden_size": 32},

@@ -16,7 +16,7 @@ forward requires, and the decoder's token ids of an encoder-decoder, each by its
 | `flattened_patches` | Pix2Struct's patches [2, 16, 2 + patch_embed_hidden_size]: each patch's row and column (from 1), then its pixels |
 | with `target_sizes` | NaViT-packed images (MiniCPM-V) [1, C, P, P x patches] and their sizes in patches (see `hflayouts`) |
 | `past_values` | a series [2, context_length, input_size] |
-| `condition_vector`, `speaker_embedding`; `quantized_code`; `time_step` | features [2, 16, width] at their key's width (`WIDTHS`: mel_dim, enc_emb_dim); a codec's tokens [2, 16 / repeats] below num_embeds; a time [2] in [0, 1) (Qwen2.5-Omni's token2wav DiT) |
+| `condition_vector`, `speaker_embedding`, `spectrogram`; `quantized_code`; `time_step` | features [2, 16, width] at their key's width (`WIDTHS`: mel_dim, enc_emb_dim, model_in_dim); a codec's tokens [2, 16 / repeats] below num_embeds; a time [2] in [0, 1) (Qwen2.5-Omni's token2wav DiT) |
 | `encoder_hidden_states` | the states a cross-attention reads [2, 24, encoder_hidden_size] (else the model's width) |
 | `states` (a trajectory) | [2, 16, state_dim], with `actions` [2, 16, act_dim], `returns_to_go` (`rewards`) [2, 16, 1] and `timesteps` [2, 16] below max_ep_len |
 

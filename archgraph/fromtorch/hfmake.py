@@ -41,7 +41,7 @@ def builder(name: str) -> Callable[[Any, str], torch.Tensor | list[torch.Tensor]
         return _token_ids
     return {"pixel_values": _pixels, "pixel_values_videos": _video, "input_features": _audio_features,
             "input_values": _waveform, "past_values": _series, "hidden_states": _features,
-            "flattened_patches": _flattened_patches, "condition_vector": _features, "speaker_embedding": _features,
+            "flattened_patches": _flattened_patches, "condition_vector": _features, "speaker_embedding": _features, "spectrogram": _features,
             "quantized_code": _codes, "time_step": _time, "encoder_hidden_states": _memory,
             "inputs_embeds": _features, "patch_embeds": _features, "states": _steps, "actions": _steps,
             "returns_to_go": _steps, "rewards": _steps, "timesteps": _steps}.get(name)
@@ -82,7 +82,8 @@ def _token_ids(config, name: str = "input_ids") -> torch.Tensor | list[torch.Ten
 
 # features forward reads by a name of their own -> the config keys of their width
 WIDTHS = {"condition_vector": ("mel_dim",),      # a reference mel spectrogram (Qwen2.5-Omni's token2wav DiT)
-          "speaker_embedding": ("enc_emb_dim",)}  # a speaker's embedding, one a frame (the same)
+          "speaker_embedding": ("enc_emb_dim",),  # a speaker's embedding, one a frame (the same)
+          "spectrogram": ("model_in_dim", "num_mel_bins")}  # a vocoder's log-mel frames (HiFi-GAN)
 
 
 def _features(config, name: str = "hidden_states") -> list[torch.Tensor]:
