@@ -519,3 +519,123 @@ def test_a_slice_of_a_whole_dim_is_the_tensor_so_layers_of_loops_fold():
     assert "  - {name: layers, block: ShiftedWindows, repeat: 3, in: x}" in text
     assert "end: 6}" not in text
     _same(module, text, x)
+
+
+class NormedLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x, norm):
+        return x + self.fc(norm(x))
+
+
+class SharedNorm(nn.Module):
+    """One norm of the model's that every layer applies (it is passed in) and the model applies
+    before and after the layers: a module called inside a repeated block and outside it."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(8)
+        self.layers = nn.ModuleList([NormedLayer() for _ in range(3)])
+
+    def forward(self, x):
+        x = self.norm(x)
+        for layer in self.layers:
+            x = layer(x, self.norm)
+        return self.norm(x)
+
+
+def test_a_norm_every_layer_calls_is_held_once_and_reaches_the_repeated_block_as_its_inputs():
+    torch.manual_seed(0)
+    module = SharedNorm().eval()
+    x = torch.randn(2, 5, 8)
+    text = to_spec(module, x)  # the layers folded, the norm's nodes theirs, its tensors their inputs
+    assert "  - {name: layers, block: NormedLayer, repeat: 3, in: [norm.add, norm.weight, norm.bias]}" in text
+    assert text.count("op: parameter") == 2
+    assert load_text(text).params().total == sum(p.numel() for p in module.parameters()) == 232
+    _same(module, text, x)
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(3)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x))
+        return x
+
+
+class Refiner(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(8, 8) for _ in range(2)])
+
+    def forward(self, x, head):
+        outs = []
+        for layer in self.layers:
+            x = layer(x)
+            outs.append(head(x))
+        return torch.stack(outs, 1)
+
+
+class CalledAgain(nn.Module):
+    """PP-DocLayout-V3's mask head (its layers a ModuleList) applied to the encoder's queries and then
+    in every decoder step; a vision tower (its blocks a ModuleList) run on images and again on video
+    frames (Exaone 4.5, LFM3-VL); a projection called twice in one forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.head = Head()
+        self.refiner = Refiner()
+        self.tower = Head()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x, y):
+        first, steps = self.head(x), self.refiner(x, self.head)
+        return first, steps, self.proj(self.tower(x)) + self.proj(self.tower(y))
+
+
+def test_a_module_holding_a_list_called_again_elsewhere_is_held_once():
+    torch.manual_seed(0)
+    module = CalledAgain().eval()
+    x, y = torch.randn(2, 5, 8), torch.randn(2, 5, 8)
+    text = to_spec(module, x, y)  # refused: "tensor 'head.layers.0.weight' would be held twice"
+    assert text.count("op: parameter") == 3 * 2 + 3 * 2 + 2  # head's and tower's weights and biases, proj's
+    assert text.count("{name: head.layers.0.weight, op: parameter") == 1
+    assert load_text(text).params().total == sum(p.numel() for p in module.parameters()) == 648
+    mine = to_module(load_text(text)).eval()
+    mine.load_state_dict(module.state_dict(), strict=True)
+    with torch.no_grad():
+        ours, theirs = mine(x, y), module(x, y)
+    for key, value in zip(["output_0", "output_1", "output_2"], theirs):
+        torch.testing.assert_close(ours[key], value, rtol=1e-5, atol=1e-5)
+
+
+class TiedHeads(nn.Module):
+    """PP-DocLayout-V3's encoder heads, tied whole (weight and bias) to the decoder's, which forward
+    on this path never runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.score = nn.Linear(4, 3)
+        self.decoder_score = nn.Linear(4, 3)
+        self.decoder_score.weight, self.decoder_score.bias = self.score.weight, self.score.bias
+
+    def forward(self, x):
+        return self.score(x)
+
+
+def test_a_head_tied_whole_that_forward_never_reads_ties_its_bias_too():
+    torch.manual_seed(0)
+    module = TiedHeads().eval()
+    x = torch.randn(2, 4)
+    text = to_spec(module, x)  # counted 18, the module 15: the bias was held a second time
+    assert "  - {name: decoder_score, op: parameter, shape: [3, 4], tensor: weight, unused: true, " \
+           "tie: score.weight}" in text
+    assert "  - {name: decoder_score.bias, op: parameter, shape: [3], tensor: '', unused: true, " \
+           "tie: score.bias}" in text
+    assert load_text(text).params().total == sum(p.numel() for p in module.parameters()) == 15
+    _same(module, text, x)

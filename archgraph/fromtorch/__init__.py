@@ -185,6 +185,10 @@ def _unused_tensors(module: torch.nn.Module, spec: dict) -> None:
             body.names.add(owner)
             tie = holder[id(p)] if local == "weight" else {local: holder[id(p)]}  # tie: names a weight
             body.add(owner, "parameter", [], {"shape": list(p.shape), "tensor": local}, {"unused": True, "tie": tie})
+        elif id(p) in holder and fqn not in body.names:  # the module's other tensor (a tied bias, its weight's
+            body.names.add(fqn)                            # node named as the module): a node of its own name
+            body.add(fqn, "parameter", [], {"shape": list(p.shape), "tensor": ""},
+                     {"unused": True, "tie": holder[id(p)]})
         else:  # its first name holds it (an unused tied pair, SeamlessM4T's unit decoder: held once, not twice)
             holder.setdefault(id(p), body.add(body.unique(fqn), "parameter", [], {"shape": list(p.shape), "tensor": ""},
                                               {"unused": True}))

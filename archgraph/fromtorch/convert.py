@@ -23,7 +23,7 @@ from .body import Body
 from .fold import GAP, Folding, twin_modules
 from .functional import CONVOLUTIONS, functional, reused_tensors
 from .leaves import LEAF_MODULES, multihead_attention, tagged
-from .nodes import flat, is_tensor_value, module_path, numbered_child, readers, relative, stack_paths, under
+from .nodes import called_in, flat, is_tensor_value, module_path, readers, relative, stack_paths, under
 from .sizes import size_text
 from .values import buffer_value_nodes
 
@@ -330,7 +330,7 @@ class Converter(Folding):
         they run in one stretch."""
         items: list = []
         for n in nodes:
-            key = numbered_child(module_path(n), scope)
+            key = called_in(n, scope)
             leaf = self._leaf_path(n, scope) if key is None else None
             tree = self._twin_path(n, scope) if key is None and leaf is None else None
             kind, where = ("leaf", leaf) if leaf is not None else ("tree", tree)
@@ -380,8 +380,12 @@ class Converter(Folding):
                         (self.live is not None and a not in self.live):  # an empty slice cat leaves out
                     continue
                 if a.op == "placeholder" and a.name in self.tensors and \
-                        any(name.startswith(prefix + ".") for name in self._names_of(a)):
+                        any(name.startswith(prefix + ".") for name in self._names_of(a)) and \
+                        all(u in inside for u in self.readers(a)):
                     continue  # its own tensor (by another of its names, where the export named it after a tie)
+                # a tensor code outside the nodes reads too (the module called again elsewhere: a head
+                # called before a decoder's loop and in it) is held once, where the caller's body
+                # first reads it, and reaches the block as an input, as a tensor of another module does
                 if a not in ins:
                     ins.append(a)
         outs = [n for n in nodes if is_tensor_value(n) and any(u not in inside for u in self.readers(n))]

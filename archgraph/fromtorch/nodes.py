@@ -57,6 +57,17 @@ def numbered_child(path: str, scope: str):
     return None
 
 
+def called_in(node, scope: str):
+    """The numbered child below `scope` whose call `node` ran in (`numbered_child`): the outermost
+    of its module stack, so that a module a layer calls but does not hold (a norm of the model's
+    that every layer applies, a shared head) is that layer's, as its own modules are."""
+    for path in stack_paths(node):
+        key = numbered_child(path, scope)
+        if key is not None:
+            return key
+    return numbered_child(module_path(node), scope)
+
+
 def flat(args, kwargs) -> list:
     out: list = []
 

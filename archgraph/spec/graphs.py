@@ -395,7 +395,7 @@ def _op_node(ctx: Ctx, raw: LocDict, name: str, prev, known, env, category, expl
     if not extras or _NODE_EXTRAS.isdisjoint(raw):
         return OpNode(name, op, refs, category, trainable, NO_TIES, raw.loc, keywords)
     storage = None if "dtype" in fields else _dtype(raw)  # an op with its own dtype (arange) takes the key
-    return OpNode(name, op, refs, category, trainable, _ties(raw), raw.loc, keywords, storage,
+    return OpNode(name, op, refs, category, trainable, _ties(raw, op), raw.loc, keywords, storage,
                   _unused(raw, env))
 
 
@@ -455,15 +455,16 @@ def _takes(cls, count: int) -> bool:
     return least <= count and (most is None or count <= most)
 
 
-def _ties(raw: LocDict) -> Mapping[str, str]:
+def _ties(raw: LocDict, op) -> Mapping[str, str]:
     tie = raw.get("tie")
     if tie is None:
         return NO_TIES
-    if isinstance(tie, str):
-        return {"weight": tie}
+    if isinstance(tie, str):  # its weight, or the one tensor a node holds (a parameter named by the node: '')
+        tensors = [t.name for t in op.params()]
+        return {tensors[0] if len(tensors) == 1 else "weight": tie}
     if isinstance(tie, dict) and all(isinstance(v, str) for v in tie.values()):
         return dict(tie)
-    raise SpecError("'tie' is a tensor path (ties 'weight') or a mapping {local tensor: tensor path}",
+    raise SpecError("'tie' is a tensor path (ties 'weight', or the node's one tensor) or a mapping {local tensor: tensor path}",
                     loc=raw.key_loc("tie"), hint='write tie: weight, or tie: {weight: path.to.tensor}')
 
 
