@@ -149,3 +149,72 @@ def test_a_list_of_numbers_made_a_tensor_on_the_meta_device_keeps_its_values(tmp
     mine.load_state_dict(real.state_dict(), strict=False)
     x = torch.randn(2, 3, 5, 4)
     torch.testing.assert_close(mine(x)["output"], real(x))
+
+
+class PermutedGrid(torch.nn.Module):
+    """Muse Spark's vision patch embedder: the image grid's columns read as grid_thw[:, [0, 2, 1]]
+    (a list indexing a tensor: torch makes it a tensor on the indexed tensor's device), and a
+    table of offsets made with new_tensor."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(3, 4)
+
+    def forward(self, grid):  # [N, 3] int64
+        swapped = grid[:, [0, 2, 1]].float() + grid.new_tensor([1, 2, 3]).float()
+        return self.proj(swapped)
+
+
+def test_a_list_indexing_a_tensor_on_the_meta_device_keeps_its_values(tmp_path):
+    torch.manual_seed(0)
+    real = PermutedGrid().eval()
+    module = PermutedGrid().eval()
+    module.proj.to("meta")
+    grid = torch.tensor([[1, 4, 6], [2, 8, 2]])
+    text = to_spec(module, grid.to("meta"))  # was: buffer 'lifted_tensor_0' ... on the meta device
+    assert "  - {name: constant, op: buffer, shape: [3], persistent: false, dtype: int64}" in text
+    assert sorted(v.tolist() for v in text.values.values()) == [[0, 2, 1], [1, 2, 3]]
+    text.write(tmp_path / "grid.yaml")
+    mine = to_module(load(str(tmp_path / "grid.yaml"))).eval()
+    mine.load_state_dict(real.state_dict(), strict=False)
+    torch.testing.assert_close(mine(grid)["output"], real(grid))
+
+
+class CachedRotary(torch.nn.Module):
+    """CLVP's rotary embedding: its table cached in attributes by sequence length, set by forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.inv_freq = torch.nn.Buffer(torch.tensor([1.0, 0.5]))
+        self.cached_length, self.cached_table = None, None
+
+    def forward(self, x):
+        if x.shape[1] == self.cached_length and self.cached_table is not None:
+            return self.cached_table
+        self.cached_length = x.shape[1]
+        positions = torch.arange(x.shape[1], device=x.device).type_as(self.inv_freq)
+        self.cached_table = (positions[:, None] * self.inv_freq).unsqueeze(0)
+        return self.cached_table
+
+
+class CachingEncoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rotary = CachedRotary()
+        self.proj = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.proj(x + self.rotary(x))
+
+
+def test_a_table_the_imports_own_run_caches_is_not_read_by_the_trace_as_a_constant():
+    from archgraph.fromtorch.hflayouts import failure
+    with torch.device("meta"):
+        module = CachingEncoder().eval()
+    module.rotary.inv_freq = torch.tensor([1.0, 0.5])  # a small buffer stays on the CPU (hfbuild)
+    x = torch.randn(2, 5, 2, device="meta")
+    assert failure(module, {"x": x}) is None  # import-torch's run trying the example inputs
+    assert module.rotary.cached_table is None and module.rotary.cached_length is None  # left as it was
+    text = to_spec(module, x)  # was: cannot import buffer 'rotary.cached_table' ... on the meta device
+    assert "cached_table" not in text
+    assert "  - {name: rotary.inv_freq, op: buffer, shape: [2]}" in text

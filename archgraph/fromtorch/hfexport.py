@@ -1,5 +1,7 @@
 """What changes while a module is exported: only what keeps the values it computes.
 
+The module's attributes and buffers are as before after each run (`kept.state_kept`): a table a
+run caches (CLVP's rotary embedding by sequence length) is not read by the next as a constant.
 A module whose parameters are on the meta device (a config's model, built without weights) is
 exported with its buffers on the meta device too, so that no operation mixes devices; the
 buffers are put back afterwards, and the spec reads their values from the CPU.  A number forward
@@ -34,6 +36,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from . import valued
+from .kept import state_kept
 
 
 @contextlib.contextmanager
@@ -41,6 +44,7 @@ def export_context(module, named: dict[str, Any], flags: bool = True):
     """The context to export `module` in (see the module docstring); with `flags` False, plain masks
     are materialised too (for a model that reads its mask's values: DeepSeek-V3.2's indexer)."""
     with contextlib.ExitStack() as stack:
+        stack.enter_context(state_kept(module))  # a cache a run sets (a rotary table) is not the next run's constant
         stack.enter_context(one_device(module))
         if not _is_transformers(module):
             yield
@@ -79,7 +83,9 @@ class _NumbersOnCpu(TorchFunctionMode):
     """torch.tensor(number, device=meta) (as_tensor, scalar_tensor) made on the CPU: a 0-d tensor
     that keeps its value and mixes with tensors on the meta device.  A list of numbers
     (PP-DocLayout-V3's torch.tensor([width, height, width, height], device=mask.device)) is made on
-    the CPU and moved to the meta device by an op of the trace: the constant keeps its values."""
+    the CPU and moved to the meta device by an op of the trace: the constant keeps its values.  So
+    is a list of numbers indexing a tensor on the meta device (Muse Spark's grid_thw[:, [0, 2, 1]]),
+    which torch would make on that device itself, and x.new_tensor(list) of one."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -87,7 +93,26 @@ class _NumbersOnCpu(TorchFunctionMode):
                 _numbers(args[0]) and _on_meta(kwargs.get("device")):
             made = func(*args, **{**kwargs, "device": "cpu"})
             return made if made.dim() == 0 else made.to("meta")
+        if func in (torch.Tensor.__getitem__, torch.Tensor.__setitem__) and len(args) >= 2 and \
+                _on_meta(args[0].device) and _has_list(args[1]):
+            index = tuple(_listed(i) for i in args[1]) if isinstance(args[1], tuple) else _listed(args[1])
+            return func(args[0], index, *args[2:], **kwargs)
+        if func is torch.Tensor.new_tensor and len(args) >= 2 and _on_meta(args[0].device) and \
+                _numbers(args[1]) and kwargs.get("device") is None:
+            made = torch.tensor(args[1], dtype=kwargs.get("dtype") or args[0].dtype)
+            return made if made.dim() == 0 else made.to("meta")
         return func(*args, **kwargs)
+
+
+def _has_list(index) -> bool:
+    """Whether an index holds a list of numbers (x[[2, 0, 1]], x[:, [0, 2, 1]])."""
+    return any(isinstance(i, list) and _numbers(i) for i in (index if isinstance(index, tuple) else (index,)))
+
+
+def _listed(index):
+    """A list of numbers in an index as the tensor torch makes of it, on the CPU, moved to the meta
+    device by an op of the trace (its values kept as the constant's)."""
+    return torch.tensor(index).to("meta") if isinstance(index, list) and _numbers(index) else index
 
 
 def _numbers(data, depth: int = 0) -> bool:
