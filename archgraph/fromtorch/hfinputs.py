@@ -53,6 +53,7 @@ import torch
 
 from ..errors import ArchgraphError, did_you_mean
 from . import hfdocs, hflayouts, hfparams, hfprocessor, valued
+from .kept import state_kept
 from .hfconfig import _first
 from .hflayouts import BATCH
 from .hfmake import SUB_CONFIGS, builder, find
@@ -288,7 +289,8 @@ def _feature_tokens(model, method: str, name: str, inputs: dict) -> tuple[int | 
     if not isinstance(width, int):
         return None, "its input embeddings' width is unknown"
     try:  # on the meta device with the values the inputs and buffers have (valued)
-        with torch.no_grad(), valued.running() if valued.on_meta(model) else contextlib.nullcontext():
+        with torch.no_grad(), valued.running() if valued.on_meta(model) else contextlib.nullcontext(), \
+                state_kept(model):
             takes = inspect.signature(fn).parameters
             out = fn(**{n: v for n, v in inputs.items() if n == name or (n in takes and n not in PLACEHOLDERS)})
     except Exception as exc:  # noqa: BLE001  a tower that cannot run on this input: said by the caller

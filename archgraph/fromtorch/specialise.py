@@ -25,6 +25,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ..errors import ArchgraphError
 from . import valued
+from .kept import state_kept
 from .quiet import quiet
 
 _SCALAR = torch.ops.aten._local_scalar_dense.default  # a tensor's value read as a Python number
@@ -63,7 +64,7 @@ def specialised(module: torch.nn.Module, named: dict) -> tuple[object, list[str]
     """The program of `module` at exactly the example inputs `named`, and one line per value the trace
     fixed: `u0 = 20, read by max_length = int(torch.max(lengths).item())`."""
     fresh = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in named.items()}  # the failed
-    with _quiet():  # export marked the tensors' batch and sequence dynamic, which draft_export would keep
+    with _quiet(), state_kept(module):  # export marked the tensors' batch and sequence dynamic, which draft_export would keep
         program = torch.export.draft_export(module, (), fresh, strict=False)
     fixed = []
     for failure in getattr(program, "_report", None).failures if getattr(program, "_report", None) else []:
@@ -90,10 +91,11 @@ def replayed(module: torch.nn.Module, named: dict, before=lambda: None) -> tuple
     values: dict = defaultdict(list)
     meta = valued.on_meta(module)  # run with the values its inputs and buffers have (valued)
     # valued outermost: _Lists sees each call as the code makes it (x[mask]) before valued rewrites it
-    with torch.no_grad(), valued.running() if meta else contextlib.nullcontext(), _Lists(values), _Scalars(values):
+    with torch.no_grad(), valued.running() if meta else contextlib.nullcontext(), _Lists(values), _Scalars(values), \
+            state_kept(module):
         module(**({n: valued.known(v) for n, v in named.items()} if meta else named))
     before()
-    with _quiet(), _replaying(values) as used:
+    with _quiet(), _replaying(values) as used, state_kept(module):
         program = torch.export.export(module, (), named, strict=False)
     return program, [f"{_shown(v)} read by `{code}`" for code, v in used.items()]
 

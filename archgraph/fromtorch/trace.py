@@ -18,6 +18,7 @@ import torch
 from ..errors import ArchgraphError
 from .decompose import lower, without_empty_writes
 from .hfexport import export_context
+from .kept import state_kept
 from .leaves import recorded_calls
 from .specialise import ValuesUnknown, data_dependent, replayed, specialised
 
@@ -95,7 +96,7 @@ def _export(module, named: dict, dynamic: dict, calls: dict) -> tuple[Any, list[
     printed = io.StringIO()  # torch prints the graph it traced when the code reads a value: unshown then
     plain = None
     try:
-        with contextlib.redirect_stderr(printed):
+        with contextlib.redirect_stderr(printed), state_kept(module):
             plain = torch.export.export(module, (), named, dynamic_shapes=dynamic, strict=False)
     except Exception as exc:
         if _numpy_of_size(exc) and any(d is not None for d in dynamic.values()):  # sizes as numpy's numbers
@@ -222,7 +223,7 @@ def _eager_failure(module: torch.nn.Module, named: dict, flags: bool = True) -> 
     an export that failed because the module itself fails is told apart from one torch.export
     cannot trace."""
     try:
-        with torch.no_grad(), export_context(module, named, flags):
+        with torch.no_grad(), export_context(module, named, flags), state_kept(module):
             module(**named)
     except Exception as exc:  # noqa: BLE001  the module's own error, reported as it reads
         text = str(exc).strip()
