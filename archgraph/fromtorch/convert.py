@@ -381,11 +381,12 @@ class Converter(Folding):
                     continue
                 if a.op == "placeholder" and a.name in self.tensors and \
                         any(name.startswith(prefix + ".") for name in self._names_of(a)) and \
-                        all(u in inside for u in self.readers(a)):
+                        not any(u not in inside and under(module_path(u), prefix) for u in self.readers(a)):
                     continue  # its own tensor (by another of its names, where the export named it after a tie)
-                # a tensor code outside the nodes reads too (the module called again elsewhere: a head
-                # called before a decoder's loop and in it) is held once, where the caller's body
-                # first reads it, and reaches the block as an input, as a tensor of another module does
+                # a tensor its module reads in a call outside the nodes too (the module called again
+                # elsewhere: a head called before a decoder's loop and in it) is held once, where the
+                # caller's body first reads it, and reaches the block as an input, as a tensor of another
+                # module does (another module reading it, a tied head, ties to it instead)
                 if a not in ins:
                     ins.append(a)
         outs = [n for n in nodes if is_tensor_value(n) and any(u not in inside for u in self.readers(n))]
