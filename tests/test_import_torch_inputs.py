@@ -485,6 +485,25 @@ def test_qwen_omni_audio_gets_the_feature_attention_mask_its_processor_gives():
     assert mask.tolist() == [[1] * 3000] * 2
 
 
+def test_mel_features_are_tried_as_frames_channels_and_a_one_channel_image():
+    """Mel bins without a Whisper window: [B, frames, mels] (most), [B, mels, frames] (GLM-ASR convolves
+    them as channels), [B, 1, frames, mels] (CLAP's audio tower, which refused 'Dimension out of range'
+    on the first two), the first the model runs on."""
+    config = transformers.AutoConfig.for_model("clap_audio_model")
+    assert [tuple(t.shape) for t in hfmake._audio_features(config)] == [(2, 64, 64), (2, 64, 64), (2, 1, 64, 64)]
+    config = transformers.AutoConfig.for_model("clap_audio_model", num_mel_bins=40)
+    assert [tuple(t.shape) for t in hfmake._audio_features(config)] == [(2, 64, 40), (2, 40, 64), (2, 1, 64, 40)]
+
+
+@pytest.mark.slow
+def test_clap_audio_imports_with_its_one_channel_spectrogram(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "clap_audio_model", "num_hidden_layers": 1, "depths": [1, 1, 1, 1]}))
+    from archgraph.cli import main
+    assert main(["import-torch", str(config), "-o", str(tmp_path / "clap.yaml")]) in (0, None)
+    assert "input_features: {shape: [B, 1, 64, 64]" in (tmp_path / "clap.yaml").read_text()
+
+
 def test_an_audio_encoder_reading_feature_lens_gets_its_clips_packed():
     """Qwen2.5-Omni's audio encoder reads its clips' mel frames packed, [mels, clips x frames], with
     feature_lens [clips] (it raised TypeError on None): two 30 s clips of 3000 frames (2 x

@@ -197,7 +197,8 @@ def _audio_features(config, name: str = '') -> torch.Tensor | list[torch.Tensor]
     """Whisper's [B, mels, 2 x max_source_positions] where the config has both; Whisper's layout too,
     [B, mels, 2 x n_window] (one window), where the config chunks its frames in windows of n_window
     (Qwen3-ASR: its processor pads the frames to a multiple of that); else [B, FRAMES, feature size],
-    or, of mel bins, [B, mels, FRAMES] (GLM-ASR convolves them as channels), the first the model runs on."""
+    or, of mel bins, [B, mels, FRAMES] (GLM-ASR convolves them as channels) or [B, 1, FRAMES, mels] (CLAP's
+    audio tower reads a one-channel image), the first the model runs on."""
     mels = find(config, "num_mel_bins")
     positions = find(config, "max_source_positions")
     if isinstance(mels, int) and isinstance(positions, int):  # Whisper's [B, mels, frames], two frames a position
@@ -208,8 +209,9 @@ def _audio_features(config, name: str = '') -> torch.Tensor | list[torch.Tensor]
     window = find(config, "n_window")
     if isinstance(window, int) and window > 0 and isinstance(mels, int):
         return _normal((BATCH, mels, 2 * window))
-    if isinstance(mels, int):  # mel bins: as frames' features, or as a convolution's channels (GLM-ASR)
-        return [_normal((BATCH, FRAMES, size)), _normal((BATCH, size, FRAMES))]
+    if isinstance(mels, int):  # mel bins: as frames' features, as a convolution's channels (GLM-ASR), or as
+        # a one-channel image of frames by mels (CLAP's audio tower: [B, 1, time, mels])
+        return [_normal((BATCH, FRAMES, size)), _normal((BATCH, size, FRAMES)), _normal((BATCH, 1, FRAMES, size))]
     return _normal((BATCH, FRAMES, size))
 
 
