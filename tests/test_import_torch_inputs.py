@@ -495,6 +495,13 @@ def test_mel_features_are_tried_as_frames_channels_and_a_one_channel_image():
     assert [tuple(t.shape) for t in hfmake._audio_features(config)] == [(2, 64, 40), (2, 40, 64), (2, 1, 64, 40)]
 
 
+def test_stacked_mel_frames_are_as_wide_as_the_frames_stacked():
+    """Fun-ASR-Nano's encoder reads frames stacked num_stacked_frames at a time (its low frame rate):
+    [B, frames, 7 x 80] (it was refused: 'The size of tensor a (80) must match the size of tensor b (560)')."""
+    config = transformers.AutoConfig.for_model("fun_asr_nano_encoder")
+    assert tuple(hfmake._audio_features(config).shape) == (2, 64, 560)
+
+
 @pytest.mark.slow
 def test_clap_audio_imports_with_its_one_channel_spectrogram(tmp_path):
     config = tmp_path / "config.json"

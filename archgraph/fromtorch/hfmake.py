@@ -196,7 +196,8 @@ def _video(config, name: str = '') -> torch.Tensor:
 def _audio_features(config, name: str = '') -> torch.Tensor | list[torch.Tensor]:
     """Whisper's [B, mels, 2 x max_source_positions] where the config has both; Whisper's layout too,
     [B, mels, 2 x n_window] (one window), where the config chunks its frames in windows of n_window
-    (Qwen3-ASR: its processor pads the frames to a multiple of that); else [B, FRAMES, feature size],
+    (Qwen3-ASR: its processor pads the frames to a multiple of that); [B, FRAMES, mels x num_stacked_frames]
+    where the config stacks frames (FunASR's low frame rate); else [B, FRAMES, feature size],
     or, of mel bins, [B, mels, FRAMES] (GLM-ASR convolves them as channels) or [B, 1, FRAMES, mels] (CLAP's
     audio tower reads a one-channel image), the first the model runs on."""
     mels = find(config, "num_mel_bins")
@@ -206,6 +207,9 @@ def _audio_features(config, name: str = '') -> torch.Tensor | list[torch.Tensor]
     size = mels or find(config, "feature_size", "input_feat_per_channel", "feature_projection_input_dim",
                         "input_dim")
     size = size if isinstance(size, int) else 80
+    stacked = find(config, "num_stacked_frames")
+    if isinstance(stacked, int) and stacked > 1 and isinstance(mels, int):  # low frame rate: frames stacked
+        return _normal((BATCH, FRAMES, mels * stacked))                     # (FunASR: 7 x 80 mels a step)
     window = find(config, "n_window")
     if isinstance(window, int) and window > 0 and isinstance(mels, int):
         return _normal((BATCH, mels, 2 * window))
