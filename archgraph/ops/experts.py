@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ..dims import prod
 from .activation import ActivationName as Activation
-from .base import Saved, Tensor, check, expect_dim, invalid, keeps_own, op, positive
-from .mlp import _FeedForward, dispatch
+from .base import Saved, Tensor, invalid, keeps_own, op, positive
+from .mlp import _FeedForward, check_routing, dispatch
 
 
 @op("experts", category="mlp", aliases=("grouped_experts", "MixtralExperts"),
@@ -32,11 +32,7 @@ class Experts(_FeedForward):
 
     def infer_shape(self, x, weights, picked):
         out = super().infer_shape(x)
-        for t, what in ((weights, "weights"), (picked, "picked")):
-            check(len(t) == len(x), f"{what} must have the input's rank ([..., top_k])")
-            for a, b in zip(t[:-1], x[:-1]):
-                expect_dim(a, b, f"leading dims of {what} (the tokens')")
-            expect_dim(t[-1], self.top_k, f"last dimension of {what} (top_k)")
+        check_routing(x, weights, picked, self.top_k)
         return out
 
     def params(self):

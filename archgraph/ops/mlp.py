@@ -24,6 +24,16 @@ def _linear(name: str, out: int, inp: int, bias: bool):
         yield Tensor(f"{name}.bias", (out,))
 
 
+def check_routing(x, weights, picked, top_k: int) -> None:
+    """The routing inputs of a layer's experts: each token's `weights` and `picked` experts [..., top_k],
+    their leading dims the tokens' of x [..., hidden]."""
+    for t, what in ((weights, "weights"), (picked, "picked")):
+        check(len(t) == len(x), f"{what} must have the input's rank ([..., top_k])")
+        for a, b in zip(t[:-1], x[:-1]):
+            expect_dim(a, b, f"leading dims of {what} (the tokens')")
+        expect_dim(t[-1], top_k, f"last dimension of {what} (top_k)")
+
+
 def dispatch(torch, expert, tokens, weights, picked, experts: int, weighting: str = "output"):
     """Each token [N, hidden] through its picked experts [N, top_k] (expert(e, rows) runs expert e), weighted
     by `weights` [N, top_k] and summed: the (token, slot) pairs sorted by expert, gathered once, cut into one
@@ -323,11 +333,7 @@ class MixtureOfExperts(_FeedForward):
             check(weights is None and picked is None, "weights and picked are inputs of routing 'given'")
             return out
         check(weights is not None and picked is not None, "routing 'given' needs the inputs weights and picked")
-        for t, what in ((weights, "weights"), (picked, "picked")):
-            check(len(t) == len(x), f"{what} must have the input's rank ([..., top_k])")
-            for a, b in zip(t[:-1], x[:-1]):
-                expect_dim(a, b, f"leading dims of {what} (the tokens')")
-            expect_dim(t[-1], self.top_k, f"last dimension of {what} (top_k)")
+        check_routing(x, weights, picked, self.top_k)
         return out
 
     def _default(self):
