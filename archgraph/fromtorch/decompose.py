@@ -21,18 +21,20 @@ def unknown_ops(program) -> set:
             and n.target not in TABLE and n.target not in SKIP}
 
 
-def _var_mean(x, dim=None, *, correction=None, keepdim=False):
-    return aten.var.correction(x, dim, correction=correction, keepdim=keepdim), aten.mean.dim(x, dim, keepdim)
-
-
-def _std_mean(x, dim=None, *, correction=None, keepdim=False):
-    return aten.std.correction(x, dim, correction=correction, keepdim=keepdim), aten.mean.dim(x, dim, keepdim)
-
-
 aten = torch.ops.aten
+
+
+def _with_mean(spread):
+    """var_mean / std_mean as `spread` (var or std) and mean, two ops archgraph has."""
+    def lowered(x, dim=None, *, correction=None, keepdim=False):
+        return spread(x, dim, correction=correction, keepdim=keepdim), aten.mean.dim(x, dim, keepdim)
+    return lowered
+
+
 # non-core ops PyTorch's export table leaves as they are, lowered to ops archgraph has (torch._decomp's
 # own would give prims, which a spec does not hold)
-OWN = {aten.var_mean.correction: _var_mean, aten.std_mean.correction: _std_mean}
+OWN = {aten.var_mean.correction: _with_mean(aten.var.correction),
+       aten.std_mean.correction: _with_mean(aten.std.correction)}
 
 
 def decompositions():
